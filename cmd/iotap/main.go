@@ -1,0 +1,221 @@
+// Command iotap records the filesystem operations of a real job through a tracing FUSE
+// layer, reports their latency distributions, and replays them on other storage.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"sort"
+	"strings"
+	"syscall"
+
+	"github.com/spf13/pflag"
+)
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "dev"
+
+// Exit codes. They are listed in --help; keep the two in step.
+const (
+	exitOK       = 0
+	exitError    = 1 // the command failed (bad trace, unreachable target, ...)
+	exitUsage    = 2 // bad flags or arguments
+	exitDamaged  = 3 // the trace was read, but it is damaged (truncated or corrupt chunks)
+	exitNotFound = 127
+)
+
+// env is what a command needs from the process: its streams, a logger, and hooks that
+// tests replace.
+type env struct {
+	stdin  io.Reader
+	stdout io.Writer
+	stderr io.Writer
+	log    *slog.Logger
+}
+
+// command is one subcommand. Each lives in its own cmd_<name>.go file, which registers it
+// from an init function.
+type command struct {
+	name    string
+	summary string
+	usage   string // argument synopsis after the command name
+	// flags returns a fresh flag set bound to a fresh options struct, and the function
+	// that runs the command with those options.
+	setup  func(fs *pflag.FlagSet) func(ctx context.Context, e *env, args []string) error
+	hidden bool
+}
+
+var commands = map[string]*command{}
+
+func register(c *command) {
+	if _, dup := commands[c.name]; dup {
+		panic("iotap: command registered twice: " + c.name)
+	}
+	commands[c.name] = c
+}
+
+// exitError carries a specific exit code (a wrapped job's, or 127 for a missing command).
+type exitCodeError struct {
+	code int
+	err  error
+}
+
+func (e *exitCodeError) Error() string {
+	if e.err == nil {
+		return fmt.Sprintf("exit status %d", e.code)
+	}
+	return e.err.Error()
+}
+func (e *exitCodeError) Unwrap() error { return e.err }
+
+// errUsage marks an error in flags or arguments.
+var errUsage = errors.New("usage")
+
+func usageErrorf(format string, a ...any) error {
+	return fmt.Errorf("%w: %s", errUsage, fmt.Sprintf(format, a...))
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// run executes one iotap invocation and returns the process exit code. It never exits.
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	level := slog.LevelWarn
+	if os.Getenv("IOTAP_DEBUG") != "" {
+		level = slog.LevelDebug
+	}
+	e := &env{
+		stdin:  stdin,
+		stdout: stdout,
+		stderr: stderr,
+		log:    slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level})),
+	}
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		if len(args) > 1 {
+			if c, ok := commands[args[1]]; ok {
+				fs := newFlagSet(c)
+				c.setup(fs)
+				printCommandHelp(stdout, c, fs)
+				return exitOK
+			}
+		}
+		printHelp(stdout)
+		if len(args) == 0 {
+			return exitUsage
+		}
+		return exitOK
+	}
+	if args[0] == "--version" || args[0] == "version" {
+		fmt.Fprintf(stdout, "iotap %s\n", version)
+		return exitOK
+	}
+	c, ok := commands[args[0]]
+	if !ok {
+		fmt.Fprintf(stderr, "iotap: unknown command %q (see iotap --help)\n", args[0])
+		return exitUsage
+	}
+	fs := newFlagSet(c)
+	runFn := c.setup(fs)
+	fs.SetOutput(io.Discard)
+	if err := fs.Parse(args[1:]); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			printCommandHelp(stdout, c, fs)
+			return exitOK
+		}
+		fmt.Fprintf(stderr, "iotap %s: %v\n", c.name, err)
+		fmt.Fprintf(stderr, "usage: iotap %s %s (see iotap %s --help)\n", c.name, c.usage, c.name)
+		return exitUsage
+	}
+	err := runFn(ctx, e, fs.Args())
+	return exitCode(stderr, c.name, err)
+}
+
+// exitCode maps an error to the process exit code, printing it. This is the one place
+// where errors become exit codes.
+func exitCode(stderr io.Writer, name string, err error) int {
+	var ec *exitCodeError
+	switch {
+	case err == nil:
+		return exitOK
+	case errors.As(err, &ec):
+		if ec.err != nil {
+			fmt.Fprintf(stderr, "iotap %s: %v\n", name, ec.err)
+		}
+		return ec.code
+	case errors.Is(err, errUsage):
+		fmt.Fprintf(stderr, "iotap %s: %v\n", name, err)
+		return exitUsage
+	case errors.Is(err, errDamaged):
+		fmt.Fprintf(stderr, "iotap %s: %v\n", name, err)
+		return exitDamaged
+	default:
+		fmt.Fprintf(stderr, "iotap %s: %v\n", name, err)
+		return exitError
+	}
+}
+
+// errDamaged marks a command that completed on a damaged trace.
+var errDamaged = errors.New("trace damaged")
+
+func newFlagSet(c *command) *pflag.FlagSet {
+	fs := pflag.NewFlagSet("iotap "+c.name, pflag.ContinueOnError)
+	fs.SortFlags = false
+	fs.SetInterspersed(true)
+	return fs
+}
+
+func printHelp(w io.Writer) {
+	fmt.Fprintf(w, "iotap %s: record a job's filesystem I/O, report its latencies, replay it on other storage.\n\n", version)
+	fmt.Fprintln(w, "Usage: iotap <command> [flags] [args]")
+	fmt.Fprintln(w, "\nCommands:")
+	names := make([]string, 0, len(commands))
+	for n, c := range commands {
+		if !c.hidden {
+			names = append(names, n)
+		}
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		fmt.Fprintf(w, "  %-10s %s\n", n, commands[n].summary)
+	}
+	fmt.Fprintln(w, "\nRun 'iotap <command> --help' for a command's flags.")
+	fmt.Fprint(w, exitCodesHelp)
+}
+
+const exitCodesHelp = `
+Exit codes:
+  0    success
+  1    the command failed
+  2    bad flags or arguments
+  3    the trace was read but is damaged (truncated or corrupt chunks)
+  127  record: the job's command was not found
+  N    record: the job's own exit code (128+signal if it was killed)
+`
+
+func printCommandHelp(w io.Writer, c *command, fs *pflag.FlagSet) {
+	fmt.Fprintf(w, "Usage: iotap %s %s\n\n%s\n\nFlags:\n", c.name, c.usage, c.summary)
+	fmt.Fprint(w, fs.FlagUsages())
+	fmt.Fprint(w, exitCodesHelp)
+}
+
+// splitLabels parses key=value labels.
+func splitLabels(in []string) ([][2]string, error) {
+	out := make([][2]string, 0, len(in))
+	for _, l := range in {
+		k, v, ok := strings.Cut(l, "=")
+		if !ok || k == "" {
+			return nil, usageErrorf("label %q is not key=value", l)
+		}
+		out = append(out, [2]string{k, v})
+	}
+	return out, nil
+}

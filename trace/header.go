@@ -1,0 +1,76 @@
+package trace
+
+import "time"
+
+// Header describes how and where a trace was made. It is written once, at the start of the
+// file, and every report shows the parts that change how its numbers must be read (the
+// fidelity mode above all).
+type Header struct {
+	Version   uint16    // format version; Version1 for files written by this package
+	Kind      string    // "record" (traced through the FUSE layer) or "replay"
+	WallStart time.Time // wall-clock time (UTC) at Origin
+	// Origin is the monotonic reading (ns, CLOCK_MONOTONIC) that event Start times count
+	// from. It is only meaningful for comparing traces made on the same boot.
+	Origin       int64
+	Hostname     string
+	IotapVersion string // iotap version that wrote the trace
+	Kernel       string // uname release
+	Target       Target
+	FUSE         FUSEOptions
+	Command      []string // the wrapped job's argv, if any
+	Labels       []Label  // --label key=value, Slurm ids, ...
+}
+
+// Version1 is the only format version this package writes.
+const Version1 uint16 = 1
+
+// Target is the traced (or replayed-onto) directory as /proc/self/mountinfo described it.
+type Target struct {
+	Path   string // absolute path the job used
+	FSType string // e.g. "ext4", "fuse.s3fs", "nfs4", "lustre", "tmpfs", "s3" for a replay on S3
+	Source string // mount source, e.g. "/dev/sda1", "s3fs", "bucket"
+	Mount  string // mount point holding Path
+}
+
+// FUSEOptions are the settings of the tracing layer that change what it sees.
+type FUSEOptions struct {
+	// Cache is "none" (direct I/O, 0 s entry/attr timeouts: every application call reaches
+	// the layer at its own size), "kernel" (page cache and attribute cache on: the trace
+	// shows what reached the backend) or "" when no FUSE layer was involved (replay).
+	Cache        string
+	MaxRead      uint32
+	MaxWrite     uint32
+	EntryTimeout time.Duration
+	AttrTimeout  time.Duration
+	DirectIO     bool
+	Passthrough  bool // kernel passthrough on: reads and writes were NOT seen
+	Writeback    bool // writeback cache on: writes arrive coalesced, from kernel threads
+}
+
+// Label is a free-form key=value pair attached to a trace.
+type Label struct {
+	Key, Value string
+}
+
+// Label returns the value of the first label with key k, and whether there was one.
+func (h *Header) Label(k string) (string, bool) {
+	for _, l := range h.Labels {
+		if l.Key == k {
+			return l.Value, true
+		}
+	}
+	return "", false
+}
+
+// Footer is written when a writer closes cleanly. A trace without one was cut short (the
+// writer was killed); its complete chunks are still readable.
+type Footer struct {
+	Events    uint64        // events written
+	Dropped   uint64        // events lost because the buffer was full in drop mode
+	Blocked   time.Duration // time producers spent waiting for buffer space in block mode
+	Chunks    uint64
+	End       int64    // ns since origin of the close
+	OpCounts  []uint64 // events per Op, indexed by Op (length NumOps or less)
+	Errors    uint64   // recording failures other than drops (e.g. /proc lookups that failed)
+	WallClose time.Time
+}
