@@ -1,0 +1,7 @@
+#!/usr/bin/env bash
+# The full test suite. Packages that mount FUSE run one at a time (-p 1).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/install-deps.sh
+go test -count 1 -timeout 20m $(scripts/nomount-packages.sh)
+go test -p 1 -count 1 -timeout 30m ./fusefs/... ./internal/fusetest/... ./cmd/...
