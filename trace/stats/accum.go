@@ -1,0 +1,526 @@
+package stats
+
+import (
+	"errors"
+	"time"
+
+	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/iotap/iotap/trace"
+)
+
+// Resolver names the ids events carry. *trace.Reader satisfies it.
+type Resolver interface {
+	PathName(id uint32) string
+	Process(tid uint32) (trace.Process, bool)
+}
+
+// Names is a Resolver backed by maps, for events that did not come from a trace file.
+type Names struct {
+	Paths map[uint32]string
+	Procs map[uint32]trace.Process // by tid
+}
+
+// PathName implements Resolver.
+func (n *Names) PathName(id uint32) string {
+	if s, ok := n.Paths[id]; ok {
+		return s
+	}
+	if id == trace.RootPath {
+		return ""
+	}
+	return "?" + itoa(uint64(id))
+}
+
+// Process implements Resolver.
+func (n *Names) Process(tid uint32) (trace.Process, bool) {
+	p, ok := n.Procs[tid]
+	return p, ok
+}
+
+func itoa(v uint64) string {
+	var b [20]byte
+	i := len(b)
+	for {
+		i--
+		b[i] = byte('0' + v%10)
+		v /= 10
+		if v == 0 {
+			break
+		}
+	}
+	return string(b[i:])
+}
+
+// fileAgg is the per-path state of an Accumulator, indexed by path id.
+type fileAgg struct {
+	FileStats
+	touched bool
+	nextOff int64 // sequential detection for data ops without a handle
+	hasNext bool
+	ranges  *rangeSet
+	sampler int32 // index+1 into Accumulator.samplers, 0 = none
+}
+
+// handleState follows one open file handle.
+type handleState struct {
+	path      uint32
+	openStart int64
+	nextOff   int64
+	opened    bool // the open/create was seen
+	hasNext   bool
+	used      bool // a read or write was seen
+	ttfbDone  bool
+}
+
+type procAgg struct {
+	ProcStats
+	tid uint32 // first thread seen, for name resolution
+}
+
+// Accumulator aggregates the events of one trace. It is not safe for concurrent use.
+type Accumulator struct {
+	opts Options
+	src  Source
+
+	ops        [trace.NumOps]OpStats
+	classes    [NumClasses]ClassStats
+	readSizes  [NumSizeBuckets]SizeStats
+	writeSizes [NumSizeBuckets]SizeStats
+	ttfb       *hdrhistogram.Histogram
+
+	files []fileAgg
+
+	handles     map[uint64]int32 // handle -> index into hstates
+	hstates     []handleState
+	freeHStates []int32
+
+	procIdx  map[uint32]int32
+	procs    []procAgg
+	lastPid  uint32
+	lastProc int32
+
+	series Series
+
+	samplers   []*OffsetTrack
+	samplerMin uint64 // lower bound of the smallest sampled file's bytes
+
+	events uint64
+}
+
+// NewAccumulator returns an Accumulator for one trace. name is shown in reports (usually
+// the file name); h is the trace's header.
+func NewAccumulator(name string, h *trace.Header, o Options) *Accumulator {
+	o = o.withDefaults()
+	a := &Accumulator{
+		opts:     o,
+		handles:  make(map[uint64]int32),
+		procIdx:  make(map[uint32]int32),
+		lastProc: -1,
+		series:   Series{Width: o.Interval, max: o.MaxIntervals},
+	}
+	a.src.Name = name
+	if h != nil {
+		a.src.Header = *h
+		a.series.Start = h.WallStart
+	}
+	a.src.FirstNs = -1
+	return a
+}
+
+func (a *Accumulator) file(id uint32) *fileAgg {
+	if int(id) >= len(a.files) {
+		n := max(int(id)+1, 2*len(a.files), 64)
+		nf := make([]fileAgg, n)
+		copy(nf, a.files)
+		a.files = nf
+	}
+	return &a.files[id]
+}
+
+func (a *Accumulator) proc(pid, tid uint32) *procAgg {
+	if pid == a.lastPid && a.lastProc >= 0 {
+		return &a.procs[a.lastProc]
+	}
+	i, ok := a.procIdx[pid]
+	if !ok {
+		i = int32(len(a.procs))
+		a.procs = append(a.procs, procAgg{ProcStats: ProcStats{ProcKey: ProcKey{Pid: pid}}, tid: tid})
+		a.procIdx[pid] = i
+	}
+	a.lastPid, a.lastProc = pid, i
+	return &a.procs[i]
+}
+
+func (a *Accumulator) handle(h uint64, path uint32) *handleState {
+	if i, ok := a.handles[h]; ok {
+		return &a.hstates[i]
+	}
+	var i int32
+	if n := len(a.freeHStates); n > 0 {
+		i = a.freeHStates[n-1]
+		a.freeHStates = a.freeHStates[:n-1]
+	} else {
+		i = int32(len(a.hstates))
+		a.hstates = append(a.hstates, handleState{})
+	}
+	a.hstates[i] = handleState{path: path}
+	a.handles[h] = i
+	return &a.hstates[i]
+}
+
+func (a *Accumulator) closeHandle(h uint64) {
+	i, ok := a.handles[h]
+	if !ok {
+		return
+	}
+	st := &a.hstates[i]
+	if st.opened && !st.used && st.path != 0 {
+		a.file(st.path).UnusedOpen++
+	}
+	delete(a.handles, h)
+	a.freeHStates = append(a.freeHStates, i)
+}
+
+// hasBytes reports whether Ret counts bytes transferred for op.
+func hasBytes(op trace.Op) bool {
+	switch op {
+	case trace.OpRead, trace.OpWrite, trace.OpCopyFileRange, trace.OpReaddir, trace.OpReaddirplus,
+		trace.OpGetxattr, trace.OpListxattr, trace.OpReadlink:
+		return true
+	}
+	return false
+}
+
+// Add aggregates one event. It does not keep ev.
+func (a *Accumulator) Add(ev *trace.Event) {
+	op := ev.Op
+	if op >= trace.NumOps {
+		op = trace.OpInvalid
+	}
+	a.events++
+	if a.src.FirstNs < 0 || ev.Start < a.src.FirstNs {
+		a.src.FirstNs = ev.Start
+	}
+	end := ev.Start + ev.Dur
+	if end > a.src.LastNs {
+		a.src.LastNs = end
+	}
+	dur := ev.Dur
+	failed := ev.Errno != 0
+
+	// Per operation.
+	o := &a.ops[op]
+	o.Count++
+	o.TotalNs += dur
+	if dur > o.MaxNs {
+		o.MaxNs = dur
+	}
+	if o.Hist == nil {
+		o.Hist = NewHist()
+	}
+	record(o.Hist, dur)
+	var nbytes uint64
+	if failed {
+		o.Errors++
+		if o.Errnos == nil {
+			o.Errnos = make(map[uint16]uint64)
+		}
+		o.Errnos[ev.Errno]++
+	} else if ev.Ret > 0 && hasBytes(op) {
+		nbytes = uint64(ev.Ret)
+		o.Bytes += nbytes
+	}
+	class := op.Class()
+	a.classes[class].Count++
+	a.classes[class].TotalNs += dur
+
+	// Per interval.
+	sl := a.series.slot(ev.Start)
+	sl.Ops++
+	sl.BusyNs += dur
+	sl.Lat.Add(dur)
+	if failed {
+		sl.Errors++
+	}
+
+	// Per process.
+	p := a.proc(ev.Pid, ev.Tid)
+	p.Ops++
+	p.TotalNs += dur
+	p.ClassNs[class] += dur
+	if failed {
+		p.Errors++
+	}
+
+	// Per file.
+	f := a.file(ev.Path)
+	f.touched = true
+	f.Ops++
+	f.TotalNs += dur
+	f.ClassNs[class] += dur
+	if failed {
+		f.Errors++
+	}
+
+	switch op {
+	case trace.OpRead, trace.OpWrite:
+		write := op == trace.OpWrite
+		if write {
+			sl.WriteOps++
+			sl.WriteBytes += nbytes
+			p.WriteBytes += nbytes
+		} else {
+			sl.ReadOps++
+			sl.ReadBytes += nbytes
+			p.ReadBytes += nbytes
+		}
+		a.data(ev, f, write, nbytes, failed)
+	case trace.OpCopyFileRange:
+		sl.ReadBytes += nbytes
+		sl.WriteBytes += nbytes
+	case trace.OpOpen, trace.OpCreate:
+		if !failed {
+			f.Opens++
+			if ev.Handle != 0 {
+				a.closeHandle(ev.Handle) // a reused handle number: the old one is gone
+				st := a.handle(ev.Handle, ev.Path)
+				st.opened = true
+				st.openStart = ev.Start
+			}
+		}
+	case trace.OpRelease:
+		if ev.Handle != 0 {
+			a.closeHandle(ev.Handle)
+		}
+	}
+}
+
+// data handles a read or write.
+func (a *Accumulator) data(ev *trace.Event, f *fileAgg, write bool, nbytes uint64, failed bool) {
+	dur := ev.Dur
+	b := SizeBucket(ev.Size)
+	ss := &a.readSizes[b]
+	if write {
+		ss = &a.writeSizes[b]
+	}
+	ss.Count++
+	ss.Bytes += nbytes
+	ss.TotalNs += dur
+	if ss.Hist == nil {
+		ss.Hist = NewHist()
+	}
+	record(ss.Hist, dur)
+
+	if write {
+		f.WriteOps++
+		f.WriteBytes += nbytes
+		f.WriteNs += dur
+		f.WriteSizes[b]++
+	} else {
+		f.ReadOps++
+		f.ReadBytes += nbytes
+		f.ReadNs += dur
+		f.ReadSizes[b]++
+	}
+	if failed {
+		return
+	}
+
+	// Sequential or random, per handle (per file when there is none).
+	var seq bool
+	off := ev.Offset
+	if ev.Handle != 0 {
+		st := a.handle(ev.Handle, ev.Path)
+		seq = (st.hasNext && off == st.nextOff) || (!st.hasNext && off == 0)
+		st.nextOff, st.hasNext, st.used = off+int64(nbytes), true, true
+		if !write && !st.ttfbDone && st.opened {
+			st.ttfbDone = true
+			if a.ttfb == nil {
+				a.ttfb = NewHist()
+			}
+			record(a.ttfb, ev.Start+ev.Dur-st.openStart)
+		}
+	} else {
+		seq = (f.hasNext && off == f.nextOff) || (!f.hasNext && off == 0)
+		f.nextOff, f.hasNext = off+int64(nbytes), true
+	}
+	switch {
+	case write && seq:
+		f.SeqWrites++
+		f.SeqWriteBytes += nbytes
+	case write:
+		f.RandWrites++
+		f.RandWriteBytes += nbytes
+	case seq:
+		f.SeqReads++
+		f.SeqReadBytes += nbytes
+	default:
+		f.RandReads++
+		f.RandReadBytes += nbytes
+	}
+	if e := off + int64(nbytes); e > f.MaxEnd {
+		f.MaxEnd = e
+	}
+	if !write && nbytes > 0 {
+		if f.ranges == nil {
+			f.ranges = &rangeSet{}
+		}
+		f.RereadBytes += f.ranges.add(off, off+int64(nbytes))
+		if f.ranges.overflowed {
+			f.RereadApprox = true
+		}
+	}
+	a.sample(ev, f, write, nbytes)
+}
+
+// sample records an offset point for the offset-vs-time view when f is (or becomes) one of
+// the sampled files. A file becomes sampled after a few data ops while there is room, or
+// when it has moved more than twice the bytes of the least busy sampled file, which it then
+// replaces (its earlier points are lost; OffsetTrack.From says when sampling began).
+func (a *Accumulator) sample(ev *trace.Event, f *fileAgg, write bool, nbytes uint64) {
+	if f.sampler == 0 {
+		fb := f.ReadBytes + f.WriteBytes
+		if len(a.samplers) < a.opts.MaxSampledFiles {
+			if f.ReadOps+f.WriteOps < 4 {
+				return
+			}
+			a.samplers = append(a.samplers, &OffsetTrack{pathID: ev.Path, From: ev.Start})
+			f.sampler = int32(len(a.samplers))
+			a.samplerMin = 0
+		} else {
+			if fb <= 2*a.samplerMin {
+				return
+			}
+			// Find the least busy sampled file.
+			mi, mb := -1, uint64(0)
+			for i, t := range a.samplers {
+				tb := a.files[t.pathID].ReadBytes + a.files[t.pathID].WriteBytes
+				if mi < 0 || tb < mb {
+					mi, mb = i, tb
+				}
+			}
+			a.samplerMin = mb
+			if fb <= 2*mb {
+				return
+			}
+			old := a.samplers[mi]
+			a.files[old.pathID].sampler = 0
+			old.pathID = ev.Path
+			old.From = ev.Start
+			old.Points = old.Points[:0]
+			old.Stride, old.seen = 0, 0
+			f.sampler = int32(mi + 1)
+			a.samplerMin = 0
+		}
+	}
+	t := a.samplers[f.sampler-1]
+	t.add(OffsetPoint{T: ev.Start, Off: ev.Offset, Len: uint32(min(nbytes, 1<<32-1)), Write: write}, a.opts.MaxPoints)
+}
+
+// Finish resolves names and returns the trace's Stats. footer is the trace's footer (nil
+// when the trace was cut short); damage lists what the reader had to skip. The
+// Accumulator must not be used afterwards.
+func (a *Accumulator) Finish(r Resolver, footer *trace.Footer, damage []error) *Stats {
+	s := New()
+	src := a.src
+	src.Footer = footer
+	for _, d := range damage {
+		src.Damage = append(src.Damage, d.Error())
+	}
+	src.Events = a.events
+	if src.FirstNs < 0 {
+		src.FirstNs = 0
+	}
+	s.Sources = []Source{src}
+	s.Events = a.events
+	s.Ops = a.ops
+	s.Classes = a.classes
+	s.ReadSizes = a.readSizes
+	s.WriteSizes = a.writeSizes
+	s.TTFB = a.ttfb
+	// Handles still open at the end count as unused if nothing was read or written.
+	for h := range a.handles {
+		a.closeHandle(h)
+	}
+	for id := range a.files {
+		f := &a.files[id]
+		if !f.touched {
+			continue
+		}
+		name := pathName(r, uint32(id))
+		fs := f.FileStats
+		fs.Path = name
+		if d := s.Files[name]; d != nil {
+			d.merge(&fs)
+		} else {
+			s.Files[name] = &fs
+		}
+		s.Patterns.merge(&fs.Patterns)
+	}
+	host := a.src.Header.Hostname
+	for i := range a.procs {
+		p := &a.procs[i]
+		k := ProcKey{Host: host, Pid: p.Pid}
+		if r != nil {
+			if pr, ok := r.Process(p.tid); ok {
+				k.Comm = pr.Comm
+				p.Exe = pr.Exe
+			}
+		}
+		ps := p.ProcStats
+		ps.ProcKey = k
+		if d := s.Procs[k]; d != nil {
+			d.merge(&ps)
+		} else {
+			s.Procs[k] = &ps
+		}
+	}
+	s.Series = a.series
+	s.Series.max = a.opts.MaxIntervals
+	for _, t := range a.samplers {
+		f := &a.files[t.pathID]
+		t.Host = host
+		t.Path = pathName(r, t.pathID)
+		t.Bytes = f.ReadBytes + f.WriteBytes
+		t.Start = a.src.Header.WallStart
+		s.Offsets = append(s.Offsets, t)
+	}
+	*a = Accumulator{}
+	return s
+}
+
+func pathName(r Resolver, id uint32) string {
+	if id == 0 {
+		return "?"
+	}
+	if r == nil {
+		if id == trace.RootPath {
+			return ""
+		}
+		return "?" + itoa(uint64(id))
+	}
+	return r.PathName(id)
+}
+
+// ErrNoEvents is returned by helpers when a trace held no events at all.
+var ErrNoEvents = errors.New("stats: trace has no events")
+
+// Span returns the wall-clock time covered by the sources' events.
+func (s *Stats) Span() (start, end time.Time) {
+	for i := range s.Sources {
+		src := &s.Sources[i]
+		if src.Events == 0 {
+			continue
+		}
+		st := src.Header.WallStart.Add(time.Duration(src.FirstNs))
+		en := src.Header.WallStart.Add(time.Duration(src.LastNs))
+		if start.IsZero() || st.Before(start) {
+			start = st
+		}
+		if en.After(end) {
+			end = en
+		}
+	}
+	return start, end
+}

@@ -1,0 +1,74 @@
+package stats
+
+import (
+	"path"
+	"sort"
+)
+
+// Dirs aggregates Files by parent directory: a directory's figures are those of the files
+// directly in it plus the ops addressed to the directory itself.
+func (s *Stats) Dirs() map[string]*FileStats {
+	out := map[string]*FileStats{}
+	for p, f := range s.Files {
+		d := dirOf(p)
+		if s.isDirOwnOps(p, f) {
+			d = p
+		}
+		agg := out[d]
+		if agg == nil {
+			agg = &FileStats{Path: d}
+			out[d] = agg
+		}
+		agg.merge(f)
+	}
+	return out
+}
+
+// isDirOwnOps reports whether f looks like a directory's own entry (it had dir ops).
+func (s *Stats) isDirOwnOps(_ string, f *FileStats) bool {
+	return f.ClassNs[3] > 0 && f.ReadOps == 0 && f.WriteOps == 0
+}
+
+func dirOf(p string) string {
+	if p == "" || p[0] == '?' {
+		return p
+	}
+	d := path.Dir(p)
+	if d == "." {
+		return ""
+	}
+	return d
+}
+
+// TopFiles returns up to n entries of m ordered by less (descending "busiest first"),
+// ties broken by path.
+func TopFiles(m map[string]*FileStats, n int, key func(*FileStats) float64) []*FileStats {
+	out := make([]*FileStats, 0, len(m))
+	for _, f := range m {
+		out = append(out, f)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		ki, kj := key(out[i]), key(out[j])
+		if ki != kj {
+			return ki > kj
+		}
+		return out[i].Path < out[j].Path
+	})
+	if n > 0 && len(out) > n {
+		out = out[:n]
+	}
+	return out
+}
+
+// UnusedFiles returns the paths that were opened successfully but never read or written,
+// sorted.
+func (s *Stats) UnusedFiles() []string {
+	var out []string
+	for p, f := range s.Files {
+		if f.Opens > 0 && f.ReadOps == 0 && f.WriteOps == 0 {
+			out = append(out, p)
+		}
+	}
+	sort.Strings(out)
+	return out
+}

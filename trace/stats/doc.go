@@ -1,0 +1,39 @@
+// Package stats aggregates trace events into the figures iotap reports: per-operation latency
+// distributions, per-process, per-file, per-directory and per-interval views, and access
+// patterns.
+//
+// # Streaming and bounded memory
+//
+// An [Accumulator] is fed one trace's events in file order with [Accumulator.Add]; it never
+// keeps events. Its memory grows with the number of distinct paths, processes and open
+// handles the trace touched, and with the job's duration up to [Options.MaxIntervals]
+// intervals (beyond that the interval width doubles and neighbouring intervals merge). Add
+// does not allocate in the steady state: per-operation state lives in arrays indexed by
+// [trace.Op], per-file state in a slice indexed by path id, and latency histograms are
+// allocated once per operation the first time it is seen.
+//
+// [Accumulator.Finish] resolves path ids and thread ids to names and returns a [Stats],
+// keyed by names rather than ids, so that Stats from several traces (one per node of a
+// multi-node job) combine with [Stats.Merge]. Histograms merge exactly.
+//
+// # Latency
+//
+// Per-operation latencies are recorded in HDR histograms (github.com/HdrHistogram/hdrhistogram-go)
+// in nanoseconds, covering 1 µs to 1 h with 3 significant digits: a reported percentile is
+// at most 0.1 % (and at most 512 ns) above the exact order statistic. Values outside the
+// range are clamped into it before recording (a negative duration counts as 0, anything
+// longer than an hour as an hour). Means, totals and maxima are exact.
+//
+// The per-interval p99 uses a smaller log-linear histogram (8 buckets per power of two of
+// microseconds), so it is exact to within 12.5 %: enough to see stalls, cheap enough to keep one per
+// second.
+//
+// # Access patterns
+//
+// A read or write is sequential when it starts where the previous data op on the same
+// handle ended (the first op on a handle is sequential when it starts at offset 0), and
+// random otherwise. Re-read bytes are bytes read again from a range of the same file that
+// was already read; they are tracked with a small sorted interval set per file (at most
+// [MaxRanges] ranges; when it overflows the smallest range is forgotten, so the figure is a
+// lower bound and FileStats.RereadApprox says so).
+package stats

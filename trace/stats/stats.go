@@ -1,0 +1,359 @@
+package stats
+
+import (
+	"math/bits"
+	"time"
+
+	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/iotap/iotap/trace"
+)
+
+// Request-size buckets: <=4 KiB, <=8 KiB, ... <=1 MiB, >1 MiB.
+const NumSizeBuckets = 10
+
+// SizeBucket returns the request-size bucket of a request of n bytes.
+func SizeBucket(n uint32) int {
+	if n <= 4096 {
+		return 0
+	}
+	b := bits.Len32(n-1) - 12
+	if b >= NumSizeBuckets {
+		return NumSizeBuckets - 1
+	}
+	return b
+}
+
+// SizeBucketLabel names bucket b ("<=4K", ..., "<=1M", ">1M").
+func SizeBucketLabel(b int) string {
+	labels := [NumSizeBuckets]string{"<=4K", "<=8K", "<=16K", "<=32K", "<=64K", "<=128K", "<=256K", "<=512K", "<=1M", ">1M"}
+	return labels[b]
+}
+
+// NumClasses is the number of trace.Class values.
+const NumClasses = 4
+
+// ClassName names a trace.Class ("meta", "data", "open", "dir").
+func ClassName(c trace.Class) string {
+	switch c {
+	case trace.ClassMeta:
+		return "meta"
+	case trace.ClassData:
+		return "data"
+	case trace.ClassOpen:
+		return "open"
+	case trace.ClassDir:
+		return "dir"
+	}
+	return "unknown"
+}
+
+// Options tune an Accumulator. The zero value gives the defaults.
+type Options struct {
+	Interval        time.Duration // initial width of the per-interval series (default 1 s)
+	MaxIntervals    int           // series length before the width doubles (default 4096)
+	MaxSampledFiles int           // files whose offsets are sampled for offset-vs-time (default 16)
+	MaxPoints       int           // offset samples kept per sampled file (default 2048)
+}
+
+func (o Options) withDefaults() Options {
+	if o.Interval <= 0 {
+		o.Interval = time.Second
+	}
+	if o.MaxIntervals <= 0 {
+		o.MaxIntervals = 4096
+	}
+	if o.MaxSampledFiles <= 0 {
+		o.MaxSampledFiles = 16
+	}
+	if o.MaxPoints <= 0 {
+		o.MaxPoints = 2048
+	}
+	return o
+}
+
+// OpStats are the figures of one operation.
+type OpStats struct {
+	Count   uint64
+	Errors  uint64
+	Errnos  map[uint16]uint64 // count by errno; nil when there were no errors
+	Bytes   uint64            // bytes done (Ret) by read, write, copy_file_range, readdir*, *xattr, readlink
+	TotalNs int64             // sum of durations
+	MaxNs   int64
+	Hist    *hdrhistogram.Histogram // nil when Count == 0
+}
+
+// MeanNs returns the exact mean duration.
+func (o *OpStats) MeanNs() float64 {
+	if o.Count == 0 {
+		return 0
+	}
+	return float64(o.TotalNs) / float64(o.Count)
+}
+
+// Percentile returns the p-th percentile (0..100) in ns, from the HDR histogram.
+func (o *OpStats) Percentile(p float64) int64 {
+	if o.Hist == nil {
+		return 0
+	}
+	return o.Hist.ValueAtPercentile(p)
+}
+
+func (o *OpStats) merge(src *OpStats) {
+	o.Count += src.Count
+	o.Errors += src.Errors
+	for e, n := range src.Errnos {
+		if o.Errnos == nil {
+			o.Errnos = map[uint16]uint64{}
+		}
+		o.Errnos[e] += n
+	}
+	o.Bytes += src.Bytes
+	o.TotalNs += src.TotalNs
+	o.MaxNs = max(o.MaxNs, src.MaxNs)
+	mergeHist(&o.Hist, src.Hist)
+}
+
+// ClassStats sum the ops of one trace.Class.
+type ClassStats struct {
+	Count   uint64
+	TotalNs int64
+}
+
+// Patterns describe how a file (or a whole job) was read and written.
+type Patterns struct {
+	SeqReads, RandReads   uint64 // read ops
+	SeqWrites, RandWrites uint64 // write ops
+	SeqReadBytes          uint64
+	RandReadBytes         uint64
+	SeqWriteBytes         uint64
+	RandWriteBytes        uint64
+	RereadBytes           uint64 // bytes read again from an already read range (lower bound if RereadApprox)
+	RereadApprox          bool
+	ReadSizes             [NumSizeBuckets]uint64 // read ops by requested size
+	WriteSizes            [NumSizeBuckets]uint64 // write ops by requested size
+}
+
+func (p *Patterns) merge(o *Patterns) {
+	p.SeqReads += o.SeqReads
+	p.RandReads += o.RandReads
+	p.SeqWrites += o.SeqWrites
+	p.RandWrites += o.RandWrites
+	p.SeqReadBytes += o.SeqReadBytes
+	p.RandReadBytes += o.RandReadBytes
+	p.SeqWriteBytes += o.SeqWriteBytes
+	p.RandWriteBytes += o.RandWriteBytes
+	p.RereadBytes += o.RereadBytes
+	p.RereadApprox = p.RereadApprox || o.RereadApprox
+	for i := range p.ReadSizes {
+		p.ReadSizes[i] += o.ReadSizes[i]
+		p.WriteSizes[i] += o.WriteSizes[i]
+	}
+}
+
+// FileStats are the figures of one path (a file or directory).
+type FileStats struct {
+	Path       string
+	Ops        uint64
+	Errors     uint64
+	TotalNs    int64             // time of all ops on this path
+	ClassNs    [NumClasses]int64 // time by trace.Class
+	ReadOps    uint64
+	WriteOps   uint64
+	ReadBytes  uint64
+	WriteBytes uint64
+	ReadNs     int64
+	WriteNs    int64
+	Opens      uint64 // successful open/create
+	UnusedOpen uint64 // handles released without a read or write
+	MaxEnd     int64  // largest offset+bytes read or written
+	Patterns
+}
+
+func (f *FileStats) merge(o *FileStats) {
+	f.Ops += o.Ops
+	f.Errors += o.Errors
+	f.TotalNs += o.TotalNs
+	for i := range f.ClassNs {
+		f.ClassNs[i] += o.ClassNs[i]
+	}
+	f.ReadOps += o.ReadOps
+	f.WriteOps += o.WriteOps
+	f.ReadBytes += o.ReadBytes
+	f.WriteBytes += o.WriteBytes
+	f.ReadNs += o.ReadNs
+	f.WriteNs += o.WriteNs
+	f.Opens += o.Opens
+	f.UnusedOpen += o.UnusedOpen
+	f.MaxEnd = max(f.MaxEnd, o.MaxEnd)
+	f.Patterns.merge(&o.Patterns)
+}
+
+// Bytes returns bytes read plus bytes written.
+func (f *FileStats) Bytes() uint64 { return f.ReadBytes + f.WriteBytes }
+
+// ProcKey identifies a process across traces.
+type ProcKey struct {
+	Host string
+	Pid  uint32
+	Comm string
+}
+
+// ProcStats are the figures of one process (thread group).
+type ProcStats struct {
+	ProcKey
+	Exe        string
+	Ops        uint64
+	Errors     uint64
+	TotalNs    int64
+	ClassNs    [NumClasses]int64
+	ReadBytes  uint64
+	WriteBytes uint64
+}
+
+func (p *ProcStats) merge(o *ProcStats) {
+	if p.Exe == "" {
+		p.Exe = o.Exe
+	}
+	p.Ops += o.Ops
+	p.Errors += o.Errors
+	p.TotalNs += o.TotalNs
+	for i := range p.ClassNs {
+		p.ClassNs[i] += o.ClassNs[i]
+	}
+	p.ReadBytes += o.ReadBytes
+	p.WriteBytes += o.WriteBytes
+}
+
+// SizeStats hold the latency of one request-size bucket.
+type SizeStats struct {
+	Count   uint64
+	Bytes   uint64
+	TotalNs int64
+	Hist    *hdrhistogram.Histogram
+}
+
+func (s *SizeStats) merge(o *SizeStats) {
+	s.Count += o.Count
+	s.Bytes += o.Bytes
+	s.TotalNs += o.TotalNs
+	mergeHist(&s.Hist, o.Hist)
+}
+
+// Source describes one trace that went into a Stats.
+type Source struct {
+	Name    string       // file name as given
+	Header  trace.Header // header of the trace
+	Footer  *trace.Footer
+	Damage  []string // reader damage (truncated tail, skipped chunks)
+	Events  uint64   // events aggregated
+	FirstNs int64    // earliest event start (ns since origin)
+	LastNs  int64    // latest event end
+}
+
+// Dropped returns the number of events the recorder dropped (from the footer).
+func (s *Source) Dropped() uint64 {
+	if s.Footer == nil {
+		return 0
+	}
+	return s.Footer.Dropped
+}
+
+// Stats are the aggregated figures of one or more traces.
+type Stats struct {
+	Sources    []Source
+	Events     uint64
+	Ops        [trace.NumOps]OpStats
+	Classes    [NumClasses]ClassStats
+	ReadSizes  [NumSizeBuckets]SizeStats // read latency by requested size
+	WriteSizes [NumSizeBuckets]SizeStats // write latency by requested size
+	// TTFB is time to first byte: from the start of an open/create to the end of the first
+	// successful read on the handle it returned.
+	TTFB    *hdrhistogram.Histogram
+	Files   map[string]*FileStats // by path relative to the traced root ("" is the root)
+	Procs   map[ProcKey]*ProcStats
+	Series  Series
+	Offsets []*OffsetTrack
+	// Patterns sums the access patterns of all files.
+	Patterns Patterns
+}
+
+// TotalNs returns the sum of all op durations (job I/O time).
+func (s *Stats) TotalNs() int64 {
+	var t int64
+	for i := range s.Ops {
+		t += s.Ops[i].TotalNs
+	}
+	return t
+}
+
+// Dropped returns the events dropped by the recorders of all sources.
+func (s *Stats) Dropped() uint64 {
+	var n uint64
+	for i := range s.Sources {
+		n += s.Sources[i].Dropped()
+	}
+	return n
+}
+
+// Damaged reports whether any source was damaged.
+func (s *Stats) Damaged() bool {
+	for i := range s.Sources {
+		if len(s.Sources[i].Damage) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// New returns an empty Stats, ready to Merge into.
+func New() *Stats {
+	return &Stats{Files: map[string]*FileStats{}, Procs: map[ProcKey]*ProcStats{}}
+}
+
+// Merge adds o into s. o is not modified and shares no mutable state with s afterwards.
+func (s *Stats) Merge(o *Stats) {
+	if s.Files == nil {
+		s.Files = map[string]*FileStats{}
+	}
+	if s.Procs == nil {
+		s.Procs = map[ProcKey]*ProcStats{}
+	}
+	s.Sources = append(s.Sources, o.Sources...)
+	s.Events += o.Events
+	for i := range s.Ops {
+		s.Ops[i].merge(&o.Ops[i])
+	}
+	for i := range s.Classes {
+		s.Classes[i].Count += o.Classes[i].Count
+		s.Classes[i].TotalNs += o.Classes[i].TotalNs
+	}
+	for i := range s.ReadSizes {
+		s.ReadSizes[i].merge(&o.ReadSizes[i])
+		s.WriteSizes[i].merge(&o.WriteSizes[i])
+	}
+	mergeHist(&s.TTFB, o.TTFB)
+	for k, f := range o.Files {
+		d := s.Files[k]
+		if d == nil {
+			d = &FileStats{Path: f.Path}
+			s.Files[k] = d
+		}
+		d.merge(f)
+	}
+	for k, p := range o.Procs {
+		d := s.Procs[k]
+		if d == nil {
+			d = &ProcStats{ProcKey: k}
+			s.Procs[k] = d
+		}
+		d.merge(p)
+	}
+	s.Series.Merge(&o.Series)
+	for _, t := range o.Offsets {
+		c := *t
+		c.Points = append([]OffsetPoint(nil), t.Points...)
+		s.Offsets = append(s.Offsets, &c)
+	}
+	s.Patterns.merge(&o.Patterns)
+}

@@ -1,0 +1,320 @@
+package stats
+
+import (
+	"math/rand/v2"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/iotap/iotap/trace"
+)
+
+// genEvents returns a deterministic mixed workload: n events over about secs seconds.
+func genEvents(n int, seed uint64) []trace.Event {
+	rng := rand.New(rand.NewPCG(seed, 1))
+	evs := make([]trace.Event, 0, n)
+	var t int64
+	h := uint64(0)
+	for len(evs) < n {
+		h++
+		path := uint32(2 + rng.IntN(50))
+		pid := uint32(100 + rng.IntN(4))
+		t += int64(rng.IntN(50_000))
+		evs = append(evs, trace.Event{Op: trace.OpLookup, Start: t, Dur: int64(2_000 + rng.IntN(20_000)), Path: path, Pid: pid, Tid: pid})
+		t += 1000
+		evs = append(evs, trace.Event{Op: trace.OpOpen, Start: t, Dur: int64(5_000 + rng.IntN(50_000)), Path: path, Handle: h, Pid: pid, Tid: pid})
+		off := int64(0)
+		reads := rng.IntN(8)
+		for i := 0; i < reads && len(evs) < n; i++ {
+			t += 500
+			size := uint32(4096 << rng.IntN(6))
+			if rng.IntN(4) == 0 {
+				off = int64(rng.IntN(1<<20)) &^ 4095
+			}
+			d := int64(10_000 + rng.ExpFloat64()*200_000)
+			errno := uint16(0)
+			ret := int64(size)
+			if rng.IntN(100) == 0 {
+				errno, ret = 5, 0
+			}
+			evs = append(evs, trace.Event{Op: trace.OpRead, Start: t, Dur: d, Path: path, Handle: h, Offset: off, Size: size, Ret: ret, Errno: errno, Pid: pid, Tid: pid})
+			off += ret
+		}
+		t += 500
+		evs = append(evs, trace.Event{Op: trace.OpRelease, Start: t, Dur: 3_000, Path: path, Handle: h, Pid: pid, Tid: pid})
+	}
+	return evs[:n]
+}
+
+func accumulate(name string, evs []trace.Event, o Options) *Stats {
+	h := &trace.Header{Hostname: "h1", WallStart: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
+	a := NewAccumulator(name, h, o)
+	for i := range evs {
+		a.Add(&evs[i])
+	}
+	return a.Finish(nil, nil, nil)
+}
+
+// exactPercentile is the percentile of sorted values by the rank the report documents,
+// round(p/100 * n) and at least 1, with p in thousandths of a percent (99900 = 99.9 %),
+// computed with integers only.
+func exactPercentile(sorted []int64, pMilli int64) int64 {
+	n := int64(len(sorted))
+	rank := (pMilli*n + 50_000) / 100_000 // round(p/100 * n)
+	if rank < 1 {
+		rank = 1
+	}
+	return sorted[rank-1]
+}
+
+func TestPercentilesMatchSortedDurations(t *testing.T) {
+	evs := genEvents(200_000, 7)
+	s := accumulate("t", evs, Options{})
+	byOp := map[trace.Op][]int64{}
+	for _, e := range evs {
+		byOp[e.Op] = append(byOp[e.Op], e.Dur)
+	}
+	for op, durs := range byOp {
+		slices.Sort(durs)
+		st := &s.Ops[op]
+		if st.Count != uint64(len(durs)) {
+			t.Fatalf("%v: count %d, want %d", op, st.Count, len(durs))
+		}
+		var sum int64
+		for _, d := range durs {
+			sum += d
+		}
+		if st.TotalNs != sum || st.MaxNs != durs[len(durs)-1] {
+			t.Errorf("%v: total %d max %d, want %d %d", op, st.TotalNs, st.MaxNs, sum, durs[len(durs)-1])
+		}
+		for _, p := range []struct {
+			name  string
+			milli int64
+		}{{"p50", 50_000}, {"p90", 90_000}, {"p99", 99_000}, {"p99.9", 99_900}, {"max", 100_000}} {
+			t.Run(op.String()+"/"+p.name, func(t *testing.T) {
+				want := exactPercentile(durs, p.milli)
+				got := st.Percentile(float64(p.milli) / 1000)
+				// HDR with 3 significant digits reports the highest value equivalent to the
+				// order statistic: never below it, at most 0.1 % (or one 512 ns unit) above.
+				slack := max(want/1000, 512)
+				if got < want || got > want+slack {
+					t.Errorf("%s = %d ns, exact %d ns (slack %d)", p.name, got, want, slack)
+				}
+			})
+		}
+	}
+}
+
+func TestMergeIsExact(t *testing.T) {
+	evs := genEvents(50_000, 3)
+	whole := accumulate("all", evs, Options{})
+	a := accumulate("a", evs[:20_000], Options{})
+	b := accumulate("b", evs[20_000:], Options{})
+	m := New()
+	m.Merge(a)
+	m.Merge(b)
+	for op := range trace.NumOps {
+		w, g := &whole.Ops[op], &m.Ops[op]
+		if w.Count != g.Count || w.TotalNs != g.TotalNs || w.Bytes != g.Bytes || w.Errors != g.Errors {
+			t.Fatalf("%v: merged %+v, whole %+v", trace.Op(op), g, w)
+		}
+		for _, p := range []float64{50, 90, 99, 99.9, 100} {
+			if w.Percentile(p) != g.Percentile(p) {
+				t.Errorf("%v p%v: merged %d, whole %d", trace.Op(op), p, g.Percentile(p), w.Percentile(p))
+			}
+		}
+	}
+	if len(m.Sources) != 2 || m.Events != whole.Events {
+		t.Errorf("sources %d events %d", len(m.Sources), m.Events)
+	}
+	// Merge must not alias: adding more to m leaves a unchanged.
+	before := a.Ops[trace.OpRead].Hist.TotalCount()
+	m.Merge(a)
+	if a.Ops[trace.OpRead].Hist.TotalCount() != before {
+		t.Error("merge modified its source")
+	}
+}
+
+func TestAccessPatterns(t *testing.T) {
+	ev := func(op trace.Op, h uint64, off int64, n int64) trace.Event {
+		return trace.Event{Op: op, Path: 2, Handle: h, Offset: off, Size: uint32(n), Ret: n, Start: 1000, Dur: 1000}
+	}
+	evs := []trace.Event{
+		{Op: trace.OpOpen, Path: 2, Handle: 1, Start: 0, Dur: 500},
+		ev(trace.OpRead, 1, 0, 4096),    // seq (first at 0)
+		ev(trace.OpRead, 1, 4096, 4096), // seq
+		ev(trace.OpRead, 1, 0, 4096),    // random, re-read 4096
+		ev(trace.OpRead, 1, 2048, 4096), // random, re-read 4096 (0..8192 already read)
+		ev(trace.OpRead, 1, 6144, 4096), // seq, re-read 2048
+		{Op: trace.OpRelease, Path: 2, Handle: 1},
+		{Op: trace.OpOpen, Path: 3, Handle: 2, Start: 0, Dur: 500},
+		{Op: trace.OpRelease, Path: 3, Handle: 2},
+		{Op: trace.OpOpen, Path: 4, Handle: 3, Start: 0, Dur: 500},
+		{Op: trace.OpWrite, Path: 4, Handle: 3, Offset: 100, Size: 10, Ret: 10},
+		{Op: trace.OpRelease, Path: 4, Handle: 3},
+	}
+	s := accumulate("p", evs, Options{})
+	f := s.Files["?2"]
+	if f == nil {
+		t.Fatalf("no file ?2 in %v", s.Files)
+	}
+	if f.SeqReads != 3 || f.RandReads != 2 {
+		t.Errorf("seq %d rand %d, want 3 2", f.SeqReads, f.RandReads)
+	}
+	if f.RereadBytes != 4096+4096+2048 {
+		t.Errorf("reread %d, want %d", f.RereadBytes, 4096+4096+2048)
+	}
+	if f.MaxEnd != 10240 {
+		t.Errorf("max end %d", f.MaxEnd)
+	}
+	if got := s.UnusedFiles(); !slices.Equal(got, []string{"?3"}) {
+		t.Errorf("unused %v", got)
+	}
+	if s.Files["?4"].RandWrites != 1 {
+		t.Errorf("write at 100 should be random: %+v", s.Files["?4"].Patterns)
+	}
+	if s.TTFB == nil || s.TTFB.TotalCount() != 1 {
+		t.Fatalf("ttfb missing")
+	}
+	// open started at 0, first read ended at 2000.
+	if v := s.TTFB.ValueAtPercentile(50); v < 2000 || v > 2512 {
+		t.Errorf("ttfb %d, want ~2000", v)
+	}
+}
+
+func TestRangeSet(t *testing.T) {
+	tests := []struct {
+		name   string
+		ranges [][2]int64
+		want   []uint64
+		final  [][2]int64
+	}{
+		{"sequential", [][2]int64{{0, 10}, {10, 20}, {20, 30}}, []uint64{0, 0, 0}, [][2]int64{{0, 30}}},
+		{"reread", [][2]int64{{0, 10}, {0, 10}, {5, 15}}, []uint64{0, 10, 5}, [][2]int64{{0, 15}}},
+		{"gap filled", [][2]int64{{0, 10}, {20, 30}, {5, 25}}, []uint64{0, 0, 10}, [][2]int64{{0, 30}}},
+		{"backwards", [][2]int64{{20, 30}, {10, 20}, {0, 10}}, []uint64{0, 0, 0}, [][2]int64{{0, 30}}},
+		{"disjoint", [][2]int64{{50, 60}, {0, 10}, {30, 40}}, []uint64{0, 0, 0}, [][2]int64{{0, 10}, {30, 40}, {50, 60}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var rs rangeSet
+			for i, r := range tt.ranges {
+				if got := rs.add(r[0], r[1]); got != tt.want[i] {
+					t.Errorf("add %v = %d, want %d", r, got, tt.want[i])
+				}
+			}
+			if !slices.Equal(rs.r, tt.final) {
+				t.Errorf("ranges %v, want %v", rs.r, tt.final)
+			}
+		})
+	}
+	var rs rangeSet
+	for i := range 100 {
+		rs.add(int64(i)*100, int64(i)*100+10)
+	}
+	if len(rs.r) != MaxRanges || !rs.overflowed {
+		t.Errorf("bounded set: %d ranges, overflowed %v", len(rs.r), rs.overflowed)
+	}
+}
+
+func TestLogHist(t *testing.T) {
+	var h LogHist
+	for i := range 1000 {
+		h.Add(int64(i+1) * 1000) // 1..1000 µs
+	}
+	for _, q := range []float64{0.5, 0.9, 0.99} {
+		exact := int64(q*1000) * 1000
+		got := h.Quantile(q)
+		if got < exact || float64(got) > float64(exact)*1.13 {
+			t.Errorf("q%v = %d, exact %d", q, got, exact)
+		}
+	}
+	for i := range NumLogBuckets - 1 {
+		if logBucketUpper(i) >= logBucketUpper(i+1) {
+			t.Fatalf("bucket bounds not increasing at %d", i)
+		}
+		if logBucket(logBucketUpper(i)) != i+1 || logBucket(logBucketUpper(i)-1) != i {
+			t.Fatalf("bucket %d: upper %d maps to %d", i, logBucketUpper(i), logBucket(logBucketUpper(i)))
+		}
+	}
+}
+
+func TestSeriesCoarsensAndMerges(t *testing.T) {
+	var evs []trace.Event
+	for i := range 100 {
+		evs = append(evs, trace.Event{Op: trace.OpGetattr, Start: int64(i) * int64(time.Second), Dur: 1000})
+	}
+	s := accumulate("s", evs, Options{MaxIntervals: 16})
+	if s.Series.Width != 8*time.Second || len(s.Series.Slots) != 13 {
+		t.Errorf("width %v slots %d, want 8s 13", s.Series.Width, len(s.Series.Slots))
+	}
+	var n uint64
+	for _, sl := range s.Series.Slots {
+		n += sl.Ops
+	}
+	if n != 100 {
+		t.Errorf("ops in series %d", n)
+	}
+	// A trace starting 10 s later lands 10 s later in the merged series.
+	a := accumulate("a", evs[:5], Options{})
+	b := accumulate("b", evs[:5], Options{})
+	b.Series.Start = b.Series.Start.Add(10 * time.Second)
+	m := New()
+	m.Merge(a)
+	m.Merge(b)
+	if len(m.Series.Slots) != 15 || m.Series.Slots[10].Ops != 1 || m.Series.Slots[4].Ops != 1 || m.Series.Slots[7].Ops != 0 {
+		t.Errorf("merged series %d slots", len(m.Series.Slots))
+	}
+	// Merging a trace that started earlier shifts the series.
+	m2 := New()
+	m2.Merge(b)
+	m2.Merge(a)
+	if !m2.Series.Start.Equal(a.Series.Start) || len(m2.Series.Slots) != 15 || m2.Series.Slots[10].Ops != 1 {
+		t.Errorf("merged (earlier second) start %v slots %d", m2.Series.Start, len(m2.Series.Slots))
+	}
+}
+
+func TestClampOutOfRange(t *testing.T) {
+	evs := []trace.Event{
+		{Op: trace.OpRead, Dur: -5},
+		{Op: trace.OpRead, Dur: 2 * HistHighest},
+	}
+	s := accumulate("c", evs, Options{})
+	if s.Ops[trace.OpRead].Hist.TotalCount() != 2 {
+		t.Fatal("out-of-range values were not recorded")
+	}
+	if got := s.Ops[trace.OpRead].Percentile(100); got < HistHighest {
+		t.Errorf("max percentile %d", got)
+	}
+}
+
+func TestAddDoesNotAllocate(t *testing.T) {
+	evs := genEvents(100_000, 11)
+	a := NewAccumulator("x", &trace.Header{}, Options{})
+	for i := range evs {
+		a.Add(&evs[i]) // warm up: histograms, file table, handle table
+	}
+	i := 0
+	allocs := testing.AllocsPerRun(10_000, func() {
+		a.Add(&evs[i%len(evs)])
+		i++
+	})
+	if allocs != 0 {
+		t.Errorf("Add allocates %.3f times per event", allocs)
+	}
+}
+
+func BenchmarkStatsAdd(b *testing.B) {
+	evs := genEvents(1<<16, 5)
+	a := NewAccumulator("bench", &trace.Header{}, Options{})
+	for i := range evs {
+		a.Add(&evs[i])
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	start := time.Now()
+	for i := 0; i < b.N; i++ {
+		a.Add(&evs[i&(len(evs)-1)])
+	}
+	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "events/s")
+}
