@@ -1,0 +1,515 @@
+package trace
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Payload encoding primitives (doc.go, "Payload primitives"): uvarint is
+// binary.AppendUvarint, varint is zigzag (binary.AppendVarint), a string is a uvarint
+// length followed by that many bytes.
+
+func appendString(dst []byte, s string) []byte {
+	dst = binary.AppendUvarint(dst, uint64(len(s)))
+	return append(dst, s...)
+}
+
+// dec reads payload primitives from a byte slice. The first error sticks: later reads
+// return zero values, so decoding functions check err once at the end.
+type dec struct {
+	b   []byte
+	err error
+}
+
+var errShort = errors.New("payload ends early")
+
+func (d *dec) fail(err error) {
+	if d.err == nil {
+		d.err = err
+	}
+	d.b = nil
+}
+
+func (d *dec) uvarint() uint64 {
+	if len(d.b) > 0 && d.b[0] < 0x80 {
+		v := uint64(d.b[0])
+		d.b = d.b[1:]
+		return v
+	}
+	v, n := binary.Uvarint(d.b)
+	if n <= 0 {
+		if n == 0 {
+			d.fail(errShort)
+		} else {
+			d.fail(errors.New("varint overflows 64 bits"))
+		}
+		return 0
+	}
+	d.b = d.b[n:]
+	return v
+}
+
+func (d *dec) varint() int64 {
+	u := d.uvarint()
+	return int64(u>>1) ^ -int64(u&1)
+}
+
+func (d *dec) u32() uint32 {
+	v := d.uvarint()
+	if v > 1<<32-1 {
+		d.fail(fmt.Errorf("value %d overflows 32 bits", v))
+		return 0
+	}
+	return uint32(v)
+}
+
+func (d *dec) byte1() byte {
+	if len(d.b) == 0 {
+		d.fail(errShort)
+		return 0
+	}
+	v := d.b[0]
+	d.b = d.b[1:]
+	return v
+}
+
+func (d *dec) str() string {
+	n := d.uvarint()
+	if n > uint64(len(d.b)) {
+		d.fail(fmt.Errorf("string length %d exceeds the %d bytes left", n, len(d.b)))
+		return ""
+	}
+	s := string(d.b[:n])
+	d.b = d.b[n:]
+	return s
+}
+
+// count reads an element count and checks that at least min bytes per element remain, so
+// a corrupt count never makes a reader allocate more than the payload justifies.
+func (d *dec) count(min int) int {
+	n := d.uvarint()
+	if n > uint64(len(d.b)/min) {
+		d.fail(fmt.Errorf("count %d exceeds what %d bytes can hold", n, len(d.b)))
+		return 0
+	}
+	return int(n)
+}
+
+func appendTime(dst []byte, t time.Time) []byte {
+	if t.IsZero() {
+		return binary.AppendVarint(dst, 0)
+	}
+	return binary.AppendVarint(dst, t.UnixNano())
+}
+
+func (d *dec) time() time.Time {
+	ns := d.varint()
+	if ns == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, ns).UTC()
+}
+
+// Header payload.
+
+const (
+	fuseDirectIO    = 1 << 0
+	fusePassthrough = 1 << 1
+	fuseWriteback   = 1 << 2
+)
+
+func appendHeader(dst []byte, h *Header) []byte {
+	dst = appendString(dst, h.Kind)
+	dst = appendTime(dst, h.WallStart)
+	dst = binary.AppendVarint(dst, h.Origin)
+	dst = appendString(dst, h.Hostname)
+	dst = appendString(dst, h.IotapVersion)
+	dst = appendString(dst, h.Kernel)
+	dst = appendString(dst, h.Target.Path)
+	dst = appendString(dst, h.Target.FSType)
+	dst = appendString(dst, h.Target.Source)
+	dst = appendString(dst, h.Target.Mount)
+	dst = appendString(dst, h.FUSE.Cache)
+	dst = binary.AppendUvarint(dst, uint64(h.FUSE.MaxRead))
+	dst = binary.AppendUvarint(dst, uint64(h.FUSE.MaxWrite))
+	dst = binary.AppendVarint(dst, int64(h.FUSE.EntryTimeout))
+	dst = binary.AppendVarint(dst, int64(h.FUSE.AttrTimeout))
+	var fl byte
+	if h.FUSE.DirectIO {
+		fl |= fuseDirectIO
+	}
+	if h.FUSE.Passthrough {
+		fl |= fusePassthrough
+	}
+	if h.FUSE.Writeback {
+		fl |= fuseWriteback
+	}
+	dst = append(dst, fl)
+	dst = binary.AppendUvarint(dst, uint64(len(h.Command)))
+	for _, a := range h.Command {
+		dst = appendString(dst, a)
+	}
+	dst = binary.AppendUvarint(dst, uint64(len(h.Labels)))
+	for _, l := range h.Labels {
+		dst = appendString(dst, l.Key)
+		dst = appendString(dst, l.Value)
+	}
+	return dst
+}
+
+func decodeHeader(b []byte, h *Header) error {
+	d := dec{b: b}
+	h.Kind = d.str()
+	h.WallStart = d.time()
+	h.Origin = d.varint()
+	h.Hostname = d.str()
+	h.IotapVersion = d.str()
+	h.Kernel = d.str()
+	h.Target.Path = d.str()
+	h.Target.FSType = d.str()
+	h.Target.Source = d.str()
+	h.Target.Mount = d.str()
+	h.FUSE.Cache = d.str()
+	h.FUSE.MaxRead = d.u32()
+	h.FUSE.MaxWrite = d.u32()
+	h.FUSE.EntryTimeout = time.Duration(d.varint())
+	h.FUSE.AttrTimeout = time.Duration(d.varint())
+	fl := d.byte1()
+	h.FUSE.DirectIO = fl&fuseDirectIO != 0
+	h.FUSE.Passthrough = fl&fusePassthrough != 0
+	h.FUSE.Writeback = fl&fuseWriteback != 0
+	if n := d.count(1); n > 0 {
+		h.Command = make([]string, n)
+		for i := range h.Command {
+			h.Command[i] = d.str()
+		}
+	}
+	if n := d.count(2); n > 0 {
+		h.Labels = make([]Label, n)
+		for i := range h.Labels {
+			h.Labels[i] = Label{Key: d.str(), Value: d.str()}
+		}
+	}
+	// Trailing bytes are fields added by later writers of the same version: ignored.
+	return d.err
+}
+
+// Footer payload.
+
+func appendFooter(dst []byte, f *Footer) []byte {
+	dst = binary.AppendUvarint(dst, f.Events)
+	dst = binary.AppendUvarint(dst, f.Dropped)
+	dst = binary.AppendVarint(dst, int64(f.Blocked))
+	dst = binary.AppendUvarint(dst, f.Chunks)
+	dst = binary.AppendVarint(dst, f.End)
+	dst = binary.AppendUvarint(dst, f.Errors)
+	dst = appendTime(dst, f.WallClose)
+	dst = binary.AppendUvarint(dst, uint64(len(f.OpCounts)))
+	for _, c := range f.OpCounts {
+		dst = binary.AppendUvarint(dst, c)
+	}
+	return dst
+}
+
+func decodeFooter(b []byte, f *Footer) error {
+	d := dec{b: b}
+	f.Events = d.uvarint()
+	f.Dropped = d.uvarint()
+	f.Blocked = time.Duration(d.varint())
+	f.Chunks = d.uvarint()
+	f.End = d.varint()
+	f.Errors = d.uvarint()
+	f.WallClose = d.time()
+	n := d.count(1)
+	f.OpCounts = make([]uint64, n)
+	for i := range f.OpCounts {
+		f.OpCounts[i] = d.uvarint()
+	}
+	return d.err
+}
+
+// Side tables.
+
+func appendPaths(dst []byte, recs []PathRecord) []byte {
+	dst = binary.AppendUvarint(dst, uint64(len(recs)))
+	for _, r := range recs {
+		dst = binary.AppendUvarint(dst, uint64(r.ID))
+		dst = binary.AppendUvarint(dst, uint64(r.Parent))
+		dst = appendString(dst, r.Name)
+	}
+	return dst
+}
+
+func decodePaths(b []byte, fn func(PathRecord)) error {
+	d := dec{b: b}
+	n := d.count(3)
+	for i := 0; i < n && d.err == nil; i++ {
+		r := PathRecord{ID: d.u32(), Parent: d.u32(), Name: d.str()}
+		if d.err == nil {
+			if r.ID == 0 {
+				return errors.New("path record with id 0")
+			}
+			fn(r)
+		}
+	}
+	return d.err
+}
+
+func appendProcesses(dst []byte, ps []Process) []byte {
+	dst = binary.AppendUvarint(dst, uint64(len(ps)))
+	for _, p := range ps {
+		dst = binary.AppendUvarint(dst, uint64(p.Tid))
+		dst = binary.AppendUvarint(dst, uint64(p.Pid))
+		dst = binary.AppendUvarint(dst, uint64(p.PPid))
+		dst = binary.AppendVarint(dst, p.FirstSeen)
+		dst = appendString(dst, p.Comm)
+		dst = appendString(dst, p.Exe)
+	}
+	return dst
+}
+
+func decodeProcesses(b []byte, fn func(Process)) error {
+	d := dec{b: b}
+	n := d.count(6)
+	for i := 0; i < n && d.err == nil; i++ {
+		p := Process{Tid: d.u32(), Pid: d.u32(), PPid: d.u32(), FirstSeen: d.varint(), Comm: d.str(), Exe: d.str()}
+		if d.err == nil {
+			fn(p)
+		}
+	}
+	return d.err
+}
+
+func appendFiles(dst []byte, fs []File) []byte {
+	dst = binary.AppendUvarint(dst, uint64(len(fs)))
+	for _, f := range fs {
+		dst = binary.AppendUvarint(dst, uint64(f.Path))
+		dst = append(dst, byte(f.Type))
+		dst = binary.AppendUvarint(dst, uint64(f.Mode))
+		dst = binary.AppendVarint(dst, f.Size)
+		dst = binary.AppendVarint(dst, f.Seen)
+		dst = binary.AppendUvarint(dst, uint64(f.Nlink))
+	}
+	return dst
+}
+
+func decodeFiles(b []byte, fn func(File)) error {
+	d := dec{b: b}
+	n := d.count(6)
+	for i := 0; i < n && d.err == nil; i++ {
+		f := File{Path: d.u32(), Type: FileType(d.byte1()), Mode: d.u32(), Size: d.varint(), Seen: d.varint(), Nlink: d.u32()}
+		if d.err == nil {
+			fn(f)
+		}
+	}
+	return d.err
+}
+
+// Events: columnar encoding, see doc.go "Events chunk".
+
+// eventColumns is the number of columns in an events chunk; every event takes at least
+// one byte in each.
+const eventColumns = 19
+
+// offsetPredictor guesses an event's Offset from the previous event with the same handle
+// (its Offset+Ret: where a sequential reader or writer continues). It is a direct-mapped
+// cache of predSlots entries reset at every chunk, so encoder and decoder agree exactly.
+const predSlots = 64
+
+type offsetPredictor struct {
+	handle [predSlots]uint64
+	next   [predSlots]int64
+}
+
+func (p *offsetPredictor) reset() { *p = offsetPredictor{} }
+
+func (p *offsetPredictor) predict(h uint64) int64 {
+	if h == 0 {
+		return 0
+	}
+	i := h % predSlots
+	if p.handle[i] == h {
+		return p.next[i]
+	}
+	return 0
+}
+
+func (p *offsetPredictor) update(h uint64, off, ret int64) {
+	if h == 0 {
+		return
+	}
+	i := h % predSlots
+	p.handle[i] = h
+	p.next[i] = off + ret
+}
+
+func appendEvents(dst []byte, evs []Event, pred *offsetPredictor) []byte {
+	dst = binary.AppendUvarint(dst, uint64(len(evs)))
+	for i := range evs {
+		dst = append(dst, byte(evs[i].Op))
+	}
+	var prev int64
+	for i := range evs {
+		dst = binary.AppendVarint(dst, evs[i].Start-prev)
+		prev = evs[i].Start
+	}
+	for i := range evs {
+		dst = binary.AppendVarint(dst, evs[i].Dur)
+	}
+	for i := range evs {
+		dst = binary.AppendUvarint(dst, uint64(evs[i].Errno))
+	}
+	for i := range evs {
+		dst = binary.AppendUvarint(dst, uint64(evs[i].Path))
+	}
+	for i := range evs {
+		dst = binary.AppendUvarint(dst, uint64(evs[i].Path2))
+	}
+	for i := range evs {
+		dst = binary.AppendUvarint(dst, evs[i].Node)
+	}
+	for i := range evs {
+		dst = binary.AppendUvarint(dst, evs[i].Node2)
+	}
+	for i := range evs {
+		dst = binary.AppendUvarint(dst, evs[i].Handle)
+	}
+	for i := range evs {
+		dst = binary.AppendUvarint(dst, evs[i].Handle2)
+	}
+	pred.reset()
+	for i := range evs {
+		e := &evs[i]
+		dst = binary.AppendVarint(dst, e.Offset-pred.predict(e.Handle))
+		pred.update(e.Handle, e.Offset, e.Ret)
+	}
+	for i := range evs {
+		dst = binary.AppendUvarint(dst, uint64(evs[i].Size))
+	}
+	for i := range evs {
+		dst = binary.AppendVarint(dst, evs[i].Ret-int64(evs[i].Size))
+	}
+	for i := range evs {
+		dst = binary.AppendUvarint(dst, uint64(evs[i].Flags))
+	}
+	for i := range evs {
+		dst = binary.AppendUvarint(dst, uint64(evs[i].Mode))
+	}
+	for i := range evs {
+		dst = binary.AppendUvarint(dst, uint64(evs[i].Tid))
+	}
+	for i := range evs {
+		dst = binary.AppendUvarint(dst, uint64(evs[i].Pid))
+	}
+	for i := range evs {
+		dst = binary.AppendUvarint(dst, uint64(evs[i].Uid))
+	}
+	for i := range evs {
+		dst = binary.AppendUvarint(dst, uint64(evs[i].Gid))
+	}
+	return dst
+}
+
+// decodeEvents decodes an events payload into evs (reusing its storage) and returns it.
+func decodeEvents(b []byte, evs []Event, pred *offsetPredictor) ([]Event, error) {
+	d := dec{b: b}
+	n := d.count(eventColumns)
+	if d.err != nil {
+		return evs[:0], d.err
+	}
+	if n > MaxChunkEvents {
+		return evs[:0], fmt.Errorf("%d events exceed the limit of %d per chunk", n, MaxChunkEvents)
+	}
+	if cap(evs) < n {
+		evs = make([]Event, n)
+	}
+	evs = evs[:n]
+	if len(d.b) < n {
+		return evs[:0], errShort
+	}
+	for i := range evs {
+		evs[i] = Event{Op: Op(d.b[i])}
+	}
+	d.b = d.b[n:]
+	var prev int64
+	for i := range evs {
+		prev += d.varint()
+		evs[i].Start = prev
+	}
+	for i := range evs {
+		evs[i].Dur = d.varint()
+	}
+	for i := range evs {
+		v := d.uvarint()
+		if v > 1<<16-1 {
+			d.fail(fmt.Errorf("errno %d overflows 16 bits", v))
+		}
+		evs[i].Errno = uint16(v)
+	}
+	for i := range evs {
+		evs[i].Path = d.u32()
+	}
+	for i := range evs {
+		evs[i].Path2 = d.u32()
+	}
+	for i := range evs {
+		evs[i].Node = d.uvarint()
+	}
+	for i := range evs {
+		evs[i].Node2 = d.uvarint()
+	}
+	for i := range evs {
+		evs[i].Handle = d.uvarint()
+	}
+	for i := range evs {
+		evs[i].Handle2 = d.uvarint()
+	}
+	offs := d.b // Offset depends on Ret: decode Ret first, then come back.
+	for range evs {
+		d.uvarint()
+	}
+	for i := range evs {
+		evs[i].Size = d.u32()
+	}
+	for i := range evs {
+		evs[i].Ret = d.varint() + int64(evs[i].Size)
+	}
+	for i := range evs {
+		evs[i].Flags = d.u32()
+	}
+	for i := range evs {
+		evs[i].Mode = d.u32()
+	}
+	for i := range evs {
+		evs[i].Tid = d.u32()
+	}
+	for i := range evs {
+		evs[i].Pid = d.u32()
+	}
+	for i := range evs {
+		evs[i].Uid = d.u32()
+	}
+	for i := range evs {
+		evs[i].Gid = d.u32()
+	}
+	if d.err != nil {
+		return evs[:0], d.err
+	}
+	rest := d.b
+	d.b = offs
+	pred.reset()
+	for i := range evs {
+		e := &evs[i]
+		e.Offset = d.varint() + pred.predict(e.Handle)
+		pred.update(e.Handle, e.Offset, e.Ret)
+	}
+	if d.err != nil {
+		return evs[:0], d.err
+	}
+	if len(rest) != 0 {
+		return evs[:0], fmt.Errorf("%d bytes after the last column", len(rest))
+	}
+	return evs, nil
+}

@@ -1,0 +1,296 @@
+package trace
+
+import (
+	"bytes"
+	"cmp"
+	"errors"
+	"io"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+)
+
+func testHeader() Header {
+	return Header{
+		Kind:         "record",
+		WallStart:    time.Date(2026, 11, 30, 2, 0, 0, 123, time.UTC),
+		Origin:       123456789,
+		Hostname:     "node17",
+		IotapVersion: "test",
+		Kernel:       "6.1.0",
+		Target:       Target{Path: "/data/job", FSType: "fuse.s3fs", Source: "s3fs", Mount: "/data"},
+		FUSE:         FUSEOptions{Cache: "none", MaxRead: 1 << 20, MaxWrite: 1 << 20, DirectIO: true, Writeback: true, AttrTimeout: time.Second},
+		Command:      []string{"samtools", "sort", "in.bam"},
+		Labels:       []Label{{"job", "42"}, {"user", "ann"}},
+	}
+}
+
+// readAll reads every event of r (copies) and returns them.
+func readAll(t testing.TB, r *Reader) []Event {
+	t.Helper()
+	var out []Event
+	for {
+		e, err := r.Next()
+		if err == io.EOF {
+			return out
+		}
+		if err != nil {
+			t.Fatalf("Next: %v", err)
+		}
+		out = append(out, *e)
+	}
+}
+
+func TestRoundTrip(t *testing.T) {
+	var buf bytes.Buffer
+	h := testHeader()
+	w, err := NewWriter(&buf, h, WriterOptions{ChunkEvents: 1000, BufferEvents: 4096})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []Event
+	paths := map[uint32]string{}
+	mix := newMix(1, func(parent uint32, name string) uint32 {
+		id := w.Path(parent, name)
+		if parent == RootPath {
+			paths[id] = name
+		} else {
+			paths[id] = paths[parent] + "/" + name
+		}
+		return id
+	}, func(e *Event) {
+		want = append(want, *e)
+		w.Append(e)
+	})
+	w.AddProcess(Process{Tid: 4242, Pid: 4240, PPid: 1, FirstSeen: 10, Comm: "cat", Exe: "/usr/bin/cat"})
+	w.AddProcess(Process{Tid: 4243, Pid: 4240, PPid: 1, FirstSeen: 11, Comm: "cat"})
+	w.AddFile(File{Path: 2, Type: TypeDir, Mode: 0o755, Seen: 5, Nlink: 2})
+	mix.run(5000)
+	link := w.Raw("../target/of/symlink")
+	w.Append(&Event{Op: OpSymlink, Path: 3, Path2: link, Start: 1 << 40, Dur: -1, Offset: -5, Ret: -1, Node: 1<<64 - 1, Handle: 1<<64 - 1, Errno: 65535, Mode: 1<<32 - 1})
+	want = append(want, Event{Op: OpSymlink, Path: 3, Path2: link, Start: 1 << 40, Dur: -1, Offset: -5, Ret: -1, Node: 1<<64 - 1, Handle: 1<<64 - 1, Errno: 65535, Mode: 1<<32 - 1})
+	w.CountError()
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	st := w.Stats()
+	if st.Events != uint64(len(want)) || st.Written != st.Events || st.Dropped != 0 {
+		t.Errorf("stats %+v, want %d events written", st, len(want))
+	}
+	t.Logf("%d events, %d bytes, %.2f bytes/event", len(want), buf.Len(), float64(buf.Len())/float64(len(want)))
+
+	r, err := NewReader(bytes.NewReader(buf.Bytes()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	h.Version = Version1
+	if got := r.Header(); !reflect.DeepEqual(*got, h) {
+		t.Errorf("header:\n got %+v\nwant %+v", *got, h)
+	}
+	if _, ok := r.Footer(); ok {
+		t.Error("footer before EOF")
+	}
+	got := readAll(t, r)
+	// Shards (one per thread here) interleave in file order: compare in Start order.
+	slices.SortStableFunc(got, func(a, b Event) int { return cmp.Compare(a.Start, b.Start) })
+	if len(got) != len(want) {
+		t.Fatalf("read %d events, want %d", len(got), len(want))
+	}
+	for i := range got {
+		if got[i] != want[i] {
+			t.Fatalf("event %d:\n got %+v\nwant %+v", i, got[i], want[i])
+		}
+	}
+	if d := r.Damage(); len(d) != 0 {
+		t.Errorf("damage: %v", d)
+	}
+	f, ok := r.Footer()
+	if !ok {
+		t.Fatal("no footer")
+	}
+	if f.Events != uint64(len(want)) || f.Dropped != 0 || f.Errors != 1 || f.Chunks != st.Chunks-1 {
+		t.Errorf("footer %+v (stats %+v)", f, st)
+	}
+	var counts [NumOps]uint64
+	for _, e := range want {
+		counts[e.Op]++
+	}
+	for op, c := range counts {
+		var fc uint64
+		if op < len(f.OpCounts) {
+			fc = f.OpCounts[op]
+		}
+		if fc != c {
+			t.Errorf("footer count %v = %d, want %d", Op(op), fc, c)
+		}
+	}
+	for id, p := range paths {
+		if got := r.PathName(id); got != p {
+			t.Errorf("PathName(%d) = %q, want %q", id, got, p)
+		}
+	}
+	if got := r.PathName(RootPath); got != "" {
+		t.Errorf("root = %q", got)
+	}
+	if got := r.PathName(link); got != "../target/of/symlink" {
+		t.Errorf("raw = %q", got)
+	}
+	if got := r.PathName(999999); got != "?999999" {
+		t.Errorf("unknown = %q", got)
+	}
+	if p, ok := r.Process(4243); !ok || p.Comm != "cat" || p.Pid != 4240 {
+		t.Errorf("Process(4243) = %+v, %v", p, ok)
+	}
+	if n := len(r.Processes()); n != 2 {
+		t.Errorf("%d processes", n)
+	}
+	if fs := r.Files(); len(fs) != 1 || fs[0] != (File{Path: 2, Type: TypeDir, Mode: 0o755, Seen: 5, Nlink: 2}) {
+		t.Errorf("files %+v", fs)
+	}
+}
+
+func TestCreateOpen(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "t.iotap")
+	w, err := Create(p, Header{Kind: "record"}, WriterOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w.Origin() == 0 {
+		t.Error("origin not set")
+	}
+	w.Append(&Event{Op: OpGetattr, Path: w.Path(RootPath, "x"), Start: Now() - w.Origin()})
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal("second close:", err)
+	}
+	w.Append(&Event{Op: OpGetattr}) // after close: dropped, no panic
+	if w.Stats().Dropped != 1 {
+		t.Errorf("dropped = %d", w.Stats().Dropped)
+	}
+	r, err := Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	evs := readAll(t, r)
+	if len(evs) != 1 || r.PathName(evs[0].Path) != "x" {
+		t.Fatalf("events %+v", evs)
+	}
+	if r.Header().WallStart.IsZero() || r.Header().Origin == 0 {
+		t.Errorf("header %+v", r.Header())
+	}
+}
+
+func TestConcurrentAppend(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		opts WriterOptions
+	}{
+		{"default", WriterOptions{}},
+		{"tiny-buffer-block", WriterOptions{BufferEvents: 64, ChunkEvents: 16, FlushInterval: time.Millisecond}},
+		{"tiny-buffer-drop", WriterOptions{BufferEvents: 64, ChunkEvents: 16, DropWhenFull: true}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var buf bytes.Buffer
+			w, err := NewWriter(&buf, Header{}, tc.opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			const producers, per = 8, 20000
+			var wg sync.WaitGroup
+			for g := range producers {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					dir := w.Path(RootPath, "d")
+					for i := range per {
+						p := w.Path(dir, string(rune('a'+i%16)))
+						w.Append(&Event{Op: OpRead, Tid: uint32(g + 1), Offset: int64(i), Path: p})
+					}
+				}()
+			}
+			wg.Wait()
+			if err := w.Close(); err != nil {
+				t.Fatal(err)
+			}
+			st := w.Stats()
+			if st.Events+st.Dropped != producers*per {
+				t.Errorf("events %d + dropped %d != %d", st.Events, st.Dropped, producers*per)
+			}
+			if !tc.opts.DropWhenFull && st.Dropped != 0 {
+				t.Errorf("dropped %d in block mode", st.Dropped)
+			}
+			r, err := NewReader(&buf)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Per producer, offsets come out in order.
+			next := map[uint32]int64{}
+			n := 0
+			for {
+				e, err := r.Next()
+				if errors.Is(err, io.EOF) {
+					break
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				n++
+				if e.Offset < next[e.Tid] {
+					t.Fatalf("tid %d: offset %d after %d", e.Tid, e.Offset, next[e.Tid])
+				}
+				if tc.opts.DropWhenFull {
+					next[e.Tid] = e.Offset + 1
+				} else if e.Offset != next[e.Tid] {
+					t.Fatalf("tid %d: offset %d, want %d", e.Tid, e.Offset, next[e.Tid])
+				} else {
+					next[e.Tid]++
+				}
+				if name := r.PathName(e.Path); len(name) != 3 || name[:2] != "d/" {
+					t.Fatalf("path %q", name)
+				}
+			}
+			f, _ := r.Footer()
+			if uint64(n) != st.Events || f == nil || f.Events != st.Events || f.Dropped != st.Dropped {
+				t.Errorf("read %d, stats %+v, footer %+v", n, st, f)
+			}
+			t.Logf("stats %+v", st)
+		})
+	}
+}
+
+func TestAppendAllocs(t *testing.T) {
+	w, err := NewWriter(io.Discard, Header{}, WriterOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	dir := w.Path(RootPath, "dir")
+	ev := Event{Op: OpRead, Tid: 7, Size: 4096}
+	allocs := testing.AllocsPerRun(100000, func() {
+		ev.Offset += 4096
+		w.Append(&ev)
+	})
+	if allocs != 0 {
+		t.Errorf("Append: %v allocs per event", allocs)
+	}
+	name := "file.txt"
+	allocs = testing.AllocsPerRun(10000, func() {
+		if w.Path(dir, name) == 0 {
+			t.Fatal("zero id")
+		}
+	})
+	if allocs != 0 {
+		t.Errorf("Path hit: %v allocs", allocs)
+	}
+	allocs = testing.AllocsPerRun(10000, func() { _ = Now() })
+	if allocs != 0 {
+		t.Errorf("Now: %v allocs", allocs)
+	}
+}

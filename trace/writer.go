@@ -1,0 +1,543 @@
+package trace
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"math/bits"
+	"os"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/klauspost/compress/zstd"
+)
+
+// WriterOptions tune a Writer. The zero value gives the defaults.
+type WriterOptions struct {
+	FlushInterval time.Duration // default 1s: a chunk is written at least this often when events are pending
+	ChunkEvents   int           // events per chunk before a flush (default 16384, at most MaxChunkEvents)
+	BufferEvents  int           // total in-memory buffer capacity in events (default 1<<18)
+	DropWhenFull  bool          // default false: Append waits for space and the wait is accounted
+	Logger        *slog.Logger  // may be nil
+}
+
+// Default writer settings.
+const (
+	DefaultFlushInterval = time.Second
+	DefaultChunkEvents   = 16384
+	DefaultBufferEvents  = 1 << 18
+)
+
+// WriterStats are running totals of a Writer.
+type WriterStats struct {
+	Events  uint64        // events accepted by Append
+	Dropped uint64        // events dropped (buffer full in drop mode, or appended after Close)
+	Blocked time.Duration // time Append spent waiting for buffer space
+	Chunks  uint64        // chunks written, all types
+	Bytes   uint64        // bytes written, preamble and frames included
+	Written uint64        // events written to the file (in complete chunks)
+}
+
+// Writer writes a trace. Append, Path, Raw, AddProcess, AddFile and CountError are safe
+// for concurrent use; one background goroutine encodes, compresses and writes.
+//
+// Events go into per-shard batches (a shard is chosen from the event's Tid, so one thread
+// always uses the same shard and threads rarely contend); a full batch is handed to the
+// encoder over a channel and the shard takes a free one. The encoder also takes partly
+// filled batches every FlushInterval.
+//
+// Lock order: shard.mu, then nothing; pathMu, then nothing; sideMu, then nothing. The
+// encoder takes pathMu and sideMu one at a time, never while holding a shard lock.
+type Writer struct {
+	opts   WriterOptions
+	origin int64
+	log    *slog.Logger
+	out    io.Writer
+	file   *os.File // set when Create opened the file
+
+	shards    []shard
+	shardBits uint
+	rr        atomic.Uint32
+	free      chan *batch // batches ready for producers
+	full      chan *batch // batches ready for the encoder
+	closing   chan struct{}
+	done      chan struct{}
+	closeOnce sync.Once
+
+	pathMu    sync.RWMutex // guards paths, nextPath, pendPaths
+	paths     map[pathKey]uint32
+	nextPath  uint32
+	pendPaths []PathRecord
+
+	sideMu    sync.Mutex // guards pendProcs, pendFiles
+	pendProcs []Process
+	pendFiles []File
+
+	dropped atomic.Uint64
+	blocked atomic.Int64
+	errors  atomic.Uint64
+	chunks  atomic.Uint64
+	bytes   atomic.Uint64
+	written atomic.Uint64
+
+	// Owned by the encoder goroutine.
+	enc      *zstd.Encoder
+	stage    []Event
+	raw      []byte
+	buf      []byte
+	pred     offsetPredictor
+	opCounts [NumOps]uint64
+	err      error // first write error; later chunks are discarded
+}
+
+type pathKey struct {
+	parent uint32
+	name   string
+}
+
+type batch struct {
+	ev []Event
+	n  int
+}
+
+type shard struct {
+	mu     sync.Mutex // guards cur, events, closed
+	cur    *batch
+	events uint64
+	closed bool
+	_      [40]byte // keep shards on separate cache lines
+}
+
+// Create creates (or truncates) the file at path with mode 0600 and returns a Writer on
+// it. Close closes the file.
+func Create(path string, h Header, o WriterOptions) (*Writer, error) {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("trace: create: %w", err)
+	}
+	w, err := newWriter(f, h, o)
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	w.file = f
+	return w, nil
+}
+
+// NewWriter returns a Writer on out. It writes the preamble and the header chunk
+// immediately. Close does not close out.
+func NewWriter(out io.Writer, h Header, o WriterOptions) (*Writer, error) {
+	return newWriter(out, h, o)
+}
+
+func newWriter(out io.Writer, h Header, o WriterOptions) (*Writer, error) {
+	if o.FlushInterval <= 0 {
+		o.FlushInterval = DefaultFlushInterval
+	}
+	if o.ChunkEvents <= 0 {
+		o.ChunkEvents = DefaultChunkEvents
+	}
+	o.ChunkEvents = min(o.ChunkEvents, MaxChunkEvents)
+	if o.BufferEvents <= 0 {
+		o.BufferEvents = DefaultBufferEvents
+	}
+	w := &Writer{
+		opts:     o,
+		log:      o.Logger,
+		out:      out,
+		closing:  make(chan struct{}),
+		done:     make(chan struct{}),
+		paths:    make(map[pathKey]uint32),
+		nextPath: RootPath + 1,
+		stage:    make([]Event, 0, o.ChunkEvents),
+	}
+	if w.log == nil {
+		w.log = slog.New(slog.DiscardHandler)
+	}
+	w.paths[pathKey{}] = RootPath
+	w.pendPaths = append(w.pendPaths, PathRecord{ID: RootPath})
+
+	// Shards: twice the processors, rounded up to a power of two, at most 64.
+	w.shardBits = uint(bits.Len(uint(2*runtime.GOMAXPROCS(0) - 1)))
+	w.shardBits = min(w.shardBits, 6)
+	ns := 1 << w.shardBits
+	w.shards = make([]shard, ns)
+	bs := max(1, min(o.BufferEvents/(4*ns), 4096, o.ChunkEvents))
+	nb := max(1, o.BufferEvents/bs)
+	w.free = make(chan *batch, nb)
+	w.full = make(chan *batch, nb)
+	store := make([]Event, nb*bs)
+	for i := range nb {
+		w.free <- &batch{ev: store[i*bs : (i+1)*bs : (i+1)*bs]}
+	}
+
+	enc, err := zstd.NewWriter(nil, zstd.WithEncoderConcurrency(1), zstd.WithEncoderLevel(zstd.SpeedDefault))
+	if err != nil {
+		return nil, fmt.Errorf("trace: zstd encoder: %w", err)
+	}
+	w.enc = enc
+
+	h.Version = Version1
+	if h.WallStart.IsZero() {
+		h.WallStart = time.Now().UTC()
+		h.Origin = Now()
+	} else if h.Origin == 0 {
+		h.Origin = Now()
+	}
+	w.origin = h.Origin
+	w.buf = appendPreamble(w.buf[:0], Version1)
+	w.raw = appendHeader(w.raw[:0], &h)
+	w.buf = w.appendChunk(w.buf, ChunkHeader, w.raw)
+	if err := w.write(w.buf); err != nil {
+		return nil, err
+	}
+	go w.run()
+	return w, nil
+}
+
+// Origin returns the monotonic clock reading (Now) that event Start times count from.
+func (w *Writer) Origin() int64 { return w.origin }
+
+func (w *Writer) shardFor(tid uint32) *shard {
+	if tid == 0 {
+		tid = w.rr.Add(1)
+	}
+	return &w.shards[(tid*0x9E3779B1)>>(32-w.shardBits)&(1<<w.shardBits-1)]
+}
+
+// Append records a copy of *ev. It does not allocate. When the buffer is full it waits for
+// space (the wait is counted in Stats().Blocked and the footer), or with DropWhenFull it
+// drops the event and counts it. Events appended after Close are dropped and counted.
+func (w *Writer) Append(ev *Event) {
+	s := w.shardFor(ev.Tid)
+	s.mu.Lock()
+	if b := s.cur; b != nil && !s.closed {
+		b.ev[b.n] = *ev
+		b.n++
+		s.events++
+		if b.n == len(b.ev) {
+			s.cur = nil
+			w.full <- b // never blocks: the channel holds every batch
+		}
+		s.mu.Unlock()
+		return
+	}
+	closed := s.closed
+	s.mu.Unlock()
+	if closed {
+		w.dropped.Add(1)
+		return
+	}
+	w.appendSlow(s, ev)
+}
+
+// appendSlow gets a free batch for s, waiting if needed, and appends ev.
+func (w *Writer) appendSlow(s *shard, ev *Event) {
+	var b *batch
+	var waited int64
+	select {
+	case b = <-w.free:
+	default:
+		if w.opts.DropWhenFull {
+			w.dropped.Add(1)
+			return
+		}
+		t0 := Now()
+		select {
+		case b = <-w.free:
+		case <-w.done:
+		}
+		waited = Now() - t0
+		w.blocked.Add(waited)
+	}
+	s.mu.Lock()
+	if s.closed || b == nil {
+		s.mu.Unlock()
+		if b != nil {
+			w.free <- b
+		}
+		w.dropped.Add(1)
+		return
+	}
+	if s.cur != nil {
+		// Another producer installed a batch meanwhile: use it, give ours back.
+		w.free <- b
+	} else {
+		s.cur = b
+	}
+	b = s.cur
+	b.ev[b.n] = *ev
+	b.n++
+	s.events++
+	if b.n == len(b.ev) {
+		s.cur = nil
+		w.full <- b
+	}
+	s.mu.Unlock()
+}
+
+// Path interns the path named name in directory parent and returns its id. The first call
+// for a pair queues a PathRecord that is written before any event appended after Path
+// returns. A hit does not allocate.
+func (w *Writer) Path(parent uint32, name string) uint32 {
+	k := pathKey{parent, name}
+	w.pathMu.RLock()
+	id, ok := w.paths[k]
+	w.pathMu.RUnlock()
+	if ok {
+		return id
+	}
+	w.pathMu.Lock()
+	defer w.pathMu.Unlock()
+	if id, ok := w.paths[k]; ok {
+		return id
+	}
+	id = w.nextPath
+	w.nextPath++
+	k.name = strings.Clone(name)
+	w.paths[k] = id
+	w.pendPaths = append(w.pendPaths, PathRecord{ID: id, Parent: parent, Name: k.name})
+	return id
+}
+
+// Raw interns a raw string (a symlink target) as a path record with Parent 0.
+func (w *Writer) Raw(s string) uint32 { return w.Path(0, s) }
+
+// AddProcess queues a process record; it is written before any event appended after
+// AddProcess returns.
+func (w *Writer) AddProcess(p Process) {
+	w.sideMu.Lock()
+	w.pendProcs = append(w.pendProcs, p)
+	w.sideMu.Unlock()
+}
+
+// AddFile queues a file record; it is written before any event appended after AddFile
+// returns.
+func (w *Writer) AddFile(f File) {
+	w.sideMu.Lock()
+	w.pendFiles = append(w.pendFiles, f)
+	w.sideMu.Unlock()
+}
+
+// CountError counts a recording failure other than a drop; the footer reports it.
+func (w *Writer) CountError() { w.errors.Add(1) }
+
+// Stats returns running totals.
+func (w *Writer) Stats() WriterStats {
+	var ev uint64
+	for i := range w.shards {
+		s := &w.shards[i]
+		s.mu.Lock()
+		ev += s.events
+		s.mu.Unlock()
+	}
+	return WriterStats{
+		Events:  ev,
+		Dropped: w.dropped.Load(),
+		Blocked: time.Duration(w.blocked.Load()),
+		Chunks:  w.chunks.Load(),
+		Bytes:   w.bytes.Load(),
+		Written: w.written.Load(),
+	}
+}
+
+// Close flushes buffered events and side tables, writes the footer and, if Create opened
+// the file, syncs and closes it. It returns the first write error. Appends racing with or
+// following Close are dropped and counted.
+func (w *Writer) Close() error {
+	w.closeOnce.Do(func() {
+		close(w.closing)
+		<-w.done
+		if w.file != nil {
+			if err := w.file.Sync(); err != nil && w.err == nil {
+				w.err = fmt.Errorf("trace: sync: %w", err)
+			}
+			if err := w.file.Close(); err != nil && w.err == nil {
+				w.err = fmt.Errorf("trace: close: %w", err)
+			}
+		}
+		w.enc.Close()
+	})
+	return w.err
+}
+
+// run is the encoder goroutine.
+func (w *Writer) run() {
+	defer close(w.done)
+	t := time.NewTicker(w.opts.FlushInterval)
+	defer t.Stop()
+	for {
+		select {
+		case b := <-w.full:
+			w.take(b)
+		case <-t.C:
+			w.stealPartial(false)
+			w.drain()
+			w.flush()
+		case <-w.closing:
+			w.stealPartial(true)
+			w.drain()
+			w.flush()
+			w.writeFooter()
+			return
+		}
+	}
+}
+
+// stealPartial queues the partly filled batch of every shard on w.full, behind the shard's
+// full batches, so events of one shard stay in order. With close it also marks the shards
+// closed so no later Append lands in them.
+func (w *Writer) stealPartial(close bool) {
+	for i := range w.shards {
+		s := &w.shards[i]
+		s.mu.Lock()
+		if b := s.cur; b != nil && b.n > 0 {
+			s.cur = nil
+			w.full <- b // never blocks: the channel holds every batch
+		}
+		if close {
+			s.closed = true
+			if s.cur != nil {
+				w.free <- s.cur
+				s.cur = nil
+			}
+		}
+		s.mu.Unlock()
+	}
+}
+
+// drain takes the batches queued on w.full, at most as many as exist.
+func (w *Writer) drain() {
+	for range cap(w.full) {
+		select {
+		case b := <-w.full:
+			w.take(b)
+		default:
+			return
+		}
+	}
+}
+
+// take moves a batch's events to the stage, writing chunks as it fills, and frees b.
+func (w *Writer) take(b *batch) {
+	ev := b.ev[:b.n]
+	for len(ev) > 0 {
+		n := copy(w.stage[len(w.stage):cap(w.stage)], ev)
+		w.stage = w.stage[:len(w.stage)+n]
+		ev = ev[n:]
+		if len(w.stage) == cap(w.stage) {
+			w.flush()
+		}
+	}
+	b.n = 0
+	w.free <- b
+}
+
+// flush writes pending side-table records, then the staged events. The side records are
+// collected after the events left their batches, so every record an event refers to is
+// written no later than the event.
+func (w *Writer) flush() {
+	w.pathMu.Lock()
+	paths := w.pendPaths
+	w.pendPaths = nil
+	w.pathMu.Unlock()
+	w.sideMu.Lock()
+	procs, files := w.pendProcs, w.pendFiles
+	w.pendProcs, w.pendFiles = nil, nil
+	w.sideMu.Unlock()
+
+	w.buf = w.buf[:0]
+	if len(paths) > 0 {
+		w.raw = appendPaths(w.raw[:0], paths)
+		w.buf = w.appendChunk(w.buf, ChunkPaths, w.raw)
+	}
+	if len(procs) > 0 {
+		w.raw = appendProcesses(w.raw[:0], procs)
+		w.buf = w.appendChunk(w.buf, ChunkProcesses, w.raw)
+	}
+	if len(files) > 0 {
+		w.raw = appendFiles(w.raw[:0], files)
+		w.buf = w.appendChunk(w.buf, ChunkFiles, w.raw)
+	}
+	n := len(w.stage)
+	if n > 0 {
+		for i := range w.stage {
+			if op := w.stage[i].Op; op < NumOps {
+				w.opCounts[op]++
+			}
+		}
+		w.raw = appendEvents(w.raw[:0], w.stage, &w.pred)
+		w.buf = w.appendChunk(w.buf, ChunkEvents, w.raw)
+		w.stage = w.stage[:0]
+	}
+	if len(w.buf) == 0 {
+		return
+	}
+	if w.write(w.buf) == nil {
+		w.written.Add(uint64(n))
+	} else {
+		w.dropped.Add(uint64(n))
+	}
+}
+
+func (w *Writer) writeFooter() {
+	f := Footer{
+		Events:    w.written.Load(),
+		Dropped:   w.dropped.Load(),
+		Blocked:   time.Duration(w.blocked.Load()),
+		Chunks:    w.chunks.Load(),
+		End:       Now() - w.origin,
+		Errors:    w.errors.Load(),
+		WallClose: time.Now().UTC(),
+	}
+	last := 0
+	for i, c := range w.opCounts {
+		if c != 0 {
+			last = i + 1
+		}
+	}
+	f.OpCounts = append([]uint64(nil), w.opCounts[:last]...)
+	w.raw = appendFooter(w.raw[:0], &f)
+	w.buf = w.appendChunk(w.buf[:0], ChunkFooter, w.raw)
+	w.write(w.buf)
+}
+
+// appendChunk compresses payload and appends a framed chunk to dst.
+func (w *Writer) appendChunk(dst []byte, t ChunkType, payload []byte) []byte {
+	start := len(dst)
+	dst = append(dst, make([]byte, frameSize)...) // placeholder, filled below
+	dst = w.enc.EncodeAll(payload, dst)
+	stored := dst[start+frameSize:]
+	var fr [frameSize]byte
+	appendFrame(fr[:0], frame{
+		payload: uint32(len(stored)),
+		typ:     t,
+		flags:   flagZstd,
+		raw:     uint32(len(payload)),
+		sum:     crc(stored),
+	})
+	copy(dst[start:], fr[:])
+	w.chunks.Add(1)
+	return dst
+}
+
+// write writes b in one call. After the first error nothing more is written.
+func (w *Writer) write(b []byte) error {
+	if w.err != nil {
+		return w.err
+	}
+	n, err := w.out.Write(b)
+	w.bytes.Add(uint64(n))
+	if err == nil && n < len(b) {
+		err = io.ErrShortWrite
+	}
+	if err != nil {
+		w.err = fmt.Errorf("trace: write: %w", err)
+		w.log.Error("trace write failed; later events are dropped", "err", err)
+		return w.err
+	}
+	return nil
+}
