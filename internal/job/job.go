@@ -14,6 +14,8 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // Shell-compatible exit codes for a job that could not be started.
@@ -191,6 +193,10 @@ var Forwarded = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, sys
 
 // Forward relays the Forwarded signals this process receives to p until the returned stop
 // function is called. While it runs, those signals no longer kill this process.
+//
+// SIGINT and SIGQUIT are not relayed while this process group owns the terminal on stdin:
+// the terminal sent them to the whole group, the job included, and relaying would deliver
+// them twice.
 func Forward(p *os.Process) (stop func()) {
 	ch := make(chan os.Signal, 8)
 	signal.Notify(ch, Forwarded...)
@@ -199,6 +205,9 @@ func Forward(p *os.Process) (stop func()) {
 		for {
 			select {
 			case s := <-ch:
+				if (s == syscall.SIGINT || s == syscall.SIGQUIT) && foregroundTTY() {
+					continue
+				}
 				_ = p.Signal(s)
 			case <-done:
 				return
@@ -209,6 +218,12 @@ func Forward(p *os.Process) (stop func()) {
 		signal.Stop(ch)
 		close(done)
 	}
+}
+
+// foregroundTTY reports whether stdin is a terminal whose foreground process group is ours.
+func foregroundTTY() bool {
+	pg, err := unix.IoctlGetInt(0, unix.TIOCGPGRP)
+	return err == nil && pg == unix.Getpgrp()
 }
 
 // Wait waits for cmd and returns its shell exit code. It never fails on a non-zero exit.

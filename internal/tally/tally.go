@@ -1,0 +1,200 @@
+// Package tally keeps running per-operation totals (count, time, bytes) and coarse latency
+// histograms that many goroutines update at once with atomic adds. It feeds the live stats
+// line and the end-of-run summary of `iotap record`; the full statistics come from reading
+// the trace (package trace/stats).
+//
+// The histogram is log-linear: 8 buckets per power of two, so a quantile is within 12.5% of
+// the true value. Updating costs a handful of uncontended atomic adds and never allocates.
+package tally
+
+import (
+	"math/bits"
+	"sort"
+	"sync/atomic"
+	"time"
+
+	"github.com/iotap/iotap/trace"
+)
+
+const (
+	subBits    = 3
+	subBuckets = 1 << subBits
+	numBuckets = (64-subBits+1)*subBuckets + subBuckets
+)
+
+// bucketOf maps a duration in ns to its bucket.
+func bucketOf(v uint64) int {
+	if v < subBuckets {
+		return int(v)
+	}
+	exp := bits.Len64(v) - 1
+	mant := (v >> (exp - subBits)) & (subBuckets - 1)
+	return (exp-subBits+1)*subBuckets + int(mant)
+}
+
+// bucketLow is the smallest value of bucket i; bucketHigh the largest.
+func bucketLow(i int) uint64 {
+	if i < subBuckets {
+		return uint64(i)
+	}
+	exp := i/subBuckets + subBits - 1
+	mant := uint64(i % subBuckets)
+	return (subBuckets + mant) << (exp - subBits)
+}
+
+func bucketHigh(i int) uint64 {
+	if i < subBuckets {
+		return uint64(i)
+	}
+	exp := i/subBuckets + subBits - 1
+	return bucketLow(i) + (1 << (exp - subBits)) - 1
+}
+
+type opTally struct {
+	count   atomic.Uint64
+	errors  atomic.Uint64
+	dur     atomic.Uint64 // ns
+	bytes   atomic.Uint64
+	buckets [numBuckets]atomic.Uint64
+}
+
+// Tally is a set of running per-op totals. The zero value is ready to use; it must not be
+// copied after first use.
+type Tally struct {
+	ops [trace.NumOps]opTally
+}
+
+// Add accounts one event. It is safe for concurrent use and does not allocate.
+func (t *Tally) Add(ev *trace.Event) {
+	if !ev.Op.Valid() {
+		return
+	}
+	o := &t.ops[ev.Op]
+	o.count.Add(1)
+	d := uint64(max(ev.Dur, 0))
+	o.dur.Add(d)
+	o.buckets[bucketOf(d)].Add(1)
+	if ev.Errno != 0 {
+		o.errors.Add(1)
+	} else if ev.Ret > 0 && (ev.Op == trace.OpRead || ev.Op == trace.OpWrite || ev.Op == trace.OpCopyFileRange) {
+		o.bytes.Add(uint64(ev.Ret))
+	}
+}
+
+// OpStats is a snapshot of one op's totals.
+type OpStats struct {
+	Op      trace.Op
+	Count   uint64
+	Errors  uint64
+	Dur     time.Duration // total time in the op
+	Bytes   uint64        // bytes read or written (read, write, copy_file_range)
+	buckets []uint64
+}
+
+// Quantile returns the q-quantile (0..1) of the op's latency, estimated at the middle of
+// its bucket, or 0 for an op never seen.
+func (s *OpStats) Quantile(q float64) time.Duration {
+	return quantile(s.buckets, s.Count, q)
+}
+
+func quantile(b []uint64, n uint64, q float64) time.Duration {
+	if n == 0 || len(b) == 0 {
+		return 0
+	}
+	rank := uint64(q*float64(n) + 0.5)
+	rank = min(max(rank, 1), n)
+	var seen uint64
+	for i, c := range b {
+		seen += c
+		if seen >= rank {
+			lo, hi := bucketLow(i), bucketHigh(i)
+			return time.Duration(lo + (hi-lo)/2)
+		}
+	}
+	return 0
+}
+
+// Snapshot is a copy of a Tally at one moment.
+type Snapshot struct {
+	At  time.Time
+	Ops []OpStats // ops with Count > 0, in Op order
+}
+
+// Snapshot copies the current totals. Concurrent Adds may be partly included.
+func (t *Tally) Snapshot() Snapshot {
+	s := Snapshot{At: time.Now()}
+	for i := range t.ops {
+		o := &t.ops[i]
+		n := o.count.Load()
+		if n == 0 {
+			continue
+		}
+		st := OpStats{Op: trace.Op(i), Count: n, Errors: o.errors.Load(), Dur: time.Duration(o.dur.Load()), Bytes: o.bytes.Load(), buckets: make([]uint64, numBuckets)}
+		for j := range o.buckets {
+			st.buckets[j] = o.buckets[j].Load()
+		}
+		s.Ops = append(s.Ops, st)
+	}
+	return s
+}
+
+// Sub returns the activity between prev and s (s taken later).
+func (s Snapshot) Sub(prev Snapshot) Snapshot {
+	out := Snapshot{At: s.At}
+	old := map[trace.Op]*OpStats{}
+	for i := range prev.Ops {
+		old[prev.Ops[i].Op] = &prev.Ops[i]
+	}
+	for _, cur := range s.Ops {
+		d := cur
+		d.buckets = append([]uint64(nil), cur.buckets...)
+		if p := old[cur.Op]; p != nil {
+			d.Count -= p.Count
+			d.Errors -= p.Errors
+			d.Dur -= p.Dur
+			d.Bytes -= p.Bytes
+			for j := range d.buckets {
+				d.buckets[j] -= p.buckets[j]
+			}
+		}
+		if d.Count > 0 {
+			out.Ops = append(out.Ops, d)
+		}
+	}
+	return out
+}
+
+// Totals sums a snapshot: operations, errors, and bytes read and written.
+func (s Snapshot) Totals() (ops, errs, read, written uint64) {
+	for _, o := range s.Ops {
+		ops += o.Count
+		errs += o.Errors
+		switch o.Op {
+		case trace.OpRead:
+			read += o.Bytes
+		case trace.OpWrite, trace.OpCopyFileRange:
+			written += o.Bytes
+		}
+	}
+	return
+}
+
+// Quantile is the q-quantile of the latency of all ops in the snapshot.
+func (s Snapshot) Quantile(q float64) time.Duration {
+	all := make([]uint64, numBuckets)
+	var n uint64
+	for _, o := range s.Ops {
+		n += o.Count
+		for j, c := range o.buckets {
+			all[j] += c
+		}
+	}
+	return quantile(all, n, q)
+}
+
+// ByTime returns the ops sorted by total time, largest first.
+func (s Snapshot) ByTime() []OpStats {
+	out := append([]OpStats(nil), s.Ops...)
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Dur > out[j].Dur })
+	return out
+}

@@ -1,0 +1,79 @@
+package tally
+
+import (
+	"math"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/iotap/iotap/trace"
+)
+
+func TestBuckets(t *testing.T) {
+	prevHigh := int64(-1)
+	for i := 0; i < numBuckets; i++ {
+		lo, hi := bucketLow(i), bucketHigh(i)
+		if i > 0 && lo == 0 {
+			break // past 2^64
+		}
+		if int64(lo) != prevHigh+1 && prevHigh >= 0 && lo > 0 {
+			t.Fatalf("bucket %d starts at %d, previous ended at %d", i, lo, prevHigh)
+		}
+		if bucketOf(lo) != i || bucketOf(hi) != i {
+			t.Fatalf("bucket %d: [%d,%d] maps to %d,%d", i, lo, hi, bucketOf(lo), bucketOf(hi))
+		}
+		prevHigh = int64(hi)
+		if hi >= math.MaxInt64/2 {
+			break
+		}
+	}
+	if b := bucketOf(math.MaxUint64); b >= numBuckets {
+		t.Fatalf("max value bucket %d out of range %d", b, numBuckets)
+	}
+}
+
+func TestQuantilesAndSub(t *testing.T) {
+	var tl Tally
+	var wg sync.WaitGroup
+	for g := 0; g < 4; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 1; i <= 1000; i++ {
+				tl.Add(&trace.Event{Op: trace.OpRead, Dur: int64(i) * 1000, Ret: 4096})
+			}
+		}()
+	}
+	wg.Wait()
+	s1 := tl.Snapshot()
+	ops, errs, rd, wr := s1.Totals()
+	if ops != 4000 || errs != 0 || rd != 4000*4096 || wr != 0 {
+		t.Fatalf("totals %d %d %d %d", ops, errs, rd, wr)
+	}
+	p50 := s1.Ops[0].Quantile(0.5)
+	if p50 < 440*time.Microsecond || p50 > 560*time.Microsecond {
+		t.Errorf("p50 = %v, want about 500µs", p50)
+	}
+	p99 := s1.Quantile(0.99)
+	if p99 < 870*time.Microsecond || p99 > 1120*time.Microsecond {
+		t.Errorf("p99 = %v, want about 990µs", p99)
+	}
+	tl.Add(&trace.Event{Op: trace.OpWrite, Dur: 5e6, Ret: 10})
+	tl.Add(&trace.Event{Op: trace.OpLookup, Dur: 1, Errno: 2})
+	d := tl.Snapshot().Sub(s1)
+	ops, errs, rd, wr = d.Totals()
+	if ops != 2 || errs != 1 || rd != 0 || wr != 10 {
+		t.Fatalf("diff totals %d %d %d %d", ops, errs, rd, wr)
+	}
+	if bt := tl.Snapshot().ByTime(); bt[0].Op != trace.OpRead {
+		t.Errorf("by time: first %v", bt[0].Op)
+	}
+}
+
+func TestAddDoesNotAllocate(t *testing.T) {
+	var tl Tally
+	ev := &trace.Event{Op: trace.OpWrite, Dur: 12345, Ret: 4096}
+	if n := testing.AllocsPerRun(1000, func() { tl.Add(ev) }); n != 0 {
+		t.Fatalf("Add allocates %v times", n)
+	}
+}
