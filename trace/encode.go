@@ -412,8 +412,32 @@ func appendEvents(dst []byte, evs []Event, pred *offsetPredictor) []byte {
 	return dst
 }
 
+// uvarints decodes len(out) uvarints from b into out and returns the rest of b.
+func uvarints(b []byte, out []uint64) ([]byte, error) {
+	for i := range out {
+		if len(b) > 0 && b[0] < 0x80 {
+			out[i] = uint64(b[0])
+			b = b[1:]
+			continue
+		}
+		v, n := binary.Uvarint(b)
+		if n <= 0 {
+			if n == 0 {
+				return nil, errShort
+			}
+			return nil, errors.New("varint overflows 64 bits")
+		}
+		out[i] = v
+		b = b[n:]
+	}
+	return b, nil
+}
+
+func unzig(u uint64) int64 { return int64(u>>1) ^ -int64(u&1) }
+
 // decodeEvents decodes an events payload into evs (reusing its storage) and returns it.
-func decodeEvents(b []byte, evs []Event, pred *offsetPredictor) ([]Event, error) {
+// col is scratch space for one column, reused across calls.
+func decodeEvents(b []byte, evs []Event, col *[]uint64, pred *offsetPredictor) ([]Event, error) {
 	d := dec{b: b}
 	n := d.count(eventColumns)
 	if d.err != nil {
@@ -426,90 +450,158 @@ func decodeEvents(b []byte, evs []Event, pred *offsetPredictor) ([]Event, error)
 		evs = make([]Event, n)
 	}
 	evs = evs[:n]
-	if len(d.b) < n {
-		return evs[:0], errShort
+	if cap(*col) < n {
+		*col = make([]uint64, n)
 	}
+	c := (*col)[:n]
+	b = d.b
 	for i := range evs {
-		evs[i] = Event{Op: Op(d.b[i])}
+		evs[i] = Event{Op: Op(b[i])}
 	}
-	d.b = d.b[n:]
+	b = b[n:]
+	var err error
+	// column decodes the next column into c.
+	column := func() bool {
+		b, err = uvarints(b, c)
+		return err == nil
+	}
+	// check32 fails if any value in c overflows 32 bits.
+	check32 := func(what string) bool {
+		var or uint64
+		for _, v := range c {
+			or |= v
+		}
+		if or>>32 != 0 {
+			err = fmt.Errorf("%s overflows 32 bits", what)
+			return false
+		}
+		return true
+	}
+	fail := func() ([]Event, error) { return evs[:0], err }
+
+	if !column() {
+		return fail()
+	}
 	var prev int64
-	for i := range evs {
-		prev += d.varint()
+	for i, v := range c {
+		prev += unzig(v)
 		evs[i].Start = prev
 	}
-	for i := range evs {
-		evs[i].Dur = d.varint()
+	if !column() {
+		return fail()
 	}
-	for i := range evs {
-		v := d.uvarint()
+	for i, v := range c {
+		evs[i].Dur = unzig(v)
+	}
+	if !column() {
+		return fail()
+	}
+	for i, v := range c {
 		if v > 1<<16-1 {
-			d.fail(fmt.Errorf("errno %d overflows 16 bits", v))
+			return evs[:0], fmt.Errorf("errno %d overflows 16 bits", v)
 		}
 		evs[i].Errno = uint16(v)
 	}
-	for i := range evs {
-		evs[i].Path = d.u32()
+	if !column() || !check32("path") {
+		return fail()
 	}
-	for i := range evs {
-		evs[i].Path2 = d.u32()
+	for i, v := range c {
+		evs[i].Path = uint32(v)
 	}
-	for i := range evs {
-		evs[i].Node = d.uvarint()
+	if !column() || !check32("path2") {
+		return fail()
 	}
-	for i := range evs {
-		evs[i].Node2 = d.uvarint()
+	for i, v := range c {
+		evs[i].Path2 = uint32(v)
 	}
-	for i := range evs {
-		evs[i].Handle = d.uvarint()
+	if !column() {
+		return fail()
 	}
-	for i := range evs {
-		evs[i].Handle2 = d.uvarint()
+	for i, v := range c {
+		evs[i].Node = v
 	}
-	offs := d.b // Offset depends on Ret: decode Ret first, then come back.
-	for range evs {
-		d.uvarint()
+	if !column() {
+		return fail()
 	}
-	for i := range evs {
-		evs[i].Size = d.u32()
+	for i, v := range c {
+		evs[i].Node2 = v
 	}
-	for i := range evs {
-		evs[i].Ret = d.varint() + int64(evs[i].Size)
+	if !column() {
+		return fail()
 	}
-	for i := range evs {
-		evs[i].Flags = d.u32()
+	for i, v := range c {
+		evs[i].Handle = v
 	}
-	for i := range evs {
-		evs[i].Mode = d.u32()
+	if !column() {
+		return fail()
 	}
-	for i := range evs {
-		evs[i].Tid = d.u32()
+	for i, v := range c {
+		evs[i].Handle2 = v
 	}
-	for i := range evs {
-		evs[i].Pid = d.u32()
+	// Offset is predicted from Ret, which comes later: keep the raw column aside in the
+	// Offset fields and resolve it after Ret.
+	if !column() {
+		return fail()
 	}
-	for i := range evs {
-		evs[i].Uid = d.u32()
+	for i, v := range c {
+		evs[i].Offset = int64(v)
 	}
-	for i := range evs {
-		evs[i].Gid = d.u32()
+	if !column() || !check32("size") {
+		return fail()
 	}
-	if d.err != nil {
-		return evs[:0], d.err
+	for i, v := range c {
+		evs[i].Size = uint32(v)
 	}
-	rest := d.b
-	d.b = offs
+	if !column() {
+		return fail()
+	}
+	for i, v := range c {
+		evs[i].Ret = unzig(v) + int64(evs[i].Size)
+	}
+	if !column() || !check32("flags") {
+		return fail()
+	}
+	for i, v := range c {
+		evs[i].Flags = uint32(v)
+	}
+	if !column() || !check32("mode") {
+		return fail()
+	}
+	for i, v := range c {
+		evs[i].Mode = uint32(v)
+	}
+	if !column() || !check32("tid") {
+		return fail()
+	}
+	for i, v := range c {
+		evs[i].Tid = uint32(v)
+	}
+	if !column() || !check32("pid") {
+		return fail()
+	}
+	for i, v := range c {
+		evs[i].Pid = uint32(v)
+	}
+	if !column() || !check32("uid") {
+		return fail()
+	}
+	for i, v := range c {
+		evs[i].Uid = uint32(v)
+	}
+	if !column() || !check32("gid") {
+		return fail()
+	}
+	for i, v := range c {
+		evs[i].Gid = uint32(v)
+	}
+	if len(b) != 0 {
+		return evs[:0], fmt.Errorf("%d bytes after the last column", len(b))
+	}
 	pred.reset()
 	for i := range evs {
 		e := &evs[i]
-		e.Offset = d.varint() + pred.predict(e.Handle)
+		e.Offset = unzig(uint64(e.Offset)) + pred.predict(e.Handle)
 		pred.update(e.Handle, e.Offset, e.Ret)
-	}
-	if d.err != nil {
-		return evs[:0], d.err
-	}
-	if len(rest) != 0 {
-		return evs[:0], fmt.Errorf("%d bytes after the last column", len(rest))
 	}
 	return evs, nil
 }

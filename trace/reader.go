@@ -38,6 +38,7 @@ type Reader struct {
 	events []Event
 	next   int
 	pred   offsetPredictor
+	col    []uint64
 	done   bool
 	err    error // sticky error from Next
 
@@ -199,7 +200,7 @@ func (r *Reader) advance() error {
 		var derr error
 		switch t {
 		case ChunkEvents:
-			r.events, derr = decodeEvents(payload, r.events, &r.pred)
+			r.events, derr = decodeEvents(payload, r.events, &r.col, &r.pred)
 			if derr == nil && len(r.events) > 0 {
 				return nil
 			}

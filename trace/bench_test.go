@@ -1,0 +1,133 @@
+package trace
+
+import (
+	"bytes"
+	"io"
+	"sync/atomic"
+	"testing"
+)
+
+// mixTrace encodes about n events of the realistic mix and returns the file bytes.
+func mixTrace(tb testing.TB, n int, o WriterOptions) ([]byte, int) {
+	tb.Helper()
+	var buf bytes.Buffer
+	w, err := NewWriter(&buf, testHeader(), o)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	count := 0
+	newMix(7, w.Path, func(e *Event) { count++; w.Append(e) }).run(n)
+	if err := w.Close(); err != nil {
+		tb.Fatal(err)
+	}
+	return buf.Bytes(), count
+}
+
+// TestBytesPerEvent checks the encoded size of the realistic mix (target ≤ 12 bytes per
+// event, everything included: header, side tables, frames, footer).
+func TestBytesPerEvent(t *testing.T) {
+	b, n := mixTrace(t, 200_000, WriterOptions{})
+	per := float64(len(b)) / float64(n)
+	t.Logf("mix: %d events, %d bytes, %.2f bytes/event", n, len(b), per)
+	if per > 12 {
+		t.Errorf("%.2f bytes/event, target 12", per)
+	}
+}
+
+func BenchmarkAppend(b *testing.B) {
+	w, err := NewWriter(io.Discard, Header{}, WriterOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ev := Event{Op: OpRead, Tid: 7, Pid: 7, Size: 1 << 20, Ret: 1 << 20, Path: 5, Node: 9, Handle: 3}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		ev.Offset += 1 << 20
+		ev.Start = Now()
+		w.Append(&ev)
+	}
+	b.StopTimer()
+	w.Close()
+	st := w.Stats()
+	b.ReportMetric(float64(st.Blocked.Nanoseconds())/float64(st.Events), "blocked-ns/event")
+}
+
+func BenchmarkAppendParallel(b *testing.B) {
+	w, err := NewWriter(io.Discard, Header{}, WriterOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	var tids atomic.Uint32
+	b.ReportAllocs()
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		ev := Event{Op: OpRead, Tid: 1000 + tids.Add(1), Size: 4096, Ret: 4096, Path: 5, Node: 9, Handle: 3}
+		for pb.Next() {
+			ev.Offset += 4096
+			ev.Start = Now()
+			w.Append(&ev)
+		}
+	})
+	b.StopTimer()
+	w.Close()
+	st := w.Stats()
+	b.ReportMetric(float64(st.Blocked.Nanoseconds())/float64(st.Events), "blocked-ns/event")
+}
+
+func BenchmarkPathHit(b *testing.B) {
+	w, err := NewWriter(io.Discard, Header{}, WriterOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer w.Close()
+	dir := w.Path(RootPath, "dir")
+	w.Path(dir, "name.txt")
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			w.Path(dir, "name.txt")
+		}
+	})
+}
+
+func BenchmarkDecode(b *testing.B) {
+	data, n := mixTrace(b, 500_000, WriterOptions{})
+	b.SetBytes(int64(len(data)))
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		r, err := NewReader(bytes.NewReader(data))
+		if err != nil {
+			b.Fatal(err)
+		}
+		got := 0
+		for {
+			_, err := r.Next()
+			if err != nil {
+				break
+			}
+			got++
+		}
+		r.Close()
+		if got != n {
+			b.Fatalf("decoded %d of %d", got, n)
+		}
+	}
+	b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "events/s")
+	b.ReportMetric(float64(len(data))/float64(n), "bytes/event")
+}
+
+// BenchmarkEncode measures the background encoder (columns + zstd) on the mix.
+func BenchmarkEncode(b *testing.B) {
+	var evs []Event
+	newMix(7, func(uint32, string) uint32 { return 3 }, func(e *Event) { evs = append(evs, *e) }).run(DefaultChunkEvents)
+	evs = evs[:DefaultChunkEvents]
+	var pred offsetPredictor
+	var raw []byte
+	b.ReportAllocs()
+	for b.Loop() {
+		raw = appendEvents(raw[:0], evs, &pred)
+	}
+	b.ReportMetric(float64(len(evs))*float64(b.N)/b.Elapsed().Seconds(), "events/s")
+}

@@ -1,0 +1,154 @@
+// Package trace defines iotap's event model and its trace file format, and provides a
+// concurrent Writer and a streaming Reader for it.
+//
+// A trace holds a header (how and where it was made), one Event per filesystem operation,
+// side tables that events refer to by id (paths, processes, files first seen), and a
+// footer written when the writer closes cleanly. This comment specifies format version 1
+// byte by byte so that other programs can read and write traces.
+//
+// # Conventions
+//
+// All fixed-size integers are little-endian. "uvarint" is an unsigned LEB128 varint as
+// written by encoding/binary.AppendUvarint (at most 10 bytes). "varint" is a signed
+// integer in zigzag form as written by binary.AppendVarint ((n << 1) ^ (n >> 63), then
+// uvarint). A "string" is a uvarint byte count followed by that many bytes (UTF-8 by
+// convention, not checked). A "time" is a varint of Unix nanoseconds, 0 meaning unset.
+// CRC32C is CRC-32 with the Castagnoli polynomial (hash/crc32.Castagnoli).
+//
+// # File layout
+//
+//	preamble (12 bytes)
+//	chunk (header)
+//	chunk ... (paths, processes, files, events, in any order and number)
+//	chunk (footer)             only if the writer closed cleanly
+//
+// # Preamble
+//
+//	offset  size  field
+//	0       8     magic: 0x89 'i' 'o' 't' 'a' 'p' '\r' '\n'
+//	8       2     format version, uint16 (1)
+//	10      2     reserved, 0
+//
+// A file whose first bytes differ from the magic is not a trace (ErrNotTrace). A reader
+// rejects versions it does not know (ErrVersion). An empty file, or one that ends before
+// the header chunk is complete, gives ErrEmpty.
+//
+// # Chunk frame
+//
+// Every chunk is a 20-byte frame followed by the stored payload:
+//
+//	offset  size  field
+//	0       4     N: stored payload length, uint32, at most 32 MiB (MaxChunkPayload)
+//	4       1     chunk type (table below)
+//	5       1     flags: bit 0 set = payload is zstd-compressed; other bits must be 0
+//	6       2     reserved, 0
+//	8       4     R: payload length after decompression, uint32, at most 64 MiB (MaxChunkRaw);
+//	              equals N when bit 0 of flags is clear
+//	12      4     CRC32C of the N stored payload bytes
+//	16      4     CRC32C of frame bytes 0..15
+//	20      N     stored payload
+//
+// The writer in this package always compresses (one zstd frame per chunk, written with
+// github.com/klauspost/compress/zstd); readers accept both forms. The frame checksum lets
+// a reader trust N before it reads the payload, and find the next chunk after damage.
+//
+// # Chunk types
+//
+//	type  name       payload (after decompression)                      count per file
+//	1     header     Header fields, see "Header payload"                exactly 1, first
+//	2     events     Events, columnar, see "Events payload"             any
+//	3     paths      PathRecord list, see "Side tables"                 any
+//	4     processes  Process list                                       any
+//	5     files      File list                                          any
+//	6     footer     Footer fields, see "Footer payload"                0 or 1, last
+//
+// Unknown types are errors: a chunk of another type is reported as a corrupt chunk
+// (*ChunkError wrapping ErrCorrupt), never silently skipped as "from a newer writer". New
+// kinds of data need a new format version.
+//
+// Side-table records are always written no later than any event that refers to them: a
+// writer writes the side-table chunks it has pending before each events chunk.
+//
+// # Header payload
+//
+// In order: Kind string; WallStart time; Origin varint (CLOCK_MONOTONIC ns at WallStart);
+// Hostname, IotapVersion, Kernel strings; Target.Path, Target.FSType, Target.Source,
+// Target.Mount strings; FUSE.Cache string; FUSE.MaxRead, FUSE.MaxWrite uvarints;
+// FUSE.EntryTimeout, FUSE.AttrTimeout varints (ns); one byte of FUSE flags (bit 0
+// DirectIO, bit 1 Passthrough, bit 2 Writeback); Command: uvarint count, then that many
+// strings; Labels: uvarint count, then that many pairs of strings (key, value).
+// Header.Version is the preamble's version. Bytes after the last field are ignored, so a
+// later writer of the same version may append fields.
+//
+// # Footer payload
+//
+// In order: Events uvarint (events written); Dropped uvarint; Blocked varint (ns); Chunks
+// uvarint (chunks written before the footer, header included); End varint (ns since
+// Origin); Errors uvarint; WallClose time; OpCounts: uvarint count, then that many
+// uvarints (events per Op, indexed by Op value; trailing zero counts may be omitted).
+// Bytes after the last field are ignored.
+//
+// # Side tables
+//
+// paths: uvarint count, then per record: ID uvarint, Parent uvarint, Name string. ID 1
+// is the traced root (Parent 0, Name ""); a record with Parent 0 and another ID holds a
+// raw string (a symlink target). IDs are never reused; a renamed object gets a new id.
+//
+// processes: uvarint count, then per record: Tid, Pid, PPid uvarints; FirstSeen varint;
+// Comm, Exe strings. A later record for the same Tid replaces the earlier one.
+//
+// files: uvarint count, then per record: Path uvarint; Type byte (FileType); Mode
+// uvarint; Size varint; Seen varint; Nlink uvarint.
+//
+// # Events payload
+//
+// An events payload holds n events as columns: first uvarint n (1 ≤ n ≤ MaxChunkEvents),
+// then 19 columns, each holding n values, in this order:
+//
+//	column   encoding of value i
+//	Op       1 byte
+//	Start    varint: Start[i] - Start[i-1], with Start[-1] = 0
+//	Dur      varint
+//	Errno    uvarint (≤ 65535)
+//	Path     uvarint (≤ 2^32-1, as all 32-bit fields)
+//	Path2    uvarint
+//	Node     uvarint
+//	Node2    uvarint
+//	Handle   uvarint
+//	Handle2  uvarint
+//	Offset   varint: Offset[i] - predicted offset (below)
+//	Size     uvarint
+//	Ret      varint: Ret[i] - Size[i]
+//	Flags    uvarint
+//	Mode     uvarint
+//	Tid      uvarint
+//	Pid      uvarint
+//	Uid      uvarint
+//	Gid      uvarint
+//
+// The payload ends exactly after the Gid column. The predicted offset continues a
+// sequential stream per handle: it is 0 when Handle[i] is 0; otherwise, with a table of
+// 64 slots, all empty at the start of each chunk, and slot s = Handle[i] mod 64: if the
+// slot holds Handle[i], the prediction is the slot's value, else 0. After each event with
+// a non-zero handle, slot s := (Handle[i], Offset[i] + Ret[i]) (64-bit two's complement
+// arithmetic throughout). So sequential reads and writes store an Offset of 0.
+//
+// Events come out in file order. The writer shards its buffers by thread, so events of
+// one thread (Tid) are in append order, but the file as a whole is not sorted by Start.
+//
+// # Crash semantics
+//
+// The writer writes whole chunks with one write call each: at least every FlushInterval
+// (1 s by default) while events are pending, and whenever ChunkEvents events are staged.
+// If the writer is killed (kill -9), every chunk written before is intact; the file ends
+// in a partial chunk or at a chunk boundary and has no footer. A reader returns the
+// events of every complete chunk, reports the cut-off tail (*ChunkError wrapping
+// ErrTruncated) and the missing footer (ErrNoFooter) in Reader.Damage, and ends with
+// io.EOF: a truncated trace is a warning, not a failure.
+//
+// A chunk whose checksum, compression or encoding is bad is skipped and reported in
+// Damage as a *ChunkError with its offset; reading continues with the next chunk (after
+// the damaged payload when its frame was valid, else at the next offset that holds a
+// valid frame). Reader.SetStrict(true) makes Next return the error instead. A reader
+// never allocates more than the frame limits allow for any input.
+package trace
