@@ -1,0 +1,190 @@
+// Package s3test runs a local S3 server (gofakes3) for tests, demos and replay, and mounts
+// its buckets with s3fs so that real programs can run over an S3-backed directory.
+package s3test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/johannesboyne/gofakes3"
+	"github.com/johannesboyne/gofakes3/backend/s3afero"
+	"github.com/johannesboyne/gofakes3/backend/s3mem"
+)
+
+// Credentials the server accepts (it checks none) and that clients are given.
+const (
+	AccessKey = "iotap"
+	SecretKey = "iotap-secret"
+)
+
+// Options configure Start.
+type Options struct {
+	// Addr to listen on; default "127.0.0.1:0" (a free port).
+	Addr string
+	// Dir, if set, stores objects on disk under Dir (memory stays flat on big runs);
+	// otherwise they are kept in memory, which the in-memory backend never frees.
+	Dir string
+	// Buckets to create at start.
+	Buckets []string
+}
+
+// Server is a running fake S3 endpoint.
+type Server struct {
+	URL     string // http://127.0.0.1:PORT
+	Addr    string // 127.0.0.1:PORT
+	backend gofakes3.Backend
+	srv     *http.Server
+	done    chan error
+}
+
+// Start starts a server and creates the requested buckets.
+func Start(o Options) (*Server, error) {
+	if o.Addr == "" {
+		o.Addr = "127.0.0.1:0"
+	}
+	var backend gofakes3.Backend
+	if o.Dir != "" {
+		base, err := s3afero.FsPath(o.Dir, s3afero.FsPathCreateAll)
+		if err != nil {
+			return nil, fmt.Errorf("s3test: storage dir: %w", err)
+		}
+		mb, err := s3afero.MultiBucket(base)
+		if err != nil {
+			return nil, fmt.Errorf("s3test: storage dir: %w", err)
+		}
+		backend = mb
+	} else {
+		backend = s3mem.New()
+	}
+	for _, b := range o.Buckets {
+		if err := backend.CreateBucket(b); err != nil && !errors.As(err, new(gofakes3.Error)) {
+			return nil, fmt.Errorf("s3test: create bucket %q: %w", b, err)
+		}
+	}
+	ln, err := net.Listen("tcp", o.Addr)
+	if err != nil {
+		return nil, fmt.Errorf("s3test: listen: %w", err)
+	}
+	faker := gofakes3.New(backend, gofakes3.WithLogger(gofakes3.DiscardLog()), gofakes3.WithTimeSkewLimit(0))
+	s := &Server{
+		Addr:    ln.Addr().String(),
+		URL:     "http://" + ln.Addr().String(),
+		backend: backend,
+		srv:     &http.Server{Handler: faker.Server(), ReadHeaderTimeout: 30 * time.Second},
+		done:    make(chan error, 1),
+	}
+	go func() { s.done <- s.srv.Serve(ln) }()
+	return s, nil
+}
+
+// CreateBucket creates a bucket (no error if it exists).
+func (s *Server) CreateBucket(name string) error {
+	if err := s.backend.CreateBucket(name); err != nil && !errors.As(err, new(gofakes3.Error)) {
+		return fmt.Errorf("s3test: create bucket %q: %w", name, err)
+	}
+	return nil
+}
+
+// Close stops the server.
+func (s *Server) Close() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	err := s.srv.Shutdown(ctx)
+	<-s.done
+	return err
+}
+
+// ErrNoS3FS is returned by MountS3FS when s3fs is not installed.
+var ErrNoS3FS = errors.New("s3test: s3fs not found in PATH (apt-get install s3fs)")
+
+// S3FS is a bucket mounted with s3fs.
+type S3FS struct {
+	Dir     string // mount point
+	workDir string
+}
+
+// MountS3FS mounts bucket of the server at url on dir with s3fs. workDir holds the
+// password file and s3fs's temporary files. It returns when the mount is in place.
+func MountS3FS(url, bucket, dir, workDir string) (*S3FS, error) {
+	bin, err := exec.LookPath("s3fs")
+	if err != nil {
+		return nil, ErrNoS3FS
+	}
+	if err := os.MkdirAll(filepath.Join(workDir, "tmp"), 0o700); err != nil {
+		return nil, fmt.Errorf("s3test: %w", err)
+	}
+	passwd := filepath.Join(workDir, "passwd-s3fs")
+	if err := os.WriteFile(passwd, []byte(AccessKey+":"+SecretKey+"\n"), 0o600); err != nil {
+		return nil, fmt.Errorf("s3test: %w", err)
+	}
+	opts := strings.Join([]string{
+		"url=" + url,
+		"use_path_request_style",
+		"passwd_file=" + passwd,
+		"tmpdir=" + filepath.Join(workDir, "tmp"),
+		"nonempty",
+	}, ",")
+	cmd := exec.Command(bin, bucket, dir, "-o", opts)
+	cmd.Env = withoutVar(os.Environ(), "AWS_CA_BUNDLE")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("s3test: s3fs %s %s: %v: %s", bucket, dir, err, strings.TrimSpace(string(out)))
+	}
+	// s3fs returns once it has mounted and gone to the background; make sure of it.
+	deadline := time.Now().Add(10 * time.Second)
+	for !isFuseMount(dir) {
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("s3test: s3fs did not mount %s", dir)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return &S3FS{Dir: dir, workDir: workDir}, nil
+}
+
+// Unmount unmounts the s3fs mount and waits for it to go away.
+func (m *S3FS) Unmount() error {
+	out, err := exec.Command("fusermount3", "-u", m.Dir).CombinedOutput()
+	if err != nil {
+		out2, err2 := exec.Command("umount", "-l", m.Dir).CombinedOutput()
+		if err2 != nil {
+			return fmt.Errorf("s3test: unmount %s: %v: %s %s", m.Dir, err, out, out2)
+		}
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for isFuseMount(m.Dir) && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	return nil
+}
+
+func isFuseMount(dir string) bool {
+	data, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return false
+	}
+	abs, _ := filepath.Abs(dir)
+	for _, line := range strings.Split(string(data), "\n") {
+		f := strings.Fields(line)
+		if len(f) > 4 && f[4] == abs && strings.Contains(line, " - fuse.s3fs ") {
+			return true
+		}
+	}
+	return false
+}
+
+func withoutVar(env []string, name string) []string {
+	out := env[:0:0]
+	for _, kv := range env {
+		if !strings.HasPrefix(kv, name+"=") {
+			out = append(out, kv)
+		}
+	}
+	return out
+}
