@@ -1,0 +1,43 @@
+// Package fusefs serves a directory through a passthrough FUSE filesystem and records every
+// request it serves as a trace.Event.
+//
+// # Layers
+//
+// The node tree is go-fuse's loopback (fs.LoopbackNode) with our own node type on top, so that
+// Open, Create and Tmpfile return our file handle ([file]). That handle does its reads eagerly
+// (pread into the kernel's buffer, so the time of the real I/O is inside the request) and never
+// offers kernel passthrough, so every read and write reaches the daemon.
+//
+// Timing happens one level up: [tracer] implements every method of fuse.RawFileSystem itself
+// (no embedding: a test fails when go-fuse adds a method) and wraps the fs.NewNodeFS bridge.
+// Each method takes the clock, calls the bridge, takes the clock again and appends one event.
+// The raw level sees every request, including the ones the bridge answers on its own (FORGET,
+// directory-stream buffering, Lseek and Statx defaults), and v2.12's WRITE→Writev dispatch.
+//
+// # Paths
+//
+// FUSE requests carry node ids, not paths. The tracer keeps node id → path id (interned by the
+// Recorder as parent path id + name) from the replies of LOOKUP, CREATE, MKDIR, MKNOD, SYMLINK,
+// LINK and READDIRPLUS, drops it when the kernel forgets the node, and moves it on RENAME.
+// Children of a renamed directory keep their old path until the kernel looks them up again
+// (immediately with Cache "none", whose timeouts are 0 s).
+//
+// # Attribution
+//
+// The caller's pid in a FUSE request is a thread id. The tracer resolves it once per thread to
+// the thread group, parent, comm and exe (from /proc) and re-reads comm at most every 50 ms, so a
+// fork+exec is attributed to the new program quickly. RELEASE and RELEASEDIR (pid 0) are
+// attributed to the thread that opened the handle.
+//
+// # Errors
+//
+// Passthrough operations return the errno of their own syscall unchanged. Anything else goes
+// through [toErrno]. Recording never changes what the caller sees: a recording failure is
+// counted with Recorder.CountError.
+//
+// # Locks
+//
+// LOCK ORDERING: the tracer's shard locks (nodeTable, handle table, process table, seen set,
+// filter cache) are leaves: no code holds one while taking another, calling the inner file
+// system, or calling the Recorder.
+package fusefs

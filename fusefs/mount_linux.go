@@ -1,0 +1,153 @@
+package fusefs
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"syscall"
+
+	"github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fuse"
+	"golang.org/x/sys/unix"
+)
+
+// Server is a mounted layer.
+type Server struct {
+	srv        *fuse.Server
+	tracer     *tracer // nil when untraced
+	rootFd     int
+	mountpoint string
+}
+
+// Mount serves rootDir on mountpoint, recording every request into rec, and returns once the
+// mount is ready. A nil rec serves an untraced loopback with identical options and node code
+// (the baseline of the overhead benchmarks).
+//
+// The backend is reached through a descriptor opened before the mount, so rootDir may equal
+// mountpoint (in-place tracing): the layer then reads the directory it covers, and files
+// written through the mount land in the real directory.
+func Mount(mountpoint, rootDir string, rec Recorder, o Options) (*Server, error) {
+	o, err := o.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	mnt, err := filepath.Abs(mountpoint)
+	if err != nil {
+		return nil, fmt.Errorf("fusefs: mount point: %w", err)
+	}
+	dir, err := filepath.Abs(rootDir)
+	if err != nil {
+		return nil, fmt.Errorf("fusefs: target: %w", err)
+	}
+	var dst, mst syscall.Stat_t
+	if err := syscall.Stat(dir, &dst); err != nil {
+		return nil, fmt.Errorf("fusefs: target %s: %w", dir, err)
+	}
+	if dst.Mode&syscall.S_IFMT != syscall.S_IFDIR {
+		return nil, fmt.Errorf("fusefs: target %s: %w", dir, syscall.ENOTDIR)
+	}
+	if err := syscall.Stat(mnt, &mst); err != nil {
+		return nil, fmt.Errorf("fusefs: mount point %s: %w", mnt, err)
+	}
+	if mst.Mode&syscall.S_IFMT != syscall.S_IFDIR {
+		return nil, fmt.Errorf("fusefs: mount point %s: %w", mnt, syscall.ENOTDIR)
+	}
+	rootFd, err := unix.Open(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("fusefs: open target %s: %w", dir, err)
+	}
+	backPath := dir
+	if dst.Dev == mst.Dev && dst.Ino == mst.Ino {
+		// In place: path-based loopback operations go through the descriptor, which keeps
+		// pointing at the directory underneath the mount.
+		backPath = "/proc/self/fd/" + strconv.Itoa(rootFd)
+	}
+	root, err := newRoot(backPath, rootFd, o.Cache, o.Logger)
+	if err != nil {
+		unix.Close(rootFd)
+		return nil, fmt.Errorf("fusefs: target %s: %w", dir, err)
+	}
+	fo := o.fsOptions()
+	var raw fuse.RawFileSystem = fs.NewNodeFS(root, fo)
+	s := &Server{rootFd: rootFd, mountpoint: mnt}
+	if rec != nil {
+		s.tracer = newTracer(raw, rec, o)
+		raw = s.tracer
+	}
+	srv, err := fuse.NewServer(raw, mnt, &fo.MountOptions)
+	if err != nil {
+		unix.Close(rootFd)
+		return nil, fmt.Errorf("fusefs: mount %s: %w", mnt, mountError(err))
+	}
+	s.srv = srv
+	go srv.Serve()
+	if err := srv.WaitMount(); err != nil {
+		srv.Unmount()
+		unix.Close(rootFd)
+		return nil, fmt.Errorf("fusefs: mount %s: %w", mnt, err)
+	}
+	return s, nil
+}
+
+// mountError adds what is missing to a mount failure.
+func mountError(err error) error {
+	if a := Available(); a != nil {
+		return fmt.Errorf("%w (%v)", err, a)
+	}
+	return err
+}
+
+// Unmount unmounts the file system; Wait returns after that.
+func (s *Server) Unmount() error {
+	if err := s.srv.Unmount(); err != nil {
+		return fmt.Errorf("fusefs: unmount %s: %w", s.mountpoint, err)
+	}
+	return nil
+}
+
+// Wait blocks until the file system is unmounted (by Unmount, fusermount -u or umount) and
+// releases the backend descriptor.
+func (s *Server) Wait() {
+	s.srv.Wait()
+	if s.rootFd >= 0 {
+		unix.Close(s.rootFd)
+		s.rootFd = -1
+	}
+}
+
+// Stats returns the live counters and starts a new latency interval. It is zero for an
+// untraced mount.
+func (s *Server) Stats() LiveStats {
+	if s.tracer == nil {
+		return LiveStats{}
+	}
+	return s.tracer.stats.snapshot()
+}
+
+// Mountpoint returns the absolute mount point.
+func (s *Server) Mountpoint() string { return s.mountpoint }
+
+// Available returns nil if this process can mount FUSE file systems, else an error naming
+// what is missing.
+func Available() error {
+	f, err := os.OpenFile("/dev/fuse", os.O_RDWR, 0)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("/dev/fuse does not exist (load the fuse module, or pass --device /dev/fuse to the container): %w", err)
+		}
+		return fmt.Errorf("cannot open /dev/fuse: %w", err)
+	}
+	f.Close()
+	if os.Geteuid() == 0 {
+		return nil
+	}
+	for _, p := range []string{"fusermount3", "fusermount"} {
+		if _, err := exec.LookPath(p); err == nil {
+			return nil
+		}
+	}
+	return errors.New("not root and neither fusermount3 nor fusermount is in PATH (install fuse3)")
+}

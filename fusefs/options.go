@@ -1,0 +1,130 @@
+package fusefs
+
+import (
+	"fmt"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fuse"
+
+	"github.com/iotap/iotap/trace"
+)
+
+// CacheMode selects what the kernel caches in front of the layer.
+type CacheMode string
+
+// Cache modes.
+const (
+	// CacheNone: direct I/O on every open and 0 s entry/attr/negative timeouts. Every
+	// application read, write and stat reaches the layer at its own size (replay needs this).
+	CacheNone CacheMode = "none"
+	// CacheKernel: page cache and 1 s attribute/entry caching; the trace shows what reached
+	// the backend.
+	CacheKernel CacheMode = "kernel"
+)
+
+// Defaults.
+const (
+	DefaultMaxWrite      = 1 << 20
+	DefaultMaxBackground = 64
+	DefaultFsName        = "iotap"
+	kernelCacheTimeout   = time.Second
+)
+
+// Options configure Mount.
+type Options struct {
+	Cache      CacheMode // default CacheNone
+	MaxWrite   int       // default 1 MiB (the kernel caps it at max_pages_limit pages)
+	AllowOther bool      // if set, also sets default_permissions
+	Debug      bool      // go-fuse debug output
+	Logger     *slog.Logger
+	// Filters (empty = record everything): events whose path matches none of Include or any
+	// of Exclude (path.Match globs on the path relative to root, on any leading directory of
+	// it, or on any path element) are not recorded but still served.
+	Include, Exclude []string
+	UIDs             []uint32 // record only these callers (fs uid) when non-empty
+	Comms            []string // record only these commands when non-empty
+	FsName           string   // shown in /proc/mounts, default "iotap"
+}
+
+func (o Options) withDefaults() (Options, error) {
+	switch o.Cache {
+	case "":
+		o.Cache = CacheNone
+	case CacheNone, CacheKernel:
+	default:
+		return o, fmt.Errorf("fusefs: unknown cache mode %q (want %q or %q)", o.Cache, CacheNone, CacheKernel)
+	}
+	if o.MaxWrite <= 0 {
+		o.MaxWrite = DefaultMaxWrite
+	}
+	if o.FsName == "" {
+		o.FsName = DefaultFsName
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	for _, g := range append(append([]string(nil), o.Include...), o.Exclude...) {
+		if err := checkGlob(g); err != nil {
+			return o, err
+		}
+	}
+	return o, nil
+}
+
+func (o Options) timeout() time.Duration {
+	if o.Cache == CacheKernel {
+		return kernelCacheTimeout
+	}
+	return 0
+}
+
+// TraceOptions describes the settings in the form the trace header stores.
+func (o Options) TraceOptions() trace.FUSEOptions {
+	o, _ = o.withDefaults()
+	return trace.FUSEOptions{
+		Cache:        string(o.Cache),
+		MaxRead:      uint32(o.MaxWrite),
+		MaxWrite:     uint32(o.MaxWrite),
+		EntryTimeout: o.timeout(),
+		AttrTimeout:  o.timeout(),
+		DirectIO:     o.Cache == CacheNone,
+		Passthrough:  false,
+		Writeback:    false,
+	}
+}
+
+// fsOptions builds the go-fuse options; o must have defaults applied.
+func (o Options) fsOptions() *fs.Options {
+	to := o.timeout()
+	entry, attr, neg := to, to, to
+	mo := fuse.MountOptions{
+		AllowOther:          o.AllowOther,
+		MaxBackground:       DefaultMaxBackground,
+		CongestionThreshold: DefaultMaxBackground * 3 / 4,
+		MaxWrite:            o.MaxWrite,
+		MaxReadAhead:        o.MaxWrite,
+		FsName:              o.FsName,
+		Name:                "iotap",
+		Debug:               o.Debug,
+		EnableLocks:         true,
+		DirectMount:         os.Geteuid() == 0,
+		// Kernel passthrough would let reads and writes bypass the layer.
+		DisabledCapabilities: fuse.CAP_PASSTHROUGH,
+	}
+	if o.AllowOther {
+		mo.Options = append(mo.Options, "default_permissions")
+	}
+	if o.Cache == CacheNone {
+		// Keep MAP_SHARED mmap working on direct-I/O files (kernel >= 6.6).
+		mo.ExtraCapabilities |= fuse.CAP_DIRECT_IO_ALLOW_MMAP
+	}
+	return &fs.Options{
+		MountOptions:    mo,
+		EntryTimeout:    &entry,
+		AttrTimeout:     &attr,
+		NegativeTimeout: &neg,
+	}
+}

@@ -1,0 +1,51 @@
+package fusefs_test
+
+import (
+	"maps"
+	"testing"
+
+	"github.com/hanwen/go-fuse/v2/posixtest"
+
+	"github.com/iotap/iotap/fusefs"
+	"github.com/iotap/iotap/internal/fusetest"
+	"github.com/iotap/iotap/trace"
+)
+
+// posixKnown lists posixtest cases that fail through the layer for reasons that are not
+// ours, with the reason; they fail on the untraced loopback too.
+var posixKnown = map[string]string{}
+
+// TestPosix runs go-fuse's POSIX conformance suite through the traced mount in both cache
+// modes, and through the untraced loopback as the reference. posixtest drives the load from
+// this process (as go-fuse's own tests do).
+func TestPosix(t *testing.T) {
+	for _, mode := range []fusefs.CacheMode{fusefs.CacheNone, fusefs.CacheKernel} {
+		for _, traced := range []bool{true, false} {
+			name := string(mode) + "/untraced"
+			if traced {
+				name = string(mode) + "/traced"
+			}
+			t.Run(name, func(t *testing.T) {
+				tests := maps.Clone(posixtest.All) // never mutate the shared map
+				for k := range posixKnown {
+					delete(tests, k)
+				}
+				for nm, fn := range tests {
+					t.Run(nm, func(t *testing.T) {
+						var rec fusefs.Recorder
+						if traced {
+							rec = fusetest.NewMemRecorder(0)
+						}
+						c := fusetest.Mount(t, rec, fusefs.Options{Cache: mode})
+						fn(t, c.Mnt)
+						if traced && len(rec.(*fusetest.MemRecorder).Events()) == 0 {
+							t.Errorf("no events recorded")
+						}
+					})
+				}
+			})
+		}
+	}
+}
+
+var _ = trace.OpRead
