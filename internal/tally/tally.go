@@ -55,7 +55,28 @@ type opTally struct {
 	errors  atomic.Uint64
 	dur     atomic.Uint64 // ns
 	bytes   atomic.Uint64
+	max     atomic.Uint64 // ns
+	min     atomic.Uint64 // ns + 1 (0: none yet)
 	buckets [numBuckets]atomic.Uint64
+}
+
+func storeMax(a *atomic.Uint64, v uint64) {
+	for {
+		old := a.Load()
+		if v <= old || a.CompareAndSwap(old, v) {
+			return
+		}
+	}
+}
+
+func storeMin(a *atomic.Uint64, v uint64) {
+	v++
+	for {
+		old := a.Load()
+		if (old != 0 && v >= old) || a.CompareAndSwap(old, v) {
+			return
+		}
+	}
 }
 
 // Tally is a set of running per-op totals. The zero value is ready to use; it must not be
@@ -74,6 +95,8 @@ func (t *Tally) Add(ev *trace.Event) {
 	d := uint64(max(ev.Dur, 0))
 	o.dur.Add(d)
 	o.buckets[bucketOf(d)].Add(1)
+	storeMax(&o.max, d)
+	storeMin(&o.min, d)
 	if ev.Errno != 0 {
 		o.errors.Add(1)
 	} else if ev.Ret > 0 && (ev.Op == trace.OpRead || ev.Op == trace.OpWrite || ev.Op == trace.OpCopyFileRange) {
@@ -88,13 +111,20 @@ type OpStats struct {
 	Errors  uint64
 	Dur     time.Duration // total time in the op
 	Bytes   uint64        // bytes read or written (read, write, copy_file_range)
+	Min     time.Duration // fastest (since the start, also in a Sub)
+	Max     time.Duration // slowest (since the start, also in a Sub)
 	buckets []uint64
 }
 
 // Quantile returns the q-quantile (0..1) of the op's latency, estimated at the middle of
 // its bucket, or 0 for an op never seen.
+// The estimate is clamped to [Min, Max].
 func (s *OpStats) Quantile(q float64) time.Duration {
-	return quantile(s.buckets, s.Count, q)
+	v := quantile(s.buckets, s.Count, q)
+	if s.Max > 0 {
+		v = min(max(v, s.Min), s.Max)
+	}
+	return v
 }
 
 func quantile(b []uint64, n uint64, q float64) time.Duration {
@@ -130,6 +160,10 @@ func (t *Tally) Snapshot() Snapshot {
 			continue
 		}
 		st := OpStats{Op: trace.Op(i), Count: n, Errors: o.errors.Load(), Dur: time.Duration(o.dur.Load()), Bytes: o.bytes.Load(), buckets: make([]uint64, numBuckets)}
+		st.Max = time.Duration(o.max.Load())
+		if m := o.min.Load(); m > 0 {
+			st.Min = time.Duration(m - 1)
+		}
 		for j := range o.buckets {
 			st.buckets[j] = o.buckets[j].Load()
 		}
