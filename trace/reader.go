@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -264,18 +265,25 @@ func (r *Reader) readChunk() (ChunkType, []byte, error) {
 	}
 	r.br.Discard(frameSize)
 	r.off += frameSize
-	if cap(r.stored) < int(f.payload) {
-		r.stored = make([]byte, f.payload)
-	}
-	r.stored = r.stored[:f.payload]
-	n, err := io.ReadFull(r.br, r.stored)
-	r.off += int64(n)
-	if err != nil {
-		if err == io.ErrUnexpectedEOF || err == io.EOF {
-			return 0, nil, &ChunkError{Offset: start, Type: f.typ, Reason: fmt.Sprintf("payload has %d of %d bytes", n, f.payload), Err: ErrTruncated}
+	// Grow the buffer as data arrives, so a frame that promises more than the input holds
+	// costs no more memory than the input.
+	need := int(f.payload)
+	buf := r.stored[:0]
+	for len(buf) < need {
+		step := min(need-len(buf), max(len(buf), 1<<20))
+		buf = slices.Grow(buf, step)
+		n, err := io.ReadFull(r.br, buf[len(buf):len(buf)+step])
+		buf = buf[:len(buf)+n]
+		r.off += int64(n)
+		if err != nil {
+			r.stored = buf[:0]
+			if err == io.ErrUnexpectedEOF || err == io.EOF {
+				return 0, nil, &ChunkError{Offset: start, Type: f.typ, Reason: fmt.Sprintf("payload has %d of %d bytes", len(buf), f.payload), Err: ErrTruncated}
+			}
+			return 0, nil, fmt.Errorf("trace: read: %w", err)
 		}
-		return 0, nil, fmt.Errorf("trace: read: %w", err)
 	}
+	r.stored = buf
 	if crc(r.stored) != f.sum {
 		return f.typ, nil, &ChunkError{Offset: start, Type: f.typ, Reason: "payload checksum mismatch", Err: ErrCorrupt}
 	}
@@ -284,9 +292,6 @@ func (r *Reader) readChunk() (ChunkType, []byte, error) {
 	}
 	payload := r.stored
 	if f.flags&flagZstd != 0 {
-		if cap(r.raw) < int(f.raw) {
-			r.raw = make([]byte, 0, f.raw)
-		}
 		out, err := r.dec.DecodeAll(r.stored, r.raw[:0])
 		if err != nil {
 			return f.typ, nil, &ChunkError{Offset: start, Type: f.typ, Reason: "decompress: " + err.Error(), Err: ErrCorrupt}

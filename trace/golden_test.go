@@ -1,0 +1,176 @@
+package trace
+
+import (
+	"bytes"
+	"cmp"
+	"flag"
+	"io"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"syscall"
+	"testing"
+	"time"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files in testdata/")
+
+// goldenPath is the committed version-1 trace. It must stay readable by every later
+// version of this package: never regenerate it to make TestGoldenV1 pass after a format
+// change; add a new golden file for a new version instead.
+var goldenPath = filepath.Join("..", "testdata", "trace", "v1-small.iotap")
+
+// goldenContent is what the golden trace holds.
+func goldenContent() (Header, []PathRecord, []Process, []File, []Event) {
+	h := testHeader()
+	h.Version = Version1
+	paths := []PathRecord{
+		{ID: 1},
+		{ID: 2, Parent: 1, Name: "data"},
+		{ID: 3, Parent: 2, Name: "in.bam"},
+		{ID: 4, Parent: 2, Name: "out"},
+		{ID: 5, Parent: 4, Name: "sorted.bam"},
+		{ID: 6, Parent: 0, Name: "../in.bam"},
+		{ID: 7, Parent: 4, Name: "link"},
+		{ID: 8, Parent: 4, Name: "sorted.bam.tmp"},
+	}
+	procs := []Process{
+		{Tid: 100, Pid: 100, PPid: 1, FirstSeen: 1000, Comm: "samtools", Exe: "/usr/bin/samtools"},
+		{Tid: 101, Pid: 100, PPid: 1, FirstSeen: 2000, Comm: "samtools", Exe: "/usr/bin/samtools"},
+	}
+	files := []File{
+		{Path: 2, Type: TypeDir, Mode: 0o755, Size: 4096, Seen: 1500, Nlink: 3},
+		{Path: 3, Type: TypeFile, Mode: 0o644, Size: 3 << 20, Seen: 1600, Nlink: 1},
+	}
+	var evs []Event
+	t := int64(1000)
+	add := func(e Event) {
+		t += 1500
+		e.Start = t
+		if e.Dur == 0 {
+			e.Dur = 10_000
+		}
+		t += e.Dur
+		if e.Tid == 0 {
+			e.Tid = 100
+		}
+		e.Pid = 100
+		e.Uid, e.Gid = 1000, 100
+		evs = append(evs, e)
+	}
+	add(Event{Op: OpLookup, Path: 2, Node: 1, Node2: 2, Mode: syscall.S_IFDIR | 0o755, Ret: 4096})
+	add(Event{Op: OpLookup, Path: 3, Node: 2, Node2: 3, Mode: syscall.S_IFREG | 0o644, Ret: 3 << 20})
+	add(Event{Op: OpOpen, Path: 3, Node: 3, Handle: 1, Flags: syscall.O_RDONLY})
+	for i := range 3 {
+		add(Event{Op: OpRead, Path: 3, Node: 3, Handle: 1, Offset: int64(i) << 20, Size: 1 << 20, Ret: 1 << 20, Dur: 400_000})
+	}
+	add(Event{Op: OpRead, Path: 3, Node: 3, Handle: 1, Offset: 3 << 20, Size: 1 << 20, Ret: 0})
+	add(Event{Op: OpRelease, Path: 3, Node: 3, Handle: 1})
+	add(Event{Op: OpLookup, Path: 4, Node: 2, Errno: uint16(syscall.ENOENT)})
+	add(Event{Op: OpMkdir, Path: 4, Node: 2, Node2: 4, Mode: 0o755})
+	add(Event{Op: OpCreate, Path: 8, Node: 4, Node2: 5, Handle: 2, Flags: syscall.O_WRONLY | syscall.O_CREAT | syscall.O_EXCL, Mode: 0o644, Tid: 101})
+	add(Event{Op: OpWrite, Path: 8, Node: 5, Handle: 2, Size: 65536, Ret: 65536, Tid: 101})
+	add(Event{Op: OpWrite, Path: 8, Node: 5, Handle: 2, Offset: 65536, Size: 1000, Ret: 1000, Tid: 101})
+	add(Event{Op: OpFsync, Path: 8, Node: 5, Handle: 2, Tid: 101})
+	add(Event{Op: OpRelease, Path: 8, Node: 5, Handle: 2, Tid: 101})
+	add(Event{Op: OpRename, Path: 8, Path2: 5, Node: 4, Node2: 4})
+	add(Event{Op: OpSymlink, Path: 7, Path2: 6, Node: 4, Node2: 6})
+	add(Event{Op: OpReadlink, Path: 7, Node: 6, Ret: 9})
+	add(Event{Op: OpGetxattr, Path: 5, Node: 5, Size: 256, Errno: uint16(syscall.ENODATA)})
+	add(Event{Op: OpOpendir, Path: 4, Node: 4, Handle: 3})
+	add(Event{Op: OpReaddirplus, Path: 4, Node: 4, Handle: 3, Size: 4096, Ret: 240})
+	add(Event{Op: OpReaddirplus, Path: 4, Node: 4, Handle: 3, Offset: 4, Size: 4096})
+	add(Event{Op: OpReleasedir, Path: 4, Node: 4, Handle: 3})
+	add(Event{Op: OpUnlink, Path: 7, Node: 4, Errno: uint16(syscall.EACCES), Uid: 0})
+	add(Event{Op: OpStatfs, Path: 1, Node: 1})
+	return h, paths, procs, files, evs
+}
+
+// writeGolden writes the golden content with two events chunks.
+func writeGolden(w io.Writer) error {
+	h, paths, procs, files, evs := goldenContent()
+	tw, err := NewWriter(w, h, WriterOptions{ChunkEvents: 16})
+	if err != nil {
+		return err
+	}
+	for _, p := range paths[1:] {
+		if id := tw.Path(p.Parent, p.Name); id != p.ID {
+			panic("path ids out of step")
+		}
+	}
+	for _, p := range procs {
+		tw.AddProcess(p)
+	}
+	for _, f := range files {
+		tw.AddFile(f)
+	}
+	for i := range evs {
+		tw.Append(&evs[i])
+	}
+	tw.CountError()
+	return tw.Close()
+}
+
+func TestGoldenV1(t *testing.T) {
+	if *update {
+		var buf bytes.Buffer
+		if err := writeGolden(&buf); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.MkdirAll(filepath.Dir(goldenPath), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(goldenPath, buf.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("wrote %s (%d bytes)", goldenPath, buf.Len())
+	}
+	r, err := Open(goldenPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	h, paths, procs, files, want := goldenContent()
+	if got := r.Header(); !reflect.DeepEqual(*got, h) {
+		t.Errorf("header:\n got %+v\nwant %+v", *got, h)
+	}
+	got := readAll(t, r)
+	// File order interleaves the two threads' shards: compare in Start order.
+	slices.SortStableFunc(got, func(a, b Event) int { return cmp.Compare(a.Start, b.Start) })
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("events:\n got %+v\nwant %+v", got, want)
+	}
+	if d := r.Damage(); len(d) != 0 {
+		t.Errorf("damage: %v", d)
+	}
+	for _, p := range paths {
+		if got, ok := r.Path(p.ID); !ok || got != p {
+			t.Errorf("path %d = %+v, %v; want %+v", p.ID, got, ok, p)
+		}
+	}
+	for id, name := range map[uint32]string{1: "", 3: "data/in.bam", 5: "data/out/sorted.bam", 6: "../in.bam"} {
+		if got := r.PathName(id); got != name {
+			t.Errorf("PathName(%d) = %q, want %q", id, got, name)
+		}
+	}
+	if !reflect.DeepEqual(r.Processes(), procs) {
+		t.Errorf("processes %+v", r.Processes())
+	}
+	if !reflect.DeepEqual(r.Files(), files) {
+		t.Errorf("files %+v", r.Files())
+	}
+	f, ok := r.Footer()
+	if !ok {
+		t.Fatal("no footer")
+	}
+	if f.Events != uint64(len(want)) || f.Errors != 1 || f.Dropped != 0 || f.Chunks != 6 || f.WallClose.IsZero() {
+		t.Errorf("footer %+v", f)
+	}
+	if f.OpCounts[OpRead] != 4 || f.OpCounts[OpLookup] != 3 || f.OpCounts[OpWrite] != 2 {
+		t.Errorf("op counts %v", f.OpCounts)
+	}
+	if time.Duration(f.End) <= 0 {
+		t.Errorf("footer end %d", f.End)
+	}
+}
