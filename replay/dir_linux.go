@@ -1,0 +1,506 @@
+package replay
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/iotap/iotap/internal/sysinfo"
+	"github.com/iotap/iotap/trace"
+)
+
+// Dir is the Backend for a mounted directory: each method is the one system call an
+// application would make, issued relative to the root directory's file descriptor.
+//
+// Confinement: the root is held open; parent directories are resolved with
+// openat2(RESOLVE_BENEATH|RESOLVE_NO_MAGICLINKS) relative to it and cached; the final
+// component is then used with the *at call and AT_SYMLINK_NOFOLLOW (or an equivalent
+// check) so that no symlink, "..", or absolute path can reach outside the root. Opens
+// resolve the whole name with openat2(RESOLVE_BENEATH), so a symlink is followed only
+// while it stays below the root; one that leaves it fails with an error wrapping
+// ErrEscape.
+type Dir struct {
+	path   string
+	rootFD int
+	target trace.Target
+
+	mu sync.RWMutex // guards dirs and dead
+	// dirs caches O_PATH descriptors of directories below the root, by name.
+	dirs map[string]int
+	// dead holds descriptors dropped from dirs (rename, rmdir) that a concurrent call may
+	// still be using; they are closed by Close.
+	dead []int
+}
+
+var _ Backend = (*Dir)(nil)
+
+// OpenDir opens the directory at path as a replay target. The directory must exist.
+func OpenDir(path string) (*Dir, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, fmt.Errorf("replay: target %q: %w", path, err)
+	}
+	fd, err := unix.Open(abs, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("replay: open target %q: %w", abs, err)
+	}
+	d := &Dir{path: abs, rootFD: fd, dirs: map[string]int{}}
+	d.target = trace.Target{Path: abs}
+	if m, err := sysinfo.MountOf(abs); err == nil {
+		d.target.FSType = m.FSType
+		d.target.Source = m.Source
+		d.target.Mount = m.MountPoint
+	}
+	return d, nil
+}
+
+// Target implements Backend.
+func (d *Dir) Target() trace.Target { return d.target }
+
+// Path returns the absolute path of the root.
+func (d *Dir) Path() string { return d.path }
+
+// Close implements Backend.
+func (d *Dir) Close() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, fd := range d.dirs {
+		unix.Close(fd)
+	}
+	for _, fd := range d.dead {
+		unix.Close(fd)
+	}
+	d.dirs, d.dead = map[string]int{}, nil
+	if d.rootFD >= 0 {
+		unix.Close(d.rootFD)
+		d.rootFD = -1
+	}
+	return nil
+}
+
+func escapeErr(name string, err error) error {
+	if err == unix.EXDEV || err == unix.ELOOP {
+		return fmt.Errorf("replay: %q: %w", name, ErrEscape)
+	}
+	return err
+}
+
+// dirFD returns an O_PATH descriptor of directory name (checked) below the root.
+func (d *Dir) dirFD(name string) (int, error) {
+	if name == "" {
+		return d.rootFD, nil
+	}
+	d.mu.RLock()
+	fd, ok := d.dirs[name]
+	d.mu.RUnlock()
+	if ok {
+		return fd, nil
+	}
+	how := unix.OpenHow{
+		Flags:   unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC,
+		Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_MAGICLINKS,
+	}
+	fd, err := unix.Openat2(d.rootFD, name, &how)
+	if err != nil {
+		if err == unix.EXDEV {
+			return -1, escapeErr(name, err)
+		}
+		return -1, err
+	}
+	d.mu.Lock()
+	if old, ok := d.dirs[name]; ok {
+		d.mu.Unlock()
+		unix.Close(fd)
+		return old, nil
+	}
+	d.dirs[name] = fd
+	d.mu.Unlock()
+	return fd, nil
+}
+
+// forget drops cached descriptors of name and everything below it.
+func (d *Dir) forget(name string) {
+	d.mu.Lock()
+	for k, fd := range d.dirs {
+		if isUnder(k, name) {
+			delete(d.dirs, k)
+			d.dead = append(d.dead, fd)
+		}
+	}
+	d.mu.Unlock()
+}
+
+// at resolves name to (parent descriptor, last component).
+func (d *Dir) at(name string) (int, string, error) {
+	if err := CheckName(name); err != nil {
+		return -1, "", err
+	}
+	dir, base := splitName(name)
+	fd, err := d.dirFD(dir)
+	return fd, base, err
+}
+
+// IsEmpty implements Backend.
+func (d *Dir) IsEmpty(ctx context.Context) (bool, error) {
+	f, err := os.Open(d.path)
+	if err != nil {
+		return false, err
+	}
+	defer f.Close()
+	names, err := f.Readdirnames(1)
+	if len(names) > 0 {
+		return false, nil
+	}
+	if err != nil && err.Error() != "EOF" {
+		return len(names) == 0, nil
+	}
+	return true, nil
+}
+
+// Reset implements Backend. It removes entries without following symlinks.
+func (d *Dir) Reset(ctx context.Context) error {
+	d.mu.Lock()
+	for k, fd := range d.dirs {
+		delete(d.dirs, k)
+		d.dead = append(d.dead, fd)
+	}
+	d.mu.Unlock()
+	f, err := os.Open(d.path)
+	if err != nil {
+		return fmt.Errorf("replay: reset target: %w", err)
+	}
+	names, err := f.Readdirnames(-1)
+	f.Close()
+	if err != nil {
+		return fmt.Errorf("replay: reset target: %w", err)
+	}
+	for _, n := range names {
+		if err := os.RemoveAll(filepath.Join(d.path, n)); err != nil {
+			return fmt.Errorf("replay: reset target: %w", err)
+		}
+	}
+	return nil
+}
+
+// Lstat implements Backend.
+func (d *Dir) Lstat(ctx context.Context, name string) (Attr, error) {
+	var st unix.Stat_t
+	var err error
+	if name == "" {
+		err = unix.Fstat(d.rootFD, &st)
+	} else {
+		fd, base, err2 := d.at(name)
+		if err2 != nil {
+			return Attr{}, err2
+		}
+		err = unix.Fstatat(fd, base, &st, unix.AT_SYMLINK_NOFOLLOW)
+	}
+	if err != nil {
+		return Attr{}, err
+	}
+	return Attr{Mode: st.Mode, Size: st.Size}, nil
+}
+
+// Access implements Backend.
+func (d *Dir) Access(ctx context.Context, name string, mask uint32) error {
+	if name == "" {
+		return unix.Faccessat(d.rootFD, ".", mask, 0)
+	}
+	fd, base, err := d.at(name)
+	if err != nil {
+		return err
+	}
+	return unix.Faccessat(fd, base, mask, unix.AT_SYMLINK_NOFOLLOW)
+}
+
+// Statfs implements Backend.
+func (d *Dir) Statfs(ctx context.Context) error {
+	var st unix.Statfs_t
+	return unix.Fstatfs(d.rootFD, &st)
+}
+
+// openFlags are the open(2) flags replay passes on; others (O_NOCTTY, O_CLOEXEC,
+// FMODE bits the kernel adds) are dropped.
+const openFlags = unix.O_ACCMODE | unix.O_APPEND | unix.O_CREAT | unix.O_EXCL | unix.O_TRUNC |
+	unix.O_DIRECTORY | unix.O_NOFOLLOW | unix.O_SYNC | unix.O_DSYNC | unix.O_DIRECT |
+	unix.O_NONBLOCK | unix.O_LARGEFILE | unix.O_TMPFILE
+
+// Open implements Backend.
+func (d *Dir) Open(ctx context.Context, name string, flags int, perm uint32) (File, error) {
+	if err := CheckName(name); err != nil {
+		return nil, err
+	}
+	p := name
+	if p == "" {
+		p = "."
+	}
+	how := unix.OpenHow{
+		Flags:   uint64(flags&openFlags) | unix.O_CLOEXEC,
+		Mode:    uint64(perm & 0o7777),
+		Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_MAGICLINKS,
+	}
+	if flags&(unix.O_CREAT|unix.O_TMPFILE) == 0 {
+		how.Mode = 0
+	}
+	fd, err := unix.Openat2(d.rootFD, p, &how)
+	if err != nil {
+		return nil, escapeErr(name, err)
+	}
+	return &dirFile{fd: fd}, nil
+}
+
+// Mkdir implements Backend.
+func (d *Dir) Mkdir(ctx context.Context, name string, perm uint32) error {
+	fd, base, err := d.at(name)
+	if err != nil {
+		return err
+	}
+	return unix.Mkdirat(fd, base, perm&0o7777)
+}
+
+// Mknod implements Backend.
+func (d *Dir) Mknod(ctx context.Context, name string, mode uint32) error {
+	fd, base, err := d.at(name)
+	if err != nil {
+		return err
+	}
+	return unix.Mknodat(fd, base, mode, 0)
+}
+
+// Remove implements Backend.
+func (d *Dir) Remove(ctx context.Context, name string) error {
+	fd, base, err := d.at(name)
+	if err != nil {
+		return err
+	}
+	return unix.Unlinkat(fd, base, 0)
+}
+
+// Rmdir implements Backend.
+func (d *Dir) Rmdir(ctx context.Context, name string) error {
+	fd, base, err := d.at(name)
+	if err != nil {
+		return err
+	}
+	err = unix.Unlinkat(fd, base, unix.AT_REMOVEDIR)
+	if err == nil {
+		d.forget(name)
+	}
+	return err
+}
+
+// Rename implements Backend.
+func (d *Dir) Rename(ctx context.Context, from, to string, flags uint32) error {
+	fd1, b1, err := d.at(from)
+	if err != nil {
+		return err
+	}
+	fd2, b2, err := d.at(to)
+	if err != nil {
+		return err
+	}
+	err = unix.Renameat2(fd1, b1, fd2, b2, uint(flags))
+	if err == nil {
+		d.forget(from)
+		d.forget(to)
+	}
+	return err
+}
+
+// Link implements Backend.
+func (d *Dir) Link(ctx context.Context, existing, name string) error {
+	fd1, b1, err := d.at(existing)
+	if err != nil {
+		return err
+	}
+	fd2, b2, err := d.at(name)
+	if err != nil {
+		return err
+	}
+	return unix.Linkat(fd1, b1, fd2, b2, 0)
+}
+
+// Symlink implements Backend. The target text is stored as recorded; it is never
+// followed outside the root (see Open).
+func (d *Dir) Symlink(ctx context.Context, target, name string) error {
+	fd, base, err := d.at(name)
+	if err != nil {
+		return err
+	}
+	return unix.Symlinkat(target, fd, base)
+}
+
+// Readlink implements Backend.
+func (d *Dir) Readlink(ctx context.Context, name string, buf []byte) (int, error) {
+	fd, base, err := d.at(name)
+	if err != nil {
+		return 0, err
+	}
+	return unix.Readlinkat(fd, base, buf)
+}
+
+// Truncate implements Backend: open for writing (confined), ftruncate, close.
+func (d *Dir) Truncate(ctx context.Context, name string, size int64) error {
+	f, err := d.Open(ctx, name, unix.O_WRONLY|unix.O_NOFOLLOW, 0)
+	if err != nil {
+		return err
+	}
+	fd := f.(*dirFile).fd
+	err = unix.Ftruncate(fd, size)
+	unix.Close(fd)
+	return err
+}
+
+// Chmod implements Backend. Like lchmod, it refuses a symlink (EOPNOTSUPP).
+func (d *Dir) Chmod(ctx context.Context, name string, perm uint32) error {
+	fd, base, err := d.at(name)
+	if err != nil {
+		return err
+	}
+	if name == "" {
+		return unix.Fchmodat(d.rootFD, ".", perm&0o7777, 0)
+	}
+	var st unix.Stat_t
+	if err := unix.Fstatat(fd, base, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		return err
+	}
+	if st.Mode&unix.S_IFMT == unix.S_IFLNK {
+		return unix.EOPNOTSUPP
+	}
+	return unix.Fchmodat(fd, base, perm&0o7777, 0)
+}
+
+// Utimes implements Backend.
+func (d *Dir) Utimes(ctx context.Context, name string) error {
+	if name == "" {
+		return unix.UtimesNanoAt(d.rootFD, ".", nil, 0)
+	}
+	fd, base, err := d.at(name)
+	if err != nil {
+		return err
+	}
+	return unix.UtimesNanoAt(fd, base, nil, unix.AT_SYMLINK_NOFOLLOW)
+}
+
+// procName names the entry through the parent's descriptor, for the xattr calls that
+// have no *at form. The l* variants never follow the last component.
+func (d *Dir) procName(name string) (string, error) {
+	fd, base, err := d.at(name)
+	if err != nil {
+		return "", err
+	}
+	if name == "" {
+		return "/proc/self/fd/" + strconv.Itoa(d.rootFD), nil
+	}
+	return "/proc/self/fd/" + strconv.Itoa(fd) + "/" + base, nil
+}
+
+// Getxattr implements Backend.
+func (d *Dir) Getxattr(ctx context.Context, name, attr string, buf []byte) (int, error) {
+	p, err := d.procName(name)
+	if err != nil {
+		return 0, err
+	}
+	return unix.Lgetxattr(p, attr, buf)
+}
+
+// Listxattr implements Backend.
+func (d *Dir) Listxattr(ctx context.Context, name string, buf []byte) (int, error) {
+	p, err := d.procName(name)
+	if err != nil {
+		return 0, err
+	}
+	return unix.Llistxattr(p, buf)
+}
+
+// Setxattr implements Backend.
+func (d *Dir) Setxattr(ctx context.Context, name, attr string, value []byte, flags int) error {
+	p, err := d.procName(name)
+	if err != nil {
+		return err
+	}
+	return unix.Lsetxattr(p, attr, value, flags)
+}
+
+// Removexattr implements Backend.
+func (d *Dir) Removexattr(ctx context.Context, name, attr string) error {
+	p, err := d.procName(name)
+	if err != nil {
+		return err
+	}
+	return unix.Lremovexattr(p, attr)
+}
+
+// dirFile is an open file of a Dir.
+type dirFile struct {
+	fd     int
+	listed bool // a ReadDir happened since the last rewind
+}
+
+func (f *dirFile) ReadAt(ctx context.Context, p []byte, off int64) (int, error) {
+	n, err := unix.Pread(f.fd, p, off)
+	if n < 0 {
+		n = 0
+	}
+	return n, err
+}
+
+func (f *dirFile) WriteAt(ctx context.Context, p []byte, off int64) (int, error) {
+	n, err := unix.Pwrite(f.fd, p, off)
+	if n < 0 {
+		n = 0
+	}
+	return n, err
+}
+
+func (f *dirFile) ReadDir(ctx context.Context, buf []byte, off int64) (int, error) {
+	if off == 0 && f.listed {
+		if _, err := unix.Seek(f.fd, 0, 0); err != nil {
+			return 0, err
+		}
+	}
+	f.listed = true
+	n, err := unix.Getdents(f.fd, buf)
+	if n < 0 {
+		n = 0
+	}
+	return n, err
+}
+
+func (f *dirFile) Sync(ctx context.Context, datasync bool) error {
+	if datasync {
+		return unix.Fdatasync(f.fd)
+	}
+	return unix.Fsync(f.fd)
+}
+
+func (f *dirFile) Truncate(ctx context.Context, size int64) error {
+	return unix.Ftruncate(f.fd, size)
+}
+
+func (f *dirFile) Stat(ctx context.Context) (Attr, error) {
+	var st unix.Stat_t
+	if err := unix.Fstat(f.fd, &st); err != nil {
+		return Attr{}, err
+	}
+	return Attr{Mode: st.Mode, Size: st.Size}, nil
+}
+
+func (f *dirFile) Allocate(ctx context.Context, mode uint32, off, length int64) error {
+	return unix.Fallocate(f.fd, mode, off, length)
+}
+
+func (f *dirFile) Seek(ctx context.Context, off int64, whence int) (int64, error) {
+	return unix.Seek(f.fd, off, whence)
+}
+
+func (f *dirFile) Close(ctx context.Context) error {
+	err := unix.Close(f.fd)
+	f.fd = -1
+	return err
+}

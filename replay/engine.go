@@ -1,0 +1,662 @@
+package replay
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/iotap/iotap/trace"
+)
+
+// Sink receives the replay trace; *trace.Writer satisfies it.
+type Sink interface {
+	Origin() int64
+	Append(ev *trace.Event)
+	Path(parent uint32, name string) uint32
+	Raw(s string) uint32
+	AddProcess(p trace.Process)
+}
+
+// Timing selects when each op is issued.
+type Timing uint8
+
+// Timing modes.
+const (
+	// TimingThink starts each op when its predecessor in the same thread has completed,
+	// plus the recorded think time (closed loop; the default).
+	TimingThink Timing = iota
+	// TimingOriginal starts each op at its recorded offset from the start of the trace,
+	// scheduled against one absolute origin (open loop).
+	TimingOriginal
+	// TimingAFAP issues ops as fast as possible; ordering constraints still hold.
+	TimingAFAP
+)
+
+// ParseTiming parses "think", "original" or "afap".
+func ParseTiming(s string) (Timing, error) {
+	switch s {
+	case "think", "":
+		return TimingThink, nil
+	case "original":
+		return TimingOriginal, nil
+	case "afap":
+		return TimingAFAP, nil
+	}
+	return 0, fmt.Errorf("replay: unknown timing %q (want think, original or afap)", s)
+}
+
+func (t Timing) String() string {
+	return [...]string{"think", "original", "afap"}[t]
+}
+
+// DivergePolicy says what a divergence from the recorded result does.
+type DivergePolicy uint8
+
+// Divergence policies.
+const (
+	DivergeWarn   DivergePolicy = iota // log the first few, count all
+	DivergeIgnore                      // count only
+	DivergeAbort                       // stop the replay with an error wrapping ErrDiverged
+)
+
+// ParseDivergePolicy parses "ignore", "warn" or "abort".
+func ParseDivergePolicy(s string) (DivergePolicy, error) {
+	switch s {
+	case "warn", "":
+		return DivergeWarn, nil
+	case "ignore":
+		return DivergeIgnore, nil
+	case "abort":
+		return DivergeAbort, nil
+	}
+	return 0, fmt.Errorf("replay: unknown divergence policy %q (want ignore, warn or abort)", s)
+}
+
+// ErrDiverged is returned (wrapped) when --on-diverge=abort stopped a replay.
+var ErrDiverged = errors.New("replay diverged from the trace")
+
+// Options configure one replay run.
+type Options struct {
+	Timing    Timing
+	Speed     float64 // >0; 2 = twice as fast as recorded (think times and offsets halved)
+	OnDiverge DivergePolicy
+	Plan      PlanOptions
+	// FillRandom makes written data incompressible instead of zeros.
+	FillRandom bool
+	// SpinMargin is how long before an op's due time a worker stops sleeping and spins
+	// (default 150 µs).
+	SpinMargin time.Duration
+	// QueueDepth is the number of planned ops buffered per worker (default 256).
+	QueueDepth int
+	// Progress, if set, is incremented once per replayed op.
+	Progress *atomic.Uint64
+	Log      *slog.Logger
+}
+
+// monotonic clock in the same base as trace.Now (CLOCK_MONOTONIC, ns).
+func now() int64 { return trace.Now() }
+
+// engine state shared by the workers of one run.
+type engine struct {
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	b      Backend
+	sink   Sink
+	opts   Options
+	log    *slog.Logger
+
+	runStart   int64 // monotonic ns when the first op was due
+	traceStart int64 // recorded Start of the first op
+	speed      float64
+	origin     int64 // sink origin
+
+	counters table[atomic.Uint32] // resource id -> completed ops
+	slotCnt  table[atomic.Uint32] // slot -> completed ops
+	files    table[fileBox]       // slot -> open file
+
+	mu      sync.Mutex // guards cond waits; waiters is read without it
+	cond    *sync.Cond
+	waiters atomic.Int32
+
+	warned atomic.Int32
+	fill   []byte // 1 MiB of write data
+}
+
+type fileBox struct{ f File }
+
+// table is a growable array that is safe to index concurrently while it grows: fixed
+// chunks hung from a fixed directory.
+type table[T any] struct {
+	dir [1 << 16]atomic.Pointer[[1 << 12]T]
+}
+
+func (t *table[T]) at(i uint32) *T {
+	c := t.dir[(i>>12)&(1<<16-1)].Load()
+	if c == nil {
+		n := new([1 << 12]T)
+		if !t.dir[(i>>12)&(1<<16-1)].CompareAndSwap(nil, n) {
+			c = t.dir[(i>>12)&(1<<16-1)].Load()
+		} else {
+			c = n
+		}
+	}
+	return &c[i&(1<<12-1)]
+}
+
+func (e *engine) counter(res uint32) *atomic.Uint32 {
+	if res > 1<<31 {
+		return e.slotCnt.at(^res)
+	}
+	return e.counters.at(res)
+}
+
+// worker replays the ops of one traced thread in program order.
+type worker struct {
+	e       *engine
+	id      uint32
+	ch      chan Op
+	lastEnd int64 // monotonic ns the previous op completed
+	buf     []byte
+	wbuf    []byte
+	st      runStats
+}
+
+// Run replays the trace from src onto b, writing measured events to sink (which may be
+// nil). It returns the fidelity summary; the error is non-nil when the replay could not
+// run to the end (cancelled, aborted on divergence, unreadable trace).
+func Run(ctx context.Context, src Source, b Backend, sink Sink, o Options) (*Summary, error) {
+	if o.Speed <= 0 {
+		o.Speed = 1
+	}
+	if o.SpinMargin <= 0 {
+		o.SpinMargin = 150 * time.Microsecond
+	}
+	if o.QueueDepth <= 0 {
+		o.QueueDepth = 256
+	}
+	if o.Log == nil {
+		o.Log = slog.New(slog.DiscardHandler)
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	e := &engine{ctx: ctx, cancel: cancel, b: b, sink: sink, opts: o, log: o.Log, speed: o.Speed}
+	e.cond = sync.NewCond(&e.mu)
+	e.fill = make([]byte, 1<<20)
+	if o.FillRandom {
+		r := rand.New(rand.NewPCG(1, 2))
+		for i := 0; i+8 <= len(e.fill); i += 8 {
+			v := r.Uint64()
+			for j := 0; j < 8; j++ {
+				e.fill[i+j] = byte(v >> (8 * j))
+			}
+		}
+	}
+	if sink != nil {
+		e.origin = sink.Origin()
+		for _, p := range src.Processes() {
+			sink.AddProcess(p)
+		}
+	}
+	stop := context.AfterFunc(ctx, func() {
+		e.mu.Lock()
+		e.cond.Broadcast()
+		e.mu.Unlock()
+	})
+	defer stop()
+
+	p := newPlanner(src, o.Plan)
+	outPaths := map[string]uint32{"": trace.RootPath}
+	workers := map[uint32]*worker{}
+	var wg sync.WaitGroup
+	var planErr error
+	first := true
+	sum := &Summary{Timing: o.Timing.String(), Speed: o.Speed, Target: b.Target()}
+	var procsSeen int
+	var lastRec int64
+	for {
+		op, err := p.next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			planErr = fmt.Errorf("replay: read trace: %w", err)
+			break
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		if first {
+			first = false
+			e.traceStart = op.Start
+			e.runStart = now() + int64(2*time.Millisecond)
+		}
+		lastRec = max(lastRec, op.Start+op.Dur)
+		if sink != nil {
+			op.OutPath = e.outPath(outPaths, op.Name, op.PathID)
+			if op.Kind == KSymlink {
+				op.OutPath2 = sink.Raw(op.Name2)
+			} else if op.Name2 != "" {
+				op.OutPath2 = e.outPath(outPaths, op.Name2, op.PathID2)
+			}
+			if ps := src.Processes(); len(ps) > procsSeen {
+				for _, pr := range ps[procsSeen:] {
+					sink.AddProcess(pr)
+				}
+				procsSeen = len(ps)
+			}
+		}
+		w := workers[op.Worker]
+		if w == nil {
+			w = &worker{e: e, id: op.Worker, ch: make(chan Op, o.QueueDepth)}
+			w.st.init()
+			workers[op.Worker] = w
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				w.run()
+			}()
+		}
+		select {
+		case w.ch <- *op:
+		case <-ctx.Done():
+		}
+	}
+	for _, w := range workers {
+		close(w.ch)
+	}
+	wg.Wait()
+	end := now()
+	// Close files the trace left open (handles opened before it ended).
+	for s := int32(0); s < p.Slots(); s++ {
+		if fb := e.files.at(uint32(s)); fb.f != nil {
+			fb.f.Close(context.Background())
+			fb.f = nil
+		}
+	}
+	sum.Fold = p.Stats
+	for _, w := range workers {
+		sum.add(&w.st)
+	}
+	sum.Threads = len(workers)
+	if !first {
+		sum.RecordedSpan = time.Duration(lastRec - e.traceStart)
+		sum.ReplaySpan = time.Duration(end - e.runStart)
+	}
+	sum.finish()
+	if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) {
+		return sum, cause
+	}
+	if planErr != nil {
+		return sum, planErr
+	}
+	return sum, ctx.Err()
+}
+
+// outPath interns a recorded name in the replay trace, one component at a time.
+func (e *engine) outPath(m map[string]uint32, name string, id uint32) uint32 {
+	if id == 0 && name == "" {
+		return 0
+	}
+	if v, ok := m[name]; ok {
+		return v
+	}
+	dir, base := splitName(name)
+	parent := e.outPath(m, dir, 1)
+	v := e.sink.Path(parent, base)
+	m[name] = v
+	return v
+}
+
+func (w *worker) run() {
+	e := w.e
+	for op := range w.ch {
+		if e.ctx.Err() != nil {
+			w.complete(&op)
+			continue
+		}
+		w.one(&op)
+	}
+}
+
+func (w *worker) complete(op *Op) {
+	e := w.e
+	for i := 0; i < int(op.NDeps); i++ {
+		e.counter(op.Deps[i].Res).Add(1)
+	}
+	if e.waiters.Load() > 0 {
+		e.mu.Lock()
+		e.cond.Broadcast()
+		e.mu.Unlock()
+	}
+	if e.opts.Progress != nil {
+		e.opts.Progress.Add(1)
+	}
+}
+
+// waitDeps blocks until every resource op must follow has completed enough ops. It
+// returns false when the run was cancelled.
+func (w *worker) waitDeps(op *Op) bool {
+	e := w.e
+	for i := 0; i < int(op.NDeps); i++ {
+		d := op.Deps[i]
+		if d.Need == 0 {
+			continue
+		}
+		c := e.counter(d.Res)
+		for n := 0; c.Load() < d.Need; n++ {
+			if n < 64 {
+				runtime.Gosched()
+				continue
+			}
+			e.mu.Lock()
+			e.waiters.Add(1)
+			for c.Load() < d.Need && e.ctx.Err() == nil {
+				e.cond.Wait()
+			}
+			e.waiters.Add(-1)
+			e.mu.Unlock()
+			if e.ctx.Err() != nil {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// due returns the monotonic time op should be issued at (0: now).
+func (w *worker) due(op *Op) int64 {
+	e := w.e
+	switch e.opts.Timing {
+	case TimingAFAP:
+		return 0
+	case TimingThink:
+		if op.Think >= 0 && w.lastEnd != 0 {
+			return w.lastEnd + int64(float64(op.Think)/e.speed)
+		}
+	}
+	return e.runStart + int64(float64(op.Start-e.traceStart)/e.speed)
+}
+
+// sleepUntil waits for the monotonic time t: a blocking sleep until SpinMargin before
+// it, then a spin.
+func (w *worker) sleepUntil(t int64) {
+	margin := int64(w.e.opts.SpinMargin)
+	for {
+		d := t - now()
+		if d <= 0 {
+			return
+		}
+		if d > margin {
+			ts := unix.NsecToTimespec(d - margin)
+			unix.Nanosleep(&ts, nil)
+			if w.e.ctx.Err() != nil {
+				return
+			}
+			continue
+		}
+		if d > 20e3 {
+			runtime.Gosched()
+		}
+	}
+}
+
+func (w *worker) one(op *Op) {
+	due := w.due(op)
+	if due > 0 {
+		w.sleepUntil(due)
+	}
+	t0 := now()
+	if !w.waitDeps(op) {
+		w.complete(op)
+		return
+	}
+	t1 := now()
+	ready := max(due, t1)
+	if t1-t0 > 0 && due > 0 {
+		w.st.depWait += t1 - t0
+	}
+	start, ret, errno := w.exec(op)
+	end := now()
+	w.lastEnd = end
+	if due > 0 {
+		w.st.lag.record(start - ready)
+	}
+	w.account(op, start, end, ret, errno)
+	w.complete(op)
+}
+
+// exec issues op and returns when it was issued, the byte count and the errno.
+func (w *worker) exec(op *Op) (start, ret int64, errno syscall.Errno) {
+	e := w.e
+	ctx := e.ctx
+	b := e.b
+	var err error
+	var n int
+	var f File
+	if op.Slot >= 0 && op.Kind != KOpen {
+		f = e.files.at(uint32(op.Slot)).f
+		if f == nil {
+			return now(), 0, syscall.EBADF
+		}
+	}
+	start = now()
+	switch op.Kind {
+	case KSkip:
+		return start, op.WantRet, syscall.Errno(op.WantErrno)
+	case KStat:
+		var a Attr
+		a, err = b.Lstat(ctx, op.Name)
+		ret = a.Size
+	case KFstat:
+		var a Attr
+		a, err = f.Stat(ctx)
+		ret = a.Size
+	case KAccess:
+		err = b.Access(ctx, op.Name, op.Flags)
+	case KOpen:
+		f, err = b.Open(ctx, op.Name, int(op.Flags), op.Mode)
+		if op.Implicit && err != nil {
+			for _, fl := range [...]int{unix.O_RDONLY, unix.O_WRONLY} {
+				if f, err = b.Open(ctx, op.Name, fl|int(op.Flags&unix.O_DIRECTORY), 0); err == nil {
+					break
+				}
+			}
+		}
+		if err == nil && op.Slot >= 0 {
+			e.files.at(uint32(op.Slot)).f = f
+		} else if err == nil {
+			f.Close(ctx) // the trace recorded a failure here: nothing refers to the handle
+		}
+	case KClose:
+		err = f.Close(ctx)
+		e.files.at(uint32(op.Slot)).f = nil
+	case KRead:
+		n, err = f.ReadAt(ctx, w.rbuf(op.Size), op.Offset)
+		ret = int64(n)
+	case KWrite:
+		n, err = f.WriteAt(ctx, w.data(op.Size), op.Offset)
+		ret = int64(n)
+	case KReaddir:
+		sz := op.Size
+		if sz < 4096 {
+			sz = 4096
+		}
+		n, err = f.ReadDir(ctx, w.rbuf(sz), op.Offset)
+		ret = int64(n)
+	case KFsync:
+		err = f.Sync(ctx, op.Flags&1 != 0)
+	case KFallocate:
+		err = f.Allocate(ctx, op.Flags, op.Offset, op.Size)
+	case KFtruncate:
+		err = f.Truncate(ctx, op.Size)
+	case KTruncate:
+		err = b.Truncate(ctx, op.Name, op.Size)
+	case KChmod:
+		err = b.Chmod(ctx, op.Name, op.Mode)
+	case KUtimes:
+		err = b.Utimes(ctx, op.Name)
+	case KMkdir:
+		err = b.Mkdir(ctx, op.Name, op.Mode)
+	case KMknod:
+		err = b.Mknod(ctx, op.Name, op.Mode)
+	case KUnlink:
+		err = b.Remove(ctx, op.Name)
+	case KRmdir:
+		err = b.Rmdir(ctx, op.Name)
+	case KRename:
+		err = b.Rename(ctx, op.Name, op.Name2, op.Flags)
+	case KLink:
+		err = b.Link(ctx, op.Name2, op.Name)
+	case KSymlink:
+		err = b.Symlink(ctx, op.Name2, op.Name)
+	case KReadlink:
+		n, err = b.Readlink(ctx, op.Name, w.rbuf(max(op.Size, 4096)))
+		ret = int64(n)
+	case KStatfs:
+		err = b.Statfs(ctx)
+	case KGetxattr:
+		n, err = b.Getxattr(ctx, op.Name, xattrName, w.rbuf(op.Size))
+		ret = int64(n)
+	case KListxattr:
+		n, err = b.Listxattr(ctx, op.Name, w.rbuf(op.Size))
+		ret = int64(n)
+	case KSetxattr:
+		err = b.Setxattr(ctx, op.Name, xattrName, w.data(op.Size), 0)
+	case KRemovexattr:
+		err = b.Removexattr(ctx, op.Name, xattrName)
+	case KLseek:
+		ret, err = f.Seek(ctx, op.Offset, int(op.Flags))
+	}
+	if err != nil {
+		errno = Errno(err)
+		if errors.Is(err, ErrEscape) {
+			w.st.escapes++
+		}
+	}
+	return start, ret, errno
+}
+
+// xattrName is the attribute replay uses: traces do not record attribute names.
+const xattrName = "user.iotap.replay"
+
+func (w *worker) rbuf(n int64) []byte {
+	if n <= 0 {
+		return nil
+	}
+	if int64(cap(w.buf)) < n {
+		w.buf = make([]byte, n)
+	}
+	return w.buf[:n]
+}
+
+func (w *worker) data(n int64) []byte {
+	if n <= 0 {
+		return nil
+	}
+	if n <= int64(len(w.e.fill)) {
+		return w.e.fill[:n]
+	}
+	if int64(cap(w.wbuf)) < n {
+		w.wbuf = make([]byte, n)
+		for i := 0; i < len(w.wbuf); i += len(w.e.fill) {
+			copy(w.wbuf[i:], w.e.fill)
+		}
+	}
+	return w.wbuf[:n]
+}
+
+// account compares the result with the trace, updates the worker's totals and writes the
+// replay event.
+func (w *worker) account(op *Op, start, end, ret int64, errno syscall.Errno) {
+	e := w.e
+	st := &w.st
+	_ = e
+	rec := op.Rec
+	if op.Implicit {
+		st.implicit++
+		if errno != 0 {
+			st.implicitFailed++
+			w.diverge(op, ret, errno)
+		}
+		return
+	}
+	st.ops[rec].recorded++
+	st.recIO += op.Dur
+	switch op.Kind {
+	case KRead:
+		st.recRead += op.WantRet
+	case KWrite:
+		st.recWrite += op.WantRet
+	}
+	if op.Kind == KSkip {
+		st.ops[rec].skipped++
+		return
+	}
+	st.ops[rec].replayed++
+	st.ioTime += end - start
+	if errno == 0 {
+		switch op.Kind {
+		case KRead:
+			st.read += ret
+		case KWrite:
+			st.write += ret
+		}
+	}
+	div := uint16(errno) != op.WantErrno || (op.CheckRet && errno == 0 && ret != op.WantRet)
+	if div {
+		st.ops[rec].diverged++
+		w.diverge(op, ret, errno)
+	}
+	if e.sink != nil {
+		ev := trace.Event{
+			Start: start - e.origin, Dur: end - start, Offset: op.Offset, Ret: ret,
+			Handle: op.Handle, Path: op.OutPath, Path2: op.OutPath2, Size: uint32(min(op.Size, 1<<32-1)),
+			Flags: op.Flags, Mode: op.Mode, Tid: op.Tid, Pid: op.Pid, Errno: uint16(errno), Op: rec,
+		}
+		if op.Kind == KSetxattr || op.Kind == KTruncate || op.Kind == KFtruncate {
+			ev.Size = uint32(min(max(op.Size, 0), 1<<32-1))
+		}
+		e.sink.Append(&ev)
+	}
+}
+
+func (w *worker) diverge(op *Op, ret int64, errno syscall.Errno) {
+	e := w.e
+	switch e.opts.OnDiverge {
+	case DivergeIgnore:
+	case DivergeWarn:
+		if e.warned.Add(1) <= 10 {
+			e.log.Warn("replay diverged", "op", op.Rec.String(), "call", op.Kind.String(), "path", op.Name,
+				"want_errno", syscall.Errno(op.WantErrno).Error(), "got_errno", errText(errno),
+				"want_bytes", op.WantRet, "got_bytes", ret)
+		}
+	case DivergeAbort:
+		e.cancel(fmt.Errorf("%w: %s %q: recorded errno %d bytes %d, replay errno %d (%s) bytes %d",
+			ErrDiverged, op.Kind, op.Name, op.WantErrno, op.WantRet, errno, errText(errno), ret))
+	}
+	if op.Implicit {
+		return
+	}
+	if len(w.st.examples) < 5 {
+		w.st.examples = append(w.st.examples, fmt.Sprintf("%s %s %q: recorded %s/%d bytes, replayed %s/%d bytes",
+			op.Rec, op.Kind, op.Name, errText(syscall.Errno(op.WantErrno)), op.WantRet, errText(errno), ret))
+	}
+}
+
+func errText(e syscall.Errno) string {
+	if e == 0 {
+		return "ok"
+	}
+	return strings.ToUpper(unix.ErrnoName(e))
+}

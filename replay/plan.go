@@ -1,0 +1,767 @@
+package replay
+
+import (
+	"errors"
+	"io"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/iotap/iotap/trace"
+)
+
+// Source is the stream of recorded events the planner reads; *trace.Reader satisfies it.
+type Source interface {
+	Header() *trace.Header
+	Next() (*trace.Event, error)
+	PathName(id uint32) string
+	Files() []trace.File
+	Processes() []trace.Process
+}
+
+// Kind is the system call (or backend method) a replayed Op issues.
+type Kind uint8
+
+// Replay op kinds. See the package documentation for the FUSE op each comes from.
+const (
+	KSkip      Kind = iota // counted, not issued (locks, ioctl, chown, ...)
+	KStat                  // lstat(path)
+	KFstat                 // fstat(fd)
+	KAccess                // faccessat(path, mask, AT_SYMLINK_NOFOLLOW)
+	KOpen                  // openat2(path, flags, mode)
+	KClose                 // close(fd)
+	KRead                  // pread(fd, size, off)
+	KWrite                 // pwrite(fd, size, off)
+	KReaddir               // getdents64(fd)
+	KFsync                 // fsync / fdatasync
+	KFallocate             // fallocate(fd, mode, off, len)
+	KFtruncate             // ftruncate(fd, size)
+	KTruncate              // open + ftruncate + close
+	KChmod                 // fchmodat
+	KUtimes                // utimensat(now)
+	KMkdir
+	KMknod
+	KUnlink
+	KRmdir
+	KRename
+	KLink
+	KSymlink
+	KReadlink
+	KStatfs
+	KGetxattr
+	KListxattr
+	KSetxattr
+	KRemovexattr
+	KLseek
+	numKinds
+)
+
+var kindNames = [numKinds]string{"skip", "lstat", "fstat", "access", "open", "close", "pread", "pwrite",
+	"getdents", "fsync", "fallocate", "ftruncate", "truncate", "chmod", "utimes", "mkdir", "mknod",
+	"unlink", "rmdir", "rename", "link", "symlink", "readlink", "statfs", "getxattr", "listxattr",
+	"setxattr", "removexattr", "lseek"}
+
+func (k Kind) String() string {
+	if k < numKinds {
+		return kindNames[k]
+	}
+	return "kind?"
+}
+
+// maxDeps is the most resources one op orders on.
+const maxDeps = 5
+
+// Dep says: before this op starts, Need ops on resource Res must have completed.
+type Dep struct {
+	Res  uint32
+	Need uint32
+}
+
+// Op is one replay unit: the system call standing for one or more recorded events.
+type Op struct {
+	Seq    uint64   // dispatch order, from 1
+	Kind   Kind     // what to issue
+	Rec    trace.Op // op code written to the replay trace (the recorded primary event's)
+	Worker uint32   // traced thread whose worker issues it
+	Tid    uint32   // recorded caller
+	Pid    uint32
+	Start  int64 // recorded start of the first folded event (ns since the trace origin)
+	Dur    int64 // recorded duration of the primary event(s)
+	Think  int64 // recorded gap since the previous op of Worker ended; -1: first of its worker
+
+	Name, Name2       string // relative paths (Name2: rename/link/symlink second operand)
+	PathID, PathID2   uint32 // recorded path ids
+	OutPath, OutPath2 uint32 // path ids in the replay trace (set by the engine)
+
+	Handle uint64 // recorded handle
+	Slot   int32  // index of the handle's open file in the engine's table, -1 none
+	Offset int64
+	Size   int64
+	Flags  uint32
+	Mode   uint32
+
+	WantErrno uint16
+	WantRet   int64
+	CheckRet  bool // compare the returned byte count with WantRet
+	Implicit  bool // an open the trace never showed (handle opened before the trace began)
+	Events    uint16
+
+	NDeps uint8
+	Deps  [maxDeps]Dep
+}
+
+// PlanOptions tune how recorded FUSE events are folded into replay ops.
+type PlanOptions struct {
+	// Window is the number of events held to restore start-time order (default 65536).
+	Window int
+	// FoldWindow is the longest gap between a lookup's end and the op of the same thread it
+	// is folded into (default 2 ms).
+	FoldWindow int64
+	// MergeGap is the longest gap between two pieces of one split read or write (default
+	// 200 µs).
+	MergeGap int64
+	// NoFold replays every lookup as its own lstat (for a syscall-level trace).
+	NoFold bool
+}
+
+func (o *PlanOptions) defaults() {
+	if o.Window <= 0 {
+		o.Window = 1 << 16
+	}
+	if o.FoldWindow <= 0 {
+		o.FoldWindow = 2e6
+	}
+	if o.MergeGap <= 0 {
+		o.MergeGap = 200e3
+	}
+}
+
+// FoldStats counts what planning did to the recorded events.
+type FoldStats struct {
+	Events    uint64               // recorded events read
+	ByOp      [trace.NumOps]uint64 // recorded events read, per op
+	Folded    [trace.NumOps]uint64 // events folded into another op (or dropped as kernel traffic)
+	Merged    uint64               // read/write pieces merged into the previous piece
+	Implicit  uint64               // implicit opens added for handles opened before the trace
+	Unknown   uint64               // events with an unknown path, skipped
+	Escapes   uint64               // events whose path is refused (absolute, "..")
+	Unordered uint64               // events that arrived after the sort window had passed them
+}
+
+type pathInfo struct {
+	name      string
+	res       uint32 // resource id of the path
+	parentRes uint32 // resource id of the parent directory
+	bad       bool   // name refused by CheckName or unknown
+}
+
+// resource bookkeeping for the overlap-aware ordering rule.
+type resState struct {
+	started uint32
+	pending []int64 // recorded end times of started ops that may not have ended yet
+}
+
+type handleState struct {
+	worker   uint32
+	slot     int32
+	pathID   uint32
+	flushErr uint16
+	flushDur int64
+	flushed  bool
+	dir      bool
+}
+
+type threadState struct {
+	held    []Op // lookups waiting to be folded, then at most one mergeable data op last
+	lastEnd int64
+	started bool
+}
+
+// planner turns a stream of recorded events into replay ops in a dispatch order that
+// keeps each thread's program order. It is used from one goroutine.
+type planner struct {
+	src  Source
+	opts PlanOptions
+
+	heap    []trace.Event // min-heap by Start (ties: file order)
+	heapSeq []uint64
+	seq     uint64
+	eof     bool
+	lastOut int64
+
+	paths    map[uint32]*pathInfo
+	resByDir map[string]uint32
+	nextRes  uint32
+	res      []resState // by resource id
+	handles  map[uint64]*handleState
+	byPath   map[uint32]uint64 // path id -> an open handle on it (for fstat/ftruncate)
+	threads  map[uint32]*threadState
+	freeSlot []int32
+	nSlots   int32
+
+	cur     trace.Event
+	slotRes []resState // by slot
+
+	out   []Op // ready ops, FIFO
+	outAt int
+	opSeq uint64
+
+	Stats FoldStats
+}
+
+func newPlanner(src Source, o PlanOptions) *planner {
+	o.defaults()
+	return &planner{
+		src: src, opts: o,
+		paths: map[uint32]*pathInfo{}, resByDir: map[string]uint32{},
+		handles: map[uint64]*handleState{}, byPath: map[uint32]uint64{},
+		threads: map[uint32]*threadState{}, nextRes: 1, res: make([]resState, 1, 1024),
+		lastOut: -1 << 62,
+	}
+}
+
+// Resources returns the number of resource ids handed out so far.
+func (p *planner) Resources() uint32 { return p.nextRes }
+
+// Slots returns the size the open-file table needs.
+func (p *planner) Slots() int32 { return p.nSlots }
+
+func (p *planner) newRes() uint32 {
+	r := p.nextRes
+	p.nextRes++
+	p.res = append(p.res, resState{})
+	return r
+}
+
+func (p *planner) dirRes(name string) uint32 {
+	if r, ok := p.resByDir[name]; ok {
+		return r
+	}
+	r := p.newRes()
+	p.resByDir[name] = r
+	return r
+}
+
+func (p *planner) path(id uint32) *pathInfo {
+	if pi, ok := p.paths[id]; ok {
+		return pi
+	}
+	pi := &pathInfo{}
+	if id == 0 {
+		pi.bad = true
+	} else {
+		pi.name = p.src.PathName(id)
+		if len(pi.name) > 0 && pi.name[0] == '?' || CheckName(pi.name) != nil {
+			pi.bad = true
+		}
+	}
+	if !pi.bad {
+		pi.res = p.dirRes(pi.name) // one resource per name, shared with its use as a parent
+		if pi.name != "" {
+			pi.parentRes = p.dirRes(parentOf(pi.name))
+		}
+	}
+	p.paths[id] = pi
+	return pi
+}
+
+// next returns the next op in dispatch order, or io.EOF.
+func (p *planner) next() (*Op, error) {
+	for p.outAt >= len(p.out) {
+		p.out, p.outAt = p.out[:0], 0
+		ev, err := p.nextEvent()
+		if err == io.EOF {
+			if !p.flushAll() {
+				return nil, io.EOF
+			}
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		p.feed(ev)
+	}
+	op := &p.out[p.outAt]
+	p.outAt++
+	return op, nil
+}
+
+// nextEvent returns recorded events in start order within the sort window.
+func (p *planner) nextEvent() (*trace.Event, error) {
+	for !p.eof && len(p.heap) < p.opts.Window {
+		ev, err := p.src.Next()
+		if err == io.EOF {
+			p.eof = true
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		p.seq++
+		p.heap = append(p.heap, *ev)
+		p.heapSeq = append(p.heapSeq, p.seq)
+		p.up(len(p.heap) - 1)
+	}
+	if len(p.heap) == 0 {
+		return nil, io.EOF
+	}
+	ev := p.heap[0]
+	n := len(p.heap) - 1
+	p.swap(0, n)
+	p.heap, p.heapSeq = p.heap[:n], p.heapSeq[:n]
+	p.down(0)
+	if ev.Start < p.lastOut {
+		p.Stats.Unordered++
+	} else {
+		p.lastOut = ev.Start
+	}
+	p.cur = ev
+	return &p.cur, nil
+}
+
+func (p *planner) less(i, j int) bool {
+	a, b := &p.heap[i], &p.heap[j]
+	if a.Start != b.Start {
+		return a.Start < b.Start
+	}
+	return p.heapSeq[i] < p.heapSeq[j]
+}
+
+func (p *planner) swap(i, j int) {
+	p.heap[i], p.heap[j] = p.heap[j], p.heap[i]
+	p.heapSeq[i], p.heapSeq[j] = p.heapSeq[j], p.heapSeq[i]
+}
+
+func (p *planner) up(i int) {
+	for i > 0 {
+		par := (i - 1) / 2
+		if !p.less(i, par) {
+			return
+		}
+		p.swap(i, par)
+		i = par
+	}
+}
+
+func (p *planner) down(i int) {
+	n := len(p.heap)
+	for {
+		l := 2*i + 1
+		if l >= n {
+			return
+		}
+		m := l
+		if r := l + 1; r < n && p.less(r, l) {
+			m = r
+		}
+		if !p.less(m, i) {
+			return
+		}
+		p.swap(i, m)
+		i = m
+	}
+}
+
+func (p *planner) thread(tid uint32) *threadState {
+	t, ok := p.threads[tid]
+	if !ok {
+		t = &threadState{}
+		p.threads[tid] = t
+	}
+	return t
+}
+
+// flushAll releases every held op (end of trace). It reports whether anything was queued.
+func (p *planner) flushAll() bool {
+	for tid := range p.threads {
+		p.release(tid)
+	}
+	return len(p.out) > p.outAt
+}
+
+// release emits the ops held for tid.
+func (p *planner) release(tid uint32) {
+	t := p.threads[tid]
+	if t == nil || len(t.held) == 0 {
+		return
+	}
+	for i := range t.held {
+		p.emit(&t.held[i])
+	}
+	t.held = t.held[:0]
+}
+
+// feed takes one recorded event.
+func (p *planner) feed(ev *trace.Event) {
+	p.Stats.Events++
+	if ev.Op < trace.NumOps {
+		p.Stats.ByOp[ev.Op]++
+	}
+	switch ev.Op {
+	case trace.OpForget:
+		p.Stats.Folded[ev.Op]++
+		return
+	case trace.OpFlush:
+		if h := p.handles[ev.Handle]; h != nil {
+			h.flushed, h.flushErr, h.flushDur = true, ev.Errno, ev.Dur
+		}
+		p.Stats.Folded[ev.Op]++
+		return
+	case trace.OpRelease, trace.OpReleasedir:
+		p.close(ev)
+		return
+	}
+	pi := p.path(ev.Path)
+	if pi.bad && ev.Op != trace.OpStatfs {
+		if ev.Path == 0 || (len(pi.name) > 0 && pi.name[0] == '?') {
+			p.Stats.Unknown++
+		} else {
+			p.Stats.Escapes++
+		}
+		return
+	}
+	var pi2 *pathInfo
+	if ev.Path2 != 0 && ev.Op != trace.OpSymlink {
+		pi2 = p.path(ev.Path2)
+		if pi2.bad {
+			p.Stats.Escapes++
+			return
+		}
+	}
+	t := p.thread(ev.Tid)
+
+	if ev.Op == trace.OpLookup && !p.opts.NoFold {
+		// A lookup of an ancestor of this one was a path walk step: fold it.
+		t.dropHeld(p, func(h *Op) bool {
+			return h.Kind == KStat && h.Rec == trace.OpLookup && isUnder(pi.name, h.Name) && h.Name != pi.name
+		})
+		if n := len(t.held); n > 0 && t.held[n-1].Kind != KStat {
+			p.release(ev.Tid) // a held data op ends when the thread does something else
+		}
+		op := p.base(ev, pi, nil)
+		op.Kind = KStat
+		t.held = append(t.held, op)
+		if len(t.held) > 32 {
+			p.emit(&t.held[0])
+			t.held = append(t.held[:0], t.held[1:]...)
+		}
+		return
+	}
+
+	// Fold held lookups that were this op's own path walk.
+	if len(t.held) > 0 {
+		t.dropHeld(p, func(h *Op) bool {
+			if h.Kind != KStat || h.Rec != trace.OpLookup || ev.Start-(h.Start+h.Dur) > p.opts.FoldWindow {
+				return false
+			}
+			return isUnder(pi.name, h.Name) || (pi2 != nil && isUnder(pi2.name, h.Name))
+		})
+	}
+	// Merge a split read or write into the held piece.
+	if (ev.Op == trace.OpRead || ev.Op == trace.OpWrite) && len(t.held) > 0 {
+		h := &t.held[len(t.held)-1]
+		if h.Rec == ev.Op && h.Handle == ev.Handle && h.WantErrno == 0 && ev.Errno == 0 &&
+			h.WantRet == h.Size && h.Offset+h.Size == ev.Offset && h.Size >= 64<<10 && h.Size%4096 != 0 &&
+			ev.Start-(h.Start+h.Dur) <= p.opts.MergeGap {
+			h.Size += int64(ev.Size)
+			h.WantRet += ev.Ret
+			h.Dur = ev.End() - h.Start
+			h.Events++
+			p.Stats.Merged++
+			p.Stats.Folded[ev.Op]++
+			return
+		}
+	}
+	p.release(ev.Tid)
+
+	op := p.base(ev, pi, pi2)
+	switch ev.Op {
+	case trace.OpGetattr, trace.OpStatx:
+		op.Kind = KStat
+		if fh, ok := p.byPath[ev.Path]; ok {
+			if h := p.handles[fh]; h != nil && h.worker == ev.Tid {
+				op.Kind, op.Handle, op.Slot = KFstat, fh, h.slot
+			}
+		}
+	case trace.OpLookup: // NoFold
+		op.Kind = KStat
+	case trace.OpSetattr:
+		const fMode, fUID, fGID, fSize, fAtime, fMtime, fAtimeNow, fMtimeNow = 1, 2, 4, 8, 16, 32, 128, 256
+		switch {
+		case ev.Flags&fSize != 0:
+			op.Kind, op.Size = KTruncate, ev.Offset
+			if fh, ok := p.byPath[ev.Path]; ok {
+				if h := p.handles[fh]; h != nil && h.worker == ev.Tid && !h.dir {
+					op.Kind, op.Handle, op.Slot = KFtruncate, fh, h.slot
+				}
+			}
+		case ev.Flags&fMode != 0:
+			op.Kind = KChmod
+		case ev.Flags&(fAtime|fMtime|fAtimeNow|fMtimeNow) != 0:
+			op.Kind = KUtimes
+		default:
+			op.Kind = KSkip // chown needs privileges the replay should not assume
+		}
+	case trace.OpReadlink:
+		op.Kind, op.CheckRet = KReadlink, true
+	case trace.OpSymlink:
+		op.Kind = KSymlink
+		op.Name2 = p.src.PathName(ev.Path2)
+	case trace.OpMknod:
+		op.Kind = KMknod
+	case trace.OpMkdir:
+		op.Kind = KMkdir
+	case trace.OpUnlink:
+		op.Kind = KUnlink
+	case trace.OpRmdir:
+		op.Kind = KRmdir
+	case trace.OpRename:
+		op.Kind = KRename
+	case trace.OpLink:
+		op.Kind = KLink
+	case trace.OpOpen, trace.OpCreate, trace.OpOpendir, trace.OpTmpfile:
+		op.Kind = KOpen
+		switch ev.Op {
+		case trace.OpCreate:
+			op.Flags |= unix.O_CREAT
+		case trace.OpOpendir:
+			op.Flags = unix.O_RDONLY | unix.O_DIRECTORY
+		}
+		if ev.Errno == 0 {
+			p.opened(&op, ev.Op == trace.OpOpendir)
+		} else {
+			op.Slot = -1
+		}
+	case trace.OpRead, trace.OpWrite, trace.OpReaddir, trace.OpReaddirplus, trace.OpFsync,
+		trace.OpFsyncdir, trace.OpFallocate, trace.OpLseek:
+		switch ev.Op {
+		case trace.OpRead:
+			op.Kind, op.CheckRet = KRead, true
+		case trace.OpWrite:
+			op.Kind, op.CheckRet = KWrite, true
+		case trace.OpReaddir, trace.OpReaddirplus:
+			op.Kind = KReaddir
+		case trace.OpFsync, trace.OpFsyncdir:
+			op.Kind = KFsync
+		case trace.OpFallocate:
+			op.Kind = KFallocate
+		case trace.OpLseek:
+			op.Kind, op.CheckRet = KLseek, true
+		}
+		h := p.handles[ev.Handle]
+		if h == nil {
+			h = p.implicitOpen(ev, pi, op.Kind == KReaddir)
+		}
+		op.Slot = h.slot
+	case trace.OpStatfs:
+		op.Kind = KStatfs
+		op.Name, op.PathID = "", 0
+	case trace.OpGetxattr:
+		op.Kind = KGetxattr
+	case trace.OpListxattr:
+		op.Kind = KListxattr
+	case trace.OpSetxattr:
+		op.Kind = KSetxattr
+	case trace.OpRemovexattr:
+		op.Kind = KRemovexattr
+	case trace.OpAccess:
+		op.Kind = KAccess
+	default: // locks, ioctl, copy_file_range, ...
+		op.Kind = KSkip
+	}
+	if op.Kind == KRead || op.Kind == KWrite {
+		if n := len(t.held); n == 0 { // hold it: the next piece may merge into it
+			t.held = append(t.held, op)
+			return
+		}
+	}
+	p.emit(&op)
+}
+
+// dropHeld removes held ops matching fn, counting them as folded.
+func (t *threadState) dropHeld(p *planner, fn func(*Op) bool) {
+	j := 0
+	for i := range t.held {
+		if fn(&t.held[i]) {
+			p.Stats.Folded[t.held[i].Rec]++
+			continue
+		}
+		t.held[j] = t.held[i]
+		j++
+	}
+	t.held = t.held[:j]
+}
+
+func (p *planner) base(ev *trace.Event, pi, pi2 *pathInfo) Op {
+	op := Op{
+		Rec: ev.Op, Worker: ev.Tid, Tid: ev.Tid, Pid: ev.Pid, Start: ev.Start, Dur: ev.Dur,
+		Name: pi.name, PathID: ev.Path, Handle: ev.Handle, Slot: -1,
+		Offset: ev.Offset, Size: int64(ev.Size), Flags: ev.Flags, Mode: ev.Mode,
+		WantErrno: ev.Errno, WantRet: ev.Ret, Events: 1,
+	}
+	if pi2 != nil {
+		op.Name2, op.PathID2 = pi2.name, ev.Path2
+	}
+	return op
+}
+
+func (p *planner) allocSlot() int32 {
+	if n := len(p.freeSlot); n > 0 {
+		s := p.freeSlot[n-1]
+		p.freeSlot = p.freeSlot[:n-1]
+		return s
+	}
+	p.nSlots++
+	return p.nSlots - 1
+}
+
+func (p *planner) opened(op *Op, dir bool) {
+	if old := p.handles[op.Handle]; old != nil { // handle reused without a release we saw
+		p.freeSlot = append(p.freeSlot, old.slot)
+	}
+	h := &handleState{worker: op.Worker, slot: p.allocSlot(), pathID: op.PathID, dir: dir}
+	p.handles[op.Handle] = h
+	p.byPath[op.PathID] = op.Handle
+	op.Slot = h.slot
+}
+
+// implicitOpen adds an open for a handle the trace uses but never opened.
+func (p *planner) implicitOpen(ev *trace.Event, pi *pathInfo, dir bool) *handleState {
+	op := p.base(ev, pi, nil)
+	op.Kind, op.Rec, op.Implicit = KOpen, trace.OpOpen, true
+	op.Flags, op.WantErrno, op.WantRet, op.CheckRet, op.Dur, op.Events = unix.O_RDWR, 0, 0, false, 0, 0
+	if dir {
+		op.Flags = unix.O_RDONLY | unix.O_DIRECTORY
+	}
+	p.opened(&op, dir)
+	p.Stats.Implicit++
+	p.emit(&op)
+	return p.handles[ev.Handle]
+}
+
+// close turns a release into a close in the opener's worker.
+func (p *planner) close(ev *trace.Event) {
+	h := p.handles[ev.Handle]
+	if h == nil {
+		p.Stats.Folded[ev.Op]++
+		return
+	}
+	delete(p.handles, ev.Handle)
+	if p.byPath[h.pathID] == ev.Handle {
+		delete(p.byPath, h.pathID)
+	}
+	p.release(h.worker)
+	pi := p.path(h.pathID)
+	op := p.base(ev, pi, nil)
+	op.Kind, op.Worker, op.Slot = KClose, h.worker, h.slot
+	op.WantErrno, op.WantRet = ev.Errno, 0
+	if h.flushed { // the application's close() is what flush timed
+		op.Rec, op.Dur, op.WantErrno = trace.OpFlush, h.flushDur, h.flushErr
+		p.Stats.Folded[ev.Op]++
+		p.Stats.Folded[trace.OpFlush]--
+		op.Events = 2
+	}
+	if op.Tid == 0 {
+		op.Tid = h.worker
+	}
+	p.emit(&op)
+	p.freeSlot = append(p.freeSlot, h.slot)
+}
+
+// emit assigns the op its sequence number, think time and ordering dependencies and
+// queues it.
+func (p *planner) emit(op *Op) {
+	p.opSeq++
+	op.Seq = p.opSeq
+	t := p.thread(op.Worker)
+	if t.started {
+		op.Think = max(op.Start-t.lastEnd, 0)
+	} else {
+		op.Think, t.started = -1, true
+	}
+	t.lastEnd = max(t.lastEnd, op.Start+op.Dur)
+	op.NDeps = 0
+	if op.Kind != KStatfs {
+		if pi := p.paths[op.PathID]; pi != nil && !pi.bad {
+			p.dep(op, pi.res)
+			if mutatesParent(op) && pi.name != "" {
+				p.dep(op, pi.parentRes)
+			}
+		}
+		if op.Name2 != "" && op.Kind != KSymlink {
+			if pi := p.paths[op.PathID2]; pi != nil && !pi.bad {
+				p.dep(op, pi.res)
+				if op.Kind == KRename || op.Kind == KLink {
+					p.dep(op, pi.parentRes)
+				}
+			}
+		}
+	}
+	if op.Slot >= 0 {
+		p.dep(op, slotRes(op.Slot))
+	}
+	p.out = append(p.out, *op)
+}
+
+func mutatesParent(op *Op) bool {
+	switch op.Kind {
+	case KMkdir, KMknod, KUnlink, KRmdir, KRename, KLink, KSymlink:
+		return true
+	case KOpen:
+		return op.Flags&unix.O_CREAT != 0 && op.WantErrno == 0
+	}
+	return false
+}
+
+// slotRes maps an open-file slot to a resource id: slots count down from the top.
+func slotRes(s int32) uint32 { return ^uint32(s) }
+
+// dep adds an ordering dependency of op on resource r (overlap-aware: ops on r whose
+// recorded run overlapped this op's start are not waited for).
+func (p *planner) dep(op *Op, r uint32) {
+	for i := 0; i < int(op.NDeps); i++ {
+		if op.Deps[i].Res == r {
+			return
+		}
+	}
+	var rs *resState
+	if r > 1<<31 {
+		rs = p.slotState(^r)
+	} else {
+		rs = &p.res[r]
+	}
+	j := 0
+	for _, end := range rs.pending {
+		if end > op.Start {
+			rs.pending[j] = end
+			j++
+		}
+	}
+	rs.pending = rs.pending[:j]
+	need := rs.started - uint32(len(rs.pending))
+	rs.started++
+	rs.pending = append(rs.pending, op.Start+op.Dur)
+	if need > 0 && int(op.NDeps) < maxDeps {
+		op.Deps[op.NDeps] = Dep{Res: r, Need: need}
+		op.NDeps++
+	} else if need == 0 && int(op.NDeps) < maxDeps {
+		op.Deps[op.NDeps] = Dep{Res: r, Need: 0}
+		op.NDeps++ // still counted on completion
+	}
+}
+
+func (p *planner) slotState(s uint32) *resState {
+	for uint32(len(p.slotRes)) <= s {
+		p.slotRes = append(p.slotRes, resState{})
+	}
+	return &p.slotRes[s]
+}
+
+// errnoOf is a helper for tests and checks.
+func errnoOf(err error) uint16 {
+	var e syscall.Errno
+	if errors.As(err, &e) {
+		return uint16(e)
+	}
+	return uint16(Errno(err))
+}

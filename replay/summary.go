@@ -1,0 +1,244 @@
+package replay
+
+import (
+	"fmt"
+	"io"
+	"math/bits"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/iotap/iotap/trace"
+)
+
+// hist is a small log-linear histogram of non-negative ns values (16 sub-buckets per
+// power of two: about 6% resolution). It is used by one goroutine; merge afterwards.
+type hist struct {
+	n      uint64
+	max    int64
+	counts [64 * 16]uint64
+}
+
+func histBucket(v int64) int {
+	if v < 16 {
+		return int(max(v, 0))
+	}
+	e := bits.Len64(uint64(v)) - 5 // v >> e is in [16, 32)
+	return (e+1)*16 + int(uint64(v)>>uint(e)) - 16
+}
+
+func histLow(i int) int64 {
+	if i < 16 {
+		return int64(i)
+	}
+	e := i/16 - 1
+	return int64(16+i%16) << uint(e)
+}
+
+func (h *hist) record(v int64) {
+	v = max(v, 0)
+	h.n++
+	h.max = max(h.max, v)
+	h.counts[histBucket(v)]++
+}
+
+func (h *hist) merge(o *hist) {
+	h.n += o.n
+	h.max = max(h.max, o.max)
+	for i, c := range o.counts {
+		h.counts[i] += c
+	}
+}
+
+// quantile returns the q-quantile (upper bound of its bucket, at most max).
+func (h *hist) quantile(q float64) time.Duration {
+	if h.n == 0 {
+		return 0
+	}
+	rank := uint64(q*float64(h.n) + 0.5)
+	rank = min(max(rank, 1), h.n)
+	var seen uint64
+	for i, c := range h.counts {
+		seen += c
+		if seen >= rank {
+			return time.Duration(min(histLow(i+1)-1, h.max))
+		}
+	}
+	return time.Duration(h.max)
+}
+
+// above counts values >= v (to bucket resolution).
+func (h *hist) above(v int64) uint64 {
+	var n uint64
+	for i := histBucket(v); i < len(h.counts); i++ {
+		n += h.counts[i]
+	}
+	return n
+}
+
+type opCounts struct {
+	recorded, replayed, skipped, diverged uint64
+}
+
+// runStats are one worker's totals.
+type runStats struct {
+	ops               [trace.NumOps]opCounts
+	recRead, recWrite int64
+	read, write       int64
+	recIO, ioTime     int64
+	depWait           int64
+	implicit          uint64
+	implicitFailed    uint64
+	escapes           uint64
+	lag               *hist
+	examples          []string
+}
+
+func (s *runStats) init() { s.lag = new(hist) }
+
+// OpSummary is one recorded op's line of the fidelity summary.
+type OpSummary struct {
+	Op                                    trace.Op
+	Recorded, Replayed, Skipped, Diverged uint64
+}
+
+// Summary is the fidelity report of one replay run.
+type Summary struct {
+	Target  trace.Target
+	Timing  string
+	Speed   float64
+	Threads int
+
+	Fold FoldStats // what planning did with the recorded events
+	Ops  []OpSummary
+
+	RecordedOps, ReplayedOps, SkippedOps, Divergences uint64
+	RecordedRead, RecordedWrite                       int64 // bytes
+	ReplayedRead, ReplayedWrite                       int64
+	ImplicitOpens, ImplicitOpenFailures               uint64
+	Escapes                                           uint64 // ops refused because their path left the root
+
+	// Issue lag: actual issue time minus the time the op became due (its scheduled time,
+	// or when its ordering dependencies completed if later).
+	LagP50, LagP99, LagMax time.Duration
+	LateOver1ms            uint64
+	LagSamples             uint64
+	DepWait                time.Duration // total time spent waiting for other threads' ops
+
+	RecordedSpan, ReplaySpan time.Duration // first op start to last op end
+	RecordedIO, ReplayIO     time.Duration // summed op latencies
+
+	Examples []string // first divergences
+	// Bottleneck is set when the replayer itself, not the target, limited the replay.
+	Bottleneck string
+
+	lag hist
+}
+
+func (s *Summary) add(st *runStats) {
+	if len(s.Ops) == 0 {
+		s.Ops = make([]OpSummary, trace.NumOps)
+	}
+	for i := range st.ops {
+		o := &s.Ops[i]
+		o.Op = trace.Op(i)
+		o.Recorded += st.ops[i].recorded
+		o.Replayed += st.ops[i].replayed
+		o.Skipped += st.ops[i].skipped
+		o.Diverged += st.ops[i].diverged
+	}
+	s.RecordedRead += st.recRead
+	s.RecordedWrite += st.recWrite
+	s.ReplayedRead += st.read
+	s.ReplayedWrite += st.write
+	s.RecordedIO += time.Duration(st.recIO)
+	s.ReplayIO += time.Duration(st.ioTime)
+	s.DepWait += time.Duration(st.depWait)
+	s.ImplicitOpens += st.implicit
+	s.ImplicitOpenFailures += st.implicitFailed
+	s.Escapes += st.escapes
+	if st.lag != nil {
+		s.lag.merge(st.lag)
+	}
+	for _, ex := range st.examples {
+		if len(s.Examples) < 10 {
+			s.Examples = append(s.Examples, ex)
+		}
+	}
+}
+
+func (s *Summary) finish() {
+	ops := s.Ops[:0]
+	for _, o := range s.Ops {
+		if o.Recorded > 0 {
+			ops = append(ops, o)
+			s.RecordedOps += o.Recorded
+			s.ReplayedOps += o.Replayed
+			s.SkippedOps += o.Skipped
+			s.Divergences += o.Diverged
+		}
+	}
+	s.Ops = ops
+	s.Escapes += s.Fold.Escapes
+	s.LagSamples = s.lag.n
+	s.LagP50, s.LagP99 = s.lag.quantile(0.5), s.lag.quantile(0.99)
+	s.LagMax = time.Duration(s.lag.max)
+	s.LateOver1ms = s.lag.above(int64(time.Millisecond))
+	switch {
+	case s.Timing == "afap":
+	case s.LagSamples > 0 && s.LagP99 > 5*time.Millisecond:
+		s.Bottleneck = fmt.Sprintf("issue lag p99 %v: the replayer (CPU, planner or worker queue) could not keep the schedule", s.LagP99)
+	case s.LagSamples > 0 && float64(s.LateOver1ms) > 0.05*float64(s.LagSamples):
+		s.Bottleneck = fmt.Sprintf("%d of %d ops started more than 1 ms late", s.LateOver1ms, s.LagSamples)
+	}
+}
+
+// Print writes the summary as text.
+func (s *Summary) Print(w io.Writer) {
+	fmt.Fprintf(w, "replay onto %s (%s), timing %s, speed %g, %d threads\n", s.Target.Path, s.Target.FSType, s.Timing, s.Speed, s.Threads)
+	fmt.Fprintf(w, "  recorded events %d -> %d replay ops (%d folded kernel requests, %d split reads/writes merged, %d implicit opens)\n",
+		s.Fold.Events, s.RecordedOps, foldedTotal(&s.Fold), s.Fold.Merged, s.ImplicitOpens)
+	fmt.Fprintf(w, "  ops      replayed %d of %d (skipped %d), divergences %d\n", s.ReplayedOps, s.RecordedOps, s.SkippedOps, s.Divergences)
+	fmt.Fprintf(w, "  bytes    read %d of %d, written %d of %d\n", s.ReplayedRead, s.RecordedRead, s.ReplayedWrite, s.RecordedWrite)
+	if s.Escapes > 0 || s.Fold.Unknown > 0 {
+		fmt.Fprintf(w, "  refused  %d ops whose path leaves the root, %d with an unknown path\n", s.Escapes, s.Fold.Unknown)
+	}
+	if s.LagSamples > 0 {
+		fmt.Fprintf(w, "  lag      issue lag p50 %v p99 %v max %v, %d ops >1ms late; waited %v on other threads\n",
+			s.LagP50, s.LagP99, s.LagMax, s.LateOver1ms, s.DepWait.Round(time.Microsecond))
+	}
+	fmt.Fprintf(w, "  runtime  replay %v vs recorded %v (%+.1f%%); summed op time %v vs %v (%+.1f%%)\n",
+		s.ReplaySpan.Round(time.Microsecond), s.RecordedSpan.Round(time.Microsecond), pct(s.ReplaySpan, s.RecordedSpan),
+		s.ReplayIO.Round(time.Microsecond), s.RecordedIO.Round(time.Microsecond), pct(s.ReplayIO, s.RecordedIO))
+	if s.Divergences > 0 || s.SkippedOps > 0 {
+		var parts []string
+		for _, o := range s.Ops {
+			if o.Diverged > 0 || o.Skipped > 0 {
+				parts = append(parts, fmt.Sprintf("%s %d/%d diverged, %d skipped", o.Op, o.Diverged, o.Recorded, o.Skipped))
+			}
+		}
+		sort.Strings(parts)
+		fmt.Fprintf(w, "  per op   %s\n", strings.Join(parts, "; "))
+		for _, ex := range s.Examples {
+			fmt.Fprintf(w, "    e.g. %s\n", ex)
+		}
+	}
+	if s.Bottleneck != "" {
+		fmt.Fprintf(w, "  WARNING  replayer was the bottleneck: %s\n", s.Bottleneck)
+	}
+}
+
+func foldedTotal(f *FoldStats) uint64 {
+	var n uint64
+	for _, v := range f.Folded {
+		n += v
+	}
+	return n
+}
+
+func pct(a, b time.Duration) float64 {
+	if b == 0 {
+		return 0
+	}
+	return 100 * (float64(a) - float64(b)) / float64(b)
+}
