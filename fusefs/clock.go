@@ -1,11 +1,8 @@
 package fusefs
 
-import _ "unsafe" // for go:linkname
+import "github.com/iotap/iotap/trace"
 
-// nanotime is the runtime's monotonic clock (CLOCK_MONOTONIC on Linux, read through the vDSO).
-//
-//go:linkname nanotime runtime.nanotime
-func nanotime() int64
+// now returns the monotonic clock in ns, the clock of trace event times.
+func now() int64 { return trace.Now() }
 
-// now returns the monotonic clock in ns. It is the clock trace.Now reads.
-func now() int64 { return nanotime() }
+var _ Recorder = (*trace.Writer)(nil)

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"syscall"
 
 	"github.com/hanwen/go-fuse/v2/fs"
@@ -20,6 +21,9 @@ type Server struct {
 	tracer     *tracer // nil when untraced
 	rootFd     int
 	mountpoint string
+
+	mu        sync.Mutex // guards unmounted
+	unmounted bool
 }
 
 // Mount serves rootDir on mountpoint, recording every request into rec, and returns once the
@@ -101,10 +105,17 @@ func mountError(err error) error {
 }
 
 // Unmount unmounts the file system; Wait returns after that.
+// A second call is a no-op.
 func (s *Server) Unmount() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.unmounted {
+		return nil
+	}
 	if err := s.srv.Unmount(); err != nil {
 		return fmt.Errorf("fusefs: unmount %s: %w", s.mountpoint, err)
 	}
+	s.unmounted = true
 	return nil
 }
 
