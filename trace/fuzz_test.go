@@ -1,0 +1,115 @@
+package trace
+
+import (
+	"bytes"
+	"os"
+	"testing"
+)
+
+// FuzzReader feeds arbitrary bytes to the reader: it must never panic, never loop
+// forever, and never allocate more than the frame limits allow.
+//
+//	go test ./trace -run '^$' -fuzz FuzzReader -fuzztime 30s
+func FuzzReader(f *testing.F) {
+	good := smallTrace(f, 200, 40)
+	f.Add(good)
+	f.Add(good[:len(good)/2])
+	if b, err := os.ReadFile(goldenPath); err == nil {
+		f.Add(b)
+	}
+	var mix bytes.Buffer
+	if err := writeGolden(&mix); err == nil {
+		f.Add(mix.Bytes())
+	}
+	// Uncompressed chunks let the fuzzer reach the payload decoders without zstd.
+	pre := appendPreamble(nil, Version1)
+	var h Header
+	hdr := append(bytes.Clone(pre), rawChunk(ChunkHeader, appendHeader(nil, &h))...)
+	f.Add(hdr)
+	f.Add(append(bytes.Clone(hdr), rawChunk(ChunkEvents, appendEvents(nil, []Event{{Op: OpRead, Start: 5, Handle: 1, Size: 10, Ret: 10}, {Op: OpRead, Handle: 1, Offset: 10}}, &offsetPredictor{}))...))
+	f.Add(append(bytes.Clone(hdr), rawChunk(ChunkPaths, appendPaths(nil, []PathRecord{{ID: 2, Parent: 1, Name: "a"}, {ID: 3, Parent: 2, Name: "b"}}))...))
+	f.Add(append(bytes.Clone(hdr), rawChunk(ChunkProcesses, appendProcesses(nil, []Process{{Tid: 1, Comm: "x"}}))...))
+	f.Add(append(bytes.Clone(hdr), rawChunk(ChunkFiles, appendFiles(nil, []File{{Path: 2, Size: 5}}))...))
+	f.Add(append(bytes.Clone(hdr), rawChunk(ChunkFooter, appendFooter(nil, &Footer{OpCounts: []uint64{1, 2}}))...))
+	f.Add([]byte(magic))
+	f.Add([]byte{})
+
+	f.Fuzz(func(t *testing.T, data []byte) {
+		r, err := NewReader(bytes.NewReader(data))
+		if err != nil {
+			return
+		}
+		defer r.Close()
+		_ = r.Header()
+		for i := 0; ; i++ {
+			e, err := r.Next()
+			if err != nil {
+				break
+			}
+			if i > len(data) {
+				t.Fatalf("%d events from %d bytes", i, len(data))
+			}
+			_ = r.PathName(e.Path)
+			_ = r.PathName(e.Path2)
+			_, _ = r.Process(e.Tid)
+		}
+		r.Footer()
+		for _, d := range r.Damage() {
+			_ = d.Error()
+		}
+		r.Processes()
+		r.Files()
+	})
+}
+
+// FuzzPayload feeds arbitrary bytes to every payload decoder directly, past the frame
+// checksums that keep FuzzReader's mutations from reaching them.
+func FuzzPayload(f *testing.F) {
+	var h Header
+	f.Add(byte(ChunkHeader), appendHeader(nil, &h))
+	th := testHeader()
+	f.Add(byte(ChunkHeader), appendHeader(nil, &th))
+	f.Add(byte(ChunkEvents), appendEvents(nil, []Event{{Op: OpRead, Start: 5, Handle: 1, Size: 10, Ret: 10}, {Op: OpWrite, Handle: 1, Offset: 10, Path: 1 << 31}}, &offsetPredictor{}))
+	f.Add(byte(ChunkPaths), appendPaths(nil, []PathRecord{{ID: 2, Parent: 1, Name: "a"}}))
+	f.Add(byte(ChunkProcesses), appendProcesses(nil, []Process{{Tid: 1, Comm: "x", Exe: "/x"}}))
+	f.Add(byte(ChunkFiles), appendFiles(nil, []File{{Path: 2, Size: 5}}))
+	f.Add(byte(ChunkFooter), appendFooter(nil, &Footer{OpCounts: []uint64{1, 2}}))
+	var col []uint64
+	var pred offsetPredictor
+	var evs []Event
+	f.Fuzz(func(t *testing.T, typ byte, b []byte) {
+		switch ChunkType(typ % 6) {
+		case ChunkHeader:
+			var h Header
+			if decodeHeader(b, &h) == nil {
+				var h2 Header
+				if err := decodeHeader(appendHeader(nil, &h), &h2); err != nil {
+					t.Fatalf("re-decode header: %v", err)
+				}
+			}
+		case ChunkEvents:
+			var err error
+			evs, err = decodeEvents(b, evs, &col, &pred)
+			if err == nil {
+				again, err := decodeEvents(appendEvents(nil, evs, &pred), nil, &col, &pred)
+				if err != nil || len(again) != len(evs) {
+					t.Fatalf("re-decode events: %v", err)
+				}
+				for i := range again {
+					if again[i] != evs[i] {
+						t.Fatalf("event %d: %+v != %+v", i, again[i], evs[i])
+					}
+				}
+			}
+		case ChunkPaths:
+			decodePaths(b, func(PathRecord) {})
+		case ChunkProcesses:
+			decodeProcesses(b, func(Process) {})
+		case ChunkFiles:
+			decodeFiles(b, func(File) {})
+		default:
+			var f Footer
+			decodeFooter(b, &f)
+		}
+	})
+}
