@@ -1,0 +1,175 @@
+package fusefs
+
+import (
+	"io"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+
+	"github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fuse"
+	"golang.org/x/sys/unix"
+
+	"github.com/iotap/iotap/trace"
+)
+
+// nopRecorder discards everything (the cost of the layer without the trace writer).
+type nopRecorder struct{ path uint32 }
+
+func (*nopRecorder) Origin() int64                { return 0 }
+func (*nopRecorder) Append(*trace.Event)          {}
+func (r *nopRecorder) Path(uint32, string) uint32 { return 2 }
+func (*nopRecorder) Raw(string) uint32            { return 3 }
+func (*nopRecorder) AddProcess(trace.Process)     {}
+func (*nopRecorder) AddFile(trace.File)           {}
+func (*nopRecorder) CountError()                  {}
+
+// unitFS is the node tree over a temp dir, without a mount: the unit tier calls the raw
+// methods directly.
+type unitFS struct {
+	raw   fuse.RawFileSystem // the bridge
+	tr    *tracer
+	hdr   fuse.InHeader
+	node  uint64 // node id of "f"
+	fh    uint64 // open handle of "f"
+	close func()
+}
+
+func newUnitFS(t testing.TB, rec Recorder) *unitFS {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "f"), make([]byte, 1<<20), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fd, err := unix.Open(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, _ := Options{}.withDefaults()
+	root, err := newRoot(dir, fd, CacheNone, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := &unitFS{raw: fs.NewNodeFS(root, o.fsOptions())}
+	u.tr = newTracer(u.raw, rec, o)
+	u.hdr = fuse.InHeader{NodeId: 1, Caller: fuse.Caller{Owner: fuse.Owner{Uid: 0, Gid: 0}, Pid: uint32(syscall.Gettid())}}
+	var eo fuse.EntryOut
+	if st := u.tr.Lookup(nil, &u.hdr, "f", &eo); st != fuse.OK {
+		t.Fatalf("lookup: %v", st)
+	}
+	u.node = eo.NodeId
+	in := fuse.OpenIn{InHeader: u.hdr, Flags: syscall.O_RDWR}
+	in.NodeId = u.node
+	var oo fuse.OpenOut
+	if st := u.tr.Open(nil, &in, &oo); st != fuse.OK {
+		t.Fatalf("open: %v", st)
+	}
+	u.fh = oo.Fh
+	t.Cleanup(func() { unix.Close(fd) })
+	return u
+}
+
+// ops are the hot requests, each runnable against the tracer or the bare bridge.
+func (u *unitFS) ops() map[string]func(r fuse.RawFileSystem) {
+	buf := make([]byte, 4096)
+	data := [][]byte{make([]byte, 4096)}
+	var eo fuse.EntryOut
+	var ao fuse.AttrOut
+	ga := fuse.GetAttrIn{InHeader: u.hdr}
+	ga.NodeId = u.node
+	rd := fuse.ReadIn{InHeader: u.hdr, Fh: u.fh, Offset: 4096, Size: 4096}
+	rd.NodeId = u.node
+	wr := fuse.WriteIn{InHeader: u.hdr, Fh: u.fh, Offset: 8192, Size: 4096}
+	wr.NodeId = u.node
+	return map[string]func(r fuse.RawFileSystem){
+		"lookup":  func(r fuse.RawFileSystem) { r.Lookup(nil, &u.hdr, "f", &eo); r.Forget(eo.NodeId, 1) },
+		"getattr": func(r fuse.RawFileSystem) { r.GetAttr(nil, &ga, &ao) },
+		"read4k":  func(r fuse.RawFileSystem) { r.Read(nil, &rd, buf) },
+		"write4k": func(r fuse.RawFileSystem) { r.Writev(nil, &wr, data) },
+	}
+}
+
+// TestHotPathAllocs: recording adds no allocation to the requests it times, whether the
+// recorder is a no-op or the real trace writer. (The go-fuse bridge itself allocates a
+// context per request; that is the untraced baseline.)
+func TestHotPathAllocs(t *testing.T) {
+	w, err := trace.NewWriter(io.Discard, trace.Header{Kind: "record"}, trace.WriterOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	for name, rec := range map[string]Recorder{"nop": &nopRecorder{}, "writer": w} {
+		u := newUnitFS(t, rec)
+		for op, fn := range u.ops() {
+			base := testing.AllocsPerRun(200, func() { fn(u.raw) })
+			traced := testing.AllocsPerRun(200, func() { fn(u.tr) })
+			if traced > base {
+				t.Errorf("%s/%s: %.1f allocs traced vs %.1f untraced", name, op, traced, base)
+			}
+		}
+	}
+}
+
+// TestWrapperAllocs: the wrapper over a stub file system allocates nothing at all.
+func TestWrapperAllocs(t *testing.T) {
+	tr := newTracer(fuse.NewDefaultRawFileSystem(), &nopRecorder{}, Options{})
+	h := fuse.InHeader{NodeId: 1, Caller: fuse.Caller{Pid: uint32(syscall.Gettid())}}
+	var eo fuse.EntryOut
+	rd := fuse.ReadIn{InHeader: h, Size: 4096}
+	wr := fuse.WriteIn{InHeader: h, Size: 4096}
+	rel := fuse.ReleaseIn{InHeader: fuse.InHeader{NodeId: 1}}
+	buf := make([]byte, 4096)
+	data := [][]byte{buf}
+	for name, fn := range map[string]func(){
+		"lookup":  func() { tr.Lookup(nil, &h, "x", &eo) },
+		"read":    func() { tr.Read(nil, &rd, buf) },
+		"write":   func() { tr.Write(nil, &wr, buf) },
+		"writev":  func() { tr.Writev(nil, &wr, data) },
+		"release": func() { tr.Release(nil, &rel) },
+		"forget":  func() { tr.Forget(5, 1) },
+	} {
+		if n := testing.AllocsPerRun(1000, fn); n != 0 {
+			t.Errorf("%s: %.1f allocs per op", name, n)
+		}
+	}
+}
+
+// BenchmarkHotPath compares the bare bridge with the traced wrapper (no-op recorder and the
+// real trace writer) on a real directory, without FUSE.
+func BenchmarkHotPath(b *testing.B) {
+	w, err := trace.NewWriter(io.Discard, trace.Header{Kind: "record"}, trace.WriterOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer w.Close()
+	u := map[string]*unitFS{"nop": newUnitFS(b, &nopRecorder{}), "writer": newUnitFS(b, w)}
+	for _, op := range []string{"lookup", "getattr", "read4k", "write4k"} {
+		b.Run(op+"/untraced", func(b *testing.B) {
+			fn := u["nop"].ops()[op]
+			b.ReportAllocs()
+			for b.Loop() {
+				fn(u["nop"].raw)
+			}
+		})
+		for _, rn := range []string{"nop", "writer"} {
+			b.Run(op+"/traced-"+rn, func(b *testing.B) {
+				fn := u[rn].ops()[op]
+				b.ReportAllocs()
+				for b.Loop() {
+					fn(u[rn].tr)
+				}
+			})
+		}
+	}
+}
+
+// BenchmarkWrapper is the cost of recording alone (stub file system underneath).
+func BenchmarkWrapper(b *testing.B) {
+	tr := newTracer(fuse.NewDefaultRawFileSystem(), &nopRecorder{}, Options{})
+	rd := fuse.ReadIn{InHeader: fuse.InHeader{NodeId: 1, Caller: fuse.Caller{Pid: uint32(syscall.Gettid())}}, Size: 4096}
+	buf := make([]byte, 4096)
+	b.ReportAllocs()
+	for b.Loop() {
+		tr.Read(nil, &rd, buf)
+	}
+}
