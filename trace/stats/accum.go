@@ -239,6 +239,9 @@ func (a *Accumulator) Add(ev *trace.Event) {
 	sl := a.series.slot(ev.Start)
 	sl.Ops++
 	sl.BusyNs += dur
+	if dur > sl.MaxNs {
+		sl.MaxNs = dur
+	}
 	sl.Lat.Add(dur)
 	if failed {
 		sl.Errors++

@@ -11,6 +11,7 @@ type Slot struct {
 	ReadBytes  uint64
 	WriteBytes uint64
 	BusyNs     int64   // sum of durations of ops that started in the interval
+	MaxNs      int64   // longest op that started in the interval
 	Lat        LogHist // latency of all ops that started in the interval
 }
 
@@ -22,6 +23,7 @@ func (s *Slot) merge(o *Slot) {
 	s.ReadBytes += o.ReadBytes
 	s.WriteBytes += o.WriteBytes
 	s.BusyNs += o.BusyNs
+	s.MaxNs = max(s.MaxNs, o.MaxNs)
 	s.Lat.Merge(&o.Lat)
 }
 

@@ -91,12 +91,14 @@ func (o *OpStats) MeanNs() float64 {
 	return float64(o.TotalNs) / float64(o.Count)
 }
 
-// Percentile returns the p-th percentile (0..100) in ns, from the HDR histogram.
+// Percentile returns the p-th percentile (0..100) in ns, from the HDR histogram: the
+// highest value equivalent to the order statistic of rank round(p/100*Count) (at least 1),
+// capped at the exact maximum.
 func (o *OpStats) Percentile(p float64) int64 {
 	if o.Hist == nil {
 		return 0
 	}
-	return o.Hist.ValueAtPercentile(p)
+	return min(o.Hist.ValueAtPercentile(p), max(o.MaxNs, 0))
 }
 
 func (o *OpStats) merge(src *OpStats) {

@@ -1,0 +1,95 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/spf13/pflag"
+
+	"github.com/iotap/iotap/internal/report"
+	"github.com/iotap/iotap/trace/stats"
+)
+
+func init() {
+	register(&command{
+		name:    "compare",
+		summary: "compare traces of the same work on different storage, per operation, against the first",
+		usage:   "[flags] BASELINE OTHER [OTHER...]  (each a trace, a directory of traces or a glob)",
+		setup: func(fs *pflag.FlagSet) func(context.Context, *env, []string) error {
+			opts := &compareOptions{}
+			opts.AddFlags(fs)
+			return func(ctx context.Context, e *env, args []string) error { return runCompare(ctx, e, opts, args) }
+		},
+	})
+}
+
+type compareOptions struct {
+	Format    string
+	Output    string
+	Force     bool
+	Tolerance float64
+}
+
+func (o *compareOptions) AddFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.Format, "format", "text", "output `format`: text, json or html")
+	fs.StringVarP(&o.Output, "output", "o", "", "write the comparison to `file` instead of standard output")
+	fs.BoolVar(&o.Force, "force", false, "compare even if the traces do not look like the same work")
+	fs.Float64Var(&o.Tolerance, "tolerance", 0.05, "largest relative difference in op counts and bytes for the same work (`fraction`)")
+}
+
+func runCompare(ctx context.Context, e *env, o *compareOptions, args []string) error {
+	if len(args) < 2 {
+		return usageErrorf("compare needs at least two traces (the first is the baseline)")
+	}
+	switch o.Format {
+	case "text", "json", "html":
+	default:
+		return usageErrorf("--format %q: want text, json or html", o.Format)
+	}
+	if o.Tolerance < 0 || o.Tolerance >= 1 {
+		return usageErrorf("--tolerance %g: want a fraction in [0, 1)", o.Tolerance)
+	}
+	var sides []*stats.Stats
+	var damaged []string
+	for _, a := range args {
+		files, err := expandTraces([]string{a})
+		if err != nil {
+			return err
+		}
+		per, dmg, err := loadTraces(ctx, e, files, stats.Options{})
+		if err != nil {
+			return err
+		}
+		damaged = append(damaged, dmg...)
+		s := stats.New()
+		for _, p := range per {
+			s.Merge(p)
+		}
+		sides = append(sides, s)
+	}
+	c := report.Compare(args, sides, o.Tolerance)
+	if len(c.Mismatches) > 0 && !o.Force {
+		return usageErrorf("the traces are not the same work (tolerance %g):\n  %s\nuse --force to compare anyway",
+			o.Tolerance, strings.Join(c.Mismatches, "\n  "))
+	}
+	c.Forced = len(c.Mismatches) > 0
+	var buf bytes.Buffer
+	var err error
+	switch o.Format {
+	case "text":
+		err = report.WriteCompareText(&buf, c)
+	case "json":
+		err = report.WriteCompareJSON(&buf, c)
+	case "html":
+		err = report.WriteCompareHTML(&buf, c)
+	}
+	if err != nil {
+		return fmt.Errorf("render comparison: %w", err)
+	}
+	if err := writeOutput(e, o.Output, buf.Bytes()); err != nil {
+		return err
+	}
+	return damageError(damaged)
+}

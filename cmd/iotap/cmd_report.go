@@ -1,0 +1,236 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/iotap/iotap/internal/report"
+	"github.com/iotap/iotap/trace"
+	"github.com/iotap/iotap/trace/stats"
+)
+
+func init() {
+	register(&command{
+		name:    "report",
+		summary: "report latency percentiles per operation, processes, files, intervals and access patterns of traces",
+		usage:   "[flags] TRACE|DIR|GLOB...",
+		setup: func(fs *pflag.FlagSet) func(context.Context, *env, []string) error {
+			opts := &reportOptions{}
+			opts.AddFlags(fs)
+			return func(ctx context.Context, e *env, args []string) error { return runReport(ctx, e, opts, args) }
+		},
+	})
+}
+
+type reportOptions struct {
+	Format   string
+	Output   string
+	Top      int
+	By       string
+	Table    string
+	Interval time.Duration
+}
+
+func (o *reportOptions) AddFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.Format, "format", "text", "output `format`: text, json, csv or html")
+	fs.StringVarP(&o.Output, "output", "o", "", "write the report to `file` instead of standard output")
+	fs.IntVar(&o.Top, "top", 10, "rows in the top-N tables (processes, files, directories)")
+	fs.StringVar(&o.By, "by", "", "also split the figures by `host` or by label:KEY (one view per value)")
+	fs.StringVar(&o.Table, "table", "ops", "with --format csv, the `table` to write: "+strings.Join(report.CSVTables, ", "))
+	fs.DurationVar(&o.Interval, "interval", time.Second, "width of the per-interval series (it doubles for long traces)")
+}
+
+func runReport(ctx context.Context, e *env, o *reportOptions, args []string) error {
+	if len(args) == 0 {
+		return usageErrorf("no trace given")
+	}
+	switch o.Format {
+	case "text", "json", "csv", "html":
+	default:
+		return usageErrorf("--format %q: want text, json, csv or html", o.Format)
+	}
+	if o.Top <= 0 {
+		return usageErrorf("--top %d: want a positive number", o.Top)
+	}
+	if o.Interval <= 0 {
+		return usageErrorf("--interval %v: want a positive duration", o.Interval)
+	}
+	if o.Format == "csv" && !contains(report.CSVTables, o.Table) {
+		return usageErrorf("--table %q: want one of %s", o.Table, strings.Join(report.CSVTables, ", "))
+	}
+	if _, err := report.GroupKey(o.By, &trace.Header{}); err != nil {
+		return usageErrorf("--by %q: want host or label:KEY", o.By)
+	}
+	files, err := expandTraces(args)
+	if err != nil {
+		return err
+	}
+	per, damaged, err := loadTraces(ctx, e, files, stats.Options{Interval: o.Interval})
+	if err != nil {
+		return err
+	}
+	r, err := report.Build(per, report.Options{Top: o.Top, By: o.By})
+	if err != nil {
+		return err
+	}
+	var buf bytes.Buffer
+	switch o.Format {
+	case "text":
+		err = report.WriteText(&buf, r)
+	case "json":
+		err = report.WriteJSON(&buf, r)
+	case "csv":
+		err = report.WriteCSV(&buf, r, o.Table)
+	case "html":
+		err = report.WriteHTML(&buf, r)
+	}
+	if err != nil {
+		return err
+	}
+	if err := writeOutput(e, o.Output, buf.Bytes()); err != nil {
+		return err
+	}
+	return damageError(damaged)
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// writeOutput writes data to file, or to standard output when file is "" or "-".
+func writeOutput(e *env, file string, data []byte) error {
+	if file == "" || file == "-" {
+		_, err := e.stdout.Write(data)
+		return err
+	}
+	if err := os.WriteFile(file, data, 0o644); err != nil {
+		return fmt.Errorf("write report: %w", err)
+	}
+	return nil
+}
+
+// damageError returns an errDamaged error naming the damaged traces, or nil.
+func damageError(damaged []string) error {
+	if len(damaged) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%w: %s (the report covers the readable part)", errDamaged, strings.Join(damaged, ", "))
+}
+
+// expandTraces turns arguments into trace files: a file as is, a directory into the
+// *.iotap files directly inside it (sorted), a glob pattern into its matches. "-" is
+// standard input.
+func expandTraces(args []string) ([]string, error) {
+	var out []string
+	for _, a := range args {
+		if a == "-" {
+			out = append(out, a)
+			continue
+		}
+		st, err := os.Stat(a)
+		switch {
+		case err == nil && st.IsDir():
+			m, err := filepath.Glob(filepath.Join(a, "*.iotap"))
+			if err != nil {
+				return nil, fmt.Errorf("list %s: %w", a, err)
+			}
+			if len(m) == 0 {
+				return nil, fmt.Errorf("no *.iotap trace in directory %s", a)
+			}
+			sort.Strings(m)
+			out = append(out, m...)
+		case err == nil:
+			out = append(out, a)
+		case errors.Is(err, fs.ErrNotExist) && strings.ContainsAny(a, "*?["):
+			m, gerr := filepath.Glob(a)
+			if gerr != nil {
+				return nil, usageErrorf("bad pattern %q: %v", a, gerr)
+			}
+			if len(m) == 0 {
+				return nil, fmt.Errorf("no trace matches %s", a)
+			}
+			sort.Strings(m)
+			out = append(out, m...)
+		case errors.Is(err, fs.ErrNotExist):
+			return nil, fmt.Errorf("trace %s does not exist", a)
+		default:
+			return nil, fmt.Errorf("open trace: %w", err)
+		}
+	}
+	return out, nil
+}
+
+// loadTraces aggregates each trace file into its own Stats. It returns the names of damaged
+// traces (still aggregated) separately from hard errors.
+func loadTraces(ctx context.Context, e *env, files []string, so stats.Options) ([]*stats.Stats, []string, error) {
+	var per []*stats.Stats
+	var damaged []string
+	for _, f := range files {
+		s, err := loadTrace(ctx, f, so)
+		if err != nil {
+			return nil, nil, err
+		}
+		if d := s.Sources[0].Damage; len(d) > 0 {
+			damaged = append(damaged, f)
+			for _, x := range d {
+				fmt.Fprintf(e.stderr, "iotap: %s: damaged: %s\n", f, x)
+			}
+		}
+		per = append(per, s)
+	}
+	return per, damaged, nil
+}
+
+func loadTrace(ctx context.Context, file string, so stats.Options) (*stats.Stats, error) {
+	r, err := trace.Open(file)
+	if err != nil {
+		return nil, describeOpenError(file, err)
+	}
+	defer r.Close()
+	acc := stats.NewAccumulator(file, r.Header(), so)
+	for n := 0; ; n++ {
+		if n&0xffff == 0 && ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		ev, err := r.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("read trace %s: %w", file, err)
+		}
+		acc.Add(ev)
+	}
+	footer, _ := r.Footer()
+	return acc.Finish(r, footer, r.Damage()), nil
+}
+
+func describeOpenError(file string, err error) error {
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("trace %s does not exist", file)
+	case errors.Is(err, trace.ErrNotTrace):
+		return fmt.Errorf("%s is not an iotap trace (wrong magic bytes)", file)
+	case errors.Is(err, trace.ErrVersion):
+		return fmt.Errorf("%s: %w", file, err)
+	case errors.Is(err, trace.ErrEmpty):
+		return fmt.Errorf("%s is empty or was cut short before its header: %w", file, err)
+	}
+	return fmt.Errorf("open trace %s: %w", file, err)
+}

@@ -1,0 +1,344 @@
+package report
+
+import (
+	"fmt"
+	"html/template"
+	"io"
+	"math"
+	"sort"
+	"strings"
+
+	"gonum.org/v1/plot/vg"
+
+	"github.com/iotap/iotap/trace"
+	"github.com/iotap/iotap/trace/stats"
+)
+
+// CompareSchema identifies the JSON form of a comparison.
+const CompareSchema = "iotap.compare/v1"
+
+// Comparison puts traces of the same work on different storage side by side. Side 0 is the
+// baseline; ratios are side / baseline (above 1: slower or more).
+type Comparison struct {
+	Schema     string        `json:"schema"`
+	Tolerance  float64       `json:"tolerance"`
+	Forced     bool          `json:"forced,omitempty"`
+	Mismatches []string      `json:"mismatches,omitempty"` // why the sides are not the same work
+	Warnings   []string      `json:"warnings,omitempty"`
+	Sides      []CompareSide `json:"sides"`
+	Ops        []CompareOp   `json:"ops"`
+	Slower     []Change      `json:"slower"` // ops that lost the most time against the baseline
+	Faster     []Change      `json:"faster"` // ops that gained the most
+}
+
+// CompareSide is one side: one trace, or several merged (a directory of per-node traces).
+type CompareSide struct {
+	Name       string  `json:"name"`
+	Traces     []Trace `json:"traces"`
+	Events     uint64  `json:"events"`
+	DurationNs int64   `json:"duration_ns"`
+	TotalNs    int64   `json:"total_ns"` // job I/O time
+	Ratio      float64 `json:"total_ratio"`
+	DataShare  float64 `json:"data_share"`
+}
+
+// CompareOp is one operation across sides.
+type CompareOp struct {
+	Op    string   `json:"op"`
+	Sides []OpSide `json:"sides"`
+}
+
+// OpSide is one operation on one side.
+type OpSide struct {
+	Count   uint64    `json:"count"`
+	Errors  uint64    `json:"errors"`
+	Bytes   uint64    `json:"bytes"`
+	MeanNs  float64   `json:"mean_ns"`
+	P50     int64     `json:"p50_ns"`
+	P99     int64     `json:"p99_ns"`
+	TotalNs int64     `json:"total_ns"`
+	Ratio   *Ratios   `json:"ratio,omitempty"` // nil on the baseline
+	Hist    []HistBin `json:"hist"`
+}
+
+// Ratios are side / baseline; 0 when the baseline value is 0.
+type Ratios struct {
+	Count float64 `json:"count"`
+	P50   float64 `json:"p50"`
+	P99   float64 `json:"p99"`
+	Mean  float64 `json:"mean"`
+	Total float64 `json:"total"`
+}
+
+// Change is an op whose total time moved most between the baseline and a side.
+type Change struct {
+	Side      string  `json:"side"`
+	Op        string  `json:"op"`
+	BaseNs    int64   `json:"baseline_total_ns"`
+	TotalNs   int64   `json:"total_ns"`
+	DeltaNs   int64   `json:"delta_ns"`
+	MeanRatio float64 `json:"mean_ratio"`
+	P99Ratio  float64 `json:"p99_ratio"`
+}
+
+// SameWork lists why other does not look like the same work as base: op counts, bytes read
+// or bytes written that differ by more than tol (a fraction of the larger value). Counts
+// that differ by a single op are ignored.
+func SameWork(base, other *stats.Stats, tol float64) []string {
+	var out []string
+	off := func(a, b uint64) (bool, float64) {
+		hi := max(a, b)
+		if hi == 0 {
+			return false, 0
+		}
+		d := float64(max(a, b) - min(a, b))
+		return d > tol*float64(hi), d / float64(hi)
+	}
+	for i := range base.Ops {
+		a, b := base.Ops[i].Count, other.Ops[i].Count
+		if max(a, b)-min(a, b) <= 1 {
+			continue
+		}
+		if bad, f := off(a, b); bad {
+			out = append(out, fmt.Sprintf("%s count %d vs %d (%.1f%% apart)", trace.Op(i), a, b, 100*f))
+		}
+	}
+	rb := func(s *stats.Stats) uint64 { return s.Patterns.SeqReadBytes + s.Patterns.RandReadBytes }
+	wb := func(s *stats.Stats) uint64 { return s.Patterns.SeqWriteBytes + s.Patterns.RandWriteBytes }
+	if bad, f := off(rb(base), rb(other)); bad {
+		out = append(out, fmt.Sprintf("bytes read %d vs %d (%.1f%% apart)", rb(base), rb(other), 100*f))
+	}
+	if bad, f := off(wb(base), wb(other)); bad {
+		out = append(out, fmt.Sprintf("bytes written %d vs %d (%.1f%% apart)", wb(base), wb(other), 100*f))
+	}
+	return out
+}
+
+func ratio(a, b float64) float64 {
+	if b == 0 {
+		return 0
+	}
+	return math.Round(a/b*1000) / 1000
+}
+
+// Compare builds a comparison of sides (side 0 is the baseline). names label the sides.
+// It does not refuse anything itself: callers check Mismatches and Forced.
+func Compare(names []string, sides []*stats.Stats, tol float64) *Comparison {
+	c := &Comparison{Schema: CompareSchema, Tolerance: tol}
+	for i, s := range sides {
+		r, _ := Build([]*stats.Stats{s}, Options{Top: 1})
+		cs := CompareSide{Name: names[i], Traces: r.Traces, Events: s.Events, DurationNs: r.Total.DurationNs, TotalNs: s.TotalNs(), DataShare: r.Total.Patterns.DataShare}
+		cs.Ratio = ratio(float64(cs.TotalNs), float64(sides[0].TotalNs()))
+		c.Sides = append(c.Sides, cs)
+		c.Warnings = append(c.Warnings, r.Warnings...)
+		if i > 0 {
+			for _, m := range SameWork(sides[0], s, tol) {
+				c.Mismatches = append(c.Mismatches, names[i]+": "+m)
+			}
+		}
+	}
+	type opKey struct {
+		op    int
+		total int64
+	}
+	var order []opKey
+	for i := range trace.NumOps {
+		var any bool
+		for _, s := range sides {
+			any = any || s.Ops[i].Count > 0
+		}
+		if any {
+			order = append(order, opKey{i, sides[0].Ops[i].TotalNs})
+		}
+	}
+	sort.SliceStable(order, func(a, b int) bool { return order[a].total > order[b].total })
+	for _, k := range order {
+		co := CompareOp{Op: trace.Op(k.op).String()}
+		base := &sides[0].Ops[k.op]
+		for si, s := range sides {
+			o := &s.Ops[k.op]
+			l := latency(o.Hist, o.Count, o.TotalNs, o.MaxNs)
+			os := OpSide{Count: o.Count, Errors: o.Errors, Bytes: o.Bytes, MeanNs: l.MeanNs, P50: l.P50, P99: l.P99, TotalNs: o.TotalNs, Hist: histBins(o.Hist)}
+			if si > 0 {
+				bl := latency(base.Hist, base.Count, base.TotalNs, base.MaxNs)
+				os.Ratio = &Ratios{
+					Count: ratio(float64(o.Count), float64(base.Count)),
+					P50:   ratio(float64(l.P50), float64(bl.P50)),
+					P99:   ratio(float64(l.P99), float64(bl.P99)),
+					Mean:  ratio(l.MeanNs, bl.MeanNs),
+					Total: ratio(float64(o.TotalNs), float64(base.TotalNs)),
+				}
+				ch := Change{Side: names[si], Op: co.Op, BaseNs: base.TotalNs, TotalNs: o.TotalNs, DeltaNs: o.TotalNs - base.TotalNs, MeanRatio: os.Ratio.Mean, P99Ratio: os.Ratio.P99}
+				if ch.DeltaNs > 0 {
+					c.Slower = append(c.Slower, ch)
+				} else if ch.DeltaNs < 0 {
+					c.Faster = append(c.Faster, ch)
+				}
+			}
+			co.Sides = append(co.Sides, os)
+		}
+		c.Ops = append(c.Ops, co)
+	}
+	sort.SliceStable(c.Slower, func(a, b int) bool { return c.Slower[a].DeltaNs > c.Slower[b].DeltaNs })
+	sort.SliceStable(c.Faster, func(a, b int) bool { return c.Faster[a].DeltaNs < c.Faster[b].DeltaNs })
+	c.Slower = c.Slower[:min(len(c.Slower), 5)]
+	c.Faster = c.Faster[:min(len(c.Faster), 5)]
+	if c.Slower == nil {
+		c.Slower = []Change{}
+	}
+	if c.Faster == nil {
+		c.Faster = []Change{}
+	}
+	c.Warnings = dedup(c.Warnings)
+	return c
+}
+
+func dedup(in []string) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, s := range in {
+		if !seen[s] {
+			seen[s] = true
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func fmtRatio(r float64) string {
+	if r == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.2fx", r)
+}
+
+// WriteCompareText renders c for a terminal.
+func WriteCompareText(w io.Writer, c *Comparison) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "iotap compare: %d sides, baseline %s; ratios are side / baseline (>1 = slower)\n\n", len(c.Sides), c.Sides[0].Name)
+	t := newTable("side", "host", "fs", "cache", "events", "duration", "job I/O time", "ratio", "data share")
+	for _, s := range c.Sides {
+		var hosts, fss, caches []string
+		for _, tr := range s.Traces {
+			hosts = append(hosts, tr.Host)
+			fss = append(fss, tr.Target.FSType)
+			caches = append(caches, tr.Cache)
+		}
+		t.add(s.Name, orDash(strings.Join(dedup(hosts), ",")), orDash(strings.Join(dedup(fss), ",")), orDash(strings.Join(dedup(caches), ",")),
+			Count(s.Events), Dur(s.DurationNs), Dur(s.TotalNs), fmtRatio(s.Ratio), Pct(s.DataShare))
+	}
+	b.WriteString(t.String())
+	for _, m := range c.Mismatches {
+		fmt.Fprintf(&b, "NOT THE SAME WORK (--force): %s\n", m)
+	}
+	for _, wn := range c.Warnings {
+		fmt.Fprintf(&b, "WARNING: %s\n", wn)
+	}
+	for _, o := range c.Ops {
+		fmt.Fprintf(&b, "\n%s\n", o.Op)
+		t := newTable("side", "count", "errors", "p50", "p99", "mean", "total", "p50 ratio", "p99 ratio", "mean ratio", "total ratio")
+		for i, s := range o.Sides {
+			r := Ratios{}
+			if s.Ratio != nil {
+				r = *s.Ratio
+			}
+			cells := []string{c.Sides[i].Name, Count(s.Count), Count(s.Errors), Dur(s.P50), Dur(s.P99), Dur(int64(s.MeanNs)), Dur(s.TotalNs)}
+			if i == 0 {
+				cells = append(cells, "base", "base", "base", "base")
+			} else {
+				cells = append(cells, fmtRatio(r.P50), fmtRatio(r.P99), fmtRatio(r.Mean), fmtRatio(r.Total))
+			}
+			t.add(cells...)
+		}
+		b.WriteString(t.String())
+	}
+	writeChanges := func(title string, chs []Change) {
+		if len(chs) == 0 {
+			return
+		}
+		fmt.Fprintf(&b, "\n%s\n", title)
+		t := newTable("side", "op", "baseline total", "total", "change", "mean ratio", "p99 ratio")
+		for _, ch := range chs {
+			sign := "+"
+			d := ch.DeltaNs
+			if d < 0 {
+				sign, d = "-", -d
+			}
+			t.add(ch.Side, ch.Op, Dur(ch.BaseNs), Dur(ch.TotalNs), sign+Dur(d), fmtRatio(ch.MeanRatio), fmtRatio(ch.P99Ratio))
+		}
+		b.WriteString(t.String())
+	}
+	writeChanges("most slower (time lost against the baseline)", c.Slower)
+	writeChanges("most faster (time gained against the baseline)", c.Faster)
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// WriteCompareJSON renders c as JSON (schema iotap.compare/v1).
+func WriteCompareJSON(w io.Writer, c *Comparison) error {
+	return writeJSON(w, c)
+}
+
+// WriteCompareHTML renders c as a self-contained HTML page with overlaid latency CDFs.
+func WriteCompareHTML(w io.Writer, c *Comparison) error {
+	var figs []figure
+	var names []string
+	for _, s := range c.Sides {
+		names = append(names, s.Name)
+	}
+	for _, o := range c.Ops[:min(len(c.Ops), maxPlotOps)] {
+		var bins [][]HistBin
+		for _, s := range o.Sides {
+			bins = append(bins, s.Hist)
+		}
+		p, err := cdfPlot(o.Op+" latency CDF", names, bins)
+		if err != nil {
+			return err
+		}
+		s, err := svg(p, 13*vg.Centimeter, 9*vg.Centimeter)
+		if err != nil {
+			return err
+		}
+		figs = append(figs, figure{Title: o.Op, SVG: template.HTML(s)})
+	}
+	return compareTmpl.Execute(w, struct {
+		C       *Comparison
+		Figures []figure
+	}{c, figs})
+}
+
+var compareTmpl = template.Must(template.New("compare").Funcs(funcs).Funcs(template.FuncMap{
+	"ratio": fmtRatio,
+	"side":  func(c *Comparison, i int) string { return c.Sides[i].Name },
+}).Parse(`<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="generator" content="iotap">
+<title>iotap compare</title>
+<style>` + css + `</style></head>
+<body>
+{{- $c := .C}}
+<h1>iotap compare</h1>
+<div class="facts">{{len $c.Sides}} sides; baseline <b>{{(index $c.Sides 0).Name}}</b>. Ratios are side / baseline: above 1 is slower (or more). Schema {{$c.Schema}}.</div>
+{{range $c.Mismatches}}<div class="warn bad">⚠ not the same work (compared with --force): {{.}}</div>
+{{end}}{{range $c.Warnings}}<div class="warn">⚠ {{.}}</div>
+{{end}}
+<h2>Sides</h2>
+<table><tr><th class="l">side</th><th class="l">traces</th><th>events</th><th>duration</th><th>job I/O time</th><th>ratio</th><th>data share</th></tr>
+{{range $c.Sides}}<tr><td class="l">{{.Name}}</td><td class="l">{{range $i, $t := .Traces}}{{if $i}}<br>{{end}}{{$t.File}} ({{orDash $t.Host}}, {{orDash $t.Target.FSType}}, cache {{orDash $t.Cache}}){{end}}</td><td>{{count .Events}}</td><td>{{dur .DurationNs}}</td><td>{{dur .TotalNs}}</td><td>{{ratio .Ratio}}</td><td>{{pct .DataShare}}</td></tr>
+{{end}}</table>
+{{if $c.Slower}}<h2>Most slower</h2>{{template "changes" $c.Slower}}{{end}}
+{{if $c.Faster}}<h2>Most faster</h2>{{template "changes" $c.Faster}}{{end}}
+<h2>Latency CDFs</h2>
+<div class="figs">{{range .Figures}}<div class="fig">{{.SVG}}</div>{{end}}</div>
+<h2>Per operation</h2>
+{{range $c.Ops}}<h3>{{.Op}}</h3>
+<table><tr><th class="l">side</th><th>count</th><th>errors</th><th>p50</th><th>p99</th><th>mean</th><th>total</th><th>p50 ratio</th><th>p99 ratio</th><th>mean ratio</th><th>total ratio</th></tr>
+{{range $i, $s := .Sides}}<tr><td class="l">{{side $c $i}}</td><td>{{count $s.Count}}</td><td>{{count $s.Errors}}</td><td>{{dur $s.P50}}</td><td>{{dur $s.P99}}</td><td>{{durf $s.MeanNs}}</td><td>{{dur $s.TotalNs}}</td>{{with $s.Ratio}}<td>{{ratio .P50}}</td><td>{{ratio .P99}}</td><td>{{ratio .Mean}}</td><td>{{ratio .Total}}</td>{{else}}<td>base</td><td>base</td><td>base</td><td>base</td>{{end}}</tr>
+{{end}}</table>
+{{end}}
+</body></html>
+{{define "changes"}}<table><tr><th class="l">side</th><th class="l">op</th><th>baseline total</th><th>total</th><th>change</th><th>mean ratio</th><th>p99 ratio</th></tr>
+{{range .}}<tr><td class="l">{{.Side}}</td><td class="l">{{.Op}}</td><td>{{dur .BaseNs}}</td><td>{{dur .TotalNs}}</td><td>{{dur .DeltaNs}}</td><td>{{ratio .MeanRatio}}</td><td>{{ratio .P99Ratio}}</td></tr>
+{{end}}</table>{{end}}
+`))

@@ -1,0 +1,252 @@
+package report
+
+import (
+	"fmt"
+	"html/template"
+	"io"
+	"sort"
+	"strings"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+)
+
+// figure is one inline SVG plot.
+type figure struct {
+	Title string
+	SVG   template.HTML
+	Wide  bool
+}
+
+// maxPlotOps bounds the operations plotted (the busiest by total time).
+const maxPlotOps = 8
+
+// WriteHTML renders r as one self-contained HTML file: inline CSS and SVG, no scripts, no
+// network access needed to view it.
+func WriteHTML(w io.Writer, r *Report) error {
+	figs, err := reportFigures(r.Total)
+	if err != nil {
+		return err
+	}
+	data := struct {
+		R       *Report
+		V       *View
+		Figures []figure
+	}{r, r.Total, figs}
+	return pageTmpl.Execute(w, data)
+}
+
+func reportFigures(v *View) ([]figure, error) {
+	var figs []figure
+	add := func(p *plot.Plot, wd, ht vg.Length, wide bool) error {
+		if p == nil {
+			return nil
+		}
+		s, err := svg(p, wd, ht)
+		if err != nil {
+			return err
+		}
+		figs = append(figs, figure{Title: p.Title.Text, SVG: template.HTML(s), Wide: wide})
+		return nil
+	}
+	ops := v.Ops[:min(len(v.Ops), maxPlotOps)]
+	var names []string
+	var bins [][]HistBin
+	for _, o := range ops {
+		names = append(names, o.Op)
+		bins = append(bins, o.Hist)
+	}
+	if len(ops) > 0 {
+		p, err := cdfPlot("Latency CDF per operation", names, bins)
+		if err != nil {
+			return nil, err
+		}
+		if err := add(p, 16*vg.Centimeter, 10*vg.Centimeter, false); err != nil {
+			return nil, err
+		}
+	}
+	// Throughput and p99 over time.
+	if pts := v.Intervals.Points; len(pts) > 0 {
+		var ops, rd, wr, p99, mx plotter.XYs
+		for _, pt := range pts {
+			ops = append(ops, plotter.XY{X: pt.T, Y: pt.OpsPerSec})
+			rd = append(rd, plotter.XY{X: pt.T, Y: pt.ReadMBps})
+			wr = append(wr, plotter.XY{X: pt.T, Y: pt.WriteMBps})
+			p99 = append(p99, plotter.XY{X: pt.T, Y: float64(max(pt.P99, 1000))})
+			mx = append(mx, plotter.XY{X: pt.T, Y: float64(max(pt.MaxNs, 1000))})
+		}
+		// Close the last step so the final interval has a width.
+		end := pts[len(pts)-1].T + float64(v.Intervals.WidthNs)/1e9
+		last := pts[len(pts)-1]
+		ops = append(ops, plotter.XY{X: end, Y: last.OpsPerSec})
+		rd = append(rd, plotter.XY{X: end, Y: last.ReadMBps})
+		wr = append(wr, plotter.XY{X: end, Y: last.WriteMBps})
+		p99 = append(p99, plotter.XY{X: end, Y: float64(max(last.P99, 1000))})
+		mx = append(mx, plotter.XY{X: end, Y: float64(max(last.MaxNs, 1000))})
+		p, err := seriesPlot("Throughput over time: MB/s", "MB/s", []string{"read MB/s", "write MB/s"}, []plotter.XYs{rd, wr})
+		if err != nil {
+			return nil, err
+		}
+		if err := add(p, 16*vg.Centimeter, 8*vg.Centimeter, false); err != nil {
+			return nil, err
+		}
+		p, err = seriesPlot("Operations per second", "ops/s", []string{"ops/s"}, []plotter.XYs{ops})
+		if err != nil {
+			return nil, err
+		}
+		if err := add(p, 16*vg.Centimeter, 8*vg.Centimeter, false); err != nil {
+			return nil, err
+		}
+		p, err = seriesPlot("Latency per interval (all ops): p99 and max", "latency (log scale)", []string{"p99", "max"}, []plotter.XYs{p99, mx})
+		if err != nil {
+			return nil, err
+		}
+		p.Y.Scale = plot.LogScale{}
+		p.Y.Tick.Marker = durTicks{}
+		p.Y.Min = 1000
+		if err := add(p, 16*vg.Centimeter, 8*vg.Centimeter, false); err != nil {
+			return nil, err
+		}
+	}
+	for i, o := range ops {
+		p, err := histPlot(fmt.Sprintf("%s latency histogram (%s ops)", o.Op, Count(o.Count)), o.Hist, color8(i))
+		if err != nil {
+			return nil, err
+		}
+		if err := add(p, 12*vg.Centimeter, 7*vg.Centimeter, false); err != nil {
+			return nil, err
+		}
+	}
+	for _, t := range v.Offsets[:min(len(v.Offsets), 4)] {
+		p, err := offsetPlot(t)
+		if err != nil {
+			return nil, err
+		}
+		if err := add(p, 16*vg.Centimeter, 8*vg.Centimeter, false); err != nil {
+			return nil, err
+		}
+	}
+	return figs, nil
+}
+
+func sortedKeys(m map[string]string) []string {
+	ks := make([]string, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	sort.Strings(ks)
+	return ks
+}
+
+func errnoList(m map[string]uint64) string {
+	ks := make([]string, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	sort.Slice(ks, func(i, j int) bool {
+		if m[ks[i]] != m[ks[j]] {
+			return m[ks[i]] > m[ks[j]]
+		}
+		return ks[i] < ks[j]
+	})
+	var parts []string
+	for _, k := range ks {
+		parts = append(parts, fmt.Sprintf("%s %s", k, Count(m[k])))
+	}
+	return strings.Join(parts, ", ")
+}
+
+var funcs = template.FuncMap{
+	"dur":   Dur,
+	"bytes": Bytes,
+	"pct":   Pct,
+	"count": Count,
+	"durf":  func(f float64) string { return Dur(int64(f)) },
+	"join":  strings.Join,
+	"labels": func(m map[string]string) string {
+		var parts []string
+		for _, k := range sortedKeys(m) {
+			parts = append(parts, k+"="+m[k])
+		}
+		return strings.Join(parts, " ")
+	},
+	"errnos":   errnoList,
+	"u64":      func(i int) uint64 { return uint64(i) },
+	"orDash":   orDash,
+	"contains": strings.Contains,
+}
+
+const css = `
+body{font:14px/1.4 system-ui,-apple-system,"Segoe UI",Roboto,"Liberation Sans",sans-serif;margin:24px;color:#222;max-width:1500px}
+h1{font-size:22px;margin:0 0 4px} h2{font-size:17px;margin:28px 0 8px;border-bottom:1px solid #ddd;padding-bottom:3px}
+h3{font-size:15px;margin:18px 0 6px}
+table{border-collapse:collapse;margin:6px 0 12px;font-variant-numeric:tabular-nums}
+th,td{padding:3px 9px;border-bottom:1px solid #eee;text-align:right;white-space:nowrap}
+th{background:#f4f5f7;font-weight:600} td.l,th.l{text-align:left} td.path{text-align:left;white-space:normal;word-break:break-all;max-width:480px}
+.warn{background:#fff4e5;border:1px solid #f0b45b;padding:8px 12px;margin:10px 0;border-radius:4px}
+.bad{background:#fdecea;border-color:#e57373}
+.facts{color:#555} .muted{color:#777}
+.figs{display:flex;flex-wrap:wrap;gap:14px} .fig{border:1px solid #e3e3e3;border-radius:4px;padding:6px;background:#fff}
+.fig svg{display:block;max-width:100%;height:auto}
+`
+
+var pageTmpl = template.Must(template.New("page").Funcs(funcs).Parse(`<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="generator" content="iotap">
+<title>iotap report</title>
+<style>` + css + `</style></head>
+<body>
+{{- $v := .V}}
+<h1>iotap report</h1>
+<div class="facts">{{len .R.Traces}} trace(s), {{count $v.Events}} events over {{dur $v.DurationNs}}; job I/O time {{dur $v.TotalNs}} (sum of op durations){{if not $v.Start.IsZero}}; first op at {{$v.Start.Format "2006-01-02 15:04:05.000 MST"}}{{end}}. Schema {{.R.Schema}}.</div>
+
+<h2>Traces</h2>
+<table><tr><th class="l">trace</th><th class="l">host</th><th class="l">kind</th><th class="l">fs</th><th class="l">target</th><th class="l">cache (fidelity)</th><th class="l">command</th><th class="l">labels</th><th>events</th><th>dropped</th><th class="l">status</th></tr>
+{{range .R.Traces}}<tr><td class="l">{{.File}}</td><td class="l">{{orDash .Host}}</td><td class="l">{{orDash .Kind}}</td><td class="l">{{orDash .Target.FSType}}</td><td class="l">{{orDash .Target.Path}}</td><td class="l">{{if .Cache}}{{.Cache}}{{else}}-{{end}}{{if .Passthrough}} +passthrough{{end}}{{if .Writeback}} +writeback{{end}}</td><td class="path">{{join .Command " "}}</td><td class="l">{{labels .Labels}}</td><td>{{count .Events}}</td><td>{{count .Dropped}}</td><td class="l">{{if .Damage}}<b>DAMAGED</b>: {{join .Damage "; "}}{{else if .Complete}}complete{{else}}no footer{{end}}</td></tr>
+{{end}}</table>
+{{range .R.Warnings}}<div class="warn{{if or (contains . "damaged") (contains . "dropped")}} bad{{end}}">⚠ {{.}}</div>
+{{end}}
+
+<h2>Operations</h2>
+<p class="muted">Sorted by total time. Percentiles from HDR histograms (3 significant digits); mean, total and max are exact.</p>
+{{template "ops" $v}}
+<p>Time by class: {{range $i, $c := $v.Classes}}{{if $i}}, {{end}}{{$c.Class}} {{pct $c.Share}}{{end}} — metadata {{pct $v.Patterns.MetaShare}}, data {{pct $v.Patterns.DataShare}}.
+{{with $v.Patterns}}{{if .ReadBytes}}<br>Reads: {{bytes .ReadBytes}}, {{pct .SeqReadShare}} sequential by bytes ({{count .SeqReads}} sequential / {{count .RandReads}} random ops){{if .RereadBytes}}; re-read {{if .RereadApprox}}at least {{end}}{{bytes .RereadBytes}} of already read ranges — a cache would help{{end}}.{{end}}
+{{if .WriteBytes}}<br>Writes: {{bytes .WriteBytes}}, {{pct .SeqWriteShare}} sequential by bytes ({{count .SeqWrites}} sequential / {{count .RandWrites}} random ops).{{end}}{{end}}
+{{with $v.TTFB}}<br>Time to first byte (open to first read done): n={{count .Count}}, p50 {{dur .P50}}, p99 {{dur .P99}}, max {{dur .MaxNs}}.{{end}}
+{{if $v.Unused.Count}}<br>Files opened but never read or written: {{$v.Unused.Count}}.{{end}}</p>
+
+<h2>Plots</h2>
+<div class="figs">{{range .Figures}}<div class="fig">{{.SVG}}</div>{{end}}</div>
+
+{{range .R.Groups}}<h2>{{.Name}}</h2>
+<p class="facts">{{len .Traces}} trace(s), {{count .Events}} events over {{dur .DurationNs}}; job I/O time {{dur .TotalNs}}.</p>
+{{template "ops" .}}
+{{end}}
+
+<h2>Details</h2>
+{{if $v.ReadBySize}}<h3>Read latency by request size</h3>{{template "sizes" $v.ReadBySize}}{{end}}
+{{if $v.WriteBySize}}<h3>Write latency by request size</h3>{{template "sizes" $v.WriteBySize}}{{end}}
+{{if $v.Processes}}<h3>Processes by time</h3>
+<table><tr><th class="l">comm</th><th>pid</th><th class="l">host</th><th>ops</th><th>errors</th><th>total</th><th>share</th><th>meta</th><th>data</th><th>read</th><th>written</th></tr>
+{{range $v.Processes}}<tr><td class="l">{{orDash .Comm}}</td><td>{{.Pid}}</td><td class="l">{{orDash .Host}}</td><td>{{count .Ops}}</td><td>{{count .Errors}}</td><td>{{dur .TotalNs}}</td><td>{{pct .Share}}</td><td>{{dur .MetaNs}}</td><td>{{dur .DataNs}}</td><td>{{bytes .ReadBytes}}</td><td>{{bytes .WriteBytes}}</td></tr>
+{{end}}</table>{{end}}
+<h3>Files by time</h3>{{template "files" $v.FilesByTime}}
+<h3>Files by bytes</h3>{{template "files" $v.FilesByBytes}}
+<h3>Directories by time</h3>{{template "files" $v.DirsByTime}}
+<h3>Directories by bytes</h3>{{template "files" $v.DirsByBytes}}
+{{if $v.Unused.Count}}<h3>Files opened but never read or written ({{$v.Unused.Count}})</h3>
+<ul>{{range $v.Unused.Paths}}<li>{{.}}</li>{{end}}{{if gt $v.Unused.Count (len $v.Unused.Paths)}}<li class="muted">… {{count (u64 $v.Unused.Count)}} in all</li>{{end}}</ul>{{end}}
+</body></html>
+{{define "ops"}}<table><tr><th class="l">op</th><th>count</th><th>errors</th><th>bytes</th><th>total</th><th>share</th><th>mean</th><th>p50</th><th>p90</th><th>p99</th><th>p99.9</th><th>max</th><th class="l">errnos</th></tr>
+{{range .Ops}}<tr><td class="l">{{.Op}}</td><td>{{count .Count}}</td><td>{{count .Errors}}</td><td>{{if .Bytes}}{{bytes .Bytes}}{{else}}-{{end}}</td><td>{{dur .TotalNs}}</td><td>{{pct .Share}}</td><td>{{durf .MeanNs}}</td><td>{{dur .P50}}</td><td>{{dur .P90}}</td><td>{{dur .P99}}</td><td>{{dur .P999}}</td><td>{{dur .MaxNs}}</td><td class="l">{{errnos .Errnos}}</td></tr>
+{{end}}</table>{{end}}
+{{define "sizes"}}<table><tr><th class="l">size</th><th>count</th><th>bytes</th><th>mean</th><th>p50</th><th>p90</th><th>p99</th><th>p99.9</th></tr>
+{{range .}}<tr><td class="l">{{.Bucket}}</td><td>{{count .Count}}</td><td>{{bytes .Bytes}}</td><td>{{durf .MeanNs}}</td><td>{{dur .P50}}</td><td>{{dur .P90}}</td><td>{{dur .P99}}</td><td>{{dur .P999}}</td></tr>
+{{end}}</table>{{end}}
+{{define "files"}}<table><tr><th class="l">path</th><th>ops</th><th>total</th><th>share</th><th>meta</th><th>data</th><th>read</th><th>written</th><th>sequential</th><th>re-read</th><th>top size</th><th>opens</th><th>unused opens</th></tr>
+{{range .}}<tr><td class="path">{{.Path}}</td><td>{{count .Ops}}</td><td>{{dur .TotalNs}}</td><td>{{pct .Share}}</td><td>{{dur .MetaNs}}</td><td>{{dur .DataNs}}</td><td>{{bytes .ReadBytes}}</td><td>{{bytes .WriteBytes}}</td><td>{{if or .ReadOps .WriteOps}}{{pct .SeqShare}}{{else}}-{{end}}</td><td>{{if .RereadBytes}}{{if .RereadApprox}}≥{{end}}{{bytes .RereadBytes}}{{else}}-{{end}}</td><td>{{orDash .TopSize}}</td><td>{{count .Opens}}</td><td>{{count .UnusedOpens}}</td></tr>
+{{end}}</table>{{end}}
+`))

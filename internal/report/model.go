@@ -1,0 +1,656 @@
+package report
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+	"time"
+
+	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+	"golang.org/x/sys/unix"
+
+	"github.com/iotap/iotap/trace"
+	"github.com/iotap/iotap/trace/stats"
+)
+
+// Schema identifies the JSON report format. It changes when a field changes meaning or
+// disappears; new fields may be added within a version.
+const Schema = "iotap.report/v1"
+
+// Report is the document every format renders. Its JSON form is the documented schema
+// (see doc.go).
+type Report struct {
+	Schema   string   `json:"schema"`
+	Traces   []Trace  `json:"traces"`
+	Warnings []string `json:"warnings,omitempty"`
+	// Total covers all traces; Groups (with --by) splits them by host or label value.
+	Total  *View   `json:"total"`
+	By     string  `json:"by,omitempty"`
+	Groups []*View `json:"groups,omitempty"`
+}
+
+// Trace holds the header facts that change how the numbers must be read.
+type Trace struct {
+	File         string            `json:"file"`
+	Kind         string            `json:"kind"`
+	Host         string            `json:"host"`
+	Kernel       string            `json:"kernel,omitempty"`
+	IotapVersion string            `json:"iotap_version,omitempty"`
+	WallStart    time.Time         `json:"wall_start"`
+	Target       trace.Target      `json:"target"`
+	Cache        string            `json:"cache"` // fidelity mode: "none", "kernel", "" (no FUSE layer)
+	Passthrough  bool              `json:"passthrough,omitempty"`
+	Writeback    bool              `json:"writeback,omitempty"`
+	Command      []string          `json:"command,omitempty"`
+	Labels       map[string]string `json:"labels,omitempty"`
+	Events       uint64            `json:"events"`
+	Dropped      uint64            `json:"dropped"`
+	Complete     bool              `json:"complete"` // a footer was found: the recorder closed cleanly
+	Damage       []string          `json:"damage,omitempty"`
+}
+
+// View is the full set of figures for a set of traces.
+type View struct {
+	Name       string    `json:"name"`
+	Traces     []int     `json:"traces"` // indexes into Report.Traces
+	Events     uint64    `json:"events"`
+	Dropped    uint64    `json:"dropped"`
+	Start      time.Time `json:"start"`
+	DurationNs int64     `json:"duration_ns"` // wall time from the first op's start to the last op's end
+	TotalNs    int64     `json:"total_ns"`    // job I/O time: sum of all op durations
+
+	Ops          []*OpRow      `json:"ops"`
+	Classes      []ClassRow    `json:"classes"`
+	ReadBySize   []SizeRow     `json:"read_by_size,omitempty"`
+	WriteBySize  []SizeRow     `json:"write_by_size,omitempty"`
+	TTFB         *Latency      `json:"ttfb,omitempty"`
+	Patterns     Patterns      `json:"patterns"`
+	Processes    []ProcRow     `json:"processes"`
+	FilesByTime  []FileRow     `json:"files_by_time"`
+	FilesByBytes []FileRow     `json:"files_by_bytes"`
+	DirsByTime   []FileRow     `json:"dirs_by_time"`
+	DirsByBytes  []FileRow     `json:"dirs_by_bytes"`
+	Unused       UnusedFiles   `json:"opened_unused"`
+	Intervals    Intervals     `json:"intervals"`
+	Offsets      []OffsetTrack `json:"offsets,omitempty"`
+}
+
+// Latency is a latency summary, in nanoseconds.
+type Latency struct {
+	Count  uint64  `json:"count"`
+	MeanNs float64 `json:"mean_ns"`
+	P50    int64   `json:"p50_ns"`
+	P90    int64   `json:"p90_ns"`
+	P99    int64   `json:"p99_ns"`
+	P999   int64   `json:"p99_9_ns"`
+	MaxNs  int64   `json:"max_ns"`
+}
+
+// OpRow is one operation's line.
+type OpRow struct {
+	Op      string            `json:"op"`
+	Class   string            `json:"class"`
+	Errors  uint64            `json:"errors"`
+	Errnos  map[string]uint64 `json:"errnos,omitempty"`
+	Bytes   uint64            `json:"bytes"`
+	TotalNs int64             `json:"total_ns"`
+	Share   float64           `json:"share"` // of the view's total_ns
+	Latency
+	CDF  []CDFPoint `json:"cdf"`
+	Hist []HistBin  `json:"hist"`
+}
+
+// CDFPoint is one point of a latency distribution: P percent of ops took at most Ns.
+type CDFPoint struct {
+	P  float64 `json:"p"`
+	Ns int64   `json:"ns"`
+}
+
+// HistBin counts ops with latency in [LoNs, HiNs).
+type HistBin struct {
+	LoNs  int64  `json:"lo_ns"`
+	HiNs  int64  `json:"hi_ns"`
+	Count uint64 `json:"count"`
+}
+
+// ClassRow sums one class of operations.
+type ClassRow struct {
+	Class   string  `json:"class"`
+	Count   uint64  `json:"count"`
+	TotalNs int64   `json:"total_ns"`
+	Share   float64 `json:"share"`
+}
+
+// SizeRow is the latency of reads or writes of one request-size bucket.
+type SizeRow struct {
+	Bucket   string `json:"bucket"`
+	MaxBytes uint32 `json:"max_bytes"` // upper bound of the bucket; 0 for the last (open) bucket
+	Bytes    uint64 `json:"bytes"`
+	Latency
+}
+
+// Patterns summarise the access patterns of the whole view.
+type Patterns struct {
+	SeqReadShare  float64     `json:"seq_read_share"`  // share of read bytes read sequentially
+	SeqWriteShare float64     `json:"seq_write_share"` // share of written bytes written sequentially
+	SeqReads      uint64      `json:"seq_reads"`
+	RandReads     uint64      `json:"rand_reads"`
+	SeqWrites     uint64      `json:"seq_writes"`
+	RandWrites    uint64      `json:"rand_writes"`
+	ReadBytes     uint64      `json:"read_bytes"`
+	WriteBytes    uint64      `json:"write_bytes"`
+	RereadBytes   uint64      `json:"reread_bytes"`
+	RereadApprox  bool        `json:"reread_lower_bound,omitempty"`
+	ReadSizes     []SizeCount `json:"read_sizes"`
+	WriteSizes    []SizeCount `json:"write_sizes"`
+	MetaShare     float64     `json:"meta_share"` // share of job I/O time in metadata ops (meta+open+dir classes)
+	DataShare     float64     `json:"data_share"`
+}
+
+// SizeCount counts requests of one size bucket.
+type SizeCount struct {
+	Bucket string `json:"bucket"`
+	Count  uint64 `json:"count"`
+}
+
+// ProcRow is one process.
+type ProcRow struct {
+	Host       string  `json:"host,omitempty"`
+	Pid        uint32  `json:"pid"`
+	Comm       string  `json:"comm"`
+	Exe        string  `json:"exe,omitempty"`
+	Ops        uint64  `json:"ops"`
+	Errors     uint64  `json:"errors"`
+	TotalNs    int64   `json:"total_ns"`
+	Share      float64 `json:"share"`
+	MetaNs     int64   `json:"meta_ns"`
+	DataNs     int64   `json:"data_ns"`
+	ReadBytes  uint64  `json:"read_bytes"`
+	WriteBytes uint64  `json:"write_bytes"`
+}
+
+// FileRow is one file or directory.
+type FileRow struct {
+	Path         string  `json:"path"`
+	Ops          uint64  `json:"ops"`
+	Errors       uint64  `json:"errors"`
+	TotalNs      int64   `json:"total_ns"`
+	Share        float64 `json:"share"`
+	MetaNs       int64   `json:"meta_ns"`
+	DataNs       int64   `json:"data_ns"`
+	ReadOps      uint64  `json:"read_ops"`
+	WriteOps     uint64  `json:"write_ops"`
+	ReadBytes    uint64  `json:"read_bytes"`
+	WriteBytes   uint64  `json:"write_bytes"`
+	SeqShare     float64 `json:"seq_share"` // share of data ops that were sequential
+	RereadBytes  uint64  `json:"reread_bytes"`
+	RereadApprox bool    `json:"reread_lower_bound,omitempty"`
+	Opens        uint64  `json:"opens"`
+	UnusedOpens  uint64  `json:"unused_opens"`
+	Extent       int64   `json:"extent"`             // largest offset+length read or written
+	TopSize      string  `json:"top_size,omitempty"` // most common request-size bucket
+}
+
+// UnusedFiles lists files opened but never read or written.
+type UnusedFiles struct {
+	Count int      `json:"count"`
+	Paths []string `json:"paths"` // at most --top, sorted
+}
+
+// Intervals is the per-interval series.
+type Intervals struct {
+	Start   time.Time     `json:"start"`
+	WidthNs int64         `json:"width_ns"`
+	Points  []IntervalRow `json:"points"`
+}
+
+// IntervalRow is one interval.
+type IntervalRow struct {
+	T         float64 `json:"t"` // seconds since Intervals.Start
+	Ops       uint64  `json:"ops"`
+	Errors    uint64  `json:"errors"`
+	OpsPerSec float64 `json:"ops_per_s"`
+	ReadMBps  float64 `json:"read_mb_s"` // MB = 10^6 bytes
+	WriteMBps float64 `json:"write_mb_s"`
+	P99       int64   `json:"p99_ns"` // approximate (log buckets, within 12.5 %)
+	MaxNs     int64   `json:"max_ns"` // exact
+	BusyNs    int64   `json:"busy_ns"`
+}
+
+// OffsetTrack is a sampled offset-vs-time series of one of the busiest files.
+type OffsetTrack struct {
+	Host   string `json:"host,omitempty"`
+	Path   string `json:"path"`
+	Bytes  uint64 `json:"bytes"`
+	Stride int    `json:"stride"` // every stride-th op was kept
+	// Points are [t seconds since the view's start, offset, length, 1 if write else 0].
+	Points [][4]float64 `json:"points"`
+}
+
+// Options control Build.
+type Options struct {
+	Top int    // rows in top-N tables (default 10)
+	By  string // "", "host" or "label:KEY"
+}
+
+// GroupKey returns the group a source belongs to under by ("host" or "label:KEY").
+func GroupKey(by string, h *trace.Header) (string, error) {
+	switch {
+	case by == "":
+		return "all", nil
+	case by == "host":
+		return "host=" + h.Hostname, nil
+	case strings.HasPrefix(by, "label:") && len(by) > len("label:"):
+		k := by[len("label:"):]
+		v, ok := h.Label(k)
+		if !ok {
+			v = "(none)"
+		}
+		return k + "=" + v, nil
+	}
+	return "", fmt.Errorf("report: --by %q: want host or label:KEY", by)
+}
+
+// Build makes a report from per-trace Stats (one per input trace, in input order).
+func Build(per []*stats.Stats, o Options) (*Report, error) {
+	if o.Top <= 0 {
+		o.Top = 10
+	}
+	r := &Report{Schema: Schema, By: o.By}
+	total := stats.New()
+	groups := map[string]*stats.Stats{}
+	groupIdx := map[string][]int{}
+	var order []string
+	var all []int
+	for _, s := range per {
+		for j := range s.Sources {
+			idx := len(r.Traces)
+			r.Traces = append(r.Traces, traceInfo(&s.Sources[j]))
+			all = append(all, idx)
+			if o.By != "" {
+				k, err := GroupKey(o.By, &s.Sources[j].Header)
+				if err != nil {
+					return nil, err
+				}
+				if _, ok := groups[k]; !ok {
+					groups[k] = stats.New()
+					order = append(order, k)
+				}
+				groupIdx[k] = append(groupIdx[k], idx)
+			}
+		}
+		total.Merge(s)
+		if o.By != "" {
+			k, _ := GroupKey(o.By, &s.Sources[0].Header)
+			groups[k].Merge(s)
+		}
+	}
+	r.Total = buildView("all", total, all, o)
+	sort.Strings(order)
+	for _, k := range order {
+		r.Groups = append(r.Groups, buildView(k, groups[k], groupIdx[k], o))
+	}
+	r.Warnings = warnings(r)
+	return r, nil
+}
+
+func traceInfo(s *stats.Source) Trace {
+	h := &s.Header
+	t := Trace{
+		File:         s.Name,
+		Kind:         h.Kind,
+		Host:         h.Hostname,
+		Kernel:       h.Kernel,
+		IotapVersion: h.IotapVersion,
+		WallStart:    h.WallStart.UTC(),
+		Target:       h.Target,
+		Cache:        h.FUSE.Cache,
+		Passthrough:  h.FUSE.Passthrough,
+		Writeback:    h.FUSE.Writeback,
+		Command:      h.Command,
+		Events:       s.Events,
+		Dropped:      s.Dropped(),
+		Complete:     s.Footer != nil,
+		Damage:       s.Damage,
+	}
+	if len(h.Labels) > 0 {
+		t.Labels = map[string]string{}
+		for _, l := range h.Labels {
+			t.Labels[l.Key] = l.Value
+		}
+	}
+	return t
+}
+
+func warnings(r *Report) []string {
+	var w []string
+	for _, t := range r.Traces {
+		if t.Dropped > 0 {
+			w = append(w, fmt.Sprintf("%s: %d events were dropped while recording: counts and totals are low", t.File, t.Dropped))
+		}
+		if len(t.Damage) > 0 {
+			w = append(w, fmt.Sprintf("%s: trace is damaged (%s): figures cover the readable part only", t.File, strings.Join(t.Damage, "; ")))
+		} else if !t.Complete {
+			w = append(w, fmt.Sprintf("%s: no footer: the recorder did not close the trace cleanly", t.File))
+		}
+		if t.Passthrough {
+			w = append(w, fmt.Sprintf("%s: kernel passthrough was on: reads and writes were NOT seen", t.File))
+		}
+		if t.Cache == "kernel" {
+			w = append(w, fmt.Sprintf("%s: cache=kernel: the page cache absorbed part of the I/O; the trace shows what reached the storage, not every application call", t.File))
+		}
+		if t.Writeback {
+			w = append(w, fmt.Sprintf("%s: writeback cache on: writes arrive coalesced from kernel threads", t.File))
+		}
+	}
+	caches := map[string]bool{}
+	for _, t := range r.Traces {
+		caches[t.Cache] = true
+	}
+	if len(caches) > 1 {
+		w = append(w, "traces were recorded in different fidelity modes (cache): do not compare their numbers directly")
+	}
+	return w
+}
+
+func share(part, whole int64) float64 {
+	if whole <= 0 {
+		return 0
+	}
+	return float64(part) / float64(whole)
+}
+
+// cdfPercentiles are the points of each op's CDF.
+var cdfPercentiles = []float64{0, 1, 5, 10, 20, 25, 30, 40, 50, 60, 70, 75, 80, 90, 95, 99, 99.5, 99.9, 99.99, 100}
+
+func latency(h *hdrhistogram.Histogram, count uint64, totalNs, maxNs int64) Latency {
+	l := Latency{Count: count, MaxNs: maxNs}
+	if count > 0 {
+		l.MeanNs = math.Round(float64(totalNs)/float64(count)*10) / 10
+	}
+	if h != nil && h.TotalCount() > 0 {
+		if maxNs == 0 {
+			l.MaxNs = h.ValueAtPercentile(100)
+		}
+		// A bucket's highest equivalent value may exceed the exact maximum; no order
+		// statistic can.
+		pct := func(p float64) int64 { return min(h.ValueAtPercentile(p), l.MaxNs) }
+		l.P50, l.P90, l.P99, l.P999 = pct(50), pct(90), pct(99), pct(99.9)
+	}
+	return l
+}
+
+func cdf(h *hdrhistogram.Histogram, maxNs int64) []CDFPoint {
+	if h == nil || h.TotalCount() == 0 {
+		return nil
+	}
+	out := make([]CDFPoint, 0, len(cdfPercentiles))
+	for _, p := range cdfPercentiles {
+		out = append(out, CDFPoint{P: p, Ns: min(h.ValueAtPercentile(p), maxNs)})
+	}
+	return out
+}
+
+// histBins groups an HDR histogram into 4 bins per power of two, skipping empty bins.
+func histBins(h *hdrhistogram.Histogram) []HistBin {
+	if h == nil || h.TotalCount() == 0 {
+		return nil
+	}
+	bin := func(v int64) int {
+		if v < 1000 {
+			return 0
+		}
+		return int(math.Floor(4*math.Log2(float64(v)/1000))) + 1
+	}
+	lo := func(b int) int64 {
+		if b == 0 {
+			return 0
+		}
+		return int64(math.Round(1000 * math.Pow(2, float64(b-1)/4)))
+	}
+	counts := map[int]uint64{}
+	for _, bar := range h.Distribution() {
+		if bar.Count > 0 {
+			counts[bin(bar.From)] += uint64(bar.Count)
+		}
+	}
+	keys := make([]int, 0, len(counts))
+	for k := range counts {
+		keys = append(keys, k)
+	}
+	sort.Ints(keys)
+	out := make([]HistBin, 0, len(keys))
+	for _, k := range keys {
+		out = append(out, HistBin{LoNs: lo(k), HiNs: lo(k + 1), Count: counts[k]})
+	}
+	return out
+}
+
+// ErrnoName returns the symbolic name of an errno ("ENOENT"), or "errno N".
+func ErrnoName(e uint16) string {
+	if n := unix.ErrnoName(unix.Errno(e)); n != "" {
+		return n
+	}
+	return fmt.Sprintf("errno %d", e)
+}
+
+func buildView(name string, s *stats.Stats, traces []int, o Options) *View {
+	v := &View{Name: name, Traces: traces, Events: s.Events, Dropped: s.Dropped(), TotalNs: s.TotalNs()}
+	if st, en := s.Span(); !st.IsZero() {
+		v.Start = st.UTC()
+		v.DurationNs = int64(en.Sub(st))
+	}
+	for i := range s.Ops {
+		op := &s.Ops[i]
+		if op.Count == 0 {
+			continue
+		}
+		row := &OpRow{
+			Op:      trace.Op(i).String(),
+			Class:   stats.ClassName(trace.Op(i).Class()),
+			Errors:  op.Errors,
+			Bytes:   op.Bytes,
+			TotalNs: op.TotalNs,
+			Share:   share(op.TotalNs, v.TotalNs),
+			Latency: latency(op.Hist, op.Count, op.TotalNs, op.MaxNs),
+			CDF:     cdf(op.Hist, op.MaxNs),
+			Hist:    histBins(op.Hist),
+		}
+		if len(op.Errnos) > 0 {
+			row.Errnos = map[string]uint64{}
+			for e, n := range op.Errnos {
+				row.Errnos[ErrnoName(e)] += n
+			}
+		}
+		v.Ops = append(v.Ops, row)
+	}
+	sort.SliceStable(v.Ops, func(i, j int) bool {
+		if v.Ops[i].TotalNs != v.Ops[j].TotalNs {
+			return v.Ops[i].TotalNs > v.Ops[j].TotalNs
+		}
+		return v.Ops[i].Op < v.Ops[j].Op
+	})
+	for c := range stats.NumClasses {
+		cs := s.Classes[c]
+		v.Classes = append(v.Classes, ClassRow{Class: stats.ClassName(trace.Class(c)), Count: cs.Count, TotalNs: cs.TotalNs, Share: share(cs.TotalNs, v.TotalNs)})
+	}
+	v.ReadBySize = sizeRows(&s.ReadSizes)
+	v.WriteBySize = sizeRows(&s.WriteSizes)
+	if s.TTFB != nil && s.TTFB.TotalCount() > 0 {
+		l := latency(s.TTFB, uint64(s.TTFB.TotalCount()), 0, 0)
+		l.MeanNs = math.Round(s.TTFB.Mean()*10) / 10
+		v.TTFB = &l
+	}
+	v.Patterns = patterns(s, v)
+	v.Processes = procRows(s, v.TotalNs, o.Top)
+	byTime := func(f *stats.FileStats) float64 { return float64(f.TotalNs) }
+	byBytes := func(f *stats.FileStats) float64 { return float64(f.Bytes()) }
+	v.FilesByTime = fileRows(stats.TopFiles(s.Files, o.Top, byTime), v.TotalNs, false)
+	v.FilesByBytes = fileRows(stats.TopFiles(s.Files, o.Top, byBytes), v.TotalNs, true)
+	dirs := s.Dirs()
+	v.DirsByTime = fileRows(stats.TopFiles(dirs, o.Top, byTime), v.TotalNs, false)
+	v.DirsByBytes = fileRows(stats.TopFiles(dirs, o.Top, byBytes), v.TotalNs, true)
+	unused := s.UnusedFiles()
+	v.Unused = UnusedFiles{Count: len(unused), Paths: unused[:min(len(unused), o.Top)]}
+	if v.Unused.Paths == nil {
+		v.Unused.Paths = []string{}
+	}
+	v.Intervals = intervals(&s.Series)
+	if name == "all" {
+		v.Offsets = offsets(s, v.Start, o.Top)
+	}
+	return v
+}
+
+func sizeRows(ss *[stats.NumSizeBuckets]stats.SizeStats) []SizeRow {
+	var out []SizeRow
+	for b := range ss {
+		x := &ss[b]
+		if x.Count == 0 {
+			continue
+		}
+		var maxb uint32
+		if b < stats.NumSizeBuckets-1 {
+			maxb = 4096 << b
+		}
+		out = append(out, SizeRow{Bucket: stats.SizeBucketLabel(b), MaxBytes: maxb, Bytes: x.Bytes, Latency: latency(x.Hist, x.Count, x.TotalNs, 0)})
+	}
+	return out
+}
+
+func patterns(s *stats.Stats, v *View) Patterns {
+	p := &s.Patterns
+	out := Patterns{
+		SeqReads: p.SeqReads, RandReads: p.RandReads, SeqWrites: p.SeqWrites, RandWrites: p.RandWrites,
+		ReadBytes:   p.SeqReadBytes + p.RandReadBytes,
+		WriteBytes:  p.SeqWriteBytes + p.RandWriteBytes,
+		RereadBytes: p.RereadBytes, RereadApprox: p.RereadApprox,
+	}
+	out.SeqReadShare = share(int64(p.SeqReadBytes), int64(out.ReadBytes))
+	out.SeqWriteShare = share(int64(p.SeqWriteBytes), int64(out.WriteBytes))
+	for b := range stats.NumSizeBuckets {
+		if n := p.ReadSizes[b]; n > 0 {
+			out.ReadSizes = append(out.ReadSizes, SizeCount{stats.SizeBucketLabel(b), n})
+		}
+		if n := p.WriteSizes[b]; n > 0 {
+			out.WriteSizes = append(out.WriteSizes, SizeCount{stats.SizeBucketLabel(b), n})
+		}
+	}
+	data := s.Classes[trace.ClassData].TotalNs
+	out.DataShare = share(data, v.TotalNs)
+	if v.TotalNs > 0 {
+		out.MetaShare = 1 - out.DataShare
+	}
+	return out
+}
+
+func procRows(s *stats.Stats, total int64, top int) []ProcRow {
+	out := make([]ProcRow, 0, len(s.Procs))
+	for _, p := range s.Procs {
+		out = append(out, ProcRow{
+			Host: p.Host, Pid: p.Pid, Comm: p.Comm, Exe: p.Exe, Ops: p.Ops, Errors: p.Errors,
+			TotalNs: p.TotalNs, Share: share(p.TotalNs, total),
+			MetaNs:    p.TotalNs - p.ClassNs[trace.ClassData],
+			DataNs:    p.ClassNs[trace.ClassData],
+			ReadBytes: p.ReadBytes, WriteBytes: p.WriteBytes,
+		})
+	}
+	sort.Slice(out, func(i, j int) bool {
+		a, b := out[i], out[j]
+		if a.TotalNs != b.TotalNs {
+			return a.TotalNs > b.TotalNs
+		}
+		if a.Host != b.Host {
+			return a.Host < b.Host
+		}
+		return a.Pid < b.Pid
+	})
+	return out[:min(len(out), top)]
+}
+
+func fileRows(fs []*stats.FileStats, total int64, _ bool) []FileRow {
+	out := make([]FileRow, 0, len(fs))
+	for _, f := range fs {
+		data := f.SeqReads + f.RandReads + f.SeqWrites + f.RandWrites
+		r := FileRow{
+			Path: displayPath(f.Path), Ops: f.Ops, Errors: f.Errors, TotalNs: f.TotalNs, Share: share(f.TotalNs, total),
+			MetaNs: f.TotalNs - f.ClassNs[trace.ClassData], DataNs: f.ClassNs[trace.ClassData],
+			ReadOps: f.ReadOps, WriteOps: f.WriteOps, ReadBytes: f.ReadBytes, WriteBytes: f.WriteBytes,
+			SeqShare:    share(int64(f.SeqReads+f.SeqWrites), int64(data)),
+			RereadBytes: f.RereadBytes, RereadApprox: f.RereadApprox,
+			Opens: f.Opens, UnusedOpens: f.UnusedOpen, Extent: f.MaxEnd,
+		}
+		var best uint64
+		for b := range stats.NumSizeBuckets {
+			if n := f.ReadSizes[b] + f.WriteSizes[b]; n > best {
+				best, r.TopSize = n, stats.SizeBucketLabel(b)
+			}
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// displayPath shows the traced root as ".".
+func displayPath(p string) string {
+	if p == "" {
+		return "."
+	}
+	return p
+}
+
+func intervals(se *stats.Series) Intervals {
+	out := Intervals{Start: se.Start.UTC(), WidthNs: int64(se.Width), Points: []IntervalRow{}}
+	w := se.Width.Seconds()
+	if w <= 0 {
+		return out
+	}
+	for i := range se.Slots {
+		sl := &se.Slots[i]
+		out.Points = append(out.Points, IntervalRow{
+			T:         float64(i) * w,
+			Ops:       sl.Ops,
+			Errors:    sl.Errors,
+			OpsPerSec: round3(float64(sl.Ops) / w),
+			ReadMBps:  round3(float64(sl.ReadBytes) / 1e6 / w),
+			WriteMBps: round3(float64(sl.WriteBytes) / 1e6 / w),
+			P99:       min(sl.Lat.Quantile(0.99), sl.MaxNs),
+			MaxNs:     sl.MaxNs,
+			BusyNs:    sl.BusyNs,
+		})
+	}
+	return out
+}
+
+func round3(f float64) float64 { return math.Round(f*1000) / 1000 }
+
+func offsets(s *stats.Stats, start time.Time, top int) []OffsetTrack {
+	ts := append([]*stats.OffsetTrack(nil), s.Offsets...)
+	sort.Slice(ts, func(i, j int) bool {
+		if ts[i].Bytes != ts[j].Bytes {
+			return ts[i].Bytes > ts[j].Bytes
+		}
+		if ts[i].Host != ts[j].Host {
+			return ts[i].Host < ts[j].Host
+		}
+		return ts[i].Path < ts[j].Path
+	})
+	ts = ts[:min(len(ts), top, 8)]
+	var out []OffsetTrack
+	for _, t := range ts {
+		shift := t.Start.Sub(start).Seconds()
+		ot := OffsetTrack{Host: t.Host, Path: displayPath(t.Path), Bytes: t.Bytes, Stride: max(t.Stride, 1)}
+		for _, p := range t.Points {
+			w := 0.0
+			if p.Write {
+				w = 1
+			}
+			ot.Points = append(ot.Points, [4]float64{round6(shift + float64(p.T)/1e9), float64(p.Off), float64(p.Len), w})
+		}
+		out = append(out, ot)
+	}
+	return out
+}
+
+func round6(f float64) float64 { return math.Round(f*1e6) / 1e6 }

@@ -1,0 +1,240 @@
+package report
+
+import (
+	"bytes"
+	"fmt"
+	"image/color"
+	"math"
+	"strings"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/plotutil"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+)
+
+// newPlot returns a plot with sans-serif text and a light grid.
+func newPlot(title, xlabel, ylabel string) *plot.Plot {
+	p := plot.New()
+	p.Title.Text = title
+	p.X.Label.Text = xlabel
+	p.Y.Label.Text = ylabel
+	for _, st := range []*draw.TextStyle{&p.Title.TextStyle, &p.X.Label.TextStyle, &p.Y.Label.TextStyle, &p.X.Tick.Label, &p.Y.Tick.Label, &p.Legend.TextStyle} {
+		st.Font.Variant = "Sans"
+	}
+	p.Title.TextStyle.Font.Size = vg.Points(13)
+	p.Legend.TextStyle.Font.Size = vg.Points(10)
+	g := plotter.NewGrid()
+	g.Vertical.Color = color.Gray{Y: 225}
+	g.Horizontal.Color = color.Gray{Y: 225}
+	p.Add(g)
+	return p
+}
+
+// svg renders p as an SVG fragment for inline use (no XML prolog).
+func svg(p *plot.Plot, w, h vg.Length) (string, error) {
+	wt, err := p.WriterTo(w, h, "svg")
+	if err != nil {
+		return "", fmt.Errorf("report: render plot %q: %w", p.Title.Text, err)
+	}
+	var b bytes.Buffer
+	if _, err := wt.WriteTo(&b); err != nil {
+		return "", fmt.Errorf("report: render plot %q: %w", p.Title.Text, err)
+	}
+	s := b.String()
+	if i := strings.Index(s, "<svg"); i >= 0 {
+		s = s[i:]
+	}
+	return s, nil
+}
+
+// durTicks labels a log-scaled nanosecond axis with 1µs, 10µs, 100µs, 1ms ...
+type durTicks struct{}
+
+func (durTicks) Ticks(min, max float64) []plot.Tick {
+	if min <= 0 {
+		min = 1
+	}
+	var ts []plot.Tick
+	for e := math.Floor(math.Log10(min)); math.Pow(10, e) <= max*1.0001; e++ {
+		base := math.Pow(10, e)
+		for m := 1.0; m < 10; m++ {
+			v := m * base
+			if v < min*0.9999 || v > max*1.0001 {
+				continue
+			}
+			t := plot.Tick{Value: v}
+			if m == 1 {
+				t.Label = Dur(int64(v))
+			}
+			ts = append(ts, t)
+		}
+	}
+	return ts
+}
+
+// bytesTicks labels a linear byte axis.
+type bytesTicks struct{}
+
+func (bytesTicks) Ticks(min, max float64) []plot.Tick {
+	ts := plot.DefaultTicks{}.Ticks(min, max)
+	for i := range ts {
+		if ts[i].Label != "" {
+			if ts[i].Value < 0 {
+				ts[i].Label = ""
+				continue
+			}
+			ts[i].Label = Bytes(uint64(ts[i].Value))
+		}
+	}
+	return ts
+}
+
+// durLinTicks labels a linear nanosecond axis.
+type durLinTicks struct{}
+
+func (durLinTicks) Ticks(min, max float64) []plot.Tick {
+	ts := plot.DefaultTicks{}.Ticks(min, max)
+	for i := range ts {
+		if ts[i].Label != "" {
+			ts[i].Label = Dur(int64(ts[i].Value))
+		}
+	}
+	return ts
+}
+
+func color8(i int) color.Color { return plotutil.Color(i) }
+
+// cdfXYs turns histogram bins into CDF points (latency ns, percent).
+func cdfXYs(bins []HistBin) plotter.XYs {
+	var total uint64
+	for _, b := range bins {
+		total += b.Count
+	}
+	if total == 0 {
+		return nil
+	}
+	xys := plotter.XYs{{X: float64(max(bins[0].LoNs, 500)), Y: 0}}
+	var c uint64
+	for _, b := range bins {
+		c += b.Count
+		xys = append(xys, plotter.XY{X: float64(b.HiNs), Y: 100 * float64(c) / float64(total)})
+	}
+	return xys
+}
+
+// cdfPlot overlays the CDFs of several latency distributions.
+func cdfPlot(title string, names []string, bins [][]HistBin) (*plot.Plot, error) {
+	p := newPlot(title, "latency (log scale)", "% of ops at or below")
+	p.X.Scale = plot.LogScale{}
+	p.X.Tick.Marker = durTicks{}
+	p.Y.Min, p.Y.Max = 0, 100
+	p.Legend.Top = false
+	p.Legend.Left = false
+	p.Legend.XOffs = -vg.Points(4)
+	p.Legend.YOffs = vg.Points(4)
+	for i, n := range names {
+		xys := cdfXYs(bins[i])
+		if len(xys) == 0 {
+			continue
+		}
+		l, err := plotter.NewLine(xys)
+		if err != nil {
+			return nil, fmt.Errorf("report: cdf %s: %w", n, err)
+		}
+		l.Color = color8(i)
+		l.Width = vg.Points(1.6)
+		if i >= 7 {
+			l.Dashes = []vg.Length{vg.Points(4), vg.Points(2)}
+		}
+		p.Add(l)
+		p.Legend.Add(n, l)
+	}
+	return p, nil
+}
+
+// histPlot draws one latency histogram.
+func histPlot(title string, bins []HistBin, c color.Color) (*plot.Plot, error) {
+	p := newPlot(title, "latency (log scale)", "ops")
+	p.X.Scale = plot.LogScale{}
+	p.X.Tick.Marker = durTicks{}
+	h := &plotter.Histogram{FillColor: c, LineStyle: draw.LineStyle{Color: color.Gray{Y: 60}, Width: vg.Points(0.4)}}
+	for _, b := range bins {
+		h.Bins = append(h.Bins, plotter.HistogramBin{Min: float64(max(b.LoNs, 500)), Max: float64(b.HiNs), Weight: float64(b.Count)})
+	}
+	if len(h.Bins) == 0 {
+		return nil, nil
+	}
+	p.Add(h)
+	p.Y.Min = 0
+	return p, nil
+}
+
+// seriesPlot draws lines over time.
+func seriesPlot(title, ylabel string, names []string, series []plotter.XYs) (*plot.Plot, error) {
+	p := newPlot(title, "time since start (s)", ylabel)
+	for i, n := range names {
+		if len(series[i]) == 0 {
+			continue
+		}
+		l, err := plotter.NewLine(series[i])
+		if err != nil {
+			return nil, fmt.Errorf("report: series %s: %w", n, err)
+		}
+		l.Color = color8(i)
+		l.Width = vg.Points(1.2)
+		l.StepStyle = plotter.PostStep
+		p.Add(l)
+		p.Legend.Add(n, l)
+	}
+	p.Legend.Top = true
+	p.Y.Min = 0
+	return p, nil
+}
+
+// offsetPlot draws sampled offsets of one file over time.
+func offsetPlot(t OffsetTrack) (*plot.Plot, error) {
+	title := t.Path
+	if t.Host != "" {
+		title = t.Host + ":" + t.Path
+	}
+	if len(title) > 60 {
+		title = "…" + title[len(title)-59:]
+	}
+	sub := ""
+	if t.Stride > 1 {
+		sub = fmt.Sprintf(", 1 in %d ops", t.Stride)
+	}
+	p := newPlot(fmt.Sprintf("%s (%s%s)", title, Bytes(t.Bytes), sub), "time since start (s)", "offset")
+	p.Y.Tick.Marker = bytesTicks{}
+	var rd, wr plotter.XYs
+	for _, pt := range t.Points {
+		xy := plotter.XY{X: pt[0], Y: pt[1]}
+		if pt[3] != 0 {
+			wr = append(wr, xy)
+		} else {
+			rd = append(rd, xy)
+		}
+	}
+	for i, x := range []struct {
+		name string
+		xys  plotter.XYs
+	}{{"read", rd}, {"write", wr}} {
+		if len(x.xys) == 0 {
+			continue
+		}
+		s, err := plotter.NewScatter(x.xys)
+		if err != nil {
+			return nil, fmt.Errorf("report: offsets %s: %w", t.Path, err)
+		}
+		s.GlyphStyle.Color = color8(i)
+		s.GlyphStyle.Radius = vg.Points(1.3)
+		s.GlyphStyle.Shape = draw.CircleGlyph{}
+		p.Add(s)
+		p.Legend.Add(x.name, s)
+	}
+	p.Legend.Top = true
+	p.Y.Min = 0
+	return p, nil
+}

@@ -1,0 +1,285 @@
+package report
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/iotap/iotap/trace"
+	"github.com/iotap/iotap/trace/stats"
+)
+
+var update = flag.Bool("update", false, "regenerate the test traces and golden files in testdata/report")
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	if *update {
+		for name, wl := range testWorkloads {
+			if err := genTrace(filepath.Join(testdataDir(), name), wl); err != nil {
+				panic(err)
+			}
+		}
+	}
+	os.Exit(m.Run())
+}
+
+func loadStats(t testing.TB, name string) *stats.Stats {
+	t.Helper()
+	path := filepath.Join(testdataDir(), name)
+	r, err := trace.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	a := stats.NewAccumulator(name, r.Header(), stats.Options{})
+	for {
+		ev, err := r.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		a.Add(ev)
+	}
+	f, _ := r.Footer()
+	return a.Finish(r, f, r.Damage())
+}
+
+func checkGolden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join(testdataDir(), name)
+	if *update {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test -update to create it)", err)
+	}
+	if !bytes.Equal(got, want) {
+		gl, wl := strings.Split(string(got), "\n"), strings.Split(string(want), "\n")
+		for i := range min(len(gl), len(wl)) {
+			if gl[i] != wl[i] {
+				t.Fatalf("%s differs at line %d:\n got: %s\nwant: %s\n(go test -update regenerates)", name, i+1, gl[i], wl[i])
+			}
+		}
+		t.Fatalf("%s differs in length: got %d lines, want %d", name, len(gl), len(wl))
+	}
+}
+
+func TestGolden(t *testing.T) {
+	tests := []struct {
+		name   string
+		traces []string
+		opts   Options
+		format string
+	}{
+		{"node1.txt", []string{"node1.iotap"}, Options{}, "text"},
+		{"node1.json", []string{"node1.iotap"}, Options{Top: 5}, "json"},
+		{"two-nodes-by-host.txt", []string{"node1.iotap", "node2.iotap"}, Options{By: "host"}, "text"},
+		{"two-nodes-by-rank.json", []string{"node1.iotap", "node2.iotap"}, Options{By: "label:rank", Top: 3}, "json"},
+		{"node1-ops.csv", []string{"node1.iotap"}, Options{}, "csv"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var per []*stats.Stats
+			for _, tr := range tt.traces {
+				per = append(per, loadStats(t, tr))
+			}
+			r, err := Build(per, tt.opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var b bytes.Buffer
+			switch tt.format {
+			case "text":
+				err = WriteText(&b, r)
+			case "json":
+				err = WriteJSON(&b, r)
+			case "csv":
+				err = WriteCSV(&b, r, "ops")
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkGolden(t, tt.name, b.Bytes())
+		})
+	}
+}
+
+func TestCompareGolden(t *testing.T) {
+	a, b := loadStats(t, "node1.iotap"), loadStats(t, "s3fs.iotap")
+	c := Compare([]string{"ext4", "s3fs"}, []*stats.Stats{a, b}, 0.05)
+	if len(c.Mismatches) != 0 {
+		t.Fatalf("same work reported as different: %v", c.Mismatches)
+	}
+	var txt, js bytes.Buffer
+	if err := WriteCompareText(&txt, c); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteCompareJSON(&js, c); err != nil {
+		t.Fatal(err)
+	}
+	checkGolden(t, "compare-ext4-s3fs.txt", txt.Bytes())
+	checkGolden(t, "compare-ext4-s3fs.json", js.Bytes())
+	if c.Slower[0].Op != "read" || c.Ops[0].Sides[1].Ratio.P50 < 2.5 {
+		t.Errorf("reads 3x slower on s3fs should lead the slower list: %+v", c.Slower[0])
+	}
+}
+
+func TestSameWorkRefusal(t *testing.T) {
+	a, other := loadStats(t, "node1.iotap"), loadStats(t, "other-work.iotap")
+	m := SameWork(a, other, 0.05)
+	if len(m) == 0 {
+		t.Fatal("traces of different work were accepted")
+	}
+	if !slices.ContainsFunc(m, func(s string) bool { return strings.HasPrefix(s, "read count") }) {
+		t.Errorf("mismatches do not name the read count: %v", m)
+	}
+	if m := SameWork(a, loadStats(t, "node2.iotap"), 0.05); len(m) != 0 {
+		t.Errorf("same work on another node refused: %v", m)
+	}
+	// A generous tolerance accepts it.
+	if m := SameWork(a, other, 0.9); len(m) != 0 {
+		t.Errorf("tolerance 0.9 still refuses: %v", m)
+	}
+}
+
+// TestPercentilesIndependent checks the JSON report's percentiles against order statistics
+// of the raw durations read back from the trace.
+func TestPercentilesIndependent(t *testing.T) {
+	for _, name := range []string{"node1.iotap", "s3fs.iotap"} {
+		r, err := trace.Open(filepath.Join(testdataDir(), name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		durs := map[string][]int64{}
+		for {
+			ev, err := r.Next()
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			durs[ev.Op.String()] = append(durs[ev.Op.String()], ev.Dur)
+		}
+		r.Close()
+		rep, err := Build([]*stats.Stats{loadStats(t, name)}, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var js bytes.Buffer
+		if err := WriteJSON(&js, rep); err != nil {
+			t.Fatal(err)
+		}
+		var doc struct {
+			Total struct {
+				Ops []struct {
+					Op     string  `json:"op"`
+					Count  int     `json:"count"`
+					Mean   float64 `json:"mean_ns"`
+					P50    int64   `json:"p50_ns"`
+					P90    int64   `json:"p90_ns"`
+					P99    int64   `json:"p99_ns"`
+					P999   int64   `json:"p99_9_ns"`
+					Max    int64   `json:"max_ns"`
+					TotalN int64   `json:"total_ns"`
+				} `json:"ops"`
+			} `json:"total"`
+		}
+		if err := json.Unmarshal(js.Bytes(), &doc); err != nil {
+			t.Fatal(err)
+		}
+		if len(doc.Total.Ops) != len(durs) {
+			t.Fatalf("%s: %d ops in report, %d in trace", name, len(doc.Total.Ops), len(durs))
+		}
+		for _, o := range doc.Total.Ops {
+			d := durs[o.Op]
+			slices.Sort(d)
+			var sum int64
+			for _, x := range d {
+				sum += x
+			}
+			if o.Count != len(d) || o.TotalN != sum || o.Max != d[len(d)-1] {
+				t.Errorf("%s %s: count %d total %d max %d; raw %d %d %d", name, o.Op, o.Count, o.TotalN, o.Max, len(d), sum, d[len(d)-1])
+			}
+			for _, p := range []struct {
+				milli int64
+				got   int64
+			}{{50_000, o.P50}, {90_000, o.P90}, {99_000, o.P99}, {99_900, o.P999}} {
+				// rank = round(p/100 * n), at least 1: the definition doc.go documents.
+				rank := max((p.milli*int64(len(d))+50_000)/100_000, 1)
+				want := d[rank-1]
+				if p.got < want || p.got > want+max(want/1000, 512) {
+					t.Errorf("%s %s p%g = %d, order statistic %d", name, o.Op, float64(p.milli)/1000, p.got, want)
+				}
+			}
+		}
+	}
+}
+
+func TestHTMLSelfContained(t *testing.T) {
+	per := []*stats.Stats{loadStats(t, "node1.iotap"), loadStats(t, "node2.iotap")}
+	r, err := Build(per, Options{By: "host"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	if err := WriteHTML(&b, r); err != nil {
+		t.Fatal(err)
+	}
+	c := Compare([]string{"a", "b"}, []*stats.Stats{per[0], loadStats(t, "s3fs.iotap")}, 0.05)
+	var cb bytes.Buffer
+	if err := WriteCompareHTML(&cb, c); err != nil {
+		t.Fatal(err)
+	}
+	if dir := os.Getenv("IOTAP_HTML_OUT"); dir != "" {
+		os.WriteFile(filepath.Join(dir, "report.html"), b.Bytes(), 0o644)
+		os.WriteFile(filepath.Join(dir, "compare.html"), cb.Bytes(), 0o644)
+	}
+	for name, page := range map[string]string{"report": b.String(), "compare": cb.String()} {
+		if n := strings.Count(page, "<svg"); n < 4 && name == "report" || n < 1 {
+			t.Errorf("%s: %d inline SVG plots", name, n)
+		}
+		// Namespaces (xmlns="http://www.w3.org/...") are not fetched; anything else would be.
+		external := regexp.MustCompile(`(?i)(src|href)\s*=\s*["']?(https?:)?//|<script|@import|url\(`)
+		if m := external.FindString(page); m != "" {
+			t.Errorf("%s: HTML refers to an external resource: %q", name, m)
+		}
+	}
+	for _, want := range []string{"cache (fidelity)", "ext4", "python3 train.py", "job=42", "Latency CDF per operation", "host=node2"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("report HTML lacks %q", want)
+		}
+	}
+}
+
+func TestDur(t *testing.T) {
+	tests := []struct {
+		name string
+		ns   int64
+		want string
+	}{
+		{"zero", 0, "0"}, {"ns", 812, "812ns"}, {"us", 15_240, "15.2µs"}, {"ms", 1_300_000, "1.30ms"},
+		{"s", 2_100_000_000, "2.10s"}, {"min", 185_000_000_000, "3m05s"}, {"h", 7_260_000_000_000, "2h01m"},
+		{"neg", -1500, "-1.50µs"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := Dur(tt.ns); got != tt.want {
+				t.Errorf("Dur(%d) = %q, want %q", tt.ns, got, tt.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,274 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"time"
+)
+
+// maxTextIntervals bounds the interval rows printed in text form.
+const maxTextIntervals = 60
+
+// WriteText renders r for a terminal: one screen of summary first, then details.
+func WriteText(w io.Writer, r *Report) error {
+	var b strings.Builder
+	v := r.Total
+	fmt.Fprintf(&b, "iotap report: %d trace(s), %s events over %s; job I/O time %s (sum of op durations)\n",
+		len(r.Traces), Count(v.Events), Dur(v.DurationNs), Dur(v.TotalNs))
+	if !v.Start.IsZero() {
+		fmt.Fprintf(&b, "first op at %s\n", v.Start.Format(time.RFC3339Nano))
+	}
+	b.WriteString("\n")
+	writeTraces(&b, r)
+	for _, wn := range r.Warnings {
+		fmt.Fprintf(&b, "WARNING: %s\n", wn)
+	}
+	if len(r.Warnings) > 0 {
+		b.WriteString("\n")
+	}
+	writeOpTable(&b, v)
+	writeSummaryLines(&b, v)
+	for _, g := range r.Groups {
+		fmt.Fprintf(&b, "\n-- %s: %d trace(s), %s events over %s; job I/O time %s\n",
+			g.Name, len(g.Traces), Count(g.Events), Dur(g.DurationNs), Dur(g.TotalNs))
+		writeOpTable(&b, g)
+		writeSummaryLines(&b, g)
+	}
+	b.WriteString("\n== Details ==\n")
+	writeDetails(&b, v)
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func writeTraces(b *strings.Builder, r *Report) {
+	t := newTable("trace", "host", "kind", "fs", "target", "cache", "events", "dropped", "status")
+	for _, tr := range r.Traces {
+		status := "complete"
+		switch {
+		case len(tr.Damage) > 0:
+			status = "DAMAGED"
+		case !tr.Complete:
+			status = "no footer"
+		}
+		cache := tr.Cache
+		if cache == "" {
+			cache = "-"
+		}
+		if tr.Passthrough {
+			cache += "+passthrough"
+		}
+		t.add(tr.File, orDash(tr.Host), orDash(tr.Kind), orDash(tr.Target.FSType), orDash(tr.Target.Path), cache,
+			Count(tr.Events), Count(tr.Dropped), status)
+	}
+	b.WriteString(t.String())
+	for _, tr := range r.Traces {
+		var extra []string
+		if len(tr.Command) > 0 {
+			extra = append(extra, "command: "+strings.Join(tr.Command, " "))
+		}
+		if len(tr.Labels) > 0 {
+			keys := make([]string, 0, len(tr.Labels))
+			for k := range tr.Labels {
+				keys = append(keys, k)
+			}
+			sort.Strings(keys)
+			var ls []string
+			for _, k := range keys {
+				ls = append(ls, k+"="+tr.Labels[k])
+			}
+			extra = append(extra, "labels: "+strings.Join(ls, " "))
+		}
+		for _, d := range tr.Damage {
+			extra = append(extra, "damage: "+d)
+		}
+		if len(extra) > 0 {
+			fmt.Fprintf(b, "  %s: %s\n", tr.File, strings.Join(extra, "; "))
+		}
+	}
+	b.WriteString("\n")
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func writeOpTable(b *strings.Builder, v *View) {
+	t := newTable("op", "count", "errors", "bytes", "total", "share", "mean", "p50", "p90", "p99", "p99.9", "max")
+	for _, o := range v.Ops {
+		bytes := "-"
+		if o.Bytes > 0 {
+			bytes = Bytes(o.Bytes)
+		}
+		t.add(o.Op, Count(o.Count), Count(o.Errors), bytes, Dur(o.TotalNs), Pct(o.Share), Dur(int64(o.MeanNs)),
+			Dur(o.P50), Dur(o.P90), Dur(o.P99), Dur(o.P999), Dur(o.MaxNs))
+	}
+	b.WriteString(t.String())
+}
+
+func writeSummaryLines(b *strings.Builder, v *View) {
+	var cl []string
+	for _, c := range v.Classes {
+		cl = append(cl, fmt.Sprintf("%s %s", c.Class, Pct(c.Share)))
+	}
+	fmt.Fprintf(b, "\ntime by class: %s (metadata %s, data %s)\n", strings.Join(cl, ", "), Pct(v.Patterns.MetaShare), Pct(v.Patterns.DataShare))
+	p := v.Patterns
+	if p.ReadBytes > 0 || p.SeqReads+p.RandReads > 0 {
+		fmt.Fprintf(b, "reads: %s, %s sequential by bytes (%s seq / %s random ops)",
+			Bytes(p.ReadBytes), Pct(p.SeqReadShare), Count(p.SeqReads), Count(p.RandReads))
+		if p.RereadBytes > 0 {
+			lb := ""
+			if p.RereadApprox {
+				lb = " at least"
+			}
+			fmt.Fprintf(b, "; re-read%s %s of already read ranges (%s of reads: a cache would help)", lb, Bytes(p.RereadBytes), Pct(share(int64(p.RereadBytes), int64(p.ReadBytes))))
+		}
+		b.WriteString("\n")
+	}
+	if p.WriteBytes > 0 || p.SeqWrites+p.RandWrites > 0 {
+		fmt.Fprintf(b, "writes: %s, %s sequential by bytes (%s seq / %s random ops)\n",
+			Bytes(p.WriteBytes), Pct(p.SeqWriteShare), Count(p.SeqWrites), Count(p.RandWrites))
+	}
+	if v.TTFB != nil {
+		fmt.Fprintf(b, "time to first byte (open to first read done): n=%s p50 %s p99 %s max %s\n",
+			Count(v.TTFB.Count), Dur(v.TTFB.P50), Dur(v.TTFB.P99), Dur(v.TTFB.MaxNs))
+	}
+	if v.Unused.Count > 0 {
+		fmt.Fprintf(b, "files opened but never read or written: %s\n", Count(uint64(v.Unused.Count)))
+	}
+}
+
+func writeDetails(b *strings.Builder, v *View) {
+	var errs []string
+	for _, o := range v.Ops {
+		if len(o.Errnos) == 0 {
+			continue
+		}
+		names := make([]string, 0, len(o.Errnos))
+		for n := range o.Errnos {
+			names = append(names, n)
+		}
+		sort.Slice(names, func(i, j int) bool {
+			if o.Errnos[names[i]] != o.Errnos[names[j]] {
+				return o.Errnos[names[i]] > o.Errnos[names[j]]
+			}
+			return names[i] < names[j]
+		})
+		var parts []string
+		for _, n := range names {
+			parts = append(parts, fmt.Sprintf("%s %s", n, Count(o.Errnos[n])))
+		}
+		errs = append(errs, fmt.Sprintf("  %-12s %s\n", o.Op, strings.Join(parts, ", ")))
+	}
+	if len(errs) > 0 {
+		b.WriteString("\nerrors by errno\n")
+		b.WriteString(strings.Join(errs, ""))
+	}
+	for _, x := range []struct {
+		name string
+		rows []SizeRow
+	}{{"read latency by request size", v.ReadBySize}, {"write latency by request size", v.WriteBySize}} {
+		if len(x.rows) == 0 {
+			continue
+		}
+		fmt.Fprintf(b, "\n%s\n", x.name)
+		t := newTable("size", "count", "bytes", "mean", "p50", "p90", "p99", "p99.9")
+		for _, r := range x.rows {
+			t.add(r.Bucket, Count(r.Count), Bytes(r.Bytes), Dur(int64(r.MeanNs)), Dur(r.P50), Dur(r.P90), Dur(r.P99), Dur(r.P999))
+		}
+		b.WriteString(t.String())
+	}
+	if v.TTFB != nil {
+		b.WriteString("\ntime to first byte\n")
+		t := newTable("count", "mean", "p50", "p90", "p99", "p99.9", "max")
+		t.left = map[int]bool{}
+		l := v.TTFB
+		t.add(Count(l.Count), Dur(int64(l.MeanNs)), Dur(l.P50), Dur(l.P90), Dur(l.P99), Dur(l.P999), Dur(l.MaxNs))
+		b.WriteString(t.String())
+	}
+	if len(v.Processes) > 0 {
+		b.WriteString("\nprocesses by time\n")
+		t := newTable("comm", "pid", "host", "ops", "errors", "total", "share", "meta", "data", "read", "written")
+		for _, p := range v.Processes {
+			t.add(orDash(p.Comm), fmt.Sprint(p.Pid), orDash(p.Host), Count(p.Ops), Count(p.Errors), Dur(p.TotalNs), Pct(p.Share),
+				Dur(p.MetaNs), Dur(p.DataNs), Bytes(p.ReadBytes), Bytes(p.WriteBytes))
+		}
+		b.WriteString(t.String())
+	}
+	writeFiles(b, "files by time", v.FilesByTime)
+	writeFiles(b, "files by bytes", v.FilesByBytes)
+	writeFiles(b, "directories by time", v.DirsByTime)
+	writeFiles(b, "directories by bytes", v.DirsByBytes)
+	if v.Unused.Count > 0 {
+		fmt.Fprintf(b, "\nfiles opened but never read or written (%s)\n", Count(uint64(v.Unused.Count)))
+		for _, p := range v.Unused.Paths {
+			fmt.Fprintf(b, "  %s\n", displayPath(p))
+		}
+		if v.Unused.Count > len(v.Unused.Paths) {
+			fmt.Fprintf(b, "  ... %d more\n", v.Unused.Count-len(v.Unused.Paths))
+		}
+	}
+	writeIntervals(b, &v.Intervals)
+}
+
+func writeFiles(b *strings.Builder, title string, rows []FileRow) {
+	if len(rows) == 0 {
+		return
+	}
+	fmt.Fprintf(b, "\n%s\n", title)
+	t := newTable("path", "ops", "total", "share", "meta", "data", "read", "written", "seq", "re-read", "size", "opens", "unused")
+	for _, f := range rows {
+		seq := "-"
+		if f.ReadOps+f.WriteOps > 0 {
+			seq = Pct(f.SeqShare)
+		}
+		rr := "-"
+		if f.RereadBytes > 0 {
+			rr = Bytes(f.RereadBytes)
+			if f.RereadApprox {
+				rr = ">=" + rr
+			}
+		}
+		t.add(f.Path, Count(f.Ops), Dur(f.TotalNs), Pct(f.Share), Dur(f.MetaNs), Dur(f.DataNs), Bytes(f.ReadBytes),
+			Bytes(f.WriteBytes), seq, rr, orDash(f.TopSize), Count(f.Opens), Count(f.UnusedOpens))
+	}
+	b.WriteString(t.String())
+}
+
+func writeIntervals(b *strings.Builder, in *Intervals) {
+	if len(in.Points) == 0 {
+		return
+	}
+	fmt.Fprintf(b, "\nper interval (%s each, from %s; p99 within 12.5%%)\n", Dur(in.WidthNs), in.Start.Format(time.RFC3339))
+	t := newTable("t", "ops/s", "read MB/s", "write MB/s", "p99", "max", "errors")
+	for i, p := range in.Points {
+		if i == maxTextIntervals {
+			break
+		}
+		t.add(fmt.Sprintf("%gs", p.T), fmt.Sprintf("%.1f", p.OpsPerSec), fmt.Sprintf("%.2f", p.ReadMBps), fmt.Sprintf("%.2f", p.WriteMBps), Dur(p.P99), Dur(p.MaxNs), Count(p.Errors))
+	}
+	b.WriteString(t.String())
+	if len(in.Points) > maxTextIntervals {
+		fmt.Fprintf(b, "  ... %d more intervals (see --format json, csv or html)\n", len(in.Points)-maxTextIntervals)
+	}
+	// The slowest intervals, so stalls show even when the table is cut.
+	idx := make([]int, 0, len(in.Points))
+	for i, p := range in.Points {
+		if p.Ops > 0 {
+			idx = append(idx, i)
+		}
+	}
+	if len(idx) < 3 {
+		return
+	}
+	sort.SliceStable(idx, func(a, c int) bool { return in.Points[idx[a]].MaxNs > in.Points[idx[c]].MaxNs })
+	var parts []string
+	for _, i := range idx[:min(5, len(idx))] {
+		parts = append(parts, fmt.Sprintf("%gs (max %s, p99 %s)", in.Points[i].T, Dur(in.Points[i].MaxNs), Dur(in.Points[i].P99)))
+	}
+	fmt.Fprintf(b, "slowest intervals (longest op): %s\n", strings.Join(parts, ", "))
+}
