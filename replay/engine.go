@@ -345,15 +345,23 @@ func (w *worker) complete(op *Op) {
 }
 
 // waitDeps blocks until every resource op must follow has completed enough ops. It
-// returns false when the run was cancelled.
-func (w *worker) waitDeps(op *Op) bool {
+// returns when the last dependency was seen complete (0 if none had to be waited for),
+// and false when the run was cancelled.
+func (w *worker) waitDeps(op *Op) (readyAt int64, ok bool) {
 	e := w.e
+	var t0 int64
 	for i := 0; i < int(op.NDeps); i++ {
 		d := op.Deps[i]
 		if d.Need == 0 {
 			continue
 		}
 		c := e.counter(d.Res)
+		if c.Load() >= d.Need {
+			continue
+		}
+		if t0 == 0 {
+			t0 = now()
+		}
 		for n := 0; c.Load() < d.Need; n++ {
 			if n < 64 {
 				runtime.Gosched()
@@ -367,11 +375,16 @@ func (w *worker) waitDeps(op *Op) bool {
 			e.waiters.Add(-1)
 			e.mu.Unlock()
 			if e.ctx.Err() != nil {
-				return false
+				return 0, false
 			}
 		}
 	}
-	return true
+	if t0 == 0 {
+		return 0, true
+	}
+	readyAt = now()
+	w.st.depWait += readyAt - t0
+	return readyAt, true
 }
 
 // due returns the monotonic time op should be issued at (0: now).
@@ -416,15 +429,14 @@ func (w *worker) one(op *Op) {
 	if due > 0 {
 		w.sleepUntil(due)
 	}
-	t0 := now()
-	if !w.waitDeps(op) {
+	waited, ok := w.waitDeps(op)
+	if !ok {
 		w.complete(op)
 		return
 	}
-	t1 := now()
-	ready := max(due, t1)
-	if t1-t0 > 0 && due > 0 {
-		w.st.depWait += t1 - t0
+	ready := due
+	if waited > 0 {
+		ready = max(due, waited)
 	}
 	start, ret, errno := w.exec(op)
 	end := now()

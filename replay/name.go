@@ -12,6 +12,9 @@ func CheckName(name string) error {
 	if name == "" {
 		return nil
 	}
+	if name[len(name)-1] == '/' {
+		return fmt.Errorf("replay: path %q: trailing slash: %w", name, ErrEscape)
+	}
 	if name[0] == '/' {
 		return fmt.Errorf("replay: path %q: absolute: %w", name, ErrEscape)
 	}

@@ -1,0 +1,498 @@
+package replay
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"sort"
+	"strings"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/iotap/iotap/trace"
+)
+
+// Entry is one object of the starting state.
+type Entry struct {
+	Name   string
+	Type   trace.FileType
+	Mode   uint32 // permission bits, 0 if unknown
+	Size   int64  // regular files
+	Target string // symlinks (the trace does not record it: a placeholder)
+}
+
+// State is what existed under the traced root before the trace began, as far as the
+// trace shows: objects it found (File records), and objects its successful ops used
+// without creating them.
+type State struct {
+	Entries               []Entry // parents before children
+	Files, Dirs, Symlinks int
+	Bytes                 int64
+}
+
+// Problem is an op whose recorded outcome the starting state cannot reproduce.
+type Problem struct {
+	Seq  uint64
+	Op   string
+	Name string
+	What string
+}
+
+func (p Problem) String() string { return fmt.Sprintf("op %d %s %q: %s", p.Seq, p.Op, p.Name, p.What) }
+
+type mnode struct {
+	typ      trace.FileType
+	size     int64
+	modified bool
+	entry    *Entry // the starting-state entry this node came from, if any
+}
+
+// model simulates the namespace along the trace.
+type model struct {
+	nodes    map[string]*mnode
+	children map[string]int
+	touched  map[string]int64 // name -> recorded start of the first op that created or removed it
+	initial  map[string]*Entry
+	derive   bool // add missing objects to initial instead of reporting them
+	problems []Problem
+	nprob    int
+}
+
+func newModel(derive bool) *model {
+	m := &model{nodes: map[string]*mnode{}, children: map[string]int{}, touched: map[string]int64{},
+		initial: map[string]*Entry{}, derive: derive}
+	m.nodes[""] = &mnode{typ: trace.TypeDir}
+	return m
+}
+
+func (m *model) add(name string, n *mnode) {
+	if _, ok := m.nodes[name]; !ok && name != "" {
+		m.children[parentOf(name)]++
+	}
+	m.nodes[name] = n
+}
+
+func (m *model) del(name string) {
+	if _, ok := m.nodes[name]; ok && name != "" {
+		delete(m.nodes, name)
+		m.children[parentOf(name)]--
+	}
+}
+
+func (m *model) touch(name string, t int64) {
+	if _, ok := m.touched[name]; !ok {
+		m.touched[name] = t
+	}
+}
+
+func (m *model) problem(op *Op, format string, a ...any) {
+	m.nprob++
+	if len(m.problems) < 100 {
+		m.problems = append(m.problems, Problem{Seq: op.Seq, Op: op.Rec.String(), Name: op.Name, What: fmt.Sprintf(format, a...)})
+	}
+}
+
+// need makes sure name exists with type typ (TypeUnknown: any) for an op that succeeded.
+func (m *model) need(op *Op, name string, typ trace.FileType) *mnode {
+	if n, ok := m.nodes[name]; ok {
+		if typ == trace.TypeDir && n.typ != trace.TypeDir && n.typ != trace.TypeUnknown {
+			m.problem(op, "needs a directory, finds a %v", typeName(n.typ))
+		}
+		if n.typ == trace.TypeUnknown {
+			n.typ = typ
+			if n.entry != nil {
+				n.entry.Type = typ
+			}
+		}
+		return n
+	}
+	if !m.derive {
+		m.problem(op, "needs %s, which does not exist at this point", typeName(typ))
+		return nil
+	}
+	if _, ok := m.touched[name]; ok {
+		return nil // created or removed earlier in the trace: not starting state
+	}
+	if name != "" {
+		if m.need(op, parentOf(name), trace.TypeDir) == nil {
+			return nil
+		}
+	}
+	e := &Entry{Name: name, Type: typ}
+	m.initial[name] = e
+	n := &mnode{typ: typ, entry: e}
+	m.add(name, n)
+	return n
+}
+
+func typeName(t trace.FileType) string {
+	switch t {
+	case trace.TypeFile:
+		return "a file"
+	case trace.TypeDir:
+		return "a directory"
+	case trace.TypeSymlink:
+		return "a symlink"
+	case trace.TypeOther:
+		return "a special file"
+	}
+	return "an object"
+}
+
+func typeOfMode(mode uint32) trace.FileType {
+	switch mode & unix.S_IFMT {
+	case unix.S_IFREG:
+		return trace.TypeFile
+	case unix.S_IFDIR:
+		return trace.TypeDir
+	case unix.S_IFLNK:
+		return trace.TypeSymlink
+	case 0:
+		return trace.TypeUnknown
+	}
+	return trace.TypeOther
+}
+
+// absent checks, in check mode, that name does not exist for an op that recorded ENOENT
+// or a successful create.
+func (m *model) absent(op *Op, name string) {
+	if m.derive {
+		return
+	}
+	if _, ok := m.nodes[name]; ok {
+		m.problem(op, "expects no entry, but it exists at this point")
+	}
+}
+
+func (m *model) grow(n *mnode, size int64, observedEOF bool) {
+	if n == nil || n.modified || n.entry == nil {
+		return
+	}
+	if size > n.entry.Size {
+		n.entry.Size = size
+	}
+	n.size = n.entry.Size
+}
+
+// apply plays one op's recorded outcome on the model.
+func (m *model) apply(op *Op) {
+	ok := op.WantErrno == 0
+	name := op.Name
+	enoent := op.WantErrno == uint16(syscall.ENOENT)
+	exist := op.WantErrno == uint16(syscall.EEXIST)
+	switch op.Kind {
+	case KSkip, KStatfs, KClose, KFsync, KLseek:
+	case KStat:
+		if ok {
+			n := m.need(op, name, typeOfMode(op.Mode))
+			if n != nil && n.typ == trace.TypeFile && (op.Rec == trace.OpLookup || op.Rec == trace.OpGetattr) {
+				m.grow(n, op.WantRet, false)
+			}
+		} else if enoent {
+			m.absent(op, name)
+		}
+	case KAccess, KReadlink, KGetxattr, KListxattr, KSetxattr, KRemovexattr, KChmod, KUtimes, KFstat:
+		if ok {
+			typ := trace.TypeUnknown
+			if op.Kind == KReadlink {
+				typ = trace.TypeSymlink
+			}
+			m.need(op, name, typ)
+		} else if enoent {
+			m.absent(op, name)
+		}
+	case KTruncate, KFtruncate:
+		if ok {
+			if n := m.need(op, name, trace.TypeFile); n != nil {
+				n.modified, n.size = true, op.Size
+			}
+		}
+	case KOpen:
+		dir := op.Flags&unix.O_DIRECTORY != 0 || op.Rec == trace.OpOpendir
+		switch {
+		case ok && op.Flags&unix.O_CREAT != 0 && op.Rec == trace.OpCreate:
+			m.need(op, parentOf(name), trace.TypeDir)
+			if _, had := m.nodes[name]; !had {
+				m.touch(name, op.Start)
+				m.add(name, &mnode{typ: trace.TypeFile, modified: true})
+			}
+		case ok:
+			typ := trace.TypeFile
+			if dir {
+				typ = trace.TypeDir
+			} else if op.Implicit {
+				typ = trace.TypeUnknown
+			}
+			n := m.need(op, name, typ)
+			if n != nil && op.Flags&unix.O_TRUNC != 0 {
+				n.modified, n.size = true, 0
+			}
+		case exist:
+			m.need(op, name, trace.TypeUnknown)
+		case enoent && op.Flags&unix.O_CREAT == 0:
+			m.absent(op, name)
+		}
+	case KRead:
+		if ok {
+			if n := m.need(op, name, trace.TypeFile); n != nil {
+				m.grow(n, op.Offset+op.WantRet, op.WantRet < op.Size)
+				if !m.derive && !n.modified && n.typ == trace.TypeFile && op.Offset+op.WantRet > n.size {
+					m.problem(op, "reads to %d, file is %d bytes", op.Offset+op.WantRet, n.size)
+				}
+			}
+		}
+	case KWrite, KFallocate:
+		if ok {
+			if n := m.need(op, name, trace.TypeFile); n != nil {
+				n.modified = true
+				n.size = max(n.size, op.Offset+op.Size)
+			}
+		}
+	case KReaddir:
+		if ok {
+			m.need(op, name, trace.TypeDir)
+		}
+	case KMkdir, KMknod, KSymlink:
+		if ok {
+			m.need(op, parentOf(name), trace.TypeDir)
+			m.absent(op, name)
+			m.touch(name, op.Start)
+			typ := trace.TypeDir
+			if op.Kind == KMknod {
+				typ = typeOfMode(op.Mode)
+			} else if op.Kind == KSymlink {
+				typ = trace.TypeSymlink
+			}
+			m.add(name, &mnode{typ: typ, modified: true})
+		} else if exist {
+			m.need(op, name, trace.TypeUnknown)
+		}
+	case KLink:
+		if ok {
+			src := m.need(op, op.Name2, trace.TypeUnknown)
+			m.need(op, parentOf(name), trace.TypeDir)
+			m.absent(op, name)
+			m.touch(name, op.Start)
+			n := &mnode{typ: trace.TypeFile, modified: true}
+			if src != nil {
+				n.typ, n.size = src.typ, src.size
+			}
+			m.add(name, n)
+		} else if exist {
+			m.need(op, name, trace.TypeUnknown)
+		}
+	case KUnlink:
+		if ok {
+			m.need(op, name, trace.TypeUnknown)
+			m.touch(name, op.Start)
+			m.del(name)
+		} else if enoent {
+			m.absent(op, name)
+		}
+	case KRmdir:
+		if ok {
+			m.need(op, name, trace.TypeDir)
+			if !m.derive && m.children[name] > 0 {
+				m.problem(op, "directory is not empty at this point (%d entries)", m.children[name])
+			}
+			m.touch(name, op.Start)
+			m.delTree(name)
+		} else if enoent {
+			m.absent(op, name)
+		}
+	case KRename:
+		if ok {
+			n := m.need(op, name, trace.TypeUnknown)
+			m.need(op, parentOf(op.Name2), trace.TypeDir)
+			m.touch(name, op.Start)
+			m.touch(op.Name2, op.Start)
+			if n != nil {
+				m.move(name, op.Name2)
+			}
+		} else if enoent {
+			m.absent(op, name)
+		}
+	}
+}
+
+func (m *model) delTree(name string) {
+	for k := range m.nodes {
+		if k != "" && isUnder(k, name) {
+			m.del(k)
+		}
+	}
+}
+
+func (m *model) move(from, to string) {
+	type kv struct {
+		k string
+		n *mnode
+	}
+	var moved []kv
+	for k, n := range m.nodes {
+		if k != "" && isUnder(k, from) {
+			moved = append(moved, kv{k, n})
+		}
+	}
+	m.delTree(to)
+	for _, e := range moved {
+		m.del(e.k)
+	}
+	for _, e := range moved {
+		nk := to + e.k[len(from):]
+		m.touch(nk, 0)
+		m.add(nk, e.n)
+	}
+}
+
+// DeriveState reads the whole trace and returns the starting state it implies.
+func DeriveState(src Source, po PlanOptions) (*State, error) {
+	p := newPlanner(src, po)
+	m := newModel(true)
+	for {
+		op, err := p.next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("replay: read trace: %w", err)
+		}
+		m.apply(op)
+	}
+	// Objects the recording layer saw before the job changed them.
+	for _, f := range src.Files() {
+		name := src.PathName(f.Path)
+		if name == "" || name[0] == '?' || CheckName(name) != nil {
+			continue
+		}
+		if t, ok := m.touched[name]; ok && t <= f.Seen {
+			continue // created by the job before the layer first saw it
+		}
+		e := m.initial[name]
+		if e == nil {
+			if m.need(&Op{Name: name}, parentOf(name), trace.TypeDir) == nil && parentOf(name) != "" {
+				continue
+			}
+			e = &Entry{Name: name, Type: f.Type}
+			m.initial[name] = e
+		}
+		if e.Type == trace.TypeUnknown {
+			e.Type = f.Type
+		}
+		e.Mode = f.Mode & 0o7777
+		if f.Type == trace.TypeFile && f.Size > e.Size {
+			e.Size = f.Size
+		}
+	}
+	st := &State{}
+	for _, e := range m.initial {
+		if e.Name == "" {
+			continue
+		}
+		if e.Type == trace.TypeUnknown {
+			e.Type = trace.TypeFile
+		}
+		if e.Type == trace.TypeSymlink && e.Target == "" {
+			e.Target = "iotap-unknown-symlink-target"
+		}
+		st.Entries = append(st.Entries, *e)
+		switch e.Type {
+		case trace.TypeDir:
+			st.Dirs++
+		case trace.TypeSymlink:
+			st.Symlinks++
+		default:
+			st.Files++
+			st.Bytes += e.Size
+		}
+	}
+	sort.Slice(st.Entries, func(i, j int) bool {
+		a, b := st.Entries[i].Name, st.Entries[j].Name
+		da, db := strings.Count(a, "/"), strings.Count(b, "/")
+		if da != db {
+			return da < db
+		}
+		return a < b
+	})
+	return st, nil
+}
+
+// Check replays the trace on a model of the starting state (no I/O) and returns the ops
+// whose recorded outcome cannot be reproduced from it, with the total count.
+func Check(src Source, st *State, po PlanOptions) ([]Problem, int, error) {
+	p := newPlanner(src, po)
+	m := newModel(false)
+	for i := range st.Entries {
+		e := st.Entries[i]
+		m.add(e.Name, &mnode{typ: e.Type, size: e.Size})
+	}
+	for {
+		op, err := p.next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return m.problems, m.nprob, fmt.Errorf("replay: read trace: %w", err)
+		}
+		m.apply(op)
+	}
+	return m.problems, m.nprob, nil
+}
+
+// Prepare creates the starting state under b's root, which must be empty. Written data
+// is zeros, or incompressible bytes with fillRandom.
+func Prepare(ctx context.Context, b Backend, st *State, fillRandom bool) error {
+	buf := make([]byte, 1<<20)
+	if fillRandom {
+		r := rand.New(rand.NewPCG(7, 11))
+		for i := range buf {
+			buf[i] = byte(r.Uint32())
+		}
+	}
+	for _, e := range st.Entries {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		var err error
+		switch e.Type {
+		case trace.TypeDir:
+			err = b.Mkdir(ctx, e.Name, 0o755)
+		case trace.TypeSymlink:
+			err = b.Symlink(ctx, e.Target, e.Name)
+		default:
+			err = writeFile(ctx, b, e.Name, e.Size, buf)
+		}
+		if err != nil && Errno(err) != syscall.EEXIST {
+			return fmt.Errorf("replay: prepare %q: %w", e.Name, err)
+		}
+	}
+	// Permissions last, deepest first, so a read-only directory does not block its
+	// children.
+	for i := len(st.Entries) - 1; i >= 0; i-- {
+		e := st.Entries[i]
+		if e.Mode != 0 && e.Type != trace.TypeSymlink && e.Mode&0o7777 != 0o755 && e.Mode&0o7777 != 0o644 {
+			if err := b.Chmod(ctx, e.Name, e.Mode); err != nil {
+				return fmt.Errorf("replay: prepare %q: chmod: %w", e.Name, err)
+			}
+		}
+	}
+	return nil
+}
+
+func writeFile(ctx context.Context, b Backend, name string, size int64, buf []byte) error {
+	f, err := b.Open(ctx, name, unix.O_WRONLY|unix.O_CREAT|unix.O_TRUNC, 0o644)
+	if err != nil {
+		return err
+	}
+	for off := int64(0); off < size; {
+		n := min(int64(len(buf)), size-off)
+		if _, err := f.WriteAt(ctx, buf[:n], off); err != nil {
+			f.Close(ctx)
+			return err
+		}
+		off += n
+	}
+	return f.Close(ctx)
+}
