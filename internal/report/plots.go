@@ -168,6 +168,9 @@ func histPlot(title string, bins []HistBin, c color.Color) (*plot.Plot, error) {
 	}
 	p.Add(h)
 	p.Y.Min = 0
+	// Whole decades, so that a narrow distribution still gets labelled ticks.
+	p.X.Min = math.Pow(10, math.Floor(math.Log10(h.Bins[0].Min)))
+	p.X.Max = math.Pow(10, math.Ceil(math.Log10(h.Bins[len(h.Bins)-1].Max)))
 	return p, nil
 }
 
@@ -235,6 +238,8 @@ func offsetPlot(t OffsetTrack) (*plot.Plot, error) {
 		p.Legend.Add(x.name, s)
 	}
 	p.Legend.Top = true
+	p.Legend.Left = true
+	p.Legend.XOffs = vg.Points(8)
 	p.Y.Min = 0
 	return p, nil
 }

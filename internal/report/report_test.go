@@ -16,11 +16,14 @@ import (
 	"github.com/iotap/iotap/trace/stats"
 )
 
-var update = flag.Bool("update", false, "regenerate the test traces and golden files in testdata/report")
+var (
+	update       = flag.Bool("update", false, "regenerate the golden files in testdata/report")
+	updateTraces = flag.Bool("update-traces", false, "regenerate the test traces in testdata/report (then run -update)")
+)
 
 func TestMain(m *testing.M) {
 	flag.Parse()
-	if *update {
+	if *updateTraces {
 		for name, wl := range testWorkloads {
 			if err := genTrace(filepath.Join(testdataDir(), name), wl); err != nil {
 				panic(err)

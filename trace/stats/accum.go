@@ -378,16 +378,13 @@ func (a *Accumulator) data(ev *trace.Event, f *fileAgg, write bool, nbytes uint6
 }
 
 // sample records an offset point for the offset-vs-time view when f is (or becomes) one of
-// the sampled files. A file becomes sampled after a few data ops while there is room, or
+// the sampled files. A file becomes sampled at its first data op while there is room, or
 // when it has moved more than twice the bytes of the least busy sampled file, which it then
 // replaces (its earlier points are lost; OffsetTrack.From says when sampling began).
 func (a *Accumulator) sample(ev *trace.Event, f *fileAgg, write bool, nbytes uint64) {
 	if f.sampler == 0 {
 		fb := f.ReadBytes + f.WriteBytes
 		if len(a.samplers) < a.opts.MaxSampledFiles {
-			if f.ReadOps+f.WriteOps < 4 {
-				return
-			}
 			a.samplers = append(a.samplers, &OffsetTrack{pathID: ev.Path, From: ev.Start})
 			f.sampler = int32(len(a.samplers))
 			a.samplerMin = 0
