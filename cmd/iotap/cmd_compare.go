@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"path/filepath"
 	"strings"
 
 	"github.com/spf13/pflag"
@@ -69,7 +70,7 @@ func runCompare(ctx context.Context, e *env, o *compareOptions, args []string) e
 		}
 		sides = append(sides, s)
 	}
-	c := report.Compare(args, sides, o.Tolerance)
+	c := report.Compare(sideNames(args), sides, o.Tolerance)
 	if len(c.Mismatches) > 0 && !o.Force {
 		return usageErrorf("the traces are not the same work (tolerance %g):\n  %s\nuse --force to compare anyway",
 			o.Tolerance, strings.Join(c.Mismatches, "\n  "))
@@ -92,4 +93,20 @@ func runCompare(ctx context.Context, e *env, o *compareOptions, args []string) e
 		return err
 	}
 	return damageError(damaged)
+}
+
+// sideNames shortens the arguments to their base names without ".iotap" when those are
+// unique, so that tables and legends stay readable.
+func sideNames(args []string) []string {
+	out := make([]string, len(args))
+	seen := map[string]bool{}
+	for i, a := range args {
+		n := strings.TrimSuffix(filepath.Base(filepath.Clean(a)), ".iotap")
+		if n == "" || n == "." || n == "/" || seen[n] {
+			return args
+		}
+		seen[n] = true
+		out[i] = n
+	}
+	return out
 }

@@ -291,7 +291,7 @@ func WriteCompareHTML(w io.Writer, c *Comparison) error {
 		for _, s := range o.Sides {
 			bins = append(bins, s.Hist)
 		}
-		p, err := cdfPlot(o.Op+" latency CDF", names, bins)
+		p, err := cdfPlot(o.Op+" latency CDF", names, bins, true)
 		if err != nil {
 			return err
 		}
@@ -310,6 +310,12 @@ func WriteCompareHTML(w io.Writer, c *Comparison) error {
 var compareTmpl = template.Must(template.New("compare").Funcs(funcs).Funcs(template.FuncMap{
 	"ratio": fmtRatio,
 	"side":  func(c *Comparison, i int) string { return c.Sides[i].Name },
+	"delta": func(ns int64) string {
+		if ns > 0 {
+			return "+" + Dur(ns)
+		}
+		return Dur(ns)
+	},
 }).Parse(`<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
@@ -339,6 +345,6 @@ var compareTmpl = template.Must(template.New("compare").Funcs(funcs).Funcs(templ
 {{end}}
 </body></html>
 {{define "changes"}}<table><tr><th class="l">side</th><th class="l">op</th><th>baseline total</th><th>total</th><th>change</th><th>mean ratio</th><th>p99 ratio</th></tr>
-{{range .}}<tr><td class="l">{{.Side}}</td><td class="l">{{.Op}}</td><td>{{dur .BaseNs}}</td><td>{{dur .TotalNs}}</td><td>{{dur .DeltaNs}}</td><td>{{ratio .MeanRatio}}</td><td>{{ratio .P99Ratio}}</td></tr>
+{{range .}}<tr><td class="l">{{.Side}}</td><td class="l">{{.Op}}</td><td>{{dur .BaseNs}}</td><td>{{dur .TotalNs}}</td><td>{{delta .DeltaNs}}</td><td>{{ratio .MeanRatio}}</td><td>{{ratio .P99Ratio}}</td></tr>
 {{end}}</table>{{end}}
 `))

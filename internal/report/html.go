@@ -58,7 +58,7 @@ func reportFigures(v *View) ([]figure, error) {
 		bins = append(bins, o.Hist)
 	}
 	if len(ops) > 0 {
-		p, err := cdfPlot("Latency CDF per operation", names, bins)
+		p, err := cdfPlot("Latency CDF per operation", names, bins, false)
 		if err != nil {
 			return nil, err
 		}

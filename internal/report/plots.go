@@ -124,8 +124,9 @@ func cdfXYs(bins []HistBin) plotter.XYs {
 	return xys
 }
 
-// cdfPlot overlays the CDFs of several latency distributions.
-func cdfPlot(title string, names []string, bins [][]HistBin) (*plot.Plot, error) {
+// cdfPlot overlays the CDFs of several latency distributions: the busiest operations of
+// one report, or (sides) one operation on the sides of a comparison.
+func cdfPlot(title string, names []string, bins [][]HistBin, sides bool) (*plot.Plot, error) {
 	p := newPlot(title, "latency (log scale)", "% of ops at or below")
 	p.X.Scale = plot.LogScale{}
 	p.X.Tick.Marker = durTicks{}
@@ -134,22 +135,36 @@ func cdfPlot(title string, names []string, bins [][]HistBin) (*plot.Plot, error)
 	p.Legend.Left = false
 	p.Legend.XOffs = -vg.Points(4)
 	p.Legend.YOffs = vg.Points(4)
+	lo, hi := math.Inf(1), math.Inf(-1)
 	for i, n := range names {
 		xys := cdfXYs(bins[i])
 		if len(xys) == 0 {
 			continue
 		}
+		lo, hi = math.Min(lo, xys[0].X), math.Max(hi, xys[len(xys)-1].X)
 		l, err := plotter.NewLine(xys)
 		if err != nil {
 			return nil, fmt.Errorf("report: cdf %s: %w", n, err)
 		}
 		l.Color = color8(i)
 		l.Width = vg.Points(1.6)
-		if i >= 7 {
+		switch {
+		case sides && i > 0:
+			// Sides of a comparison often coincide: dash the later ones so the
+			// baseline stays visible underneath.
+			l.Dashes = []vg.Length{vg.Points(6), vg.Points(float64(2 + 2*i))}
+		case !sides && i >= 7:
 			l.Dashes = []vg.Length{vg.Points(4), vg.Points(2)}
+		}
+		if sides && i == 0 {
+			l.Width = vg.Points(2.6)
 		}
 		p.Add(l)
 		p.Legend.Add(n, l)
+	}
+	if lo < hi {
+		p.X.Min = math.Pow(10, math.Floor(math.Log10(lo)))
+		p.X.Max = math.Pow(10, math.Ceil(math.Log10(hi)))
 	}
 	return p, nil
 }
