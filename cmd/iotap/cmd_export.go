@@ -1,0 +1,306 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/csv"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"syscall"
+	"unicode/utf8"
+
+	"github.com/spf13/pflag"
+	"golang.org/x/sys/unix"
+
+	"github.com/iotap/iotap/trace"
+)
+
+func init() {
+	register(&command{
+		name:    "export",
+		summary: "export a trace's events as JSON lines or CSV (one event per line, stable field names)",
+		usage:   "[flags] TRACE",
+		setup: func(fs *pflag.FlagSet) func(context.Context, *env, []string) error {
+			opts := &exportOptions{}
+			opts.AddFlags(fs)
+			return func(ctx context.Context, e *env, args []string) error { return runExport(ctx, e, opts, args) }
+		},
+	})
+}
+
+// exportFields are the exported columns, in order. They are a stable interface: never
+// rename or reorder them; add new fields at the end.
+//
+//	op          operation name ("read", "copy_file_range", see trace.Op)
+//	start_ns    start, ns since the trace origin
+//	dur_ns      duration, ns
+//	path        path of the object relative to the traced root ("" = the root itself,
+//	            "?N" = path id N without a record)
+//	path2       second path: rename destination, link source, symlink target text,
+//	            copy_file_range output ("" when none)
+//	node        FUSE node id
+//	handle      file handle
+//	offset      offset (read, write, readdir, lseek, fallocate; setattr new size)
+//	size        requested bytes
+//	ret         bytes done, resulting offset (lseek), or size of the object found (lookup)
+//	errno       0 on success, else the errno returned to the caller
+//	errno_name  symbolic errno ("ENOENT"), "" on success
+//	tid, pid    calling thread and process
+//	comm        the thread's command name from the process table ("" if unknown)
+//	uid, gid    caller credentials
+//	flags       op flags (open flags, rename flags, setattr mask, ...), decimal
+//	mode        file mode (create/mkdir/mknod; found object for lookups), decimal
+//	node2       second node id (node returned by lookup/create/mkdir/..., copy output)
+//	handle2     second handle (copy_file_range output)
+var exportFields = []string{
+	"op", "start_ns", "dur_ns", "path", "path2", "node", "handle", "offset", "size", "ret",
+	"errno", "errno_name", "tid", "pid", "comm", "uid", "gid", "flags", "mode", "node2", "handle2",
+}
+
+type exportOptions struct {
+	Format string
+	Output string
+	Strict bool
+}
+
+func (o *exportOptions) AddFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.Format, "format", "jsonl", "output `format`: jsonl (one JSON object per line) or csv (with a header row)")
+	fs.StringVarP(&o.Output, "output", "o", "", "write to `file` instead of standard output")
+	fs.BoolVar(&o.Strict, "strict", false, "stop at the first corrupt chunk instead of skipping it")
+}
+
+func runExport(ctx context.Context, e *env, o *exportOptions, args []string) (err error) {
+	if len(args) != 1 {
+		return usageErrorf("want exactly one trace, got %d arguments", len(args))
+	}
+	if o.Format != "jsonl" && o.Format != "csv" {
+		return usageErrorf("--format %q: want jsonl or csv", o.Format)
+	}
+	r, err := openTraceArg(e, args[0])
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	r.SetStrict(o.Strict)
+
+	out := e.stdout
+	var file *os.File
+	if o.Output != "" && o.Output != "-" {
+		file, err = os.OpenFile(o.Output, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+		if err != nil {
+			return fmt.Errorf("create output: %w", err)
+		}
+		defer func() {
+			if cerr := file.Close(); cerr != nil && err == nil {
+				err = fmt.Errorf("write output: %w", cerr)
+			}
+		}()
+		out = file
+	}
+	bw := bufio.NewWriterSize(out, 1<<16)
+	x := &exporter{r: r, comm: map[uint32]string{}}
+	var write func(ev *trace.Event) error
+	var cw *csv.Writer
+	if o.Format == "csv" {
+		cw = csv.NewWriter(bw)
+		if err := cw.Write(exportFields); err != nil {
+			return fmt.Errorf("write output: %w", err)
+		}
+		rec := make([]string, len(exportFields))
+		write = func(ev *trace.Event) error {
+			x.record(ev, rec)
+			return cw.Write(rec)
+		}
+	} else {
+		var line []byte
+		write = func(ev *trace.Event) error {
+			line = x.appendJSON(line[:0], ev)
+			_, err := bw.Write(line)
+			return err
+		}
+	}
+
+	var stopErr error
+	for n := 0; ; n++ {
+		if n&0xffff == 0 && ctx.Err() != nil {
+			return ctx.Err()
+		}
+		ev, err := r.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			if !o.Strict || (!errors.Is(err, trace.ErrCorrupt) && !errors.Is(err, trace.ErrTruncated)) {
+				return fmt.Errorf("read trace %s: %w", args[0], err)
+			}
+			stopErr = err
+			break
+		}
+		if err := write(ev); err != nil {
+			return fmt.Errorf("write output: %w", err)
+		}
+	}
+	if cw != nil {
+		cw.Flush()
+		if err := cw.Error(); err != nil {
+			return fmt.Errorf("write output: %w", err)
+		}
+	}
+	if err := bw.Flush(); err != nil {
+		return fmt.Errorf("write output: %w", err)
+	}
+	if d := r.Damage(); len(d) > 0 {
+		for _, x := range d {
+			fmt.Fprintf(e.stderr, "iotap export: %s: damaged: %v\n", args[0], x)
+		}
+		if stopErr != nil {
+			return fmt.Errorf("%w: %s: stopped at the first damaged chunk (--strict)", errDamaged, args[0])
+		}
+		return fmt.Errorf("%w: %s (the export holds every readable event)", errDamaged, args[0])
+	}
+	return nil
+}
+
+// exporter turns events into export records, resolving paths and thread names.
+type exporter struct {
+	r    *trace.Reader
+	comm map[uint32]string
+}
+
+func (x *exporter) commOf(tid uint32) string {
+	if c, ok := x.comm[tid]; ok {
+		return c
+	}
+	p, _ := x.r.Process(tid)
+	x.comm[tid] = p.Comm
+	return p.Comm
+}
+
+func errnoName(n uint16) string {
+	if n == 0 {
+		return ""
+	}
+	if s := unix.ErrnoName(syscall.Errno(n)); s != "" {
+		return s
+	}
+	return "E" + strconv.Itoa(int(n))
+}
+
+func (x *exporter) path2(ev *trace.Event) string {
+	if ev.Path2 == 0 {
+		return ""
+	}
+	return x.r.PathName(ev.Path2)
+}
+
+func (x *exporter) record(ev *trace.Event, rec []string) {
+	u := func(v uint64) string { return strconv.FormatUint(v, 10) }
+	i := func(v int64) string { return strconv.FormatInt(v, 10) }
+	rec[0] = ev.Op.String()
+	rec[1] = i(ev.Start)
+	rec[2] = i(ev.Dur)
+	rec[3] = x.r.PathName(ev.Path)
+	rec[4] = x.path2(ev)
+	rec[5] = u(ev.Node)
+	rec[6] = u(ev.Handle)
+	rec[7] = i(ev.Offset)
+	rec[8] = u(uint64(ev.Size))
+	rec[9] = i(ev.Ret)
+	rec[10] = u(uint64(ev.Errno))
+	rec[11] = errnoName(ev.Errno)
+	rec[12] = u(uint64(ev.Tid))
+	rec[13] = u(uint64(ev.Pid))
+	rec[14] = x.commOf(ev.Tid)
+	rec[15] = u(uint64(ev.Uid))
+	rec[16] = u(uint64(ev.Gid))
+	rec[17] = u(uint64(ev.Flags))
+	rec[18] = u(uint64(ev.Mode))
+	rec[19] = u(ev.Node2)
+	rec[20] = u(ev.Handle2)
+}
+
+// appendJSON appends one JSON object and a newline. Field order is exportFields.
+func (x *exporter) appendJSON(b []byte, ev *trace.Event) []byte {
+	b = append(b, `{"op":`...)
+	b = appendJSONString(b, ev.Op.String())
+	b = append(b, `,"start_ns":`...)
+	b = strconv.AppendInt(b, ev.Start, 10)
+	b = append(b, `,"dur_ns":`...)
+	b = strconv.AppendInt(b, ev.Dur, 10)
+	b = append(b, `,"path":`...)
+	b = appendJSONString(b, x.r.PathName(ev.Path))
+	b = append(b, `,"path2":`...)
+	b = appendJSONString(b, x.path2(ev))
+	b = append(b, `,"node":`...)
+	b = strconv.AppendUint(b, ev.Node, 10)
+	b = append(b, `,"handle":`...)
+	b = strconv.AppendUint(b, ev.Handle, 10)
+	b = append(b, `,"offset":`...)
+	b = strconv.AppendInt(b, ev.Offset, 10)
+	b = append(b, `,"size":`...)
+	b = strconv.AppendUint(b, uint64(ev.Size), 10)
+	b = append(b, `,"ret":`...)
+	b = strconv.AppendInt(b, ev.Ret, 10)
+	b = append(b, `,"errno":`...)
+	b = strconv.AppendUint(b, uint64(ev.Errno), 10)
+	b = append(b, `,"errno_name":`...)
+	b = appendJSONString(b, errnoName(ev.Errno))
+	b = append(b, `,"tid":`...)
+	b = strconv.AppendUint(b, uint64(ev.Tid), 10)
+	b = append(b, `,"pid":`...)
+	b = strconv.AppendUint(b, uint64(ev.Pid), 10)
+	b = append(b, `,"comm":`...)
+	b = appendJSONString(b, x.commOf(ev.Tid))
+	b = append(b, `,"uid":`...)
+	b = strconv.AppendUint(b, uint64(ev.Uid), 10)
+	b = append(b, `,"gid":`...)
+	b = strconv.AppendUint(b, uint64(ev.Gid), 10)
+	b = append(b, `,"flags":`...)
+	b = strconv.AppendUint(b, uint64(ev.Flags), 10)
+	b = append(b, `,"mode":`...)
+	b = strconv.AppendUint(b, uint64(ev.Mode), 10)
+	b = append(b, `,"node2":`...)
+	b = strconv.AppendUint(b, ev.Node2, 10)
+	b = append(b, `,"handle2":`...)
+	b = strconv.AppendUint(b, ev.Handle2, 10)
+	return append(b, "}\n"...)
+}
+
+// appendJSONString appends s as a JSON string. Invalid UTF-8 becomes U+FFFD, as
+// encoding/json does.
+func appendJSONString(b []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	b = append(b, '"')
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			switch {
+			case c == '"' || c == '\\':
+				b = append(b, '\\', c)
+			case c == '\n':
+				b = append(b, '\\', 'n')
+			case c == '\r':
+				b = append(b, '\\', 'r')
+			case c == '\t':
+				b = append(b, '\\', 't')
+			case c < 0x20:
+				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+			default:
+				b = append(b, c)
+			}
+			i++
+			continue
+		}
+		r, n := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && n == 1 {
+			b = append(b, `\ufffd`...)
+		} else {
+			b = append(b, s[i:i+n]...)
+		}
+		i += n
+	}
+	return append(b, '"')
+}

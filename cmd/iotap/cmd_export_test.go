@@ -1,0 +1,140 @@
+package main
+
+import (
+	"encoding/csv"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+)
+
+func TestExport(t *testing.T) {
+	fx := traceFixtures(t)
+	out := filepath.Join(t.TempDir(), "out.jsonl")
+	for _, tc := range []struct {
+		name   string
+		args   []string
+		code   int
+		lines  int // output lines (CSV: header included)
+		stderr string
+		file   string // output file to check instead of stdout
+	}{
+		{name: "jsonl", args: []string{fx["good"]}, code: exitOK, lines: 25},
+		{name: "csv", args: []string{"--format", "csv", fx["good"]}, code: exitOK, lines: 26},
+		{name: "output-file", args: []string{fx["good"], "-o", out}, code: exitOK, lines: 25, file: out},
+		{name: "truncated", args: []string{fx["truncated"]}, code: exitDamaged, lines: 25, stderr: "no footer"},
+		{name: "corrupt", args: []string{fx["corrupt"]}, code: exitDamaged, lines: 9, stderr: "payload checksum mismatch"},
+		{name: "corrupt-strict", args: []string{"--strict", fx["corrupt"]}, code: exitDamaged, lines: 0, stderr: "stopped at the first damaged chunk"},
+		{name: "bad-format", args: []string{"--format", "xml", fx["good"]}, code: exitUsage, stderr: `--format "xml": want jsonl or csv`},
+		{name: "two-traces", args: []string{fx["good"], fx["good"]}, code: exitUsage, stderr: "want exactly one trace"},
+		{name: "missing", args: []string{fx["missing"]}, code: exitError, stderr: "does not exist"},
+		{name: "not-a-trace", args: []string{fx["text"]}, code: exitError, stderr: "is not an iotap trace"},
+		{name: "unwritable", args: []string{fx["good"], "-o", filepath.Join(fx["missing"], "x.jsonl")}, code: exitError, stderr: "create output:"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, stdout, stderr := runIotap(t, nil, append([]string{"export"}, tc.args...)...)
+			if code != tc.code {
+				t.Errorf("exit %d, want %d\nstderr:\n%s", code, tc.code, stderr)
+			}
+			if !strings.Contains(stderr, tc.stderr) {
+				t.Errorf("stderr lacks %q:\n%s", tc.stderr, stderr)
+			}
+			if tc.file != "" {
+				if stdout != "" {
+					t.Errorf("stdout not empty with -o: %q", stdout)
+				}
+				b, err := os.ReadFile(tc.file)
+				if err != nil {
+					t.Fatal(err)
+				}
+				stdout = string(b)
+			}
+			if n := strings.Count(stdout, "\n"); n != tc.lines {
+				t.Errorf("%d lines, want %d:\n%s", n, tc.lines, stdout)
+			}
+		})
+	}
+}
+
+// TestExportFields checks the documented field names and values of both formats.
+func TestExportFields(t *testing.T) {
+	fx := traceFixtures(t)
+	_, jsonl, _ := runIotap(t, nil, "export", fx["good"])
+	_, csvOut, _ := runIotap(t, nil, "export", "--format", "csv", fx["good"])
+	rows, err := csv.NewReader(strings.NewReader(csvOut)).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(rows[0], exportFields) {
+		t.Fatalf("csv header %v", rows[0])
+	}
+	lines := strings.Split(strings.TrimSuffix(jsonl, "\n"), "\n")
+	if len(lines) != len(rows)-1 {
+		t.Fatalf("%d json lines, %d csv rows", len(lines), len(rows)-1)
+	}
+	for i, l := range lines {
+		var m map[string]any
+		d := json.NewDecoder(strings.NewReader(l))
+		d.UseNumber()
+		if err := d.Decode(&m); err != nil {
+			t.Fatalf("line %d: %v: %s", i, err, l)
+		}
+		if len(m) != len(exportFields) {
+			t.Fatalf("line %d has %d fields", i, len(m))
+		}
+		for j, f := range exportFields {
+			if got := strings.Trim(string(mustJSON(t, m[f])), `"`); got != rows[i+1][j] {
+				t.Errorf("line %d field %s: json %s, csv %s", i, f, got, rows[i+1][j])
+			}
+		}
+	}
+	want := map[string]string{
+		"op": "read", "path": "data/in.bam", "offset": "1048576", "size": "1048576", "ret": "1048576",
+		"handle": "1", "node": "3", "comm": "samtools", "tid": "100", "pid": "100", "uid": "1000", "gid": "100",
+		"errno": "0", "errno_name": "", "dur_ns": "400000", "start_ns": "438500",
+	}
+	row := rows[5]
+	for f, v := range want {
+		if got := row[slices.Index(exportFields, f)]; got != v {
+			t.Errorf("read row %s = %q, want %q (row %v)", f, got, v, row)
+		}
+	}
+	var sawErrno, sawSymlink bool
+	for _, r := range rows[1:] {
+		if r[0] == "lookup" && r[10] == "2" {
+			sawErrno = r[11] == "ENOENT" && r[3] == "data/out"
+		}
+		if r[0] == "symlink" {
+			sawSymlink = r[3] == "data/out/link" && r[4] == "../in.bam"
+		}
+	}
+	if !sawErrno || !sawSymlink {
+		t.Errorf("errno row ok %v, symlink row ok %v", sawErrno, sawSymlink)
+	}
+}
+
+func mustJSON(t *testing.T, v any) []byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func TestAppendJSONString(t *testing.T) {
+	for _, s := range []string{"", "plain/path.txt", `quo"te\back`, "new\nline\ttab\r", "\x00\x01\x1f", "naïve 日本", "bad\xffutf8", "\u2028"} {
+		b := appendJSONString(nil, s)
+		var got string
+		if err := json.Unmarshal(b, &got); err != nil {
+			t.Errorf("%q: %v: %s", s, err, b)
+			continue
+		}
+		want := strings.ToValidUTF8(s, "\ufffd")
+		if got != want {
+			t.Errorf("%q: round trip %q", s, got)
+		}
+	}
+}

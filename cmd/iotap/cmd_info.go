@@ -1,0 +1,264 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/iotap/iotap/trace"
+)
+
+func init() {
+	register(&command{
+		name:    "info",
+		summary: "show a trace's header, operation counts, duration, drops and damage",
+		usage:   "[flags] TRACE...",
+		setup: func(fs *pflag.FlagSet) func(context.Context, *env, []string) error {
+			opts := &infoOptions{}
+			opts.AddFlags(fs)
+			return func(ctx context.Context, e *env, args []string) error { return runInfo(ctx, e, opts, args) }
+		},
+	})
+}
+
+type infoOptions struct {
+	Strict bool
+}
+
+func (o *infoOptions) AddFlags(fs *pflag.FlagSet) {
+	fs.BoolVar(&o.Strict, "strict", false, "stop at the first corrupt chunk instead of skipping it")
+}
+
+// runInfo reads each trace to the end and describes it. A damaged trace (truncated tail,
+// skipped chunks, no footer) is described in full and makes the command return errDamaged.
+func runInfo(ctx context.Context, e *env, o *infoOptions, args []string) error {
+	if len(args) == 0 {
+		return usageErrorf("no trace given")
+	}
+	var damaged []string
+	for i, a := range args {
+		if i > 0 {
+			fmt.Fprintln(e.stdout)
+		}
+		d, err := infoOne(ctx, e, o, a)
+		if err != nil {
+			return err
+		}
+		if d {
+			damaged = append(damaged, a)
+		}
+	}
+	if len(damaged) > 0 {
+		return fmt.Errorf("%w: %s (see damage above)", errDamaged, strings.Join(damaged, ", "))
+	}
+	return nil
+}
+
+// openTraceArg opens a trace named on the command line; "-" is the command's standard
+// input. Errors say which file and what is wrong with it.
+func openTraceArg(e *env, name string) (*trace.Reader, error) {
+	var r *trace.Reader
+	var err error
+	if name == "-" {
+		r, err = trace.NewReader(e.stdin)
+		name = "standard input"
+	} else {
+		r, err = trace.Open(name)
+	}
+	switch {
+	case err == nil:
+		return r, nil
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, fmt.Errorf("trace %s does not exist", name)
+	case errors.Is(err, trace.ErrNotTrace):
+		return nil, fmt.Errorf("%s is not an iotap trace (wrong magic bytes)", name)
+	case errors.Is(err, trace.ErrVersion):
+		return nil, fmt.Errorf("%s: %w", name, err)
+	case errors.Is(err, trace.ErrEmpty):
+		return nil, fmt.Errorf("%s is empty or was cut short before its header", name)
+	case errors.Is(err, trace.ErrCorrupt):
+		return nil, fmt.Errorf("%s: corrupt header: %w", name, err)
+	}
+	return nil, fmt.Errorf("open trace %s: %w", name, err)
+}
+
+// traceSummary is what info gathers in one pass over the events.
+type traceSummary struct {
+	events     uint64
+	counts     [trace.NumOps]uint64
+	errors     [trace.NumOps]uint64
+	bytes      [trace.NumOps]int64 // Ret of successful reads/writes/copies
+	first, end int64
+	tids       map[uint32]struct{}
+}
+
+func (s *traceSummary) add(ev *trace.Event) {
+	if s.events == 0 || ev.Start < s.first {
+		s.first = ev.Start
+	}
+	if s.events == 0 || ev.End() > s.end {
+		s.end = ev.End()
+	}
+	s.events++
+	op := ev.Op
+	if op >= trace.NumOps {
+		op = trace.OpInvalid
+	}
+	s.counts[op]++
+	if ev.Errno != 0 {
+		s.errors[op]++
+	} else if op.Class() == trace.ClassData && ev.Ret > 0 && op != trace.OpLseek {
+		s.bytes[op] += ev.Ret
+	}
+	s.tids[ev.Tid] = struct{}{}
+}
+
+func infoOne(ctx context.Context, e *env, o *infoOptions, name string) (damaged bool, err error) {
+	r, err := openTraceArg(e, name)
+	if err != nil {
+		return false, err
+	}
+	defer r.Close()
+	r.SetStrict(o.Strict)
+	s := traceSummary{tids: map[uint32]struct{}{}}
+	var stopErr error
+	for n := 0; ; n++ {
+		if n&0xffff == 0 && ctx.Err() != nil {
+			return false, ctx.Err()
+		}
+		ev, err := r.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			if !o.Strict || (!errors.Is(err, trace.ErrCorrupt) && !errors.Is(err, trace.ErrTruncated)) {
+				return false, fmt.Errorf("read trace %s: %w", name, err)
+			}
+			stopErr = err
+			break
+		}
+		s.add(ev)
+	}
+
+	h := r.Header()
+	w := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+	line := func(k, format string, a ...any) { fmt.Fprintf(w, "%s:\t%s\n", k, fmt.Sprintf(format, a...)) }
+	line("trace", "%s (format version %d)", name, h.Version)
+	line("kind", "%s", orDash(h.Kind))
+	line("host", "%s", orDash(h.Hostname))
+	line("kernel", "%s", orDash(h.Kernel))
+	line("iotap", "%s", orDash(h.IotapVersion))
+	if !h.WallStart.IsZero() {
+		line("started", "%s", h.WallStart.UTC().Format(time.RFC3339Nano))
+	}
+	t := h.Target
+	if t.Path != "" || t.FSType != "" {
+		line("target", "%s (%s from %s, mounted on %s)", orDash(t.Path), orDash(t.FSType), orDash(t.Source), orDash(t.Mount))
+	}
+	if f := describeFUSE(h.FUSE); f != "" {
+		line("fuse", "%s", f)
+	}
+	if len(h.Command) > 0 {
+		line("command", "%s", strings.Join(h.Command, " "))
+	}
+	if len(h.Labels) > 0 {
+		ls := make([]string, len(h.Labels))
+		for i, l := range h.Labels {
+			ls[i] = l.Key + "=" + l.Value
+		}
+		line("labels", "%s", strings.Join(ls, " "))
+	}
+	line("events", "%d", s.events)
+	if s.events > 0 {
+		line("duration", "%s (first event start to last event end)", time.Duration(s.end-s.first))
+		if !h.WallStart.IsZero() {
+			line("span", "%s .. %s", h.WallStart.Add(time.Duration(s.first)).UTC().Format(time.RFC3339Nano),
+				h.WallStart.Add(time.Duration(s.end)).UTC().Format(time.RFC3339Nano))
+		}
+	}
+	line("threads", "%d seen in events, %d process records", len(s.tids), len(r.Processes()))
+	line("files", "%d first-seen file records", len(r.Files()))
+	footer, ok := r.Footer()
+	if ok {
+		line("footer", "%d events written, %d dropped, %s blocked, %d recording errors, %d chunks",
+			footer.Events, footer.Dropped, footer.Blocked, footer.Errors, footer.Chunks)
+		if footer.Events != s.events && stopErr == nil {
+			line("note", "footer counts %d events, %d were read", footer.Events, s.events)
+		}
+	} else {
+		line("footer", "none (the writer did not close cleanly)")
+	}
+	if err := w.Flush(); err != nil {
+		return false, err
+	}
+
+	if s.events > 0 {
+		fmt.Fprintln(e.stdout)
+		fmt.Fprintf(e.stdout, "%-16s %12s %10s %16s\n", "op", "count", "errors", "bytes")
+		for op := range trace.NumOps {
+			if s.counts[op] == 0 {
+				continue
+			}
+			b := ""
+			if s.bytes[op] > 0 {
+				b = fmt.Sprint(s.bytes[op])
+			}
+			fmt.Fprintf(e.stdout, "%-16s %12d %10d %16s\n", trace.Op(op), s.counts[op], s.errors[op], b)
+		}
+	}
+
+	dmg := r.Damage()
+	fmt.Fprintln(e.stdout)
+	if len(dmg) == 0 {
+		fmt.Fprintln(e.stdout, "damage: none")
+		return false, nil
+	}
+	fmt.Fprintf(e.stdout, "damage: %d problem(s)\n", len(dmg))
+	for _, d := range dmg {
+		fmt.Fprintf(e.stdout, "  %v\n", d)
+	}
+	if stopErr != nil {
+		fmt.Fprintf(e.stdout, "  stopped at the first damaged chunk (--strict)\n")
+	}
+	return true, nil
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func describeFUSE(f trace.FUSEOptions) string {
+	var parts []string
+	if f.Cache != "" {
+		parts = append(parts, "cache "+f.Cache)
+	}
+	if f.MaxRead != 0 {
+		parts = append(parts, fmt.Sprintf("max read %d", f.MaxRead))
+	}
+	if f.MaxWrite != 0 {
+		parts = append(parts, fmt.Sprintf("max write %d", f.MaxWrite))
+	}
+	if f.Cache != "" || f.EntryTimeout != 0 || f.AttrTimeout != 0 {
+		parts = append(parts, fmt.Sprintf("entry timeout %s, attr timeout %s", f.EntryTimeout, f.AttrTimeout))
+	}
+	if f.DirectIO {
+		parts = append(parts, "direct I/O")
+	}
+	if f.Writeback {
+		parts = append(parts, "writeback cache")
+	}
+	if f.Passthrough {
+		parts = append(parts, "PASSTHROUGH (reads and writes not seen)")
+	}
+	return strings.Join(parts, ", ")
+}
