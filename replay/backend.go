@@ -48,11 +48,11 @@ import (
 // # Idempotence
 //
 // Idempotent (safe to retry after a transient failure): Lstat, Access, Statfs, Readlink,
-// Getxattr, Listxattr, Truncate, Chmod, Utimes, Setxattr, File.ReadAt, File.WriteAt (same
+// Getxattr, Listxattr, Truncate, Chmod, Chown, Utimes, Setxattr, File.ReadAt, File.WriteAt (same
 // data at the same offset), File.ReadDir, File.Stat, File.Sync, File.Truncate,
 // File.Allocate. Not idempotent (a retry can observe the first attempt's effect):
 // Open with O_CREAT|O_EXCL or O_TRUNC, Mkdir, Mknod, Symlink, Link, Remove, Rmdir, Rename,
-// Removexattr, File.Close.
+// Removexattr, File.Lock, File.Close.
 //
 // # Decorators
 //
@@ -84,6 +84,9 @@ type Backend interface {
 	Readlink(ctx context.Context, name string, buf []byte) (int, error)
 	Truncate(ctx context.Context, name string, size int64) error
 	Chmod(ctx context.Context, name string, perm uint32) error
+	// Chown sets the owner to the replaying user and group: the trace does not record the
+	// owner an application asked for.
+	Chown(ctx context.Context, name string) error
 	Utimes(ctx context.Context, name string) error // set atime and mtime to now
 	Getxattr(ctx context.Context, name, attr string, buf []byte) (int, error)
 	Listxattr(ctx context.Context, name string, buf []byte) (int, error)
@@ -103,8 +106,23 @@ type File interface {
 	Stat(ctx context.Context) (Attr, error)
 	Allocate(ctx context.Context, mode uint32, off, length int64) error
 	Seek(ctx context.Context, off int64, whence int) (int64, error)
+	// Lock tests (LockGet), takes or releases (LockSet), or waits for (LockWait) a byte
+	// range lock of type typ (F_RDLCK, F_WRLCK, F_UNLCK); length 0 means to the end of the
+	// file. Locks belong to the open file, as open-file-description locks do, so handles of
+	// different recorded processes conflict as they did.
+	Lock(ctx context.Context, cmd LockCmd, typ int16, start, length int64) error
 	Close(ctx context.Context) error
 }
+
+// LockCmd selects what File.Lock does.
+type LockCmd uint8
+
+// Lock commands.
+const (
+	LockGet LockCmd = iota
+	LockSet
+	LockWait
+)
 
 // Attr is what Lstat and File.Stat report.
 type Attr struct {

@@ -375,6 +375,18 @@ func (d *Dir) Chmod(ctx context.Context, name string, perm uint32) error {
 	return unix.Fchmodat(fd, base, perm&0o7777, 0)
 }
 
+// Chown implements Backend (lchown to the replaying user).
+func (d *Dir) Chown(ctx context.Context, name string) error {
+	if name == "" {
+		return unix.Fchownat(d.rootFD, ".", os.Geteuid(), os.Getegid(), 0)
+	}
+	fd, base, err := d.at(name)
+	if err != nil {
+		return err
+	}
+	return unix.Fchownat(fd, base, os.Geteuid(), os.Getegid(), unix.AT_SYMLINK_NOFOLLOW)
+}
+
 // Utimes implements Backend.
 func (d *Dir) Utimes(ctx context.Context, name string) error {
 	if name == "" {
@@ -497,6 +509,18 @@ func (f *dirFile) Allocate(ctx context.Context, mode uint32, off, length int64) 
 
 func (f *dirFile) Seek(ctx context.Context, off int64, whence int) (int64, error) {
 	return unix.Seek(f.fd, off, whence)
+}
+
+func (f *dirFile) Lock(ctx context.Context, cmd LockCmd, typ int16, start, length int64) error {
+	lk := unix.Flock_t{Type: typ, Whence: 0, Start: start, Len: length}
+	c := unix.F_OFD_SETLK
+	switch cmd {
+	case LockGet:
+		c = unix.F_OFD_GETLK
+	case LockWait:
+		c = unix.F_OFD_SETLKW
+	}
+	return unix.FcntlFlock(uintptr(f.fd), c, &lk)
 }
 
 func (f *dirFile) Close(ctx context.Context) error {

@@ -518,6 +518,17 @@ func (w *worker) exec(op *Op) (start, ret int64, errno syscall.Errno) {
 		err = b.Chmod(ctx, op.Name, op.Mode)
 	case KUtimes:
 		err = b.Utimes(ctx, op.Name)
+	case KChown:
+		err = b.Chown(ctx, op.Name)
+	case KLock:
+		cmd := LockSet
+		switch op.Rec {
+		case trace.OpGetlk:
+			cmd = LockGet
+		case trace.OpSetlkw:
+			cmd = LockWait
+		}
+		err = f.Lock(ctx, cmd, int16(op.Flags), op.Offset, op.Size)
 	case KMkdir:
 		err = b.Mkdir(ctx, op.Name, op.Mode)
 	case KMknod:

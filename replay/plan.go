@@ -53,13 +53,15 @@ const (
 	KSetxattr
 	KRemovexattr
 	KLseek
+	KChown // lchown to the replaying user
+	KLock  // fcntl(F_OFD_GETLK / F_OFD_SETLK / F_OFD_SETLKW)
 	numKinds
 )
 
 var kindNames = [numKinds]string{"skip", "lstat", "fstat", "access", "open", "close", "pread", "pwrite",
 	"getdents", "fsync", "fallocate", "ftruncate", "truncate", "chmod", "utimes", "mkdir", "mknod",
 	"unlink", "rmdir", "rename", "link", "symlink", "readlink", "statfs", "getxattr", "listxattr",
-	"setxattr", "removexattr", "lseek"}
+	"setxattr", "removexattr", "lseek", "chown", "fcntl-lock"}
 
 func (k Kind) String() string {
 	if k < numKinds {
@@ -457,6 +459,23 @@ func (p *planner) feed(ev *trace.Event) {
 			return isUnder(pi.name, h.Name) || (pi2 != nil && isUnder(pi2.name, h.Name))
 		})
 	}
+	// The kernel probes security.capability (getxattr, size 0) and refreshes attributes
+	// (getattr) before a chown, truncate or write that may have to drop privileges: a
+	// replayed setattr or write makes it do so again.
+	if (ev.Op == trace.OpSetattr || ev.Op == trace.OpWrite) && len(t.held) > 0 && !p.opts.NoFold {
+		t.dropHeld(p, func(h *Op) bool {
+			return (h.Rec == trace.OpGetxattr || h.Rec == trace.OpGetattr) && h.Name == pi.name &&
+				ev.Start-(h.Start+h.Dur) <= p.opts.FoldWindow
+		})
+	}
+	if ev.Op == trace.OpGetattr && !p.opts.NoFold {
+		if n := len(t.held); n > 0 && t.held[n-1].Rec == trace.OpGetxattr && t.held[n-1].Name == pi.name {
+			op := p.base(ev, pi, nil)
+			op.Kind = KStat
+			t.held = append(t.held, op)
+			return
+		}
+	}
 	// Merge a split read or write into the held piece.
 	if (ev.Op == trace.OpRead || ev.Op == trace.OpWrite) && len(t.held) > 0 {
 		h := &t.held[len(t.held)-1]
@@ -499,8 +518,10 @@ func (p *planner) feed(ev *trace.Event) {
 			op.Kind = KChmod
 		case ev.Flags&(fAtime|fMtime|fAtimeNow|fMtimeNow) != 0:
 			op.Kind = KUtimes
+		case ev.Flags&(fUID|fGID) != 0:
+			op.Kind = KChown
 		default:
-			op.Kind = KSkip // chown needs privileges the replay should not assume
+			op.Kind = KSkip // only bits replay cannot express (ctime, lock owner, kill-priv)
 		}
 	case trace.OpReadlink:
 		op.Kind, op.CheckRet = KReadlink, true
@@ -533,8 +554,10 @@ func (p *planner) feed(ev *trace.Event) {
 			op.Slot = -1
 		}
 	case trace.OpRead, trace.OpWrite, trace.OpReaddir, trace.OpReaddirplus, trace.OpFsync,
-		trace.OpFsyncdir, trace.OpFallocate, trace.OpLseek:
+		trace.OpFsyncdir, trace.OpFallocate, trace.OpLseek, trace.OpGetlk, trace.OpSetlk, trace.OpSetlkw:
 		switch ev.Op {
+		case trace.OpGetlk, trace.OpSetlk, trace.OpSetlkw:
+			op.Kind = KLock
 		case trace.OpRead:
 			op.Kind, op.CheckRet = KRead, true
 		case trace.OpWrite:
@@ -568,6 +591,10 @@ func (p *planner) feed(ev *trace.Event) {
 		op.Kind = KAccess
 	default: // locks, ioctl, copy_file_range, ...
 		op.Kind = KSkip
+	}
+	if op.Kind == KGetxattr && op.Size == 0 && !p.opts.NoFold && len(t.held) == 0 {
+		t.held = append(t.held, op) // maybe the kernel's privilege probe: see above
+		return
 	}
 	if op.Kind == KRead || op.Kind == KWrite {
 		if n := len(t.held); n == 0 { // hold it: the next piece may merge into it

@@ -30,6 +30,7 @@ type State struct {
 	Entries               []Entry // parents before children
 	Files, Dirs, Symlinks int
 	Bytes                 int64
+	Ops                   uint64 // replay ops the trace plans (for progress)
 }
 
 // Problem is an op whose recorded outcome the starting state cannot reproduce.
@@ -183,7 +184,7 @@ func (m *model) apply(op *Op) {
 	enoent := op.WantErrno == uint16(syscall.ENOENT)
 	exist := op.WantErrno == uint16(syscall.EEXIST)
 	switch op.Kind {
-	case KSkip, KStatfs, KClose, KFsync, KLseek:
+	case KSkip, KStatfs, KClose, KFsync, KLseek, KLock:
 	case KStat:
 		if ok {
 			n := m.need(op, name, typeOfMode(op.Mode))
@@ -193,7 +194,7 @@ func (m *model) apply(op *Op) {
 		} else if enoent {
 			m.absent(op, name)
 		}
-	case KAccess, KReadlink, KGetxattr, KListxattr, KSetxattr, KRemovexattr, KChmod, KUtimes, KFstat:
+	case KAccess, KReadlink, KGetxattr, KListxattr, KSetxattr, KRemovexattr, KChmod, KChown, KUtimes, KFstat:
 		if ok {
 			typ := trace.TypeUnknown
 			if op.Kind == KReadlink {
@@ -351,6 +352,7 @@ func (m *model) move(from, to string) {
 func DeriveState(src Source, po PlanOptions) (*State, error) {
 	p := newPlanner(src, po)
 	m := newModel(true)
+	var ops uint64
 	for {
 		op, err := p.next()
 		if err == io.EOF {
@@ -360,6 +362,7 @@ func DeriveState(src Source, po PlanOptions) (*State, error) {
 			return nil, fmt.Errorf("replay: read trace: %w", err)
 		}
 		m.apply(op)
+		ops++
 	}
 	// Objects the recording layer saw before the job changed them.
 	for _, f := range src.Files() {
@@ -386,7 +389,7 @@ func DeriveState(src Source, po PlanOptions) (*State, error) {
 			e.Size = f.Size
 		}
 	}
-	st := &State{}
+	st := &State{Ops: ops}
 	for _, e := range m.initial {
 		if e.Name == "" {
 			continue

@@ -1,0 +1,412 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/schollz/progressbar/v3"
+	"github.com/spf13/pflag"
+	"golang.org/x/term"
+
+	"github.com/iotap/iotap/internal/report"
+	"github.com/iotap/iotap/internal/sysinfo"
+	"github.com/iotap/iotap/replay"
+	"github.com/iotap/iotap/trace"
+	"github.com/iotap/iotap/trace/stats"
+)
+
+func init() {
+	register(&command{
+		name:    "replay",
+		summary: "re-drive a recorded trace on other storage and measure it",
+		usage:   "[flags] TRACE --target DIR [--target DIR...]",
+		setup: func(fs *pflag.FlagSet) func(context.Context, *env, []string) error {
+			opts := &replayOptions{}
+			opts.AddFlags(fs)
+			return func(ctx context.Context, e *env, args []string) error { return runReplay(ctx, e, opts, args) }
+		},
+	})
+}
+
+type replayOptions struct {
+	Targets    []string
+	Output     string
+	Repeat     int
+	DropCaches bool
+	Timing     string
+	Speed      float64
+	OnDiverge  string
+	Prepare    string
+	Fill       string
+	Scratch    bool
+	DryRun     bool
+	NoFold     bool
+	Progress   string
+}
+
+func (o *replayOptions) AddFlags(fs *pflag.FlagSet) {
+	fs.StringArrayVar(&o.Targets, "target", nil, "replay onto the directory `dir` (repeat for several targets; they are interleaved)")
+	fs.StringVarP(&o.Output, "output", "o", "", "write replay traces and fidelity summaries as `prefix`.tN.rM.{iotap,json} (default: TRACE without .iotap, plus .replay)")
+	fs.IntVar(&o.Repeat, "repeat", 1, "replay `n` times onto each target, targets interleaved")
+	fs.BoolVar(&o.DropCaches, "drop-caches", false, "sync and drop the page cache before each run (needs root)")
+	fs.StringVar(&o.Timing, "timing", "think", "`mode`: think (predecessor done + recorded think time), original (recorded start times), afap")
+	fs.Float64Var(&o.Speed, "speed", 1, "scale think times and start offsets by 1/`x` (2 = twice as fast)")
+	fs.StringVar(&o.OnDiverge, "on-diverge", "warn", "what a result differing from the trace does: ignore, warn or abort (`policy`)")
+	fs.StringVar(&o.Prepare, "prepare", "auto", "starting state: auto (create it before each run), skip (target already holds it), only (create it and stop) (`mode`)")
+	fs.StringVar(&o.Fill, "fill", "zero", "data of prepared files and replayed writes: zero or random (`kind`)")
+	fs.BoolVar(&o.Scratch, "scratch", false, "the targets are scratch areas: their contents may be deleted")
+	fs.BoolVar(&o.DryRun, "dry-run", false, "derive the starting state and report ops whose preconditions cannot be met; touch no target")
+	fs.BoolVar(&o.NoFold, "no-fold", false, "replay every lookup as its own lstat instead of folding kernel path walks")
+	fs.StringVar(&o.Progress, "progress", "auto", "progress bar on standard error: auto (when it is a terminal), always, never (`when`)")
+}
+
+func runReplay(ctx context.Context, e *env, o *replayOptions, args []string) error {
+	if len(args) != 1 {
+		return usageErrorf("replay needs exactly one trace")
+	}
+	tracePath := args[0]
+	if tracePath == "-" {
+		return usageErrorf("replay reads the trace twice (starting state, then replay): give a file, not standard input")
+	}
+	timing, err := replay.ParseTiming(o.Timing)
+	if err != nil {
+		return usageErrorf("--timing: %v", err)
+	}
+	policy, err := replay.ParseDivergePolicy(o.OnDiverge)
+	if err != nil {
+		return usageErrorf("--on-diverge: %v", err)
+	}
+	if o.Speed <= 0 {
+		return usageErrorf("--speed %g: want a positive factor", o.Speed)
+	}
+	if o.Repeat < 1 {
+		return usageErrorf("--repeat %d: want at least 1", o.Repeat)
+	}
+	switch o.Prepare {
+	case "auto", "skip", "only":
+	default:
+		return usageErrorf("--prepare %q: want auto, skip or only", o.Prepare)
+	}
+	if o.Fill != "zero" && o.Fill != "random" {
+		return usageErrorf("--fill %q: want zero or random", o.Fill)
+	}
+	if len(o.Targets) == 0 && !o.DryRun {
+		return usageErrorf("replay needs at least one --target")
+	}
+	po := replay.PlanOptions{NoFold: o.NoFold}
+
+	// Pass 1: the starting state.
+	st, err := deriveState(tracePath, po)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(e.stdout, "starting state: %d directories, %d files (%s), %d symlinks; %d replay ops\n",
+		st.Dirs, st.Files, humanBytes(st.Bytes), st.Symlinks, st.Ops)
+	if o.DryRun {
+		r, err := openTrace(tracePath)
+		if err != nil {
+			return err
+		}
+		problems, n, err := replay.Check(r, st, po)
+		r.Close()
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			fmt.Fprintln(e.stdout, "dry run: every op's recorded outcome is reproducible from the starting state")
+			return nil
+		}
+		fmt.Fprintf(e.stdout, "dry run: %d ops cannot reproduce their recorded outcome:\n", n)
+		for _, p := range problems {
+			fmt.Fprintf(e.stdout, "  %s\n", p)
+		}
+		if n > len(problems) {
+			fmt.Fprintf(e.stdout, "  ... and %d more\n", n-len(problems))
+		}
+		return nil
+	}
+	raiseNoFile(e)
+
+	// Open and check the targets before touching any of them.
+	backends := make([]*replay.Dir, len(o.Targets))
+	defer func() {
+		for _, b := range backends {
+			if b != nil {
+				b.Close()
+			}
+		}
+	}()
+	for i, t := range o.Targets {
+		fi, err := os.Stat(t)
+		if err != nil {
+			return usageErrorf("--target %s: %v", t, err)
+		}
+		if !fi.IsDir() {
+			return usageErrorf("--target %s: not a directory", t)
+		}
+		b, err := replay.OpenDir(t)
+		if err != nil {
+			return err
+		}
+		backends[i] = b
+		if o.Prepare == "skip" {
+			continue
+		}
+		empty, err := b.IsEmpty(ctx)
+		if err != nil {
+			return fmt.Errorf("replay: target %s: %w", t, err)
+		}
+		if !empty && !o.Scratch {
+			return usageErrorf("--target %s is not empty: replay deletes what is there before each run; pass --scratch if it is a scratch area", t)
+		}
+	}
+	prefix := o.Output
+	if prefix == "" {
+		prefix = strings.TrimSuffix(tracePath, ".iotap") + ".replay"
+	}
+	fill := o.Fill == "random"
+	results := make([][]string, len(backends))
+	var diverged bool
+	for rep := 0; rep < o.Repeat; rep++ {
+		for i, b := range backends {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			if o.Prepare != "skip" {
+				if err := b.Reset(ctx); err != nil {
+					return err
+				}
+				if err := replay.Prepare(ctx, b, st, fill); err != nil {
+					return err
+				}
+				if o.Prepare == "only" {
+					fmt.Fprintf(e.stdout, "prepared %s\n", b.Path())
+					continue
+				}
+			}
+			if o.DropCaches {
+				dropCaches(e)
+			}
+			base := fmt.Sprintf("%s.t%d.r%d", prefix, i+1, rep+1)
+			sum, err := replayOnce(ctx, e, o, tracePath, base, b, st, replay.Options{
+				Timing: timing, Speed: o.Speed, OnDiverge: policy, Plan: po, FillRandom: fill, Log: e.log,
+			}, rep)
+			if sum != nil {
+				fmt.Fprintf(e.stdout, "run %d/%d, target %d: %s\n", rep+1, o.Repeat, i+1, base+".iotap")
+				sum.Print(e.stdout)
+				results[i] = append(results[i], base+".iotap")
+				if sum.Divergences > 0 {
+					diverged = true
+				}
+			}
+			if err != nil {
+				return err
+			}
+		}
+		if o.Prepare == "only" {
+			return nil
+		}
+	}
+	if len(backends) > 1 {
+		if err := compareTargets(ctx, e, o.Targets, results); err != nil {
+			return err
+		}
+	}
+	if diverged && policy == replay.DivergeWarn {
+		fmt.Fprintln(e.stderr, "iotap replay: some ops diverged from the trace (see the summaries)")
+	}
+	return nil
+}
+
+func openTrace(path string) (*trace.Reader, error) {
+	r, err := trace.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("replay: open trace: %w", err)
+	}
+	return r, nil
+}
+
+func deriveState(path string, po replay.PlanOptions) (*replay.State, error) {
+	r, err := openTrace(path)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	st, err := replay.DeriveState(r, po)
+	if err != nil {
+		return nil, err
+	}
+	if d := r.Damage(); len(d) > 0 {
+		return st, fmt.Errorf("%w: %v", errDamaged, d[0])
+	}
+	return st, nil
+}
+
+// replayOnce runs one replay onto b, writing base.iotap and base.json.
+func replayOnce(ctx context.Context, e *env, o *replayOptions, tracePath, base string, b *replay.Dir, st *replay.State, ro replay.Options, rep int) (*replay.Summary, error) {
+	r, err := openTrace(tracePath)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	src := r.Header()
+	h := trace.Header{
+		Kind:         "replay",
+		WallStart:    time.Now().UTC(),
+		Hostname:     sysinfo.Hostname(),
+		IotapVersion: version,
+		Kernel:       sysinfo.KernelRelease(),
+		Target:       b.Target(),
+		Command:      src.Command,
+		Labels: append(append([]trace.Label(nil), src.Labels...),
+			trace.Label{Key: "replay.of", Value: tracePath},
+			trace.Label{Key: "replay.timing", Value: ro.Timing.String()},
+			trace.Label{Key: "replay.speed", Value: strconv.FormatFloat(ro.Speed, 'g', -1, 64)},
+			trace.Label{Key: "replay.run", Value: strconv.Itoa(rep + 1)},
+			trace.Label{Key: "replay.recorded_fstype", Value: src.Target.FSType}),
+	}
+	w, err := trace.Create(base+".iotap", h, trace.WriterOptions{Logger: e.log})
+	if err != nil {
+		return nil, fmt.Errorf("replay: create result: %w", err)
+	}
+	var done atomic.Uint64
+	ro.Progress = &done
+	stop := startProgress(e, o.Progress, int64(st.Ops), fmt.Sprintf("%s run %d", b.Path(), rep+1), &done)
+	sum, runErr := replay.Run(ctx, r, b, w, ro)
+	stop()
+	if err := w.Close(); err != nil && runErr == nil {
+		runErr = fmt.Errorf("replay: write result: %w", err)
+	}
+	if sum != nil {
+		if js, err := json.MarshalIndent(sum, "", "  "); err == nil {
+			if err := os.WriteFile(base+".json", append(js, '\n'), 0o644); err != nil && runErr == nil {
+				runErr = fmt.Errorf("replay: write summary: %w", err)
+			}
+		}
+	}
+	if runErr != nil && errors.Is(runErr, replay.ErrDiverged) {
+		return sum, &exitCodeError{code: exitError, err: runErr}
+	}
+	if d := r.Damage(); len(d) > 0 && runErr == nil {
+		runErr = fmt.Errorf("%w: %v", errDamaged, d[0])
+	}
+	return sum, runErr
+}
+
+// startProgress shows a progress bar on stderr when it is a terminal (or always).
+func startProgress(e *env, when string, total int64, desc string, done *atomic.Uint64) func() {
+	show := when == "always"
+	if when == "auto" {
+		if f, ok := e.stderr.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+			show = true
+		}
+	}
+	if !show || total <= 0 {
+		return func() {}
+	}
+	bar := progressbar.NewOptions64(total,
+		progressbar.OptionSetWriter(e.stderr),
+		progressbar.OptionSetDescription(desc),
+		progressbar.OptionShowCount(),
+		progressbar.OptionShowIts(),
+		progressbar.OptionSetItsString("ops"),
+		progressbar.OptionThrottle(100*time.Millisecond),
+		progressbar.OptionClearOnFinish(),
+	)
+	quit := make(chan struct{})
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		t := time.NewTicker(100 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-quit:
+				bar.Set64(int64(done.Load()))
+				bar.Finish()
+				return
+			case <-t.C:
+				bar.Set64(int64(done.Load()))
+			}
+		}
+	}()
+	return func() { close(quit); <-finished }
+}
+
+// compareTargets prints the per-op comparison of the targets' replay traces, each
+// target's repeats merged, the first target as the baseline.
+func compareTargets(ctx context.Context, e *env, targets []string, results [][]string) error {
+	var sides []*stats.Stats
+	for _, files := range results {
+		if len(files) == 0 {
+			return nil
+		}
+		per, _, err := loadTraces(ctx, e, files, stats.Options{})
+		if err != nil {
+			return err
+		}
+		s := stats.New()
+		for _, p := range per {
+			s.Merge(p)
+		}
+		sides = append(sides, s)
+	}
+	c := report.Compare(targets, sides, 0.05)
+	c.Forced = len(c.Mismatches) > 0
+	var buf bytes.Buffer
+	if err := report.WriteCompareText(&buf, c); err != nil {
+		return fmt.Errorf("replay: render comparison: %w", err)
+	}
+	fmt.Fprintln(e.stdout)
+	_, err := e.stdout.Write(buf.Bytes())
+	return err
+}
+
+// raiseNoFile raises the open-file soft limit to the hard limit: a trace may hold many
+// handles open at once.
+func raiseNoFile(e *env) {
+	var lim syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
+		return
+	}
+	if lim.Cur < lim.Max {
+		lim.Cur = lim.Max
+		if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
+			e.log.Warn("replay: raise open-file limit", "err", err)
+		}
+	}
+}
+
+var dropWarned bool
+
+// dropCaches writes back dirty data and drops the page cache (root only).
+func dropCaches(e *env) {
+	syscall.Sync()
+	if err := os.WriteFile("/proc/sys/vm/drop_caches", []byte("3\n"), 0o200); err != nil && !dropWarned {
+		dropWarned = true
+		fmt.Fprintf(e.stderr, "iotap replay: --drop-caches: %v (runs continue with a warm cache)\n", err)
+	}
+}
+
+func humanBytes(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+}
+
