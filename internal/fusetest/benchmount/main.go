@@ -1,0 +1,150 @@
+// Command benchmount serves a directory through fusefs for bench/overhead.sh (untraced, or
+// traced into a trace file) and generates the small-file load of the overhead table.
+//
+//	benchmount mount -target DIR -mount MNT [-trace FILE] [-cache none|kernel] [-ready FILE]
+//	benchmount smallfiles -dir DIR [-n 1000] [-size 4096]
+//
+// mount serves until SIGINT or SIGTERM and writes the ready file once the mount is up.
+// smallfiles prints one line per phase: "create|stat|read|unlink OPS_PER_SEC".
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"runtime/pprof"
+	"syscall"
+	"time"
+
+	"github.com/iotap/iotap/fusefs"
+	"github.com/iotap/iotap/trace"
+)
+
+func main() {
+	if len(os.Args) < 2 {
+		fmt.Fprintln(os.Stderr, "usage: benchmount mount|smallfiles ...")
+		os.Exit(2)
+	}
+	var err error
+	switch os.Args[1] {
+	case "mount":
+		err = mount(os.Args[2:])
+	case "smallfiles":
+		err = smallFiles(os.Args[2:])
+	default:
+		err = fmt.Errorf("unknown subcommand %q", os.Args[1])
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "benchmount:", err)
+		os.Exit(1)
+	}
+}
+
+func mount(args []string) error {
+	fs := flag.NewFlagSet("mount", flag.ExitOnError)
+	target := fs.String("target", "", "backend directory")
+	mnt := fs.String("mount", "", "mount point")
+	traceFile := fs.String("trace", "", "record into this trace file (default: untraced)")
+	cache := fs.String("cache", "none", "cache mode")
+	ready := fs.String("ready", "", "file to create once mounted")
+	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the serving process")
+	fs.Parse(args)
+	if *cpuprofile != "" {
+		f, err := os.Create(*cpuprofile)
+		if err != nil {
+			return err
+		}
+		pprof.StartCPUProfile(f)
+		defer pprof.StopCPUProfile()
+	}
+	o := fusefs.Options{Cache: fusefs.CacheMode(*cache)}
+	var rec fusefs.Recorder
+	var w *trace.Writer
+	if *traceFile != "" {
+		h := trace.Header{Kind: "record", FUSE: o.TraceOptions()}
+		var err error
+		if w, err = trace.Create(*traceFile, h, trace.WriterOptions{}); err != nil {
+			return err
+		}
+		rec = w
+	}
+	srv, err := fusefs.Mount(*mnt, *target, rec, o)
+	if err != nil {
+		return err
+	}
+	if *ready != "" {
+		os.WriteFile(*ready, nil, 0o644)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	go func() { <-ctx.Done(); srv.Unmount() }()
+	srv.Wait()
+	if w != nil {
+		st := w.Stats()
+		fmt.Fprintf(os.Stderr, "benchmount: %d events, %d dropped, blocked %v\n", st.Events, st.Dropped, st.Blocked)
+		return w.Close()
+	}
+	return nil
+}
+
+func smallFiles(args []string) error {
+	fs := flag.NewFlagSet("smallfiles", flag.ExitOnError)
+	dir := fs.String("dir", "", "directory (created)")
+	n := fs.Int("n", 1000, "files")
+	size := fs.Int("size", 4096, "bytes per file")
+	fs.Parse(args)
+	if err := os.MkdirAll(*dir, 0o755); err != nil {
+		return err
+	}
+	buf := make([]byte, *size)
+	names := make([]string, *n)
+	for i := range names {
+		names[i] = filepath.Join(*dir, fmt.Sprintf("f%06d", i))
+	}
+	phase := func(name string, fn func(p string) error) error {
+		t0 := time.Now()
+		for _, p := range names {
+			if err := fn(p); err != nil {
+				return fmt.Errorf("%s %s: %w", name, p, err)
+			}
+		}
+		fmt.Printf("%s %.0f\n", name, float64(len(names))/time.Since(t0).Seconds())
+		return nil
+	}
+	var st syscall.Stat_t
+	for _, ph := range []struct {
+		name string
+		fn   func(p string) error
+	}{
+		{"create", func(p string) error {
+			fd, err := syscall.Open(p, syscall.O_CREAT|syscall.O_WRONLY|syscall.O_TRUNC|syscall.O_CLOEXEC, 0o644)
+			if err != nil {
+				return err
+			}
+			if _, err := syscall.Write(fd, buf); err != nil {
+				return err
+			}
+			return syscall.Close(fd)
+		}},
+		{"stat", func(p string) error { return syscall.Stat(p, &st) }},
+		{"read", func(p string) error {
+			fd, err := syscall.Open(p, syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
+			if err != nil {
+				return err
+			}
+			if _, err := syscall.Read(fd, buf); err != nil {
+				return err
+			}
+			return syscall.Close(fd)
+		}},
+		{"unlink", func(p string) error { return syscall.Unlink(p) }},
+	} {
+		if err := phase(ph.name, ph.fn); err != nil {
+			return err
+		}
+	}
+	return nil
+}
