@@ -1,0 +1,105 @@
+// Package report renders trace statistics ([stats.Stats]) as text, JSON, CSV and HTML, and
+// compares traces of the same work made on different storage.
+//
+// [Build] turns per-trace Stats into a [Report]; every format renders that one model, so
+// the formats never disagree. [Compare] builds a [Comparison] of sides, the first being
+// the baseline.
+//
+// # Reading the numbers
+//
+// Every report starts with the facts that change how its numbers must be read: the
+// fidelity mode (cache "none": every application call reached the tracing layer at its own
+// size; "kernel": the page cache absorbed part of the I/O and the trace shows what reached
+// the storage), the target file system type, host, command, labels, dropped events and
+// damage. Warnings repeat them when they matter.
+//
+// Latencies are durations of filesystem operations as the tracing layer timed them.
+// Percentiles come from HDR histograms with 3 significant digits: pN is the highest value
+// equivalent to the order statistic of rank round(N/100 × count) (at least 1), capped at
+// the exact maximum, so it is at most 0.1 % (or 512 ns) above the exact order statistic.
+// Mean, total and max are exact. "Job I/O time" is the sum of all op durations: concurrent
+// ops add up, so it can exceed the wall-clock duration.
+//
+// # JSON schema iotap.report/v1
+//
+// The document is one object. All durations are integer nanoseconds (fields end in _ns),
+// byte counts are integers, shares are fractions in [0, 1], times are RFC 3339 UTC.
+// Fields may be added within v1; a field changing meaning or disappearing makes v2.
+//
+//	schema       "iotap.report/v1"
+//	traces[]     one per input trace, in input order:
+//	  file, kind ("record"|"replay"), host, kernel, iotap_version, wall_start,
+//	  target {Path, FSType, Source, Mount}, cache ("none"|"kernel"|""), passthrough,
+//	  writeback, command[], labels{key: value}, events (aggregated), dropped (recorder
+//	  drops, from the footer), complete (a footer was present), damage[] (reader messages)
+//	warnings[]   human-readable caveats (drops, damage, cache mode, mixed modes)
+//	by           "" | "host" | "label:KEY"
+//	total        a view of all traces
+//	groups[]     with --by: one view per host or label value, sorted by name
+//
+// A view:
+//
+//	name, traces[] (indexes into traces), events, dropped, start (first op),
+//	duration_ns (first op start to last op end), total_ns (job I/O time)
+//	ops[]        one per operation seen, by total_ns descending:
+//	  op, class ("meta"|"data"|"open"|"dir"), count, errors, errnos{"ENOENT": n},
+//	  bytes (bytes done: read, write, copy_file_range, readdir*, *xattr, readlink),
+//	  total_ns, share (of the view's total_ns), mean_ns, p50_ns, p90_ns, p99_ns,
+//	  p99_9_ns, max_ns,
+//	  cdf[] {p (percent), ns} at p = 0 1 5 10 20 25 30 40 50 60 70 75 80 90 95 99 99.5
+//	  99.9 99.99 100,
+//	  hist[] {lo_ns, hi_ns, count}: non-empty bins, 4 per power of two from 1 µs
+//	classes[]    {class, count, total_ns, share} for meta, data, open, dir
+//	read_by_size[], write_by_size[]: latency by requested size bucket
+//	  {bucket ("<=4K" … "<=1M", ">1M"), max_bytes (0 = open-ended), bytes, count,
+//	  mean_ns, p50_ns, p90_ns, p99_ns, p99_9_ns, max_ns}
+//	ttfb         time to first byte, open/create start to the end of the first read on
+//	             that handle: {count, mean_ns, p50_ns, p90_ns, p99_ns, p99_9_ns, max_ns}
+//	patterns     {seq_read_share, seq_write_share (by bytes), seq_reads, rand_reads,
+//	             seq_writes, rand_writes (ops), read_bytes, write_bytes, reread_bytes,
+//	             reread_lower_bound, read_sizes[]/write_sizes[] {bucket, count},
+//	             meta_share, data_share (of job I/O time; meta = every class but data)}
+//	processes[]  top N by total_ns: {host, pid, comm, exe, ops, errors, total_ns, share,
+//	             meta_ns, data_ns, read_bytes, write_bytes}
+//	files_by_time[], files_by_bytes[], dirs_by_time[], dirs_by_bytes[]: top N
+//	             {path ("." is the traced root), ops, errors, total_ns, share, meta_ns,
+//	             data_ns, read_ops, write_ops, read_bytes, write_bytes, seq_share (of data
+//	             ops), reread_bytes, reread_lower_bound, opens, unused_opens (handles
+//	             closed without a read or write), extent (largest offset+length),
+//	             top_size (most common request-size bucket)}
+//	opened_unused {count, paths[] (at most N)}: files opened but never read or written
+//	intervals    {start (the trace origin), width_ns, points[] {t (s since start), ops,
+//	             errors, ops_per_s, read_mb_s, write_mb_s (MB = 10^6 B), p99_ns
+//	             (within 12.5 %), max_ns (exact), busy_ns}}; ops are placed by start time
+//	offsets[]    total view only: sampled offset-vs-time of the busiest files {host, path,
+//	             bytes, stride (every stride-th op kept), points[] [t s since the view's
+//	             start, offset, length, 1 if write else 0]}
+//
+// A directory's figures are those of the files directly in it plus the ops addressed to
+// the directory itself. A data op is sequential when it starts where the previous one on
+// the same handle ended (the first at offset 0 counts as sequential).
+//
+// # JSON schema iotap.compare/v1
+//
+//	schema "iotap.compare/v1", tolerance, forced, mismatches[], warnings[]
+//	sides[]   {name, traces[] (as in a report), events, duration_ns, total_ns,
+//	          total_ratio (to the baseline), data_share}
+//	ops[]     by the baseline's total time: {op, sides[] {count, errors, bytes, mean_ns,
+//	          p50_ns, p99_ns, total_ns, ratio {count, p50, p99, mean, total} (absent on
+//	          the baseline; 0 when the baseline value is 0), hist[]}}
+//	slower[], faster[]: up to 5 ops that lost or gained the most total time
+//	          {side, op, baseline_total_ns, total_ns, delta_ns, mean_ratio, p99_ratio}
+//
+// # CSV
+//
+// WriteCSV writes one table (ops, sizes, procs, files, dirs or intervals) with a header
+// row; every row starts with the view name ("all", or "host=node1" with --by). Units as in
+// JSON.
+//
+// # HTML
+//
+// WriteHTML writes one self-contained file: inline CSS and SVG plots made with
+// gonum.org/v1/plot, no scripts and no network access. Plots: latency CDF per operation,
+// a latency histogram per operation, MB/s, ops/s, p99 and max per interval, and sampled
+// offset-vs-time for the busiest files.
+package report
