@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -63,24 +64,81 @@ func knownWorkload(dir string) error {
 	return os.Remove(filepath.Join(dir, "sub", "moved"))
 }
 
+// traceView is what the known-workload check reads, from the in-memory recorder or a file.
+type traceView struct {
+	events   []trace.Event
+	pathName func(uint32) string
+	procs    []trace.Process
+	files    []trace.File
+}
+
 func TestTraceKnownWorkload(t *testing.T) {
 	rec := fusetest.NewMemRecorder(0)
 	c := fusetest.Mount(t, rec, fusefs.Options{})
 	pid := runWorkload(t, "known", c.Mnt)
+	checkKnown(t, traceView{rec.Events(), rec.PathName, rec.Processes(), rec.Files()}, pid)
+	if rec.Errors() != 0 {
+		t.Errorf("%d recording errors", rec.Errors())
+	}
+}
 
-	evs := rec.Events()
+// TestTraceRoundTrip records the known workload through trace.Create and checks what
+// trace.Open reads back.
+func TestTraceRoundTrip(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "known.trace")
+	o := fusefs.Options{}
+	w, err := trace.Create(file, trace.Header{Kind: "record", FUSE: o.TraceOptions()}, trace.WriterOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := fusetest.Mount(t, w, o)
+	pid := runWorkload(t, "known", c.Mnt)
+	if err := c.Server.Unmount(); err != nil {
+		t.Fatal(err)
+	}
+	c.Server.Wait()
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	r, err := trace.Open(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if r.Header().FUSE.Cache != "none" || !r.Header().FUSE.DirectIO {
+		t.Errorf("header FUSE options %+v", r.Header().FUSE)
+	}
+	var evs []trace.Event
+	for {
+		e, err := r.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		evs = append(evs, *e)
+	}
+	if f, ok := r.Footer(); !ok || f.Events != uint64(len(evs)) || f.Errors != 0 {
+		t.Errorf("footer %+v (ok %v), %d events read", f, ok, len(evs))
+	}
+	checkKnown(t, traceView{evs, r.PathName, r.Processes(), r.Files()}, pid)
+}
+
+func checkKnown(t *testing.T, v traceView, pid int) {
+	t.Helper()
 	var mine []trace.Event
-	for _, e := range evs {
+	for _, e := range v.events {
 		if e.Pid == uint32(pid) {
 			mine = append(mine, e)
 		}
 	}
 	if len(mine) == 0 {
-		t.Fatalf("no events from the child (pid %d) among %d", pid, len(evs))
+		t.Fatalf("no events from the child (pid %d) among %d", pid, len(v.events))
 	}
 	// The child's threads are in the process table with the child's comm.
 	procs := map[uint32]trace.Process{}
-	for _, p := range rec.Processes() {
+	for _, p := range v.procs {
 		procs[p.Tid] = p
 	}
 	for _, e := range mine {
@@ -94,7 +152,7 @@ func TestTraceKnownWorkload(t *testing.T) {
 		var r []trace.Event
 		for i := range mine {
 			e := &mine[i]
-			if e.Op == op && rec.PathName(e.Path) == path && (match == nil || match(e)) {
+			if e.Op == op && v.pathName(e.Path) == path && (match == nil || match(e)) {
 				r = append(r, *e)
 			}
 		}
@@ -137,12 +195,12 @@ func TestTraceKnownWorkload(t *testing.T) {
 	}
 	one("mkdir sub", find(trace.OpMkdir, "sub", func(e *trace.Event) bool { return e.Errno == 0 }))
 	rn := one("rename", find(trace.OpRename, "data", nil))
-	if rec.PathName(rn.Path2) != "sub/moved" || rn.Errno != 0 {
-		t.Errorf("rename: %+v to %q", rn, rec.PathName(rn.Path2))
+	if v.pathName(rn.Path2) != "sub/moved" || rn.Errno != 0 {
+		t.Errorf("rename: %+v to %q", rn, v.pathName(rn.Path2))
 	}
 	sl := one("symlink", find(trace.OpSymlink, "link", nil))
-	if rec.PathName(sl.Path2) != "sub/moved" {
-		t.Errorf("symlink target %q", rec.PathName(sl.Path2))
+	if v.pathName(sl.Path2) != "sub/moved" {
+		t.Errorf("symlink target %q", v.pathName(sl.Path2))
 	}
 	one("unlink", find(trace.OpUnlink, "sub/moved", nil))
 	// Release (pid 0 from the kernel) is attributed to the opener.
@@ -159,13 +217,10 @@ func TestTraceKnownWorkload(t *testing.T) {
 		t.Errorf("no release of handle %d attributed to the child", cr.Handle)
 	}
 	// No File record for the created file (it did not exist before the job).
-	for _, f := range rec.Files() {
-		if n := rec.PathName(f.Path); n == "data" || n == "sub" {
+	for _, f := range v.files {
+		if n := v.pathName(f.Path); n == "data" || n == "sub" {
 			t.Errorf("file record for created %q: %+v", n, f)
 		}
-	}
-	if rec.Errors() != 0 {
-		t.Errorf("%d recording errors", rec.Errors())
 	}
 }
 
