@@ -102,7 +102,7 @@
 //
 // # Events payload
 //
-// An events payload holds n events as columns: first uvarint n (1 ≤ n ≤ MaxChunkEvents),
+// An events payload holds n events as columns: first uvarint n (n ≤ MaxChunkEvents; writers never write n = 0),
 // then 19 columns, each holding n values, in this order:
 //
 //	column   encoding of value i

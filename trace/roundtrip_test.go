@@ -5,9 +5,11 @@ import (
 	"cmp"
 	"errors"
 	"io"
+	"io/fs"
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -292,5 +294,48 @@ func TestAppendAllocs(t *testing.T) {
 	allocs = testing.AllocsPerRun(10000, func() { _ = Now() })
 	if allocs != 0 {
 		t.Errorf("Now: %v allocs", allocs)
+	}
+}
+
+// failWriter accepts limit bytes, then fails every write.
+type failWriter struct {
+	limit int
+	n     int
+}
+
+var errDiskFull = errors.New("disk full")
+
+func (f *failWriter) Write(b []byte) (int, error) {
+	if f.n+len(b) > f.limit {
+		return 0, errDiskFull
+	}
+	f.n += len(b)
+	return len(b), nil
+}
+
+func TestWriteError(t *testing.T) {
+	if _, err := NewWriter(&failWriter{limit: 10}, Header{}, WriterOptions{}); !errors.Is(err, errDiskFull) {
+		t.Fatalf("header write: %v", err)
+	}
+	w, err := NewWriter(&failWriter{limit: 1000}, Header{}, WriterOptions{ChunkEvents: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 10000 {
+		w.Append(&Event{Op: OpWrite, Offset: int64(i) * 7919, Start: int64(i) * 1e6})
+	}
+	if err := w.Close(); !errors.Is(err, errDiskFull) {
+		t.Fatalf("Close: %v", err)
+	}
+	st := w.Stats()
+	if st.Written+st.Dropped != 10000 || st.Dropped == 0 {
+		t.Errorf("stats %+v: want every event written or dropped", st)
+	}
+}
+
+func TestCreateError(t *testing.T) {
+	_, err := Create(filepath.Join(t.TempDir(), "no", "such", "dir.iotap"), Header{}, WriterOptions{})
+	if !errors.Is(err, fs.ErrNotExist) || !strings.Contains(err.Error(), "trace: create") {
+		t.Fatalf("err = %v", err)
 	}
 }

@@ -449,6 +449,11 @@ func (w *Writer) flush() {
 	w.pendProcs, w.pendFiles = nil, nil
 	w.sideMu.Unlock()
 
+	if w.err != nil { // the file is broken: count the events as lost, skip the work
+		w.dropped.Add(uint64(len(w.stage)))
+		w.stage = w.stage[:0]
+		return
+	}
 	w.buf = w.buf[:0]
 	if len(paths) > 0 {
 		w.raw = appendPaths(w.raw[:0], paths)

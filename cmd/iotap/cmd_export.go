@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"strconv"
+	"strings"
 	"syscall"
 	"unicode/utf8"
 
@@ -67,7 +68,7 @@ type exportOptions struct {
 }
 
 func (o *exportOptions) AddFlags(fs *pflag.FlagSet) {
-	fs.StringVar(&o.Format, "format", "jsonl", "output `format`: jsonl (one JSON object per line) or csv (with a header row)")
+	fs.StringVar(&o.Format, "format", "jsonl", "output `format`: jsonl (one JSON object per line) or csv (with a header row); fields, in order: "+strings.Join(exportFields, ","))
 	fs.StringVarP(&o.Output, "output", "o", "", "write to `file` instead of standard output")
 	fs.BoolVar(&o.Strict, "strict", false, "stop at the first corrupt chunk instead of skipping it")
 }
