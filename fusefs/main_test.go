@@ -2,8 +2,11 @@ package fusefs_test
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"strconv"
 	"testing"
 )
 
@@ -52,5 +55,40 @@ func runWorkload(t testing.TB, w, dir string, extraEnv ...string) int {
 
 func execCommand(name string, args ...string) *exec.Cmd { return exec.Command(name, args...) }
 
-// rwWorkload writes then reads back IOTAP_RW_SIZE bytes in IOTAP_RW_BS blocks to dir/rw.
-func rwWorkload(dir string) error { return nil }
+// rwWorkload does IOTAP_RW_COUNT preads or pwrites of IOTAP_RW_BS bytes on dir/rw
+// (IOTAP_RW_OP = write, read or randread), wrapping around at rwFileSize.
+func rwWorkload(dir string) error {
+	op := os.Getenv("IOTAP_RW_OP")
+	bs, _ := strconv.Atoi(os.Getenv("IOTAP_RW_BS"))
+	count, _ := strconv.Atoi(os.Getenv("IOTAP_RW_COUNT"))
+	flags := os.O_RDONLY
+	if op == "write" {
+		flags = os.O_WRONLY | os.O_CREATE
+	}
+	f, err := os.OpenFile(filepath.Join(dir, "rw"), flags, 0o644)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	buf := make([]byte, bs)
+	blocks := int64(rwFileSize / bs)
+	r := rand.New(rand.NewPCG(1, 1))
+	for i := range int64(count) {
+		off := (i % blocks) * int64(bs)
+		if op == "randread" {
+			off = r.Int64N(blocks) * int64(bs)
+		}
+		var n int
+		if op == "write" {
+			n, err = f.WriteAt(buf, off)
+		} else {
+			n, err = f.ReadAt(buf, off)
+		}
+		if err != nil || n != bs {
+			return fmt.Errorf("%s at %d: %d, %v", op, off, n, err)
+		}
+	}
+	return nil
+}
+
+const rwFileSize = 64 << 20

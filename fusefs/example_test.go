@@ -1,0 +1,28 @@
+package fusefs_test
+
+import (
+	"fmt"
+	"log"
+
+	"github.com/iotap/iotap/fusefs"
+	"github.com/iotap/iotap/trace"
+)
+
+// Example_mount traces /data, mounted in place, into a trace file until unmounted.
+func Example_mount() {
+	o := fusefs.Options{Cache: fusefs.CacheNone}
+	w, err := trace.Create("/tmp/job.trace", trace.Header{Kind: "record", FUSE: o.TraceOptions()}, trace.WriterOptions{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	srv, err := fusefs.Mount("/data", "/data", w, o)
+	if err != nil {
+		log.Fatal(err)
+	}
+	// ... run the job, then:
+	srv.Unmount()
+	srv.Wait()
+	st := srv.Stats()
+	fmt.Println(st.Ops, "ops,", st.BytesRead, "bytes read")
+	w.Close()
+}

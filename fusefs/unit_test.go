@@ -1,0 +1,150 @@
+package fusefs
+
+import (
+	"os"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/hanwen/go-fuse/v2/fuse"
+
+	"github.com/iotap/iotap/trace"
+)
+
+func TestPathFilter(t *testing.T) {
+	tests := []struct {
+		name             string
+		include, exclude []string
+		path             string
+		want             bool
+	}{
+		{"no include, no exclude", nil, []string{"x"}, "a/b", true},
+		{"include full path", []string{"data/*.csv"}, nil, "data/x.csv", true},
+		{"include misses", []string{"data/*.csv"}, nil, "data/x.txt", false},
+		{"include directory covers subtree", []string{"data"}, nil, "data/sub/x", true},
+		{"include element", []string{"*.h5"}, nil, "run/1/out.h5", true},
+		{"exclude element", nil, []string{".git"}, "repo/.git/objects/ab", false},
+		{"exclude wins over include", []string{"repo"}, []string{"*.lock"}, "repo/index.lock", false},
+		{"root with include", []string{"data"}, nil, "", false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newPathFilter(tc.include, tc.exclude)
+			id, parent := uint32(1), uint32(1)
+			if tc.path != "" {
+				for i, el := range splitPath(tc.path) {
+					id = uint32(100 + i)
+					f.learn(id, parent, el)
+					parent = id
+				}
+			}
+			if got := f.ok(id); got != tc.want {
+				t.Errorf("ok(%q) = %v, want %v", tc.path, got, tc.want)
+			}
+			if got := f.ok(id); got != tc.want { // cached decision
+				t.Errorf("cached ok(%q) = %v", tc.path, got)
+			}
+		})
+	}
+}
+
+func splitPath(p string) []string {
+	var r []string
+	start := 0
+	for i := 0; i <= len(p); i++ {
+		if i == len(p) || p[i] == '/' {
+			r = append(r, p[start:i])
+			start = i + 1
+		}
+	}
+	return r
+}
+
+func TestLiveStatsP99(t *testing.T) {
+	var s liveStats
+	for range 990 {
+		s.op(int64(10*time.Microsecond), false)
+	}
+	for range 10 {
+		s.op(int64(3*time.Millisecond), true)
+	}
+	ls := s.snapshot()
+	if ls.Ops != 1000 || ls.Errors != 10 || ls.IntervalOps != 1000 {
+		t.Fatalf("%+v", ls)
+	}
+	if ls.IntervalP99 < 10*time.Microsecond || ls.IntervalP99 > 20*time.Microsecond {
+		t.Errorf("p99 %v, want the 10 µs bucket (99%% of ops)", ls.IntervalP99)
+	}
+	if ls.IntervalMax < 3*time.Millisecond || ls.IntervalMax > 5*time.Millisecond {
+		t.Errorf("max %v", ls.IntervalMax)
+	}
+	if ls2 := s.snapshot(); ls2.IntervalOps != 0 || ls2.Ops != 1000 {
+		t.Errorf("next interval %+v", ls2)
+	}
+}
+
+type procRecorder struct {
+	nopRecorder
+	procs []trace.Process
+}
+
+func (r *procRecorder) AddProcess(p trace.Process) { r.procs = append(r.procs, p) }
+
+func TestProcResolve(t *testing.T) {
+	rec := &procRecorder{}
+	tr := newTracer(fuse.NewDefaultRawFileSystem(), rec, Options{Comms: []string{"nomatch"}})
+	tid := uint32(syscall.Gettid())
+	p := tr.proc(tid, now())
+	if p.pid != uint32(os.Getpid()) || p.record {
+		t.Errorf("proc %+v, want pid %d and filtered out by comm", p, os.Getpid())
+	}
+	tr.proc(tid, now())
+	if len(rec.procs) != 1 || rec.procs[0].Comm == "" || rec.procs[0].Exe == "" || rec.procs[0].PPid != uint32(os.Getppid()) {
+		t.Errorf("process records %+v", rec.procs)
+	}
+}
+
+func TestToErrno(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		err  error
+		want syscall.Errno
+	}{
+		{"errno", syscall.ENOSPC, syscall.ENOSPC},
+		{"wrapped errno", &os.PathError{Op: "open", Path: "x", Err: syscall.EROFS}, syscall.EROFS},
+		{"not exist", os.ErrNotExist, syscall.ENOENT},
+		{"other", os.ErrDeadlineExceeded, syscall.EIO},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got, _ := toErrno(tc.err); got != tc.want {
+				t.Errorf("toErrno(%v) = %v, want %v", tc.err, got, tc.want)
+			}
+		})
+	}
+}
+
+func TestNodeTable(t *testing.T) {
+	nt := newNodeTable()
+	nt.ref(5, 10)
+	nt.ref(5, 10)
+	nt.ref(6, 11)
+	nt.move(10, 12, false)
+	if p := nt.path(5); p != 12 {
+		t.Errorf("after rename: %d", p)
+	}
+	nt.move(12, 11, true) // exchange
+	if nt.path(5) != 11 || nt.path(6) != 12 {
+		t.Errorf("after exchange: %d %d", nt.path(5), nt.path(6))
+	}
+	nt.forget(5, 1)
+	if nt.path(5) != 11 {
+		t.Errorf("forgotten too early")
+	}
+	nt.forget(5, 1)
+	if nt.path(5) != 0 {
+		t.Errorf("not forgotten")
+	}
+	if nt.path(1) != trace.RootPath {
+		t.Errorf("root")
+	}
+}
