@@ -95,7 +95,7 @@ type Options struct {
 	// FillRandom makes written data incompressible instead of zeros.
 	FillRandom bool
 	// SpinMargin is how long before an op's due time a worker stops sleeping and spins
-	// (default 150 µs).
+	// (default 50 µs).
 	SpinMargin time.Duration
 	// QueueDepth is the number of planned ops buffered per worker (default 256).
 	QueueDepth int
@@ -180,7 +180,7 @@ func Run(ctx context.Context, src Source, b Backend, sink Sink, o Options) (*Sum
 		o.Speed = 1
 	}
 	if o.SpinMargin <= 0 {
-		o.SpinMargin = 150 * time.Microsecond
+		o.SpinMargin = 50 * time.Microsecond
 	}
 	if o.QueueDepth <= 0 {
 		o.QueueDepth = 256
@@ -320,6 +320,13 @@ func (e *engine) outPath(m map[string]uint32, name string, id uint32) uint32 {
 
 func (w *worker) run() {
 	e := w.e
+	if e.opts.Timing != TimingAFAP {
+		// A worker that sleeps until due times owns its thread, with the smallest timer
+		// slack, so that a sleep ends when asked (the default slack is 50 µs).
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		unix.Prctl(unix.PR_SET_TIMERSLACK, 1, 0, 0, 0)
+	}
 	for op := range w.ch {
 		if e.ctx.Err() != nil {
 			w.complete(&op)
