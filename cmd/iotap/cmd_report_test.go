@@ -31,9 +31,12 @@ func TestReportCommand(t *testing.T) {
 		t.Fatal(err)
 	}
 	notTrace := filepath.Join(dir, "notes.txt")
-	os.WriteFile(notTrace, []byte("hello, this is not a trace\n"), 0o644)
 	empty := filepath.Join(dir, "empty.iotap")
-	os.WriteFile(empty, nil, 0o644)
+	for f, data := range map[string][]byte{notTrace: []byte("hello, this is not a trace\n"), empty: nil} {
+		if err := os.WriteFile(f, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 	emptyDir := t.TempDir()
 	out := filepath.Join(dir, "r.json")
 

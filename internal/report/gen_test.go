@@ -29,7 +29,7 @@ func genTrace(path string, wl workload) error {
 	if err != nil {
 		return err
 	}
-	defer f.Close()
+	defer f.Close() //nolint:errcheck // closed explicitly below; this only covers early returns
 	h := trace.Header{
 		Kind:         "record",
 		WallStart:    time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC),

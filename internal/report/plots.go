@@ -91,19 +91,6 @@ func (bytesTicks) Ticks(min, max float64) []plot.Tick {
 	return ts
 }
 
-// durLinTicks labels a linear nanosecond axis.
-type durLinTicks struct{}
-
-func (durLinTicks) Ticks(min, max float64) []plot.Tick {
-	ts := plot.DefaultTicks{}.Ticks(min, max)
-	for i := range ts {
-		if ts[i].Label != "" {
-			ts[i].Label = Dur(int64(ts[i].Value))
-		}
-	}
-	return ts
-}
-
 func color8(i int) color.Color { return plotutil.Color(i) }
 
 // cdfXYs turns histogram bins into CDF points (latency ns, percent).
@@ -246,9 +233,9 @@ func offsetPlot(t OffsetTrack) (*plot.Plot, error) {
 		if err != nil {
 			return nil, fmt.Errorf("report: offsets %s: %w", t.Path, err)
 		}
-		s.GlyphStyle.Color = color8(i)
-		s.GlyphStyle.Radius = vg.Points(1.3)
-		s.GlyphStyle.Shape = draw.CircleGlyph{}
+		s.Color = color8(i)
+		s.Radius = vg.Points(1.3)
+		s.Shape = draw.CircleGlyph{}
 		p.Add(s)
 		p.Legend.Add(x.name, s)
 	}

@@ -40,7 +40,11 @@ func loadStats(t testing.TB, name string) *stats.Stats {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer r.Close()
+	defer func() {
+		if err := r.Close(); err != nil {
+			t.Error(err)
+		}
+	}()
 	a := stats.NewAccumulator(name, r.Header(), stats.Options{})
 	for {
 		ev, err := r.Next()
@@ -177,7 +181,9 @@ func TestPercentilesIndependent(t *testing.T) {
 			}
 			durs[ev.Op.String()] = append(durs[ev.Op.String()], ev.Dur)
 		}
-		r.Close()
+		if err := r.Close(); err != nil {
+			t.Fatal(err)
+		}
 		rep, err := Build([]*stats.Stats{loadStats(t, name)}, Options{})
 		if err != nil {
 			t.Fatal(err)
@@ -248,8 +254,11 @@ func TestHTMLSelfContained(t *testing.T) {
 		t.Fatal(err)
 	}
 	if dir := os.Getenv("IOTAP_HTML_OUT"); dir != "" {
-		os.WriteFile(filepath.Join(dir, "report.html"), b.Bytes(), 0o644)
-		os.WriteFile(filepath.Join(dir, "compare.html"), cb.Bytes(), 0o644)
+		for name, page := range map[string][]byte{"report.html": b.Bytes(), "compare.html": cb.Bytes()} {
+			if err := os.WriteFile(filepath.Join(dir, name), page, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
 	}
 	for name, page := range map[string]string{"report": b.String(), "compare": cb.String()} {
 		if n := strings.Count(page, "<svg"); n < 4 && name == "report" || n < 1 {

@@ -98,6 +98,10 @@ func orDash(s string) string {
 }
 
 func writeOpTable(b *strings.Builder, v *View) {
+	if len(v.Ops) == 0 {
+		b.WriteString("(no events)\n")
+		return
+	}
 	t := newTable("op", "count", "errors", "bytes", "total", "share", "mean", "p50", "p90", "p99", "p99.9", "max")
 	for _, o := range v.Ops {
 		bytes := "-"
