@@ -132,8 +132,9 @@ func NewReader(rd io.Reader) (*Reader, error) {
 	return r, nil
 }
 
-// SetStrict makes Next stop with the *ChunkError at the first damaged chunk instead of
-// skipping it. A missing footer is still only reported by Damage.
+// SetStrict makes Next stop with the *ChunkError at the first damaged chunk (corrupt or
+// truncated) instead of skipping it or ending with io.EOF. The error is also in Damage. A
+// missing footer alone is still only reported by Damage.
 func (r *Reader) SetStrict(strict bool) { r.strict = strict }
 
 // Header returns the trace header.

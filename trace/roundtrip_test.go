@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -337,5 +338,50 @@ func TestCreateError(t *testing.T) {
 	_, err := Create(filepath.Join(t.TempDir(), "no", "such", "dir.iotap"), Header{}, WriterOptions{})
 	if !errors.Is(err, fs.ErrNotExist) || !strings.Contains(err.Error(), "trace: create") {
 		t.Fatalf("err = %v", err)
+	}
+}
+
+// TestCloseRace closes a writer while producers are appending: every accepted event is
+// written, every other one is counted as dropped, nothing blocks or panics.
+func TestCloseRace(t *testing.T) {
+	for _, drop := range []bool{false, true} {
+		var buf bytes.Buffer
+		w, err := NewWriter(&buf, Header{}, WriterOptions{BufferEvents: 256, ChunkEvents: 64, DropWhenFull: drop})
+		if err != nil {
+			t.Fatal(err)
+		}
+		const producers, per = 4, 50000
+		var wg sync.WaitGroup
+		for g := range producers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := range per {
+					w.Append(&Event{Op: OpRead, Tid: uint32(g), Offset: int64(i)})
+					if i%1000 == 0 {
+						w.Path(RootPath, strconv.Itoa(i))
+					}
+				}
+			}()
+		}
+		time.Sleep(5 * time.Millisecond)
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+		wg.Wait()
+		st := w.Stats()
+		if st.Events+st.Dropped != producers*per || st.Written != st.Events {
+			t.Errorf("drop=%v: stats %+v", drop, st)
+		}
+		r, err := NewReader(&buf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := len(readAll(t, r)); uint64(n) != st.Written {
+			t.Errorf("drop=%v: read %d, written %d", drop, n, st.Written)
+		}
+		if f, ok := r.Footer(); !ok || f.Events != st.Written {
+			t.Errorf("drop=%v: footer %+v", drop, f)
+		}
 	}
 }
