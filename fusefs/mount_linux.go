@@ -7,8 +7,10 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
@@ -21,6 +23,8 @@ type Server struct {
 	tracer     *tracer // nil when untraced
 	rootFd     int
 	mountpoint string
+
+	kdev uint32 // kernel device number of the mount: the fusectl connection name
 
 	mu        sync.Mutex // guards unmounted
 	unmounted bool
@@ -93,6 +97,10 @@ func Mount(mountpoint, rootDir string, rec Recorder, o Options) (*Server, error)
 		unix.Close(rootFd)
 		return nil, fmt.Errorf("fusefs: mount %s: %w", mnt, err)
 	}
+	var st unix.Stat_t
+	if err := unix.Stat(mnt, &st); err == nil {
+		s.kdev = unix.Major(st.Dev)<<20 | unix.Minor(st.Dev)
+	}
 	return s, nil
 }
 
@@ -112,11 +120,61 @@ func (s *Server) Unmount() error {
 	if s.unmounted {
 		return nil
 	}
-	if err := s.srv.Unmount(); err != nil {
+	done := make(chan error, 1)
+	go func() { done <- s.srv.Unmount() }()
+	var err error
+	select {
+	case err = <-done:
+	case <-time.After(unmountGrace):
+		// umount(2) succeeded but the serving loops did not stop: a copy of the mount lives
+		// on in another mount namespace (a process that unshared while we were mounted).
+		// Abort our connection so neither we nor that copy hang.
+		if !mounted(s.mountpoint, s.kdev) {
+			s.abort()
+		}
+		err = <-done
+	}
+	if err != nil {
 		return fmt.Errorf("fusefs: unmount %s: %w", s.mountpoint, err)
 	}
 	s.unmounted = true
 	return nil
+}
+
+const unmountGrace = 2 * time.Second
+
+// mounted reports whether this namespace still has a mount with device kdev at mnt.
+func mounted(mnt string, kdev uint32) bool {
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return true
+	}
+	want := fmt.Sprintf(" %d:%d ", kdev>>20, kdev&(1<<20-1))
+	for _, line := range strings.Split(string(b), "\n") {
+		if strings.Contains(line, want) {
+			return true
+		}
+	}
+	return false
+}
+
+// abort aborts the FUSE connection through fusectl, mounting fusectl on a temporary
+// directory when it is not mounted at /sys/fs/fuse/connections.
+func (s *Server) abort() {
+	name := strconv.FormatUint(uint64(s.kdev), 10) + "/abort"
+	if os.WriteFile("/sys/fs/fuse/connections/"+name, []byte("1"), 0) == nil {
+		return
+	}
+	dir, err := os.MkdirTemp("", "iotap-fusectl")
+	if err != nil {
+		return
+	}
+	defer os.Remove(dir)
+	if unix.Mount("fusectl", dir, "fusectl", 0, "") != nil {
+		return
+	}
+	defer unix.Unmount(dir, unix.MNT_DETACH)
+	os.WriteFile(filepath.Join(dir, name), []byte("1"), 0)
 }
 
 // Wait blocks until the file system is unmounted (by Unmount, fusermount -u or umount) and

@@ -80,7 +80,12 @@ func mount(args []string) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	go func() { <-ctx.Done(); srv.Unmount() }()
+	go func() {
+		<-ctx.Done()
+		for srv.Unmount() != nil { // busy: wait for the load to leave the mount
+			time.Sleep(500 * time.Millisecond)
+		}
+	}()
 	srv.Wait()
 	if w != nil {
 		st := w.Stats()
