@@ -48,7 +48,9 @@ func BenchmarkAppend(b *testing.B) {
 		w.Append(&ev)
 	}
 	b.StopTimer()
-	w.Close()
+	if err := w.Close(); err != nil {
+		b.Fatal(err)
+	}
 	st := w.Stats()
 	b.ReportMetric(float64(st.Blocked.Nanoseconds())/float64(st.Events), "blocked-ns/event")
 }
@@ -70,7 +72,9 @@ func BenchmarkAppendParallel(b *testing.B) {
 		}
 	})
 	b.StopTimer()
-	w.Close()
+	if err := w.Close(); err != nil {
+		b.Fatal(err)
+	}
 	st := w.Stats()
 	b.ReportMetric(float64(st.Blocked.Nanoseconds())/float64(st.Events), "blocked-ns/event")
 }
@@ -80,7 +84,7 @@ func BenchmarkPathHit(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer w.Close()
+	defer func() { _ = w.Close() }()
 	dir := w.Path(RootPath, "dir")
 	w.Path(dir, "name.txt")
 	b.ReportAllocs()
@@ -109,7 +113,7 @@ func BenchmarkDecode(b *testing.B) {
 			}
 			got++
 		}
-		r.Close()
+		_ = r.Close()
 		if got != n {
 			b.Fatalf("decoded %d of %d", got, n)
 		}

@@ -39,7 +39,7 @@ func FuzzReader(f *testing.F) {
 		if err != nil {
 			return
 		}
-		defer r.Close()
+		defer func() { _ = r.Close() }()
 		_ = r.Header()
 		for i := 0; ; i++ {
 			e, err := r.Next()
@@ -102,14 +102,14 @@ func FuzzPayload(f *testing.F) {
 				}
 			}
 		case ChunkPaths:
-			decodePaths(b, func(PathRecord) {})
+			_ = decodePaths(b, func(PathRecord) {})
 		case ChunkProcesses:
-			decodeProcesses(b, func(Process) {})
+			_ = decodeProcesses(b, func(Process) {})
 		case ChunkFiles:
-			decodeFiles(b, func(File) {})
+			_ = decodeFiles(b, func(File) {})
 		default:
 			var f Footer
-			decodeFooter(b, &f)
+			_ = decodeFooter(b, &f)
 		}
 	})
 }

@@ -130,7 +130,7 @@ func TestGoldenV1(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer r.Close()
+	defer func() { _ = r.Close() }()
 	h, paths, procs, files, want := goldenContent()
 	if got := r.Header(); !reflect.DeepEqual(*got, h) {
 		t.Errorf("header:\n got %+v\nwant %+v", *got, h)

@@ -99,7 +99,7 @@ func TestKill9(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer r.Close()
+	defer func() { _ = r.Close() }()
 	evs := readAll(t, r)
 	if uint64(len(evs)) < flushed {
 		t.Errorf("read %d events, child had flushed %d", len(evs), flushed)

@@ -65,7 +65,7 @@ func Open(path string) (*Reader, error) {
 	}
 	r, err := NewReader(f)
 	if err != nil {
-		f.Close()
+		_ = f.Close() // read-only: nothing to lose
 		return nil, fmt.Errorf("%w: %s", err, path)
 	}
 	r.closer = f
@@ -100,7 +100,7 @@ func NewReader(rd io.Reader) (*Reader, error) {
 	if v != Version1 {
 		return nil, fmt.Errorf("%w %d (this build reads version %d)", ErrVersion, v, Version1)
 	}
-	r.br.Discard(preambleSize)
+	_, _ = r.br.Discard(preambleSize) // cannot fail: Peek returned these bytes
 	r.off = int64(preambleSize)
 	r.hdr.Version = v
 
@@ -264,7 +264,7 @@ func (r *Reader) readChunk() (ChunkType, []byte, error) {
 		}
 		return 0, nil, &ChunkError{Offset: start, Type: f.typ, Reason: fmt.Sprintf("%s; skipped %d bytes to the next valid frame", reason, skipped), Err: ErrCorrupt}
 	}
-	r.br.Discard(frameSize)
+	_, _ = r.br.Discard(frameSize) // cannot fail: Peek returned these bytes
 	r.off += frameSize
 	// Grow the buffer as data arrives, so a frame that promises more than the input holds
 	// costs no more memory than the input.
@@ -313,7 +313,7 @@ func (r *Reader) readChunk() (ChunkType, []byte, error) {
 func (r *Reader) resync() (int64, error) {
 	var skipped int64
 	for {
-		r.br.Discard(1)
+		_, _ = r.br.Discard(1) // cannot fail: Peek returned at least this byte
 		r.off++
 		skipped++
 		hdr, err := r.br.Peek(frameSize)
@@ -346,10 +346,8 @@ func (r *Reader) PathName(id uint32) string {
 		return "?" + strconv.FormatUint(uint64(id), 10)
 	}
 	var s string
-	switch {
-	case rec.Parent == 0:
-		s = rec.Name
-	case rec.Parent == RootPath:
+	switch rec.Parent {
+	case 0, RootPath:
 		s = rec.Name
 	default:
 		// Walk up iteratively; corrupt tables may loop or reference unknown parents.
@@ -358,7 +356,6 @@ func (r *Reader) PathName(id uint32) string {
 		for depth := 0; p != RootPath && p != 0; depth++ {
 			if cached, ok := r.names[p]; ok {
 				parts = append(parts, cached)
-				p = RootPath
 				break
 			}
 			pr, ok := r.paths[p]

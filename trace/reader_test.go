@@ -76,7 +76,7 @@ func TestOpenErrors(t *testing.T) {
 			}
 			r, err := Open(p)
 			if err == nil {
-				r.Close()
+				_ = r.Close()
 				t.Fatal("no error")
 			}
 			if !errors.Is(err, tc.want) || !strings.Contains(err.Error(), tc.message) {

@@ -89,7 +89,7 @@ func TestRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer r.Close()
+	defer func() { _ = r.Close() }()
 	h.Version = Version1
 	if got := r.Header(); !reflect.DeepEqual(*got, h) {
 		t.Errorf("header:\n got %+v\nwant %+v", *got, h)
@@ -180,7 +180,7 @@ func TestCreateOpen(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer r.Close()
+	defer func() { _ = r.Close() }()
 	evs := readAll(t, r)
 	if len(evs) != 1 || r.PathName(evs[0].Path) != "x" {
 		t.Fatalf("events %+v", evs)
@@ -273,7 +273,7 @@ func TestAppendAllocs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer w.Close()
+	defer func() { _ = w.Close() }()
 	dir := w.Path(RootPath, "dir")
 	ev := Event{Op: OpRead, Tid: 7, Size: 4096}
 	allocs := testing.AllocsPerRun(100000, func() {

@@ -120,7 +120,7 @@ func Create(path string, h Header, o WriterOptions) (*Writer, error) {
 	}
 	w, err := newWriter(f, h, o)
 	if err != nil {
-		f.Close()
+		_ = f.Close() // the header write already failed: report that
 		return nil, err
 	}
 	w.file = f
@@ -359,7 +359,7 @@ func (w *Writer) Close() error {
 				w.err = fmt.Errorf("trace: close: %w", err)
 			}
 		}
-		w.enc.Close()
+		_ = w.enc.Close() // only EncodeAll was used: nothing is buffered
 	})
 	return w.err
 }
@@ -507,7 +507,7 @@ func (w *Writer) writeFooter() {
 	f.OpCounts = append([]uint64(nil), w.opCounts[:last]...)
 	w.raw = appendFooter(w.raw[:0], &f)
 	w.buf = w.appendChunk(w.buf[:0], ChunkFooter, w.raw)
-	w.write(w.buf)
+	_ = w.write(w.buf) // an error stays in w.err for Close
 }
 
 // appendChunk compresses payload and appends a framed chunk to dst.

@@ -84,7 +84,7 @@ func runExport(ctx context.Context, e *env, o *exportOptions, args []string) (er
 	if err != nil {
 		return err
 	}
-	defer r.Close()
+	defer func() { _ = r.Close() }() // read-only
 	r.SetStrict(o.Strict)
 
 	out := e.stdout
@@ -154,9 +154,11 @@ func runExport(ctx context.Context, e *env, o *exportOptions, args []string) (er
 		return fmt.Errorf("write output: %w", err)
 	}
 	if d := r.Damage(); len(d) > 0 {
+		var msg strings.Builder
 		for _, x := range d {
-			fmt.Fprintf(e.stderr, "iotap export: %s: damaged: %v\n", args[0], x)
+			fmt.Fprintf(&msg, "iotap export: %s: damaged: %v\n", args[0], x)
 		}
+		_, _ = io.WriteString(e.stderr, msg.String()) // diagnostics: the exit code says it too
 		if stopErr != nil {
 			return fmt.Errorf("%w: %s: stopped at the first damaged chunk (--strict)", errDamaged, args[0])
 		}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -43,13 +44,18 @@ func runInfo(ctx context.Context, e *env, o *infoOptions, args []string) error {
 		return usageErrorf("no trace given")
 	}
 	var damaged []string
+	var out bytes.Buffer
 	for i, a := range args {
+		out.Reset()
 		if i > 0 {
-			fmt.Fprintln(e.stdout)
+			out.WriteByte('\n')
 		}
-		d, err := infoOne(ctx, e, o, a)
+		d, err := infoOne(ctx, e, o, a, &out)
 		if err != nil {
 			return err
+		}
+		if _, err := e.stdout.Write(out.Bytes()); err != nil {
+			return fmt.Errorf("write output: %w", err)
 		}
 		if d {
 			damaged = append(damaged, a)
@@ -120,12 +126,13 @@ func (s *traceSummary) add(ev *trace.Event) {
 	s.tids[ev.Tid] = struct{}{}
 }
 
-func infoOne(ctx context.Context, e *env, o *infoOptions, name string) (damaged bool, err error) {
+// infoOne describes one trace into out.
+func infoOne(ctx context.Context, e *env, o *infoOptions, name string, out *bytes.Buffer) (damaged bool, err error) {
 	r, err := openTraceArg(e, name)
 	if err != nil {
 		return false, err
 	}
-	defer r.Close()
+	defer func() { _ = r.Close() }() // read-only
 	r.SetStrict(o.Strict)
 	s := traceSummary{tids: map[uint32]struct{}{}}
 	var stopErr error
@@ -148,8 +155,9 @@ func infoOne(ctx context.Context, e *env, o *infoOptions, name string) (damaged 
 	}
 
 	h := r.Header()
-	w := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
-	line := func(k, format string, a ...any) { fmt.Fprintf(w, "%s:\t%s\n", k, fmt.Sprintf(format, a...)) }
+	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	// Writes to w fail only through Flush (it writes to a bytes.Buffer), checked below.
+	line := func(k, format string, a ...any) { _, _ = fmt.Fprintf(w, "%s:\t%s\n", k, fmt.Sprintf(format, a...)) }
 	line("trace", "%s (format version %d)", name, h.Version)
 	line("kind", "%s", orDash(h.Kind))
 	line("host", "%s", orDash(h.Hostname))
@@ -200,8 +208,8 @@ func infoOne(ctx context.Context, e *env, o *infoOptions, name string) (damaged 
 	}
 
 	if s.events > 0 {
-		fmt.Fprintln(e.stdout)
-		fmt.Fprintf(e.stdout, "%-16s %12s %10s %16s\n", "op", "count", "errors", "bytes")
+		out.WriteByte('\n')
+		fmt.Fprintf(out, "%-16s %12s %10s %16s\n", "op", "count", "errors", "bytes")
 		for op := range trace.NumOps {
 			if s.counts[op] == 0 {
 				continue
@@ -210,22 +218,21 @@ func infoOne(ctx context.Context, e *env, o *infoOptions, name string) (damaged 
 			if s.bytes[op] > 0 {
 				b = fmt.Sprint(s.bytes[op])
 			}
-			fmt.Fprintf(e.stdout, "%-16s %12d %10d %16s\n", trace.Op(op), s.counts[op], s.errors[op], b)
+			fmt.Fprintf(out, "%-16s %12d %10d %16s\n", trace.Op(op), s.counts[op], s.errors[op], b)
 		}
 	}
 
 	dmg := r.Damage()
-	fmt.Fprintln(e.stdout)
 	if len(dmg) == 0 {
-		fmt.Fprintln(e.stdout, "damage: none")
+		out.WriteString("\ndamage: none\n")
 		return false, nil
 	}
-	fmt.Fprintf(e.stdout, "damage: %d problem(s)\n", len(dmg))
+	fmt.Fprintf(out, "\ndamage: %d problem(s)\n", len(dmg))
 	for _, d := range dmg {
-		fmt.Fprintf(e.stdout, "  %v\n", d)
+		fmt.Fprintf(out, "  %v\n", d)
 	}
 	if stopErr != nil {
-		fmt.Fprintf(e.stdout, "  stopped at the first damaged chunk (--strict)\n")
+		out.WriteString("  stopped at the first damaged chunk (--strict)\n")
 	}
 	return true, nil
 }

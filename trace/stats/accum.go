@@ -52,21 +52,64 @@ func itoa(v uint64) string {
 	return string(b[i:])
 }
 
-// fileAgg is the per-path state of an Accumulator, indexed by path id.
+// fileAgg is the per-path state of an Accumulator, indexed by path id. Fields are ordered
+// so that an event touches as few cache lines as possible: with many files, the file's
+// state is usually the one cache miss an event costs, so the state of the file's
+// (first) open handle and its current read range live here too.
 type fileAgg struct {
-	FileStats
+	// Every event on the path.
+	Ops     uint64
+	TotalNs int64
+	ClassNs [NumClasses]int64
+	Errors  uint64
 	touched bool
-	nextOff int64 // sequential detection for data ops without a handle
-	hasNext bool
-	ranges  *rangeSet
+	hasNext bool  // nextOff is valid (data ops without a handle)
 	sampler int32 // index+1 into Accumulator.samplers, 0 = none
+
+	// Every data op.
+	ReadOps, WriteOps     uint64
+	ReadBytes, WriteBytes uint64
+	ReadNs, WriteNs       int64
+	MaxEnd                int64
+	nextOff               int64
+
+	h  uint64      // the handle whose state is hs (0 = none); other handles go to the map
+	hs handleState // state of handle h
+
+	SeqReads, RandReads, SeqWrites, RandWrites             uint64
+	SeqReadBytes, RandReadBytes, SeqWriteBytes, RandWriteBytes uint64
+	RereadBytes                                            uint64
+	Opens, UnusedOpen                                      uint64
+
+	ranges                rangeSet
+	ReadSizes, WriteSizes [NumSizeBuckets]uint32
+}
+
+// stats converts the aggregate to the exported form.
+func (f *fileAgg) stats(path string) FileStats {
+	fs := FileStats{
+		Path: path, Ops: f.Ops, Errors: f.Errors, TotalNs: f.TotalNs, ClassNs: f.ClassNs,
+		ReadOps: f.ReadOps, WriteOps: f.WriteOps, ReadBytes: f.ReadBytes, WriteBytes: f.WriteBytes,
+		ReadNs: f.ReadNs, WriteNs: f.WriteNs, Opens: f.Opens, UnusedOpen: f.UnusedOpen, MaxEnd: f.MaxEnd,
+		Patterns: Patterns{
+			SeqReads: f.SeqReads, RandReads: f.RandReads, SeqWrites: f.SeqWrites, RandWrites: f.RandWrites,
+			SeqReadBytes: f.SeqReadBytes, RandReadBytes: f.RandReadBytes,
+			SeqWriteBytes: f.SeqWriteBytes, RandWriteBytes: f.RandWriteBytes,
+			RereadBytes: f.RereadBytes, RereadApprox: f.ranges.overflowed,
+		},
+	}
+	for i := range f.ReadSizes {
+		fs.ReadSizes[i] = uint64(f.ReadSizes[i])
+		fs.WriteSizes[i] = uint64(f.WriteSizes[i])
+	}
+	return fs
 }
 
 // handleState follows one open file handle.
 type handleState struct {
-	path      uint32
 	openStart int64
 	nextOff   int64
+	path      uint32
 	opened    bool // the open/create was seen
 	hasNext   bool
 	used      bool // a read or write was seen
@@ -152,9 +195,21 @@ func (a *Accumulator) proc(pid, tid uint32) *procAgg {
 	return &a.procs[i]
 }
 
-func (a *Accumulator) handle(h uint64, path uint32) *handleState {
-	if i, ok := a.handles[h]; ok {
-		return &a.hstates[i]
+// handle returns the state of handle h on file f (path id path), creating it if needed:
+// in f itself when f holds no other handle, else in the handle map.
+func (a *Accumulator) handle(f *fileAgg, h uint64, path uint32) *handleState {
+	if f.h == h {
+		return &f.hs
+	}
+	if len(a.handles) > 0 {
+		if i, ok := a.handles[h]; ok {
+			return &a.hstates[i]
+		}
+	}
+	if f.h == 0 {
+		f.h = h
+		f.hs = handleState{path: path}
+		return &f.hs
 	}
 	var i int32
 	if n := len(a.freeHStates); n > 0 {
@@ -169,7 +224,19 @@ func (a *Accumulator) handle(h uint64, path uint32) *handleState {
 	return &a.hstates[i]
 }
 
-func (a *Accumulator) closeHandle(h uint64) {
+// closeHandle forgets handle h, looked for in f and in the handle map, counting an open
+// that was never read or written.
+func (a *Accumulator) closeHandle(f *fileAgg, h uint64) {
+	if f != nil && f.h == h {
+		if f.hs.opened && !f.hs.used {
+			f.UnusedOpen++
+		}
+		f.h = 0
+		return
+	}
+	if len(a.handles) == 0 {
+		return
+	}
 	i, ok := a.handles[h]
 	if !ok {
 		return
@@ -286,15 +353,15 @@ func (a *Accumulator) Add(ev *trace.Event) {
 		if !failed {
 			f.Opens++
 			if ev.Handle != 0 {
-				a.closeHandle(ev.Handle) // a reused handle number: the old one is gone
-				st := a.handle(ev.Handle, ev.Path)
+				a.closeHandle(f, ev.Handle) // a reused handle number: the old one is gone
+				st := a.handle(f, ev.Handle, ev.Path)
 				st.opened = true
 				st.openStart = ev.Start
 			}
 		}
 	case trace.OpRelease:
 		if ev.Handle != 0 {
-			a.closeHandle(ev.Handle)
+			a.closeHandle(f, ev.Handle)
 		}
 	}
 }
@@ -334,7 +401,7 @@ func (a *Accumulator) data(ev *trace.Event, f *fileAgg, write bool, nbytes uint6
 	var seq bool
 	off := ev.Offset
 	if ev.Handle != 0 {
-		st := a.handle(ev.Handle, ev.Path)
+		st := a.handle(f, ev.Handle, ev.Path)
 		seq = (st.hasNext && off == st.nextOff) || (!st.hasNext && off == 0)
 		st.nextOff, st.hasNext, st.used = off+int64(nbytes), true, true
 		if !write && !st.ttfbDone && st.opened {
@@ -366,13 +433,7 @@ func (a *Accumulator) data(ev *trace.Event, f *fileAgg, write bool, nbytes uint6
 		f.MaxEnd = e
 	}
 	if !write && nbytes > 0 {
-		if f.ranges == nil {
-			f.ranges = &rangeSet{}
-		}
 		f.RereadBytes += f.ranges.add(off, off+int64(nbytes))
-		if f.ranges.overflowed {
-			f.RereadApprox = true
-		}
 	}
 	a.sample(ev, f, write, nbytes)
 }
@@ -441,7 +502,12 @@ func (a *Accumulator) Finish(r Resolver, footer *trace.Footer, damage []error) *
 	s.TTFB = a.ttfb
 	// Handles still open at the end count as unused if nothing was read or written.
 	for h := range a.handles {
-		a.closeHandle(h)
+		a.closeHandle(nil, h)
+	}
+	for id := range a.files {
+		if f := &a.files[id]; f.h != 0 {
+			a.closeHandle(f, f.h)
+		}
 	}
 	for id := range a.files {
 		f := &a.files[id]
@@ -449,8 +515,7 @@ func (a *Accumulator) Finish(r Resolver, footer *trace.Footer, damage []error) *
 			continue
 		}
 		name := pathName(r, uint32(id))
-		fs := f.FileStats
-		fs.Path = name
+		fs := f.stats(name)
 		if d := s.Files[name]; d != nil {
 			d.merge(&fs)
 		} else {
