@@ -3,8 +3,6 @@ package fusefs
 import (
 	"errors"
 	iofs "io/fs"
-	"log/slog"
-	"sync/atomic"
 	"syscall"
 )
 
@@ -19,8 +17,7 @@ func errnoOf(err error) syscall.Errno {
 }
 
 // toErrno is the single mapping from a Go error to the errno the caller sees: a wrapped
-// syscall.Errno first, then the io/fs sentinels, else EIO (known is then false and the caller
-// logs it once, see eioOnce). go-fuse's fs.ToErrno is not used: it returns ENOSYS for wrapped
+// syscall.Errno first, then the io/fs sentinels, else EIO (known is then false). go-fuse's fs.ToErrno is not used: it returns ENOSYS for wrapped
 // errors.
 func toErrno(err error) (e syscall.Errno, known bool) {
 	if err == nil {
@@ -42,15 +39,4 @@ func toErrno(err error) (e syscall.Errno, known bool) {
 		return syscall.EINVAL, true
 	}
 	return syscall.EIO, false
-}
-
-// eioOnce logs the first error of a mount that had to be turned into EIO.
-type eioOnce struct{ done atomic.Bool }
-
-func (o *eioOnce) toErrno(log *slog.Logger, op string, err error) syscall.Errno {
-	e, known := toErrno(err)
-	if !known && o.done.CompareAndSwap(false, true) && log != nil {
-		log.Error("fusefs: unexpected error mapped to EIO (logged once)", "op", op, "err", err)
-	}
-	return e
 }

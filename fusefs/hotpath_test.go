@@ -46,7 +46,7 @@ func newUnitFS(t testing.TB, rec Recorder) *unitFS {
 		t.Fatal(err)
 	}
 	o, _ := Options{}.withDefaults()
-	root, err := newRoot(dir, fd, CacheNone, nil)
+	root, err := newRoot(dir, fd, CacheNone)
 	if err != nil {
 		t.Fatal(err)
 	}

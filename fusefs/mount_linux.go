@@ -73,7 +73,7 @@ func Mount(mountpoint, rootDir string, rec Recorder, o Options) (*Server, error)
 		// pointing at the directory underneath the mount.
 		backPath = "/proc/self/fd/" + strconv.Itoa(rootFd)
 	}
-	root, err := newRoot(backPath, rootFd, o.Cache, o.Logger)
+	root, err := newRoot(backPath, rootFd, o.Cache)
 	if err != nil {
 		unix.Close(rootFd)
 		return nil, fmt.Errorf("fusefs: target %s: %w", dir, err)

@@ -2,7 +2,6 @@ package fusefs
 
 import (
 	"context"
-	"log/slog"
 	"syscall"
 
 	"github.com/hanwen/go-fuse/v2/fs"
@@ -15,8 +14,6 @@ type backing struct {
 	root     *fs.LoopbackRoot
 	rootFd   int    // O_PATH descriptor of the backend root, opened before the mount
 	openFlag uint32 // FOPEN_* flags for every open/create reply
-	log      *slog.Logger
-	eio      eioOnce
 }
 
 // node is a loopback node whose Open, Create and Tmpfile return our file handle, so reads
@@ -29,12 +26,12 @@ type node struct {
 
 // newRoot builds the root node of a loopback on path (which resolves to the same directory as
 // rootFd) with our node type for every child.
-func newRoot(path string, rootFd int, cache CacheMode, log *slog.Logger) (*node, error) {
+func newRoot(path string, rootFd int, cache CacheMode) (*node, error) {
 	var st syscall.Stat_t
 	if err := syscall.Fstat(rootFd, &st); err != nil {
 		return nil, err
 	}
-	b := &backing{rootFd: rootFd, log: log}
+	b := &backing{rootFd: rootFd}
 	if cache == CacheNone {
 		b.openFlag = fuse.FOPEN_DIRECT_IO
 	}

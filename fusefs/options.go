@@ -2,6 +2,7 @@ package fusefs
 
 import (
 	"fmt"
+	"log"
 	"log/slog"
 	"os"
 	"time"
@@ -63,9 +64,6 @@ func (o Options) withDefaults() (Options, error) {
 	if o.FsName == "" {
 		o.FsName = DefaultFsName
 	}
-	if o.Logger == nil {
-		o.Logger = slog.New(slog.DiscardHandler)
-	}
 	for _, g := range append(append([]string(nil), o.Include...), o.Exclude...) {
 		if err := checkGlob(g); err != nil {
 			return o, err
@@ -121,7 +119,14 @@ func (o Options) fsOptions() *fs.Options {
 		// Keep MAP_SHARED mmap working on direct-I/O files (kernel >= 6.6).
 		mo.ExtraCapabilities |= fuse.CAP_DIRECT_IO_ALLOW_MMAP
 	}
+	var lg *log.Logger
+	if o.Logger != nil && !o.Debug {
+		// go-fuse's own warnings go to our logger; its debug trace stays on stderr.
+		lg = slog.NewLogLogger(o.Logger.Handler(), slog.LevelWarn)
+		mo.Logger = lg
+	}
 	return &fs.Options{
+		Logger:          lg,
 		MountOptions:    mo,
 		EntryTimeout:    &entry,
 		AttrTimeout:     &attr,

@@ -92,6 +92,9 @@ func (t *tracer) keep(ev *trace.Event, at int64) bool {
 			return false
 		}
 	}
+	if ev.Tid == 0 && len(t.opts.Comms) > 0 {
+		return false // kernel-originated and not attributable to a recorded command
+	}
 	if t.uids != nil && !t.uids[ev.Uid] {
 		return false
 	}
