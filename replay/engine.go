@@ -94,8 +94,8 @@ type Options struct {
 	Plan      PlanOptions
 	// FillRandom makes written data incompressible instead of zeros.
 	FillRandom bool
-	// SpinMargin is how long before an op's due time a worker stops sleeping and spins
-	// (default 50 µs).
+	// SpinMargin is how long before an op's due time a worker first stops sleeping and
+	// spins (default 50 µs); it then adapts to the overshoot of the worker's sleeps.
 	SpinMargin time.Duration
 	// QueueDepth is the number of planned ops buffered per worker (default 256).
 	QueueDepth int
@@ -167,6 +167,7 @@ type worker struct {
 	id      uint32
 	ch      chan Op
 	lastEnd int64 // monotonic ns the previous op completed
+	margin  int64 // current spin margin: a high quantile of this thread's sleep overshoot
 	buf     []byte
 	wbuf    []byte
 	st      runStats
@@ -190,6 +191,7 @@ func Run(ctx context.Context, src Source, b Backend, sink Sink, o Options) (*Sum
 	}
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
 	e := &engine{ctx: ctx, cancel: cancel, b: b, sink: sink, opts: o, log: o.Log, speed: o.Speed}
 	e.cond = sync.NewCond(&e.mu)
 	e.fill = make([]byte, 1<<20)
@@ -258,7 +260,13 @@ func Run(ctx context.Context, src Source, b Backend, sink Sink, o Options) (*Sum
 		}
 		w := workers[op.Worker]
 		if w == nil {
-			w = &worker{e: e, id: op.Worker, ch: make(chan Op, o.QueueDepth)}
+			if o.Timing != TimingAFAP && runtime.GOMAXPROCS(0) < len(workers)+3 {
+				// Timed workers sleep in nanosleep on their own threads, each keeping its P
+				// until sysmon takes it back (20 µs to 10 ms later): give every worker a P
+				// so that a worker that wakes up never waits for one.
+				runtime.GOMAXPROCS(len(workers) + 3)
+			}
+			w = &worker{e: e, id: op.Worker, ch: make(chan Op, o.QueueDepth), margin: int64(o.SpinMargin)}
 			w.st.init()
 			workers[op.Worker] = w
 			wg.Add(1)
@@ -408,25 +416,36 @@ func (w *worker) due(op *Op) int64 {
 	return e.runStart + int64(float64(op.Start-e.traceStart)/e.speed)
 }
 
-// sleepUntil waits for the monotonic time t: a blocking sleep until SpinMargin before
-// it, then a spin.
+// sleepUntil waits for the monotonic time t: a blocking sleep until the spin margin
+// before it, then a spin. The margin adapts to the sleeps' observed overshoot (fast up,
+// slow down), between 10 µs and 2 ms.
 func (w *worker) sleepUntil(t int64) {
-	margin := int64(w.e.opts.SpinMargin)
 	for {
-		d := t - now()
+		n := now()
+		d := t - n
 		if d <= 0 {
 			return
 		}
-		if d > margin {
-			ts := unix.NsecToTimespec(d - margin)
+		if d > w.margin {
+			want := d - w.margin
+			ts := unix.NsecToTimespec(want)
 			unix.Nanosleep(&ts, nil)
+			over := now() - n - want
+			if over > w.margin {
+				w.margin = min(w.margin+(over-w.margin)/2+1000, 2e6)
+			} else {
+				w.margin = max(w.margin-(w.margin-over)/64, 10e3)
+			}
 			if w.e.ctx.Err() != nil {
 				return
 			}
 			continue
 		}
-		if d > 20e3 {
-			runtime.Gosched()
+		if d > 5e3 {
+			// Let other threads (a worker whose sleep just ended, the planner) have the
+			// CPU: on a small machine a spinning thread otherwise delays them by a whole
+			// scheduler time slice.
+			unix.RawSyscall(unix.SYS_SCHED_YIELD, 0, 0, 0)
 		}
 	}
 }

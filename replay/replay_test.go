@@ -294,3 +294,17 @@ func TestPrepareRefusesNothingOutside(t *testing.T) {
 		t.Fatalf("prepared file: %v %v", fi, err)
 	}
 }
+
+// TestDecoratedReplay replays through a decorated backend: decorators change nothing the
+// replay checks.
+func TestDecoratedReplay(t *testing.T) {
+	b := newTB(t)
+	workload(b, 8)
+	data := b.bytes()
+	_, d := target(t, "")
+	dec := Decorate(d, Chain(Retry(3, 0), Limit(0, 2)))
+	sum := replayOnto(t, data, dec, nil, Options{Timing: TimingAFAP})
+	if sum.Divergences != 0 || sum.ReplayedOps != sum.RecordedOps {
+		t.Fatalf("%d divergences: %v", sum.Divergences, sum.Examples)
+	}
+}

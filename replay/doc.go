@@ -1,0 +1,127 @@
+// Package replay re-drives a recorded trace on other storage and measures it.
+//
+// A trace holds the FUSE requests a job's system calls became. Replay turns them back into
+// system calls (or, for a Backend that is not a directory, into that backend's requests),
+// issues them against a target with the recorded per-thread order, cross-thread ordering
+// and timing, checks every result against the trace, and writes what it measured as a new
+// trace (Kind "replay") that `iotap report` and `iotap compare` read like a recording.
+//
+// # Pipeline
+//
+//  1. DeriveState reads the whole trace once and returns the starting state: what existed
+//     under the traced root before the job began (see "Starting state").
+//  2. Prepare creates it under an empty (or scratch) target root. Check (--dry-run) plays
+//     the trace on a model of that state and lists ops whose recorded outcome cannot be
+//     reproduced.
+//  3. Run streams the trace again: a planner restores start-time order within a bounded
+//     window, folds kernel-generated requests, merges split reads and writes, maps
+//     handles, and assigns ordering dependencies; one worker goroutine per traced thread
+//     issues the resulting ops; results are compared with the trace and written out.
+//
+// Memory is bounded by the sort window (PlanOptions.Window events), the per-worker queues
+// (Options.QueueDepth), and tables proportional to the number of distinct paths, handles
+// open at once and threads — never by the number of events.
+//
+// # From FUSE requests to system calls
+//
+// A replay through a system call interface makes the kernel issue its own lookups,
+// getattrs, flushes and releases, so the planner folds the recorded ones into the call they
+// belong to (onedata's ioreplay does the same; research/replay-anchors.md §1.3):
+//
+//	recorded FUSE request(s)                     replayed call (Kind)          op code in the replay trace
+//	lookup* of a path's components, then an op    the op only (walk folded)     the op's
+//	lookup standing alone (stat, access of a       lstat(path)        KStat      lookup
+//	  missing name, a failed open's walk)
+//	getattr                                      lstat(path), or fstat(fd)     getattr
+//	                                             when this thread holds the
+//	                                             path open             KStat/KFstat
+//	getxattr(size 0) [+ getattr] right before a   folded: the kernel's privilege probe before chown/truncate/write
+//	  setattr or write of the same path
+//	open (flags as recorded)                     openat2(path, flags)  KOpen     open
+//	create                                       openat2(path, flags|O_CREAT, mode)  create
+//	opendir                                      openat2(path, O_RDONLY|O_DIRECTORY) opendir
+//	read / write, offset and size as recorded     pread / pwrite        KRead/KWrite  read / write
+//	  two or more back-to-back contiguous pieces    one pread/pwrite of the sum (a buffer split by the kernel,
+//	  of one thread and handle, the first ≥64 KiB   e.g. 1 MiB as 1048560+16 with an unaligned buffer)
+//	  and not page aligned
+//	flush ... release (any thread, even tid 0)    close(fd) in the opener's worker  flush (release if no flush)
+//	releasedir                                   close(fd)             KClose     releasedir
+//	readdir / readdirplus                        getdents64(fd) (offset 0 rewinds) readdir
+//	setattr size                                 ftruncate(fd) if this thread holds it open, else
+//	                                             open+ftruncate+close  KFtruncate/KTruncate  setattr
+//	setattr mode                                 fchmodat (refused on a symlink, like lchmod)   setattr
+//	setattr atime/mtime                          utimensat(now, AT_SYMLINK_NOFOLLOW)  KUtimes  setattr
+//	setattr uid/gid                              lchown to the replaying user (the trace has no owner)
+//	mkdir, mknod, unlink, rmdir, symlink,        mkdirat, mknodat, unlinkat, unlinkat(AT_REMOVEDIR),
+//	  link, rename (flags), readlink              symlinkat, linkat, renameat2, readlinkat
+//	fsync / fsyncdir (datasync bit)              fsync / fdatasync     KFsync
+//	fallocate, lseek                             fallocate, lseek(SEEK_DATA/HOLE)
+//	getlk / setlk / setlkw                       fcntl(F_OFD_GETLK/SETLK/SETLKW) on the range
+//	statfs                                       fstatfs(root)
+//	access                                       faccessat(mask, AT_SYMLINK_NOFOLLOW)
+//	getxattr / listxattr / setxattr / removexattr  the l*xattr calls on "user.iotap.replay"
+//	                                             (traces do not record attribute names)
+//	forget                                       dropped (kernel cache eviction)
+//	ioctl, copy_file_range, bmap, poll ...       counted as skipped, never issued
+//
+// A handle the trace uses but never opened (opened before recording began) gets an
+// implicit open (O_RDWR, falling back to O_RDONLY, O_WRONLY) in the worker that first uses
+// it; implicit opens are counted, not compared, and not written to the replay trace.
+//
+// # Ordering
+//
+// Each traced thread (tid) becomes a worker that issues its ops in program order. Across
+// threads, ops that touch a common resource keep their recorded order
+// (resource-oriented ordering, as ARTC/ROOT): the resources of an op are its path, its
+// second path (rename, link), the parent directory of any name it creates or removes, and
+// the open-file slot of its handle. An op waits until every op on each of its resources
+// that had *completed* before it started in the trace has completed in the replay (per
+// resource completion counters and the number needed); ops that overlapped in the trace
+// may overlap again. Dependencies only point to earlier ops, so the replay cannot
+// deadlock. A handle is opened and closed by the same worker.
+//
+// # Timing
+//
+//   - think (default, closed loop): an op is due when its predecessor in the same thread
+//     completed, plus the recorded think time (this op's start minus the predecessor's
+//     end), divided by the speed. A thread's first op is due at its recorded offset.
+//   - original (open loop): an op is due at origin + (recorded start − first start)/speed,
+//     against one absolute origin; errors never accumulate.
+//   - afap: no waits beyond the ordering dependencies.
+//
+// Workers sleep with nanosleep on a locked thread with 1 ns timer slack until a margin
+// before the due time, then spin (yielding the CPU); the margin follows the observed
+// overshoot of the sleeps. The issue lag (issue time minus the later of due time and the
+// completion of the op's dependencies) is measured for every op and summarised.
+//
+// Caveat: the recorded think time of a FUSE trace includes the kernel's FUSE round trip
+// around each request (tens of µs). Replaying onto another FUSE mount adds that round trip
+// again, so think-mode runtimes there come out longer than recorded; onto a local file
+// system they match.
+//
+// # Starting state
+//
+// An object belongs to the starting state when the trace shows it before creating it: a
+// File record (the recording layer's first lookup of it, unless the trace created it
+// earlier), or any successful op that needs it to exist (lookup, open without O_CREAT,
+// read, unlink, readdir, rename source, EEXIST from a create...). Types come from the
+// recorded modes, sizes from File records, lookup replies and the furthest byte read before
+// the file was modified. Parents are directories. File data is zeros or incompressible
+// bytes. Not reproduced: holes, directory entries the trace never names (a readdir may
+// return fewer entries), symlink targets (not recorded: a placeholder target), owners.
+//
+// # Confinement
+//
+// Every trace path is relative to the target root. CheckName refuses absolute names, "",
+// "." and ".." components; the Dir backend resolves parents with
+// openat2(RESOLVE_BENEATH|RESOLVE_NO_MAGICLINKS), uses *at calls with AT_SYMLINK_NOFOLLOW
+// on the last component, and opens with RESOLVE_BENEATH, so a symlink that leads outside
+// the root (planted in the tree or created by the trace) is refused with ErrEscape.
+// Refused ops are counted. Nothing outside the root is ever touched.
+//
+// # Checking
+//
+// Each op's errno, and the byte count of reads, writes, readlink and lseek, are compared
+// with the trace. Divergences are counted per recorded op; DivergeWarn logs the first ten,
+// DivergeAbort stops the run with an error wrapping ErrDiverged.
+package replay
