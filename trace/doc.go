@@ -135,6 +135,9 @@
 //
 // Events come out in file order. The writer shards its buffers by thread, so events of
 // one thread (Tid) are in append order, but the file as a whole is not sorted by Start.
+// The Writer in this package writes each event about one FlushInterval after its Append
+// at most (unless the disk cannot keep up), so a consumer that needs Start order can sort
+// within a bounded window; the format itself promises no order.
 //
 // # Crash semantics
 //

@@ -129,6 +129,10 @@ func Create(path string, h Header, o WriterOptions) (*Writer, error) {
 
 // NewWriter returns a Writer on out. It writes the preamble and the header chunk
 // immediately. Close does not close out.
+//
+// h.Version is set to Version1. If h.WallStart is zero, NewWriter sets WallStart and
+// Origin to the current time; a caller that sets WallStart itself should set Origin to
+// Now() read at the same moment (if Origin is zero, NewWriter sets it).
 func NewWriter(out io.Writer, h Header, o WriterOptions) (*Writer, error) {
 	return newWriter(out, h, o)
 }

@@ -80,6 +80,13 @@ func runExport(ctx context.Context, e *env, o *exportOptions, args []string) (er
 	if o.Format != "jsonl" && o.Format != "csv" {
 		return usageErrorf("--format %q: want jsonl or csv", o.Format)
 	}
+	if o.Output != "" && o.Output != "-" && args[0] != "-" {
+		in, ierr := os.Stat(args[0])
+		out, oerr := os.Stat(o.Output)
+		if ierr == nil && oerr == nil && os.SameFile(in, out) {
+			return usageErrorf("--output %s is the trace itself", o.Output)
+		}
+	}
 	r, err := openTraceArg(e, args[0])
 	if err != nil {
 		return err

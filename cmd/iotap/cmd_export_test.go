@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/csv"
 	"encoding/json"
 	"os"
@@ -136,5 +137,21 @@ func TestAppendJSONString(t *testing.T) {
 		if got != want {
 			t.Errorf("%q: round trip %q", s, got)
 		}
+	}
+}
+
+func TestExportRefusesToOverwriteTrace(t *testing.T) {
+	fx := traceFixtures(t)
+	before, err := os.ReadFile(fx["good"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, _, stderr := runIotap(t, nil, "export", fx["good"], "-o", fx["good"])
+	if code != exitUsage || !strings.Contains(stderr, "is the trace itself") {
+		t.Errorf("exit %d, stderr %q", code, stderr)
+	}
+	after, err := os.ReadFile(fx["good"])
+	if err != nil || !bytes.Equal(before, after) {
+		t.Errorf("trace changed (%v)", err)
 	}
 }
