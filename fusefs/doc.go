@@ -14,6 +14,25 @@
 // The raw level sees every request, including the ones the bridge answers on its own (FORGET,
 // directory-stream buffering, Lseek and Statx defaults), and v2.12's WRITE→Writev dispatch.
 //
+// Read replies offer go-fuse's Slices, so the server writes them with a single writev. (With
+// fuse.ReadResultData, go-fuse v2.12 tries splice first: it writes the reply header into a
+// pipe, finds no descriptor to splice from, and drains the pipe again, costing four syscalls
+// per READ and, for 1 MiB reads, a log line each.)
+//
+// # In-place tracing
+//
+// Mount opens the target with O_PATH before mounting. Open goes through that descriptor
+// (openat2 with RESOLVE_NO_SYMLINKS: one syscall where the go-fuse loopback needs three), and
+// when the mount point is the target itself, the loopback's path-based operations use
+// /proc/self/fd/N as the root path, so the layer reaches the directory underneath the mount.
+//
+// # Unmounting
+//
+// If a process unshared its mount namespace while the layer was mounted, a copy of the mount
+// lives on there after umount and go-fuse's serving loops never see the connection end.
+// Server.Unmount then aborts the connection through fusectl (mounting it on a temporary
+// directory if needed), so neither iotap nor that copy hangs.
+//
 // # Paths
 //
 // FUSE requests carry node ids, not paths. The tracer keeps node id → path id (interned by the

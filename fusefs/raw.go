@@ -160,19 +160,17 @@ func (t *tracer) opened(fh uint64, ev *trace.Event, at int64) {
 	t.handles.set(fh, o)
 }
 
-// asOpener attributes a request without a caller (pid 0) to the handle's opener.
+// asOpener attributes a request without a caller (pid 0) to the handle's opener. A release
+// also forgets the handle (go-fuse reuses handle numbers).
 func (t *tracer) asOpener(ev *trace.Event, fh uint64, release bool) {
-	if ev.Tid != 0 {
-		return
-	}
 	var o opener
 	var ok bool
 	if release {
 		o, ok = t.handles.del(fh)
-	} else {
+	} else if ev.Tid == 0 {
 		o, ok = t.handles.get(fh)
 	}
-	if ok {
+	if ok && ev.Tid == 0 {
 		ev.Tid, ev.Pid, ev.Uid, ev.Gid = o.tid, o.pid, o.uid, o.gid
 	}
 }
