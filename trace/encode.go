@@ -415,10 +415,23 @@ func appendEvents(dst []byte, evs []Event, pred *offsetPredictor) []byte {
 // uvarints decodes len(out) uvarints from b into out and returns the rest of b.
 func uvarints(b []byte, out []uint64) ([]byte, error) {
 	for i := range out {
-		if len(b) > 0 && b[0] < 0x80 {
-			out[i] = uint64(b[0])
-			b = b[1:]
-			continue
+		// Fast paths for the common 1-, 2- and 3-byte values.
+		if len(b) >= 3 {
+			b0, b1, b2 := b[0], b[1], b[2]
+			switch {
+			case b0 < 0x80:
+				out[i] = uint64(b0)
+				b = b[1:]
+				continue
+			case b1 < 0x80:
+				out[i] = uint64(b0&0x7f) | uint64(b1)<<7
+				b = b[2:]
+				continue
+			case b2 < 0x80:
+				out[i] = uint64(b0&0x7f) | uint64(b1&0x7f)<<7 | uint64(b2)<<14
+				b = b[3:]
+				continue
+			}
 		}
 		v, n := binary.Uvarint(b)
 		if n <= 0 {
