@@ -2,6 +2,7 @@ package stats
 
 import (
 	"errors"
+	"math"
 	"time"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
@@ -76,10 +77,10 @@ type fileAgg struct {
 	h  uint64      // the handle whose state is hs (0 = none); other handles go to the map
 	hs handleState // state of handle h
 
-	SeqReads, RandReads, SeqWrites, RandWrites             uint64
+	SeqReads, RandReads, SeqWrites, RandWrites                 uint64
 	SeqReadBytes, RandReadBytes, SeqWriteBytes, RandWriteBytes uint64
-	RereadBytes                                            uint64
-	Opens, UnusedOpen                                      uint64
+	RereadBytes                                                uint64
+	Opens, UnusedOpen                                          uint64
 
 	ranges                rangeSet
 	ReadSizes, WriteSizes [NumSizeBuckets]uint32
@@ -275,6 +276,17 @@ func (a *Accumulator) Add(ev *trace.Event) {
 	}
 	dur := ev.Dur
 	failed := ev.Errno != 0
+	class := op.Class()
+
+	// Per file first: with many files its state is the likely cache miss, and the work
+	// below does not depend on it, so the CPU overlaps the two.
+	f := a.file(ev.Path)
+	f.Ops++
+	f.TotalNs += dur
+	f.ClassNs[class] += dur
+	if failed {
+		f.Errors++
+	}
 
 	// Per operation.
 	o := &a.ops[op]
@@ -298,7 +310,6 @@ func (a *Accumulator) Add(ev *trace.Event) {
 		nbytes = uint64(ev.Ret)
 		o.Bytes += nbytes
 	}
-	class := op.Class()
 	a.classes[class].Count++
 	a.classes[class].TotalNs += dur
 
@@ -323,15 +334,7 @@ func (a *Accumulator) Add(ev *trace.Event) {
 		p.Errors++
 	}
 
-	// Per file.
-	f := a.file(ev.Path)
 	f.touched = true
-	f.Ops++
-	f.TotalNs += dur
-	f.ClassNs[class] += dur
-	if failed {
-		f.Errors++
-	}
 
 	switch op {
 	case trace.OpRead, trace.OpWrite:
@@ -386,12 +389,16 @@ func (a *Accumulator) data(ev *trace.Event, f *fileAgg, write bool, nbytes uint6
 		f.WriteOps++
 		f.WriteBytes += nbytes
 		f.WriteNs += dur
-		f.WriteSizes[b]++
+		if f.WriteSizes[b] != math.MaxUint32 {
+			f.WriteSizes[b]++
+		}
 	} else {
 		f.ReadOps++
 		f.ReadBytes += nbytes
 		f.ReadNs += dur
-		f.ReadSizes[b]++
+		if f.ReadSizes[b] != math.MaxUint32 {
+			f.ReadSizes[b]++
+		}
 	}
 	if failed {
 		return

@@ -1,15 +1,22 @@
 package stats
 
-import "sort"
+import (
+	"math"
+	"sort"
+)
 
-// MaxRanges bounds the interval set kept per file for re-read detection.
+// MaxRanges bounds the ranges kept per file for re-read detection.
 const MaxRanges = 32
 
-// rangeSet is a small sorted set of disjoint half-open ranges [start, end).
+// rangeSet is a small set of disjoint, non-touching half-open ranges [start, end) of a
+// file that were read. The range touched last (cur) is kept apart from the others so that
+// a sequential read, the common case, only touches the set's own fields.
 type rangeSet struct {
-	r          [][2]int64
-	last       int // index of the range touched last (fast path for sequential reads)
-	overflowed bool
+	cur        [2]int64
+	nextStart  int64      // start of the first range of r after cur (MaxInt64 if none)
+	r          [][2]int64 // the other ranges, sorted
+	has        bool       // cur is valid
+	overflowed bool       // ranges were forgotten: re-reads are a lower bound
 }
 
 // add inserts [s, e) and returns how many of its bytes were already in the set.
@@ -17,53 +24,70 @@ func (rs *rangeSet) add(s, e int64) uint64 {
 	if e <= s {
 		return 0
 	}
-	// Fast path: extends the range touched last, without overlapping anything.
-	if l := rs.last; l < len(rs.r) && rs.r[l][1] == s && (l+1 == len(rs.r) || rs.r[l+1][0] >= e) {
-		rs.r[l][1] = e
-		if l+1 < len(rs.r) && rs.r[l+1][0] == e {
-			rs.r[l][1] = rs.r[l+1][1]
-			rs.r = append(rs.r[:l+1], rs.r[l+2:]...)
-		}
+	if !rs.has {
+		rs.cur, rs.has, rs.nextStart = [2]int64{s, e}, true, math.MaxInt64
 		return 0
 	}
-	// First range whose end is >= s (ranges touching or overlapping [s, e)).
-	i := sort.Search(len(rs.r), func(i int) bool { return rs.r[i][1] >= s })
+	if s == rs.cur[1] && e < rs.nextStart {
+		rs.cur[1] = e
+		return 0
+	}
+	return rs.slow(s, e)
+}
+
+func (rs *rangeSet) slow(s, e int64) uint64 {
+	// Put cur back among the others; it neither overlaps nor touches them.
+	i := sort.Search(len(rs.r), func(i int) bool { return rs.r[i][0] > rs.cur[0] })
+	rs.r = append(rs.r, [2]int64{})
+	copy(rs.r[i+1:], rs.r[i:])
+	rs.r[i] = rs.cur
+
+	// Merge [s, e) with every range it overlaps or touches.
+	i = sort.Search(len(rs.r), func(i int) bool { return rs.r[i][1] >= s })
 	j := i
 	var overlap int64
 	ns, ne := s, e
 	for j < len(rs.r) && rs.r[j][0] <= e {
-		a, b := max(rs.r[j][0], s), min(rs.r[j][1], e)
-		if b > a {
-			overlap += b - a
+		lo, hi := max(rs.r[j][0], s), min(rs.r[j][1], e)
+		if hi > lo {
+			overlap += hi - lo
 		}
 		ns, ne = min(ns, rs.r[j][0]), max(ne, rs.r[j][1])
 		j++
 	}
-	if j > i {
-		rs.r[i] = [2]int64{ns, ne}
-		rs.r = append(rs.r[:i+1], rs.r[j:]...)
-	} else {
-		rs.r = append(rs.r, [2]int64{})
-		copy(rs.r[i+1:], rs.r[i:])
-		rs.r[i] = [2]int64{ns, ne}
-	}
-	rs.last = i
-	if len(rs.r) > MaxRanges {
-		// Forget the smallest range other than the one just added.
-		mi := -1
+	// The merged range becomes cur; r keeps the others.
+	rs.cur = [2]int64{ns, ne}
+	rs.r = append(rs.r[:i], rs.r[j:]...)
+	if len(rs.r)+1 > MaxRanges {
+		// Forget the smallest other range.
+		mi := 0
 		for k := range rs.r {
-			if k == i {
-				continue
-			}
-			if mi < 0 || rs.r[k][1]-rs.r[k][0] < rs.r[mi][1]-rs.r[mi][0] {
+			if rs.r[k][1]-rs.r[k][0] < rs.r[mi][1]-rs.r[mi][0] {
 				mi = k
 			}
 		}
 		rs.r = append(rs.r[:mi], rs.r[mi+1:]...)
 		if mi < i {
-			rs.last = i - 1
+			i--
 		}
 		rs.overflowed = true
 	}
+	rs.nextStart = math.MaxInt64
+	if i < len(rs.r) {
+		rs.nextStart = rs.r[i][0]
+	}
 	return uint64(overlap)
+}
+
+// ranges returns all ranges in order (for tests).
+func (rs *rangeSet) ranges() [][2]int64 {
+	if !rs.has {
+		return nil
+	}
+	out := append([][2]int64(nil), rs.r...)
+	i := sort.Search(len(out), func(i int) bool { return out[i][0] > rs.cur[0] })
+	out = append(out, [2]int64{})
+	copy(out[i+1:], out[i:])
+	out[i] = rs.cur
+	return out
 }

@@ -203,8 +203,8 @@ func TestRangeSet(t *testing.T) {
 					t.Errorf("add %v = %d, want %d", r, got, tt.want[i])
 				}
 			}
-			if !slices.Equal(rs.r, tt.final) {
-				t.Errorf("ranges %v, want %v", rs.r, tt.final)
+			if got := rs.ranges(); !slices.Equal(got, tt.final) {
+				t.Errorf("ranges %v, want %v", got, tt.final)
 			}
 		})
 	}
@@ -212,8 +212,8 @@ func TestRangeSet(t *testing.T) {
 	for i := range 100 {
 		rs.add(int64(i)*100, int64(i)*100+10)
 	}
-	if len(rs.r) != MaxRanges || !rs.overflowed {
-		t.Errorf("bounded set: %d ranges, overflowed %v", len(rs.r), rs.overflowed)
+	if n := len(rs.ranges()); n != MaxRanges || !rs.overflowed {
+		t.Errorf("bounded set: %d ranges, overflowed %v", n, rs.overflowed)
 	}
 }
 
@@ -306,6 +306,103 @@ func TestAddDoesNotAllocate(t *testing.T) {
 
 func BenchmarkStatsAdd(b *testing.B) {
 	evs := genEvents(1<<16, 5)
+	a := NewAccumulator("bench", &trace.Header{}, Options{})
+	for i := range evs {
+		a.Add(&evs[i])
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	start := time.Now()
+	for i := 0; i < b.N; i++ {
+		a.Add(&evs[i&(len(evs)-1)])
+	}
+	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "events/s")
+}
+
+// TestRangeSetModel checks re-read bytes against a byte map, for random reads that stay
+// within MaxRanges ranges.
+func TestRangeSetModel(t *testing.T) {
+	checked := 0
+	defer func() {
+		if checked < 10 {
+			t.Errorf("only %d of 50 runs stayed within MaxRanges", checked)
+		}
+	}()
+	for seed := range uint64(50) {
+		rng := rand.New(rand.NewPCG(seed, 9))
+		var rs rangeSet
+		seen := make([]bool, 4096)
+		for range 200 {
+			s := int64(rng.IntN(4000))
+			e := s + int64(1+rng.IntN(96))
+			if rng.IntN(3) == 0 && rs.has { // a sequential continuation
+				s = rs.cur[1]
+				e = min(s+int64(1+rng.IntN(64)), 4096)
+				if e <= s {
+					continue
+				}
+			}
+			var want uint64
+			for x := s; x < e; x++ {
+				if seen[x] {
+					want++
+				}
+				seen[x] = true
+			}
+			if got := rs.add(s, e); got != want && !rs.overflowed {
+				t.Fatalf("seed %d: add [%d,%d) = %d, want %d", seed, s, e, got, want)
+			}
+		}
+		if rs.overflowed {
+			continue
+		}
+		checked++
+		var model [][2]int64
+		for x := 0; x < len(seen); x++ {
+			if seen[x] {
+				y := x
+				for y < len(seen) && seen[y] {
+					y++
+				}
+				model = append(model, [2]int64{int64(x), int64(y)})
+				x = y
+			}
+		}
+		if got := rs.ranges(); !slices.Equal(got, model) {
+			t.Fatalf("seed %d: ranges %v, want %v", seed, got, model)
+		}
+	}
+}
+
+// genManyFiles interleaves data and metadata ops over nfiles files at random: the worst
+// case for cache locality (every event touches a different file's state).
+func genManyFiles(n, nfiles int) []trace.Event {
+	rng := rand.New(rand.NewPCG(1, 2))
+	offs := make([]int64, nfiles)
+	evs := make([]trace.Event, n)
+	var ts int64
+	for i := range evs {
+		f := rng.IntN(nfiles)
+		ts += int64(rng.IntN(20_000))
+		ev := trace.Event{Start: ts, Dur: int64(5_000 + rng.ExpFloat64()*100_000), Path: uint32(2 + f), Handle: uint64(f + 1), Tid: uint32(1 + f%8), Pid: uint32(1 + f%8)}
+		switch r := rng.IntN(10); {
+		case r < 6:
+			ev.Op, ev.Offset, ev.Size, ev.Ret = trace.OpRead, offs[f], 65536, 65536
+			offs[f] += 65536
+		case r < 7:
+			ev.Op, ev.Offset, ev.Size, ev.Ret = trace.OpWrite, offs[f], 4096, 4096
+		case r < 9:
+			ev.Op = trace.OpGetattr
+		default:
+			ev.Op = trace.OpLookup
+		}
+		evs[i] = ev
+	}
+	return evs
+}
+
+func BenchmarkStatsAddManyFiles(b *testing.B) {
+	evs := genManyFiles(1<<20, 100_000)
 	a := NewAccumulator("bench", &trace.Header{}, Options{})
 	for i := range evs {
 		a.Add(&evs[i])
