@@ -241,7 +241,10 @@ func Run(ctx context.Context, src Source, b Backend, sink Sink, o Options) (*Sum
 		if first {
 			first = false
 			e.traceStart = op.Start
-			e.runStart = now() + int64(2*time.Millisecond)
+			e.runStart = now()
+			if o.Timing != TimingAFAP {
+				e.runStart += int64(2 * time.Millisecond) // time for the first workers to start
+			}
 		}
 		lastRec = max(lastRec, op.Start+op.Dur)
 		if sink != nil {

@@ -1,0 +1,216 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/iotap/iotap/replay"
+	"github.com/iotap/iotap/trace"
+)
+
+// writeSmallTrace writes a trace that reads a pre-existing file and creates another.
+func writeSmallTrace(t *testing.T, path string) {
+	t.Helper()
+	w, err := trace.Create(path, trace.Header{Kind: "record", Target: trace.Target{Path: "/x", FSType: "ext4"}}, trace.WriterOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := w.Path(trace.RootPath, "in.dat")
+	out := w.Path(trace.RootPath, "out.dat")
+	w.AddFile(trace.File{Path: in, Type: trace.TypeFile, Mode: 0o644, Size: 8192})
+	evs := []trace.Event{
+		{Op: trace.OpLookup, Path: in, Mode: unix.S_IFREG | 0o644, Ret: 8192},
+		{Op: trace.OpOpen, Path: in, Handle: 1, Flags: unix.O_RDONLY},
+		{Op: trace.OpRead, Path: in, Handle: 1, Size: 4096, Ret: 4096},
+		{Op: trace.OpRead, Path: in, Handle: 1, Offset: 4096, Size: 8192, Ret: 4096},
+		{Op: trace.OpFlush, Path: in, Handle: 1},
+		{Op: trace.OpRelease, Path: in, Handle: 1},
+		{Op: trace.OpLookup, Path: out, Errno: uint16(unix.ENOENT)},
+		{Op: trace.OpCreate, Path: out, Handle: 2, Flags: unix.O_WRONLY | unix.O_CREAT, Mode: 0o644},
+		{Op: trace.OpWrite, Path: out, Handle: 2, Size: 8192, Ret: 8192},
+		{Op: trace.OpFlush, Path: out, Handle: 2},
+		{Op: trace.OpRelease, Path: out, Handle: 2},
+	}
+	for i := range evs {
+		evs[i].Start, evs[i].Dur, evs[i].Tid, evs[i].Pid = int64(1e6+i*20000), 5000, 7, 7
+		w.Append(&evs[i])
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func runReplayCLI(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := run(context.Background(), args, strings.NewReader(""), &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+func TestReplayCommand(t *testing.T) {
+	dir := t.TempDir()
+	tr := filepath.Join(dir, "small.iotap")
+	writeSmallTrace(t, tr)
+	t1, t2 := filepath.Join(dir, "t1"), filepath.Join(dir, "t2")
+	for _, d := range []string{t1, t2} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	prefix := filepath.Join(dir, "res")
+	code, out, errs := runReplayCLI(t, "replay", tr, "--target", t1, "--target", t2, "--repeat", "2", "-o", prefix, "--timing", "afap")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errs)
+	}
+	for _, want := range []string{"starting state: 0 directories, 1 files", "replayed 7 of 7 (skipped 0), divergences 0", "iotap compare", "baseline"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	for _, f := range []string{"res.t1.r1", "res.t2.r1", "res.t1.r2", "res.t2.r2"} {
+		js, err := os.ReadFile(filepath.Join(dir, f+".json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var s replay.Summary
+		if err := json.Unmarshal(js, &s); err != nil {
+			t.Fatal(err)
+		}
+		if s.ReplayedOps != 7 || s.Divergences != 0 || s.ReplayedRead != 8192 || s.ReplayedWrite != 8192 {
+			t.Errorf("%s: ops %d divergences %d read %d written %d", f, s.ReplayedOps, s.Divergences, s.ReplayedRead, s.ReplayedWrite)
+		}
+		r, err := trace.Open(filepath.Join(dir, f+".iotap"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if h := r.Header(); h.Kind != "replay" || h.Target.FSType == "" {
+			t.Errorf("%s: header %+v", f, h)
+		}
+		r.Close()
+	}
+	if b, _ := os.ReadFile(filepath.Join(t1, "out.dat")); len(b) != 8192 {
+		t.Errorf("out.dat has %d bytes", len(b))
+	}
+	// Dry run needs no target.
+	code, out, _ = runReplayCLI(t, "replay", tr, "--dry-run")
+	if code != 0 || !strings.Contains(out, "reproducible") {
+		t.Fatalf("dry run: exit %d\n%s", code, out)
+	}
+}
+
+func TestReplayCommandErrors(t *testing.T) {
+	dir := t.TempDir()
+	tr := filepath.Join(dir, "small.iotap")
+	writeSmallTrace(t, tr)
+	full := filepath.Join(dir, "full")
+	os.Mkdir(full, 0o755)
+	os.WriteFile(filepath.Join(full, "keep"), []byte("x"), 0o644)
+	tests := []struct {
+		name string
+		args []string
+		code int
+		msg  string
+	}{
+		{"no target", []string{"replay", tr}, exitUsage, "--target"},
+		{"no trace", []string{"replay", "--target", dir}, exitUsage, "exactly one trace"},
+		{"stdin", []string{"replay", "-", "--target", dir}, exitUsage, "standard input"},
+		{"bad timing", []string{"replay", tr, "--target", dir, "--timing", "fast"}, exitUsage, "timing"},
+		{"bad policy", []string{"replay", tr, "--target", dir, "--on-diverge", "panic"}, exitUsage, "on-diverge"},
+		{"non-empty target", []string{"replay", tr, "--target", full}, exitUsage, "not empty"},
+		{"missing target", []string{"replay", tr, "--target", filepath.Join(dir, "nope")}, exitUsage, "nope"},
+		{"missing trace", []string{"replay", filepath.Join(dir, "nope.iotap"), "--target", dir}, exitError, "nope.iotap"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, _, errs := runReplayCLI(t, tt.args...)
+			if code != tt.code || !strings.Contains(errs, tt.msg) {
+				t.Fatalf("exit %d (want %d), stderr %q (want %q)", code, tt.code, errs, tt.msg)
+			}
+		})
+	}
+	if b, err := os.ReadFile(filepath.Join(full, "keep")); err != nil || string(b) != "x" {
+		t.Fatal("a refused replay touched the non-empty target")
+	}
+	// With --scratch the non-empty target is cleared and used.
+	code, out, errs := runReplayCLI(t, "replay", tr, "--target", full, "--scratch", "-o", filepath.Join(dir, "s"))
+	if code != 0 || !strings.Contains(out, "divergences 0") {
+		t.Fatalf("scratch: exit %d\n%s\n%s", code, out, errs)
+	}
+	if _, err := os.Stat(filepath.Join(full, "keep")); err == nil {
+		t.Fatal("scratch target was not cleared")
+	}
+}
+
+// TestReplayRecordedAA records a real job (tar and sqlite3) in place, replays the trace
+// onto two fresh directories, and checks op counts and bytes match exactly with no
+// divergence.
+func TestReplayRecordedAA(t *testing.T) {
+	requireRecord(t)
+	for _, p := range []string{"tar", "sqlite3"} {
+		if _, err := exec.LookPath(p); err != nil {
+			t.Skipf("%s not installed", p)
+		}
+	}
+	dir := t.TempDir()
+	work := filepath.Join(dir, "work")
+	src := filepath.Join(dir, "src")
+	os.MkdirAll(work, 0o755)
+	os.MkdirAll(src, 0o755)
+	for i := 0; i < 20; i++ {
+		os.WriteFile(filepath.Join(src, "f"+string(rune('a'+i))), bytes.Repeat([]byte{byte(i)}, 1000*(i+1)), 0o644)
+	}
+	if out, err := exec.Command("tar", "cf", filepath.Join(work, "in.tar"), "-C", dir, "src").CombinedOutput(); err != nil {
+		t.Fatalf("tar: %v %s", err, out)
+	}
+	tr := filepath.Join(dir, "rec.iotap")
+	job := `mkdir x && tar xf in.tar -C x && sqlite3 db "create table t(a); insert into t values(1);" && sqlite3 db "insert into t select a+1 from t;" && cat x/src/fa > /dev/null && rm x/src/fb && mv x/src/fc x/fc`
+	cmd := exec.Command(iotapBin, "record", "--target", work, "-o", tr, "--", "sh", "-c", job)
+	cmd.Dir = work
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("record: %v\n%s", err, out)
+	}
+	t1, t2 := filepath.Join(dir, "t1"), filepath.Join(dir, "t2")
+	os.Mkdir(t1, 0o755)
+	os.Mkdir(t2, 0o755)
+	prefix := filepath.Join(dir, "res")
+	code, out, errs := runReplayCLI(t, "replay", tr, "--target", t1, "--target", t2, "-o", prefix)
+	if code != 0 {
+		t.Fatalf("replay: exit %d\n%s\n%s", code, out, errs)
+	}
+	t.Log(out)
+	for _, f := range []string{"res.t1.r1.json", "res.t2.r1.json"} {
+		js, err := os.ReadFile(filepath.Join(dir, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var s replay.Summary
+		if err := json.Unmarshal(js, &s); err != nil {
+			t.Fatal(err)
+		}
+		if s.Divergences != 0 || s.ReplayedOps != s.RecordedOps || s.SkippedOps != 0 ||
+			s.ReplayedRead != s.RecordedRead || s.ReplayedWrite != s.RecordedWrite || s.ImplicitOpens != 0 {
+			t.Errorf("%s: ops %d/%d skipped %d divergences %d read %d/%d written %d/%d implicit %d: %v", f,
+				s.ReplayedOps, s.RecordedOps, s.SkippedOps, s.Divergences, s.ReplayedRead, s.RecordedRead,
+				s.ReplayedWrite, s.RecordedWrite, s.ImplicitOpens, s.Examples)
+		}
+	}
+	// The replayed tree matches the recorded job's result.
+	for _, p := range []string{"x/src/fa", "x/fc", "db"} {
+		a, err1 := os.Stat(filepath.Join(work, p))
+		b, err2 := os.Stat(filepath.Join(t1, p))
+		if err1 != nil || err2 != nil || a.Size() != b.Size() {
+			t.Errorf("%s: recorded %v %v, replayed %v %v", p, a, err1, b, err2)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(t1, "x/src/fb")); err == nil {
+		t.Error("x/src/fb exists after the replay removed it")
+	}
+}
