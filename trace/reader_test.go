@@ -9,13 +9,15 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // smallTrace writes a trace of n events in chunks of chunk events, one thread.
 func smallTrace(t testing.TB, n, chunk int) []byte {
 	t.Helper()
 	var buf bytes.Buffer
-	w, err := NewWriter(&buf, testHeader(), WriterOptions{ChunkEvents: chunk, BufferEvents: 1 << 12})
+	// No timed flushes: chunk boundaries depend only on the counts.
+	w, err := NewWriter(&buf, testHeader(), WriterOptions{ChunkEvents: chunk, BufferEvents: 1 << 12, FlushInterval: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}
