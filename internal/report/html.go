@@ -25,7 +25,7 @@ const maxPlotOps = 8
 // WriteHTML renders r as one self-contained HTML file: inline CSS and SVG, no scripts, no
 // network access needed to view it.
 func WriteHTML(w io.Writer, r *Report) error {
-	figs, err := reportFigures(r.Total)
+	figs, err := reportFigures(r.Total, r.Groups)
 	if err != nil {
 		return err
 	}
@@ -37,7 +37,7 @@ func WriteHTML(w io.Writer, r *Report) error {
 	return pageTmpl.Execute(w, data)
 }
 
-func reportFigures(v *View) ([]figure, error) {
+func reportFigures(v *View, groups []*View) ([]figure, error) {
 	var figs []figure
 	add := func(p *plot.Plot, wd, ht vg.Length, wide bool) error {
 		if p == nil {
@@ -59,6 +59,13 @@ func reportFigures(v *View) ([]figure, error) {
 	}
 	if len(ops) > 0 {
 		p, err := cdfPlot("Latency CDF per operation", names, bins, false)
+		if err != nil {
+			return nil, err
+		}
+		if err := add(p, 16*vg.Centimeter, 10*vg.Centimeter, false); err != nil {
+			return nil, err
+		}
+		p, err = tailPlot("Latency tail: share of ops slower than x", names, bins)
 		if err != nil {
 			return nil, err
 		}
@@ -106,6 +113,29 @@ func reportFigures(v *View) ([]figure, error) {
 		p.Y.Tick.Marker = durTicks{}
 		p.Y.Min = 1000
 		if err := add(p, 16*vg.Centimeter, 8*vg.Centimeter, false); err != nil {
+			return nil, err
+		}
+	}
+	// With --by: the busiest operations' CDFs, one line per group.
+	for _, o := range ops[:min(len(ops), 2)] {
+		if len(groups) < 2 {
+			break
+		}
+		var gn []string
+		var gb [][]HistBin
+		for _, g := range groups {
+			for _, go_ := range g.Ops {
+				if go_.Op == o.Op {
+					gn = append(gn, g.Name)
+					gb = append(gb, go_.Hist)
+				}
+			}
+		}
+		p, err := cdfPlot(o.Op+" latency CDF by "+groupKind(groups[0].Name), gn, gb, true)
+		if err != nil {
+			return nil, err
+		}
+		if err := add(p, 16*vg.Centimeter, 10*vg.Centimeter, false); err != nil {
 			return nil, err
 		}
 	}
@@ -250,3 +280,11 @@ var pageTmpl = template.Must(template.New("page").Funcs(funcs).Parse(`<!DOCTYPE 
 {{range .}}<tr><td class="path">{{.Path}}</td><td>{{count .Ops}}</td><td>{{dur .TotalNs}}</td><td>{{pct .Share}}</td><td>{{dur .MetaNs}}</td><td>{{dur .DataNs}}</td><td>{{bytes .ReadBytes}}</td><td>{{bytes .WriteBytes}}</td><td>{{if or .ReadOps .WriteOps}}{{pct .SeqShare}}{{else}}-{{end}}</td><td>{{if .RereadBytes}}{{if .RereadApprox}}≥{{end}}{{bytes .RereadBytes}}{{else}}-{{end}}</td><td>{{orDash .TopSize}}</td><td>{{count .Opens}}</td><td>{{count .UnusedOpens}}</td></tr>
 {{end}}</table>{{end}}
 `))
+
+// groupKind returns "host" for a group named "host=node1", "rank" for "rank=0".
+func groupKind(name string) string {
+	if k, _, ok := strings.Cut(name, "="); ok {
+		return k
+	}
+	return "group"
+}

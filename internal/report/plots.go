@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"image/color"
 	"math"
+	"strconv"
 	"strings"
 
 	"gonum.org/v1/plot"
@@ -244,4 +245,88 @@ func offsetPlot(t OffsetTrack) (*plot.Plot, error) {
 	p.Legend.XOffs = vg.Points(8)
 	p.Y.Min = 0
 	return p, nil
+}
+
+// tailXYs turns histogram bins into (latency ns, % of ops slower) steps for a log-log
+// tail plot: the share holds from one bin edge to the next, and the last positive share
+// runs to the end of the last bin (0 % cannot be shown on a log axis).
+func tailXYs(bins []HistBin) plotter.XYs {
+	var total uint64
+	for _, b := range bins {
+		total += b.Count
+	}
+	if total == 0 {
+		return nil
+	}
+	xys := plotter.XYs{{X: float64(max(bins[0].LoNs, 500)), Y: 100}}
+	var c uint64
+	for i, b := range bins {
+		c += b.Count
+		if c == total {
+			if i > 0 {
+				xys = append(xys, plotter.XY{X: float64(b.HiNs), Y: xys[len(xys)-1].Y})
+			}
+			break
+		}
+		xys = append(xys, plotter.XY{X: float64(b.HiNs), Y: 100 * float64(total-c) / float64(total)})
+	}
+	return xys
+}
+
+// tailPlot shows the latency tail: the share of ops slower than x, both axes logarithmic,
+// so p99, p99.9 and p99.99 are equally visible (1 %, 0.1 %, 0.01 %).
+func tailPlot(title string, names []string, bins [][]HistBin) (*plot.Plot, error) {
+	p := newPlot(title, "latency (log scale)", "% of ops slower")
+	p.X.Scale = plot.LogScale{}
+	p.X.Tick.Marker = durTicks{}
+	p.Y.Scale = plot.LogScale{}
+	p.Y.Tick.Marker = pctTicks{}
+	p.Legend.Top = false
+	p.Legend.Left = true
+	p.Legend.XOffs = vg.Points(8)
+	p.Legend.YOffs = vg.Points(4)
+	lo, hi, ymin := math.Inf(1), math.Inf(-1), 100.0
+	for i, n := range names {
+		xys := tailXYs(bins[i])
+		if len(xys) < 2 {
+			continue
+		}
+		lo, hi = math.Min(lo, xys[0].X), math.Max(hi, xys[len(xys)-1].X)
+		ymin = math.Min(ymin, xys[len(xys)-1].Y)
+		l, err := plotter.NewLine(xys)
+		if err != nil {
+			return nil, fmt.Errorf("report: tail %s: %w", n, err)
+		}
+		l.Color = color8(i)
+		l.Width = vg.Points(1.6)
+		l.StepStyle = plotter.PostStep
+		if i >= 7 {
+			l.Dashes = []vg.Length{vg.Points(4), vg.Points(2)}
+		}
+		p.Add(l)
+		p.Legend.Add(n, l)
+	}
+	if !(lo < hi) {
+		return nil, nil
+	}
+	p.X.Min = math.Pow(10, math.Floor(math.Log10(lo)))
+	p.X.Max = math.Pow(10, math.Ceil(math.Log10(hi)))
+	p.Y.Max = 100
+	p.Y.Min = math.Pow(10, math.Floor(math.Log10(ymin)))
+	return p, nil
+}
+
+// pctTicks labels a log-scaled percent axis: 100%, 10%, 1%, 0.1% ...
+type pctTicks struct{}
+
+func (pctTicks) Ticks(min, max float64) []plot.Tick {
+	var ts []plot.Tick
+	for e := math.Floor(math.Log10(min)); math.Pow(10, e) <= max*1.0001; e++ {
+		v := math.Pow(10, e)
+		if v < min*0.9999 {
+			continue
+		}
+		ts = append(ts, plot.Tick{Value: v, Label: strconv.FormatFloat(v, 'f', -1, 64) + "%"})
+	}
+	return ts
 }
