@@ -79,7 +79,7 @@ func TestLimitRate(t *testing.T) {
 	mw := replay.Limit(1000, 0)
 	t0 := time.Now()
 	for i := 0; i < 50; i++ {
-		mw(context.Background(), replay.Call{}, func(context.Context) error { return nil })
+		_ = mw(context.Background(), replay.Call{}, func(context.Context) error { return nil })
 	}
 	if d := time.Since(t0); d < 45*time.Millisecond {
 		t.Fatalf("50 calls at 1000/s took %v", d)

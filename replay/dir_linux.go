@@ -70,14 +70,14 @@ func (d *Dir) Close() error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	for _, fd := range d.dirs {
-		unix.Close(fd)
+		_ = unix.Close(fd)
 	}
 	for _, fd := range d.dead {
-		unix.Close(fd)
+		_ = unix.Close(fd)
 	}
 	d.dirs, d.dead = map[string]int{}, nil
 	if d.rootFD >= 0 {
-		unix.Close(d.rootFD)
+		_ = unix.Close(d.rootFD)
 		d.rootFD = -1
 	}
 	return nil
@@ -115,7 +115,7 @@ func (d *Dir) dirFD(name string) (int, error) {
 	d.mu.Lock()
 	if old, ok := d.dirs[name]; ok {
 		d.mu.Unlock()
-		unix.Close(fd)
+		_ = unix.Close(fd)
 		return old, nil
 	}
 	d.dirs[name] = fd
@@ -151,7 +151,7 @@ func (d *Dir) IsEmpty(ctx context.Context) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	names, err := f.Readdirnames(1)
 	if len(names) > 0 {
 		return false, nil
@@ -175,7 +175,7 @@ func (d *Dir) Reset(ctx context.Context) error {
 		return fmt.Errorf("replay: reset target: %w", err)
 	}
 	names, err := f.Readdirnames(-1)
-	f.Close()
+	_ = f.Close()
 	if err != nil {
 		return fmt.Errorf("replay: reset target: %w", err)
 	}
@@ -352,7 +352,7 @@ func (d *Dir) Truncate(ctx context.Context, name string, size int64) error {
 	}
 	fd := f.(*dirFile).fd
 	err = unix.Ftruncate(fd, size)
-	unix.Close(fd)
+	_ = unix.Close(fd)
 	return err
 }
 

@@ -87,7 +87,7 @@ func TestDirConfinement(t *testing.T) {
 	// Symlinks that stay inside the root still work.
 	f, err := d.Open(ctx, "sub/back/../back", unix.O_RDONLY, 0)
 	if err == nil {
-		f.Close(ctx)
+		_ = f.Close(ctx)
 		t.Fatal("dotdot component accepted")
 	}
 	must(t, os.WriteFile(filepath.Join(root, "sub", "in"), []byte("x"), 0o644))
@@ -95,7 +95,7 @@ func TestDirConfinement(t *testing.T) {
 	if err != nil {
 		t.Fatalf("in-root symlink refused: %v", err)
 	}
-	f.Close(ctx)
+	_ = f.Close(ctx)
 }
 
 // TestReplayRefusesEscapingPaths replays a trace whose path table names things outside

@@ -291,7 +291,7 @@ func Run(ctx context.Context, src Source, b Backend, sink Sink, o Options) (*Sum
 	// Close files the trace left open (handles opened before it ended).
 	for s := int32(0); s < p.Slots(); s++ {
 		if fb := e.files.at(uint32(s)); fb.f != nil {
-			fb.f.Close(context.Background())
+			_ = fb.f.Close(context.Background())
 			fb.f = nil
 		}
 	}
@@ -336,7 +336,7 @@ func (w *worker) run() {
 		// slack, so that a sleep ends when asked (the default slack is 50 µs).
 		runtime.LockOSThread()
 		defer runtime.UnlockOSThread()
-		unix.Prctl(unix.PR_SET_TIMERSLACK, 1, 0, 0, 0)
+		_ = unix.Prctl(unix.PR_SET_TIMERSLACK, 1, 0, 0, 0)
 	}
 	for op := range w.ch {
 		if e.ctx.Err() != nil {
@@ -432,7 +432,7 @@ func (w *worker) sleepUntil(t int64) {
 		if d > w.margin {
 			want := d - w.margin
 			ts := unix.NsecToTimespec(want)
-			unix.Nanosleep(&ts, nil)
+			_ = unix.Nanosleep(&ts, nil)
 			over := now() - n - want
 			if over > w.margin {
 				w.margin = min(w.margin+(over-w.margin)/2+1000, 2e6)
@@ -448,7 +448,7 @@ func (w *worker) sleepUntil(t int64) {
 			// Let other threads (a worker whose sleep just ended, the planner) have the
 			// CPU: on a small machine a spinning thread otherwise delays them by a whole
 			// scheduler time slice.
-			unix.RawSyscall(unix.SYS_SCHED_YIELD, 0, 0, 0)
+			_, _, _ = unix.RawSyscall(unix.SYS_SCHED_YIELD, 0, 0, 0)
 		}
 	}
 }
@@ -517,7 +517,7 @@ func (w *worker) exec(op *Op) (start, ret int64, errno syscall.Errno) {
 		if err == nil && op.Slot >= 0 {
 			e.files.at(uint32(op.Slot)).f = f
 		} else if err == nil {
-			f.Close(ctx) // the trace recorded a failure here: nothing refers to the handle
+			_ = f.Close(ctx) // the trace recorded a failure here: nothing refers to the handle
 		}
 	case KClose:
 		err = f.Close(ctx)

@@ -152,7 +152,7 @@ func target(t testing.TB, base string) (string, *Dir) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() { os.RemoveAll(d) })
+		t.Cleanup(func() { _ = os.RemoveAll(d) })
 		dir = d
 	}
 	root := filepath.Join(dir, "root")
@@ -163,7 +163,7 @@ func target(t testing.TB, base string) (string, *Dir) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { d.Close() })
+	t.Cleanup(func() { _ = d.Close() })
 	return root, d
 }
 

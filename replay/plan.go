@@ -1,9 +1,7 @@
 package replay
 
 import (
-	"errors"
 	"io"
-	"syscall"
 
 	"golang.org/x/sys/unix"
 
@@ -782,13 +780,4 @@ func (p *planner) slotState(s uint32) *resState {
 		p.slotRes = append(p.slotRes, resState{})
 	}
 	return &p.slotRes[s]
-}
-
-// errnoOf is a helper for tests and checks.
-func errnoOf(err error) uint16 {
-	var e syscall.Errno
-	if errors.As(err, &e) {
-		return uint16(e)
-	}
-	return uint16(Errno(err))
 }

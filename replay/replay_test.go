@@ -14,7 +14,7 @@ import (
 	"github.com/iotap/iotap/trace"
 )
 
-const mib = 1 << 20
+const testMiB = 1 << 20
 
 // workload writes a realistic FUSE-level trace: an archive extraction (tar), a
 // database with a journal (sqlite-like), and a reader thread that lists and stats what
@@ -22,17 +22,17 @@ const mib = 1 << 20
 func workload(b *tb, nfiles int) {
 	const tar, db, ls = 10, 11, 12
 	// Pre-existing input: the layer saw it through a lookup (File record) ...
-	b.w.AddFile(trace.File{Path: b.path("in/archive.tar"), Type: trace.TypeFile, Mode: 0o644, Size: 3 * mib})
+	b.w.AddFile(trace.File{Path: b.path("in/archive.tar"), Type: trace.TypeFile, Mode: 0o644, Size: 3 * testMiB})
 	b.w.AddFile(trace.File{Path: b.path("in"), Type: trace.TypeDir, Mode: 0o755})
 	// ... and a config file only ops refer to (no File record).
 	b.at(tar, 1e9)
 	fh := b.open(tar, "in/archive.tar", unix.O_RDONLY)
-	b.ev(tar, trace.OpGetattr, "in/archive.tar", 2000, 1000, func(e *trace.Event) { e.Mode = unix.S_IFREG | 0o644; e.Ret = 3 * mib })
+	b.ev(tar, trace.OpGetattr, "in/archive.tar", 2000, 1000, func(e *trace.Event) { e.Mode = unix.S_IFREG | 0o644; e.Ret = 3 * testMiB })
 	for i := int64(0); i < 3; i++ { // 1 MiB reads into an unaligned buffer: 1048560 + 16
-		b.rw(tar, trace.OpRead, "in/archive.tar", fh, i*mib, mib-16, mib-16)
-		b.rw(tar, trace.OpRead, "in/archive.tar", fh, (i+1)*mib-16, 16, 16)
+		b.rw(tar, trace.OpRead, "in/archive.tar", fh, i*testMiB, testMiB-16, testMiB-16)
+		b.rw(tar, trace.OpRead, "in/archive.tar", fh, (i+1)*testMiB-16, 16, 16)
 	}
-	b.rw(tar, trace.OpRead, "in/archive.tar", fh, 3*mib, mib, 0) // EOF
+	b.rw(tar, trace.OpRead, "in/archive.tar", fh, 3*testMiB, testMiB, 0) // EOF
 	b.walk(tar, "out", syscall.ENOENT, 0, 0)
 	b.ev(tar, trace.OpMkdir, "out", 20000, 1000, func(e *trace.Event) { e.Mode = 0o755 })
 	for i := 0; i < nfiles; i++ {
@@ -43,13 +43,13 @@ func workload(b *tb, nfiles int) {
 		}
 		name := fmt.Sprintf("%s/f%d", dir, i)
 		w := b.create(tar, name)
-		b.rw(tar, trace.OpWrite, name, w, 0, mib-16, mib-16)
-		b.rw(tar, trace.OpWrite, name, w, mib-16, 16, 16)
-		b.rw(tar, trace.OpWrite, name, w, mib, 1000, 1000)
+		b.rw(tar, trace.OpWrite, name, w, 0, testMiB-16, testMiB-16)
+		b.rw(tar, trace.OpWrite, name, w, testMiB-16, 16, 16)
+		b.rw(tar, trace.OpWrite, name, w, testMiB, 1000, 1000)
 		b.close(tar, name, w)
-		b.walk(tar, name, 0, unix.S_IFREG|0o644, mib+1000)
+		b.walk(tar, name, 0, unix.S_IFREG|0o644, testMiB+1000)
 		b.ev(tar, trace.OpSetattr, name, 4000, 1000, func(e *trace.Event) { e.Flags = 1; e.Mode = 0o640 })
-		b.lookup(tar, name, 0, unix.S_IFREG|0o640, mib+1000)
+		b.lookup(tar, name, 0, unix.S_IFREG|0o640, testMiB+1000)
 		b.ev(tar, trace.OpSetattr, name, 4000, 1000, func(e *trace.Event) { e.Flags = 16 | 32 })
 	}
 	b.walk(tar, "out/link", syscall.ENOENT, 0, 0)
@@ -96,8 +96,8 @@ func workload(b *tb, nfiles int) {
 	b.ev(ls, trace.OpReleasedir, "out", 1000, 1000, func(e *trace.Event) { e.Handle = 9000 })
 	for i := 0; i < nfiles; i++ {
 		name := fmt.Sprintf("out/d%d/f%d", i%4, i)
-		b.walk(ls, name, 0, unix.S_IFREG|0o640, mib+1000)
-		b.ev(ls, trace.OpGetattr, name, 2000, 1000, func(e *trace.Event) { e.Mode = unix.S_IFREG | 0o640; e.Ret = mib + 1000 })
+		b.walk(ls, name, 0, unix.S_IFREG|0o640, testMiB+1000)
+		b.ev(ls, trace.OpGetattr, name, 2000, 1000, func(e *trace.Event) { e.Mode = unix.S_IFREG | 0o640; e.Ret = testMiB + 1000 })
 	}
 	b.walk(ls, "out/link", 0, unix.S_IFLNK|0o777, 5)
 	b.ev(ls, trace.OpReadlink, "out/link", 2000, 1000, func(e *trace.Event) { e.Size = 4096; e.Ret = 5 })
@@ -192,7 +192,7 @@ func TestPreexisting(t *testing.T) {
 	}
 	want := map[string]Entry{
 		"in":             {Name: "in", Type: trace.TypeDir, Mode: 0o755},
-		"in/archive.tar": {Name: "in/archive.tar", Type: trace.TypeFile, Mode: 0o644, Size: 3 * mib},
+		"in/archive.tar": {Name: "in/archive.tar", Type: trace.TypeFile, Mode: 0o644, Size: 3 * testMiB},
 		"etc":            {Name: "etc", Type: trace.TypeDir},
 		"etc/app.conf":   {Name: "etc/app.conf", Type: trace.TypeFile, Size: 300},
 	}

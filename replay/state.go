@@ -261,9 +261,10 @@ func (m *model) apply(op *Op) {
 			m.absent(op, name)
 			m.touch(name, op.Start)
 			typ := trace.TypeDir
-			if op.Kind == KMknod {
+			switch op.Kind {
+			case KMknod:
 				typ = typeOfMode(op.Mode)
-			} else if op.Kind == KSymlink {
+			case KSymlink:
 				typ = trace.TypeSymlink
 			}
 			m.add(name, &mnode{typ: typ, modified: true})
@@ -492,7 +493,7 @@ func writeFile(ctx context.Context, b Backend, name string, size int64, buf []by
 	for off := int64(0); off < size; {
 		n := min(int64(len(buf)), size-off)
 		if _, err := f.WriteAt(ctx, buf[:n], off); err != nil {
-			f.Close(ctx)
+			_ = f.Close(ctx)
 			return err
 		}
 		off += n

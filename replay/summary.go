@@ -195,19 +195,19 @@ func (s *Summary) finish() {
 
 // Print writes the summary as text.
 func (s *Summary) Print(w io.Writer) {
-	fmt.Fprintf(w, "replay onto %s (%s), timing %s, speed %g, %d threads\n", s.Target.Path, s.Target.FSType, s.Timing, s.Speed, s.Threads)
-	fmt.Fprintf(w, "  recorded events %d -> %d replay ops (%d folded kernel requests, %d split reads/writes merged, %d implicit opens)\n",
+	_, _ = fmt.Fprintf(w, "replay onto %s (%s), timing %s, speed %g, %d threads\n", s.Target.Path, s.Target.FSType, s.Timing, s.Speed, s.Threads)
+	_, _ = fmt.Fprintf(w, "  recorded events %d -> %d replay ops (%d folded kernel requests, %d split reads/writes merged, %d implicit opens)\n",
 		s.Fold.Events, s.RecordedOps, foldedTotal(&s.Fold), s.Fold.Merged, s.ImplicitOpens)
-	fmt.Fprintf(w, "  ops      replayed %d of %d (skipped %d), divergences %d\n", s.ReplayedOps, s.RecordedOps, s.SkippedOps, s.Divergences)
-	fmt.Fprintf(w, "  bytes    read %d of %d, written %d of %d\n", s.ReplayedRead, s.RecordedRead, s.ReplayedWrite, s.RecordedWrite)
+	_, _ = fmt.Fprintf(w, "  ops      replayed %d of %d (skipped %d), divergences %d\n", s.ReplayedOps, s.RecordedOps, s.SkippedOps, s.Divergences)
+	_, _ = fmt.Fprintf(w, "  bytes    read %d of %d, written %d of %d\n", s.ReplayedRead, s.RecordedRead, s.ReplayedWrite, s.RecordedWrite)
 	if s.Escapes > 0 || s.Fold.Unknown > 0 {
-		fmt.Fprintf(w, "  refused  %d ops whose path leaves the root, %d with an unknown path\n", s.Escapes, s.Fold.Unknown)
+		_, _ = fmt.Fprintf(w, "  refused  %d ops whose path leaves the root, %d with an unknown path\n", s.Escapes, s.Fold.Unknown)
 	}
 	if s.LagSamples > 0 {
-		fmt.Fprintf(w, "  lag      issue lag p50 %v p99 %v max %v, %d ops >1ms late; waited %v on other threads\n",
+		_, _ = fmt.Fprintf(w, "  lag      issue lag p50 %v p99 %v max %v, %d ops >1ms late; waited %v on other threads\n",
 			s.LagP50, s.LagP99, s.LagMax, s.LateOver1ms, s.DepWait.Round(time.Microsecond))
 	}
-	fmt.Fprintf(w, "  runtime  replay %v vs recorded %v (%+.1f%%); summed op time %v vs %v (%+.1f%%)\n",
+	_, _ = fmt.Fprintf(w, "  runtime  replay %v vs recorded %v (%+.1f%%); summed op time %v vs %v (%+.1f%%)\n",
 		s.ReplaySpan.Round(time.Microsecond), s.RecordedSpan.Round(time.Microsecond), pct(s.ReplaySpan, s.RecordedSpan),
 		s.ReplayIO.Round(time.Microsecond), s.RecordedIO.Round(time.Microsecond), pct(s.ReplayIO, s.RecordedIO))
 	if s.Divergences > 0 || s.SkippedOps > 0 {
@@ -218,13 +218,13 @@ func (s *Summary) Print(w io.Writer) {
 			}
 		}
 		sort.Strings(parts)
-		fmt.Fprintf(w, "  per op   %s\n", strings.Join(parts, "; "))
+		_, _ = fmt.Fprintf(w, "  per op   %s\n", strings.Join(parts, "; "))
 		for _, ex := range s.Examples {
-			fmt.Fprintf(w, "    e.g. %s\n", ex)
+			_, _ = fmt.Fprintf(w, "    e.g. %s\n", ex)
 		}
 	}
 	if s.Bottleneck != "" {
-		fmt.Fprintf(w, "  WARNING  replayer was the bottleneck: %s\n", s.Bottleneck)
+		_, _ = fmt.Fprintf(w, "  WARNING  replayer was the bottleneck: %s\n", s.Bottleneck)
 	}
 }
 

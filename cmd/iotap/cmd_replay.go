@@ -109,7 +109,7 @@ func runReplay(ctx context.Context, e *env, o *replayOptions, args []string) err
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(e.stdout, "starting state: %d directories, %d files (%s), %d symlinks; %d replay ops\n",
+	_, _ = fmt.Fprintf(e.stdout, "starting state: %d directories, %d files (%s), %d symlinks; %d replay ops\n",
 		st.Dirs, st.Files, humanBytes(st.Bytes), st.Symlinks, st.Ops)
 	if o.DryRun {
 		r, err := openTrace(tracePath)
@@ -117,20 +117,20 @@ func runReplay(ctx context.Context, e *env, o *replayOptions, args []string) err
 			return err
 		}
 		problems, n, err := replay.Check(r, st, po)
-		r.Close()
+		_ = r.Close()
 		if err != nil {
 			return err
 		}
 		if n == 0 {
-			fmt.Fprintln(e.stdout, "dry run: every op's recorded outcome is reproducible from the starting state")
+			_, _ = fmt.Fprintln(e.stdout, "dry run: every op's recorded outcome is reproducible from the starting state")
 			return nil
 		}
-		fmt.Fprintf(e.stdout, "dry run: %d ops cannot reproduce their recorded outcome:\n", n)
+		_, _ = fmt.Fprintf(e.stdout, "dry run: %d ops cannot reproduce their recorded outcome:\n", n)
 		for _, p := range problems {
-			fmt.Fprintf(e.stdout, "  %s\n", p)
+			_, _ = fmt.Fprintf(e.stdout, "  %s\n", p)
 		}
 		if n > len(problems) {
-			fmt.Fprintf(e.stdout, "  ... and %d more\n", n-len(problems))
+			_, _ = fmt.Fprintf(e.stdout, "  ... and %d more\n", n-len(problems))
 		}
 		return nil
 	}
@@ -141,7 +141,7 @@ func runReplay(ctx context.Context, e *env, o *replayOptions, args []string) err
 	defer func() {
 		for _, b := range backends {
 			if b != nil {
-				b.Close()
+				_ = b.Close()
 			}
 		}
 	}()
@@ -189,7 +189,7 @@ func runReplay(ctx context.Context, e *env, o *replayOptions, args []string) err
 					return err
 				}
 				if o.Prepare == "only" {
-					fmt.Fprintf(e.stdout, "prepared %s\n", b.Path())
+					_, _ = fmt.Fprintf(e.stdout, "prepared %s\n", b.Path())
 					continue
 				}
 			}
@@ -201,7 +201,7 @@ func runReplay(ctx context.Context, e *env, o *replayOptions, args []string) err
 				Timing: timing, Speed: o.Speed, OnDiverge: policy, Plan: po, FillRandom: fill, Log: e.log,
 			}, rep)
 			if sum != nil {
-				fmt.Fprintf(e.stdout, "run %d/%d, target %d: %s\n", rep+1, o.Repeat, i+1, base+".iotap")
+				_, _ = fmt.Fprintf(e.stdout, "run %d/%d, target %d: %s\n", rep+1, o.Repeat, i+1, base+".iotap")
 				sum.Print(e.stdout)
 				results[i] = append(results[i], base+".iotap")
 				if sum.Divergences > 0 {
@@ -222,7 +222,7 @@ func runReplay(ctx context.Context, e *env, o *replayOptions, args []string) err
 		}
 	}
 	if diverged && policy == replay.DivergeWarn {
-		fmt.Fprintln(e.stderr, "iotap replay: some ops diverged from the trace (see the summaries)")
+		_, _ = fmt.Fprintln(e.stderr, "iotap replay: some ops diverged from the trace (see the summaries)")
 	}
 	return nil
 }
@@ -240,7 +240,7 @@ func deriveState(path string, po replay.PlanOptions) (*replay.State, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer r.Close()
+	defer func() { _ = r.Close() }()
 	st, err := replay.DeriveState(r, po)
 	if err != nil {
 		return nil, err
@@ -257,7 +257,7 @@ func replayOnce(ctx context.Context, e *env, o *replayOptions, tracePath, base s
 	if err != nil {
 		return nil, err
 	}
-	defer r.Close()
+	defer func() { _ = r.Close() }()
 	src := r.Header()
 	h := trace.Header{
 		Kind:         "replay",
@@ -331,11 +331,11 @@ func startProgress(e *env, when string, total int64, desc string, done *atomic.U
 		for {
 			select {
 			case <-quit:
-				bar.Set64(int64(done.Load()))
-				bar.Finish()
+				_ = bar.Set64(int64(done.Load()))
+				_ = bar.Finish()
 				return
 			case <-t.C:
-				bar.Set64(int64(done.Load()))
+				_ = bar.Set64(int64(done.Load()))
 			}
 		}
 	}()
@@ -366,7 +366,7 @@ func compareTargets(ctx context.Context, e *env, targets []string, results [][]s
 	if err := report.WriteCompareText(&buf, c); err != nil {
 		return fmt.Errorf("replay: render comparison: %w", err)
 	}
-	fmt.Fprintln(e.stdout)
+	_, _ = fmt.Fprintln(e.stdout)
 	_, err := e.stdout.Write(buf.Bytes())
 	return err
 }
@@ -393,7 +393,7 @@ func dropCaches(e *env) {
 	syscall.Sync()
 	if err := os.WriteFile("/proc/sys/vm/drop_caches", []byte("3\n"), 0o200); err != nil && !dropWarned {
 		dropWarned = true
-		fmt.Fprintf(e.stderr, "iotap replay: --drop-caches: %v (runs continue with a warm cache)\n", err)
+		_, _ = fmt.Fprintf(e.stderr, "iotap replay: --drop-caches: %v (runs continue with a warm cache)\n", err)
 	}
 }
 

@@ -94,7 +94,7 @@ func TestReplayCommand(t *testing.T) {
 		if h := r.Header(); h.Kind != "replay" || h.Target.FSType == "" {
 			t.Errorf("%s: header %+v", f, h)
 		}
-		r.Close()
+		_ = r.Close()
 	}
 	if b, _ := os.ReadFile(filepath.Join(t1, "out.dat")); len(b) != 8192 {
 		t.Errorf("out.dat has %d bytes", len(b))
@@ -111,8 +111,8 @@ func TestReplayCommandErrors(t *testing.T) {
 	tr := filepath.Join(dir, "small.iotap")
 	writeSmallTrace(t, tr)
 	full := filepath.Join(dir, "full")
-	os.Mkdir(full, 0o755)
-	os.WriteFile(filepath.Join(full, "keep"), []byte("x"), 0o644)
+	mustDo(t, os.Mkdir(full, 0o755))
+	mustDo(t, os.WriteFile(filepath.Join(full, "keep"), []byte("x"), 0o644))
 	tests := []struct {
 		name string
 		args []string
@@ -162,10 +162,10 @@ func TestReplayRecordedAA(t *testing.T) {
 	dir := t.TempDir()
 	work := filepath.Join(dir, "work")
 	src := filepath.Join(dir, "src")
-	os.MkdirAll(work, 0o755)
-	os.MkdirAll(src, 0o755)
+	mustDo(t, os.MkdirAll(work, 0o755))
+	mustDo(t, os.MkdirAll(src, 0o755))
 	for i := 0; i < 20; i++ {
-		os.WriteFile(filepath.Join(src, "f"+string(rune('a'+i))), bytes.Repeat([]byte{byte(i)}, 1000*(i+1)), 0o644)
+		mustDo(t, os.WriteFile(filepath.Join(src, "f"+string(rune('a'+i))), bytes.Repeat([]byte{byte(i)}, 1000*(i+1)), 0o644))
 	}
 	if out, err := exec.Command("tar", "cf", filepath.Join(work, "in.tar"), "-C", dir, "src").CombinedOutput(); err != nil {
 		t.Fatalf("tar: %v %s", err, out)
@@ -178,8 +178,8 @@ func TestReplayRecordedAA(t *testing.T) {
 		t.Fatalf("record: %v\n%s", err, out)
 	}
 	t1, t2 := filepath.Join(dir, "t1"), filepath.Join(dir, "t2")
-	os.Mkdir(t1, 0o755)
-	os.Mkdir(t2, 0o755)
+	mustDo(t, os.Mkdir(t1, 0o755))
+	mustDo(t, os.Mkdir(t2, 0o755))
 	prefix := filepath.Join(dir, "res")
 	code, out, errs := runReplayCLI(t, "replay", tr, "--target", t1, "--target", t2, "-o", prefix)
 	if code != 0 {
@@ -212,5 +212,12 @@ func TestReplayRecordedAA(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(t1, "x/src/fb")); err == nil {
 		t.Error("x/src/fb exists after the replay removed it")
+	}
+}
+
+func mustDo(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
 	}
 }

@@ -30,7 +30,7 @@ func Run(t *testing.T, caps Caps, newBackend func(t *testing.T) replay.Backend) 
 	ctx := context.Background()
 	open := func(t *testing.T) replay.Backend {
 		b := newBackend(t)
-		t.Cleanup(func() { b.Close() })
+		t.Cleanup(func() { _ = b.Close() })
 		return b
 	}
 	t.Run("empty and reset", func(t *testing.T) {
@@ -135,10 +135,10 @@ func Run(t *testing.T, caps Caps, newBackend func(t *testing.T) replay.Backend) 
 		b := open(t)
 		f1, err := b.Open(ctx, "lk", syscall.O_RDWR|syscall.O_CREAT, 0o644)
 		mustOK(t, err)
-		defer f1.Close(ctx)
+		defer func() { _ = f1.Close(ctx) }()
 		f2, err := b.Open(ctx, "lk", syscall.O_RDWR, 0)
 		mustOK(t, err)
-		defer f2.Close(ctx)
+		defer func() { _ = f2.Close(ctx) }()
 		mustOK(t, f1.Lock(ctx, replay.LockSet, syscall.F_WRLCK, 0, 10))
 		if err := f2.Lock(ctx, replay.LockSet, syscall.F_WRLCK, 5, 1); replay.Errno(err) != syscall.EAGAIN {
 			t.Fatalf("conflicting lock on another handle: %v, want EAGAIN", err)
