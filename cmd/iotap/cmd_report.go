@@ -9,8 +9,10 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -176,23 +178,37 @@ func expandTraces(args []string) ([]string, error) {
 	return out, nil
 }
 
-// loadTraces aggregates each trace file into its own Stats. It returns the names of damaged
-// traces (still aggregated) separately from hard errors.
+// loadTraces aggregates each trace file into its own Stats, several at a time. It returns
+// the names of damaged traces (still aggregated) separately from hard errors.
 func loadTraces(ctx context.Context, e *env, files []string, so stats.Options) ([]*stats.Stats, []string, error) {
-	var per []*stats.Stats
-	var damaged []string
-	for _, f := range files {
-		s, err := loadTrace(ctx, f, so)
-		if err != nil {
-			return nil, nil, err
+	per := make([]*stats.Stats, len(files))
+	errs := make([]error, len(files))
+	sem := make(chan struct{}, max(1, runtime.GOMAXPROCS(0)))
+	var wg sync.WaitGroup
+	for i, f := range files {
+		if f == "-" {
+			per[i], errs[i] = loadTrace(ctx, f, so) // standard input: read it here, once
+			continue
 		}
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			per[i], errs[i] = loadTrace(ctx, f, so)
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, nil, err
+	}
+	var damaged []string
+	for i, s := range per {
 		if d := s.Sources[0].Damage; len(d) > 0 {
-			damaged = append(damaged, f)
+			damaged = append(damaged, files[i])
 			for _, x := range d {
-				fmt.Fprintf(e.stderr, "iotap: %s: damaged: %s\n", f, x)
+				fmt.Fprintf(e.stderr, "iotap: %s: damaged: %s\n", files[i], x)
 			}
 		}
-		per = append(per, s)
 	}
 	return per, damaged, nil
 }

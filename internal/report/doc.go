@@ -31,7 +31,9 @@
 //	  file, kind ("record"|"replay"), host, kernel, iotap_version, wall_start,
 //	  target {Path, FSType, Source, Mount}, cache ("none"|"kernel"|""), passthrough,
 //	  writeback, command[], labels{key: value}, events (aggregated), dropped (recorder
-//	  drops, from the footer), complete (a footer was present), damage[] (reader messages)
+//	  drops, from the footer), blocked_ns (time the job waited for the recorder's buffer),
+//	  recorded (events the footer counts), complete (a footer was present), damage[]
+//	  (reader messages)
 //	warnings[]   human-readable caveats (drops, damage, cache mode, mixed modes)
 //	by           "" | "host" | "label:KEY"
 //	total        a view of all traces

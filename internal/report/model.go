@@ -46,7 +46,9 @@ type Trace struct {
 	Labels       map[string]string `json:"labels,omitempty"`
 	Events       uint64            `json:"events"`
 	Dropped      uint64            `json:"dropped"`
-	Complete     bool              `json:"complete"` // a footer was found: the recorder closed cleanly
+	BlockedNs    int64             `json:"blocked_ns"` // time the job waited for the recorder's buffer (from the footer)
+	Recorded     uint64            `json:"recorded"`   // events the footer says were written (0 without a footer)
+	Complete     bool              `json:"complete"`   // a footer was found: the recorder closed cleanly
 	Damage       []string          `json:"damage,omitempty"`
 }
 
@@ -257,6 +259,9 @@ func Build(per []*stats.Stats, o Options) (*Report, error) {
 	if o.Top <= 0 {
 		o.Top = 10
 	}
+	if _, err := GroupKey(o.By, &trace.Header{}); err != nil {
+		return nil, err
+	}
 	r := &Report{Schema: Schema, By: o.By}
 	total := stats.New()
 	groups := map[string]*stats.Stats{}
@@ -312,6 +317,8 @@ func traceInfo(s *stats.Source) Trace {
 		Events:       s.Events,
 		Dropped:      s.Dropped(),
 		Complete:     s.Footer != nil,
+		Recorded:     footerEvents(s),
+		BlockedNs:    footerBlocked(s),
 		Damage:       s.Damage,
 	}
 	if len(h.Labels) > 0 {
@@ -323,9 +330,29 @@ func traceInfo(s *stats.Source) Trace {
 	return t
 }
 
+func footerEvents(s *stats.Source) uint64 {
+	if s.Footer == nil {
+		return 0
+	}
+	return s.Footer.Events
+}
+
+func footerBlocked(s *stats.Source) int64 {
+	if s.Footer == nil {
+		return 0
+	}
+	return int64(s.Footer.Blocked)
+}
+
 func warnings(r *Report) []string {
 	var w []string
 	for _, t := range r.Traces {
+		if t.Complete && len(t.Damage) == 0 && t.Recorded != t.Events {
+			w = append(w, fmt.Sprintf("%s: the footer counts %d events but %d were read", t.File, t.Recorded, t.Events))
+		}
+		if t.BlockedNs > 0 {
+			w = append(w, fmt.Sprintf("%s: the job waited %s for the recorder's buffer: latencies include that wait", t.File, Dur(t.BlockedNs)))
+		}
 		if t.Dropped > 0 {
 			w = append(w, fmt.Sprintf("%s: %d events were dropped while recording: counts and totals are low", t.File, t.Dropped))
 		}
@@ -548,8 +575,12 @@ func patterns(s *stats.Stats, v *View) Patterns {
 func procRows(s *stats.Stats, total int64, top int) []ProcRow {
 	out := make([]ProcRow, 0, len(s.Procs))
 	for _, p := range s.Procs {
+		comm := p.Comm
+		if comm == "" && p.Pid == 0 {
+			comm = "(kernel)" // requests the kernel issues on its own: release, forget, writeback
+		}
 		out = append(out, ProcRow{
-			Host: p.Host, Pid: p.Pid, Comm: p.Comm, Exe: p.Exe, Ops: p.Ops, Errors: p.Errors,
+			Host: p.Host, Pid: p.Pid, Comm: comm, Exe: p.Exe, Ops: p.Ops, Errors: p.Errors,
 			TotalNs: p.TotalNs, Share: share(p.TotalNs, total),
 			MetaNs:    p.TotalNs - p.ClassNs[trace.ClassData],
 			DataNs:    p.ClassNs[trace.ClassData],

@@ -295,3 +295,41 @@ func TestDur(t *testing.T) {
 		})
 	}
 }
+
+func TestWarnings(t *testing.T) {
+	tests := []struct {
+		name string
+		tr   Trace
+		want string
+	}{
+		{"dropped", Trace{File: "a", Complete: true, Events: 5, Recorded: 5, Dropped: 7}, "7 events were dropped"},
+		{"damaged", Trace{File: "a", Damage: []string{"truncated"}}, "trace is damaged (truncated)"},
+		{"no footer", Trace{File: "a"}, "no footer"},
+		{"footer count", Trace{File: "a", Complete: true, Events: 5, Recorded: 9}, "footer counts 9 events but 5 were read"},
+		{"blocked", Trace{File: "a", Complete: true, BlockedNs: 2e9}, "waited 2.00s"},
+		{"passthrough", Trace{File: "a", Complete: true, Passthrough: true}, "NOT seen"},
+		{"kernel cache", Trace{File: "a", Complete: true, Cache: "kernel"}, "page cache absorbed"},
+		{"clean", Trace{File: "a", Complete: true, Cache: "none"}, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w := warnings(&Report{Traces: []Trace{tt.tr}})
+			if tt.want == "" {
+				if len(w) != 0 {
+					t.Errorf("warnings %q, want none", w)
+				}
+				return
+			}
+			if !slices.ContainsFunc(w, func(s string) bool { return strings.Contains(s, tt.want) }) {
+				t.Errorf("warnings %q lack %q", w, tt.want)
+			}
+		})
+	}
+	w := warnings(&Report{Traces: []Trace{{Complete: true, Cache: "none"}, {Complete: true, Cache: "kernel"}}})
+	if !slices.ContainsFunc(w, func(s string) bool { return strings.Contains(s, "different fidelity modes") }) {
+		t.Errorf("mixed cache modes not flagged: %q", w)
+	}
+	if _, err := Build(nil, Options{By: "colour"}); err == nil {
+		t.Error("bad --by accepted")
+	}
+}

@@ -80,6 +80,9 @@ func writeTraces(b *strings.Builder, r *Report) {
 			}
 			extra = append(extra, "labels: "+strings.Join(ls, " "))
 		}
+		if tr.BlockedNs > 0 {
+			extra = append(extra, "job blocked on the recorder for "+Dur(tr.BlockedNs))
+		}
 		for _, d := range tr.Damage {
 			extra = append(extra, "damage: "+d)
 		}
