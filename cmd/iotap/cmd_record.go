@@ -640,8 +640,32 @@ func serve(ctx context.Context, e *env, spec *recordSpec) error {
 	stopLive := make(chan struct{})
 	go s.live(stopLive)
 
-	stdin, stdout, stderr := e.stdin, e.stdout, e.stderr
-	cmd, err := job.Start(job.Spec{Argv: spec.Argv, Dir: spec.Dir, Stdin: stdin, Stdout: stdout, Stderr: stderr})
+	// go-fuse opens /dev/fuse without O_CLOEXEC: a job holding it would keep the connection
+	// alive after iotap dies, and hang on its own requests instead of getting ENOTCONN.
+	if err := closeOnExec(); err != nil {
+		e.log.Warn("could not mark descriptors close-on-exec", "err", err)
+	}
+	// Enter the job's directory here rather than in the forked job, so the job's first
+	// requests come after its exec and are attributed to the job's program.
+	// Then step back out (through a descriptor: in place, the old directory is covered), so
+	// that iotap itself does not keep the mount busy.
+	jobDir := spec.Dir
+	back, berr := os.Open(".")
+	if berr == nil {
+		defer back.Close()
+		if err := os.Chdir(spec.Dir); err == nil {
+			jobDir = ""
+		}
+	}
+	cmd, err := job.Start(job.Spec{
+		Argv: spec.Argv, Dir: jobDir, Env: job.EnvWithPWD(os.Environ(), spec.Dir),
+		Stdin: e.stdin, Stdout: e.stdout, Stderr: e.stderr,
+	})
+	if jobDir == "" {
+		if cerr := back.Chdir(); cerr != nil {
+			_ = os.Chdir("/")
+		}
+	}
 	if err != nil {
 		close(stopLive)
 		s.unmount()
@@ -668,6 +692,24 @@ func serve(ctx context.Context, e *env, spec *recordSpec) error {
 		return cerr
 	case code != 0:
 		return &exitCodeError{code: code}
+	}
+	return nil
+}
+
+// closeOnExec marks every descriptor above stderr close-on-exec.
+func closeOnExec() error {
+	err := unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC)
+	if err == nil {
+		return nil
+	}
+	ents, rerr := os.ReadDir("/proc/self/fd")
+	if rerr != nil {
+		return fmt.Errorf("close_range: %v; list fds: %w", err, rerr)
+	}
+	for _, ent := range ents {
+		if fd, err := strconv.Atoi(ent.Name()); err == nil && fd > 2 {
+			unix.CloseOnExec(fd)
+		}
 	}
 	return nil
 }

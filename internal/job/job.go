@@ -117,7 +117,7 @@ func Start(s Spec) (*exec.Cmd, error) {
 		cmd.Path = s.Argv[0]
 	}
 	if s.Dir != "" && s.Env == nil {
-		cmd.Env = withPWD(os.Environ(), s.Dir)
+		cmd.Env = EnvWithPWD(os.Environ(), s.Dir)
 	}
 	if err := cmd.Start(); err != nil {
 		code := 1
@@ -132,8 +132,9 @@ func Start(s Spec) (*exec.Cmd, error) {
 	return cmd, nil
 }
 
-// withPWD sets PWD so that shells started in dir report the path the user knows.
-func withPWD(env []string, dir string) []string {
+// EnvWithPWD returns env with PWD set to dir, so that shells started in dir report the
+// path the user knows.
+func EnvWithPWD(env []string, dir string) []string {
 	out := make([]string, 0, len(env)+1)
 	for _, kv := range env {
 		if !strings.HasPrefix(kv, "PWD=") {

@@ -1,0 +1,482 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/iotap/iotap/internal/fusetest"
+	"github.com/iotap/iotap/internal/sysinfo"
+	"github.com/iotap/iotap/trace"
+)
+
+// requireRecord skips (or, with IOTAP_REQUIRE_FUSE=1, fails) a test that runs the iotap
+// binary to mount: it needs the binary, FUSE, and root for the private mount namespace.
+func requireRecord(t *testing.T) {
+	t.Helper()
+	if iotapBin == "" {
+		t.Fatal("the iotap binary could not be built (see TestMain output)")
+	}
+	fusetest.Require(t)
+	if os.Geteuid() != 0 {
+		if os.Getenv(fusetest.RequireEnv) == "1" {
+			t.Fatalf("in-place record needs root (%s=1)", fusetest.RequireEnv)
+		}
+		t.Skip("in-place record needs root (CAP_SYS_ADMIN for a private mount namespace)")
+	}
+}
+
+// iotapProc is a running iotap binary.
+type iotapProc struct {
+	cmd    *exec.Cmd
+	stdin  io.WriteCloser
+	stdout *bufio.Reader
+	stderr *bytes.Buffer
+}
+
+// startIotap starts the iotap binary in dir. Its stdout is a pipe the test reads; its
+// stderr is collected.
+func startIotap(t *testing.T, dir string, args ...string) *iotapProc {
+	t.Helper()
+	cmd := exec.Command(iotapBin, args...)
+	cmd.Dir = dir
+	p := &iotapProc{cmd: cmd, stderr: &bytes.Buffer{}}
+	var err error
+	if p.stdin, err = cmd.StdinPipe(); err != nil {
+		t.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.stdout = bufio.NewReader(out)
+	cmd.Stderr = p.stderr
+	cmd.WaitDelay = 30 * time.Second
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			cmd.Process.Kill()
+			cmd.Wait()
+		}
+	})
+	return p
+}
+
+// readLine reads one line of the job's output, failing the test after a timeout.
+func (p *iotapProc) readLine(t *testing.T) string {
+	t.Helper()
+	ch := make(chan string, 1)
+	go func() {
+		l, _ := p.stdout.ReadString('\n')
+		ch <- l
+	}()
+	select {
+	case l := <-ch:
+		return strings.TrimSuffix(l, "\n")
+	case <-time.After(30 * time.Second):
+		t.Fatalf("no output line from the job in 30s; stderr: %s", p.stderr)
+		return ""
+	}
+}
+
+// wait waits for iotap and returns its exit code and the rest of stdout.
+func (p *iotapProc) wait(t *testing.T) (int, string) {
+	t.Helper()
+	rest, _ := io.ReadAll(p.stdout)
+	err := p.cmd.Wait()
+	var ee *exec.ExitError
+	if err != nil && !errors.As(err, &ee) {
+		t.Fatalf("wait: %v; stderr: %s", err, p.stderr)
+	}
+	return exitStatus(p.cmd.ProcessState), string(rest)
+}
+
+func exitStatus(st *os.ProcessState) int {
+	if ws, ok := st.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return 128 + int(ws.Signal())
+	}
+	return st.ExitCode()
+}
+
+// recorded is one event in a form tests can compare.
+type recorded struct {
+	Op    trace.Op
+	Path  string
+	Comm  string
+	Ret   int64
+	Errno uint16
+}
+
+type traceContents struct {
+	hdr    *trace.Header
+	events []recorded
+	footer bool
+	damage []error
+}
+
+func readTrace(t *testing.T, path string) traceContents {
+	t.Helper()
+	r, err := trace.Open(path)
+	if err != nil {
+		t.Fatalf("open trace: %v", err)
+	}
+	defer r.Close()
+	tc := traceContents{hdr: r.Header()}
+	for {
+		ev, err := r.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatalf("read trace: %v", err)
+		}
+		rec := recorded{Op: ev.Op, Path: r.PathName(ev.Path), Ret: ev.Ret, Errno: ev.Errno}
+		if p, ok := r.Process(ev.Tid); ok {
+			rec.Comm = p.Comm
+		}
+		tc.events = append(tc.events, rec)
+	}
+	_, tc.footer = r.Footer()
+	tc.damage = r.Damage()
+	return tc
+}
+
+// has reports whether an event matches op, path (if not empty) and comm (if not empty).
+func (tc traceContents) has(op trace.Op, path, comm string) bool {
+	for _, e := range tc.events {
+		if e.Op == op && (path == "" || e.Path == path) && (comm == "" || e.Comm == comm) && e.Errno == 0 {
+			return true
+		}
+	}
+	return false
+}
+
+func (tc traceContents) dump() string {
+	var b strings.Builder
+	for _, e := range tc.events {
+		b.WriteString(e.Op.String() + " " + e.Path + " " + e.Comm + "\n")
+	}
+	return b.String()
+}
+
+func TestRecordInPlace(t *testing.T) {
+	requireRecord(t)
+	dir := t.TempDir()
+	target := filepath.Join(dir, "data")
+	if err := os.Mkdir(target, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "job.iotap")
+	p := startIotap(t, target, "record", "-o", out, "--label", "run=1", "--", "sh", "-c", "echo hi > f; cat f; exit 3")
+	p.stdin.Close()
+	code, stdout := p.wait(t)
+	if code != 3 {
+		t.Fatalf("exit code %d, want 3; stderr:\n%s", code, p.stderr)
+	}
+	if stdout != "hi\n" {
+		t.Errorf("job stdout %q, want %q", stdout, "hi\n")
+	}
+	if data, err := os.ReadFile(filepath.Join(target, "f")); err != nil || string(data) != "hi\n" {
+		t.Errorf("file in the real directory: %q, %v", data, err)
+	}
+	st, err := os.Stat(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Mode().Perm() != 0o600 {
+		t.Errorf("trace mode %v, want 0600", st.Mode().Perm())
+	}
+	for _, want := range []string{"job exit 3", "ops ", "trace " + out} {
+		if !strings.Contains(p.stderr.String(), want) {
+			t.Errorf("summary lacks %q:\n%s", want, p.stderr)
+		}
+	}
+	tc := readTrace(t, out)
+	if !tc.footer || len(tc.damage) > 0 {
+		t.Errorf("footer %v damage %v", tc.footer, tc.damage)
+	}
+	h := tc.hdr
+	if h.Kind != "record" || h.Target.Path != target || h.Target.FSType == "" || h.Target.Mount == "" ||
+		h.FUSE.Cache != "none" || strings.Join(h.Command, " ") != "sh -c echo hi > f; cat f; exit 3" ||
+		h.Kernel == "" || h.Hostname == "" || h.IotapVersion == "" {
+		t.Errorf("header: %+v", h)
+	}
+	if v, ok := h.Label("run"); !ok || v != "1" {
+		t.Errorf("labels %+v", h.Labels)
+	}
+	for _, w := range []struct {
+		op         trace.Op
+		path, comm string
+	}{
+		{trace.OpCreate, "f", "sh"},
+		{trace.OpWrite, "f", "sh"},
+		{trace.OpOpen, "f", "cat"},
+		{trace.OpRead, "f", "cat"},
+	} {
+		if !tc.has(w.op, w.path, w.comm) {
+			t.Errorf("trace lacks %v %s by %s; events:\n%s", w.op, w.path, w.comm, tc.dump())
+		}
+	}
+}
+
+// TestRecordMountIsPrivate checks that while the job runs, the mount over the target is
+// in the job's mount table but in neither this process's nor init's.
+func TestRecordMountIsPrivate(t *testing.T) {
+	requireRecord(t)
+	dir := t.TempDir()
+	target := filepath.Join(dir, "data")
+	if err := os.Mkdir(target, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	p := startIotap(t, target, "record", "-o", filepath.Join(dir, "t.iotap"), "--",
+		"sh", "-c", `grep -c " $PWD .* - fuse.iotap " /proc/self/mountinfo; echo ready; read x; exit 0`)
+	if n := p.readLine(t); n != "1" {
+		t.Fatalf("job sees %s iotap mounts over its cwd, want 1; stderr: %s", n, p.stderr)
+	}
+	if l := p.readLine(t); l != "ready" {
+		t.Fatalf("got %q", l)
+	}
+	for _, pid := range []string{"self", "1", "1"} {
+		ms, err := sysinfo.MountsOf(pid)
+		if err != nil {
+			if pid == "1" {
+				continue // no permission to read init's table: nothing to check there
+			}
+			t.Fatal(err)
+		}
+		for _, m := range ms {
+			if m.MountPoint == target {
+				t.Errorf("process %s sees the job's mount: %+v", pid, m)
+			}
+		}
+	}
+	p.stdin.Close()
+	if code, _ := p.wait(t); code != 0 {
+		t.Fatalf("exit %d; stderr: %s", code, p.stderr)
+	}
+}
+
+func TestRecordJobEnds(t *testing.T) {
+	requireRecord(t)
+	tests := []struct {
+		name       string
+		argv       []string
+		wantCode   int
+		wantStderr string
+	}{
+		{name: "killed by signal", argv: []string{"sh", "-c", "kill -TERM $$"}, wantCode: 128 + int(syscall.SIGTERM), wantStderr: "killed by SIGTERM"},
+		{name: "command not found", argv: []string{"iotap-no-such-command", "x"}, wantCode: 127, wantStderr: "iotap-no-such-command: command not found"},
+		{name: "relative command not found", argv: []string{"./nope.sh"}, wantCode: 127, wantStderr: "command not found"},
+		{name: "success", argv: []string{"true"}, wantCode: 0, wantStderr: "job exit 0"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			p := startIotap(t, dir, append([]string{"record", "-o", filepath.Join(t.TempDir(), "t.iotap"), "--"}, tt.argv...)...)
+			p.stdin.Close()
+			code, _ := p.wait(t)
+			if code != tt.wantCode {
+				t.Errorf("exit %d, want %d; stderr: %s", code, tt.wantCode, p.stderr)
+			}
+			if !strings.Contains(p.stderr.String(), tt.wantStderr) {
+				t.Errorf("stderr lacks %q:\n%s", tt.wantStderr, p.stderr)
+			}
+		})
+	}
+}
+
+func TestRecordForwardsSIGTERM(t *testing.T) {
+	requireRecord(t)
+	dir := t.TempDir()
+	p := startIotap(t, dir, "record", "-o", filepath.Join(t.TempDir(), "t.iotap"), "--",
+		"sh", "-c", `trap 'echo got TERM; exit 42' TERM; echo ready; while :; do sleep 0.05; done`)
+	if l := p.readLine(t); l != "ready" {
+		t.Fatalf("got %q; stderr %s", l, p.stderr)
+	}
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	code, rest := p.wait(t)
+	if code != 42 || rest != "got TERM\n" {
+		t.Fatalf("exit %d output %q, want 42 and the trap's line; stderr: %s", code, rest, p.stderr)
+	}
+}
+
+// TestRecordKill9 kills iotap while the job runs: the job must see errors, not hang, and
+// the trace must be readable up to its last flush.
+func TestRecordKill9(t *testing.T) {
+	requireRecord(t)
+	dir := t.TempDir()
+	target := filepath.Join(dir, "data")
+	if err := os.Mkdir(target, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "t.iotap")
+	script := `for i in 1 2 3 4 5; do echo x > f$i; done; sleep 1.6; echo ready; read x
+n=0; while cat f1 >/dev/null 2>&1; do n=$((n+1)); [ $n -gt 200 ] && break; sleep 0.05; done
+cat f1 2>&1; echo done`
+	p := startIotap(t, target, "record", "-o", out, "--", "sh", "-c", script)
+	if l := p.readLine(t); l != "ready" {
+		t.Fatalf("got %q; stderr %s", l, p.stderr)
+	}
+	if err := p.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	// Only the job holds stdout from now on: reading to EOF waits for the job.
+	io.WriteString(p.stdin, "go\n")
+	p.stdin.Close()
+	start := time.Now()
+	code, rest := p.wait(t)
+	if code != 128+int(syscall.SIGKILL) {
+		t.Errorf("iotap exit %d, want %d", code, 128+int(syscall.SIGKILL))
+	}
+	if !strings.Contains(rest, "done") || !(strings.Contains(rest, "not connected") || strings.Contains(rest, "connection abort")) {
+		t.Errorf("job output after the kill: %q (want an ENOTCONN error, then done)", rest)
+	}
+	if d := time.Since(start); d > 15*time.Second {
+		t.Errorf("the job took %v to finish after the kill", d)
+	}
+	tc := readTrace(t, out)
+	if tc.footer {
+		t.Error("trace of a killed recorder has a footer")
+	}
+	n := 0
+	for _, e := range tc.events {
+		if e.Op == trace.OpCreate {
+			n++
+		}
+	}
+	if n != 5 {
+		t.Errorf("trace has %d creates, want 5 (flushed before the kill); events:\n%s", n, tc.dump())
+	}
+}
+
+// TestRecordErrors runs the checks made before anything is mounted, in process.
+func TestRecordErrors(t *testing.T) {
+	dir := t.TempDir()
+	target := filepath.Join(dir, "data")
+	file := filepath.Join(dir, "file")
+	mnt := filepath.Join(dir, "mnt")
+	for _, d := range []string{target, mnt} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "t.iotap")
+	tests := []struct {
+		name     string
+		args     []string
+		fuseErr  error
+		euid     int
+		wantCode int
+		want     string
+	}{
+		{name: "target missing", args: []string{"--target", filepath.Join(dir, "nope"), "-o", out, "--", "true"}, wantCode: 1, want: "does not exist"},
+		{name: "target not a directory", args: []string{"--target", file, "-o", out, "--", "true"}, wantCode: 1, want: "is not a directory"},
+		{name: "no command", args: []string{"--target", target, "-o", out}, wantCode: 2, want: "missing the command"},
+		{name: "bad cache mode", args: []string{"--target", target, "--cache", "some", "-o", out, "--", "true"}, wantCode: 2, want: "--cache"},
+		{name: "bad label", args: []string{"--target", target, "--label", "x", "-o", out, "--", "true"}, wantCode: 2, want: "key=value"},
+		{name: "output inside target", args: []string{"--target", target, "-o", filepath.Join(target, "sub", "..", "t.iotap"), "--", "true"}, wantCode: 1, want: "inside the traced tree"},
+		{name: "output dir missing", args: []string{"--target", target, "-o", filepath.Join(dir, "nodir", "t.iotap"), "--", "true"}, wantCode: 1, want: "does not exist"},
+		{name: "output unwritable", args: []string{"--target", target, "-o", filepath.Join(file, "t.iotap"), "--", "true"}, wantCode: 1, want: "not a directory"},
+		{name: "output is a directory", args: []string{"--target", target, "-o", mnt, "--", "true"}, wantCode: 1, want: "is a directory"},
+		{name: "fuse unavailable", args: []string{"--target", target, "-o", out, "--", "true"}, fuseErr: errors.New("cannot open /dev/fuse: permission denied"), wantCode: 1, want: "FUSE is not available: cannot open /dev/fuse"},
+		{name: "not root in place", args: []string{"--target", target, "-o", out, "--", "true"}, euid: 1000, wantCode: 1, want: "needs root"},
+		{name: "command not found", args: []string{"--target", target, "-o", out, "--", "iotap-no-such-command"}, wantCode: 127, want: "iotap-no-such-command: command not found"},
+		{name: "mount point not a directory", args: []string{"--target", target, "--mount-at", file, "-o", out, "--", "true"}, wantCode: 1, want: "mount point " + file + " is not a directory"},
+		{name: "mount point missing", args: []string{"--target", target, "--mount-at", filepath.Join(dir, "nope"), "-o", out, "--", "true"}, wantCode: 1, want: "does not exist"},
+		{name: "mount point busy", args: []string{"--target", target, "--mount-at", "/proc", "-o", out, "--", "true"}, wantCode: 1, want: "is busy"},
+		{name: "mount point inside target", args: []string{"--target", dir, "--mount-at", mnt, "-o", filepath.Join(t.TempDir(), "t.iotap"), "--", "true"}, wantCode: 1, want: "must not contain each other"},
+		{name: "output inside mount point", args: []string{"--target", target, "--mount-at", mnt, "-o", filepath.Join(mnt, "t.iotap"), "--", "true"}, wantCode: 1, want: "inside the mount point"},
+	}
+	defer func(f func() error, g func() int) { fuseAvailable, geteuid = f, g }(fuseAvailable, geteuid)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fuseAvailable = func() error { return tt.fuseErr }
+			euid := tt.euid
+			geteuid = func() int { return euid }
+			var stdout, stderr bytes.Buffer
+			code := run(context.Background(), append([]string{"record"}, tt.args...), strings.NewReader(""), &stdout, &stderr)
+			if code != tt.wantCode || !strings.Contains(stderr.String(), tt.want) {
+				t.Errorf("exit %d, stderr %q; want %d and %q", code, stderr.String(), tt.wantCode, tt.want)
+			}
+			if _, err := os.Stat(out); err == nil {
+				t.Errorf("a failed check left %s behind", out)
+				os.Remove(out)
+			}
+		})
+	}
+}
+
+func TestExpandOutput(t *testing.T) {
+	env := map[string]string{"SLURM_JOB_ID": "77", "SLURM_PROCID": "3", "SLURMD_NODENAME": "n01"}
+	get := func(k string) string { return env[k] }
+	tests := []struct {
+		name, in, want string
+		getenv         func(string) string
+	}{
+		{name: "plain", in: "a.iotap", want: "a.iotap", getenv: get},
+		{name: "slurm", in: "run-%j-%n-%t.iotap", want: "run-77-n01-3.iotap", getenv: get},
+		{name: "host and pid", in: "%h.%p.%%.%x", want: "node.example.org.42.%.%x", getenv: get},
+		{name: "no slurm", in: "%j-%n-%t", want: "nojob-node-0", getenv: func(string) string { return "" }},
+		{name: "trailing percent", in: "a%", want: "a%", getenv: get},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := expandOutput(tt.in, tt.getenv, "node.example.org", 42); got != tt.want {
+				t.Errorf("got %q, want %q", got, tt.want)
+			}
+		})
+	}
+	if l := slurmLabels(get); len(l) != 3 || l[0].Key != "SLURM_JOB_ID" || l[0].Value != "77" {
+		t.Errorf("slurm labels %+v", l)
+	}
+}
+
+func TestDefaultOutputOutsideTarget(t *testing.T) {
+	dir := t.TempDir()
+	target := filepath.Join(dir, "data")
+	if err := os.MkdirAll(filepath.Join(target, "sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	defer func(f func() time.Time) { nowUTC = f }(nowUTC)
+	nowUTC = func() time.Time { return time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC) }
+	wd, _ := os.Getwd()
+	defer os.Chdir(wd)
+	tests := []struct{ name, cwd, want string }{
+		{name: "cwd inside target", cwd: filepath.Join(target, "sub"), want: filepath.Join(dir, "iotap-20260102T030405Z.iotap")},
+		{name: "cwd outside target", cwd: t.TempDir(), want: "iotap-20260102T030405Z.iotap"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if err := os.Chdir(tt.cwd); err != nil {
+				t.Fatal(err)
+			}
+			got, err := resolveOutput("", realOrSelf(target), "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := tt.want
+			if !filepath.IsAbs(want) {
+				want = filepath.Join(realOrSelf(tt.cwd), want)
+			}
+			if realOrSelf(filepath.Dir(got)) != realOrSelf(filepath.Dir(want)) || filepath.Base(got) != filepath.Base(want) {
+				t.Errorf("got %s, want %s", got, want)
+			}
+		})
+	}
+}
