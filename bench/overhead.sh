@@ -47,6 +47,17 @@ start() { # name orig mnt [trace]
 }
 start untraced "$WORK/u_orig" "$WORK/u_mnt"
 start traced "$WORK/t_orig" "$WORK/t_mnt" "$WORK/overhead.trace"
+declare -A SRV=([untraced]=${PIDS[0]} [traced]=${PIDS[1]})
+
+# CPU time (utime+stime of all threads, in clock ticks) of the server behind target $1: on
+# a noisy machine, CPU per request separates the tracer's cost from scheduling noise.
+cpu() { [ "$1" = native ] && { echo 0; return; }; awk '{print $14+$15}' "/proc/${SRV[$1]}/stat"; }
+HZ=$(getconf CLK_TCK)
+cpurow() { # row target ticks_before ops
+  [ "$2" = native ] && return
+  local c; c=$(cpu "$2")
+  echo "$1 $2 $(python3 -c "print(($c-$3)/$HZ*1e6/max($4,1))")" >>"$RES"
+}
 
 declare -A DIR=([native]=$WORK/native [untraced]=$WORK/u_mnt [traced]=$WORK/t_mnt)
 TARGETS=(native untraced traced)
@@ -68,8 +79,10 @@ for r in $(seq "$ROUNDS"); do
   for t in "${order[@]}"; do
     d=${DIR[$t]}
     rm -f "$d/seqw"; sync
+    c0=$(cpu "$t")
     j=$(fiojson --name=sw --directory="$d" --filename=seqw --rw=write --bs=1M --size="${SIZE}M")
     echo "seqwrite_1M_MiBps $t $(jq '.jobs[0].write.bw_bytes/1048576' <<<"$j")" >>"$RES"
+    cpurow cpu_us_per_write1M "$t" "$c0" "$(jq '.jobs[0].write.total_ios' <<<"$j")"
     rm -f "$d/seqw"; sync
     j=$(fiojson --name=sw --directory="$d" --filename=seqw --rw=write --bs=1M --size="${SIZE}M" --end_fsync=1)
     echo "seqwrite_1M_fsync_MiBps $t $(jq '.jobs[0].write.bw_bytes/1048576' <<<"$j")" >>"$RES"
@@ -77,17 +90,23 @@ for r in $(seq "$ROUNDS"); do
     drop
     j=$(fiojson --name=sr --directory="$d" --filename=seqr --rw=read --bs=1M --size="${SIZE}M")
     echo "seqread_1M_cold_MiBps $t $(jq '.jobs[0].read.bw_bytes/1048576' <<<"$j")" >>"$RES"
+    c0=$(cpu "$t")
     j=$(fiojson --name=sr --directory="$d" --filename=seqr --rw=read --bs=1M --size="${SIZE}M")
     echo "seqread_1M_warm_MiBps $t $(jq '.jobs[0].read.bw_bytes/1048576' <<<"$j")" >>"$RES"
+    cpurow cpu_us_per_read1M "$t" "$c0" "$(jq '.jobs[0].read.total_ios' <<<"$j")"
+    c0=$(cpu "$t")
     j=$(fiojson --name=rr --directory="$d" --filename=seqr --rw=randread --bs=4k --size="${SIZE}M" \
         --time_based --runtime="$RT")
+    cpurow cpu_us_per_read4k "$t" "$c0" "$(jq '.jobs[0].read.total_ios' <<<"$j")"
     echo "randread_4k_IOPS $t $(jq '.jobs[0].read.iops' <<<"$j")" >>"$RES"
     echo "randread_4k_p50_us $t $(jq '.jobs[0].read.clat_ns.percentile["50.000000"]/1000' <<<"$j")" >>"$RES"
     echo "randread_4k_p99_us $t $(jq '.jobs[0].read.clat_ns.percentile["99.000000"]/1000' <<<"$j")" >>"$RES"
     rm -rf "$d/small"
+    c0=$(cpu "$t")
     "$BIN" smallfiles -dir "$d/small" -n "$NSMALL" | while read -r ph v; do
       echo "small_${ph}_opsps $t $v" >>"$RES"
     done
+    cpurow cpu_us_per_smallfile "$t" "$c0" "$NSMALL"
     rm -rf "$d/small"
   done
 done
@@ -103,8 +122,12 @@ for line in open(sys.argv[1]):
     if row not in rows: rows.append(row)
     vals[(row, tgt)].append(float(v))
 lower_better = lambda r: r.endswith("_us")
+cpu_rows = []
 print(f"{'row':24} {'native':>10} {'untraced':>10} {'traced':>10} {'tr/untr':>8} {'untr/nat':>8} {'tr/nat':>8}")
 for r in rows:
+    if r.startswith("cpu_"):
+        cpu_rows.append(r)
+        continue
     m = {t: statistics.median(vals[(r, t)]) for t in ("native", "untraced", "traced")}
     def ratio(a, b):
         if m[b] == 0: return float("nan")
@@ -112,5 +135,10 @@ for r in rows:
     print(f"{r:24} {m['native']:10.1f} {m['untraced']:10.1f} {m['traced']:10.1f} "
           f"{ratio('traced','untraced'):8.3f} {ratio('untraced','native'):8.3f} {ratio('traced','native'):8.3f}")
 print("ratios are speed ratios (higher is better; latency rows inverted); medians of all rounds")
+print()
+print(f"{'server CPU per request':24} {'untraced':>10} {'traced':>10} {'traced-untr':>12} {'ratio':>8}   (us; smallfile = create+stat+read+unlink of one file)")
+for r in cpu_rows:
+    u, t = statistics.median(vals[(r, "untraced")]), statistics.median(vals[(r, "traced")])
+    print(f"{r:24} {u:10.2f} {t:10.2f} {t-u:12.2f} {t/u if u else float('nan'):8.3f}")
 PY
 ls -l "$WORK/overhead.trace" | awk '{print "trace file:", $5, "bytes"}'
