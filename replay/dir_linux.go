@@ -3,6 +3,7 @@ package replay
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -153,11 +154,13 @@ func (d *Dir) IsEmpty(ctx context.Context) (bool, error) {
 	}
 	defer func() { _ = f.Close() }()
 	names, err := f.Readdirnames(1)
-	if len(names) > 0 {
+	switch {
+	case len(names) > 0:
 		return false, nil
-	}
-	if err != nil && err.Error() != "EOF" {
-		return len(names) == 0, nil
+	case err == io.EOF:
+		return true, nil
+	case err != nil:
+		return false, fmt.Errorf("replay: list target: %w", err)
 	}
 	return true, nil
 }
