@@ -1,0 +1,171 @@
+package main
+
+import (
+	"bytes"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/iotap/iotap/internal/fusetest"
+	"github.com/iotap/iotap/internal/s3test"
+	"github.com/iotap/iotap/trace"
+)
+
+// requireTools skips (or fails with IOTAP_REQUIRE_FUSE=1) when a program is missing.
+func requireTools(t *testing.T, names ...string) {
+	t.Helper()
+	for _, n := range names {
+		if _, err := exec.LookPath(n); err != nil {
+			if os.Getenv(fusetest.RequireEnv) == "1" {
+				t.Fatalf("%s not installed and %s=1 (scripts/install-deps.sh installs it)", n, fusetest.RequireEnv)
+			}
+			t.Skipf("%s not installed (scripts/install-deps.sh installs it)", n)
+		}
+	}
+}
+
+// workloadScript is the genomics-like job shared with scripts/demo.sh.
+func workloadScript(t *testing.T) string {
+	t.Helper()
+	p, err := filepath.Abs(filepath.Join("..", "..", "scripts", "workload-genomics.sh"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(p); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// TestRecordS3FSGenomics runs a real pipeline (samtools, tar, sqlite3) through `iotap
+// record` over an s3fs mount of a local S3 server, and checks that every output equals the
+// same run's on a local directory without iotap, and that the trace holds the expected ops.
+func TestRecordS3FSGenomics(t *testing.T) {
+	requireRecord(t)
+	requireTools(t, "s3fs", "samtools", "sqlite3", "tar", "awk")
+	script := workloadScript(t)
+	dir := t.TempDir()
+
+	srv, err := s3test.Start(s3test.Options{Buckets: []string{"genomics"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	mnt := filepath.Join(dir, "s3")
+	if err := os.Mkdir(mnt, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	m, err := s3test.MountS3FS(srv.URL, "genomics", mnt, filepath.Join(dir, "s3fs-work"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Unmount() })
+
+	// Reference run: local directory, no iotap.
+	local := filepath.Join(dir, "local")
+	if err := os.Mkdir(local, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ref := exec.Command("sh", script)
+	ref.Dir = local
+	ref.Env = append(os.Environ(), "WORKLOAD_READS=5000")
+	if out, err := ref.CombinedOutput(); err != nil {
+		t.Fatalf("reference run: %v\n%s", err, out)
+	}
+
+	// Traced run over s3fs, in place.
+	out := filepath.Join(dir, "s3.iotap")
+	p := startIotap(t, mnt, "record", "--target", mnt, "-o", out, "--label", "workload=genomics", "--", "env", "WORKLOAD_READS=5000", "sh", script)
+	p.stdin.Close()
+	code, stdout := p.wait(t)
+	if code != 0 {
+		t.Fatalf("traced run: exit %d\nstdout: %s\nstderr: %s", code, stdout, p.stderr)
+	}
+	if !strings.Contains(stdout, "workload done: 5000 reads") {
+		t.Errorf("job stdout %q", stdout)
+	}
+
+	want := treeFiles(t, local)
+	got := treeFiles(t, mnt)
+	if strings.Join(keys(want), ",") != strings.Join(keys(got), ",") {
+		t.Fatalf("file lists differ:\nlocal: %v\ns3fs:  %v", keys(want), keys(got))
+	}
+	for _, name := range keys(want) {
+		if !bytes.Equal(want[name], got[name]) {
+			t.Errorf("%s differs: local %d bytes, s3fs %d bytes", name, len(want[name]), len(got[name]))
+		}
+	}
+	for _, name := range []string{"reads.sorted.bam", "reads.sorted.bam.bai", "flagstat.txt", "archive.tar", "sqlite.out", "extract/tree/b/reads.sam"} {
+		if len(want[name]) == 0 {
+			t.Errorf("%s is missing or empty", name)
+		}
+	}
+
+	tc := readTrace(t, out)
+	if !tc.footer || len(tc.damage) > 0 {
+		t.Errorf("footer %v damage %v", tc.footer, tc.damage)
+	}
+	if tc.hdr.Target.FSType != "fuse.s3fs" || tc.hdr.Target.Path != mnt {
+		t.Errorf("target %+v", tc.hdr.Target)
+	}
+	for _, w := range []struct {
+		op         trace.Op
+		path, comm string
+	}{
+		{trace.OpCreate, "reads.sam", ""},
+		{trace.OpRead, "reads.sam", "samtools"},
+		{trace.OpCreate, "reads.bam", "samtools"},
+		{trace.OpWrite, "reads.sorted.bam", "samtools"},
+		{trace.OpCreate, "reads.sorted.bam.bai", "samtools"},
+		{trace.OpMkdir, "tree", "mkdir"},
+		{trace.OpCreate, "archive.tar", "tar"},
+		{trace.OpRead, "tree/b/reads.sam", "tar"},
+		{trace.OpWrite, "extract/tree/b/reads.sam", "tar"},
+		{trace.OpCreate, "reads.db", "sqlite3"},
+		{trace.OpWrite, "reads.db", "sqlite3"},
+		{trace.OpFsync, "", "sqlite3"},
+		{trace.OpUnlink, "", ""},
+	} {
+		if !tc.has(w.op, w.path, w.comm) {
+			t.Errorf("trace lacks %v %q by %q", w.op, w.path, w.comm)
+		}
+	}
+	if t.Failed() {
+		t.Logf("iotap stderr:\n%s", p.stderr)
+	}
+}
+
+// treeFiles reads every regular file under root, by relative path.
+func treeFiles(t *testing.T, root string) map[string][]byte {
+	t.Helper()
+	out := map[string][]byte{}
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if !d.Type().IsRegular() {
+			return nil
+		}
+		rel, _ := filepath.Rel(root, p)
+		data, err := os.ReadFile(p)
+		out[rel] = data
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func keys(m map[string][]byte) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
