@@ -51,10 +51,11 @@ type replayOptions struct {
 	DryRun     bool
 	NoFold     bool
 	Progress   string
+	S3         replay.TargetOptions
 }
 
 func (o *replayOptions) AddFlags(fs *pflag.FlagSet) {
-	fs.StringArrayVar(&o.Targets, "target", nil, "replay onto the directory `dir` (repeat for several targets; they are interleaved)")
+	fs.StringArrayVar(&o.Targets, "target", nil, "replay onto `target`: a directory, or s3://bucket/prefix (repeat for several targets; they are interleaved)")
 	fs.StringVarP(&o.Output, "output", "o", "", "write replay traces and fidelity summaries as `prefix`.tN.rM.{iotap,json} (default: TRACE without .iotap, plus .replay)")
 	fs.IntVar(&o.Repeat, "repeat", 1, "replay `n` times onto each target, targets interleaved")
 	fs.BoolVar(&o.DropCaches, "drop-caches", false, "sync and drop the page cache before each run (needs root)")
@@ -67,6 +68,11 @@ func (o *replayOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.DryRun, "dry-run", false, "derive the starting state and report ops whose preconditions cannot be met; touch no target")
 	fs.BoolVar(&o.NoFold, "no-fold", false, "replay every lookup as its own lstat instead of folding kernel path walks")
 	fs.StringVar(&o.Progress, "progress", "auto", "progress bar on standard error: auto (when it is a terminal), always, never (`when`)")
+	fs.StringVar(&o.S3.Profile, "s3-profile", "mountpoint", "for s3:// targets: how file calls become S3 requests: mountpoint, s3fs or sdk (`name`)")
+	fs.StringVar(&o.S3.Endpoint, "s3-endpoint", "", "for s3:// targets: S3 endpoint `url` (path-style addressing)")
+	fs.StringVar(&o.S3.Region, "s3-region", "", "for s3:// targets: AWS `region`")
+	fs.StringVar(&o.S3.AWSProfile, "aws-profile", "", "for s3:// targets: AWS shared-config `profile`")
+	fs.BoolVar(&o.S3.Keep, "keep", false, "for s3:// targets: leave the replay's objects in the bucket")
 }
 
 func runReplay(ctx context.Context, e *env, o *replayOptions, args []string) error {
@@ -137,23 +143,28 @@ func runReplay(ctx context.Context, e *env, o *replayOptions, args []string) err
 	raiseNoFile(e)
 
 	// Open and check the targets before touching any of them.
-	backends := make([]*replay.Dir, len(o.Targets))
+	backends := make([]replay.Backend, len(o.Targets))
 	defer func() {
 		for _, b := range backends {
 			if b != nil {
-				_ = b.Close()
+				if err := b.Close(); err != nil {
+					e.log.Warn("replay: close target", "target", replay.TargetPath(b), "err", err)
+				}
 			}
 		}
 	}()
+	o.S3.Log = e.log
 	for i, t := range o.Targets {
-		fi, err := os.Stat(t)
-		if err != nil {
-			return usageErrorf("--target %s: %v", t, err)
+		if !strings.HasPrefix(t, "s3://") {
+			fi, err := os.Stat(t)
+			if err != nil {
+				return usageErrorf("--target %s: %v", t, err)
+			}
+			if !fi.IsDir() {
+				return usageErrorf("--target %s: not a directory", t)
+			}
 		}
-		if !fi.IsDir() {
-			return usageErrorf("--target %s: not a directory", t)
-		}
-		b, err := replay.OpenDir(t)
+		b, err := replay.OpenTarget(ctx, t, o.S3)
 		if err != nil {
 			return err
 		}
@@ -182,14 +193,11 @@ func runReplay(ctx context.Context, e *env, o *replayOptions, args []string) err
 				return err
 			}
 			if o.Prepare != "skip" {
-				if err := b.Reset(ctx); err != nil {
-					return err
-				}
-				if err := replay.Prepare(ctx, b, st, fill); err != nil {
+				if err := replay.PrepareTarget(ctx, b, st, fill); err != nil {
 					return err
 				}
 				if o.Prepare == "only" {
-					_, _ = fmt.Fprintf(e.stdout, "prepared %s\n", b.Path())
+					_, _ = fmt.Fprintf(e.stdout, "prepared %s\n", replay.TargetPath(b))
 					continue
 				}
 			}
@@ -251,8 +259,9 @@ func deriveState(path string, po replay.PlanOptions) (*replay.State, error) {
 	return st, nil
 }
 
-// replayOnce runs one replay onto b, writing base.iotap and base.json.
-func replayOnce(ctx context.Context, e *env, o *replayOptions, tracePath, base string, b *replay.Dir, st *replay.State, ro replay.Options, rep int) (*replay.Summary, error) {
+// replayOnce runs one replay onto b, writing base.iotap, base.json (fidelity summary) and,
+// for a backend that counts requests (S3), base.requests.json.
+func replayOnce(ctx context.Context, e *env, o *replayOptions, tracePath, base string, b replay.Backend, st *replay.State, ro replay.Options, rep int) (*replay.Summary, error) {
 	r, err := openTrace(tracePath)
 	if err != nil {
 		return nil, err
@@ -280,7 +289,7 @@ func replayOnce(ctx context.Context, e *env, o *replayOptions, tracePath, base s
 	}
 	var done atomic.Uint64
 	ro.Progress = &done
-	stop := startProgress(e, o.Progress, int64(st.Ops), fmt.Sprintf("%s run %d", b.Path(), rep+1), &done)
+	stop := startProgress(e, o.Progress, int64(st.Ops), fmt.Sprintf("%s run %d", replay.TargetPath(b), rep+1), &done)
 	sum, runErr := replay.Run(ctx, r, b, w, ro)
 	stop()
 	if err := w.Close(); err != nil && runErr == nil {
@@ -292,6 +301,9 @@ func replayOnce(ctx context.Context, e *env, o *replayOptions, tracePath, base s
 				runErr = fmt.Errorf("replay: write summary: %w", err)
 			}
 		}
+	}
+	if err := replay.WriteRequests(b, base+".requests.json"); err != nil && runErr == nil {
+		runErr = err
 	}
 	if runErr != nil && errors.Is(runErr, replay.ErrDiverged) {
 		return sum, &exitCodeError{code: exitError, err: runErr}
