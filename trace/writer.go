@@ -178,7 +178,7 @@ func newWriter(out io.Writer, h Header, o WriterOptions) (*Writer, error) {
 		w.free <- &batch{ev: store[i*bs : (i+1)*bs : (i+1)*bs]}
 	}
 
-	enc, err := zstd.NewWriter(nil, zstd.WithEncoderConcurrency(1), zstd.WithEncoderLevel(zstd.SpeedDefault))
+	enc, err := zstd.NewWriter(nil, zstd.WithEncoderConcurrency(1), zstd.WithEncoderLevel(zstd.SpeedFastest))
 	if err != nil {
 		return nil, fmt.Errorf("trace: zstd encoder: %w", err)
 	}
