@@ -463,9 +463,13 @@ func (w *worker) one(op *Op) {
 		w.complete(op)
 		return
 	}
-	ready := due
-	if waited > 0 {
-		ready = max(due, waited)
+	// The op was ready when it was due, its dependencies had completed and its thread's
+	// previous op had returned (in original timing a slow target makes ops late: that is
+	// the target's doing, counted apart, not scheduler lag).
+	ready := max(due, waited)
+	if due > 0 && w.lastEnd > due {
+		ready = max(ready, w.lastEnd)
+		w.st.behind++
 	}
 	start, ret, errno := w.exec(op)
 	end := now()

@@ -88,6 +88,7 @@ type runStats struct {
 	recIO, ioTime     int64
 	depWait           int64
 	implicit          uint64
+	behind            uint64
 	implicitFailed    uint64
 	escapes           uint64
 	lag               *hist
@@ -124,6 +125,9 @@ type Summary struct {
 	LateOver1ms            uint64
 	LagSamples             uint64
 	DepWait                time.Duration // total time spent waiting for other threads' ops
+	// Behind counts ops that were due before their thread's previous op returned: the
+	// target was slower than the recording (original timing), not counted as lag.
+	Behind uint64
 
 	RecordedSpan, ReplaySpan time.Duration // first op start to last op end
 	RecordedIO, ReplayIO     time.Duration // summed op latencies
@@ -155,6 +159,7 @@ func (s *Summary) add(st *runStats) {
 	s.ReplayIO += time.Duration(st.ioTime)
 	s.DepWait += time.Duration(st.depWait)
 	s.ImplicitOpens += st.implicit
+	s.Behind += st.behind
 	s.ImplicitOpenFailures += st.implicitFailed
 	s.Escapes += st.escapes
 	if st.lag != nil {
@@ -206,6 +211,9 @@ func (s *Summary) Print(w io.Writer) {
 	if s.LagSamples > 0 {
 		_, _ = fmt.Fprintf(w, "  lag      issue lag p50 %v p99 %v max %v, %d ops >1ms late; waited %v on other threads\n",
 			s.LagP50, s.LagP99, s.LagMax, s.LateOver1ms, s.DepWait.Round(time.Microsecond))
+	}
+	if s.Behind > 0 && s.Timing == "original" {
+		_, _ = fmt.Fprintf(w, "  behind   %d ops were due while their thread's previous op was still running (target slower than recorded)\n", s.Behind)
 	}
 	_, _ = fmt.Fprintf(w, "  runtime  replay %v vs recorded %v (%+.1f%%); summed op time %v vs %v (%+.1f%%)\n",
 		s.ReplaySpan.Round(time.Microsecond), s.RecordedSpan.Round(time.Microsecond), pct(s.ReplaySpan, s.RecordedSpan),
