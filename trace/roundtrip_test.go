@@ -385,3 +385,37 @@ func TestCloseRace(t *testing.T) {
 		}
 	}
 }
+
+// TestFlushInterval checks that pending events reach the file within about one
+// FlushInterval, without Close, and that the open file is readable meanwhile.
+func TestFlushInterval(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "live.iotap")
+	w, err := Create(p, Header{}, WriterOptions{FlushInterval: 20 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = w.Close() }()
+	dir := w.Path(RootPath, "d")
+	for i := range 10 {
+		w.Append(&Event{Op: OpMkdir, Path: dir, Tid: uint32(i), Offset: int64(i)})
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for w.Stats().Written < 10 {
+		if time.Now().After(deadline) {
+			t.Fatalf("not flushed after 5s: %+v", w.Stats())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	r, err := Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = r.Close() }()
+	evs := readAll(t, r)
+	if len(evs) != 10 || r.PathName(evs[0].Path) != "d" {
+		t.Errorf("live read: %d events, path %q", len(evs), r.PathName(evs[0].Path))
+	}
+	if d := r.Damage(); len(d) != 1 || !errors.Is(d[0], ErrNoFooter) {
+		t.Errorf("live read damage %v, want only ErrNoFooter", d)
+	}
+}
