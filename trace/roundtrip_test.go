@@ -14,6 +14,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unsafe"
 )
 
 func testHeader() Header {
@@ -417,5 +418,11 @@ func TestFlushInterval(t *testing.T) {
 	}
 	if d := r.Damage(); len(d) != 1 || !errors.Is(d[0], ErrNoFooter) {
 		t.Errorf("live read damage %v, want only ErrNoFooter", d)
+	}
+}
+
+func TestShardSize(t *testing.T) {
+	if s := unsafe.Sizeof(shard{}); s != 128 {
+		t.Errorf("shard is %d bytes, want 128 (update the padding)", s)
 	}
 }
