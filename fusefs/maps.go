@@ -43,24 +43,6 @@ func (s *shardedMap[K, V]) set(k K, v V) {
 	sh.mu.Unlock()
 }
 
-// setIfAbsent stores v unless k is present and reports whether it stored.
-func (s *shardedMap[K, V]) setIfAbsent(k K, v V) bool {
-	sh := s.shard(k)
-	sh.mu.RLock()
-	_, ok := sh.m[k]
-	sh.mu.RUnlock()
-	if ok {
-		return false
-	}
-	sh.mu.Lock()
-	_, ok = sh.m[k]
-	if !ok {
-		sh.m[k] = v
-	}
-	sh.mu.Unlock()
-	return !ok
-}
-
 func (s *shardedMap[K, V]) del(k K) (V, bool) {
 	sh := s.shard(k)
 	sh.mu.Lock()
@@ -70,19 +52,4 @@ func (s *shardedMap[K, V]) del(k K) (V, bool) {
 	}
 	sh.mu.Unlock()
 	return v, ok
-}
-
-// update calls fn with the current value (and presence) under the shard lock; fn returns the
-// new value and whether to keep it (false deletes).
-func (s *shardedMap[K, V]) update(k K, fn func(v V, ok bool) (V, bool)) {
-	sh := s.shard(k)
-	sh.mu.Lock()
-	v, ok := sh.m[k]
-	nv, keep := fn(v, ok)
-	if keep {
-		sh.m[k] = nv
-	} else if ok {
-		delete(sh.m, k)
-	}
-	sh.mu.Unlock()
 }

@@ -26,7 +26,7 @@ type tracer struct {
 	nodes   nodeTable
 	handles *shardedMap[uint64, opener]   // fh → opener, from open/create/opendir replies
 	procs   *shardedMap[uint32, procInfo] // tid → attribution
-	seen    *shardedMap[uint32, struct{}] // path ids already described by AddFile (or created)
+	seen    bitset                        // path ids already described by AddFile (or created)
 	stats   liveStats
 }
 
@@ -42,7 +42,6 @@ func newTracer(inner fuse.RawFileSystem, rec Recorder, o Options) *tracer {
 		nodes:   newNodeTable(),
 		handles: newShardedMap[uint64, opener](),
 		procs:   newShardedMap[uint32, procInfo](),
-		seen:    newShardedMap[uint32, struct{}](),
 	}
 	if len(o.UIDs) > 0 {
 		t.uids = make(map[uint32]bool, len(o.UIDs))
@@ -122,7 +121,7 @@ func (t *tracer) entry(node uint64, path uint32, a *fuse.Attr, lookup bool, at i
 		return
 	}
 	t.nodes.ref(node, path)
-	if path == 0 || !t.seen.setIfAbsent(path, struct{}{}) || !lookup {
+	if path == 0 || !t.seen.testAndSet(path) || !lookup {
 		return
 	}
 	t.rec.AddFile(trace.File{

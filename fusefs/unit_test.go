@@ -148,3 +148,18 @@ func TestNodeTable(t *testing.T) {
 		t.Errorf("root")
 	}
 }
+
+func TestBitset(t *testing.T) {
+	var b bitset
+	for _, i := range []uint32{1, 63, 64, 65535, 65536, 1 << 24} {
+		if !b.testAndSet(i) {
+			t.Errorf("%d: set before", i)
+		}
+		if b.testAndSet(i) {
+			t.Errorf("%d: not remembered", i)
+		}
+	}
+	if !b.testAndSet(2) {
+		t.Error("2 set by a neighbour")
+	}
+}

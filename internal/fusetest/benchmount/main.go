@@ -51,6 +51,7 @@ func mount(args []string) error {
 	cache := fs.String("cache", "none", "cache mode")
 	ready := fs.String("ready", "", "file to create once mounted")
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the serving process")
+	memprofile := fs.String("memprofile", "", "write a heap profile when signalled, before unmounting")
 	fs.Parse(args)
 	if *cpuprofile != "" {
 		f, err := os.Create(*cpuprofile)
@@ -82,6 +83,12 @@ func mount(args []string) error {
 	defer stop()
 	go func() {
 		<-ctx.Done()
+		if *memprofile != "" {
+			if f, err := os.Create(*memprofile); err == nil {
+				pprof.WriteHeapProfile(f)
+				f.Close()
+			}
+		}
 		for srv.Unmount() != nil { // busy: wait for the load to leave the mount
 			time.Sleep(500 * time.Millisecond)
 		}
