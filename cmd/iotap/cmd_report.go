@@ -50,7 +50,7 @@ func (o *reportOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.Top, "top", 10, "rows in the top-N tables (processes, files, directories)")
 	fs.StringVar(&o.By, "by", "", "also split the figures by `host` or by label:KEY (one view per value)")
 	fs.StringVar(&o.Table, "table", "ops", "with --format csv, the `table` to write: "+strings.Join(report.CSVTables, ", "))
-	fs.DurationVar(&o.Interval, "interval", time.Second, "width of the per-interval series (it doubles for long traces)")
+	fs.DurationVar(&o.Interval, "interval", 0, "width of the per-interval series; 0: 1s, finer for traces shorter than 20s (the width doubles for very long traces)")
 }
 
 func runReport(ctx context.Context, e *env, o *reportOptions, args []string) error {
@@ -65,8 +65,8 @@ func runReport(ctx context.Context, e *env, o *reportOptions, args []string) err
 	if o.Top <= 0 {
 		return usageErrorf("--top %d: want a positive number", o.Top)
 	}
-	if o.Interval <= 0 {
-		return usageErrorf("--interval %v: want a positive duration", o.Interval)
+	if o.Interval < 0 {
+		return usageErrorf("--interval %v: want a positive duration (or 0 for automatic)", o.Interval)
 	}
 	if o.Format == "csv" && !contains(report.CSVTables, o.Table) {
 		return usageErrorf("--table %q: want one of %s", o.Table, strings.Join(report.CSVTables, ", "))

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"html/template"
 	"io"
+	"math"
 	"sort"
 	"strings"
 
@@ -80,8 +81,12 @@ func reportFigures(v *View, groups []*View) ([]figure, error) {
 			ops = append(ops, plotter.XY{X: pt.T, Y: pt.OpsPerSec})
 			rd = append(rd, plotter.XY{X: pt.T, Y: pt.ReadMBps})
 			wr = append(wr, plotter.XY{X: pt.T, Y: pt.WriteMBps})
-			p99 = append(p99, plotter.XY{X: pt.T, Y: float64(max(pt.P99, 1000))})
-			mx = append(mx, plotter.XY{X: pt.T, Y: float64(max(pt.MaxNs, 1000))})
+			l99, lmx := math.NaN(), math.NaN() // no ops: a gap, not a fast interval
+			if pt.Ops > 0 {
+				l99, lmx = float64(max(pt.P99, 1000)), float64(max(pt.MaxNs, 1000))
+			}
+			p99 = append(p99, plotter.XY{X: pt.T, Y: l99})
+			mx = append(mx, plotter.XY{X: pt.T, Y: lmx})
 		}
 		// Close the last step so the final interval has a width.
 		end := pts[len(pts)-1].T + float64(v.Intervals.WidthNs)/1e9
@@ -89,12 +94,13 @@ func reportFigures(v *View, groups []*View) ([]figure, error) {
 		ops = append(ops, plotter.XY{X: end, Y: last.OpsPerSec})
 		rd = append(rd, plotter.XY{X: end, Y: last.ReadMBps})
 		wr = append(wr, plotter.XY{X: end, Y: last.WriteMBps})
-		p99 = append(p99, plotter.XY{X: end, Y: float64(max(last.P99, 1000))})
-		mx = append(mx, plotter.XY{X: end, Y: float64(max(last.MaxNs, 1000))})
+		p99 = append(p99, plotter.XY{X: end, Y: p99[len(p99)-1].Y})
+		mx = append(mx, plotter.XY{X: end, Y: mx[len(mx)-1].Y})
 		p, err := seriesPlot("Throughput over time: MB/s", "MB/s", []string{"read MB/s", "write MB/s"}, []plotter.XYs{rd, wr})
 		if err != nil {
 			return nil, err
 		}
+		p.X.Min, p.X.Max = 0, end
 		if err := add(p, 16*vg.Centimeter, 8*vg.Centimeter, false); err != nil {
 			return nil, err
 		}
@@ -102,16 +108,19 @@ func reportFigures(v *View, groups []*View) ([]figure, error) {
 		if err != nil {
 			return nil, err
 		}
+		p.X.Min, p.X.Max = 0, end
 		if err := add(p, 16*vg.Centimeter, 8*vg.Centimeter, false); err != nil {
 			return nil, err
 		}
-		p, err = seriesPlot("Latency per interval (all ops): p99 and max", "latency (log scale)", []string{"p99", "max"}, []plotter.XYs{p99, mx})
+		p, err = seriesPlot("Latency per interval, all ops (log scale): p99 and max", "latency", []string{"p99", "max"}, []plotter.XYs{p99, mx})
 		if err != nil {
 			return nil, err
 		}
 		p.Y.Scale = plot.LogScale{}
 		p.Y.Tick.Marker = durTicks{}
 		p.Y.Min = 1000
+		p.Y.Max *= 8 // undo the linear headroom; a decade of headroom for the legend
+		p.X.Min, p.X.Max = 0, end
 		if err := add(p, 16*vg.Centimeter, 8*vg.Centimeter, false); err != nil {
 			return nil, err
 		}

@@ -94,6 +94,16 @@ func (bytesTicks) Ticks(min, max float64) []plot.Tick {
 
 func color8(i int) color.Color { return plotutil.Color(i) }
 
+// binLo is where a bin starts on a log axis. The first bin, [0, 1µs), is drawn as wide as
+// the others (a quarter of a power of two below 1 µs) rather than from an arbitrary small
+// value, which would exaggerate it.
+func binLo(b HistBin) float64 {
+	if b.LoNs == 0 {
+		return float64(b.HiNs) * math.Pow(2, -0.25)
+	}
+	return float64(b.LoNs)
+}
+
 // cdfXYs turns histogram bins into CDF points (latency ns, percent).
 func cdfXYs(bins []HistBin) plotter.XYs {
 	var total uint64
@@ -103,7 +113,7 @@ func cdfXYs(bins []HistBin) plotter.XYs {
 	if total == 0 {
 		return nil
 	}
-	xys := plotter.XYs{{X: float64(max(bins[0].LoNs, 500)), Y: 0}}
+	xys := plotter.XYs{{X: binLo(bins[0]), Y: 0}}
 	var c uint64
 	for _, b := range bins {
 		c += b.Count
@@ -164,39 +174,82 @@ func histPlot(title string, bins []HistBin, c color.Color) (*plot.Plot, error) {
 	p.X.Tick.Marker = durTicks{}
 	h := &plotter.Histogram{FillColor: c, LineStyle: draw.LineStyle{Color: color.Gray{Y: 60}, Width: vg.Points(0.4)}}
 	for _, b := range bins {
-		h.Bins = append(h.Bins, plotter.HistogramBin{Min: float64(max(b.LoNs, 500)), Max: float64(b.HiNs), Weight: float64(b.Count)})
+		h.Bins = append(h.Bins, plotter.HistogramBin{Min: binLo(b), Max: float64(b.HiNs), Weight: float64(b.Count)})
 	}
 	if len(h.Bins) == 0 {
 		return nil, nil
 	}
 	p.Add(h)
 	p.Y.Min = 0
+	p.Y.Tick.Marker = numTicks{}
 	// Whole decades, so that a narrow distribution still gets labelled ticks.
 	p.X.Min = math.Pow(10, math.Floor(math.Log10(h.Bins[0].Min)))
 	p.X.Max = math.Pow(10, math.Ceil(math.Log10(h.Bins[len(h.Bins)-1].Max)))
 	return p, nil
 }
 
-// seriesPlot draws lines over time.
+// seriesPlot draws step lines over time. A NaN Y leaves a gap (no data in that interval).
 func seriesPlot(title, ylabel string, names []string, series []plotter.XYs) (*plot.Plot, error) {
 	p := newPlot(title, "time since start (s)", ylabel)
+	p.Y.Tick.Marker = numTicks{}
 	for i, n := range names {
-		if len(series[i]) == 0 {
-			continue
+		var first *plotter.Line
+		for _, run := range runs(series[i]) {
+			l, err := plotter.NewLine(run)
+			if err != nil {
+				return nil, fmt.Errorf("report: series %s: %w", n, err)
+			}
+			l.Color = color8(i)
+			l.Width = vg.Points(1.2)
+			l.StepStyle = plotter.PostStep
+			p.Add(l)
+			if first == nil {
+				first = l
+				p.Legend.Add(n, l)
+			}
 		}
-		l, err := plotter.NewLine(series[i])
-		if err != nil {
-			return nil, fmt.Errorf("report: series %s: %w", n, err)
-		}
-		l.Color = color8(i)
-		l.Width = vg.Points(1.2)
-		l.StepStyle = plotter.PostStep
-		p.Add(l)
-		p.Legend.Add(n, l)
 	}
 	p.Legend.Top = true
 	p.Y.Min = 0
+	if p.Y.Max > 0 {
+		p.Y.Max *= 1.25 // headroom for the legend
+	}
 	return p, nil
+}
+
+// runs splits xys at NaN Ys into runs of points; each run keeps the X of the NaN point
+// that ends it, so that the last step has its width.
+func runs(xys plotter.XYs) []plotter.XYs {
+	var out []plotter.XYs
+	var cur plotter.XYs
+	for _, xy := range xys {
+		if math.IsNaN(xy.Y) {
+			if len(cur) > 0 {
+				cur = append(cur, plotter.XY{X: xy.X, Y: cur[len(cur)-1].Y})
+				out = append(out, cur)
+				cur = nil
+			}
+			continue
+		}
+		cur = append(cur, xy)
+	}
+	if len(cur) > 0 {
+		out = append(out, cur)
+	}
+	return out
+}
+
+// numTicks labels a linear axis with plain numbers (50000, 2.5), not fixed decimals.
+type numTicks struct{}
+
+func (numTicks) Ticks(min, max float64) []plot.Tick {
+	ts := plot.DefaultTicks{}.Ticks(min, max)
+	for i := range ts {
+		if ts[i].Label != "" {
+			ts[i].Label = strconv.FormatFloat(ts[i].Value, 'f', -1, 64)
+		}
+	}
+	return ts
 }
 
 // offsetPlot draws sampled offsets of one file over time.
@@ -205,14 +258,29 @@ func offsetPlot(t OffsetTrack) (*plot.Plot, error) {
 	if t.Host != "" {
 		title = t.Host + ":" + t.Path
 	}
-	if len(title) > 60 {
-		title = "…" + title[len(title)-59:]
+	if len(title) > 50 {
+		title = "…" + title[len(title)-49:]
+	}
+	var nr, nw int
+	for _, pt := range t.Points {
+		if pt[3] != 0 {
+			nw++
+		} else {
+			nr++
+		}
+	}
+	kind := "reads and writes"
+	switch {
+	case nw == 0:
+		kind = "reads"
+	case nr == 0:
+		kind = "writes"
 	}
 	sub := ""
 	if t.Stride > 1 {
 		sub = fmt.Sprintf(", 1 in %d ops", t.Stride)
 	}
-	p := newPlot(fmt.Sprintf("%s (%s%s)", title, Bytes(t.Bytes), sub), "time since start (s)", "offset")
+	p := newPlot(fmt.Sprintf("%s: %s (%s%s)", title, kind, Bytes(t.Bytes), sub), "time since start (s)", "offset")
 	p.Y.Tick.Marker = bytesTicks{}
 	var rd, wr plotter.XYs
 	for _, pt := range t.Points {
@@ -238,7 +306,9 @@ func offsetPlot(t OffsetTrack) (*plot.Plot, error) {
 		s.Radius = vg.Points(1.3)
 		s.Shape = draw.CircleGlyph{}
 		p.Add(s)
-		p.Legend.Add(x.name, s)
+		if nr > 0 && nw > 0 {
+			p.Legend.Add(x.name, s)
+		}
 	}
 	p.Legend.Top = true
 	p.Legend.Left = true
@@ -258,7 +328,7 @@ func tailXYs(bins []HistBin) plotter.XYs {
 	if total == 0 {
 		return nil
 	}
-	xys := plotter.XYs{{X: float64(max(bins[0].LoNs, 500)), Y: 100}}
+	xys := plotter.XYs{{X: binLo(bins[0]), Y: 100}}
 	var c uint64
 	for i, b := range bins {
 		c += b.Count

@@ -9,7 +9,7 @@ import (
 )
 
 // maxTextIntervals bounds the interval rows printed in text form.
-const maxTextIntervals = 60
+const maxTextIntervals = 30
 
 // WriteText renders r for a terminal: one screen of summary first, then details.
 func WriteText(w io.Writer, r *Report) error {
@@ -250,18 +250,29 @@ func writeIntervals(b *strings.Builder, in *Intervals) {
 	if len(in.Points) == 0 {
 		return
 	}
-	fmt.Fprintf(b, "\nper interval (%s each, from %s; p99 within 12.5%%)\n", Dur(in.WidthNs), in.Start.Format(time.RFC3339))
+	// At most maxTextIntervals rows: group k consecutive intervals per row.
+	k := (len(in.Points) + maxTextIntervals - 1) / maxTextIntervals
+	if k == 1 {
+		fmt.Fprintf(b, "\nper interval (%s each, from %s; p99 within 12.5%%)\n", Dur(in.WidthNs), in.Start.Format(time.RFC3339))
+	} else {
+		fmt.Fprintf(b, "\nper interval (%s each, from %s, %d per row: rates are averages, p99 and max the worst of the row)\n",
+			Dur(in.WidthNs), in.Start.Format(time.RFC3339), k)
+	}
 	t := newTable("t", "ops/s", "read MB/s", "write MB/s", "p99", "max", "errors")
-	for i, p := range in.Points {
-		if i == maxTextIntervals {
-			break
+	for i := 0; i < len(in.Points); i += k {
+		g := in.Points[i:min(i+k, len(in.Points))]
+		var r IntervalRow
+		for _, p := range g {
+			r.OpsPerSec += p.OpsPerSec / float64(len(g))
+			r.ReadMBps += p.ReadMBps / float64(len(g))
+			r.WriteMBps += p.WriteMBps / float64(len(g))
+			r.P99 = max(r.P99, p.P99)
+			r.MaxNs = max(r.MaxNs, p.MaxNs)
+			r.Errors += p.Errors
 		}
-		t.add(fmt.Sprintf("%gs", p.T), fmt.Sprintf("%.1f", p.OpsPerSec), fmt.Sprintf("%.2f", p.ReadMBps), fmt.Sprintf("%.2f", p.WriteMBps), Dur(p.P99), Dur(p.MaxNs), Count(p.Errors))
+		t.add(secs(g[0].T, in.WidthNs), fmt.Sprintf("%.1f", r.OpsPerSec), fmt.Sprintf("%.2f", r.ReadMBps), fmt.Sprintf("%.2f", r.WriteMBps), Dur(r.P99), Dur(r.MaxNs), Count(r.Errors))
 	}
 	b.WriteString(t.String())
-	if len(in.Points) > maxTextIntervals {
-		fmt.Fprintf(b, "  ... %d more intervals (see --format json, csv or html)\n", len(in.Points)-maxTextIntervals)
-	}
 	// The slowest intervals, so stalls show even when the table is cut.
 	idx := make([]int, 0, len(in.Points))
 	for i, p := range in.Points {
@@ -275,7 +286,16 @@ func writeIntervals(b *strings.Builder, in *Intervals) {
 	sort.SliceStable(idx, func(a, c int) bool { return in.Points[idx[a]].MaxNs > in.Points[idx[c]].MaxNs })
 	var parts []string
 	for _, i := range idx[:min(5, len(idx))] {
-		parts = append(parts, fmt.Sprintf("%gs (max %s, p99 %s)", in.Points[i].T, Dur(in.Points[i].MaxNs), Dur(in.Points[i].P99)))
+		parts = append(parts, fmt.Sprintf("%s (max %s, p99 %s)", secs(in.Points[i].T, in.WidthNs), Dur(in.Points[i].MaxNs), Dur(in.Points[i].P99)))
 	}
 	fmt.Fprintf(b, "slowest intervals (longest op): %s\n", strings.Join(parts, ", "))
+}
+
+// secs formats an interval start: whole seconds for 1 s intervals and wider, else
+// milliseconds resolution.
+func secs(t float64, widthNs int64) string {
+	if widthNs >= 1e9 {
+		return fmt.Sprintf("%gs", t)
+	}
+	return fmt.Sprintf("%.3fs", t)
 }

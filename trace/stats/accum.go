@@ -145,6 +145,8 @@ type Accumulator struct {
 	lastProc int32
 
 	series Series
+	fine   Series // automatic interval: FineInterval slots while the trace is short
+	auto   bool   // fine is in use
 
 	samplers   []*OffsetTrack
 	samplerMin uint64 // lower bound of the smallest sampled file's bytes
@@ -156,17 +158,26 @@ type Accumulator struct {
 // the file name); h is the trace's header.
 func NewAccumulator(name string, h *trace.Header, o Options) *Accumulator {
 	o = o.withDefaults()
+	if o.Interval <= 0 {
+		o.Interval = time.Second
+		o.auto = true
+	}
 	a := &Accumulator{
 		opts:     o,
 		handles:  make(map[uint64]int32),
 		procIdx:  make(map[uint32]int32),
 		lastProc: -1,
 		series:   Series{Width: o.Interval, max: o.MaxIntervals},
+		auto:     o.auto,
 	}
 	a.src.Name = name
 	if h != nil {
 		a.src.Header = *h
 		a.series.Start = h.WallStart
+		a.fine.Start = h.WallStart
+	}
+	if a.auto {
+		a.fine.Width = FineInterval
 	}
 	a.src.FirstNs = -1
 	return a
@@ -324,6 +335,21 @@ func (a *Accumulator) Add(ev *trace.Event) {
 	if failed {
 		sl.Errors++
 	}
+	var fsl *Slot
+	if a.auto {
+		if ev.Start < int64(ShortTrace) {
+			fsl = a.fine.slot(ev.Start)
+			fsl.Ops++
+			fsl.BusyNs += dur
+			fsl.MaxNs = max(fsl.MaxNs, dur)
+			fsl.Lat.Add(dur)
+			if failed {
+				fsl.Errors++
+			}
+		} else {
+			a.auto, a.fine = false, Series{} // a long trace: per second it is
+		}
+	}
 
 	// Per process.
 	p := a.proc(ev.Pid, ev.Tid)
@@ -348,10 +374,23 @@ func (a *Accumulator) Add(ev *trace.Event) {
 			sl.ReadBytes += nbytes
 			p.ReadBytes += nbytes
 		}
+		if fsl != nil {
+			if write {
+				fsl.WriteOps++
+				fsl.WriteBytes += nbytes
+			} else {
+				fsl.ReadOps++
+				fsl.ReadBytes += nbytes
+			}
+		}
 		a.data(ev, f, write, nbytes, failed)
 	case trace.OpCopyFileRange:
 		sl.ReadBytes += nbytes
 		sl.WriteBytes += nbytes
+		if fsl != nil {
+			fsl.ReadBytes += nbytes
+			fsl.WriteBytes += nbytes
+		}
 	case trace.OpOpen, trace.OpCreate:
 		if !failed {
 			f.Opens++
@@ -549,6 +588,12 @@ func (a *Accumulator) Finish(r Resolver, footer *trace.Footer, damage []error) *
 		}
 	}
 	s.Series = a.series
+	if a.auto && a.src.LastNs < int64(ShortTrace) && len(a.fine.Slots) > 0 {
+		s.Series = a.fine
+		for len(s.Series.Slots) > maxAutoSlots && s.Series.Width < time.Second {
+			s.Series.coarsen()
+		}
+	}
 	s.Series.max = a.opts.MaxIntervals
 	for _, t := range a.samplers {
 		f := &a.files[t.pathID]

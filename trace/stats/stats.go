@@ -50,16 +50,26 @@ func ClassName(c trace.Class) string {
 
 // Options tune an Accumulator. The zero value gives the defaults.
 type Options struct {
-	Interval        time.Duration // initial width of the per-interval series (default 1 s)
-	MaxIntervals    int           // series length before the width doubles (default 4096)
-	MaxSampledFiles int           // files whose offsets are sampled for offset-vs-time (default 16)
-	MaxPoints       int           // offset samples kept per sampled file (default 2048)
+	// Interval is the initial width of the per-interval series. Zero means automatic: 1 s,
+	// or for a trace shorter than ShortTrace the finest of 1 s/2^k (k <= 6) giving at most
+	// 128 intervals, so that short jobs still get a useful time series.
+	Interval        time.Duration
+	MaxIntervals    int // series length before the width doubles (default 4096)
+	MaxSampledFiles int // files whose offsets are sampled for offset-vs-time (default 16)
+	MaxPoints       int // offset samples kept per sampled file (default 2048)
+
+	auto bool // Interval was zero
 }
 
+// Automatic interval: a fine series (FineInterval wide) is kept next to the 1 s one while
+// the trace is shorter than ShortTrace.
+const (
+	FineInterval = time.Second / 64
+	ShortTrace   = 20 * time.Second
+	maxAutoSlots = 128
+)
+
 func (o Options) withDefaults() Options {
-	if o.Interval <= 0 {
-		o.Interval = time.Second
-	}
 	if o.MaxIntervals <= 0 {
 		o.MaxIntervals = 4096
 	}

@@ -256,8 +256,8 @@ func TestSeriesCoarsensAndMerges(t *testing.T) {
 		t.Errorf("ops in series %d", n)
 	}
 	// A trace starting 10 s later lands 10 s later in the merged series.
-	a := accumulate("a", evs[:5], Options{})
-	b := accumulate("b", evs[:5], Options{})
+	a := accumulate("a", evs[:5], Options{Interval: time.Second})
+	b := accumulate("b", evs[:5], Options{Interval: time.Second})
 	b.Series.Start = b.Series.Start.Add(10 * time.Second)
 	m := New()
 	m.Merge(a)
@@ -271,6 +271,39 @@ func TestSeriesCoarsensAndMerges(t *testing.T) {
 	m2.Merge(a)
 	if !m2.Series.Start.Equal(a.Series.Start) || len(m2.Series.Slots) != 15 || m2.Series.Slots[10].Ops != 1 {
 		t.Errorf("merged (earlier second) start %v slots %d", m2.Series.Start, len(m2.Series.Slots))
+	}
+}
+
+func TestAutoInterval(t *testing.T) {
+	tests := []struct {
+		name  string
+		span  time.Duration
+		width time.Duration
+	}{
+		{"half a second", 500 * time.Millisecond, FineInterval},
+		{"three seconds", 3200 * time.Millisecond, 2 * FineInterval},
+		{"ten seconds", 10 * time.Second, 8 * FineInterval},
+		{"a minute", time.Minute, time.Second},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var evs []trace.Event
+			for ts := time.Duration(0); ts < tt.span; ts += tt.span / 100 {
+				evs = append(evs, trace.Event{Op: trace.OpRead, Start: int64(ts), Dur: 1000, Ret: 10})
+			}
+			s := accumulate("a", evs, Options{})
+			if s.Series.Width != tt.width {
+				t.Fatalf("width %v, want %v", s.Series.Width, tt.width)
+			}
+			var n, by uint64
+			for _, sl := range s.Series.Slots {
+				n += sl.Ops
+				by += sl.ReadBytes
+			}
+			if n != uint64(len(evs)) || by != 10*uint64(len(evs)) {
+				t.Errorf("series holds %d ops %d bytes, want %d %d", n, by, len(evs), 10*len(evs))
+			}
+		})
 	}
 }
 
