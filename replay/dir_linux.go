@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -516,14 +517,25 @@ func (f *dirFile) Seek(ctx context.Context, off int64, whence int) (int64, error
 
 func (f *dirFile) Lock(ctx context.Context, cmd LockCmd, typ int16, start, length int64) error {
 	lk := unix.Flock_t{Type: typ, Whence: 0, Start: start, Len: length}
-	c := unix.F_OFD_SETLK
 	switch cmd {
 	case LockGet:
-		c = unix.F_OFD_GETLK
+		return unix.FcntlFlock(uintptr(f.fd), unix.F_OFD_GETLK, &lk)
 	case LockWait:
-		c = unix.F_OFD_SETLKW
+		// Poll instead of F_OFD_SETLKW: a replay whose lock order differs from the
+		// recording must stay cancellable rather than block in the kernel for ever.
+		for {
+			err := unix.FcntlFlock(uintptr(f.fd), unix.F_OFD_SETLK, &lk)
+			if err != unix.EAGAIN && err != unix.EACCES {
+				return err
+			}
+			if ctx.Err() != nil {
+				return unix.EINTR
+			}
+			time.Sleep(50 * time.Microsecond)
+			lk = unix.Flock_t{Type: typ, Whence: 0, Start: start, Len: length}
+		}
 	}
-	return unix.FcntlFlock(uintptr(f.fd), c, &lk)
+	return unix.FcntlFlock(uintptr(f.fd), unix.F_OFD_SETLK, &lk)
 }
 
 func (f *dirFile) Close(ctx context.Context) error {
