@@ -56,7 +56,8 @@
 //	  link, rename (flags), readlink              symlinkat, linkat, renameat2, readlinkat
 //	fsync / fsyncdir (datasync bit)              fsync / fdatasync     KFsync
 //	fallocate, lseek                             fallocate, lseek(SEEK_DATA/HOLE)
-//	getlk / setlk / setlkw                       fcntl(F_OFD_GETLK/SETLK/SETLKW) on the range
+//	getlk / setlk / setlkw                       fcntl(F_OFD_GETLK / F_OFD_SETLK) on the range; setlkw
+//	                                             polls F_OFD_SETLK every 50 µs (cancellable)
 //	statfs                                       fstatfs(root)
 //	access                                       faccessat(mask, AT_SYMLINK_NOFOLLOW)
 //	getxattr / listxattr / setxattr / removexattr  the l*xattr calls on "user.iotap.replay"
@@ -91,8 +92,14 @@
 //
 // Workers sleep with nanosleep on a locked thread with 1 ns timer slack until a margin
 // before the due time, then spin (yielding the CPU); the margin follows the observed
-// overshoot of the sleeps. The issue lag (issue time minus the later of due time and the
-// completion of the op's dependencies) is measured for every op and summarised.
+// overshoot of the sleeps. Timed workers get a P each (GOMAXPROCS is raised to the number
+// of workers plus 3 for the run), so a worker whose sleep ends never waits for one. The
+// issue lag (issue time minus the latest of: due time, completion of the op's
+// dependencies, return of the thread's previous op) is measured for every op and
+// summarised; ops whose previous op was still running at their due time (a target slower
+// than the recording, in original timing) are counted as "behind", not as lag. A p99 lag
+// above 5 ms, or more than 5% of ops over 1 ms late, is reported as the replayer being the
+// bottleneck.
 //
 // Caveat: the recorded think time of a FUSE trace includes the kernel's FUSE round trip
 // around each request (tens of µs). Replaying onto another FUSE mount adds that round trip
