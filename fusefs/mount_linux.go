@@ -75,11 +75,11 @@ func Mount(mountpoint, rootDir string, rec Recorder, o Options) (*Server, error)
 	}
 	root, err := newRoot(backPath, rootFd, o.Cache)
 	if err != nil {
-		unix.Close(rootFd)
+		_ = unix.Close(rootFd)
 		return nil, fmt.Errorf("fusefs: target %s: %w", dir, err)
 	}
 	fo := o.fsOptions()
-	var raw fuse.RawFileSystem = fs.NewNodeFS(root, fo)
+	raw := fs.NewNodeFS(root, fo)
 	s := &Server{rootFd: rootFd, mountpoint: mnt}
 	if rec != nil {
 		s.tracer = newTracer(raw, rec, o)
@@ -87,14 +87,14 @@ func Mount(mountpoint, rootDir string, rec Recorder, o Options) (*Server, error)
 	}
 	srv, err := fuse.NewServer(raw, mnt, &fo.MountOptions)
 	if err != nil {
-		unix.Close(rootFd)
+		_ = unix.Close(rootFd)
 		return nil, fmt.Errorf("fusefs: mount %s: %w", mnt, mountError(err))
 	}
 	s.srv = srv
 	go srv.Serve()
 	if err := srv.WaitMount(); err != nil {
-		srv.Unmount()
-		unix.Close(rootFd)
+		_ = srv.Unmount()
+		_ = unix.Close(rootFd)
 		return nil, fmt.Errorf("fusefs: mount %s: %w", mnt, err)
 	}
 	var st unix.Stat_t
@@ -169,12 +169,12 @@ func (s *Server) abort() {
 	if err != nil {
 		return
 	}
-	defer os.Remove(dir)
+	defer func() { _ = os.Remove(dir) }()
 	if unix.Mount("fusectl", dir, "fusectl", 0, "") != nil {
 		return
 	}
-	defer unix.Unmount(dir, unix.MNT_DETACH)
-	os.WriteFile(filepath.Join(dir, name), []byte("1"), 0)
+	defer func() { _ = unix.Unmount(dir, unix.MNT_DETACH) }()
+	_ = os.WriteFile(filepath.Join(dir, name), []byte("1"), 0)
 }
 
 // Wait blocks until the file system is unmounted (by Unmount, fusermount -u or umount) and
@@ -182,7 +182,7 @@ func (s *Server) abort() {
 func (s *Server) Wait() {
 	s.srv.Wait()
 	if s.rootFd >= 0 {
-		unix.Close(s.rootFd)
+		_ = unix.Close(s.rootFd)
 		s.rootFd = -1
 	}
 }
@@ -209,7 +209,7 @@ func Available() error {
 		}
 		return fmt.Errorf("cannot open /dev/fuse: %w", err)
 	}
-	f.Close()
+	_ = f.Close()
 	if os.Geteuid() == 0 {
 		return nil
 	}

@@ -20,8 +20,18 @@ type backing struct {
 // are eager and kernel passthrough is never offered. Everything else is the go-fuse
 // loopback, reached through the backend root path; timing happens in [tracer], one level up.
 type node struct {
-	fs.LoopbackNode
+	*fs.LoopbackNode
 	b *backing
+}
+
+var _ fs.NodeWrapChilder = (*node)(nil)
+
+// WrapChild makes every node the loopback creates (lookup, create, mkdir, ...) one of ours.
+func (n *node) WrapChild(ctx context.Context, ops fs.InodeEmbedder) fs.InodeEmbedder {
+	if lb, ok := ops.(*fs.LoopbackNode); ok {
+		return &node{LoopbackNode: lb, b: n.b}
+	}
+	return ops
 }
 
 // newRoot builds the root node of a loopback on path (which resolves to the same directory as
@@ -35,14 +45,8 @@ func newRoot(path string, rootFd int, cache CacheMode) (*node, error) {
 	if cache == CacheNone {
 		b.openFlag = fuse.FOPEN_DIRECT_IO
 	}
-	b.root = &fs.LoopbackRoot{
-		Path: path,
-		Dev:  uint64(st.Dev),
-		NewNode: func(r *fs.LoopbackRoot, _ *fs.Inode, _ string, _ *syscall.Stat_t) fs.InodeEmbedder {
-			return &node{LoopbackNode: fs.LoopbackNode{RootData: r}, b: b}
-		},
-	}
-	root := &node{LoopbackNode: fs.LoopbackNode{RootData: b.root}, b: b}
+	b.root = &fs.LoopbackRoot{Path: path, Dev: uint64(st.Dev)}
+	root := &node{LoopbackNode: &fs.LoopbackNode{RootData: b.root}, b: b}
 	b.root.RootNode = root
 	return root, nil
 }

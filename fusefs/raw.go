@@ -61,9 +61,9 @@ func event(op trace.Op, h *fuse.InHeader) *trace.Event {
 	*ev = trace.Event{Op: op}
 	if h != nil {
 		ev.Node = h.NodeId
-		ev.Tid = h.Caller.Pid
-		ev.Uid = h.Caller.Uid
-		ev.Gid = h.Caller.Gid
+		ev.Tid = h.Pid
+		ev.Uid = h.Uid
+		ev.Gid = h.Gid
 	}
 	return ev
 }

@@ -52,13 +52,15 @@ func mount(args []string) error {
 	ready := fs.String("ready", "", "file to create once mounted")
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the serving process")
 	memprofile := fs.String("memprofile", "", "write a heap profile when signalled, before unmounting")
-	fs.Parse(args)
+	_ = fs.Parse(args) // ExitOnError
 	if *cpuprofile != "" {
 		f, err := os.Create(*cpuprofile)
 		if err != nil {
 			return err
 		}
-		pprof.StartCPUProfile(f)
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
 		defer pprof.StopCPUProfile()
 	}
 	o := fusefs.Options{Cache: fusefs.CacheMode(*cache)}
@@ -77,7 +79,9 @@ func mount(args []string) error {
 		return err
 	}
 	if *ready != "" {
-		os.WriteFile(*ready, nil, 0o644)
+		if err := os.WriteFile(*ready, nil, 0o644); err != nil {
+			return err
+		}
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -85,8 +89,8 @@ func mount(args []string) error {
 		<-ctx.Done()
 		if *memprofile != "" {
 			if f, err := os.Create(*memprofile); err == nil {
-				pprof.WriteHeapProfile(f)
-				f.Close()
+				_ = pprof.WriteHeapProfile(f)
+				_ = f.Close()
 			}
 		}
 		for srv.Unmount() != nil { // busy: wait for the load to leave the mount
@@ -107,7 +111,7 @@ func smallFiles(args []string) error {
 	dir := fs.String("dir", "", "directory (created)")
 	n := fs.Int("n", 1000, "files")
 	size := fs.Int("size", 4096, "bytes per file")
-	fs.Parse(args)
+	_ = fs.Parse(args) // ExitOnError
 	if err := os.MkdirAll(*dir, 0o755); err != nil {
 		return err
 	}
