@@ -219,6 +219,7 @@ func Run(ctx context.Context, src Source, b Backend, sink Sink, o Options) (*Sum
 
 	p := newPlanner(src, o.Plan)
 	outPaths := map[string]uint32{"": trace.RootPath}
+	outByID := map[uint32]uint32{} // recorded path id -> replay trace path id
 	workers := map[uint32]*worker{}
 	var wg sync.WaitGroup
 	var planErr error
@@ -248,11 +249,11 @@ func Run(ctx context.Context, src Source, b Backend, sink Sink, o Options) (*Sum
 		}
 		lastRec = max(lastRec, op.Start+op.Dur)
 		if sink != nil {
-			op.OutPath = e.outPath(outPaths, op.Name, op.PathID)
+			op.OutPath = e.outPathID(outByID, outPaths, op.Name, op.PathID)
 			if op.Kind == KSymlink {
 				op.OutPath2 = sink.Raw(op.Name2)
 			} else if op.Name2 != "" {
-				op.OutPath2 = e.outPath(outPaths, op.Name2, op.PathID2)
+				op.OutPath2 = e.outPathID(outByID, outPaths, op.Name2, op.PathID2)
 			}
 			if ps := src.Processes(); len(ps) > procsSeen {
 				for _, pr := range ps[procsSeen:] {
@@ -312,6 +313,20 @@ func Run(ctx context.Context, src Source, b Backend, sink Sink, o Options) (*Sum
 		return sum, planErr
 	}
 	return sum, ctx.Err()
+}
+
+// outPathID is outPath with a cache by recorded path id (no string hashing on a hit).
+func (e *engine) outPathID(byID map[uint32]uint32, m map[string]uint32, name string, id uint32) uint32 {
+	if id != 0 {
+		if v, ok := byID[id]; ok {
+			return v
+		}
+	}
+	v := e.outPath(m, name, id)
+	if id != 0 {
+		byID[id] = v
+	}
+	return v
 }
 
 // outPath interns a recorded name in the replay trace, one component at a time.

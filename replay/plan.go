@@ -183,8 +183,12 @@ type planner struct {
 	src  Source
 	opts PlanOptions
 
-	heap    []trace.Event // min-heap by Start (ties: file order)
-	heapSeq []uint64
+	// The sort window: events live in slots of evs; heap is a min-heap of slot indices by
+	// (Start, file order); free lists unused slots.
+	evs     []trace.Event
+	evSeq   []uint64
+	heap    []int32
+	free    []int32
 	seq     uint64
 	eof     bool
 	lastOut int64
@@ -298,39 +302,47 @@ func (p *planner) nextEvent() (*trace.Event, error) {
 			return nil, err
 		}
 		p.seq++
-		p.heap = append(p.heap, *ev)
-		p.heapSeq = append(p.heapSeq, p.seq)
+		var slot int32
+		if n := len(p.free); n > 0 {
+			slot = p.free[n-1]
+			p.free = p.free[:n-1]
+			p.evs[slot], p.evSeq[slot] = *ev, p.seq
+		} else {
+			slot = int32(len(p.evs))
+			p.evs = append(p.evs, *ev)
+			p.evSeq = append(p.evSeq, p.seq)
+		}
+		p.heap = append(p.heap, slot)
 		p.up(len(p.heap) - 1)
 	}
 	if len(p.heap) == 0 {
 		return nil, io.EOF
 	}
-	ev := p.heap[0]
+	slot := p.heap[0]
 	n := len(p.heap) - 1
-	p.swap(0, n)
-	p.heap, p.heapSeq = p.heap[:n], p.heapSeq[:n]
+	p.heap[0] = p.heap[n]
+	p.heap = p.heap[:n]
 	p.down(0)
-	if ev.Start < p.lastOut {
+	p.free = append(p.free, slot)
+	p.cur = p.evs[slot]
+	if p.cur.Start < p.lastOut {
 		p.Stats.Unordered++
 	} else {
-		p.lastOut = ev.Start
+		p.lastOut = p.cur.Start
 	}
-	p.cur = ev
 	return &p.cur, nil
 }
 
 func (p *planner) less(i, j int) bool {
-	a, b := &p.heap[i], &p.heap[j]
-	if a.Start != b.Start {
-		return a.Start < b.Start
+	a, b := p.heap[i], p.heap[j]
+	sa, sb := p.evs[a].Start, p.evs[b].Start
+	if sa != sb {
+		return sa < sb
 	}
-	return p.heapSeq[i] < p.heapSeq[j]
+	return p.evSeq[a] < p.evSeq[b]
 }
 
-func (p *planner) swap(i, j int) {
-	p.heap[i], p.heap[j] = p.heap[j], p.heap[i]
-	p.heapSeq[i], p.heapSeq[j] = p.heapSeq[j], p.heapSeq[i]
-}
+func (p *planner) swap(i, j int) { p.heap[i], p.heap[j] = p.heap[j], p.heap[i] }
 
 func (p *planner) up(i int) {
 	for i > 0 {
