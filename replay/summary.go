@@ -205,6 +205,9 @@ func (s *Summary) Print(w io.Writer) {
 		s.Fold.Events, s.RecordedOps, foldedTotal(&s.Fold), s.Fold.Merged, s.ImplicitOpens)
 	_, _ = fmt.Fprintf(w, "  ops      replayed %d of %d (skipped %d), divergences %d\n", s.ReplayedOps, s.RecordedOps, s.SkippedOps, s.Divergences)
 	_, _ = fmt.Fprintf(w, "  bytes    read %d of %d, written %d of %d\n", s.ReplayedRead, s.RecordedRead, s.ReplayedWrite, s.RecordedWrite)
+	if s.Fold.Unordered > 0 {
+		_, _ = fmt.Fprintf(w, "  order    %d events arrived after the sort window had passed their start time (replayed late)\n", s.Fold.Unordered)
+	}
 	if s.Escapes > 0 || s.Fold.Unknown > 0 {
 		_, _ = fmt.Fprintf(w, "  refused  %d ops whose path leaves the root, %d with an unknown path\n", s.Escapes, s.Fold.Unknown)
 	}

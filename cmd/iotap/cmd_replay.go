@@ -302,6 +302,9 @@ func replayOnce(ctx context.Context, e *env, o *replayOptions, tracePath, base s
 			}
 		}
 	}
+	if f, ok := r.Footer(); ok && f.Dropped > 0 && rep == 0 {
+		_, _ = fmt.Fprintf(e.stderr, "iotap replay: the recording dropped %d events (buffer full): ops on their handles and paths may diverge\n", f.Dropped)
+	}
 	if err := replay.WriteRequests(b, base+".requests.json"); err != nil && runErr == nil {
 		runErr = err
 	}
