@@ -177,6 +177,9 @@ func (f *s3File) ReadAt(ctx context.Context, p []byte, off int64) (n int, err er
 	if f.dir {
 		return 0, syscall.EISDIR
 	}
+	if f.up != nil {
+		return 0, f.s.refuse("read", syscall.EBADF, "a file being uploaded cannot be read")
+	}
 	if !f.read {
 		return 0, syscall.EBADF
 	}

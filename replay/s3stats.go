@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"sort"
@@ -328,3 +329,56 @@ func (e *RefusedError) Error() string {
 
 // Unwrap returns the errno the application sees.
 func (e *RefusedError) Unwrap() error { return e.Errno }
+
+// PrintRequests writes a phase's request tally as a table: per filesystem call, its count,
+// mean latency and the requests it issued; then totals, retries and throttles, and the
+// estimated cost if prices is non-nil.
+func PrintRequests(w io.Writer, rs RequestStats, prices Prices) {
+	fmt.Fprintf(w, "S3 requests, %s phase (%s profile)\n", rs.Phase, rs.Profile)
+	fmt.Fprintf(w, "  %-12s %8s %8s %12s  %s\n", "call", "count", "refused", "mean", "requests (count, bytes)")
+	for _, o := range rs.Ops {
+		mean := time.Duration(0)
+		if o.Count > 0 {
+			mean = o.Time / time.Duration(o.Count)
+		}
+		var parts []string
+		for _, r := range o.Requests {
+			p := fmt.Sprintf("%s %d", r.Type, r.Count)
+			if r.Bytes > 0 {
+				p += " (" + humanSize(r.Bytes) + ")"
+			}
+			if r.Retries > 0 || r.Throttled > 0 {
+				p += fmt.Sprintf(" [%d retries, %d throttled]", r.Retries, r.Throttled)
+			}
+			parts = append(parts, p)
+		}
+		name := o.Op
+		if name == "-" {
+			name = "(backend)"
+		}
+		fmt.Fprintf(w, "  %-12s %8d %8d %12v  %s\n", name, o.Count, o.Refused, mean.Round(time.Microsecond), strings.Join(parts, ", "))
+	}
+	var parts []string
+	var n uint64
+	for _, t := range rs.Total {
+		parts = append(parts, fmt.Sprintf("%s %d", t.Type, t.Count))
+		n += t.Count
+	}
+	fmt.Fprintf(w, "  total        %d requests: %s\n", n, strings.Join(parts, ", "))
+	fmt.Fprintf(w, "  retries      %d, throttled (503 SlowDown) %d\n", rs.Retries, rs.Throttled)
+	if prices != nil {
+		fmt.Fprintf(w, "  est. cost    $%.6f\n", rs.Cost(prices))
+	}
+}
+
+func humanSize(n int64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d B", n)
+}
