@@ -34,7 +34,8 @@
 //	  drops, from the footer), blocked_ns (time the job waited for the recorder's buffer),
 //	  recorded (events the footer counts), complete (a footer was present), damage[]
 //	  (reader messages)
-//	warnings[]   human-readable caveats (drops, damage, cache mode, mixed modes)
+//	warnings[]   human-readable caveats (drops, damage, cache mode, cache=none mixed with
+//	             cache=kernel)
 //	by           "" | "host" | "label:KEY"
 //	total        a view of all traces
 //	groups[]     with --by: one view per host or label value, sorted by name
@@ -68,7 +69,8 @@
 //	             data_ns, read_ops, write_ops, read_bytes, write_bytes, seq_share (of data
 //	             ops), reread_bytes, reread_lower_bound, opens, unused_opens (handles
 //	             closed without a read or write), extent (largest offset+length),
-//	             top_size (most common request-size bucket)}
+//	             top_size (most common request-size bucket), read_sizes[], write_sizes[]
+//	             {bucket, count}: the file's request size distribution}
 //	opened_unused {count, paths[] (at most N)}: files opened but never read or written
 //	intervals    {start (the trace origin), width_ns, points[] {t (s since start), ops,
 //	             errors, ops_per_s, read_mb_s, write_mb_s (MB = 10^6 B), p99_ns

@@ -174,24 +174,26 @@ type ProcRow struct {
 
 // FileRow is one file or directory.
 type FileRow struct {
-	Path         string  `json:"path"`
-	Ops          uint64  `json:"ops"`
-	Errors       uint64  `json:"errors"`
-	TotalNs      int64   `json:"total_ns"`
-	Share        float64 `json:"share"`
-	MetaNs       int64   `json:"meta_ns"`
-	DataNs       int64   `json:"data_ns"`
-	ReadOps      uint64  `json:"read_ops"`
-	WriteOps     uint64  `json:"write_ops"`
-	ReadBytes    uint64  `json:"read_bytes"`
-	WriteBytes   uint64  `json:"write_bytes"`
-	SeqShare     float64 `json:"seq_share"` // share of data ops that were sequential
-	RereadBytes  uint64  `json:"reread_bytes"`
-	RereadApprox bool    `json:"reread_lower_bound,omitempty"`
-	Opens        uint64  `json:"opens"`
-	UnusedOpens  uint64  `json:"unused_opens"`
-	Extent       int64   `json:"extent"`             // largest offset+length read or written
-	TopSize      string  `json:"top_size,omitempty"` // most common request-size bucket
+	Path         string      `json:"path"`
+	Ops          uint64      `json:"ops"`
+	Errors       uint64      `json:"errors"`
+	TotalNs      int64       `json:"total_ns"`
+	Share        float64     `json:"share"`
+	MetaNs       int64       `json:"meta_ns"`
+	DataNs       int64       `json:"data_ns"`
+	ReadOps      uint64      `json:"read_ops"`
+	WriteOps     uint64      `json:"write_ops"`
+	ReadBytes    uint64      `json:"read_bytes"`
+	WriteBytes   uint64      `json:"write_bytes"`
+	SeqShare     float64     `json:"seq_share"` // share of data ops that were sequential
+	RereadBytes  uint64      `json:"reread_bytes"`
+	RereadApprox bool        `json:"reread_lower_bound,omitempty"`
+	Opens        uint64      `json:"opens"`
+	UnusedOpens  uint64      `json:"unused_opens"`
+	Extent       int64       `json:"extent"`             // largest offset+length read or written
+	TopSize      string      `json:"top_size,omitempty"` // most common request-size bucket
+	ReadSizes    []SizeCount `json:"read_sizes,omitempty"`
+	WriteSizes   []SizeCount `json:"write_sizes,omitempty"`
 }
 
 // UnusedFiles lists files opened but never read or written.
@@ -375,7 +377,7 @@ func warnings(r *Report) []string {
 	for _, t := range r.Traces {
 		caches[t.Cache] = true
 	}
-	if len(caches) > 1 {
+	if caches["none"] && caches["kernel"] {
 		w = append(w, "traces were recorded in different fidelity modes (cache): do not compare their numbers directly")
 	}
 	return w
@@ -616,6 +618,12 @@ func fileRows(fs []*stats.FileStats, total int64, _ bool) []FileRow {
 		for b := range stats.NumSizeBuckets {
 			if n := f.ReadSizes[b] + f.WriteSizes[b]; n > best {
 				best, r.TopSize = n, stats.SizeBucketLabel(b)
+			}
+			if n := f.ReadSizes[b]; n > 0 {
+				r.ReadSizes = append(r.ReadSizes, SizeCount{stats.SizeBucketLabel(b), n})
+			}
+			if n := f.WriteSizes[b]; n > 0 {
+				r.WriteSizes = append(r.WriteSizes, SizeCount{stats.SizeBucketLabel(b), n})
 			}
 		}
 		out = append(out, r)
