@@ -133,7 +133,8 @@ type Accumulator struct {
 	writeSizes [NumSizeBuckets]SizeStats
 	ttfb       *hdrhistogram.Histogram
 
-	files []fileAgg
+	files  []fileAgg
+	sparse map[uint32]*fileAgg // path ids >= maxDensePath (corrupt traces)
 
 	handles     map[uint64]int32 // handle -> index into hstates
 	hstates     []handleState
@@ -183,14 +184,43 @@ func NewAccumulator(name string, h *trace.Header, o Options) *Accumulator {
 	return a
 }
 
+// maxDensePath bounds the path ids kept in the dense slice. Writers assign ids densely
+// from 1, so real traces stay far below; a corrupt id above it costs one map entry rather
+// than a huge slice.
+const maxDensePath = 1 << 22
+
+// file returns the state of path id, creating it. The pointer is valid until the next
+// call that creates a path.
 func (a *Accumulator) file(id uint32) *fileAgg {
-	if int(id) >= len(a.files) {
-		n := max(int(id)+1, 2*len(a.files), 64)
-		nf := make([]fileAgg, n)
-		copy(nf, a.files)
-		a.files = nf
+	if int(id) < len(a.files) {
+		return &a.files[id]
 	}
+	if id >= maxDensePath {
+		f := a.sparse[id]
+		if f == nil {
+			if a.sparse == nil {
+				a.sparse = make(map[uint32]*fileAgg)
+			}
+			f = &fileAgg{}
+			a.sparse[id] = f
+		}
+		return f
+	}
+	n := min(max(int(id)+1, 2*len(a.files), 64), maxDensePath)
+	nf := make([]fileAgg, n)
+	copy(nf, a.files)
+	a.files = nf
 	return &a.files[id]
+}
+
+// eachFile calls fn for every path that has state.
+func (a *Accumulator) eachFile(fn func(id uint32, f *fileAgg)) {
+	for id := range a.files {
+		fn(uint32(id), &a.files[id])
+	}
+	for id, f := range a.sparse {
+		fn(id, f)
+	}
 }
 
 func (a *Accumulator) proc(pid, tid uint32) *procAgg {
@@ -502,7 +532,8 @@ func (a *Accumulator) sample(ev *trace.Event, f *fileAgg, write bool, nbytes uin
 			// Find the least busy sampled file.
 			mi, mb := -1, uint64(0)
 			for i, t := range a.samplers {
-				tb := a.files[t.pathID].ReadBytes + a.files[t.pathID].WriteBytes
+				tf := a.file(t.pathID)
+				tb := tf.ReadBytes + tf.WriteBytes
 				if mi < 0 || tb < mb {
 					mi, mb = i, tb
 				}
@@ -512,7 +543,7 @@ func (a *Accumulator) sample(ev *trace.Event, f *fileAgg, write bool, nbytes uin
 				return
 			}
 			old := a.samplers[mi]
-			a.files[old.pathID].sampler = 0
+			a.file(old.pathID).sampler = 0
 			old.pathID = ev.Path
 			old.From = ev.Start
 			old.Points = old.Points[:0]
@@ -550,17 +581,16 @@ func (a *Accumulator) Finish(r Resolver, footer *trace.Footer, damage []error) *
 	for h := range a.handles {
 		a.closeHandle(nil, h)
 	}
-	for id := range a.files {
-		if f := &a.files[id]; f.h != 0 {
+	a.eachFile(func(_ uint32, f *fileAgg) {
+		if f.h != 0 {
 			a.closeHandle(f, f.h)
 		}
-	}
-	for id := range a.files {
-		f := &a.files[id]
+	})
+	a.eachFile(func(id uint32, f *fileAgg) {
 		if !f.touched {
-			continue
+			return
 		}
-		name := pathName(r, uint32(id))
+		name := pathName(r, id)
 		fs := f.stats(name)
 		if d := s.Files[name]; d != nil {
 			d.merge(&fs)
@@ -568,7 +598,7 @@ func (a *Accumulator) Finish(r Resolver, footer *trace.Footer, damage []error) *
 			s.Files[name] = &fs
 		}
 		s.Patterns.merge(&fs.Patterns)
-	}
+	})
 	host := a.src.Header.Hostname
 	for i := range a.procs {
 		p := &a.procs[i]
@@ -596,7 +626,7 @@ func (a *Accumulator) Finish(r Resolver, footer *trace.Footer, damage []error) *
 	}
 	s.Series.max = a.opts.MaxIntervals
 	for _, t := range a.samplers {
-		f := &a.files[t.pathID]
+		f := a.file(t.pathID)
 		t.Host = host
 		t.Path = pathName(r, t.pathID)
 		t.Bytes = f.ReadBytes + f.WriteBytes
