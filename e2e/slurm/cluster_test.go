@@ -92,7 +92,9 @@ func TestMain(m *testing.M) {
 	code := m.Run()
 	if theWork != nil {
 		if code == 0 && os.Getenv("IOTAP_E2E_KEEP") != "1" {
-			os.RemoveAll(theWork.dir)
+			if err := os.RemoveAll(theWork.dir); err != nil {
+				fmt.Fprintf(os.Stderr, "e2e/slurm: remove the work directory: %v\n", err)
+			}
 		} else {
 			fmt.Fprintf(os.Stderr, "e2e/slurm: kept the work directory %s (traces, job outputs)\n", theWork.dir)
 		}
@@ -129,9 +131,10 @@ func workDir(t *testing.T) *work {
 			return
 		}
 		w := &work{dir: dir, bin: filepath.Join(dir, "bin"), repo: repo}
-		goBin := filepath.Join(runtime.GOROOT(), "bin", "go")
-		if _, err := os.Stat(goBin); err != nil {
-			goBin = "go"
+		goBin, err := exec.LookPath("go")
+		if err != nil {
+			buildErr = fmt.Errorf("the go command is needed to build iotap for the nodes: %w", err)
+			return
 		}
 		for _, pkg := range []string{"./cmd/iotap", "./internal/cmd/slurmshard"} {
 			cmd := exec.Command(goBin, "build", "-o", w.bin+"/", pkg)
@@ -187,7 +190,7 @@ func startCluster(t *testing.T, w *work, proctrack string) *cluster {
 	t0 := time.Now()
 	out, err := c.script("start.sh")
 	if err != nil {
-		c.script("stop.sh")
+		_, _ = c.script("stop.sh")
 		t.Fatalf("start the cluster (%s): %v\n%s", proctrack, err, out)
 	}
 	t.Logf("cluster up (proctrack/%s) in %v", proctrack, time.Since(t0).Round(time.Millisecond))
@@ -295,7 +298,7 @@ func (c *cluster) nodeMounts(t *testing.T, node string) map[string]bool {
 	if err != nil {
 		t.Fatalf("mounts of node %s: %v", node, err)
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	m := map[string]bool{}
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {

@@ -221,7 +221,7 @@ func readTrace(t *testing.T, path string) (*trace.Header, map[string]int, bool) 
 	if err != nil {
 		t.Fatalf("open %s: %v", path, err)
 	}
-	defer r.Close()
+	defer func() { _ = r.Close() }()
 	counts := map[string]int{}
 	for {
 		ev, err := r.Next()
@@ -513,7 +513,7 @@ func (d *jobDir) testBackgroundChild(t *testing.T) {
 	bg, _ := strconv.Atoi(strings.TrimSpace(string(data)))
 	t.Cleanup(func() {
 		if bg > 0 && alive(bg) {
-			syscall.Kill(bg, syscall.SIGKILL) // the test's own background sleep, by PID
+			_ = syscall.Kill(bg, syscall.SIGKILL) // the test's own background sleep, by PID
 		}
 	})
 	if r.code != 0 {

@@ -46,29 +46,32 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	task, err := slurm.TaskFromEnv(getenv)
 	if err != nil {
-		fmt.Fprintln(stderr, "slurmshard:", err)
+		_, _ = fmt.Fprintln(stderr, "slurmshard:", err)
 		return 2
 	}
 	if *barrier != "" {
 		ctx, cancel := context.WithTimeout(ctx, *timeout)
 		defer cancel()
 		if _, err := slurm.Barrier(ctx, *barrier, task, 0); err != nil {
-			fmt.Fprintln(stderr, "slurmshard:", err)
+			_, _ = fmt.Fprintln(stderr, "slurmshard:", err)
 			return 1
 		}
 		return 0
 	}
 	if fs.NArg() == 0 {
-		fmt.Fprintln(stderr, "usage: slurmshard TRACE|DIR|GLOB... | slurmshard --barrier DIR")
+		_, _ = fmt.Fprintln(stderr, "usage: slurmshard TRACE|DIR|GLOB... | slurmshard --barrier DIR")
 		return 2
 	}
 	files, err := expand(fs.Args())
 	if err != nil {
-		fmt.Fprintln(stderr, "slurmshard:", err)
+		_, _ = fmt.Fprintln(stderr, "slurmshard:", err)
 		return 1
 	}
 	for _, f := range slurm.Shard(files, task.ProcID, task.NTasks) {
-		fmt.Fprintln(stdout, f)
+		if _, err := fmt.Fprintln(stdout, f); err != nil {
+			_, _ = fmt.Fprintln(stderr, "slurmshard:", err)
+			return 1
+		}
 	}
 	return 0
 }
