@@ -71,6 +71,14 @@ func BenchmarkScheduleLag(b *testing.B) {
 	b.ReportMetric(float64(agg.max)/1e3, "lag-max-µs")
 	b.ReportMetric(100*spanErr/float64(b.N), "runtime-err-%")
 	b.ReportMetric(0, "ns/op")
+	logLoad(b)
+}
+
+// logLoad logs the load average: timing figures mean little on a busy machine.
+func logLoad(b *testing.B) {
+	if la, err := os.ReadFile("/proc/loadavg"); err == nil {
+		b.Logf("load average: %s", la)
+	}
 }
 
 // metaTrace makes a metadata-only trace: each thread creates, stats and removes files in
@@ -130,6 +138,7 @@ func BenchmarkAFAPMetadata(b *testing.B) {
 	b.ReportMetric(float64(ops)/elapsed.Seconds(), "ops/s")
 	b.ReportMetric(float64(elapsed.Nanoseconds())/float64(ops), "ns/replayed-op")
 	b.ReportMetric(0, "ns/op")
+	logLoad(b)
 }
 
 func TestMain(m *testing.M) { os.Exit(m.Run()) }
