@@ -2,6 +2,7 @@ package replay
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -306,5 +307,31 @@ func TestDecoratedReplay(t *testing.T) {
 	sum := replayOnto(t, data, dec, nil, Options{Timing: TimingAFAP})
 	if sum.Divergences != 0 || sum.ReplayedOps != sum.RecordedOps {
 		t.Fatalf("%d divergences: %v", sum.Divergences, sum.Examples)
+	}
+}
+
+// TestDivergencePolicies replays a trace onto a target that lacks its starting state:
+// warn and ignore count the divergences, abort stops with ErrDiverged.
+func TestDivergencePolicies(t *testing.T) {
+	b := newTB(t)
+	for i := 0; i < 50; i++ {
+		fh := b.open(1, fmt.Sprintf("in/f%d", i), unix.O_RDONLY)
+		b.rw(1, trace.OpRead, fmt.Sprintf("in/f%d", i), fh, 0, 4096, 100)
+		b.close(1, fmt.Sprintf("in/f%d", i), fh)
+	}
+	data := b.bytes()
+	for _, pol := range []DivergePolicy{DivergeIgnore, DivergeWarn, DivergeAbort} {
+		_, d := target(t, "")
+		sum, err := Run(t.Context(), readerOf(t, data), d, nil, Options{Timing: TimingAFAP, OnDiverge: pol})
+		switch pol {
+		case DivergeAbort:
+			if !errors.Is(err, ErrDiverged) {
+				t.Fatalf("abort: err = %v", err)
+			}
+		default:
+			if err != nil || sum.Divergences != 150 || sum.Ops[0].Diverged == 0 {
+				t.Fatalf("policy %d: err %v, %d divergences", pol, err, sum.Divergences)
+			}
+		}
 	}
 }
