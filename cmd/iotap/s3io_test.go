@@ -1,18 +1,13 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"errors"
 	"io"
 	"log/slog"
 	"strings"
 	"testing"
 
-	"github.com/spf13/pflag"
-
 	"github.com/iotap/iotap/internal/s3test"
-	"github.com/iotap/iotap/replay"
 	"github.com/iotap/iotap/trace"
 )
 
@@ -79,43 +74,5 @@ func TestS3TraceIO(t *testing.T) {
 	}
 	if _, _, err := openTraceAny(ctx, e, "s3://traces/job-1/missing.iotap"); err == nil {
 		t.Error("opened a missing trace")
-	}
-}
-
-func TestS3Flags(t *testing.T) {
-	e := &env{stdout: io.Discard, stderr: io.Discard, log: slog.New(slog.DiscardHandler)}
-	for _, tt := range []struct {
-		name  string
-		args  []string
-		usage bool
-	}{
-		{"defaults", nil, false},
-		{"s3fs with prices", []string{"--s3-profile", "s3fs", "--s3-prices", "GET=0.0004/1000,PUT=0.005/1000"}, false},
-		{"unknown profile", []string{"--s3-profile", "goofys"}, true},
-		{"bad prices", []string{"--s3-prices", "GET=cheap"}, true},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
-			var o s3Options
-			fs := pflag.NewFlagSet("x", pflag.ContinueOnError)
-			o.AddFlags(fs)
-			if err := fs.Parse(tt.args); err != nil {
-				t.Fatal(err)
-			}
-			_, _, err := o.targetOptions(e)
-			if got := errors.Is(err, errUsage); got != tt.usage {
-				t.Errorf("usage error %v, want %v (err %v)", got, tt.usage, err)
-			}
-		})
-	}
-	// A directory backend has no request sidecar or table.
-	d, err := replay.OpenDir(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
-	var out bytes.Buffer
-	e.stdout = &out
-	if err := reportS3Requests(e, d, t.TempDir()+"/x", nil); err != nil || out.Len() != 0 {
-		t.Errorf("directory: %v %q", err, out.String())
 	}
 }
