@@ -21,7 +21,8 @@ type TargetOptions struct {
 	// Profile maps filesystem calls to S3 requests: mountpoint (default), s3fs or sdk.
 	Profile string
 	// Region, AWSProfile and Endpoint select the account and server (standard AWS chain
-	// when empty); an Endpoint turns on path-style addressing.
+	// when empty); an Endpoint (default $IOTAP_S3_ENDPOINT or $AWS_ENDPOINT_URL_S3) turns
+	// on path-style addressing.
 	Region     string
 	AWSProfile string
 	Endpoint   string
@@ -85,6 +86,9 @@ func OpenS3(ctx context.Context, spec string, o TargetOptions) (*S3, error) {
 	}
 	if o.ProbeTimeout <= 0 {
 		o.ProbeTimeout = 15 * time.Second
+	}
+	if o.Endpoint == "" {
+		o.Endpoint = s3store.EndpointFromEnv()
 	}
 	s := &S3{
 		bucket: bucket, prefix: prefix, url: "s3://" + bucket + "/" + prefix,
