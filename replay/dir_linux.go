@@ -31,7 +31,12 @@ type Dir struct {
 	rootFD int
 	target trace.Target
 
-	mu sync.RWMutex // guards dirs and dead
+	// walk orders calls that walk a name from the root (shared) against the calls that
+	// can make a name resolve somewhere else: rename, link, symlink (exclusive). It closes
+	// the window between the parent check in at and the call.
+	walk sync.RWMutex
+
+	mu sync.RWMutex // guards dirs and dead; taken after walk, never before it
 	// dirs caches O_PATH descriptors of directories below the root, by name.
 	dirs map[string]int
 	// dead holds descriptors dropped from dirs (rename, rmdir) that a concurrent call may
@@ -137,8 +142,25 @@ func (d *Dir) forget(name string) {
 	d.mu.Unlock()
 }
 
-// at resolves name to (parent descriptor, last component).
+// at checks name and returns the descriptor and name to issue a call with.
+//
+// The call itself is then issued relative to the root with the whole name, so that the
+// kernel walks every component inside the timed call as it did for the application (on
+// a FUSE target: the same lookups). The parent's cached descriptor, resolved with
+// RESOLVE_BENEATH, proves that walk stays below the root: a directory in the cache can
+// only be replaced through rmdir or rename, which drop it from the cache.
 func (d *Dir) at(name string) (int, string, error) {
+	if err := CheckName(name); err != nil {
+		return -1, "", err
+	}
+	if _, err := d.dirFD(parentOf(name)); err != nil {
+		return -1, "", err
+	}
+	return d.rootFD, name, nil
+}
+
+// parentAt resolves name to (parent descriptor, last component).
+func (d *Dir) parentAt(name string) (int, string, error) {
 	if err := CheckName(name); err != nil {
 		return -1, "", err
 	}
@@ -193,6 +215,8 @@ func (d *Dir) Reset(ctx context.Context) error {
 
 // Lstat implements Backend.
 func (d *Dir) Lstat(ctx context.Context, name string) (Attr, error) {
+	d.walk.RLock()
+	defer d.walk.RUnlock()
 	var st unix.Stat_t
 	var err error
 	if name == "" {
@@ -212,6 +236,8 @@ func (d *Dir) Lstat(ctx context.Context, name string) (Attr, error) {
 
 // Access implements Backend.
 func (d *Dir) Access(ctx context.Context, name string, mask uint32) error {
+	d.walk.RLock()
+	defer d.walk.RUnlock()
 	if name == "" {
 		return unix.Faccessat(d.rootFD, ".", mask, 0)
 	}
@@ -260,6 +286,8 @@ func (d *Dir) Open(ctx context.Context, name string, flags int, perm uint32) (Fi
 
 // Mkdir implements Backend.
 func (d *Dir) Mkdir(ctx context.Context, name string, perm uint32) error {
+	d.walk.RLock()
+	defer d.walk.RUnlock()
 	fd, base, err := d.at(name)
 	if err != nil {
 		return err
@@ -269,6 +297,8 @@ func (d *Dir) Mkdir(ctx context.Context, name string, perm uint32) error {
 
 // Mknod implements Backend.
 func (d *Dir) Mknod(ctx context.Context, name string, mode uint32) error {
+	d.walk.RLock()
+	defer d.walk.RUnlock()
 	fd, base, err := d.at(name)
 	if err != nil {
 		return err
@@ -278,6 +308,8 @@ func (d *Dir) Mknod(ctx context.Context, name string, mode uint32) error {
 
 // Remove implements Backend.
 func (d *Dir) Remove(ctx context.Context, name string) error {
+	d.walk.RLock()
+	defer d.walk.RUnlock()
 	fd, base, err := d.at(name)
 	if err != nil {
 		return err
@@ -287,6 +319,8 @@ func (d *Dir) Remove(ctx context.Context, name string) error {
 
 // Rmdir implements Backend.
 func (d *Dir) Rmdir(ctx context.Context, name string) error {
+	d.walk.RLock()
+	defer d.walk.RUnlock()
 	fd, base, err := d.at(name)
 	if err != nil {
 		return err
@@ -300,6 +334,8 @@ func (d *Dir) Rmdir(ctx context.Context, name string) error {
 
 // Rename implements Backend.
 func (d *Dir) Rename(ctx context.Context, from, to string, flags uint32) error {
+	d.walk.Lock()
+	defer d.walk.Unlock()
 	fd1, b1, err := d.at(from)
 	if err != nil {
 		return err
@@ -318,6 +354,8 @@ func (d *Dir) Rename(ctx context.Context, from, to string, flags uint32) error {
 
 // Link implements Backend.
 func (d *Dir) Link(ctx context.Context, existing, name string) error {
+	d.walk.Lock()
+	defer d.walk.Unlock()
 	fd1, b1, err := d.at(existing)
 	if err != nil {
 		return err
@@ -332,6 +370,8 @@ func (d *Dir) Link(ctx context.Context, existing, name string) error {
 // Symlink implements Backend. The target text is stored as recorded; it is never
 // followed outside the root (see Open).
 func (d *Dir) Symlink(ctx context.Context, target, name string) error {
+	d.walk.Lock()
+	defer d.walk.Unlock()
 	fd, base, err := d.at(name)
 	if err != nil {
 		return err
@@ -341,6 +381,8 @@ func (d *Dir) Symlink(ctx context.Context, target, name string) error {
 
 // Readlink implements Backend.
 func (d *Dir) Readlink(ctx context.Context, name string, buf []byte) (int, error) {
+	d.walk.RLock()
+	defer d.walk.RUnlock()
 	fd, base, err := d.at(name)
 	if err != nil {
 		return 0, err
@@ -362,6 +404,8 @@ func (d *Dir) Truncate(ctx context.Context, name string, size int64) error {
 
 // Chmod implements Backend. Like lchmod, it refuses a symlink (EOPNOTSUPP).
 func (d *Dir) Chmod(ctx context.Context, name string, perm uint32) error {
+	d.walk.RLock()
+	defer d.walk.RUnlock()
 	fd, base, err := d.at(name)
 	if err != nil {
 		return err
@@ -381,6 +425,8 @@ func (d *Dir) Chmod(ctx context.Context, name string, perm uint32) error {
 
 // Chown implements Backend (lchown to the replaying user).
 func (d *Dir) Chown(ctx context.Context, name string) error {
+	d.walk.RLock()
+	defer d.walk.RUnlock()
 	if name == "" {
 		return unix.Fchownat(d.rootFD, ".", os.Geteuid(), os.Getegid(), 0)
 	}
@@ -393,6 +439,8 @@ func (d *Dir) Chown(ctx context.Context, name string) error {
 
 // Utimes implements Backend.
 func (d *Dir) Utimes(ctx context.Context, name string) error {
+	d.walk.RLock()
+	defer d.walk.RUnlock()
 	if name == "" {
 		return unix.UtimesNanoAt(d.rootFD, ".", nil, 0)
 	}
@@ -406,7 +454,7 @@ func (d *Dir) Utimes(ctx context.Context, name string) error {
 // procName names the entry through the parent's descriptor, for the xattr calls that
 // have no *at form. The l* variants never follow the last component.
 func (d *Dir) procName(name string) (string, error) {
-	fd, base, err := d.at(name)
+	fd, base, err := d.parentAt(name)
 	if err != nil {
 		return "", err
 	}

@@ -120,11 +120,14 @@
 // # Confinement
 //
 // Every trace path is relative to the target root. CheckName refuses absolute names, "",
-// "." and ".." components; the Dir backend resolves parents with
-// openat2(RESOLVE_BENEATH|RESOLVE_NO_MAGICLINKS), uses *at calls with AT_SYMLINK_NOFOLLOW
-// on the last component, and opens with RESOLVE_BENEATH, so a symlink that leads outside
-// the root (planted in the tree or created by the trace) is refused with ErrEscape.
-// Refused ops are counted. Nothing outside the root is ever touched.
+// "." and ".." components. The Dir backend opens with openat2(RESOLVE_BENEATH|
+// RESOLVE_NO_MAGICLINKS). Other calls first resolve the parent directory the same way
+// (descriptors cached; rename and rmdir drop them), then issue the *at call relative to
+// the root with the whole name and AT_SYMLINK_NOFOLLOW on the last component, so that the
+// kernel walks the path inside the timed call as it did for the application; rename, link
+// and symlink, the calls that can redirect a name, exclude the others while they run. A
+// symlink that leads outside the root (planted in the tree or created by the trace) is
+// refused with ErrEscape. Refused ops are counted. Nothing outside the root is touched.
 //
 // # Checking
 //
