@@ -154,7 +154,9 @@ func (s *S3) Path() string { return s.url }
 // Profile returns the name of the request profile.
 func (s *S3) Profile() string { return s.prof.name }
 
-// BeginPhase implements RequestCounter.
+// BeginPhase implements RequestCounter. OpenS3 starts a phase "open" (its probe); the
+// first filesystem call made in it starts "replay" by itself, so a replay without a
+// prepare step is tallied as such.
 func (s *S3) BeginPhase(phase string) {
 	t := newTally(phase)
 	s.tmu.Lock()
@@ -179,6 +181,16 @@ func (s *S3) Requests() []RequestStats {
 // under op, and end records its latency and outcome.
 func (s *S3) begin(ctx context.Context, op string) (context.Context, func(err error)) {
 	t := s.cur.Load()
+	if t.phase == "open" {
+		// The first filesystem call without a phase of its own: the replay has begun.
+		s.tmu.Lock()
+		if t = s.cur.Load(); t.phase == "open" {
+			t = newTally("replay")
+			s.phases = append(s.phases, t)
+			s.cur.Store(t)
+		}
+		s.tmu.Unlock()
+	}
 	start := time.Now()
 	return context.WithValue(ctx, opKey{}, opRef{t: t, op: op}), func(err error) { t.end(op, time.Since(start), err) }
 }

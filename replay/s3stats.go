@@ -382,3 +382,22 @@ func humanSize(n int64) string {
 	}
 	return fmt.Sprintf("%d B", n)
 }
+
+// ReadRequests reads a request sidecar written by WriteRequests.
+func ReadRequests(path string) ([]RequestStats, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("replay: read request counts: %w", err)
+	}
+	var doc struct {
+		Schema string
+		Phases []RequestStats
+	}
+	if err := json.Unmarshal(data, &doc); err != nil {
+		return nil, fmt.Errorf("replay: read request counts %s: %w", path, err)
+	}
+	if doc.Schema != "iotap.requests/v1" {
+		return nil, fmt.Errorf("replay: read request counts %s: schema %q, want iotap.requests/v1", path, doc.Schema)
+	}
+	return doc.Phases, nil
+}

@@ -96,7 +96,7 @@ func OpenS3(ctx context.Context, spec string, o TargetOptions) (*S3, error) {
 		created: map[string]struct{}{}, uploads: map[string]string{}, localDirs: map[string]struct{}{},
 		pending: map[string]int64{}, statCache: map[string]statEntry{}, xattrs: map[string]map[string]string{},
 	}
-	s.BeginPhase("replay")
+	s.BeginPhase("open") // the probe below; PrepareTarget and Run start their own phases
 	client, err := s3store.NewClient(ctx, s3store.ClientOptions{
 		Region: o.Region, Profile: o.AWSProfile, Endpoint: o.Endpoint, Credentials: o.Credentials,
 		MaxAttempts: o.MaxAttempts, ConnectTimeout: min(5*time.Second, o.ProbeTimeout),
