@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/iotap/iotap/internal/report"
@@ -49,4 +51,38 @@ func shardTraces(args []string) ([]string, slurm.Task, error) {
 		return nil, task, err
 	}
 	return slurm.Shard(files, task.ProcID, task.NTasks), task, nil
+}
+
+// replayShard is `iotap replay --shard auto`: it calls replayOne for each trace this Slurm
+// task replays (shardTraces), one after another. With output set (replay's -o), it names a
+// directory, created if needed, and trace T's results go to output/<T without .iotap>; with
+// output empty, replay's default applies (next to each trace). A task without a trace says
+// so and succeeds.
+func replayShard(e *env, args []string, output string, replayOne func(trace, output string) error) error {
+	mine, task, err := shardTraces(args)
+	if err != nil {
+		return err
+	}
+	if len(mine) == 0 {
+		_, err := fmt.Fprintf(e.stdout, "task %d of %d on %s: no trace to replay\n", task.ProcID, task.NTasks, task.NodeName)
+		return err
+	}
+	if output != "" {
+		if err := os.MkdirAll(output, 0o755); err != nil {
+			return fmt.Errorf("replay: output directory: %w", err)
+		}
+	}
+	for _, tr := range mine {
+		out := ""
+		if output != "" {
+			out = filepath.Join(output, strings.TrimSuffix(filepath.Base(tr), ".iotap"))
+		}
+		if _, err := fmt.Fprintf(e.stdout, "task %d of %d on %s: replaying %s\n", task.ProcID, task.NTasks, task.NodeName, tr); err != nil {
+			return err
+		}
+		if err := replayOne(tr, out); err != nil {
+			return err
+		}
+	}
+	return nil
 }

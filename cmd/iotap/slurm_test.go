@@ -48,3 +48,49 @@ func TestShardTraces(t *testing.T) {
 		t.Fatalf("task 1 of 2: %q, %+v, %v", got, task, err)
 	}
 }
+
+func TestReplayShard(t *testing.T) {
+	dir := t.TempDir()
+	for _, n := range []string{"n1-0.iotap", "n2-1.iotap", "n3-2.iotap"} {
+		if err := os.WriteFile(filepath.Join(dir, n), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Setenv("SLURMD_NODENAME", "n1")
+	tests := []struct {
+		name, procid, ntasks, output string
+		want                         []string // "trace -> output"
+	}{
+		{"one trace each", "1", "3", "", []string{"n2-1.iotap -> "}},
+		{"two for task 0, into a directory", "0", "2", "res", []string{"n1-0.iotap -> res/n1-0", "n3-2.iotap -> res/n3-2"}},
+		{"idle task", "3", "4", "res", nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv("SLURM_PROCID", tc.procid)
+			t.Setenv("SLURM_NTASKS", tc.ntasks)
+			out := filepath.Join(t.TempDir(), tc.output)
+			if tc.output == "" {
+				out = ""
+			}
+			var stdout bytes.Buffer
+			var got []string
+			err := replayShard(&env{stdout: &stdout}, []string{dir}, out, func(tr, o string) error {
+				if out != "" {
+					o = strings.Replace(o, filepath.Dir(out)+"/", "", 1)
+				}
+				got = append(got, filepath.Base(tr)+" -> "+o)
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if strings.Join(got, "|") != strings.Join(tc.want, "|") {
+				t.Errorf("replayed %q, want %q", got, tc.want)
+			}
+			if tc.want == nil && !strings.Contains(stdout.String(), "no trace to replay") {
+				t.Errorf("idle task said %q", stdout.String())
+			}
+		})
+	}
+}
