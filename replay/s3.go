@@ -87,6 +87,8 @@ type S3 struct {
 	pending   map[string]int64     // mountpoint/sdk: names being written -> bytes so far
 	statCache map[string]statEntry // s3fs: stat cache by name
 	xattrs    map[string]map[string]string
+
+	locks lockTable
 }
 
 var (
@@ -463,6 +465,23 @@ func (s *S3) lookup(ctx context.Context, name string) (entry, error) {
 	}
 }
 
+// checkParent returns ENOENT or ENOTDIR unless name's parent is a directory (the kernel's
+// lookup of the parent before a create). Nothing is checked while preparing.
+func (s *S3) checkParent(ctx context.Context, name string) error {
+	p := parentOf(name)
+	if p == "" || s.preparing.Load() {
+		return nil
+	}
+	e, err := s.lookup(ctx, p)
+	if err != nil {
+		return err
+	}
+	if !e.isDir() {
+		return syscall.ENOTDIR
+	}
+	return nil
+}
+
 func (s *S3) cacheStat(name string, e entry) {
 	if s.prof.statTTL <= 0 {
 		return
@@ -613,6 +632,9 @@ func (s *S3) Mkdir(ctx context.Context, name string, perm uint32) (err error) {
 	if _, err := s.lookup(ctx, name); err == nil {
 		return syscall.EEXIST
 	} else if !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	if err := s.checkParent(ctx, name); err != nil {
 		return err
 	}
 	switch s.prof.name {

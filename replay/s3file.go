@@ -86,6 +86,11 @@ func (s *S3) Open(ctx context.Context, name string, flags int, perm uint32) (f F
 	if !exists && flags&syscall.O_CREAT == 0 {
 		return nil, lerr
 	}
+	if !exists {
+		if err := s.checkParent(ctx, name); err != nil {
+			return nil, err
+		}
+	}
 	if exists && e.isDir() {
 		if wantWrite {
 			return nil, syscall.EISDIR
@@ -538,16 +543,19 @@ func (f *s3File) Seek(ctx context.Context, off int64, whence int) (int64, error)
 	return 0, syscall.EINVAL
 }
 
-// Lock implements File: FUSE clients leave POSIX locks to the kernel, which grants them
-// locally; no request.
-func (f *s3File) Lock(ctx context.Context, cmd LockCmd, typ int16, start, length int64) error {
-	return nil
+// Lock implements File: FUSE clients leave POSIX locks to the kernel, which keeps them
+// locally (conflicting between open files); no request.
+func (f *s3File) Lock(ctx context.Context, cmd LockCmd, typ int16, start, length int64) (err error) {
+	ctx, end := f.s.begin(ctx, "lock")
+	defer func() { end(err) }()
+	return f.s.locks.lock(ctx, f, cmd, typ, start, length)
 }
 
 // Close implements File.
 func (f *s3File) Close(ctx context.Context) (err error) {
 	ctx, end := f.s.begin(ctx, "close")
 	defer func() { end(err) }()
+	f.s.locks.dropAll(f)
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.ahead != nil {

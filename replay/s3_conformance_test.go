@@ -1,0 +1,37 @@
+package replay_test
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/credentials"
+
+	"github.com/iotap/iotap/internal/s3test"
+	"github.com/iotap/iotap/replay"
+	"github.com/iotap/iotap/replay/backendtest"
+)
+
+// TestS3Conformance runs the backend suite on the s3fs profile, the one that maps every
+// call the suite makes (the mountpoint and sdk profiles refuse reads of a file being
+// written and in-place changes by design; their own tests in s3_test.go check them).
+func TestS3Conformance(t *testing.T) {
+	srv, err := s3test.Start(s3test.Options{Buckets: []string{"data"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	var n atomic.Int32
+	backendtest.Run(t, backendtest.Caps{Symlinks: true, Rename: true, Locks: true, Modes: true}, func(t *testing.T) replay.Backend {
+		b, err := replay.OpenS3(context.Background(), fmt.Sprintf("s3://data/conf-%d", n.Add(1)), replay.TargetOptions{
+			Profile: "s3fs", Endpoint: srv.URL, Region: "us-east-1", ProbeTimeout: 5 * time.Second,
+			Credentials: credentials.NewStaticCredentialsProvider(s3test.AccessKey, s3test.SecretKey, ""),
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	})
+}
