@@ -94,6 +94,16 @@ type Backend interface {
 	Removexattr(ctx context.Context, name, attr string) error
 }
 
+// Walker is an optional extension of a Backend that has path walks (a directory). From
+// returns a view whose calls on names below dir begin their path walk in dir instead of
+// the root, so that a replayed call walks the same components as the recorded
+// application's call (whose lookups were folded into it): on a FUSE target, the same
+// LOOKUP requests. Views share the backend's state and must stay confined to its root;
+// closing a view does nothing.
+type Walker interface {
+	From(dir string) Backend
+}
+
 // File is an open file or directory of a Backend.
 type File interface {
 	ReadAt(ctx context.Context, p []byte, off int64) (int, error)

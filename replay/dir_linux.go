@@ -27,6 +27,14 @@ import (
 // while it stays below the root; one that leaves it fails with an error wrapping
 // ErrEscape.
 type Dir struct {
+	*dirCore
+	// start is where calls on names below it begin their path walk (see From); "" is the
+	// root.
+	start string
+}
+
+// dirCore is the state shared by a Dir and its views.
+type dirCore struct {
 	path   string
 	rootFD int
 	target trace.Target
@@ -44,7 +52,18 @@ type Dir struct {
 	dead []int
 }
 
-var _ Backend = (*Dir)(nil)
+var (
+	_ Backend = (*Dir)(nil)
+	_ Walker  = (*Dir)(nil)
+)
+
+// From implements Walker: the view issues calls on names below dir relative to dir.
+func (d *Dir) From(dir string) Backend {
+	if dir == d.start {
+		return d
+	}
+	return &Dir{dirCore: d.dirCore, start: dir}
+}
 
 // OpenDir opens the directory at path as a replay target. The directory must exist.
 func OpenDir(path string) (*Dir, error) {
@@ -56,7 +75,7 @@ func OpenDir(path string) (*Dir, error) {
 	if err != nil {
 		return nil, fmt.Errorf("replay: open target %q: %w", abs, err)
 	}
-	d := &Dir{path: abs, rootFD: fd, dirs: map[string]int{}}
+	d := &Dir{dirCore: &dirCore{path: abs, rootFD: fd, dirs: map[string]int{}}}
 	d.target = trace.Target{Path: abs}
 	if m, err := sysinfo.MountOf(abs); err == nil {
 		d.target.FSType = m.FSType
@@ -72,8 +91,11 @@ func (d *Dir) Target() trace.Target { return d.target }
 // Path returns the absolute path of the root.
 func (d *Dir) Path() string { return d.path }
 
-// Close implements Backend.
+// Close implements Backend. Closing a view (see From) does nothing.
 func (d *Dir) Close() error {
+	if d.start != "" {
+		return nil
+	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	for _, fd := range d.dirs {
@@ -155,6 +177,11 @@ func (d *Dir) at(name string) (int, string, error) {
 	}
 	if _, err := d.dirFD(parentOf(name)); err != nil {
 		return -1, "", err
+	}
+	if s := d.start; s != "" && len(name) > len(s) && name[len(s)] == '/' && name[:len(s)] == s {
+		if fd, err := d.dirFD(s); err == nil {
+			return fd, name[len(s)+1:], nil
+		}
 	}
 	return d.rootFD, name, nil
 }
@@ -277,7 +304,18 @@ func (d *Dir) Open(ctx context.Context, name string, flags int, perm uint32) (Fi
 	if flags&(unix.O_CREAT|unix.O_TMPFILE) == 0 {
 		how.Mode = 0
 	}
-	fd, err := unix.Openat2(d.rootFD, p, &how)
+	dirfd := d.rootFD
+	if s := d.start; s != "" && len(name) > len(s) && name[len(s)] == '/' && name[:len(s)] == s {
+		if fd, err := d.dirFD(s); err == nil {
+			dirfd, p = fd, name[len(s)+1:]
+		}
+	}
+	fd, err := unix.Openat2(dirfd, p, &how)
+	if err == unix.EXDEV && dirfd != d.rootFD {
+		// A symlink leaves the walk's start directory: resolve from the root, which is
+		// the confinement that counts.
+		fd, err = unix.Openat2(d.rootFD, name, &how)
+	}
 	if err != nil {
 		return nil, escapeErr(name, err)
 	}

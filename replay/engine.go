@@ -112,6 +112,7 @@ type engine struct {
 	ctx    context.Context
 	cancel context.CancelCauseFunc
 	b      Backend
+	walker Walker // b, if it is one
 	sink   Sink
 	opts   Options
 	log    *slog.Logger
@@ -171,6 +172,25 @@ type worker struct {
 	buf     []byte
 	wbuf    []byte
 	st      runStats
+	views   map[string]Backend // Walker views by walk start directory
+}
+
+// backend returns the backend to issue op with: a view that starts the path walk where
+// the recorded call's did, when the backend supports it.
+func (w *worker) backend(op *Op) Backend {
+	wk := w.e.walker
+	if wk == nil || op.Walk == "" {
+		return w.e.b
+	}
+	v, ok := w.views[op.Walk]
+	if !ok {
+		if w.views == nil {
+			w.views = map[string]Backend{}
+		}
+		v = wk.From(op.Walk)
+		w.views[op.Walk] = v
+	}
+	return v
 }
 
 // Run replays the trace from src onto b, writing measured events to sink (which may be
@@ -194,6 +214,7 @@ func Run(ctx context.Context, src Source, b Backend, sink Sink, o Options) (*Sum
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
 	e := &engine{ctx: ctx, cancel: cancel, b: b, sink: sink, opts: o, log: o.Log, speed: o.Speed}
 	e.cond = sync.NewCond(&e.mu)
+	e.walker, _ = b.(Walker)
 	e.fill = make([]byte, 1<<20)
 	if o.FillRandom {
 		r := rand.New(rand.NewPCG(1, 2))
@@ -500,7 +521,7 @@ func (w *worker) one(op *Op) {
 func (w *worker) exec(op *Op) (start, ret int64, errno syscall.Errno) {
 	e := w.e
 	ctx := e.ctx
-	b := e.b
+	b := w.backend(op)
 	var err error
 	var n int
 	var f File

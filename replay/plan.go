@@ -89,7 +89,11 @@ type Op struct {
 	Dur    int64 // recorded duration of the primary event(s)
 	Think  int64 // recorded gap since the previous op of Worker ended; -1: first of its worker
 
-	Name, Name2       string // relative paths (Name2: rename/link/symlink second operand)
+	Name, Name2 string // relative paths (Name2: rename/link/symlink second operand)
+	// Walk is the directory the recorded call's path walk started from, as its folded
+	// lookups show (the parent of the shallowest one; the parent of Name when none was
+	// folded): a Walker backend starts the replayed call's walk there.
+	Walk              string
 	PathID, PathID2   uint32 // recorded path ids
 	OutPath, OutPath2 uint32 // path ids in the replay trace (set by the engine)
 
@@ -444,14 +448,21 @@ func (p *planner) feed(ev *trace.Event) {
 
 	if ev.Op == trace.OpLookup && !p.opts.NoFold {
 		// A lookup of an ancestor of this one was a path walk step: fold it.
+		walk := parentOf(pi.name)
 		t.dropHeld(p, func(h *Op) bool {
-			return h.Kind == KStat && h.Rec == trace.OpLookup && isUnder(pi.name, h.Name) && h.Name != pi.name
+			if h.Kind == KStat && h.Rec == trace.OpLookup && isUnder(pi.name, h.Name) && h.Name != pi.name {
+				if len(h.Walk) < len(walk) {
+					walk = h.Walk
+				}
+				return true
+			}
+			return false
 		})
 		if n := len(t.held); n > 0 && t.held[n-1].Kind != KStat {
 			p.release(ev.Tid) // a held data op ends when the thread does something else
 		}
 		op := p.base(ev, pi, nil)
-		op.Kind = KStat
+		op.Kind, op.Walk = KStat, walk
 		t.held = append(t.held, op)
 		if len(t.held) > 32 {
 			p.emit(&t.held[0])
@@ -461,12 +472,19 @@ func (p *planner) feed(ev *trace.Event) {
 	}
 
 	// Fold held lookups that were this op's own path walk.
+	walk := parentOf(pi.name)
 	if len(t.held) > 0 {
 		t.dropHeld(p, func(h *Op) bool {
 			if h.Kind != KStat || h.Rec != trace.OpLookup || ev.Start-(h.Start+h.Dur) > p.opts.FoldWindow {
 				return false
 			}
-			return isUnder(pi.name, h.Name) || (pi2 != nil && isUnder(pi2.name, h.Name))
+			if isUnder(pi.name, h.Name) {
+				if len(h.Walk) < len(walk) {
+					walk = h.Walk
+				}
+				return true
+			}
+			return pi2 != nil && isUnder(pi2.name, h.Name)
 		})
 	}
 	// The kernel probes security.capability (getxattr, size 0) and refreshes attributes
@@ -504,6 +522,7 @@ func (p *planner) feed(ev *trace.Event) {
 	p.release(ev.Tid)
 
 	op := p.base(ev, pi, pi2)
+	op.Walk = walk
 	switch ev.Op {
 	case trace.OpGetattr, trace.OpStatx:
 		op.Kind = KStat
