@@ -23,7 +23,7 @@ type tracer struct {
 	uids   map[uint32]bool // record only these uids when non-nil
 	filter *pathFilter     // nil without path filters
 
-	nodes   nodeTable
+	nodes   *nodeTable
 	handles *shardedMap[uint64, opener]   // fh → opener, from open/create/opendir replies
 	procs   *shardedMap[uint32, procInfo] // tid → attribution
 	seen    bitset                        // path ids already described by AddFile (or created)
@@ -39,10 +39,10 @@ func newTracer(inner fuse.RawFileSystem, rec Recorder, o Options) *tracer {
 		origin:  rec.Origin(),
 		opts:    o,
 		filter:  newPathFilter(o.Include, o.Exclude),
-		nodes:   newNodeTable(),
 		handles: newShardedMap[uint64, opener](),
 		procs:   newShardedMap[uint32, procInfo](),
 	}
+	t.nodes = newNodeTable(t.intern)
 	if len(o.UIDs) > 0 {
 		t.uids = make(map[uint32]bool, len(o.UIDs))
 		for _, u := range o.UIDs {
@@ -105,7 +105,11 @@ func (t *tracer) keep(ev *trace.Event, at int64) bool {
 
 // child interns parent/name for a name operation on directory node dir.
 func (t *tracer) child(dir uint64, name string) uint32 {
-	parent := t.nodes.path(dir)
+	return t.intern(t.nodes.path(dir), name)
+}
+
+// intern returns the path id of parent/name.
+func (t *tracer) intern(parent uint32, name string) uint32 {
 	id := t.rec.Path(parent, name)
 	if t.filter != nil {
 		t.filter.learn(id, parent, name)
@@ -116,11 +120,11 @@ func (t *tracer) child(dir uint64, name string) uint32 {
 // entry maps a node id returned in an entry reply to its path. lookup is true for replies
 // describing an existing object (LOOKUP, READDIRPLUS): the first such sighting of a path is
 // recorded with AddFile. Objects the job creates are marked seen without a File record.
-func (t *tracer) entry(node uint64, path uint32, a *fuse.Attr, lookup bool, at int64) {
+func (t *tracer) entry(node uint64, dir uint64, name string, path uint32, a *fuse.Attr, lookup bool, at int64) {
 	if node == 0 {
 		return
 	}
-	t.nodes.ref(node, path)
+	t.nodes.ref(node, path, dir, name, a.Mode&syscall.S_IFMT == syscall.S_IFDIR)
 	if path == 0 || !t.seen.testAndSet(path) || !lookup {
 		return
 	}
@@ -196,7 +200,7 @@ func (t *tracer) Lookup(cancel <-chan struct{}, h *fuse.InHeader, name string, o
 	ev.Path = t.child(h.NodeId, name)
 	if st == fuse.OK && out.NodeId != 0 {
 		ev.Node2, ev.Ret, ev.Mode = out.NodeId, int64(out.Size), out.Mode
-		t.entry(out.NodeId, ev.Path, &out.Attr, true, t1)
+		t.entry(out.NodeId, h.NodeId, name, ev.Path, &out.Attr, true, t1)
 	} else if st == fuse.OK {
 		// A negative entry (node id 0, cached by the kernel): the caller sees ENOENT.
 		t.commit(ev, t0, t1, fuse.ENOENT)
@@ -261,7 +265,7 @@ func (t *tracer) Mknod(cancel <-chan struct{}, in *fuse.MknodIn, name string, ou
 	ev.Mode = in.Mode
 	if st == fuse.OK {
 		ev.Node2, ev.Ret = out.NodeId, int64(out.Size)
-		t.entry(out.NodeId, ev.Path, &out.Attr, false, t1)
+		t.entry(out.NodeId, in.NodeId, name, ev.Path, &out.Attr, false, t1)
 	}
 	t.commit(ev, t0, t1, st)
 	return st
@@ -276,7 +280,7 @@ func (t *tracer) Mkdir(cancel <-chan struct{}, in *fuse.MkdirIn, name string, ou
 	ev.Mode = in.Mode
 	if st == fuse.OK {
 		ev.Node2, ev.Ret = out.NodeId, int64(out.Size)
-		t.entry(out.NodeId, ev.Path, &out.Attr, false, t1)
+		t.entry(out.NodeId, in.NodeId, name, ev.Path, &out.Attr, false, t1)
 	}
 	t.commit(ev, t0, t1, st)
 	return st
@@ -312,7 +316,7 @@ func (t *tracer) Rename(cancel <-chan struct{}, in *fuse.RenameIn, oldName strin
 	ev.Node2 = in.Newdir
 	ev.Flags = in.Flags
 	if st == fuse.OK {
-		t.nodes.move(ev.Path, ev.Path2, in.Flags&renameExchange != 0)
+		t.nodes.rename(ev.Path, ev.Path2, in.NodeId, oldName, in.Newdir, newName, in.Flags&renameExchange != 0)
 	}
 	t.commit(ev, t0, t1, st)
 	return st
@@ -329,7 +333,7 @@ func (t *tracer) Link(cancel <-chan struct{}, in *fuse.LinkIn, name string, out 
 	ev.Path2 = t.nodes.path(in.Oldnodeid)
 	if st == fuse.OK {
 		ev.Node2, ev.Ret, ev.Mode = out.NodeId, int64(out.Size), out.Mode
-		t.entry(out.NodeId, ev.Path, &out.Attr, false, t1)
+		t.entry(out.NodeId, in.NodeId, name, ev.Path, &out.Attr, false, t1)
 	}
 	t.commit(ev, t0, t1, st)
 	return st
@@ -344,7 +348,7 @@ func (t *tracer) Symlink(cancel <-chan struct{}, h *fuse.InHeader, pointedTo str
 	ev.Path2 = t.rec.Raw(pointedTo)
 	if st == fuse.OK {
 		ev.Node2, ev.Ret = out.NodeId, int64(out.Size)
-		t.entry(out.NodeId, ev.Path, &out.Attr, false, t1)
+		t.entry(out.NodeId, h.NodeId, linkName, ev.Path, &out.Attr, false, t1)
 	}
 	t.commit(ev, t0, t1, st)
 	return st
@@ -427,7 +431,7 @@ func (t *tracer) Create(cancel <-chan struct{}, in *fuse.CreateIn, name string, 
 	ev.Flags, ev.Mode = in.Flags, in.Mode
 	if st == fuse.OK {
 		ev.Node2, ev.Handle, ev.Ret = out.NodeId, out.Fh, int64(out.Size)
-		t.entry(out.NodeId, ev.Path, &out.Attr, false, t1)
+		t.entry(out.NodeId, in.NodeId, name, ev.Path, &out.Attr, false, t1)
 		t.opened(out.Fh, ev, t1)
 	}
 	t.commit(ev, t0, t1, st)
@@ -443,7 +447,7 @@ func (t *tracer) Tmpfile(cancel <-chan struct{}, in *fuse.CreateIn, out *fuse.Cr
 	ev.Flags, ev.Mode = in.Flags, in.Mode
 	if st == fuse.OK {
 		ev.Node2, ev.Handle = out.NodeId, out.Fh
-		t.entry(out.NodeId, 0, &out.Attr, false, t1)
+		t.entry(out.NodeId, 0, "", 0, &out.Attr, false, t1)
 		t.opened(out.Fh, ev, t1)
 	}
 	t.commit(ev, t0, t1, st)
@@ -709,11 +713,7 @@ func (t *tracer) plusEntries(dir uint64, dirPath uint32, buf []byte, at int64) {
 		}
 		if eo.NodeId != 0 {
 			name := string(buf[entryOutSize+direntSize : entryOutSize+direntSize+nameLen])
-			id := t.rec.Path(dirPath, name)
-			if t.filter != nil {
-				t.filter.learn(id, dirPath, name)
-			}
-			t.entry(eo.NodeId, id, &eo.Attr, true, at)
+			t.entry(eo.NodeId, dir, name, t.intern(dirPath, name), &eo.Attr, true, at)
 		}
 		if rec > len(buf) {
 			return

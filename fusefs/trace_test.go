@@ -255,3 +255,31 @@ func workloadCmdRun(name string, args ...string) error {
 	}
 	return nil
 }
+
+// TestTracePathsKernelCache: with 1 s entry caching the kernel may open a file it only saw in
+// a READDIRPLUS reply, without a LOOKUP; the layer still knows its path.
+func TestTracePathsKernelCache(t *testing.T) {
+	rec := fusetest.NewMemRecorder(0)
+	c := fusetest.Mount(t, rec, fusefs.Options{Cache: fusefs.CacheKernel})
+	os.MkdirAll(filepath.Join(c.Orig, "d", "e"), 0o755)
+	for _, f := range []string{"d/a", "d/b", "d/e/c"} {
+		os.WriteFile(filepath.Join(c.Orig, f), []byte(f), 0o644)
+	}
+	if err := workloadCmdRun("sh", "-c", "ls -lR "+c.Mnt+" >/dev/null && cat "+c.Mnt+"/d/a "+c.Mnt+"/d/e/c >/dev/null && mv "+c.Mnt+"/d "+c.Mnt+"/z && cat "+c.Mnt+"/z/b >/dev/null"); err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for _, e := range rec.Events() {
+		if e.Op == trace.OpOpen || e.Op == trace.OpRead {
+			if e.Path == 0 {
+				t.Errorf("%v without a path: %+v", e.Op, e)
+			}
+			seen[rec.PathName(e.Path)] = true
+		}
+	}
+	for _, want := range []string{"d/a", "d/e/c", "z/b"} {
+		if !seen[want] {
+			t.Errorf("no open/read of %q; saw %v", want, seen)
+		}
+	}
+}

@@ -124,42 +124,43 @@ func TestToErrno(t *testing.T) {
 }
 
 func TestNodeTable(t *testing.T) {
-	nt := newNodeTable()
-	nt.ref(5, 10)
-	nt.ref(5, 10)
-	nt.ref(6, 11)
-	nt.move(10, 12, false)
-	if p := nt.path(5); p != 12 {
-		t.Errorf("after rename: %d", p)
+	names := map[[2]any]uint32{}
+	intern := func(parent uint32, name string) uint32 {
+		k := [2]any{parent, name}
+		if id, ok := names[k]; ok {
+			return id
+		}
+		names[k] = uint32(100 + len(names))
+		return names[k]
 	}
-	nt.move(12, 11, true) // exchange
-	if nt.path(5) != 11 || nt.path(6) != 12 {
-		t.Errorf("after exchange: %d %d", nt.path(5), nt.path(6))
+	nt := newNodeTable(intern)
+	d := intern(1, "d")
+	nt.ref(5, d, 1, "d", true)
+	f := intern(d, "f")
+	nt.ref(6, f, 5, "f", false)
+	nt.ref(6, f, 5, "f", false)
+	z := intern(1, "z")
+	nt.rename(d, z, 1, "d", 1, "z", false)
+	if nt.path(5) != z {
+		t.Errorf("renamed dir: %d, want %d", nt.path(5), z)
 	}
-	nt.forget(5, 1)
-	if nt.path(5) != 11 {
+	if got, want := nt.path(6), intern(z, "f"); got != want {
+		t.Errorf("child of renamed dir: %d, want %d (z/f)", got, want)
+	}
+	g := intern(z, "g")
+	nt.rename(intern(z, "f"), g, 5, "f", 5, "g", false)
+	if nt.path(6) != g {
+		t.Errorf("renamed file: %d", nt.path(6))
+	}
+	nt.forget(6, 1)
+	if nt.path(6) != g {
 		t.Errorf("forgotten too early")
 	}
-	nt.forget(5, 1)
-	if nt.path(5) != 0 {
+	nt.forget(6, 1)
+	if nt.path(6) != 0 {
 		t.Errorf("not forgotten")
 	}
 	if nt.path(1) != trace.RootPath {
 		t.Errorf("root")
-	}
-}
-
-func TestBitset(t *testing.T) {
-	var b bitset
-	for _, i := range []uint32{1, 63, 64, 65535, 65536, 1 << 24} {
-		if !b.testAndSet(i) {
-			t.Errorf("%d: set before", i)
-		}
-		if b.testAndSet(i) {
-			t.Errorf("%d: not remembered", i)
-		}
-	}
-	if !b.testAndSet(2) {
-		t.Error("2 set by a neighbour")
 	}
 }
