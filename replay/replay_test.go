@@ -335,3 +335,26 @@ func TestDivergencePolicies(t *testing.T) {
 		}
 	}
 }
+
+// TestWalkStart checks where replayed calls start their path walk: at the shallowest
+// lookup folded into them, else at their parent.
+func TestWalkStart(t *testing.T) {
+	b := newTB(t)
+	b.walk(1, "a/b/c", syscall.ENOENT, 0, 0) // lookups a, a/b, a/b/c: a walk from the root
+	b.ev(1, trace.OpMkdir, "a/b/c", 1000, 1000, func(e *trace.Event) { e.Mode = 0o755 })
+	b.lookup(1, "a/b/c/d", syscall.ENOENT, 0, 0) // only the last component: from a/b/c
+	b.ev(1, trace.OpMkdir, "a/b/c/d", 1000, 1000, func(e *trace.Event) { e.Mode = 0o755 })
+	b.ev(1, trace.OpMkdir, "a/b/c/e", 1000, 1000, func(e *trace.Event) { e.Mode = 0o755 }) // no lookup
+	p := newPlanner(readerOf(t, b.bytes()), PlanOptions{})
+	want := map[string]string{"a/b/c": "", "a/b/c/d": "a/b/c", "a/b/c/e": "a/b/c"}
+	for {
+		op, err := p.next()
+		if err == io.EOF {
+			break
+		}
+		must(t, err)
+		if w, ok := want[op.Name]; ok && op.Walk != w {
+			t.Errorf("%s %q: walk from %q, want %q", op.Kind, op.Name, op.Walk, w)
+		}
+	}
+}
