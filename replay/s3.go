@@ -315,7 +315,7 @@ func (s *S3) get(ctx context.Context, key string, off, n int64, dst []byte) (int
 		}
 		return 0, s.cls("get "+key, err)
 	}
-	defer out.Body.Close()
+	defer func() { _ = out.Body.Close() }()
 	var got int64
 	if len(dst) > 0 {
 		m, err := io.ReadFull(out.Body, dst[:min(int64(len(dst)), n)])
@@ -436,6 +436,8 @@ func (s *S3) lookup(ctx context.Context, name string) (entry, error) {
 	case "s3fs":
 		e, _, err := s.head(ctx, s.key(name))
 		if errors.Is(err, fs.ErrNotExist) {
+			// The directory's marker object (which carries its mode), then an implicit
+			// directory (keys below it, no marker).
 			e, _, err = s.head(ctx, s.dirKey(name))
 			if errors.Is(err, fs.ErrNotExist) {
 				var any bool
@@ -443,8 +445,8 @@ func (s *S3) lookup(ctx context.Context, name string) (entry, error) {
 				if err == nil && !any {
 					err = fmt.Errorf("replay: s3 lookup %q: %w", name, errNotExist)
 				}
+				e = entry{mode: syscall.S_IFDIR | 0o755}
 			}
-			e = entry{mode: syscall.S_IFDIR | 0o755}
 		}
 		if err != nil {
 			return entry{}, err

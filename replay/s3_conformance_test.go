@@ -22,7 +22,7 @@ func TestS3Conformance(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer srv.Close()
+	defer func() { _ = srv.Close() }()
 	var n atomic.Int32
 	backendtest.Run(t, backendtest.Caps{Symlinks: true, Rename: true, Locks: true, Modes: true}, func(t *testing.T) replay.Backend {
 		b, err := replay.OpenS3(context.Background(), fmt.Sprintf("s3://data/conf-%d", n.Add(1)), replay.TargetOptions{

@@ -30,7 +30,7 @@ func TestS3EndToEnd(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer s.Close()
+		defer func() { _ = s.Close() }()
 		backends = append(backends, s)
 	}
 	out := t.TempDir()

@@ -29,7 +29,7 @@ func s3Server(t *testing.T) *s3test.Server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { srv.Close() })
+	t.Cleanup(func() { _ = srv.Close() })
 	return srv
 }
 
@@ -46,7 +46,7 @@ func openS3(t *testing.T, endpoint, profile, prefix string) *S3 {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { b.Close() })
+	t.Cleanup(func() { _ = b.Close() })
 	return b
 }
 
@@ -165,7 +165,7 @@ func TestS3Mountpoint(t *testing.T) {
 			t.Fatalf("read at %d: %d, %v", off, n, err)
 		}
 	}
-	f.Close(ctx)
+	_ = f.Close(ctx)
 	// Each start fetches the first window and prefetches the next: 2 + 2.
 	wantReqs(t, b, "read", map[string]int64{"GetObject": 4})
 
@@ -254,7 +254,7 @@ func readNames(t *testing.T, d File) []string {
 			p += rec
 		}
 	}
-	d.Close(ctx)
+	_ = d.Close(ctx)
 	return names
 }
 
@@ -338,7 +338,7 @@ func TestS3S3FS(t *testing.T) {
 			t.Fatalf("read at %d: %d %v", off, n, err)
 		}
 	}
-	r.Close(ctx)
+	_ = r.Close(ctx)
 	wantReqs(t, b, "read", map[string]int64{"GetObject": 2, "bytes:GetObject": 2 * mib})
 
 	// chmod: CopyObject onto itself with the mode in metadata.
@@ -435,7 +435,7 @@ func TestS3BadInput(t *testing.T) {
 		t.Fatal(err)
 	}
 	dead := "http://" + ln.Addr().String()
-	ln.Close()
+	_ = ln.Close()
 
 	for _, tt := range []struct {
 		name, spec, endpoint string
@@ -454,7 +454,7 @@ func TestS3BadInput(t *testing.T) {
 			start := time.Now()
 			b, err := OpenS3(ctx, tt.spec, o)
 			if err == nil {
-				b.Close()
+				_ = b.Close()
 				t.Fatalf("OpenS3(%q) succeeded", tt.spec)
 			}
 			if !errors.Is(err, tt.want) {
@@ -526,7 +526,7 @@ func TestS3Throttling(t *testing.T) {
 			slowed.Add(1)
 			w.Header().Set("Content-Type", "application/xml")
 			w.WriteHeader(http.StatusServiceUnavailable)
-			w.Write([]byte(`<?xml version="1.0" encoding="UTF-8"?><Error><Code>SlowDown</Code><Message>Please reduce your request rate.</Message></Error>`))
+			_, _ = w.Write([]byte(`<?xml version="1.0" encoding="UTF-8"?><Error><Code>SlowDown</Code><Message>Please reduce your request rate.</Message></Error>`))
 			return
 		}
 		proxy.ServeHTTP(w, r)
@@ -538,7 +538,7 @@ func TestS3Throttling(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer b.Close()
+	defer func() { _ = b.Close() }()
 	for i := 0; i < 4; i++ {
 		writeObj(t, b, "f"+string(rune('0'+i)), 1000, 1000)
 	}

@@ -137,13 +137,13 @@ func (s *S3) Open(ctx context.Context, name string, flags int, perm uint32) (f F
 	if err != nil {
 		return nil, fmt.Errorf("replay: s3fs local copy: %w", err)
 	}
-	os.Remove(tmp.Name())
+	_ = os.Remove(tmp.Name())
 	h.tmp, h.write = tmp, true
 	switch {
 	case !exists:
 		// s3fs creates the object at once, empty.
 		if err := s.put(ctx, h.key, bytes.NewReader(nil), 0, nil); err != nil {
-			tmp.Close()
+			_ = tmp.Close()
 			return nil, err
 		}
 		h.size = 0
@@ -153,11 +153,11 @@ func (s *S3) Open(ctx context.Context, name string, flags int, perm uint32) (f F
 	case e.size > 0:
 		// Modifying an object: s3fs downloads it first.
 		if _, err := s.get(ctx, h.key, 0, e.size, nil); err != nil {
-			tmp.Close()
+			_ = tmp.Close()
 			return nil, err
 		}
 		if err := tmp.Truncate(e.size); err != nil {
-			tmp.Close()
+			_ = tmp.Close()
 			return nil, fmt.Errorf("replay: s3fs local copy: %w", err)
 		}
 	}
@@ -565,7 +565,7 @@ func (f *s3File) Close(ctx context.Context) (err error) {
 	switch {
 	case f.tmp != nil:
 		err = f.flushLocal(ctx)
-		f.tmp.Close()
+		_ = f.tmp.Close()
 		f.tmp = nil
 	case f.up != nil && !f.done:
 		f.done = true

@@ -334,8 +334,8 @@ func (e *RefusedError) Unwrap() error { return e.Errno }
 // mean latency and the requests it issued; then totals, retries and throttles, and the
 // estimated cost if prices is non-nil.
 func PrintRequests(w io.Writer, rs RequestStats, prices Prices) {
-	fmt.Fprintf(w, "S3 requests, %s phase (%s profile)\n", rs.Phase, rs.Profile)
-	fmt.Fprintf(w, "  %-12s %8s %8s %12s  %s\n", "call", "count", "refused", "mean", "requests (count, bytes)")
+	_, _ = fmt.Fprintf(w, "S3 requests, %s phase (%s profile)\n", rs.Phase, rs.Profile)
+	_, _ = fmt.Fprintf(w, "  %-12s %8s %8s %12s  %s\n", "call", "count", "refused", "mean", "requests (count, bytes)")
 	for _, o := range rs.Ops {
 		mean := time.Duration(0)
 		if o.Count > 0 {
@@ -356,7 +356,7 @@ func PrintRequests(w io.Writer, rs RequestStats, prices Prices) {
 		if name == "-" {
 			name = "(backend)"
 		}
-		fmt.Fprintf(w, "  %-12s %8d %8d %12v  %s\n", name, o.Count, o.Refused, mean.Round(time.Microsecond), strings.Join(parts, ", "))
+		_, _ = fmt.Fprintf(w, "  %-12s %8d %8d %12v  %s\n", name, o.Count, o.Refused, mean.Round(time.Microsecond), strings.Join(parts, ", "))
 	}
 	var parts []string
 	var n uint64
@@ -364,10 +364,10 @@ func PrintRequests(w io.Writer, rs RequestStats, prices Prices) {
 		parts = append(parts, fmt.Sprintf("%s %d", t.Type, t.Count))
 		n += t.Count
 	}
-	fmt.Fprintf(w, "  total        %d requests: %s\n", n, strings.Join(parts, ", "))
-	fmt.Fprintf(w, "  retries      %d, throttled (503 SlowDown) %d\n", rs.Retries, rs.Throttled)
+	_, _ = fmt.Fprintf(w, "  total        %d requests: %s\n", n, strings.Join(parts, ", "))
+	_, _ = fmt.Fprintf(w, "  retries      %d, throttled (503 SlowDown) %d\n", rs.Retries, rs.Throttled)
 	if prices != nil {
-		fmt.Fprintf(w, "  est. cost    $%.6f\n", rs.Cost(prices))
+		_, _ = fmt.Fprintf(w, "  est. cost    $%.6f\n", rs.Cost(prices))
 	}
 }
 

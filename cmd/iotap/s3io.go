@@ -53,7 +53,7 @@ func openTraceAny(ctx context.Context, e *env, name string) (*trace.Reader, func
 	}
 	r, err := trace.NewReader(rc)
 	if err != nil {
-		rc.Close()
+		_ = rc.Close()
 		return nil, nil, err
 	}
 	return r, func() error { return errors.Join(r.Close(), rc.Close()) }, nil
@@ -76,7 +76,7 @@ func createTraceAny(ctx context.Context, name string, h trace.Header, o trace.Wr
 	}
 	w, err = trace.NewWriter(up, h, o)
 	if err != nil {
-		up.Close()
+		_ = up.Close()
 		return nil, nil, err
 	}
 	return w, func() error { return errors.Join(w.Close(), up.Close()) }, nil

@@ -18,7 +18,7 @@ func TestS3TraceIO(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer srv.Close()
+	defer func() { _ = srv.Close() }()
 	t.Setenv("IOTAP_S3_ENDPOINT", srv.URL)
 	t.Setenv("AWS_ACCESS_KEY_ID", s3test.AccessKey)
 	t.Setenv("AWS_SECRET_ACCESS_KEY", s3test.SecretKey)

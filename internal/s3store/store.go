@@ -276,7 +276,7 @@ func (w *Writer) compose(ctx context.Context) error {
 	}
 	id := out.UploadId
 	abort := func(err error) error {
-		w.client.AbortMultipartUpload(context.Background(), &s3.AbortMultipartUploadInput{Bucket: &w.bucket, Key: &w.key, UploadId: id})
+		_, _ = w.client.AbortMultipartUpload(context.Background(), &s3.AbortMultipartUploadInput{Bucket: &w.bucket, Key: &w.key, UploadId: id})
 		return err
 	}
 	var parts []types.CompletedPart
@@ -304,7 +304,7 @@ func (w *Writer) compose(ctx context.Context) error {
 				return abort(Classify(err))
 			}
 			data, err := io.ReadAll(g.Body)
-			g.Body.Close()
+			_ = g.Body.Close()
 			if err != nil {
 				return abort(err)
 			}
@@ -439,7 +439,7 @@ func (r *segReader) Read(p []byte) (int, error) {
 		}
 		n, err := r.body.Read(p)
 		if err == io.EOF {
-			r.body.Close()
+			_ = r.body.Close()
 			r.body = nil
 			if n > 0 {
 				return n, nil

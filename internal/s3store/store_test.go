@@ -24,7 +24,7 @@ func server(t *testing.T) (*s3test.Server, Options) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { srv.Close() })
+	t.Cleanup(func() { _ = srv.Close() })
 	return srv, Options{
 		Client: ClientOptions{
 			Endpoint: srv.URL, Region: "us-east-1", ConnectTimeout: 2 * time.Second,
@@ -50,7 +50,7 @@ func readBack(t *testing.T, url string, o Options) []byte {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer r.Close()
+	defer func() { _ = r.Close() }()
 	got, err := io.ReadAll(r)
 	if err != nil {
 		t.Fatal(err)
@@ -147,7 +147,7 @@ func TestList(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		w.Write([]byte("data"))
+		_, _ = w.Write([]byte("data"))
 		if err := w.Close(); err != nil {
 			t.Fatal(err)
 		}
@@ -172,7 +172,7 @@ func TestBadInput(t *testing.T) {
 	ln, _ := net.Listen("tcp", "127.0.0.1:0")
 	dead := o
 	dead.Client.Endpoint = "http://" + ln.Addr().String()
-	ln.Close()
+	_ = ln.Close()
 	_ = srv
 	for _, tt := range []struct {
 		name string
@@ -190,7 +190,7 @@ func TestBadInput(t *testing.T) {
 			start := time.Now()
 			w, err := Create(ctx, tt.url, tt.o)
 			if err == nil {
-				w.Close()
+				_ = w.Close()
 				t.Fatal("Create succeeded")
 			}
 			if !errors.Is(err, tt.want) {
