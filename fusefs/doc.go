@@ -37,9 +37,11 @@
 //
 // FUSE requests carry node ids, not paths. The tracer keeps node id → path id (interned by the
 // Recorder as parent path id + name) from the replies of LOOKUP, CREATE, MKDIR, MKNOD, SYMLINK,
-// LINK and READDIRPLUS, drops it when the kernel forgets the node, and moves it on RENAME.
-// Children of a renamed directory keep their old path until the kernel looks them up again
-// (immediately with Cache "none", whose timeouts are 0 s).
+// LINK and READDIRPLUS (the kernel may use those node ids without a LOOKUP), drops it when the
+// kernel forgets the node, and moves it on RENAME. Each node also remembers its parent node
+// and name; renaming a directory starts a new generation, and a node whose path is from an
+// older generation recomputes it (parent path + name) on its next use, so the children of a
+// renamed directory are recorded under their new paths.
 //
 // # Attribution
 //
