@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"syscall"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -356,5 +357,52 @@ func TestWalkStart(t *testing.T) {
 		if w, ok := want[op.Name]; ok && op.Walk != w {
 			t.Errorf("%s %q: walk from %q, want %q", op.Kind, op.Name, op.Walk, w)
 		}
+	}
+}
+
+// TestTimingModes checks that original timing keeps recorded start offsets against one
+// origin (no drift over a second of trace) and think timing keeps think times.
+func TestTimingModes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("takes seconds")
+	}
+	data := statTrace(t, 3, 1000, 1000) // 1000 ops at 1 kHz over 3 threads: 1 s
+	tests := []struct {
+		name   string
+		timing Timing
+		speed  float64
+		want   time.Duration
+	}{
+		{"original", TimingOriginal, 1, 999 * time.Millisecond},
+		{"original x2", TimingOriginal, 2, 500 * time.Millisecond},
+		{"think", TimingThink, 1, 999 * time.Millisecond},
+		{"afap", TimingAFAP, 1, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, d := target(t, "")
+			sum := replayOnto(t, data, d, nil, Options{Timing: tt.timing, Speed: tt.speed})
+			if sum.Divergences != 0 {
+				t.Fatalf("divergences: %v", sum.Examples)
+			}
+			got := sum.ReplaySpan
+			t.Logf("span %v (recorded %v), lag p50 %v p99 %v max %v", got, sum.RecordedSpan, sum.LagP50, sum.LagP99, sum.LagMax)
+			if tt.timing == TimingAFAP {
+				if got > 500*time.Millisecond {
+					t.Fatalf("afap took %v", got)
+				}
+				return
+			}
+			// Anchored (original): the run ends late by at most the last op's lag, never by
+			// an accumulation. Closed loop (think): lateness accumulates along each thread,
+			// by at most the summed lag and the extra op time.
+			slack := sum.LagMax + 10*time.Millisecond
+			if tt.timing == TimingThink {
+				slack = sum.LagTotal + max(sum.ReplayIO-sum.RecordedIO, 0) + 10*time.Millisecond
+			}
+			if d := got - tt.want; d < -10*time.Millisecond || d > slack {
+				t.Fatalf("span %v, want %v (-10ms/+%v)", got, tt.want, slack)
+			}
+		})
 	}
 }

@@ -16,6 +16,7 @@ import (
 type hist struct {
 	n      uint64
 	max    int64
+	sum    int64
 	counts [64 * 16]uint64
 }
 
@@ -38,12 +39,14 @@ func histLow(i int) int64 {
 func (h *hist) record(v int64) {
 	v = max(v, 0)
 	h.n++
+	h.sum += v
 	h.max = max(h.max, v)
 	h.counts[histBucket(v)]++
 }
 
 func (h *hist) merge(o *hist) {
 	h.n += o.n
+	h.sum += o.sum
 	h.max = max(h.max, o.max)
 	for i, c := range o.counts {
 		h.counts[i] += c
@@ -122,6 +125,7 @@ type Summary struct {
 	// Issue lag: actual issue time minus the time the op became due (its scheduled time,
 	// or when its ordering dependencies completed if later).
 	LagP50, LagP99, LagMax time.Duration
+	LagTotal               time.Duration
 	LateOver1ms            uint64
 	LagSamples             uint64
 	DepWait                time.Duration // total time spent waiting for other threads' ops
@@ -188,6 +192,7 @@ func (s *Summary) finish() {
 	s.LagSamples = s.lag.n
 	s.LagP50, s.LagP99 = s.lag.quantile(0.5), s.lag.quantile(0.99)
 	s.LagMax = time.Duration(s.lag.max)
+	s.LagTotal = time.Duration(s.lag.sum)
 	s.LateOver1ms = s.lag.above(int64(time.Millisecond))
 	switch {
 	case s.Timing == "afap":
