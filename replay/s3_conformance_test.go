@@ -3,6 +3,8 @@ package replay_test
 import (
 	"context"
 	"fmt"
+	"os"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -29,6 +31,26 @@ func TestS3Conformance(t *testing.T) {
 			Profile: "s3fs", Endpoint: srv.URL, Region: "us-east-1", ProbeTimeout: 5 * time.Second,
 			Credentials: credentials.NewStaticCredentialsProvider(s3test.AccessKey, s3test.SecretKey, ""),
 		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	})
+}
+
+// TestS3ConformanceReal runs the suite against a real bucket when IOTAP_S3_TEST_URL
+// (s3://bucket/prefix) and AWS credentials are set; IOTAP_S3_TEST_ENDPOINT selects an
+// S3-compatible server.
+func TestS3ConformanceReal(t *testing.T) {
+	base := os.Getenv("IOTAP_S3_TEST_URL")
+	if base == "" {
+		t.Skip("set IOTAP_S3_TEST_URL=s3://bucket/prefix and AWS credentials to run against real S3")
+	}
+	var n atomic.Int32
+	run := time.Now().UTC().Format("20060102T150405")
+	backendtest.Run(t, backendtest.Caps{Symlinks: true, Rename: true, Locks: true, Modes: true}, func(t *testing.T) replay.Backend {
+		b, err := replay.OpenS3(context.Background(), fmt.Sprintf("%s/iotap-test-%s-%d", strings.TrimSuffix(base, "/"), run, n.Add(1)),
+			replay.TargetOptions{Profile: "s3fs", Endpoint: os.Getenv("IOTAP_S3_TEST_ENDPOINT")})
 		if err != nil {
 			t.Fatal(err)
 		}

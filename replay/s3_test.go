@@ -558,3 +558,46 @@ func TestS3Throttling(t *testing.T) {
 	}
 	t.Logf("requests %d, throttled %d, retries %d", n.Load(), throttled, retries)
 }
+
+// TestS3DeniedAndSilent checks the errors of OpenS3 for an endpoint that denies access
+// (a proxy answering 403 AccessDenied) and one that accepts connections but never
+// answers: both are clear, and the silent one does not hang past ProbeTimeout.
+func TestS3DeniedAndSilent(t *testing.T) {
+	denied := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/xml")
+		w.WriteHeader(http.StatusForbidden)
+		_, _ = w.Write([]byte(`<?xml version="1.0" encoding="UTF-8"?><Error><Code>AccessDenied</Code><Message>Access Denied</Message></Error>`))
+	}))
+	defer denied.Close()
+	ctx := context.Background()
+	_, err := OpenS3(ctx, "s3://data/p", s3Opts(denied.URL, "sdk"))
+	if !errors.Is(err, fs.ErrPermission) || Errno(err) != syscall.EACCES || !strings.Contains(err.Error(), "access denied") {
+		t.Errorf("access denied: %v", err)
+	}
+
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = ln.Close() }()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			defer func() { _ = c.Close() }() // hold it open, say nothing
+		}
+	}()
+	o := s3Opts("http://"+ln.Addr().String(), "sdk")
+	o.ProbeTimeout = time.Second
+	start := time.Now()
+	_, err = OpenS3(ctx, "s3://data/p", o)
+	if err == nil {
+		t.Fatal("a silent endpoint was accepted")
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("silent endpoint: took %v", d)
+	}
+	t.Logf("silent endpoint after %v: %v", time.Since(start).Round(time.Millisecond), err)
+}
