@@ -27,7 +27,7 @@ type StragglerOptions struct {
 	MinExcess    time.Duration // ... and at least this much above it [100ms]
 	P99Factor    float64       // an op's p99 above P99Factor × the others' median p99 [2]
 	MinP99Excess time.Duration // ... and at least this much above it [1ms]
-	MinOps       uint64        // an op's p99 counts only with this many calls on both nodes [100]
+	MinOps       uint64        // an op's p99 counts only with this many calls on both nodes [1000]: with fewer, p99 is one or two slow calls
 }
 
 func (o StragglerOptions) withDefaults() StragglerOptions {
@@ -44,7 +44,7 @@ func (o StragglerOptions) withDefaults() StragglerOptions {
 		o.MinP99Excess = time.Millisecond
 	}
 	if o.MinOps == 0 {
-		o.MinOps = 100
+		o.MinOps = 1000
 	}
 	return o
 }
