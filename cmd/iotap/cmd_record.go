@@ -600,12 +600,21 @@ func liveLine(d tally.Snapshot, dt time.Duration, dropped uint64) string {
 }
 
 // unmount takes the layer down. If something still uses it, it is detached lazily and
-// given a moment to drain; the trace is closed either way.
+// given a moment to drain; the trace is closed either way. It never blocks for long: a
+// request stuck in the backend (a hung network file system) must not keep the trace open.
 func (s *session) unmount() {
-	if err := s.srv.Unmount(); err != nil {
+	res := make(chan error, 1)
+	go func() { res <- s.srv.Unmount() }()
+	var err error
+	select {
+	case err = <-res:
+	case <-time.After(unmountTimeout):
+		err = errors.New("unmount timed out")
+	}
+	if err != nil {
 		s.e.log.Debug("unmount failed, detaching", "mountpoint", s.spec.MountPoint, "err", err)
-		if err := unix.Unmount(s.spec.MountPoint, unix.MNT_DETACH); err != nil {
-			fmt.Fprintf(s.e.stderr, "iotap: unmount %s: %v\n", s.spec.MountPoint, err)
+		if derr := unix.Unmount(s.spec.MountPoint, unix.MNT_DETACH); derr != nil && !errors.Is(derr, unix.EINVAL) {
+			fmt.Fprintf(s.e.stderr, "iotap: unmount %s: %v\n", s.spec.MountPoint, derr)
 			return
 		}
 	}
@@ -613,10 +622,13 @@ func (s *session) unmount() {
 	go func() { s.srv.Wait(); close(done) }()
 	select {
 	case <-done:
-	case <-time.After(5 * time.Second):
-		fmt.Fprintf(s.e.stderr, "iotap: %s is still in use; closing the trace anyway\n", s.spec.MountPoint)
+	case <-time.After(unmountTimeout):
+		fmt.Fprintf(s.e.stderr, "iotap: %s is still in use (or its backend hangs); closing the trace anyway\n", s.spec.MountPoint)
 	}
 }
+
+// unmountTimeout bounds each step of taking the layer down.
+const unmountTimeout = 5 * time.Second
 
 // close closes the trace and prints the summary.
 func (s *session) close(outcome string) error {

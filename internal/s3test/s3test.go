@@ -31,6 +31,9 @@ type Options struct {
 	Addr string
 	// Dir, if set, stores objects on disk under Dir (memory stays flat on big runs);
 	// otherwise they are kept in memory, which the in-memory backend never frees.
+	// Limitation of the on-disk backend (gofakes3 s3afero v1.2.0): a key ending in "/"
+	// (the directory marker s3fs writes for mkdir) breaks listings under it with HTTP 500,
+	// and s3fs then retries forever. Use the memory backend under s3fs.
 	Dir string
 	// Buckets to create at start.
 	Buckets []string
