@@ -1,17 +1,3 @@
-// Package s3store stores and fetches iotap traces on S3 and builds the S3 clients that
-// iotap uses (trace storage here, the replay target in package replay).
-//
-// # URLs
-//
-// An S3 location is written s3://bucket/key. A key ending in "/" (or empty) is a prefix.
-// ParseURL refuses an empty bucket, a key with an empty, "." or ".." component, and a
-// key that starts with "/": iotap never writes outside the prefix it was given.
-//
-// # Errors
-//
-// Classify translates SDK errors where they enter, with errors.As on the typed errors
-// (never on message text): a missing key becomes fs.ErrNotExist, AccessDenied
-// fs.ErrPermission, a missing bucket ErrNoBucket, throttling and 5xx ErrThrottled.
 package s3store
 
 import (

@@ -16,6 +16,7 @@ import (
 	"github.com/aws/smithy-go"
 
 	"github.com/iotap/iotap/internal/s3test"
+	"github.com/iotap/iotap/trace"
 )
 
 func server(t *testing.T) (*s3test.Server, Options) {
@@ -230,4 +231,68 @@ func TestClassify(t *testing.T) {
 	if Classify(nil) != nil {
 		t.Error("Classify(nil)")
 	}
+}
+
+// TestCrashTrace records events through trace.Writer into an S3 writer that is never
+// closed (the recorder was killed): the events flushed more than one flush interval
+// before the crash are all readable, and the reader reports the missing footer.
+func TestCrashTrace(t *testing.T) {
+	_, o := server(t)
+	ctx := context.Background()
+	url := "s3://traces/crash/trace.iotap"
+	up, err := Create(ctx, url, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := trace.NewWriter(up, trace.Header{Kind: "record"}, trace.WriterOptions{FlushInterval: 10 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 50000
+	for i := 0; i < n; i++ {
+		w.Append(&trace.Event{Start: int64(i), Dur: 1, Op: trace.OpRead, Size: 4096, Ret: 4096})
+	}
+	// The process dies some flush intervals later; read what S3 holds (polling, since a
+	// loaded machine may run the flushes late).
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		time.Sleep(10*time.Millisecond + 2*o.FlushInterval)
+		got, footer, damage := countEvents(t, url, o)
+		if got == n || time.Now().After(deadline) {
+			if got != n {
+				t.Errorf("read %d events of %d after the crash", got, n)
+			}
+			if footer {
+				t.Error("a footer in a trace that was never closed")
+			}
+			t.Logf("after the crash: %d events, damage %v", got, damage)
+			return
+		}
+	}
+}
+
+func countEvents(t *testing.T, url string, o Options) (int, bool, []error) {
+	t.Helper()
+	r, err := OpenWith(context.Background(), url, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = r.Close() }()
+	tr, err := trace.NewReader(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := 0
+	for {
+		_, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		got++
+	}
+	_, ok := tr.Footer()
+	return got, ok, tr.Damage()
 }
