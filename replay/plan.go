@@ -2,6 +2,7 @@ package replay
 
 import (
 	"io"
+	"slices"
 
 	"golang.org/x/sys/unix"
 
@@ -177,6 +178,7 @@ type handleState struct {
 
 type threadState struct {
 	held    []Op // lookups waiting to be folded, then at most one mergeable data op last
+	listed  bool // in planner.holding
 	lastEnd int64
 	started bool
 }
@@ -204,6 +206,7 @@ type planner struct {
 	handles  map[uint64]*handleState
 	byPath   map[uint32]uint64 // path id -> an open handle on it (for fstat/ftruncate)
 	threads  map[uint32]*threadState
+	holding  []uint32 // threads that may hold ops (see expire)
 	freeSlot []int32
 	nSlots   int32
 
@@ -387,12 +390,44 @@ func (p *planner) thread(tid uint32) *threadState {
 	return t
 }
 
-// flushAll releases every held op (end of trace). It reports whether anything was queued.
+// flushAll releases every held op (end of trace), threads in id order. It reports
+// whether anything was queued.
 func (p *planner) flushAll() bool {
-	for tid := range p.threads {
+	tids := make([]uint32, 0, len(p.threads))
+	for tid, t := range p.threads {
+		if len(t.held) > 0 {
+			tids = append(tids, tid)
+		}
+	}
+	slices.Sort(tids)
+	for _, tid := range tids {
 		p.release(tid)
 	}
 	return len(p.out) > p.outAt
+}
+
+// expire releases the held ops of threads whose oldest held op ended longer ago than any
+// fold or merge could reach, before the event starting at now is planned: otherwise a
+// thread that goes quiet after a lookup would have it dispatched after later ops of
+// other threads on the same path.
+func (p *planner) expire(now int64) {
+	horizon := max(p.opts.FoldWindow, p.opts.MergeGap)
+	j := 0
+	for _, tid := range p.holding {
+		t := p.threads[tid]
+		if len(t.held) > 0 {
+			if h := &t.held[0]; h.Start+h.Dur+horizon < now {
+				p.release(tid)
+			}
+		}
+		if len(t.held) == 0 {
+			t.listed = false
+			continue
+		}
+		p.holding[j] = tid
+		j++
+	}
+	p.holding = p.holding[:j]
 }
 
 // release emits the ops held for tid.
@@ -409,6 +444,17 @@ func (p *planner) release(tid uint32) {
 
 // feed takes one recorded event.
 func (p *planner) feed(ev *trace.Event) {
+	if len(p.holding) > 0 {
+		p.expire(ev.Start)
+	}
+	p.feed1(ev)
+	if t := p.threads[ev.Tid]; t != nil && len(t.held) > 0 && !t.listed {
+		t.listed = true
+		p.holding = append(p.holding, ev.Tid)
+	}
+}
+
+func (p *planner) feed1(ev *trace.Event) {
 	p.Stats.Events++
 	if ev.Op < trace.NumOps {
 		p.Stats.ByOp[ev.Op]++

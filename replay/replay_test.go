@@ -406,3 +406,28 @@ func TestTimingModes(t *testing.T) {
 		})
 	}
 }
+
+// TestQuietThreadLookup: a thread stats a missing name and then stays quiet while another
+// thread creates it; the stat must still run before the create.
+func TestQuietThreadLookup(t *testing.T) {
+	b := newTB(t)
+	for i := 0; i < 20; i++ {
+		name := fmt.Sprintf("x%d", i)
+		base := int64(1e9 + i*10e6)
+		b.at(1, base)
+		b.lookup(1, name, syscall.ENOENT, 0, 0)
+		b.at(2, base+3e6) // 3 ms later, beyond the fold window
+		fh := b.create(2, name)
+		b.close(2, name, fh)
+	}
+	b.at(1, 5e9)
+	b.ev(1, trace.OpGetattr, "x0", 1000, 0, func(e *trace.Event) { e.Mode = unix.S_IFREG | 0o644 })
+	data := b.bytes()
+	for run := 0; run < 10; run++ {
+		_, d := target(t, "")
+		sum := replayOnto(t, data, d, nil, Options{Timing: TimingAFAP, OnDiverge: DivergeAbort})
+		if sum.Divergences != 0 {
+			t.Fatalf("run %d: %v", run, sum.Examples)
+		}
+	}
+}
