@@ -77,8 +77,9 @@ type S3 struct {
 	preparing atomic.Bool
 	cur       atomic.Pointer[tally]
 
-	tmu    sync.Mutex // guards phases
+	tmu    sync.Mutex // guards phases and taken
 	phases []*tally
+	taken  int // phases[:taken] were written by WriteRequests
 
 	mu        sync.Mutex           // guards the maps below
 	created   map[string]struct{}  // keys this backend wrote and has not deleted
@@ -176,6 +177,18 @@ func (s *S3) Requests() []RequestStats {
 	for _, t := range s.phases {
 		out = append(out, t.snapshot(s.prof.name))
 	}
+	return out
+}
+
+// takeRequests returns the phases started since the previous call (for WriteRequests).
+func (s *S3) takeRequests() []RequestStats {
+	s.tmu.Lock()
+	defer s.tmu.Unlock()
+	var out []RequestStats
+	for _, t := range s.phases[min(s.taken, len(s.phases)):] {
+		out = append(out, t.snapshot(s.prof.name))
+	}
+	s.taken = len(s.phases)
 	return out
 }
 

@@ -3,6 +3,7 @@ package replay
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
 	"net"
 	"net/http"
@@ -385,6 +386,29 @@ func TestS3SDK(t *testing.T) {
 		t.Errorf("chmod: %v, want ENOTSUP", err)
 	}
 	wantReqs(t, b, "chmod", map[string]int64{"refused": 1})
+
+	// Each sidecar holds the phases since the previous one.
+	dir := t.TempDir()
+	for i, want := range [][]string{{"open", "write", "write-big", "read", "rename"}, {"run2"}} {
+		if i == 1 {
+			BeginPhase(Decorate(b, Chain()), "run2")
+		}
+		path := fmt.Sprintf("%s/%d.json", dir, i)
+		if err := WriteRequests(b, path); err != nil {
+			t.Fatal(err)
+		}
+		ph, err := ReadRequests(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, p := range ph {
+			got = append(got, p.Phase)
+		}
+		if strings.Join(got, ",") != strings.Join(want, ",") {
+			t.Errorf("sidecar %d phases %v, want %v", i, got, want)
+		}
+	}
 }
 
 // TestS3Cleanup checks that Close deletes what the backend created, and Keep keeps it.

@@ -124,16 +124,24 @@ func (p Prices) price(typ string) float64 {
 
 // WriteRequests writes the request tallies of b, if it counts requests, to path as JSON
 // (schema "iotap.requests/v1"): the sidecar of a replay trace (base + ".requests.json").
-// It does nothing and returns nil for a backend without requests.
+// It holds the phases since the previous WriteRequests on b (with --repeat, each run's
+// sidecar has that run's prepare and replay phases; the first also has "open"). It does
+// nothing and returns nil for a backend without requests.
 func WriteRequests(b Backend, path string) error {
-	rc, ok := b.(RequestCounter)
-	if !ok {
+	rc := counterOf(b)
+	if rc == nil {
 		return nil
+	}
+	var phases []RequestStats
+	if t, ok := rc.(interface{ takeRequests() []RequestStats }); ok {
+		phases = t.takeRequests()
+	} else {
+		phases = rc.Requests()
 	}
 	doc := struct {
 		Schema string
 		Phases []RequestStats
-	}{"iotap.requests/v1", rc.Requests()}
+	}{"iotap.requests/v1", phases}
 	js, err := json.MarshalIndent(doc, "", "  ")
 	if err != nil {
 		return fmt.Errorf("replay: encode request counts: %w", err)
@@ -146,8 +154,22 @@ func WriteRequests(b Backend, path string) error {
 
 // BeginPhase starts a new request tally on b if it counts requests.
 func BeginPhase(b Backend, phase string) {
-	if rc, ok := b.(RequestCounter); ok {
+	if rc := counterOf(b); rc != nil {
 		rc.BeginPhase(phase)
+	}
+}
+
+// counterOf returns b's RequestCounter, looking through decorators, or nil.
+func counterOf(b Backend) RequestCounter {
+	for {
+		if rc, ok := b.(RequestCounter); ok {
+			return rc
+		}
+		d, ok := b.(*decorated)
+		if !ok {
+			return nil
+		}
+		b = d.b
 	}
 }
 
