@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -35,7 +37,9 @@ type ClientOptions struct {
 	// for response headers (default 60s). Neither limits how long a body may stream.
 	ConnectTimeout  time.Duration
 	ResponseTimeout time.Duration
-	// MaxAttempts per request, including the first (default 3, the SDK default).
+	// MaxAttempts per request, including the first (default 3, the SDK default). The
+	// retryer is the SDK's standard one (exponential backoff with jitter, at most 20 s)
+	// without the client-side retry quota.
 	MaxAttempts int
 	// APIOptions are added to every operation's middleware stack (request counting).
 	APIOptions []func(*middleware.Stack) error
@@ -70,7 +74,15 @@ func NewClient(ctx context.Context, o ClientOptions) (*s3.Client, error) {
 		})
 	opts := []func(*config.LoadOptions) error{
 		config.WithHTTPClient(hc),
-		config.WithRetryMaxAttempts(o.MaxAttempts),
+		// The SDK's standard retryer, without its client-side retry quota: a replay wants
+		// to see the server's throttling (and counts it), not have the client give up
+		// early on its own.
+		config.WithRetryer(func() aws.Retryer {
+			return retry.NewStandard(func(so *retry.StandardOptions) {
+				so.MaxAttempts = o.MaxAttempts
+				so.RateLimiter = ratelimit.None
+			})
+		}),
 	}
 	if o.Region != "" {
 		opts = append(opts, config.WithRegion(o.Region))
