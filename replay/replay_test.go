@@ -431,3 +431,17 @@ func TestQuietThreadLookup(t *testing.T) {
 		}
 	}
 }
+
+// TestPreexistingSymlink: a symlink the trace only reads gets a placeholder target of the
+// recorded length.
+func TestPreexistingSymlink(t *testing.T) {
+	b := newTB(t)
+	b.walk(1, "lib/link", 0, unix.S_IFLNK|0o777, 11)
+	b.ev(1, trace.OpReadlink, "lib/link", 2000, 1000, func(e *trace.Event) { e.Size = 4096; e.Ret = 11 })
+	data := b.bytes()
+	_, d := target(t, "")
+	sum := replayOnto(t, data, d, nil, Options{Timing: TimingAFAP})
+	if sum.Divergences != 0 || sum.ReplayedOps != 1 {
+		t.Fatalf("%d ops, divergences %v", sum.ReplayedOps, sum.Examples)
+	}
+}
