@@ -64,7 +64,7 @@ func runMount(ctx context.Context, e *env, opts *mountOptions, args []string) er
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(e.stderr, "iotap: serving %s at %s, trace %s; stop with Ctrl-C or 'iotap unmount %s'\n",
+	_, _ = fmt.Fprintf(e.stderr, "iotap: serving %s at %s, trace %s; stop with Ctrl-C or 'iotap unmount %s'\n",
 		spec.Target, spec.MountPoint, spec.Output, spec.MountPoint)
 	stopLive := make(chan struct{})
 	go s.live(stopLive)
@@ -120,7 +120,7 @@ func unmountDir(e *env, dir string) error {
 		return nil
 	}
 	if errors.Is(err, unix.EBUSY) {
-		fmt.Fprintf(e.stderr, "iotap: %s is busy; detaching it lazily (it goes away when no longer used)\n", dir)
+		_, _ = fmt.Fprintf(e.stderr, "iotap: %s is busy; detaching it lazily (it goes away when no longer used)\n", dir)
 		if err := unix.Unmount(dir, unix.MNT_DETACH); err != nil {
 			return fmt.Errorf("unmount %s: %w", dir, err)
 		}

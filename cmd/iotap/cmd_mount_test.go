@@ -43,9 +43,9 @@ func startMount(t *testing.T, target, mnt, out string) *exec.Cmd {
 	}
 	t.Cleanup(func() {
 		if cmd.ProcessState == nil {
-			cmd.Process.Kill()
-			cmd.Wait()
-			exec.Command("umount", "-l", mnt).Run()
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+			_ = exec.Command("umount", "-l", mnt).Run()
 		}
 	})
 	// The mount appears in this process's table once iotap serves it.
@@ -167,7 +167,7 @@ func TestRecordMountAt(t *testing.T) {
 	target, mnt, out := mountDirs(t)
 	p := startIotap(t, target, "record", "--mount-at", mnt, "-o", out, "--cache", "kernel", "--",
 		"sh", "-c", `pwd; cat in; echo x > y`)
-	p.stdin.Close()
+	_ = p.stdin.Close()
 	code, stdout := p.wait(t)
 	if code != 0 || stdout != mnt+"\ninput\n" {
 		t.Fatalf("exit %d stdout %q; stderr %s", code, stdout, p.stderr)

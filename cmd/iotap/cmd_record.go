@@ -169,7 +169,7 @@ func runRecord(ctx context.Context, e *env, opts *recordOptions, args []string) 
 	if err := createOutput(spec.Output); err != nil {
 		return err
 	}
-	fmt.Fprintf(e.stderr, "iotap: tracing %s%s, trace %s\n", spec.Target, viewNote(spec), spec.Output)
+	_, _ = fmt.Fprintf(e.stderr, "iotap: tracing %s%s, trace %s\n", spec.Target, viewNote(spec), spec.Output)
 	if !spec.InPlace {
 		return serve(ctx, e, spec)
 	}
@@ -416,7 +416,7 @@ func reexecInNamespace(e *env, spec *recordSpec) error {
 	if err != nil {
 		return fmt.Errorf("pipe: %w", err)
 	}
-	defer pr.Close()
+	defer func() { _ = pr.Close() }()
 	cmd := exec.Command("/proc/self/exe", recordChildCommand)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = e.stdin, e.stdout, e.stderr
 	cmd.ExtraFiles = []*os.File{pr}
@@ -428,15 +428,15 @@ func reexecInNamespace(e *env, spec *recordSpec) error {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	if err := cmd.Start(); err != nil {
-		pw.Close()
+		_ = pw.Close()
 		if errors.Is(err, syscall.EPERM) {
 			return fmt.Errorf("cannot create a private mount namespace (needs CAP_SYS_ADMIN); use --mount-at DIR: %w", err)
 		}
 		return fmt.Errorf("start recorder: %w", err)
 	}
-	pr.Close()
+	_ = pr.Close()
 	_, werr := pw.Write(data)
-	pw.Close()
+	_ = pw.Close()
 	stop := job.Forward(cmd.Process)
 	err = cmd.Wait()
 	stop()
@@ -464,7 +464,7 @@ func runRecordChild(ctx context.Context, e *env) error {
 		return errors.New("internal command: no spec on fd 3")
 	}
 	data, err := io.ReadAll(f)
-	f.Close()
+	_ = f.Close()
 	if err != nil {
 		return fmt.Errorf("read spec: %w", err)
 	}
@@ -476,11 +476,11 @@ func runRecordChild(ctx context.Context, e *env) error {
 	var ec *exitCodeError
 	if err != nil && !errors.As(err, &ec) {
 		// Print with the user's command name, then exit quietly.
-		fmt.Fprintf(e.stderr, "iotap %s: %v\n", spec.Kind, err)
+		_, _ = fmt.Fprintf(e.stderr, "iotap %s: %v\n", spec.Kind, err)
 		return &exitCodeError{code: exitError}
 	}
 	if ec != nil && ec.err != nil {
-		fmt.Fprintf(e.stderr, "iotap %s: %v\n", spec.Kind, ec.err)
+		_, _ = fmt.Fprintf(e.stderr, "iotap %s: %v\n", spec.Kind, ec.err)
 		return &exitCodeError{code: ec.code}
 	}
 	return err
@@ -542,7 +542,7 @@ func openSession(e *env, spec *recordSpec) (*session, error) {
 	s := &session{spec: spec, w: w, e: e}
 	srv, err := fusefs.Mount(spec.MountPoint, spec.Target, tallyRecorder{Writer: w, t: &s.tally}, o)
 	if err != nil {
-		w.Close()
+		_ = w.Close()
 		return nil, explainMountError(spec, err)
 	}
 	s.srv = srv
@@ -576,7 +576,7 @@ func (s *session) live(stop <-chan struct{}) {
 			return
 		case <-t.C:
 			cur := s.tally.Snapshot()
-			fmt.Fprintln(s.e.stderr, liveLine(cur.Sub(prev), cur.At.Sub(prev.At), s.w.Stats().Dropped))
+			_, _ = fmt.Fprintln(s.e.stderr, liveLine(cur.Sub(prev), cur.At.Sub(prev.At), s.w.Stats().Dropped))
 			prev = cur
 		}
 	}
@@ -614,7 +614,7 @@ func (s *session) unmount() {
 	if err != nil {
 		s.e.log.Debug("unmount failed, detaching", "mountpoint", s.spec.MountPoint, "err", err)
 		if derr := unix.Unmount(s.spec.MountPoint, unix.MNT_DETACH); derr != nil && !errors.Is(derr, unix.EINVAL) {
-			fmt.Fprintf(s.e.stderr, "iotap: unmount %s: %v\n", s.spec.MountPoint, derr)
+			_, _ = fmt.Fprintf(s.e.stderr, "iotap: unmount %s: %v\n", s.spec.MountPoint, derr)
 			return
 		}
 	}
@@ -623,7 +623,7 @@ func (s *session) unmount() {
 	select {
 	case <-done:
 	case <-time.After(unmountTimeout):
-		fmt.Fprintf(s.e.stderr, "iotap: %s is still in use (or its backend hangs); closing the trace anyway\n", s.spec.MountPoint)
+		_, _ = fmt.Fprintf(s.e.stderr, "iotap: %s is still in use (or its backend hangs); closing the trace anyway\n", s.spec.MountPoint)
 	}
 }
 
@@ -664,7 +664,7 @@ func serve(ctx context.Context, e *env, spec *recordSpec) error {
 	jobDir := spec.Dir
 	back, berr := os.Open(".")
 	if berr == nil {
-		defer back.Close()
+		defer func() { _ = back.Close() }()
 		if err := os.Chdir(spec.Dir); err == nil {
 			jobDir = ""
 		}
@@ -687,7 +687,7 @@ func serve(ctx context.Context, e *env, spec *recordSpec) error {
 			code, err = se.Code, describeStartError(se)
 		}
 		if cerr := s.close(fmt.Sprintf("job not started (exit %d)", code)); cerr != nil {
-			fmt.Fprintf(e.stderr, "iotap %s: %v\n", spec.Kind, cerr)
+			_, _ = fmt.Fprintf(e.stderr, "iotap %s: %v\n", spec.Kind, cerr)
 		}
 		return &exitCodeError{code: code, err: err}
 	}
@@ -729,27 +729,27 @@ func closeOnExec() error {
 // writeSummary prints the one-screen end-of-run summary.
 func writeSummary(w io.Writer, snap tally.Snapshot, elapsed time.Duration, ws trace.WriterStats, path, outcome string) {
 	ops, errs, rd, wr := snap.Totals()
-	fmt.Fprintf(w, "\niotap: %s after %s\n", outcome, elapsed.Round(time.Millisecond))
-	fmt.Fprintf(w, "  ops %d (%d failed), read %s, written %s\n", ops, errs, fmtBytes(rd), fmtBytes(wr))
+	_, _ = fmt.Fprintf(w, "\niotap: %s after %s\n", outcome, elapsed.Round(time.Millisecond))
+	_, _ = fmt.Fprintf(w, "  ops %d (%d failed), read %s, written %s\n", ops, errs, fmtBytes(rd), fmtBytes(wr))
 	if by := snap.ByTime(); len(by) > 0 {
-		fmt.Fprintf(w, "  %-14s %10s %10s %10s %10s %10s\n", "op", "count", "total", "p50", "p99", "bytes")
+		_, _ = fmt.Fprintf(w, "  %-14s %10s %10s %10s %10s %10s\n", "op", "count", "total", "p50", "p99", "bytes")
 		for i, o := range by {
 			if i == 8 {
-				fmt.Fprintf(w, "  ... %d more ops\n", len(by)-i)
+				_, _ = fmt.Fprintf(w, "  ... %d more ops\n", len(by)-i)
 				break
 			}
 			b := ""
 			if o.Bytes > 0 {
 				b = fmtBytes(o.Bytes)
 			}
-			fmt.Fprintf(w, "  %-14s %10d %10s %10s %10s %10s\n", o.Op, o.Count, fmtDur(o.Dur), fmtDur(o.Quantile(0.5)), fmtDur(o.Quantile(0.99)), b)
+			_, _ = fmt.Fprintf(w, "  %-14s %10d %10s %10s %10s %10s\n", o.Op, o.Count, fmtDur(o.Dur), fmtDur(o.Quantile(0.5)), fmtDur(o.Quantile(0.99)), b)
 		}
 	}
-	fmt.Fprintf(w, "  events %d written, %d dropped", ws.Written, ws.Dropped)
+	_, _ = fmt.Fprintf(w, "  events %d written, %d dropped", ws.Written, ws.Dropped)
 	if ws.Blocked > 0 {
-		fmt.Fprintf(w, ", job waited %s for trace buffer space", ws.Blocked.Round(time.Millisecond))
+		_, _ = fmt.Fprintf(w, ", job waited %s for trace buffer space", ws.Blocked.Round(time.Millisecond))
 	}
-	fmt.Fprintf(w, "\n  trace %s (%s)\n", path, fmtBytes(ws.Bytes))
+	_, _ = fmt.Fprintf(w, "\n  trace %s (%s)\n", path, fmtBytes(ws.Bytes))
 }
 
 func fmtBytes(n uint64) string {

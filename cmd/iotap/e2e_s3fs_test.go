@@ -54,7 +54,7 @@ func TestRecordS3FSGenomics(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { srv.Close() })
+	t.Cleanup(func() { _ = srv.Close() })
 	mnt := filepath.Join(dir, "s3")
 	if err := os.Mkdir(mnt, 0o755); err != nil {
 		t.Fatal(err)
@@ -63,7 +63,7 @@ func TestRecordS3FSGenomics(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { m.Unmount() })
+	t.Cleanup(func() { _ = m.Unmount() })
 
 	// Reference run: local directory, no iotap.
 	local := filepath.Join(dir, "local")
@@ -80,7 +80,7 @@ func TestRecordS3FSGenomics(t *testing.T) {
 	// Traced run over s3fs, in place.
 	out := filepath.Join(dir, "s3.iotap")
 	p := startIotap(t, mnt, "record", "--target", mnt, "-o", out, "--label", "workload=genomics", "--", "env", "WORKLOAD_READS=5000", "sh", script)
-	p.stdin.Close()
+	_ = p.stdin.Close()
 	code, stdout := p.wait(t)
 	if code != 0 {
 		t.Fatalf("traced run: exit %d\nstdout: %s\nstderr: %s", code, stdout, p.stderr)

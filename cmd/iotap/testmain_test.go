@@ -27,6 +27,6 @@ func TestMain(m *testing.M) {
 		iotapBin = bin
 	}
 	code := m.Run()
-	os.RemoveAll(dir)
+	_ = os.RemoveAll(dir)
 	os.Exit(code)
 }

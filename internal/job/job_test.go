@@ -80,9 +80,9 @@ func TestForward(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer r.Close()
+	defer func() { _ = r.Close() }()
 	cmd, err := Start(Spec{Argv: []string{"sh", "-c", `trap 'echo got; exit 42' TERM; echo ready; while :; do sleep 0.05; done`}, Stdout: w})
-	w.Close()
+	_ = w.Close()
 	if err != nil {
 		t.Fatal(err)
 	}

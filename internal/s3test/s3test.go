@@ -101,7 +101,9 @@ func (s *Server) Close() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	err := s.srv.Shutdown(ctx)
-	<-s.done
+	if serr := <-s.done; err == nil && !errors.Is(serr, http.ErrServerClosed) {
+		err = serr
+	}
 	return err
 }
 

@@ -24,13 +24,13 @@ func TestServerListsBuckets(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer s.Close()
+			defer func() { _ = s.Close() }()
 			resp, err := http.Get(s.URL + "/")
 			if err != nil {
 				t.Fatal(err)
 			}
 			body, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
+			_ = resp.Body.Close()
 			if resp.StatusCode != 200 || !bytes.Contains(body, []byte("<Name>data</Name>")) {
 				t.Fatalf("status %d body %s", resp.StatusCode, body)
 			}
@@ -56,7 +56,7 @@ func TestS3FS(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s.Close()
+	defer func() { _ = s.Close() }()
 	dir := t.TempDir()
 	mnt := filepath.Join(dir, "mnt")
 	if err := os.Mkdir(mnt, 0o755); err != nil {
@@ -66,7 +66,7 @@ func TestS3FS(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer m.Unmount()
+	defer func() { _ = m.Unmount() }()
 	want := bytes.Repeat([]byte("iotap"), 100000)
 	cmd := exec.Command("dd", "of="+filepath.Join(mnt, "f"), "bs=64k", "status=none")
 	cmd.Stdin = bytes.NewReader(want)

@@ -110,7 +110,7 @@ func MountsOf(pid string) ([]Mount, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sysinfo: %w", err)
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	return ParseMountinfo(f)
 }
 

@@ -40,7 +40,8 @@ func main() {
 		os.Exit(1)
 	}
 	if urlFile != "" {
-		if err := os.WriteFile(urlFile+".tmp", []byte(srv.URL+"\n"), 0o644); err == nil {
+		err := os.WriteFile(urlFile+".tmp", []byte(srv.URL+"\n"), 0o644)
+		if err == nil {
 			err = os.Rename(urlFile+".tmp", urlFile)
 		}
 		if err != nil {
