@@ -60,6 +60,7 @@ func testCluster(t *testing.T, w *work, proctrack string) {
 	t.Run("report", func(t *testing.T) { d.testReport(t, job) })
 	t.Run("sharded replay and compare", func(t *testing.T) { d.testReplay(t, job) })
 	t.Run("placeholders", func(t *testing.T) { d.testPlaceholders(t) })
+	t.Run("two tasks per node", func(t *testing.T) { d.testTasksPerNode(t) })
 	t.Run("exit code", func(t *testing.T) { d.testExitCode(t) })
 	t.Run("node error", func(t *testing.T) { d.testNodeError(t) })
 	t.Run("background child", func(t *testing.T) { d.testBackgroundChild(t) })
@@ -483,6 +484,37 @@ func (d *jobDir) testPlaceholders(t *testing.T) {
 	if r.code != 0 || len(m) != 2 {
 		t.Errorf("srun iotap record -o 'perjob/%%j/%%n-%%t.iotap': traces %q: %s", m, r)
 	}
+}
+
+// testTasksPerNode records 4 tasks on 2 nodes (each task mounts over the same directory in
+// its own mount namespace, two at a time on each node), then replays the 4 traces with 2
+// tasks: under the shard rule each task replays two traces, one after the other.
+func (d *jobDir) testTasksPerNode(t *testing.T) {
+	out := filepath.Join(d.dir, "multi")
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	d.c.mustRun(t, d.shared, 2*time.Minute, "srun", "-N2", "-n4", "--ntasks-per-node=2", "-l", filepath.Join(d.w.bin, "iotap"), "record",
+		"--target", d.shared, "-o", filepath.Join(out, "%n-%t.iotap"), "--",
+		"sh", "-c", `cat input/lines.txt > /dev/null && sha256sum input/random.bin > /dev/null`)
+	want := map[string]string{"n1-0.iotap": "n1", "n1-1.iotap": "n1", "n2-2.iotap": "n2", "n2-3.iotap": "n2"}
+	for f, host := range want {
+		h, counts, complete := readTrace(t, filepath.Join(out, f))
+		if h.Hostname != host || !complete || counts["read"] == 0 {
+			t.Errorf("%s: host %q (want %s), complete %v, ops %v", f, h.Hostname, host, complete, counts)
+		}
+	}
+	d.checkStepLeftNothing(t)
+	r := d.c.mustRun(t, d.dir, 3*time.Minute, "srun", "-N2", "--ntasks-per-node=1", "-l",
+		filepath.Join(d.dir, "replay-shard.sh"), d.w.bin, out, filepath.Join(d.dir, "multi-replays"), "/tmp/iotap-multi")
+	// Natural order n1-0, n1-1, n2-2, n2-3: task 0 (on n1) gets the 1st and 3rd.
+	for f, host := range map[string]string{"n1-0": "n1", "n2-2": "n1", "n1-1": "n2", "n2-3": "n2"} {
+		h, _, complete := readTrace(t, filepath.Join(d.dir, "multi-replays", f+".t1.r1.iotap"))
+		if h.Hostname != host || !complete {
+			t.Errorf("replay of %s ran on %q, want %s (shard rule), complete %v", f, h.Hostname, host, complete)
+		}
+	}
+	t.Logf("%s", firstLines(r.stdout, 4))
 }
 
 // testExitCode: one task's job fails; its exit code and message reach the user through

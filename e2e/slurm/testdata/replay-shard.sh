@@ -15,7 +15,7 @@ bin=$1 traces=$2 out=$3 root=$4
 shift 4
 mkdir -p "$out"
 mine=$("$bin/slurmshard" "$traces")
-echo "task $SLURM_PROCID of $SLURM_NTASKS on $SLURMD_NODENAME: ${mine:-no trace}"
+echo "task $SLURM_PROCID of $SLURM_NTASKS on $SLURMD_NODENAME:" ${mine:-no trace}
 for t in $mine; do
 	name=$(basename "$t" .iotap)
 	mkdir -p "$root/$name"
