@@ -10,6 +10,8 @@ import (
 func Dur(ns int64) string {
 	f := float64(ns)
 	switch {
+	case ns == math.MinInt64:
+		return "-" + Dur(math.MaxInt64)
 	case ns < 0:
 		return "-" + Dur(-ns)
 	case ns == 0:

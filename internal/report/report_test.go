@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"flag"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -285,7 +286,7 @@ func TestDur(t *testing.T) {
 	}{
 		{"zero", 0, "0"}, {"ns", 812, "812ns"}, {"us", 15_240, "15.2µs"}, {"ms", 1_300_000, "1.30ms"},
 		{"s", 2_100_000_000, "2.10s"}, {"min", 185_000_000_000, "3m05s"}, {"h", 7_260_000_000_000, "2h01m"},
-		{"neg", -1500, "-1.50µs"},
+		{"neg", -1500, "-1.50µs"}, {"min int64", math.MinInt64, "-2562047h47m"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
