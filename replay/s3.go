@@ -69,27 +69,27 @@ type S3 struct {
 	prefix   string // "" or ends with "/"
 	url      string
 	endpoint string
-	prof     profile
+	prof     s3Profile
 	keep     bool
 	log      *slog.Logger
 	tmpDir   string
 
 	preparing atomic.Bool
-	cur       atomic.Pointer[tally]
+	cur       atomic.Pointer[reqTallyAcc]
 
 	tmu    sync.Mutex // guards phases and taken
-	phases []*tally
+	phases []*reqTallyAcc
 	taken  int // phases[:taken] were written by WriteRequests
 
-	mu        sync.Mutex           // guards the maps below
-	created   map[string]struct{}  // keys this backend wrote and has not deleted
-	uploads   map[string]string    // multipart upload id -> key, not yet completed
-	localDirs map[string]struct{}  // mountpoint: directories made by mkdir, held locally
-	pending   map[string]int64     // mountpoint/sdk: names being written -> bytes so far
-	statCache map[string]statEntry // s3fs: stat cache by name
+	mu        sync.Mutex             // guards the maps below
+	created   map[string]struct{}    // keys this backend wrote and has not deleted
+	uploads   map[string]string      // multipart upload id -> key, not yet completed
+	localDirs map[string]struct{}    // mountpoint: directories made by mkdir, held locally
+	pending   map[string]int64       // mountpoint/sdk: names being written -> bytes so far
+	statCache map[string]s3StatEntry // s3fs: stat cache by name
 	xattrs    map[string]map[string]string
 
-	locks lockTable
+	locks s3LockTable
 }
 
 var (
@@ -97,22 +97,22 @@ var (
 	_ RequestCounter = (*S3)(nil)
 )
 
-type statEntry struct {
-	e  entry
+type s3StatEntry struct {
+	e  s3Entry
 	at time.Time
 }
 
-// entry is what a lookup found.
-type entry struct {
+// s3Entry is what a lookup found.
+type s3Entry struct {
 	mode uint32 // S_IFMT bits and permissions
 	size int64
 }
 
-func (e entry) isDir() bool  { return e.mode&syscall.S_IFMT == syscall.S_IFDIR }
-func (e entry) isLink() bool { return e.mode&syscall.S_IFMT == syscall.S_IFLNK }
+func (e s3Entry) isDir() bool  { return e.mode&syscall.S_IFMT == syscall.S_IFDIR }
+func (e s3Entry) isLink() bool { return e.mode&syscall.S_IFMT == syscall.S_IFLNK }
 
-// profile holds the numbers and switches of one client mapping.
-type profile struct {
+// s3Profile holds the numbers and switches of one client mapping.
+type s3Profile struct {
 	name       string
 	readInit   int64 // mountpoint: first prefetch window
 	readMax    int64 // mountpoint: largest request
@@ -126,20 +126,20 @@ type profile struct {
 var Profiles = []string{"mountpoint", "s3fs", "sdk"}
 
 const (
-	mib = 1 << 20
-	kib = 1 << 10
+	s3MiB = 1 << 20
+	s3KiB = 1 << 10
 )
 
-func profileByName(name string) (profile, error) {
+func s3ProfileByName(name string) (s3Profile, error) {
 	switch name {
 	case "mountpoint", "":
-		return profile{name: "mountpoint", readInit: mib + 128*kib, readMax: 8 * mib, partSize: 8 * mib}, nil
+		return s3Profile{name: "mountpoint", readInit: s3MiB + 128*s3KiB, readMax: 8 * s3MiB, partSize: 8 * s3MiB}, nil
 	case "s3fs":
-		return profile{name: "s3fs", partSize: 10 * mib, singlePut: 10 * mib, statTTL: 900 * time.Second, headsPerLS: 10}, nil
+		return s3Profile{name: "s3fs", partSize: 10 * s3MiB, singlePut: 10 * s3MiB, statTTL: 900 * time.Second, headsPerLS: 10}, nil
 	case "sdk":
-		return profile{name: "sdk", partSize: 5 * mib, singlePut: 5 * mib}, nil
+		return s3Profile{name: "sdk", partSize: 5 * s3MiB, singlePut: 5 * s3MiB}, nil
 	}
-	return profile{}, fmt.Errorf("replay: unknown S3 profile %q (want %s)", name, strings.Join(Profiles, ", "))
+	return s3Profile{}, fmt.Errorf("replay: unknown S3 profile %q (want %s)", name, strings.Join(Profiles, ", "))
 }
 
 // Target implements Backend.
@@ -161,7 +161,7 @@ func (s *S3) Profile() string { return s.prof.name }
 // first filesystem call made in it starts "replay" by itself, so a replay without a
 // prepare step is tallied as such.
 func (s *S3) BeginPhase(phase string) {
-	t := newTally(phase)
+	t := newReqTally(phase)
 	s.tmu.Lock()
 	s.phases = append(s.phases, t)
 	s.tmu.Unlock()
@@ -200,14 +200,14 @@ func (s *S3) begin(ctx context.Context, op string) (context.Context, func(err er
 		// The first filesystem call without a phase of its own: the replay has begun.
 		s.tmu.Lock()
 		if t = s.cur.Load(); t.phase == "open" {
-			t = newTally("replay")
+			t = newReqTally("replay")
 			s.phases = append(s.phases, t)
 			s.cur.Store(t)
 		}
 		s.tmu.Unlock()
 	}
 	start := time.Now()
-	return context.WithValue(ctx, opKey{}, opRef{t: t, op: op}), func(err error) { t.end(op, time.Since(start), err) }
+	return context.WithValue(ctx, s3OpKey{}, s3OpRef{t: t, op: op}), func(err error) { t.end(op, time.Since(start), err) }
 }
 
 // refuse returns the error of a call the profile cannot do.
@@ -238,18 +238,18 @@ func (s *S3) dirKey(name string) string {
 
 // --- requests -------------------------------------------------------------------------
 
-const metaMode = "mode" // x-amz-meta-mode, as s3fs stores it (decimal)
+const s3MetaMode = "mode" // x-amz-meta-mode, as s3fs stores it (decimal)
 
-func (s *S3) head(ctx context.Context, key string) (entry, map[string]string, error) {
+func (s *S3) head(ctx context.Context, key string) (s3Entry, map[string]string, error) {
 	out, err := s.client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &s.bucket, Key: &key})
 	if err != nil {
-		return entry{}, nil, s.cls("head "+key, err)
+		return s3Entry{}, nil, s.cls("head "+key, err)
 	}
-	e := entry{mode: syscall.S_IFREG | 0o644, size: aws.ToInt64(out.ContentLength)}
+	e := s3Entry{mode: syscall.S_IFREG | 0o644, size: aws.ToInt64(out.ContentLength)}
 	if strings.HasSuffix(key, "/") {
 		e.mode = syscall.S_IFDIR | 0o755
 	}
-	if m, ok := out.Metadata[metaMode]; ok {
+	if m, ok := out.Metadata[s3MetaMode]; ok {
 		if v, err := strconv.ParseUint(m, 10, 32); err == nil && v&syscall.S_IFMT != 0 {
 			e.mode = uint32(v)
 		}
@@ -268,15 +268,15 @@ func (s *S3) listAny(ctx context.Context, dir string, n int32) (bool, error) {
 	return len(out.Contents) > 0 || len(out.CommonPrefixes) > 0, nil
 }
 
-type dirent struct {
+type s3Dirent struct {
 	name string
 	dir  bool
 	size int64
 }
 
 // listDir lists the children of dir (a key prefix), paginated.
-func (s *S3) listDir(ctx context.Context, dir string) ([]dirent, error) {
-	var ents []dirent
+func (s *S3) listDir(ctx context.Context, dir string) ([]s3Dirent, error) {
+	var ents []s3Dirent
 	in := &s3.ListObjectsV2Input{Bucket: &s.bucket, Prefix: &dir, Delimiter: aws.String("/")}
 	for {
 		out, err := s.client.ListObjectsV2(ctx, in)
@@ -288,10 +288,10 @@ func (s *S3) listDir(ctx context.Context, dir string) ([]dirent, error) {
 			if k == dir {
 				continue // the directory's own marker
 			}
-			ents = append(ents, dirent{name: strings.TrimPrefix(k, dir), size: aws.ToInt64(o.Size)})
+			ents = append(ents, s3Dirent{name: strings.TrimPrefix(k, dir), size: aws.ToInt64(o.Size)})
 		}
 		for _, p := range out.CommonPrefixes {
-			ents = append(ents, dirent{name: strings.TrimSuffix(strings.TrimPrefix(aws.ToString(p.Prefix), dir), "/"), dir: true})
+			ents = append(ents, s3Dirent{name: strings.TrimSuffix(strings.TrimPrefix(aws.ToString(p.Prefix), dir), "/"), dir: true})
 		}
 		if !aws.ToBool(out.IsTruncated) || out.NextContinuationToken == nil {
 			break
@@ -334,13 +334,13 @@ func (s *S3) get(ctx context.Context, key string, off, n int64, dst []byte) (int
 		m, err := io.ReadFull(out.Body, dst[:min(int64(len(dst)), n)])
 		got += int64(m)
 		if err != nil && err != io.ErrUnexpectedEOF && err != io.EOF {
-			addBytes(ctx, "GetObject", got)
+			s3AddBytes(ctx, "GetObject", got)
 			return got, s.cls("get "+key, err)
 		}
 	}
 	m, err := io.Copy(io.Discard, out.Body)
 	got += m
-	addBytes(ctx, "GetObject", got)
+	s3AddBytes(ctx, "GetObject", got)
 	if err != nil {
 		return got, s.cls("get "+key, err)
 	}
@@ -354,13 +354,13 @@ func (s *S3) put(ctx context.Context, key string, body io.ReadSeeker, size int64
 	if err != nil {
 		return s.cls("put "+key, err)
 	}
-	addBytes(ctx, "PutObject", size)
+	s3AddBytes(ctx, "PutObject", size)
 	s.markCreated(key)
 	return nil
 }
 
 func (s *S3) copyObject(ctx context.Context, src, dst string, meta map[string]string) error {
-	in := &s3.CopyObjectInput{Bucket: &s.bucket, Key: &dst, CopySource: aws.String(s.bucket + "/" + escapeKey(src))}
+	in := &s3.CopyObjectInput{Bucket: &s.bucket, Key: &dst, CopySource: aws.String(s.bucket + "/" + s3EscapeKey(src))}
 	if meta != nil {
 		in.Metadata = meta
 		in.MetadataDirective = types.MetadataDirectiveReplace
@@ -372,8 +372,8 @@ func (s *S3) copyObject(ctx context.Context, src, dst string, meta map[string]st
 	return nil
 }
 
-// escapeKey escapes a key for x-amz-copy-source, keeping the slashes.
-func escapeKey(k string) string {
+// s3EscapeKey escapes a key for x-amz-copy-source, keeping the slashes.
+func s3EscapeKey(k string) string {
 	parts := strings.Split(k, "/")
 	for i, p := range parts {
 		parts[i] = url.PathEscape(p)
@@ -399,21 +399,21 @@ func (s *S3) markCreated(key string) {
 
 // --- lookups --------------------------------------------------------------------------
 
-var errNotExist = fs.ErrNotExist
+var s3ErrNotExist = fs.ErrNotExist
 
 // lookup finds name the way the profile's client does.
-func (s *S3) lookup(ctx context.Context, name string) (entry, error) {
+func (s *S3) lookup(ctx context.Context, name string) (s3Entry, error) {
 	if name == "" {
-		return entry{mode: syscall.S_IFDIR | 0o755}, nil
+		return s3Entry{mode: syscall.S_IFDIR | 0o755}, nil
 	}
 	s.mu.Lock()
 	if n, ok := s.pending[name]; ok {
 		s.mu.Unlock()
-		return entry{mode: syscall.S_IFREG | 0o644, size: n}, nil
+		return s3Entry{mode: syscall.S_IFREG | 0o644, size: n}, nil
 	}
 	if _, ok := s.localDirs[name]; ok {
 		s.mu.Unlock()
-		return entry{mode: syscall.S_IFDIR | 0o755}, nil
+		return s3Entry{mode: syscall.S_IFDIR | 0o755}, nil
 	}
 	if c, ok := s.statCache[name]; ok && time.Since(c.at) < s.prof.statTTL {
 		s.mu.Unlock()
@@ -425,7 +425,7 @@ func (s *S3) lookup(ctx context.Context, name string) (entry, error) {
 		// HeadObject and ListObjectsV2 together; a directory shadows a file of the same name.
 		var (
 			wg        sync.WaitGroup
-			hEnt      entry
+			hEnt      s3Entry
 			hErr, lEr error
 			isDir     bool
 		)
@@ -437,13 +437,13 @@ func (s *S3) lookup(ctx context.Context, name string) (entry, error) {
 		isDir, lEr = s.listAny(ctx, s.dirKey(name), 1)
 		wg.Wait()
 		if lEr != nil {
-			return entry{}, lEr
+			return s3Entry{}, lEr
 		}
 		if isDir {
-			return entry{mode: syscall.S_IFDIR | 0o755}, nil
+			return s3Entry{mode: syscall.S_IFDIR | 0o755}, nil
 		}
 		if hErr != nil {
-			return entry{}, hErr
+			return s3Entry{}, hErr
 		}
 		return hEnt, nil
 	case "s3fs":
@@ -456,13 +456,13 @@ func (s *S3) lookup(ctx context.Context, name string) (entry, error) {
 				var any bool
 				any, err = s.listAny(ctx, s.dirKey(name), 2)
 				if err == nil && !any {
-					err = fmt.Errorf("replay: s3 lookup %q: %w", name, errNotExist)
+					err = fmt.Errorf("replay: s3 lookup %q: %w", name, s3ErrNotExist)
 				}
-				e = entry{mode: syscall.S_IFDIR | 0o755}
+				e = s3Entry{mode: syscall.S_IFDIR | 0o755}
 			}
 		}
 		if err != nil {
-			return entry{}, err
+			return s3Entry{}, err
 		}
 		s.cacheStat(name, e)
 		return e, nil
@@ -472,9 +472,9 @@ func (s *S3) lookup(ctx context.Context, name string) (entry, error) {
 			var any bool
 			any, err = s.listAny(ctx, s.dirKey(name), 1)
 			if err == nil && !any {
-				err = fmt.Errorf("replay: s3 lookup %q: %w", name, errNotExist)
+				err = fmt.Errorf("replay: s3 lookup %q: %w", name, s3ErrNotExist)
 			}
-			e = entry{mode: syscall.S_IFDIR | 0o755}
+			e = s3Entry{mode: syscall.S_IFDIR | 0o755}
 		}
 		return e, err
 	}
@@ -497,12 +497,12 @@ func (s *S3) checkParent(ctx context.Context, name string) error {
 	return nil
 }
 
-func (s *S3) cacheStat(name string, e entry) {
+func (s *S3) cacheStat(name string, e s3Entry) {
 	if s.prof.statTTL <= 0 {
 		return
 	}
 	s.mu.Lock()
-	s.statCache[name] = statEntry{e: e, at: time.Now()}
+	s.statCache[name] = s3StatEntry{e: e, at: time.Now()}
 	s.mu.Unlock()
 }
 
@@ -542,7 +542,7 @@ func (s *S3) Reset(ctx context.Context) error {
 	}
 	s.mu.Lock()
 	s.localDirs = map[string]struct{}{}
-	s.statCache = map[string]statEntry{}
+	s.statCache = map[string]s3StatEntry{}
 	s.xattrs = map[string]map[string]string{}
 	s.mu.Unlock()
 	return nil
@@ -659,9 +659,9 @@ func (s *S3) Mkdir(ctx context.Context, name string, perm uint32) (err error) {
 		s.mu.Unlock()
 		return nil
 	case "s3fs":
-		err = s.put(ctx, s.dirKey(name), bytes.NewReader(nil), 0, map[string]string{metaMode: strconv.Itoa(syscall.S_IFDIR | int(perm&0o7777))})
+		err = s.put(ctx, s.dirKey(name), bytes.NewReader(nil), 0, map[string]string{s3MetaMode: strconv.Itoa(syscall.S_IFDIR | int(perm&0o7777))})
 		if err == nil {
-			s.cacheStat(name, entry{mode: syscall.S_IFDIR | perm&0o7777})
+			s.cacheStat(name, s3Entry{mode: syscall.S_IFDIR | perm&0o7777})
 		}
 		return err
 	}
@@ -728,7 +728,7 @@ func (s *S3) Rmdir(ctx context.Context, name string) (err error) {
 	s.mu.Lock()
 	for k := range s.localDirs {
 		if parentOf(k) == name {
-			ents = append(ents, dirent{name: k})
+			ents = append(ents, s3Dirent{name: k})
 		}
 	}
 	s.mu.Unlock()
@@ -759,7 +759,7 @@ func (s *S3) Rename(ctx context.Context, from, to string, flags uint32) (err err
 	if flags != 0 {
 		return s.refuse("rename", syscall.EINVAL, "rename flags")
 	}
-	var e entry
+	var e s3Entry
 	if s.prof.name == "s3fs" {
 		if e, err = s.lookup(ctx, from); err != nil {
 			return err
@@ -808,7 +808,7 @@ func (s *S3) Symlink(ctx context.Context, target, name string) (err error) {
 	if err = CheckName(name); err != nil {
 		return err
 	}
-	meta := map[string]string{metaMode: strconv.Itoa(syscall.S_IFLNK | 0o777)}
+	meta := map[string]string{s3MetaMode: strconv.Itoa(syscall.S_IFLNK | 0o777)}
 	if s.preparing.Load() {
 		return s.put(ctx, s.key(name), strings.NewReader(target), int64(len(target)), meta)
 	}
@@ -820,7 +820,7 @@ func (s *S3) Symlink(ctx context.Context, target, name string) (err error) {
 	}
 	err = s.put(ctx, s.key(name), strings.NewReader(target), int64(len(target)), meta)
 	if err == nil {
-		s.cacheStat(name, entry{mode: syscall.S_IFLNK | 0o777, size: int64(len(target))})
+		s.cacheStat(name, s3Entry{mode: syscall.S_IFLNK | 0o777, size: int64(len(target))})
 	}
 	return err
 }
@@ -911,10 +911,10 @@ func (s *S3) setMeta(ctx context.Context, op, name string, mode uint32, setMode 
 		key = s.dirKey(name)
 		// An implicit directory has no object to copy: s3fs creates the marker.
 		if _, _, err := s.head(ctx, key); errors.Is(err, fs.ErrNotExist) {
-			return s.put(ctx, key, bytes.NewReader(nil), 0, map[string]string{metaMode: strconv.Itoa(int(mode))})
+			return s.put(ctx, key, bytes.NewReader(nil), 0, map[string]string{s3MetaMode: strconv.Itoa(int(mode))})
 		}
 	}
-	meta := map[string]string{metaMode: strconv.Itoa(int(mode))}
+	meta := map[string]string{s3MetaMode: strconv.Itoa(int(mode))}
 	s.mu.Lock()
 	for k, v := range s.xattrs[name] {
 		meta["xattr-"+k] = v

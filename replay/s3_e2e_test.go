@@ -70,18 +70,18 @@ func TestS3EndToEnd(t *testing.T) {
 		if last.Phase != "replay" {
 			t.Fatalf("last phase %q", last.Phase)
 		}
-		var refused, reqs uint64
+		var refused, s3Reqs uint64
 		for _, o := range last.Ops {
 			refused += o.Refused
 			for _, r := range o.Requests {
-				reqs += r.Count
+				s3Reqs += r.Count
 			}
 		}
 		sb.Reset()
 		prices, _ := ParsePrices("GET=0.0004/1000,PUT=0.005/1000")
 		PrintRequests(&sb, last, prices)
 		t.Logf("%s", sb.String())
-		if reqs == 0 {
+		if s3Reqs == 0 {
 			t.Errorf("%s: no requests counted", s3b.prof.name)
 		}
 		// Every divergence on S3 comes from a refused call or from an op whose recorded

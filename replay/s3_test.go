@@ -34,16 +34,16 @@ func s3Server(t *testing.T) *s3test.Server {
 	return srv
 }
 
-func s3Opts(endpoint, profile string) TargetOptions {
+func s3Opts(endpoint, s3Profile string) TargetOptions {
 	return TargetOptions{
-		Profile: profile, Endpoint: endpoint, Region: "us-east-1", ProbeTimeout: 5 * time.Second,
+		Profile: s3Profile, Endpoint: endpoint, Region: "us-east-1", ProbeTimeout: 5 * time.Second,
 		Credentials: credentials.NewStaticCredentialsProvider(s3test.AccessKey, s3test.SecretKey, ""),
 	}
 }
 
-func openS3(t *testing.T, endpoint, profile, prefix string) *S3 {
+func openS3(t *testing.T, endpoint, s3Profile, prefix string) *S3 {
 	t.Helper()
-	b, err := OpenS3(context.Background(), "s3://data/"+prefix, s3Opts(endpoint, profile))
+	b, err := OpenS3(context.Background(), "s3://data/"+prefix, s3Opts(endpoint, s3Profile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,9 +51,9 @@ func openS3(t *testing.T, endpoint, profile, prefix string) *S3 {
 	return b
 }
 
-// reqs returns the request counts of op in the current phase ("Type" -> count), with
+// s3Reqs returns the request counts of op in the current phase ("Type" -> count), with
 // "bytes:Type" for payload bytes and "refused" for refused calls.
-func reqs(b *S3, op string) map[string]int64 {
+func s3Reqs(b *S3, op string) map[string]int64 {
 	all := b.Requests()
 	cur := all[len(all)-1]
 	m := map[string]int64{}
@@ -74,9 +74,9 @@ func reqs(b *S3, op string) map[string]int64 {
 	return m
 }
 
-func wantReqs(t *testing.T, b *S3, op string, want map[string]int64) {
+func s3WantReqs(t *testing.T, b *S3, op string, want map[string]int64) {
 	t.Helper()
-	got := reqs(b, op)
+	got := s3Reqs(b, op)
 	for k, v := range want {
 		if got[k] != v {
 			t.Errorf("%s profile, %s: %s = %d, want %d (all: %v)", b.prof.name, op, k, got[k], v, got)
@@ -89,8 +89,8 @@ func wantReqs(t *testing.T, b *S3, op string, want map[string]int64) {
 	}
 }
 
-// writeObj writes size bytes to name in writes of chunk bytes.
-func writeObj(t *testing.T, b Backend, name string, size, chunk int64) {
+// s3WriteObj writes size bytes to name in writes of chunk bytes.
+func s3WriteObj(t *testing.T, b Backend, name string, size, chunk int64) {
 	t.Helper()
 	ctx := context.Background()
 	f, err := b.Open(ctx, name, syscall.O_WRONLY|syscall.O_CREAT|syscall.O_TRUNC, 0o644)
@@ -109,8 +109,8 @@ func writeObj(t *testing.T, b Backend, name string, size, chunk int64) {
 	}
 }
 
-// readAll reads name sequentially in chunk-byte reads and returns the bytes read.
-func readAll(t *testing.T, b Backend, name string, chunk int) int64 {
+// s3ReadAll reads name sequentially in chunk-byte reads and returns the bytes read.
+func s3ReadAll(t *testing.T, b Backend, name string, chunk int) int64 {
 	t.Helper()
 	ctx := context.Background()
 	f, err := b.Open(ctx, name, syscall.O_RDONLY, 0)
@@ -142,17 +142,17 @@ func TestS3Mountpoint(t *testing.T) {
 
 	// Writes: one multipart upload of 8 MiB parts, completed at close.
 	b.BeginPhase("write")
-	writeObj(t, b, "big", 20*mib, mib)
-	wantReqs(t, b, "open", map[string]int64{"HeadObject": 1, "ListObjectsV2": 1})
-	wantReqs(t, b, "write", map[string]int64{"CreateMultipartUpload": 1, "UploadPart": 2, "bytes:UploadPart": 16 * mib})
-	wantReqs(t, b, "close", map[string]int64{"UploadPart": 1, "CompleteMultipartUpload": 1, "bytes:UploadPart": 4 * mib})
+	s3WriteObj(t, b, "big", 20*s3MiB, s3MiB)
+	s3WantReqs(t, b, "open", map[string]int64{"HeadObject": 1, "ListObjectsV2": 1})
+	s3WantReqs(t, b, "write", map[string]int64{"CreateMultipartUpload": 1, "UploadPart": 2, "bytes:UploadPart": 16 * s3MiB})
+	s3WantReqs(t, b, "close", map[string]int64{"UploadPart": 1, "CompleteMultipartUpload": 1, "bytes:UploadPart": 4 * s3MiB})
 
 	// Sequential read of 20 MiB: windows of 1.125, 2.25, 4.5, 8 MiB, then the last 4.125.
 	b.BeginPhase("read")
-	if n := readAll(t, b, "big", 128*kib); n != 20*mib {
-		t.Fatalf("read %d bytes, want %d", n, 20*mib)
+	if n := s3ReadAll(t, b, "big", 128*s3KiB); n != 20*s3MiB {
+		t.Fatalf("read %d bytes, want %d", n, 20*s3MiB)
 	}
-	wantReqs(t, b, "read", map[string]int64{"GetObject": 5, "bytes:GetObject": 20 * mib})
+	s3WantReqs(t, b, "read", map[string]int64{"GetObject": 5, "bytes:GetObject": 20 * s3MiB})
 
 	// A far backward seek restarts the stream at the first window.
 	b.BeginPhase("seek")
@@ -161,31 +161,31 @@ func TestS3Mountpoint(t *testing.T) {
 		t.Fatal(err)
 	}
 	buf := make([]byte, 4096)
-	for _, off := range []int64{18 * mib, 0} {
+	for _, off := range []int64{18 * s3MiB, 0} {
 		if n, err := f.ReadAt(ctx, buf, off); err != nil || n != len(buf) {
 			t.Fatalf("read at %d: %d, %v", off, n, err)
 		}
 	}
 	_ = f.Close(ctx)
 	// Each start fetches the first window and prefetches the next: 2 + 2.
-	wantReqs(t, b, "read", map[string]int64{"GetObject": 4})
+	s3WantReqs(t, b, "read", map[string]int64{"GetObject": 4})
 
 	// Stat: HeadObject and ListObjectsV2(max-keys 1) per lookup.
 	b.BeginPhase("stat")
-	if a, err := b.Lstat(ctx, "big"); err != nil || a.Size != 20*mib || a.Mode&syscall.S_IFMT != syscall.S_IFREG {
+	if a, err := b.Lstat(ctx, "big"); err != nil || a.Size != 20*s3MiB || a.Mode&syscall.S_IFMT != syscall.S_IFREG {
 		t.Fatalf("lstat big: %+v %v", a, err)
 	}
 	if _, err := b.Lstat(ctx, "missing"); Errno(err) != syscall.ENOENT {
 		t.Fatalf("lstat missing: %v, want ENOENT", err)
 	}
-	wantReqs(t, b, "lstat", map[string]int64{"HeadObject": 2, "ListObjectsV2": 2})
+	s3WantReqs(t, b, "lstat", map[string]int64{"HeadObject": 2, "ListObjectsV2": 2})
 
 	// What Mountpoint cannot do fails as Mountpoint fails, with no request.
 	b.BeginPhase("refused")
 	if err := b.Rename(ctx, "big", "big2", 0); Errno(err) != syscall.EPERM {
 		t.Errorf("rename: %v, want EPERM", err)
 	}
-	wantReqs(t, b, "rename", map[string]int64{"refused": 1})
+	s3WantReqs(t, b, "rename", map[string]int64{"refused": 1})
 	if _, err := b.Open(ctx, "big", syscall.O_WRONLY, 0); Errno(err) != syscall.EPERM {
 		t.Errorf("open existing for writing without O_TRUNC: %v, want EPERM", err)
 	}
@@ -206,8 +206,8 @@ func TestS3Mountpoint(t *testing.T) {
 	if err := w.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
-	wantReqs(t, b, "write", map[string]int64{"refused": 1})
-	wantReqs(t, b, "close", map[string]int64{"CreateMultipartUpload": 1, "UploadPart": 1, "CompleteMultipartUpload": 1})
+	s3WantReqs(t, b, "write", map[string]int64{"refused": 1})
+	s3WantReqs(t, b, "close", map[string]int64{"CreateMultipartUpload": 1, "UploadPart": 1, "CompleteMultipartUpload": 1})
 	if err := b.Chmod(ctx, "big", 0o600); Errno(err) != syscall.EPERM {
 		t.Errorf("chmod: %v, want EPERM", err)
 	}
@@ -224,15 +224,15 @@ func TestS3Mountpoint(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	names := readNames(t, d)
+	names := s3ReadNames(t, d)
 	if strings.Join(names, ",") != ".,..,big,d,new" {
 		t.Errorf("readdir: %v", names)
 	}
-	wantReqs(t, b, "readdir", map[string]int64{"ListObjectsV2": 1})
-	wantReqs(t, b, "mkdir", map[string]int64{"HeadObject": 1, "ListObjectsV2": 1})
+	s3WantReqs(t, b, "readdir", map[string]int64{"ListObjectsV2": 1})
+	s3WantReqs(t, b, "mkdir", map[string]int64{"HeadObject": 1, "ListObjectsV2": 1})
 }
 
-func readNames(t *testing.T, d File) []string {
+func s3ReadNames(t *testing.T, d File) []string {
 	t.Helper()
 	ctx := context.Background()
 	buf := make([]byte, 4096)
@@ -269,7 +269,7 @@ func TestS3S3FS(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, n := range []string{"a", "b", "c", "e", "f"} {
-		writeObj(t, b, "d/"+n, 1000, 1000)
+		s3WriteObj(t, b, "d/"+n, 1000, 1000)
 	}
 
 	// readdir = 1 List + 1 HEAD per entry; the stat cache then answers lstat.
@@ -278,23 +278,23 @@ func TestS3S3FS(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := strings.Join(readNames(t, d), ","); got != ".,..,a,b,c,e,f" {
+	if got := strings.Join(s3ReadNames(t, d), ","); got != ".,..,a,b,c,e,f" {
 		t.Errorf("readdir: %s", got)
 	}
-	wantReqs(t, b, "readdir", map[string]int64{"ListObjectsV2": 1, "HeadObject": 5})
+	s3WantReqs(t, b, "readdir", map[string]int64{"ListObjectsV2": 1, "HeadObject": 5})
 	// Open of the directory: HEAD d (miss), HEAD d/ (the marker).
-	wantReqs(t, b, "open", map[string]int64{"HeadObject": 2})
+	s3WantReqs(t, b, "open", map[string]int64{"HeadObject": 2})
 	if a, err := b.Lstat(ctx, "d/c"); err != nil || a.Size != 1000 {
 		t.Fatalf("lstat d/c: %+v %v", a, err)
 	}
-	wantReqs(t, b, "lstat", map[string]int64{})
+	s3WantReqs(t, b, "lstat", map[string]int64{})
 
 	// rename = copy + delete.
 	b.BeginPhase("rename")
 	if err := b.Rename(ctx, "d/a", "d/z", 0); err != nil {
 		t.Fatal(err)
 	}
-	wantReqs(t, b, "rename", map[string]int64{"CopyObject": 1, "DeleteObject": 1})
+	s3WantReqs(t, b, "rename", map[string]int64{"CopyObject": 1, "DeleteObject": 1})
 	if _, err := b.Lstat(ctx, "d/a"); Errno(err) != syscall.ENOENT {
 		t.Errorf("lstat of the old name: %v, want ENOENT", err)
 	}
@@ -304,13 +304,13 @@ func TestS3S3FS(t *testing.T) {
 
 	// Writes: an empty object at create, the data at close; 10 MiB parts above 10 MiB.
 	b.BeginPhase("write")
-	writeObj(t, b, "small", 3*mib, mib)
-	wantReqs(t, b, "open", map[string]int64{"HeadObject": 2, "ListObjectsV2": 1, "PutObject": 1})
-	wantReqs(t, b, "write", map[string]int64{})
-	wantReqs(t, b, "close", map[string]int64{"PutObject": 1, "bytes:PutObject": 3 * mib})
+	s3WriteObj(t, b, "small", 3*s3MiB, s3MiB)
+	s3WantReqs(t, b, "open", map[string]int64{"HeadObject": 2, "ListObjectsV2": 1, "PutObject": 1})
+	s3WantReqs(t, b, "write", map[string]int64{})
+	s3WantReqs(t, b, "close", map[string]int64{"PutObject": 1, "bytes:PutObject": 3 * s3MiB})
 	b.BeginPhase("write-big")
-	writeObj(t, b, "big", 25*mib, mib)
-	wantReqs(t, b, "close", map[string]int64{"CreateMultipartUpload": 1, "UploadPart": 3, "CompleteMultipartUpload": 1, "bytes:UploadPart": 25 * mib})
+	s3WriteObj(t, b, "big", 25*s3MiB, s3MiB)
+	s3WantReqs(t, b, "close", map[string]int64{"CreateMultipartUpload": 1, "UploadPart": 3, "CompleteMultipartUpload": 1, "bytes:UploadPart": 25 * s3MiB})
 
 	// Random writes into an existing object: download, then upload at close.
 	b.BeginPhase("modify")
@@ -324,8 +324,8 @@ func TestS3S3FS(t *testing.T) {
 	if err := f.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
-	wantReqs(t, b, "open", map[string]int64{"GetObject": 1, "bytes:GetObject": 3 * mib})
-	wantReqs(t, b, "close", map[string]int64{"PutObject": 1})
+	s3WantReqs(t, b, "open", map[string]int64{"GetObject": 1, "bytes:GetObject": 3 * s3MiB})
+	s3WantReqs(t, b, "close", map[string]int64{"PutObject": 1})
 
 	// Reads fetch only what was not fetched before.
 	b.BeginPhase("read")
@@ -333,21 +333,21 @@ func TestS3S3FS(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	buf := make([]byte, mib)
-	for _, off := range []int64{0, mib, 0, mib / 2} {
-		if n, err := r.ReadAt(ctx, buf, off); err != nil || n != mib {
+	buf := make([]byte, s3MiB)
+	for _, off := range []int64{0, s3MiB, 0, s3MiB / 2} {
+		if n, err := r.ReadAt(ctx, buf, off); err != nil || n != s3MiB {
 			t.Fatalf("read at %d: %d %v", off, n, err)
 		}
 	}
 	_ = r.Close(ctx)
-	wantReqs(t, b, "read", map[string]int64{"GetObject": 2, "bytes:GetObject": 2 * mib})
+	s3WantReqs(t, b, "read", map[string]int64{"GetObject": 2, "bytes:GetObject": 2 * s3MiB})
 
 	// chmod: CopyObject onto itself with the mode in metadata.
 	b.BeginPhase("chmod")
 	if err := b.Chmod(ctx, "small", 0o600); err != nil {
 		t.Fatal(err)
 	}
-	wantReqs(t, b, "chmod", map[string]int64{"CopyObject": 1})
+	s3WantReqs(t, b, "chmod", map[string]int64{"CopyObject": 1})
 	if a, err := b.Lstat(ctx, "small"); err != nil || a.Mode != syscall.S_IFREG|0o600 {
 		t.Errorf("mode after chmod: %o %v", a.Mode, err)
 	}
@@ -362,30 +362,30 @@ func TestS3SDK(t *testing.T) {
 	ctx := context.Background()
 
 	b.BeginPhase("write")
-	writeObj(t, b, "small", 3*mib, mib)
-	wantReqs(t, b, "close", map[string]int64{"PutObject": 1, "bytes:PutObject": 3 * mib})
+	s3WriteObj(t, b, "small", 3*s3MiB, s3MiB)
+	s3WantReqs(t, b, "close", map[string]int64{"PutObject": 1, "bytes:PutObject": 3 * s3MiB})
 	b.BeginPhase("write-big")
-	writeObj(t, b, "big", 12*mib, mib)
-	wantReqs(t, b, "write", map[string]int64{"CreateMultipartUpload": 1, "UploadPart": 2, "bytes:UploadPart": 10 * mib})
-	wantReqs(t, b, "close", map[string]int64{"UploadPart": 1, "CompleteMultipartUpload": 1, "bytes:UploadPart": 2 * mib})
+	s3WriteObj(t, b, "big", 12*s3MiB, s3MiB)
+	s3WantReqs(t, b, "write", map[string]int64{"CreateMultipartUpload": 1, "UploadPart": 2, "bytes:UploadPart": 10 * s3MiB})
+	s3WantReqs(t, b, "close", map[string]int64{"UploadPart": 1, "CompleteMultipartUpload": 1, "bytes:UploadPart": 2 * s3MiB})
 
 	// One ranged GET per read.
 	b.BeginPhase("read")
-	if n := readAll(t, b, "big", mib); n != 12*mib {
+	if n := s3ReadAll(t, b, "big", s3MiB); n != 12*s3MiB {
 		t.Fatalf("read %d bytes", n)
 	}
-	wantReqs(t, b, "read", map[string]int64{"GetObject": 12, "bytes:GetObject": 12 * mib})
-	wantReqs(t, b, "open", map[string]int64{"HeadObject": 1})
+	s3WantReqs(t, b, "read", map[string]int64{"GetObject": 12, "bytes:GetObject": 12 * s3MiB})
+	s3WantReqs(t, b, "open", map[string]int64{"HeadObject": 1})
 
 	b.BeginPhase("rename")
 	if err := b.Rename(ctx, "small", "moved", 0); err != nil {
 		t.Fatal(err)
 	}
-	wantReqs(t, b, "rename", map[string]int64{"HeadObject": 1, "CopyObject": 1, "DeleteObject": 1})
+	s3WantReqs(t, b, "rename", map[string]int64{"HeadObject": 1, "CopyObject": 1, "DeleteObject": 1})
 	if err := b.Chmod(ctx, "moved", 0o600); Errno(err) != syscall.ENOTSUP {
 		t.Errorf("chmod: %v, want ENOTSUP", err)
 	}
-	wantReqs(t, b, "chmod", map[string]int64{"refused": 1})
+	s3WantReqs(t, b, "chmod", map[string]int64{"refused": 1})
 
 	// Each sidecar holds the phases since the previous one.
 	dir := t.TempDir()
@@ -423,7 +423,7 @@ func TestS3Cleanup(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		writeObj(t, b, "x", 100, 100)
+		s3WriteObj(t, b, "x", 100, 100)
 		if err := b.Mkdir(ctx, "dir", 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -432,7 +432,7 @@ func TestS3Cleanup(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := f.WriteAt(ctx, make([]byte, 6*mib), 0); err != nil {
+		if _, err := f.WriteAt(ctx, make([]byte, 6*s3MiB), 0); err != nil {
 			t.Fatal(err)
 		}
 		if err := b.Close(); err != nil {
@@ -564,7 +564,7 @@ func TestS3Throttling(t *testing.T) {
 	}
 	defer func() { _ = b.Close() }()
 	for i := 0; i < 4; i++ {
-		writeObj(t, b, "f"+string(rune('0'+i)), 1000, 1000)
+		s3WriteObj(t, b, "f"+string(rune('0'+i)), 1000, 1000)
 	}
 	st := b.Requests()
 	var retries, throttled uint64

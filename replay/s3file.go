@@ -33,38 +33,38 @@ type s3File struct {
 	done  bool // mountpoint: the upload completed (fsync); further writes fail
 
 	// directories
-	ents   []dirent
+	ents   []s3Dirent
 	pos    int
 	listed bool
 
 	// mountpoint reads
-	cur   window
-	ahead *fetch
+	cur   s3Span
+	ahead *s3Fetch
 	next  int64
 
 	// s3fs reads of an unmodified object: byte ranges already fetched, sorted, disjoint
-	loaded []window
+	loaded []s3Span
 
 	// s3fs writes: the local copy
 	tmp   *os.File
 	dirty bool
 
 	// mountpoint and sdk writes: a streamed upload
-	up *streamUpload
+	up *s3Upload
 }
 
-type window struct{ start, end int64 }
+type s3Span struct{ start, end int64 }
 
-type fetch struct {
-	window
+type s3Fetch struct {
+	s3Span
 	done chan struct{}
 	err  error
 }
 
 const (
-	accMode   = syscall.O_ACCMODE
-	seekAhead = 16 * mib // mountpoint keeps its stream across forward seeks this long
-	seekBack  = 1 * mib  // and backward seeks this long
+	s3AccMode   = syscall.O_ACCMODE
+	s3SeekAhead = 16 * s3MiB // mountpoint keeps its stream across forward seeks this long
+	s3SeekBack  = 1 * s3MiB  // and backward seeks this long
 )
 
 // Open implements Backend.
@@ -74,7 +74,7 @@ func (s *S3) Open(ctx context.Context, name string, flags int, perm uint32) (f F
 	if err = CheckName(name); err != nil {
 		return nil, err
 	}
-	wantWrite := flags&accMode != syscall.O_RDONLY
+	wantWrite := flags&s3AccMode != syscall.O_RDONLY
 	e, lerr := s.lookup(ctx, name)
 	exists := lerr == nil
 	if lerr != nil && !errors.Is(lerr, fs.ErrNotExist) {
@@ -100,7 +100,7 @@ func (s *S3) Open(ctx context.Context, name string, flags int, perm uint32) (f F
 	if flags&syscall.O_DIRECTORY != 0 {
 		return nil, syscall.ENOTDIR
 	}
-	h := &s3File{s: s, name: name, key: s.key(name), size: e.size, read: flags&accMode != syscall.O_WRONLY}
+	h := &s3File{s: s, name: name, key: s.key(name), size: e.size, read: flags&s3AccMode != syscall.O_WRONLY}
 	trunc := flags&syscall.O_TRUNC != 0
 	switch s.prof.name {
 	case "mountpoint":
@@ -109,7 +109,7 @@ func (s *S3) Open(ctx context.Context, name string, flags int, perm uint32) (f F
 			return h, nil
 		}
 		if exists && !trunc {
-			if flags&accMode == syscall.O_RDWR {
+			if flags&s3AccMode == syscall.O_RDWR {
 				h.read = true // Mountpoint opens it for reading; writes then fail
 				h.next = s.prof.readInit
 				return h, nil
@@ -147,7 +147,7 @@ func (s *S3) Open(ctx context.Context, name string, flags int, perm uint32) (f F
 			return nil, err
 		}
 		h.size = 0
-		s.cacheStat(name, entry{mode: syscall.S_IFREG | 0o644})
+		s.cacheStat(name, s3Entry{mode: syscall.S_IFREG | 0o644})
 	case trunc:
 		h.size, h.dirty = 0, true
 	case e.size > 0:
@@ -166,7 +166,7 @@ func (s *S3) Open(ctx context.Context, name string, flags int, perm uint32) (f F
 
 func (s *S3) startStream(h *s3File) *s3File {
 	h.write, h.size = true, 0
-	h.up = &streamUpload{s: s, key: h.key, partSize: s.prof.partSize, singlePut: s.prof.singlePut}
+	h.up = &s3Upload{s: s, key: h.key, partSize: s.prof.partSize, singlePut: s.prof.singlePut}
 	s.mu.Lock()
 	s.pending[h.name] = 0
 	s.mu.Unlock()
@@ -223,11 +223,11 @@ func (f *s3File) ReadAt(ctx context.Context, p []byte, off int64) (n int, err er
 // flight from cur.end, and each new window doubles up to readMax.
 func (f *s3File) readWindowed(ctx context.Context, pos, stop int64) error {
 	for pos < stop {
-		if f.cur.end > f.cur.start && pos >= f.cur.start-seekBack && pos < f.cur.end {
+		if f.cur.end > f.cur.start && pos >= f.cur.start-s3SeekBack && pos < f.cur.end {
 			pos = f.cur.end
 			continue
 		}
-		if f.cur.end > f.cur.start && pos >= f.cur.end && pos-f.cur.end <= seekAhead && f.cur.end < f.size {
+		if f.cur.end > f.cur.start && pos >= f.cur.end && pos-f.cur.end <= s3SeekAhead && f.cur.end < f.size {
 			if f.ahead == nil {
 				f.ahead = f.startFetch(ctx, f.cur.end)
 			}
@@ -257,13 +257,13 @@ func (f *s3File) waitAhead(ctx context.Context) error {
 	<-a.done
 	f.ahead = nil
 	if a.err != nil {
-		f.cur = window{}
+		f.cur = s3Span{}
 		return a.err
 	}
 	if f.cur.end == a.start && f.cur.end > f.cur.start {
-		f.cur = window{start: a.start, end: a.end} // keep seekBack reach from the new window
+		f.cur = s3Span{start: a.start, end: a.end} // keep seekBack reach from the new window
 	} else {
-		f.cur = a.window
+		f.cur = a.s3Span
 	}
 	if f.cur.end < f.size {
 		f.ahead = f.startFetch(ctx, f.cur.end)
@@ -272,9 +272,9 @@ func (f *s3File) waitAhead(ctx context.Context) error {
 }
 
 // startFetch starts a ranged GET of the next window from start.
-func (f *s3File) startFetch(ctx context.Context, start int64) *fetch {
+func (f *s3File) startFetch(ctx context.Context, start int64) *s3Fetch {
 	n := min(f.next, f.size-start)
-	a := &fetch{window: window{start, start + n}, done: make(chan struct{})}
+	a := &s3Fetch{s3Span: s3Span{start, start + n}, done: make(chan struct{})}
 	f.next = min(f.next*2, f.s.prof.readMax)
 	if n <= 0 {
 		close(a.done)
@@ -290,7 +290,7 @@ func (f *s3File) startFetch(ctx context.Context, start int64) *fetch {
 // readLoaded is s3fs's read of an unmodified object: GET the ranges not fetched before.
 func (f *s3File) readLoaded(ctx context.Context, p []byte, off, stop int64) error {
 	pos := off
-	for _, w := range append(append([]window(nil), f.loaded...), window{stop, stop}) {
+	for _, w := range append(append([]s3Span(nil), f.loaded...), s3Span{stop, stop}) {
 		if w.end <= pos {
 			continue
 		}
@@ -299,7 +299,7 @@ func (f *s3File) readLoaded(ctx context.Context, p []byte, off, stop int64) erro
 			if _, err := f.s.get(ctx, f.key, pos, gapEnd-pos, p[pos-off:gapEnd-off]); err != nil {
 				return err
 			}
-			f.addLoaded(window{pos, gapEnd})
+			f.addLoaded(s3Span{pos, gapEnd})
 		}
 		pos = max(pos, min(w.end, stop))
 		if pos >= stop {
@@ -309,7 +309,7 @@ func (f *s3File) readLoaded(ctx context.Context, p []byte, off, stop int64) erro
 	return nil
 }
 
-func (f *s3File) addLoaded(w window) {
+func (f *s3File) addLoaded(w s3Span) {
 	f.loaded = append(f.loaded, w)
 	sort.Slice(f.loaded, func(i, j int) bool { return f.loaded[i].start < f.loaded[j].start })
 	out := f.loaded[:1]
@@ -410,7 +410,7 @@ func (f *s3File) list(ctx context.Context) error {
 		if parentOf(k) == f.name && k != f.name {
 			_, b := splitName(k)
 			if !seen[b] {
-				ents = append(ents, dirent{name: b, dir: true})
+				ents = append(ents, s3Dirent{name: b, dir: true})
 				seen[b] = true
 			}
 		}
@@ -419,7 +419,7 @@ func (f *s3File) list(ctx context.Context) error {
 		if parentOf(k) == f.name {
 			_, b := splitName(k)
 			if !seen[b] {
-				ents = append(ents, dirent{name: b})
+				ents = append(ents, s3Dirent{name: b})
 			}
 		}
 	}
@@ -444,7 +444,7 @@ func (f *s3File) list(ctx context.Context) error {
 				}
 				got, _, err := s.head(ctx, key)
 				if e.dir {
-					got = entry{mode: syscall.S_IFDIR | 0o755}
+					got = s3Entry{mode: syscall.S_IFDIR | 0o755}
 				}
 				if err == nil || e.dir {
 					s.cacheStat(child, got)
@@ -454,7 +454,7 @@ func (f *s3File) list(ctx context.Context) error {
 		wg.Wait()
 	}
 	sort.Slice(ents, func(i, j int) bool { return ents[i].name < ents[j].name })
-	f.ents = append([]dirent{{name: ".", dir: true}, {name: "..", dir: true}}, ents...)
+	f.ents = append([]s3Dirent{{name: ".", dir: true}, {name: "..", dir: true}}, ents...)
 	f.pos, f.listed = 0, true
 	return nil
 }
@@ -594,7 +594,7 @@ func (f *s3File) flushLocal(ctx context.Context) error {
 	if size < s.prof.singlePut {
 		err = s.put(ctx, f.key, io.NewSectionReader(f.tmp, 0, size), size, nil)
 	} else {
-		up := &streamUpload{s: s, key: f.key, partSize: s.prof.partSize}
+		up := &s3Upload{s: s, key: f.key, partSize: s.prof.partSize}
 		for off := int64(0); off < size && err == nil; off += s.prof.partSize {
 			n := min(s.prof.partSize, size-off)
 			err = up.part(ctx, io.NewSectionReader(f.tmp, off, n), n)
@@ -609,13 +609,13 @@ func (f *s3File) flushLocal(ctx context.Context) error {
 		return err
 	}
 	f.dirty = false
-	s.cacheStat(f.name, entry{mode: syscall.S_IFREG | 0o644, size: size})
+	s.cacheStat(f.name, s3Entry{mode: syscall.S_IFREG | 0o644, size: size})
 	return nil
 }
 
-// streamUpload uploads an object from sequential writes: parts of partSize as they fill,
+// s3Upload uploads an object from sequential writes: parts of partSize as they fill,
 // completed at finish; below singlePut bytes in all, one PutObject instead.
-type streamUpload struct {
+type s3Upload struct {
 	s         *S3
 	key       string
 	partSize  int64
@@ -625,7 +625,7 @@ type streamUpload struct {
 	parts     []types.CompletedPart
 }
 
-func (u *streamUpload) write(ctx context.Context, p []byte) error {
+func (u *s3Upload) write(ctx context.Context, p []byte) error {
 	u.buf = append(u.buf, p...)
 	for int64(len(u.buf)) >= u.partSize {
 		if err := u.part(ctx, bytes.NewReader(u.buf[:u.partSize]), u.partSize); err != nil {
@@ -636,7 +636,7 @@ func (u *streamUpload) write(ctx context.Context, p []byte) error {
 	return nil
 }
 
-func (u *streamUpload) part(ctx context.Context, body io.ReadSeeker, n int64) error {
+func (u *s3Upload) part(ctx context.Context, body io.ReadSeeker, n int64) error {
 	s := u.s
 	if u.id == nil {
 		out, err := s.client.CreateMultipartUpload(ctx, &s3.CreateMultipartUploadInput{Bucket: &s.bucket, Key: &u.key})
@@ -655,12 +655,12 @@ func (u *streamUpload) part(ctx context.Context, body io.ReadSeeker, n int64) er
 	if err != nil {
 		return s.cls("upload part of "+u.key, err)
 	}
-	addBytes(ctx, "UploadPart", n)
+	s3AddBytes(ctx, "UploadPart", n)
 	u.parts = append(u.parts, types.CompletedPart{ETag: out.ETag, PartNumber: aws.Int32(num)})
 	return nil
 }
 
-func (u *streamUpload) finish(ctx context.Context) error {
+func (u *s3Upload) finish(ctx context.Context) error {
 	s := u.s
 	if u.id == nil && (u.singlePut > 0 || len(u.buf) == 0) {
 		err := s.put(ctx, u.key, bytes.NewReader(u.buf), int64(len(u.buf)), nil)
@@ -689,4 +689,4 @@ func (u *streamUpload) finish(ctx context.Context) error {
 }
 
 // abort leaves the upload to Close, which aborts every upload not completed.
-func (u *streamUpload) abort() {}
+func (u *s3Upload) abort() {}

@@ -173,51 +173,53 @@ func counterOf(b Backend) RequestCounter {
 	}
 }
 
-// tally accumulates one phase. mu guards everything in it.
-type tally struct {
+// reqTallyAcc accumulates one phase. mu guards everything in it.
+type reqTallyAcc struct {
 	mu                 sync.Mutex
 	phase              string
-	ops                map[string]*opAcc
+	ops                map[string]*s3OpAcc
 	retries, throttled uint64
 }
 
-type opAcc struct {
+type s3OpAcc struct {
 	count, errors, refused uint64
 	time                   time.Duration
-	reqs                   map[string]*ReqTally
+	s3Reqs                 map[string]*ReqTally
 }
 
-func newTally(phase string) *tally { return &tally{phase: phase, ops: map[string]*opAcc{}} }
+func newReqTally(phase string) *reqTallyAcc {
+	return &reqTallyAcc{phase: phase, ops: map[string]*s3OpAcc{}}
+}
 
-// opKey is the context key of the filesystem call a request belongs to.
-type opKey struct{}
+// s3OpKey is the context key of the filesystem call a request belongs to.
+type s3OpKey struct{}
 
-// opRef names the call and the tally it is counted in.
-type opRef struct {
-	t  *tally
+// s3OpRef names the call and the tally it is counted in.
+type s3OpRef struct {
+	t  *reqTallyAcc
 	op string
 }
 
-func (t *tally) acc(op string) *opAcc {
+func (t *reqTallyAcc) acc(op string) *s3OpAcc {
 	a := t.ops[op]
 	if a == nil {
-		a = &opAcc{reqs: map[string]*ReqTally{}}
+		a = &s3OpAcc{s3Reqs: map[string]*ReqTally{}}
 		t.ops[op] = a
 	}
 	return a
 }
 
-func (a *opAcc) req(typ string) *ReqTally {
-	r := a.reqs[typ]
+func (a *s3OpAcc) req(typ string) *ReqTally {
+	r := a.s3Reqs[typ]
 	if r == nil {
 		r = &ReqTally{Type: typ}
-		a.reqs[typ] = r
+		a.s3Reqs[typ] = r
 	}
 	return r
 }
 
 // end records a finished call.
-func (t *tally) end(op string, d time.Duration, err error) {
+func (t *reqTallyAcc) end(op string, d time.Duration, err error) {
 	t.mu.Lock()
 	a := t.acc(op)
 	a.count++
@@ -232,9 +234,9 @@ func (t *tally) end(op string, d time.Duration, err error) {
 	t.mu.Unlock()
 }
 
-// addBytes adds payload bytes to the request type typ of the call in ctx.
-func addBytes(ctx context.Context, typ string, n int64) {
-	ref, ok := ctx.Value(opKey{}).(opRef)
+// s3AddBytes adds payload bytes to the request type typ of the call in ctx.
+func s3AddBytes(ctx context.Context, typ string, n int64) {
+	ref, ok := ctx.Value(s3OpKey{}).(s3OpRef)
 	if !ok || n == 0 {
 		return
 	}
@@ -243,14 +245,14 @@ func addBytes(ctx context.Context, typ string, n int64) {
 	ref.t.mu.Unlock()
 }
 
-func (t *tally) snapshot(profile string) RequestStats {
+func (t *reqTallyAcc) snapshot(s3Profile string) RequestStats {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	rs := RequestStats{Phase: t.phase, Profile: profile, Retries: t.retries, Throttled: t.throttled}
+	rs := RequestStats{Phase: t.phase, Profile: s3Profile, Retries: t.retries, Throttled: t.throttled}
 	total := map[string]*ReqTally{}
 	for name, a := range t.ops {
 		ot := OpTally{Op: name, Count: a.count, Errors: a.errors, Refused: a.refused, Time: a.time}
-		for _, r := range a.reqs {
+		for _, r := range a.s3Reqs {
 			ot.Requests = append(ot.Requests, *r)
 			tt := total[r.Type]
 			if tt == nil {
@@ -273,18 +275,18 @@ func (t *tally) snapshot(profile string) RequestStats {
 	return rs
 }
 
-// countingMiddleware counts every S3 operation once (initialize step) and every attempt
+// s3CountingMiddleware counts every S3 operation once (initialize step) and every attempt
 // after the first as a retry, and throttling responses (finalize step, after the SDK's
 // retry middleware, so it sees each attempt). Requests without a call in their context
 // (probes, cleanup) are counted under the op "-".
-func countingMiddleware(cur func() *tally) func(*middleware.Stack) error {
+func s3CountingMiddleware(cur func() *reqTallyAcc) func(*middleware.Stack) error {
 	return func(st *middleware.Stack) error {
 		type attemptKey struct{}
 		init := middleware.InitializeMiddlewareFunc("iotapCountRequest", func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
-			ref, ok := ctx.Value(opKey{}).(opRef)
+			ref, ok := ctx.Value(s3OpKey{}).(s3OpRef)
 			if !ok {
-				ref = opRef{t: cur(), op: "-"}
-				ctx = context.WithValue(ctx, opKey{}, ref)
+				ref = s3OpRef{t: cur(), op: "-"}
+				ctx = context.WithValue(ctx, s3OpKey{}, ref)
 			}
 			typ := middleware.GetOperationName(ctx)
 			ref.t.mu.Lock()
@@ -297,7 +299,7 @@ func countingMiddleware(cur func() *tally) func(*middleware.Stack) error {
 		}
 		fin := middleware.FinalizeMiddlewareFunc("iotapCountAttempt", func(ctx context.Context, in middleware.FinalizeInput, next middleware.FinalizeHandler) (middleware.FinalizeOutput, middleware.Metadata, error) {
 			out, md, err := next.HandleFinalize(ctx, in)
-			ref, ok := ctx.Value(opKey{}).(opRef)
+			ref, ok := ctx.Value(s3OpKey{}).(s3OpRef)
 			n, _ := ctx.Value(attemptKey{}).(*int)
 			if !ok || n == nil {
 				return out, md, err
@@ -367,7 +369,7 @@ func PrintRequests(w io.Writer, rs RequestStats, prices Prices) {
 		for _, r := range o.Requests {
 			p := fmt.Sprintf("%s %d", r.Type, r.Count)
 			if r.Bytes > 0 {
-				p += " (" + humanSize(r.Bytes) + ")"
+				p += " (" + s3HumanSize(r.Bytes) + ")"
 			}
 			if r.Retries > 0 || r.Throttled > 0 {
 				p += fmt.Sprintf(" [%d retries, %d throttled]", r.Retries, r.Throttled)
@@ -393,7 +395,7 @@ func PrintRequests(w io.Writer, rs RequestStats, prices Prices) {
 	}
 }
 
-func humanSize(n int64) string {
+func s3HumanSize(n int64) string {
 	switch {
 	case n >= 1<<30:
 		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))

@@ -74,7 +74,7 @@ func OpenS3(ctx context.Context, spec string, o TargetOptions) (*S3, error) {
 	if strings.Trim(prefix, "/") == "" {
 		return nil, fmt.Errorf("replay: target %s: %w: give a key prefix (s3://%s/some/prefix): the replay deletes what is below it", spec, s3store.ErrBadURL, bucket)
 	}
-	prof, err := profileByName(o.Profile)
+	prof, err := s3ProfileByName(o.Profile)
 	if err != nil {
 		return nil, err
 	}
@@ -94,13 +94,13 @@ func OpenS3(ctx context.Context, spec string, o TargetOptions) (*S3, error) {
 		bucket: bucket, prefix: prefix, url: "s3://" + bucket + "/" + prefix,
 		endpoint: o.Endpoint, prof: prof, keep: o.Keep, log: o.Log, tmpDir: o.TempDir,
 		created: map[string]struct{}{}, uploads: map[string]string{}, localDirs: map[string]struct{}{},
-		pending: map[string]int64{}, statCache: map[string]statEntry{}, xattrs: map[string]map[string]string{},
+		pending: map[string]int64{}, statCache: map[string]s3StatEntry{}, xattrs: map[string]map[string]string{},
 	}
 	s.BeginPhase("open") // the probe below; PrepareTarget and Run start their own phases
 	client, err := s3store.NewClient(ctx, s3store.ClientOptions{
 		Region: o.Region, Profile: o.AWSProfile, Endpoint: o.Endpoint, Credentials: o.Credentials,
 		MaxAttempts: o.MaxAttempts, ConnectTimeout: min(5*time.Second, o.ProbeTimeout),
-		APIOptions: []func(*middleware.Stack) error{countingMiddleware(s.cur.Load)},
+		APIOptions: []func(*middleware.Stack) error{s3CountingMiddleware(s.cur.Load)},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("replay: target %s: %w", spec, err)
