@@ -206,7 +206,7 @@ func loadTraces(ctx context.Context, e *env, files []string, so stats.Options) (
 		if d := s.Sources[0].Damage; len(d) > 0 {
 			damaged = append(damaged, files[i])
 			for _, x := range d {
-				fmt.Fprintf(e.stderr, "iotap: %s: damaged: %s\n", files[i], x)
+				_, _ = fmt.Fprintf(e.stderr, "iotap: %s: damaged: %s\n", files[i], x)
 			}
 		}
 	}
@@ -218,7 +218,7 @@ func loadTrace(ctx context.Context, file string, so stats.Options) (*stats.Stats
 	if err != nil {
 		return nil, describeOpenError(file, err)
 	}
-	defer r.Close()
+	defer r.Close() //nolint:errcheck // read only: nothing to lose on close
 	acc := stats.NewAccumulator(file, r.Header(), so)
 	for n := 0; ; n++ {
 		if n&0xffff == 0 && ctx.Err() != nil {

@@ -30,7 +30,9 @@ func Example() {
 		}
 		footer, _ := r.Footer()
 		total.Merge(acc.Finish(r, footer, r.Damage()))
-		r.Close()
+		if err := r.Close(); err != nil {
+			log.Fatal(err)
+		}
 	}
 	rd := &total.Ops[trace.OpRead]
 	fmt.Printf("reads %d, p99 %d ns, max %d ns\n", rd.Count, rd.Percentile(99), rd.MaxNs)
