@@ -19,7 +19,7 @@ func WriteCSV(w io.Writer, r *Report, tableName string) error {
 	views := append([]*View{r.Total}, r.Groups...)
 	u := func(n uint64) string { return strconv.FormatUint(n, 10) }
 	i64 := func(n int64) string { return strconv.FormatInt(n, 10) }
-	f := func(x float64) string { return strconv.FormatFloat(x, 'g', -1, 64) }
+	f := func(x float64) string { return strconv.FormatFloat(x, 'f', -1, 64) }
 	var rows [][]string
 	switch tableName {
 	case "", "ops":

@@ -120,9 +120,11 @@ func writeOpTable(b *strings.Builder, v *View) {
 func writeSummaryLines(b *strings.Builder, v *View) {
 	var cl []string
 	for _, c := range v.Classes {
-		cl = append(cl, fmt.Sprintf("%s %s", c.Class, Pct(c.Share)))
+		if c.Class != "data" {
+			cl = append(cl, fmt.Sprintf("%s %s", c.Class, Pct(c.Share)))
+		}
 	}
-	fmt.Fprintf(b, "\ntime by class: %s (metadata %s, data %s)\n", strings.Join(cl, ", "), Pct(v.Patterns.MetaShare), Pct(v.Patterns.DataShare))
+	fmt.Fprintf(b, "\njob I/O time: data %s, metadata %s (%s)\n", Pct(v.Patterns.DataShare), Pct(v.Patterns.MetaShare), strings.Join(cl, ", "))
 	p := v.Patterns
 	if p.ReadBytes > 0 || p.SeqReads+p.RandReads > 0 {
 		fmt.Fprintf(b, "reads: %s, %s sequential by bytes (%s seq / %s random ops)",
