@@ -114,8 +114,11 @@
 // read, unlink, readdir, rename source, EEXIST from a create...). Types come from the
 // recorded modes, sizes from File records, lookup replies and the furthest byte read before
 // the file was modified. Parents are directories. File data is zeros or incompressible
-// bytes. Not reproduced: holes, directory entries the trace never names (a readdir may
-// return fewer entries), symlink targets (not recorded: a placeholder target), owners.
+// bytes. A starting-state directory the trace lists in full gets empty placeholder files
+// for the entries it never names, as many as the recorded listing's size implies (FUSE
+// dirent sizes, names as long as the known ones). Symlink targets are not recorded: a
+// dangling placeholder of the recorded readlink length stands in. Not reproduced: holes,
+// owners, xattrs.
 //
 // # Confinement
 //

@@ -445,3 +445,30 @@ func TestPreexistingSymlink(t *testing.T) {
 		t.Fatalf("%d ops, divergences %v", sum.ReplayedOps, sum.Examples)
 	}
 }
+
+// TestDirectoryEntryCount: a pre-existing directory listed in full gets placeholder
+// entries for the names the trace never shows.
+func TestDirectoryEntryCount(t *testing.T) {
+	b := newTB(t)
+	b.w.AddFile(trace.File{Path: b.path("data"), Type: trace.TypeDir, Mode: 0o755})
+	b.w.AddFile(trace.File{Path: b.path("data/s01"), Type: trace.TypeFile, Mode: 0o644, Size: 10})
+	b.w.AddFile(trace.File{Path: b.path("data/s02"), Type: trace.TypeFile, Mode: 0o644, Size: 10})
+	// "." ".." and 12 three-letter names: 14 fuse_dirents of 32 bytes (24+3 -> 32, 24+1 ->
+	// 32, 24+2 -> 32).
+	b.walk(1, "data", 0, unix.S_IFDIR|0o755, 4096)
+	b.ev(1, trace.OpOpendir, "data", 3000, 1000, func(e *trace.Event) { e.Handle = 77 })
+	b.ev(1, trace.OpReaddir, "data", 5000, 1000, func(e *trace.Event) { e.Handle = 77; e.Size = 4096; e.Ret = 14 * 32 })
+	b.ev(1, trace.OpReaddir, "data", 2000, 1000, func(e *trace.Event) { e.Handle = 77; e.Offset = 14; e.Size = 4096 })
+	b.ev(1, trace.OpReleasedir, "data", 1000, 1000, func(e *trace.Event) { e.Handle = 77 })
+	st, err := DeriveState(readerOf(t, b.bytes()), PlanOptions{})
+	must(t, err)
+	var fill int
+	for _, e := range st.Entries {
+		if parentOf(e.Name) == "data" && e.Name != "data/s01" && e.Name != "data/s02" {
+			fill++
+		}
+	}
+	if fill != 10 {
+		t.Fatalf("%d placeholder entries, want 10: %+v", fill, st.Entries)
+	}
+}

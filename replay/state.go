@@ -59,11 +59,23 @@ type model struct {
 	derive   bool // add missing objects to initial instead of reporting them
 	problems []Problem
 	nprob    int
+
+	listings map[uint64]*listing // open directory listings, by handle
+	listed   map[string]bool     // directories whose entry count was estimated
+	pending  []pendingList       // complete listings of starting-state directories
+}
+
+// listing accumulates one directory handle's readdir replies.
+type listing struct {
+	dir       string
+	bytes     int64
+	plus      bool
+	fromStart bool
 }
 
 func newModel(derive bool) *model {
 	m := &model{nodes: map[string]*mnode{}, children: map[string]int{}, touched: map[string]int64{},
-		initial: map[string]*Entry{}, derive: derive}
+		initial: map[string]*Entry{}, derive: derive, listings: map[uint64]*listing{}, listed: map[string]bool{}}
 	m.nodes[""] = &mnode{typ: trace.TypeDir}
 	return m
 }
@@ -184,7 +196,9 @@ func (m *model) apply(op *Op) {
 	enoent := op.WantErrno == uint16(syscall.ENOENT)
 	exist := op.WantErrno == uint16(syscall.EEXIST)
 	switch op.Kind {
-	case KSkip, KStatfs, KClose, KFsync, KLseek, KLock:
+	case KClose:
+		m.endListing(op.Handle)
+	case KSkip, KStatfs, KFsync, KLseek, KLock:
 	case KStat:
 		if ok {
 			n := m.need(op, name, typeOfMode(op.Mode))
@@ -259,6 +273,15 @@ func (m *model) apply(op *Op) {
 	case KReaddir:
 		if ok {
 			m.need(op, name, trace.TypeDir)
+			l := m.listings[op.Handle]
+			if l == nil {
+				l = &listing{dir: name, plus: op.Rec == trace.OpReaddirplus, fromStart: op.Offset == 0}
+				m.listings[op.Handle] = l
+			}
+			l.bytes += op.WantRet
+			if op.WantRet == 0 {
+				m.endListing(op.Handle)
+			}
 		}
 	case KMkdir, KMknod, KSymlink:
 		if ok {
@@ -395,6 +418,11 @@ func DeriveState(src Source, po PlanOptions) (*State, error) {
 			e.Size = f.Size
 		}
 	}
+	known := make(map[string]bool, len(m.initial))
+	for name := range m.initial {
+		known[name] = true
+	}
+	m.estimateListings(known)
 	st := &State{Ops: ops}
 	for _, e := range m.initial {
 		if e.Name == "" {
@@ -513,4 +541,87 @@ func symlinkPlaceholder(n int) string {
 		return p[:n]
 	}
 	return p + strings.Repeat("-", n-len(p))
+}
+
+// FUSE dirent sizes: a fuse_dirent is 24 bytes plus the name, padded to 8; a
+// fuse_direntplus adds a 128-byte fuse_entry_out.
+func direntSize(nameLen int, plus bool) int64 {
+	n := int64(24+nameLen+7) &^ 7
+	if plus {
+		n += 128
+	}
+	return n
+}
+
+// endListing records the first complete listing of each starting-state directory with
+// the names known at that point; estimateListings turns it into placeholder entries.
+func (m *model) endListing(h uint64) {
+	l := m.listings[h]
+	if l == nil {
+		return
+	}
+	delete(m.listings, h)
+	if !m.derive || !l.fromStart || m.listed[l.dir] {
+		return
+	}
+	m.listed[l.dir] = true
+	d := m.nodes[l.dir]
+	if d == nil || (d.entry == nil && l.dir != "") {
+		return // made by the trace: its entries are all known
+	}
+	pl := pendingList{listing: *l, names: map[string]bool{}}
+	for k := range m.nodes {
+		if k != "" && parentOf(k) == l.dir {
+			_, base := splitName(k)
+			pl.names[base] = true
+		}
+	}
+	m.pending = append(m.pending, pl)
+}
+
+// pendingList is a complete listing of a starting-state directory and the names the trace
+// had shown in it by then.
+type pendingList struct {
+	listing
+	names map[string]bool
+}
+
+// estimateListings adds, for each recorded full listing of a starting-state directory,
+// placeholder files for the entries the trace never names ("iotap-fill-NNNN" or "~NNN",
+// as long as the names it knows, 16 bytes if none), so that a replayed listing returns
+// about as many entries. Names known from File records count as known.
+func (m *model) estimateListings(known map[string]bool) {
+	for _, pl := range m.pending {
+		for name := range known {
+			if parentOf(name) == pl.dir {
+				_, base := splitName(name)
+				pl.names[base] = true
+			}
+		}
+		known := direntSize(1, pl.plus) + direntSize(2, pl.plus) // "." and ".."
+		nameLen := 0
+		for base := range pl.names {
+			known += direntSize(len(base), pl.plus)
+			nameLen += len(base)
+		}
+		L := 16
+		if len(pl.names) > 0 {
+			L = max(nameLen/len(pl.names), 2)
+		}
+		pfx := "~"
+		if L >= len("iotap-fill-")+4 {
+			pfx = "iotap-fill-"
+		}
+		missing := (pl.bytes - known) / direntSize(L, pl.plus)
+		for i := int64(0); i < missing && i < 1<<20; i++ {
+			name := fmt.Sprintf("%s%0*d", pfx, L-len(pfx), i)
+			if pl.dir != "" {
+				name = pl.dir + "/" + name
+			}
+			if _, ok := m.initial[name]; ok {
+				continue
+			}
+			m.initial[name] = &Entry{Name: name, Type: trace.TypeFile}
+		}
+	}
 }
