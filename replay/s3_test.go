@@ -167,8 +167,22 @@ func TestS3Mountpoint(t *testing.T) {
 		}
 	}
 	_ = f.Close(ctx)
-	// Each start fetches the first window and prefetches the next: 2 + 2.
-	s3WantReqs(t, b, "read", map[string]int64{"GetObject": 4})
+	// Each start fetches the first window only (the reads stay in its first half).
+	s3WantReqs(t, b, "read", map[string]int64{"GetObject": 2, "bytes:GetObject": 2 * (s3MiB + 128*s3KiB)})
+
+	// A forward seek within 16 MiB reads through: windows 1.125, 2.25, 4.5 MiB.
+	b.BeginPhase("forward")
+	f, err = b.Open(ctx, "big", syscall.O_RDONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, off := range []int64{0, 5 * s3MiB} {
+		if n, err := f.ReadAt(ctx, buf, off); err != nil || n != len(buf) {
+			t.Fatalf("read at %d: %d, %v", off, n, err)
+		}
+	}
+	_ = f.Close(ctx)
+	s3WantReqs(t, b, "read", map[string]int64{"GetObject": 3, "bytes:GetObject": 7*s3MiB + 7*128*s3KiB})
 
 	// Stat: HeadObject and ListObjectsV2(max-keys 1) per lookup.
 	b.BeginPhase("stat")

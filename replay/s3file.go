@@ -219,19 +219,25 @@ func (f *s3File) ReadAt(ctx context.Context, p []byte, off int64) (n int, err er
 	return int(stop - off), nil
 }
 
-// readWindowed is Mountpoint's prefetcher: the window [cur) has been fetched, ahead is in
-// flight from cur.end, and each new window doubles up to readMax.
+// readWindowed is Mountpoint's prefetcher: the window cur has been fetched; once a read
+// reaches its second half the next window (twice as large, up to readMax) is fetched
+// ahead from cur.end; a read past cur waits for it. A random reader thus costs one
+// initial window per seek, a sequential one keeps a request in flight.
 func (f *s3File) readWindowed(ctx context.Context, pos, stop int64) error {
 	for pos < stop {
-		if f.cur.end > f.cur.start && pos >= f.cur.start-s3SeekBack && pos < f.cur.end {
-			pos = f.cur.end
+		have := f.cur.end > f.cur.start
+		if have && pos >= f.cur.start-s3SeekBack && pos < f.cur.end {
+			pos = min(stop, f.cur.end)
+			if f.ahead == nil && f.cur.end < f.size && pos >= f.cur.start+(f.cur.end-f.cur.start)/2 {
+				f.ahead = f.startFetch(ctx, f.cur.end)
+			}
 			continue
 		}
-		if f.cur.end > f.cur.start && pos >= f.cur.end && pos-f.cur.end <= s3SeekAhead && f.cur.end < f.size {
+		if have && pos >= f.cur.end && pos-f.cur.end <= s3SeekAhead && f.cur.end < f.size {
 			if f.ahead == nil {
 				f.ahead = f.startFetch(ctx, f.cur.end)
 			}
-			if err := f.waitAhead(ctx); err != nil {
+			if err := f.waitAhead(); err != nil {
 				return err
 			}
 			continue
@@ -243,16 +249,15 @@ func (f *s3File) readWindowed(ctx context.Context, pos, stop int64) error {
 		}
 		f.next = f.s.prof.readInit
 		f.ahead = f.startFetch(ctx, pos)
-		if err := f.waitAhead(ctx); err != nil {
+		if err := f.waitAhead(); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// waitAhead waits for the fetch in flight, makes it the current window and starts the
-// next one.
-func (f *s3File) waitAhead(ctx context.Context) error {
+// waitAhead waits for the fetch in flight and makes it the current window.
+func (f *s3File) waitAhead() error {
 	a := f.ahead
 	<-a.done
 	f.ahead = nil
@@ -260,14 +265,7 @@ func (f *s3File) waitAhead(ctx context.Context) error {
 		f.cur = s3Span{}
 		return a.err
 	}
-	if f.cur.end == a.start && f.cur.end > f.cur.start {
-		f.cur = s3Span{start: a.start, end: a.end} // keep seekBack reach from the new window
-	} else {
-		f.cur = a.s3Span
-	}
-	if f.cur.end < f.size {
-		f.ahead = f.startFetch(ctx, f.cur.end)
-	}
+	f.cur = a.s3Span
 	return nil
 }
 
