@@ -480,3 +480,31 @@ func TestDefaultOutputOutsideTarget(t *testing.T) {
 		})
 	}
 }
+
+// TestRecordOptions checks that the layer options reach the layer and the header.
+func TestRecordOptions(t *testing.T) {
+	requireRecord(t)
+	dir := t.TempDir()
+	out := filepath.Join(t.TempDir(), "t.iotap")
+	p := startIotap(t, dir, "record", "-o", out, "--comm", "cat", "--stats-interval", "50ms", "--cache", "kernel", "--drop-when-full", "--",
+		"sh", "-c", `echo hi > f; i=0; while [ $i -lt 20 ]; do cat f >/dev/null; sleep 0.01; i=$((i+1)); done`)
+	_ = p.stdin.Close()
+	if code, _ := p.wait(t); code != 0 {
+		t.Fatalf("exit %d; stderr %s", code, p.stderr)
+	}
+	if !strings.Contains(p.stderr.String(), " ops/s ") || !strings.Contains(p.stderr.String(), " p99 ") {
+		t.Errorf("no live stats line:\n%s", p.stderr)
+	}
+	tc := readTrace(t, out)
+	if tc.hdr.FUSE.Cache != "kernel" || tc.hdr.FUSE.DirectIO {
+		t.Errorf("FUSE options %+v", tc.hdr.FUSE)
+	}
+	if len(tc.events) == 0 {
+		t.Fatal("no events")
+	}
+	for _, e := range tc.events {
+		if e.Comm != "cat" {
+			t.Fatalf("--comm cat recorded an op by %q: %+v", e.Comm, e)
+		}
+	}
+}
