@@ -104,6 +104,9 @@ type Options struct {
 	Log      *slog.Logger
 }
 
+// maxProcs caps the GOMAXPROCS raise for timed replays.
+const maxProcs = 128
+
 // monotonic clock in the same base as trace.Now (CLOCK_MONOTONIC, ns).
 func now() int64 { return trace.Now() }
 
@@ -285,11 +288,12 @@ func Run(ctx context.Context, src Source, b Backend, sink Sink, o Options) (*Sum
 		}
 		w := workers[op.Worker]
 		if w == nil {
-			if o.Timing != TimingAFAP && runtime.GOMAXPROCS(0) < len(workers)+3 {
+			if n := len(workers) + 3; o.Timing != TimingAFAP && n <= maxProcs && runtime.GOMAXPROCS(0) < n {
 				// Timed workers sleep in nanosleep on their own threads, each keeping its P
 				// until sysmon takes it back (20 µs to 10 ms later): give every worker a P
-				// so that a worker that wakes up never waits for one.
-				runtime.GOMAXPROCS(len(workers) + 3)
+				// so that a worker that wakes up never waits for one (up to maxProcs, beyond
+				// which the garbage collector's share of Ps gets out of hand).
+				runtime.GOMAXPROCS(n)
 			}
 			w = &worker{e: e, id: op.Worker, ch: make(chan Op, o.QueueDepth), margin: int64(o.SpinMargin)}
 			w.st.init()
