@@ -37,7 +37,7 @@ func (o *compareOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.Format, "format", "text", "output `format`: text, json or html")
 	fs.StringVarP(&o.Output, "output", "o", "", "write the comparison to `file` instead of standard output")
 	fs.BoolVar(&o.Force, "force", false, "compare even if the traces do not look like the same work")
-	fs.Float64Var(&o.Tolerance, "tolerance", 0.05, "largest relative difference in op counts and bytes for the same work (`fraction`)")
+	fs.Float64Var(&o.Tolerance, "tolerance", 0.05, "largest relative difference in op counts and bytes between sides doing the same work, as a `fraction`")
 }
 
 func runCompare(ctx context.Context, e *env, o *compareOptions, args []string) error {

@@ -48,7 +48,7 @@ func (o *reportOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.Format, "format", "text", "output `format`: text, json, csv or html")
 	fs.StringVarP(&o.Output, "output", "o", "", "write the report to `file` instead of standard output")
 	fs.IntVar(&o.Top, "top", 10, "rows in the top-N tables (processes, files, directories)")
-	fs.StringVar(&o.By, "by", "", "also split the figures by `host` or by label:KEY (one view per value)")
+	fs.StringVar(&o.By, "by", "", "also split the figures by `key`: host, or label:KEY for a label's value (one view per value)")
 	fs.StringVar(&o.Table, "table", "ops", "with --format csv, the `table` to write: "+strings.Join(report.CSVTables, ", "))
 	fs.DurationVar(&o.Interval, "interval", 0, "width of the per-interval series; 0: 1s, finer for traces shorter than 20s (the width doubles for very long traces)")
 }
