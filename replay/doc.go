@@ -93,7 +93,8 @@
 // Workers sleep with nanosleep on a locked thread with 1 ns timer slack until a margin
 // before the due time, then spin (yielding the CPU); the margin follows the observed
 // overshoot of the sleeps. Timed workers get a P each (GOMAXPROCS is raised to the number
-// of workers plus 3 for the run), so a worker whose sleep ends never waits for one. The
+// of workers plus 3 for the run, at most 128), so a worker whose sleep ends never waits
+// for one. The
 // issue lag (issue time minus the latest of: due time, completion of the op's
 // dependencies, return of the thread's previous op) is measured for every op and
 // summarised; ops whose previous op was still running at their due time (a target slower
