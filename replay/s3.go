@@ -125,6 +125,9 @@ type s3Profile struct {
 // Profiles lists the request profiles of the S3 backend.
 var Profiles = []string{"mountpoint", "s3fs", "sdk"}
 
+// s3TruncateMax bounds the size an s3fs-profile truncate rewrites (held in memory).
+const s3TruncateMax = 256 << 20
+
 const (
 	s3MiB = 1 << 20
 	s3KiB = 1 << 10
@@ -865,6 +868,9 @@ func (s *S3) Truncate(ctx context.Context, name string, size int64) (err error) 
 	}
 	if e.isDir() {
 		return syscall.EISDIR
+	}
+	if size > s3TruncateMax {
+		return s.refuse("truncate", syscall.EFBIG, fmt.Sprintf("truncating to more than %d MiB is not modelled", s3TruncateMax>>20))
 	}
 	data := make([]byte, size)
 	if size > 0 && e.size > 0 {
