@@ -31,9 +31,9 @@ import (
 //     ListObjectsV2(prefix=name/, delimiter=/, max-keys=1) issued together; readdir =
 //     ListObjectsV2 with delimiter, paginated; sequential reads = ranged GETs of a
 //     prefetch window that starts at 1 MiB + 128 KiB and doubles up to 8 MiB parts, the
-//     next window fetched ahead while the current one is read (a forward seek of up to
-//     16 MiB or a backward seek of up to 1 MiB keeps the stream; anything else restarts
-//     it at the initial window); writes = sequential only, a multipart upload of 8 MiB
+//     next window fetched ahead once reads reach the second half of the current one (a
+//     forward seek of up to 16 MiB or a backward seek of up to 1 MiB keeps the stream;
+//     anything else restarts it at the initial window); writes = sequential only, a multipart upload of 8 MiB
 //     parts, the object visible at close or fsync; opening an existing file for writing
 //     needs O_TRUNC; mkdir is local until a file is written below; rename, link, symlink,
 //     chmod, chown, truncate and xattrs fail as Mountpoint fails them (EPERM/ENOTSUP),
@@ -53,8 +53,16 @@ import (
 //     CopyObject + DeleteObject; no metadata, links or in-place updates (ENOTSUP).
 //
 // Calls a profile cannot do return a *RefusedError (counted as refused) that unwraps to
-// the errno that client returns. Locks are granted locally (FUSE clients leave POSIX
-// locks to the kernel); statfs issues no request.
+// the errno that client returns. Locks are kept locally, conflicting between open files,
+// as the kernel keeps them for a FUSE client without a lock handler; statfs and fstat
+// issue no request. Read data served from Mountpoint's prefetch window is zeros (the
+// replay checks sizes, not contents).
+//
+// # Requests
+//
+// Every call is timed and its requests counted by S3 operation (with payload bytes,
+// retries and 503 SlowDown responses) through a middleware on the SDK client; see
+// RequestCounter, WriteRequests and PrintRequests.
 //
 // While preparing (BeginPhase("prepare")), directories are made as name/ marker objects
 // and symlinks as objects holding their target for every profile, and chmod is accepted
