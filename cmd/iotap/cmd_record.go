@@ -240,13 +240,13 @@ func prepare(o *layerOptions, kind string) (*recordSpec, error) {
 		spec.MountPoint = spec.Target
 		spec.InPlace = true
 	}
-	if err := fuseAvailable(); err != nil {
-		return nil, fmt.Errorf("FUSE is not available: %w", err)
-	}
 	if spec.InPlace && geteuid() != 0 {
 		return nil, errors.New("tracing --target in place mounts over it in a private mount namespace, which needs root " +
 			"(CAP_SYS_ADMIN); run as root, or use --mount-at DIR to expose the traced view at another directory " +
-			"(needs /dev/fuse and fusermount3)")
+			"(needs read-write access to /dev/fuse and fusermount3)")
+	}
+	if err := fuseAvailable(); err != nil {
+		return nil, fmt.Errorf("FUSE is not available: %w", err)
 	}
 	if spec.Output, err = resolveOutput(o.Output, spec.RealTarget, realOrSelf(spec.MountPoint)); err != nil {
 		return nil, err

@@ -508,3 +508,81 @@ func TestRecordOptions(t *testing.T) {
 		}
 	}
 }
+
+// TestRecordAsUnprivilegedUser runs iotap as nobody: in place needs root (the error says
+// so); --mount-at works through fusermount3 when /dev/fuse is open to all users, and
+// otherwise says that /dev/fuse is what is missing.
+func TestRecordAsUnprivilegedUser(t *testing.T) {
+	requireRecord(t)
+	st, err := os.Stat("/dev/fuse")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fuseForAll := st.Mode().Perm()&0o006 == 0o006
+	// A world-readable copy of the binary and directories nobody can use.
+	base, err := os.MkdirTemp("", "iotap-nobody-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(base) })
+	bin := filepath.Join(base, "iotap")
+	data, err := os.ReadFile(iotapBin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bin, data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []string{"data", "mnt", "out"} {
+		if err := os.Mkdir(filepath.Join(base, d), 0o777); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(filepath.Join(base, d), 0o777); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Chmod(base, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(base, "out", "t.iotap")
+	mountAt := struct {
+		code int
+		want string
+	}{1, "FUSE is not available: cannot open /dev/fuse"}
+	if fuseForAll {
+		mountAt.code, mountAt.want = 0, "job exit 0"
+	}
+	tests := []struct {
+		name string
+		args []string
+		code int
+		want string
+	}{
+		{name: "in place", args: []string{"record", "-o", out, "--target", filepath.Join(base, "data"), "--", "true"}, code: 1, want: "needs root"},
+		{name: "mount-at", args: []string{"record", "-o", out, "--target", filepath.Join(base, "data"), "--mount-at", filepath.Join(base, "mnt"), "--",
+			"sh", "-c", "echo x > " + filepath.Join(base, "mnt", "f")}, code: mountAt.code, want: mountAt.want},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cmd := exec.Command(bin, tt.args...)
+			cmd.Dir = base
+			cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+			got, err := cmd.CombinedOutput()
+			var ee *exec.ExitError
+			if err != nil && !errors.As(err, &ee) {
+				t.Fatal(err)
+			}
+			if cmd.ProcessState.ExitCode() != tt.code || !strings.Contains(string(got), tt.want) {
+				t.Errorf("exit %d, output %q; want exit %d and %q", cmd.ProcessState.ExitCode(), got, tt.code, tt.want)
+			}
+		})
+	}
+	if fuseForAll {
+		if data, err := os.ReadFile(filepath.Join(base, "data", "f")); err != nil || string(data) != "x\n" {
+			t.Errorf("file written by nobody through --mount-at: %q %v", data, err)
+		}
+		if tc := readTrace(t, out); !tc.has(trace.OpCreate, "f", "sh") {
+			t.Errorf("trace lacks the create:\n%s", tc.dump())
+		}
+	}
+}
