@@ -49,7 +49,7 @@ func TestReportCommand(t *testing.T) {
 		noStdout bool
 	}{
 		{name: "text", args: []string{"report", reportTestdata("node1.iotap")}, stdout: []string{"p99.9", "read", "cache", "none", "files by time"}},
-		{name: "directory", args: []string{"report", "--top", "2", reportTestdata("")}, stdout: []string{"4 trace(s)", "other-work.iotap", "s3fs.iotap"}},
+		{name: "directory", args: []string{"report", "--top", "2", reportTestdata("")}, stdout: []string{"5 trace(s)", "other-work.iotap", "s3fs.iotap", "replay.iotap"}},
 		{name: "glob", args: []string{"report", "--by", "host", reportTestdata("node*.iotap")}, stdout: []string{"2 trace(s)", "-- host=node1", "-- host=node2"}},
 		{name: "csv intervals", args: []string{"report", "--format", "csv", "--table", "intervals", reportTestdata("node1.iotap")}, stdout: []string{"view,start,width_ns,t_s"}},
 		{name: "json to file", args: []string{"report", "--format", "json", "-o", out, reportTestdata("node1.iotap")}, noStdout: true},
@@ -111,6 +111,7 @@ func TestCompareCommand(t *testing.T) {
 		{name: "refused", args: []string{"compare", reportTestdata("node1.iotap"), reportTestdata("other-work.iotap")}, code: exitUsage, stderr: []string{"not the same work", "read count 240 vs 80", "--force"}},
 		{name: "forced", args: []string{"compare", "--force", reportTestdata("node1.iotap"), reportTestdata("other-work.iotap")}, stdout: []string{"NOT THE SAME WORK"}},
 		{name: "tolerance", args: []string{"compare", "--tolerance", "0.9", reportTestdata("node1.iotap"), reportTestdata("other-work.iotap")}},
+		{name: "record vs replay", args: []string{"compare", reportTestdata("node1.iotap"), reportTestdata("replay.iotap")}, stdout: []string{"work time", "compare the work time"}},
 		{name: "html", args: []string{"compare", "--format", "html", reportTestdata("node1.iotap"), reportTestdata("s3fs.iotap")}, stdout: []string{"<svg", "read latency CDF"}},
 		{name: "one side", args: []string{"compare", reportTestdata("node1.iotap")}, code: exitUsage, stderr: []string{"at least two"}},
 		{name: "missing", args: []string{"compare", reportTestdata("node1.iotap"), "/nonexistent/x.iotap"}, code: exitError, stderr: []string{"does not exist"}},

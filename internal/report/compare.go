@@ -39,7 +39,11 @@ type CompareSide struct {
 	DurationNs int64   `json:"duration_ns"`
 	TotalNs    int64   `json:"total_ns"` // job I/O time
 	Ratio      float64 `json:"total_ratio"`
-	DataShare  float64 `json:"data_share"`
+	// WorkNs is the time of the ops SameWork counts (all but lookup, forget, release,
+	// releasedir, flush): comparable between a recorded trace and its replay.
+	WorkNs    int64   `json:"work_ns"`
+	WorkRatio float64 `json:"work_ratio"`
+	DataShare float64 `json:"data_share"`
 }
 
 // CompareOp is one operation across sides.
@@ -81,9 +85,18 @@ type Change struct {
 	P99Ratio  float64 `json:"p99_ratio"`
 }
 
-// SameWork lists why other does not look like the same work as base: op counts, bytes read
-// or bytes written that differ by more than tol (a fraction of the larger value). Counts
-// that differ by a single op are ignored.
+// notWork are operations whose counts depend on the kernel and on the replay engine more
+// than on the job: path-walk lookups (the kernel issues them per component, and replay folds
+// them into the call they belong to), forgets, and the release/flush of a close (replay
+// closes with one call). SameWork does not count them.
+var notWork = [trace.NumOps]bool{
+	trace.OpLookup: true, trace.OpForget: true, trace.OpRelease: true, trace.OpReleasedir: true, trace.OpFlush: true,
+}
+
+// SameWork lists why other does not look like the same work as base: counts of the
+// operations the job asked for (all but lookup, forget, release, releasedir and flush;
+// readdir and readdirplus count together), bytes read or bytes written that differ by more
+// than tol (a fraction of the larger value). Counts that differ by a single op are ignored.
 func SameWork(base, other *stats.Stats, tol float64) []string {
 	var out []string
 	off := func(a, b uint64) (bool, float64) {
@@ -94,15 +107,23 @@ func SameWork(base, other *stats.Stats, tol float64) []string {
 		d := float64(max(a, b) - min(a, b))
 		return d > tol*float64(hi), d / float64(hi)
 	}
-	for i := range base.Ops {
-		a, b := base.Ops[i].Count, other.Ops[i].Count
+	count := func(name string, a, b uint64) {
 		if max(a, b)-min(a, b) <= 1 {
-			continue
+			return
 		}
 		if bad, f := off(a, b); bad {
-			out = append(out, fmt.Sprintf("%s count %d vs %d (%.1f%% apart)", trace.Op(i), a, b, 100*f))
+			out = append(out, fmt.Sprintf("%s count %d vs %d (%.1f%% apart)", name, a, b, 100*f))
 		}
 	}
+	for i := range base.Ops {
+		op := trace.Op(i)
+		if notWork[i] || op == trace.OpReaddir || op == trace.OpReaddirplus {
+			continue
+		}
+		count(op.String(), base.Ops[i].Count, other.Ops[i].Count)
+	}
+	rd := func(s *stats.Stats) uint64 { return s.Ops[trace.OpReaddir].Count + s.Ops[trace.OpReaddirplus].Count }
+	count("readdir+readdirplus", rd(base), rd(other))
 	rb := func(s *stats.Stats) uint64 { return s.Patterns.SeqReadBytes + s.Patterns.RandReadBytes }
 	wb := func(s *stats.Stats) uint64 { return s.Patterns.SeqWriteBytes + s.Patterns.RandWriteBytes }
 	if bad, f := off(rb(base), rb(other)); bad {
@@ -129,6 +150,8 @@ func Compare(names []string, sides []*stats.Stats, tol float64) *Comparison {
 		r, _ := Build([]*stats.Stats{s}, Options{Top: 1})
 		cs := CompareSide{Name: names[i], Traces: r.Traces, Events: s.Events, DurationNs: r.Total.DurationNs, TotalNs: s.TotalNs(), DataShare: r.Total.Patterns.DataShare}
 		cs.Ratio = ratio(float64(cs.TotalNs), float64(sides[0].TotalNs()))
+		cs.WorkNs = workNs(s)
+		cs.WorkRatio = ratio(float64(cs.WorkNs), float64(workNs(sides[0])))
 		c.Sides = append(c.Sides, cs)
 		c.Warnings = append(c.Warnings, r.Warnings...)
 		if i > 0 {
@@ -136,6 +159,15 @@ func Compare(names []string, sides []*stats.Stats, tol float64) *Comparison {
 				c.Mismatches = append(c.Mismatches, names[i]+": "+m)
 			}
 		}
+	}
+	kinds := map[string]bool{}
+	for _, sd := range c.Sides {
+		for _, t := range sd.Traces {
+			kinds[t.Kind] = true
+		}
+	}
+	if kinds["record"] && kinds["replay"] {
+		c.Warnings = append(c.Warnings, "recorded and replayed traces side by side: replay folds path-walk lookups and closes with one call, so compare the work time (without lookup, forget, release, releasedir, flush) rather than the job I/O time")
 	}
 	type opKey struct {
 		op    int
@@ -193,6 +225,16 @@ func Compare(names []string, sides []*stats.Stats, tol float64) *Comparison {
 	return c
 }
 
+func workNs(s *stats.Stats) int64 {
+	var t int64
+	for i := range s.Ops {
+		if !notWork[i] {
+			t += s.Ops[i].TotalNs
+		}
+	}
+	return t
+}
+
 func dedup(in []string) []string {
 	seen := map[string]bool{}
 	var out []string
@@ -216,16 +258,17 @@ func fmtRatio(r float64) string {
 func WriteCompareText(w io.Writer, c *Comparison) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "iotap compare: %d sides, baseline %s; ratios are side / baseline (>1 = slower)\n\n", len(c.Sides), c.Sides[0].Name)
-	t := newTable("side", "host", "fs", "cache", "events", "duration", "job I/O time", "ratio", "data share")
+	t := newTable("side", "kind", "host", "fs", "cache", "events", "duration", "job I/O time", "ratio", "work time", "ratio", "data share")
 	for _, s := range c.Sides {
-		var hosts, fss, caches []string
+		var kinds, hosts, fss, caches []string
 		for _, tr := range s.Traces {
+			kinds = append(kinds, tr.Kind)
 			hosts = append(hosts, tr.Host)
 			fss = append(fss, tr.Target.FSType)
 			caches = append(caches, tr.Cache)
 		}
-		t.add(s.Name, orDash(strings.Join(dedup(hosts), ",")), orDash(strings.Join(dedup(fss), ",")), orDash(strings.Join(dedup(caches), ",")),
-			Count(s.Events), Dur(s.DurationNs), Dur(s.TotalNs), fmtRatio(s.Ratio), Pct(s.DataShare))
+		t.add(s.Name, orDash(strings.Join(dedup(kinds), ",")), orDash(strings.Join(dedup(hosts), ",")), orDash(strings.Join(dedup(fss), ",")), orDash(strings.Join(dedup(caches), ",")),
+			Count(s.Events), Dur(s.DurationNs), Dur(s.TotalNs), fmtRatio(s.Ratio), Dur(s.WorkNs), fmtRatio(s.WorkRatio), Pct(s.DataShare))
 	}
 	b.WriteString(t.String())
 	for _, m := range c.Mismatches {
@@ -330,8 +373,8 @@ var compareTmpl = template.Must(template.New("compare").Funcs(funcs).Funcs(templ
 {{end}}{{range $c.Warnings}}<div class="warn">⚠ {{.}}</div>
 {{end}}
 <h2>Sides</h2>
-<table><tr><th class="l">side</th><th class="l">traces</th><th>events</th><th>duration</th><th>job I/O time</th><th>ratio</th><th>data share</th></tr>
-{{range $c.Sides}}<tr><td class="l">{{.Name}}</td><td class="l">{{range $i, $t := .Traces}}{{if $i}}<br>{{end}}{{$t.File}} ({{orDash $t.Host}}, {{orDash $t.Target.FSType}}, cache {{orDash $t.Cache}}){{end}}</td><td>{{count .Events}}</td><td>{{dur .DurationNs}}</td><td>{{dur .TotalNs}}</td><td>{{ratio .Ratio}}</td><td>{{pct .DataShare}}</td></tr>
+<table><tr><th class="l">side</th><th class="l">traces</th><th>events</th><th>duration</th><th>job I/O time</th><th>ratio</th><th>work time</th><th>ratio</th><th>data share</th></tr>
+{{range $c.Sides}}<tr><td class="l">{{.Name}}</td><td class="l">{{range $i, $t := .Traces}}{{if $i}}<br>{{end}}{{$t.File}} ({{orDash $t.Kind}}, {{orDash $t.Host}}, {{orDash $t.Target.FSType}}, cache {{orDash $t.Cache}}){{end}}</td><td>{{count .Events}}</td><td>{{dur .DurationNs}}</td><td>{{dur .TotalNs}}</td><td>{{ratio .Ratio}}</td><td>{{dur .WorkNs}}</td><td>{{ratio .WorkRatio}}</td><td>{{pct .DataShare}}</td></tr>
 {{end}}</table>
 {{if $c.Slower}}<h2>Most slower</h2>{{template "changes" $c.Slower}}{{end}}
 {{if $c.Faster}}<h2>Most faster</h2>{{template "changes" $c.Faster}}{{end}}

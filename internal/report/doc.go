@@ -87,12 +87,19 @@
 //
 //	schema "iotap.compare/v1", tolerance, forced, mismatches[], warnings[]
 //	sides[]   {name, traces[] (as in a report), events, duration_ns, total_ns,
-//	          total_ratio (to the baseline), data_share}
+//	          total_ratio (to the baseline), work_ns (time of the ops the same-work check
+//	          counts: all but lookup, forget, release, releasedir and flush, which depend on
+//	          the kernel and on replay folding), work_ratio, data_share}
 //	ops[]     by the baseline's total time: {op, sides[] {count, errors, bytes, mean_ns,
 //	          p50_ns, p99_ns, total_ns, ratio {count, p50, p99, mean, total} (absent on
 //	          the baseline; 0 when the baseline value is 0), hist[]}}
 //	slower[], faster[]: up to 5 ops that lost or gained the most total time
 //	          {side, op, baseline_total_ns, total_ns, delta_ns, mean_ratio, p99_ratio}
+//
+// The same-work check compares counts of every op but those five (readdir and readdirplus
+// together), bytes read and bytes written; a difference of one op is ignored, anything
+// beyond the tolerance (a fraction of the larger value) refuses the comparison unless
+// forced.
 //
 // # CSV
 //

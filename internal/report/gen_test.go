@@ -19,6 +19,7 @@ type workload struct {
 	readMul  float64 // scales read latencies (slower storage)
 	dataSets int     // dataset files read
 	stall    bool    // a 300 ms read stall around t=3s
+	replay   bool    // as a replay writes it: no path-walk lookups of existing files, no release
 }
 
 // genTrace writes the workload as a trace file with trace.Writer. Event times are
@@ -30,15 +31,19 @@ func genTrace(path string, wl workload) error {
 		return err
 	}
 	defer f.Close() //nolint:errcheck // closed explicitly below; this only covers early returns
+	kind, cache := "record", wl.cache
+	if wl.replay {
+		kind, cache = "replay", ""
+	}
 	h := trace.Header{
-		Kind:         "record",
+		Kind:         kind,
 		WallStart:    time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC),
 		Origin:       1_000_000_000,
 		Hostname:     wl.host,
 		IotapVersion: "test",
 		Kernel:       "6.1.0-test",
 		Target:       trace.Target{Path: "/data", FSType: wl.fstype, Source: "/dev/test", Mount: "/data"},
-		FUSE:         trace.FUSEOptions{Cache: wl.cache, MaxRead: 1 << 20, MaxWrite: 1 << 20},
+		FUSE:         trace.FUSEOptions{Cache: cache, MaxRead: 1 << 20, MaxWrite: 1 << 20},
 		Command:      []string{"python3", "train.py", "--epochs", "1"},
 		Labels:       wl.labels,
 	}
@@ -58,6 +63,9 @@ func genTrace(path string, wl workload) error {
 	var t int64 = 10_000_000 // 10 ms after origin
 	var handle uint64
 	ev := func(e trace.Event) {
+		if wl.replay && (e.Op == trace.OpRelease || e.Op == trace.OpReleasedir || (e.Op == trace.OpLookup && e.Errno == 0)) {
+			return // replay folds lookups into the call they belong to and closes with one call
+		}
 		e.Start = t
 		t += e.Dur + int64(rng.IntN(20_000))
 		w.Append(&e)
@@ -146,6 +154,7 @@ var testWorkloads = map[string]workload{
 		labels: []trace.Label{{Key: "job", Value: "42"}, {Key: "rank", Value: "1"}}},
 	"s3fs.iotap": {host: "node1", seed: 1, fstype: "fuse.s3fs", cache: "none", readMul: 3, dataSets: 6, stall: true,
 		labels: []trace.Label{{Key: "job", Value: "43"}}},
+	"replay.iotap": {host: "node1", seed: 1, fstype: "xfs", readMul: 0.5, dataSets: 6, stall: true, replay: true},
 	"other-work.iotap": {host: "node1", seed: 3, fstype: "ext4", cache: "none", readMul: 1, dataSets: 2},
 }
 

@@ -157,6 +157,15 @@ func TestSameWorkRefusal(t *testing.T) {
 	if m := SameWork(a, loadStats(t, "node2.iotap"), 0.05); len(m) != 0 {
 		t.Errorf("same work on another node refused: %v", m)
 	}
+	// A replay of the same job is the same work, though it folds lookups and releases.
+	rp := loadStats(t, "replay.iotap")
+	if m := SameWork(a, rp, 0.05); len(m) != 0 {
+		t.Errorf("record vs its replay refused: %v", m)
+	}
+	c := Compare([]string{"record", "replay"}, []*stats.Stats{a, rp}, 0.05)
+	if !slices.ContainsFunc(c.Warnings, func(s string) bool { return strings.Contains(s, "compare the work time") }) {
+		t.Errorf("no record/replay warning: %v", c.Warnings)
+	}
 	// A generous tolerance accepts it.
 	if m := SameWork(a, other, 0.9); len(m) != 0 {
 		t.Errorf("tolerance 0.9 still refuses: %v", m)
