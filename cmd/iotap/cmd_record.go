@@ -321,11 +321,8 @@ func resolveOutput(out, realTarget, realView string) (string, error) {
 		return "", fmt.Errorf("output %s: %w", out, err)
 	}
 	dir := filepath.Dir(abs)
-	rdir, err := filepath.EvalSymlinks(dir)
+	rdir, err := resolveMissing(dir)
 	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return "", fmt.Errorf("output directory %s does not exist", dir)
-		}
 		return "", fmt.Errorf("output %s: %w", abs, err)
 	}
 	rout := filepath.Join(rdir, filepath.Base(abs))
@@ -341,8 +338,44 @@ func resolveOutput(out, realTarget, realView string) (string, error) {
 	return abs, nil
 }
 
+// resolveMissing resolves symlinks in dir, which may not exist yet: its longest existing
+// ancestor is resolved and the missing rest appended.
+func resolveMissing(dir string) (string, error) {
+	var rest []string
+	for {
+		r, err := filepath.EvalSymlinks(dir)
+		if err == nil {
+			st, serr := os.Stat(r)
+			if serr != nil {
+				return "", serr
+			}
+			if !st.IsDir() {
+				return "", fmt.Errorf("%s is not a directory", dir)
+			}
+			for i := len(rest) - 1; i >= 0; i-- {
+				r = filepath.Join(r, rest[i])
+			}
+			return r, nil
+		}
+		if !errors.Is(err, fs.ErrNotExist) {
+			return "", err
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", err
+		}
+		rest = append(rest, filepath.Base(dir))
+		dir = parent
+	}
+}
+
 // createOutput checks early that the trace can be written (the recorder truncates it).
+// Missing directories are created (a per-job directory such as traces/%j/ cannot exist
+// beforehand).
 func createOutput(path string) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return fmt.Errorf("cannot write the trace: %w", err)
+	}
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE, 0o600)
 	if err != nil {
 		return fmt.Errorf("cannot write the trace: %w", err)

@@ -391,7 +391,8 @@ func TestRecordErrors(t *testing.T) {
 		{name: "bad cache mode", args: []string{"--target", target, "--cache", "some", "-o", out, "--", "true"}, wantCode: 2, want: "--cache"},
 		{name: "bad label", args: []string{"--target", target, "--label", "x", "-o", out, "--", "true"}, wantCode: 2, want: "key=value"},
 		{name: "output inside target", args: []string{"--target", target, "-o", filepath.Join(target, "sub", "..", "t.iotap"), "--", "true"}, wantCode: 1, want: "inside the traced tree"},
-		{name: "output dir missing", args: []string{"--target", target, "-o", filepath.Join(dir, "nodir", "t.iotap"), "--", "true"}, wantCode: 1, want: "does not exist"},
+		{name: "output dir under a file", args: []string{"--target", target, "-o", filepath.Join(file, "sub", "t.iotap"), "--", "true"}, wantCode: 1, want: "not a directory"},
+		{name: "missing output dir inside target", args: []string{"--target", target, "-o", filepath.Join(target, "new", "%j", "t.iotap"), "--", "true"}, wantCode: 1, want: "inside the traced tree"},
 		{name: "output unwritable", args: []string{"--target", target, "-o", filepath.Join(file, "t.iotap"), "--", "true"}, wantCode: 1, want: "not a directory"},
 		{name: "output is a directory", args: []string{"--target", target, "-o", mnt, "--", "true"}, wantCode: 1, want: "is a directory"},
 		{name: "fuse unavailable", args: []string{"--target", target, "-o", out, "--", "true"}, fuseErr: errors.New("cannot open /dev/fuse: permission denied"), wantCode: 1, want: "FUSE is not available: cannot open /dev/fuse"},
@@ -485,7 +486,8 @@ func TestDefaultOutputOutsideTarget(t *testing.T) {
 func TestRecordOptions(t *testing.T) {
 	requireRecord(t)
 	dir := t.TempDir()
-	out := filepath.Join(t.TempDir(), "t.iotap")
+	// The directory of -o is created (placeholders can name a new one per job).
+	out := filepath.Join(t.TempDir(), "per-job", "%j", "t.iotap")
 	p := startIotap(t, dir, "record", "-o", out, "--comm", "cat", "--stats-interval", "50ms", "--cache", "kernel", "--drop-when-full", "--",
 		"sh", "-c", `echo hi > f; i=0; while [ $i -lt 20 ]; do cat f >/dev/null; sleep 0.01; i=$((i+1)); done`)
 	_ = p.stdin.Close()
@@ -495,7 +497,7 @@ func TestRecordOptions(t *testing.T) {
 	if !strings.Contains(p.stderr.String(), " ops/s ") || !strings.Contains(p.stderr.String(), " p99 ") {
 		t.Errorf("no live stats line:\n%s", p.stderr)
 	}
-	tc := readTrace(t, out)
+	tc := readTrace(t, strings.Replace(out, "%j", "nojob", 1))
 	if tc.hdr.FUSE.Cache != "kernel" || tc.hdr.FUSE.DirectIO {
 		t.Errorf("FUSE options %+v", tc.hdr.FUSE)
 	}
