@@ -166,7 +166,8 @@ func Compare(names []string, sides []*stats.Stats, tol float64) *Comparison {
 			kinds[t.Kind] = true
 		}
 	}
-	if kinds["record"] && kinds["replay"] {
+	mixed := kinds["record"] && kinds["replay"]
+	if mixed {
 		c.Warnings = append(c.Warnings, "recorded and replayed traces side by side: replay folds path-walk lookups and closes with one call, so compare the work time (without lookup, forget, release, releasedir, flush) rather than the job I/O time")
 	}
 	type opKey struct {
@@ -199,6 +200,10 @@ func Compare(names []string, sides []*stats.Stats, tol float64) *Comparison {
 					P99:   ratio(float64(l.P99), float64(bl.P99)),
 					Mean:  ratio(l.MeanNs, bl.MeanNs),
 					Total: ratio(float64(o.TotalNs), float64(base.TotalNs)),
+				}
+				if mixed && notWork[k.op] {
+					co.Sides = append(co.Sides, os)
+					continue // folded or reshaped by replay: its change is an artefact
 				}
 				ch := Change{Side: names[si], Op: co.Op, BaseNs: base.TotalNs, TotalNs: o.TotalNs, DeltaNs: o.TotalNs - base.TotalNs, MeanRatio: os.Ratio.Mean, P99Ratio: os.Ratio.P99}
 				if ch.DeltaNs > 0 {

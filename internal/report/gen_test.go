@@ -154,7 +154,7 @@ var testWorkloads = map[string]workload{
 		labels: []trace.Label{{Key: "job", Value: "42"}, {Key: "rank", Value: "1"}}},
 	"s3fs.iotap": {host: "node1", seed: 1, fstype: "fuse.s3fs", cache: "none", readMul: 3, dataSets: 6, stall: true,
 		labels: []trace.Label{{Key: "job", Value: "43"}}},
-	"replay.iotap": {host: "node1", seed: 1, fstype: "xfs", readMul: 0.5, dataSets: 6, stall: true, replay: true},
+	"replay.iotap":     {host: "node1", seed: 1, fstype: "xfs", readMul: 0.5, dataSets: 6, stall: true, replay: true},
 	"other-work.iotap": {host: "node1", seed: 3, fstype: "ext4", cache: "none", readMul: 1, dataSets: 2},
 }
 
