@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"runtime"
 	"strconv"
@@ -82,7 +83,7 @@ func (o *layerOptions) addFlags(fs *pflag.FlagSet, targetHelp string) {
 	fs.StringArrayVar(&o.Exclude, "exclude", nil, "do not record paths matching `glob` (repeatable)")
 	fs.UintSliceVar(&o.UIDs, "uid", nil, "record only calls by user `id` (repeatable)")
 	fs.StringArrayVar(&o.Comms, "comm", nil, "record only calls by processes whose comm is `name` (repeatable)")
-	fs.DurationVar(&o.StatsInterval, "stats-interval", 0, "print a live line (ops/s, MB/s, p99) on stderr every `interval` (e.g. 1s)")
+	fs.DurationVar(&o.StatsInterval, "stats-interval", 0, "print a live line (ops/s, MB/s, p99) on stderr every `interval` (e.g. 1s); SIGUSR1 prints one at any time")
 	fs.BoolVar(&o.DropWhenFull, "drop-when-full", false, "drop events instead of slowing the job when the trace buffer is full (drops are counted)")
 	fs.BoolVar(&o.AllowOther, "allow-other", false, "let other users use the traced view (adds default_permissions)")
 	fs.BoolVar(&o.FUSEDebug, "fuse-debug", false, "print every FUSE request (very verbose)")
@@ -472,7 +473,17 @@ func reexecInNamespace(e *env, spec *recordSpec) error {
 	_, werr := pw.Write(data)
 	_ = pw.Close()
 	stop := job.Forward(cmd.Process)
+	// SIGUSR1 asks the recorder for a stats line; it is not the job's.
+	usr1 := make(chan os.Signal, 1)
+	signal.Notify(usr1, syscall.SIGUSR1)
+	go func() {
+		for range usr1 {
+			_ = cmd.Process.Signal(syscall.SIGUSR1)
+		}
+	}()
 	err = cmd.Wait()
+	signal.Stop(usr1)
+	close(usr1)
 	stop()
 	if werr != nil && err == nil {
 		return fmt.Errorf("send recorder spec: %w", werr)
@@ -602,23 +613,29 @@ func explainMountError(spec *recordSpec, err error) error {
 	return fmt.Errorf("mount %s: %w", spec.MountPoint, err)
 }
 
-// live prints a stats line every interval until stop is closed.
+// live prints a stats line every --stats-interval until stop is closed.
+// On SIGUSR1 it prints one at once (the line then covers the time since the last one).
 func (s *session) live(stop <-chan struct{}) {
-	if s.spec.StatsInterval <= 0 {
-		return
+	usr1 := make(chan os.Signal, 1)
+	signal.Notify(usr1, syscall.SIGUSR1)
+	defer signal.Stop(usr1)
+	var tick <-chan time.Time
+	if s.spec.StatsInterval > 0 {
+		t := time.NewTicker(s.spec.StatsInterval)
+		defer t.Stop()
+		tick = t.C
 	}
-	t := time.NewTicker(s.spec.StatsInterval)
-	defer t.Stop()
 	prev := s.tally.Snapshot()
 	for {
 		select {
 		case <-stop:
 			return
-		case <-t.C:
-			cur := s.tally.Snapshot()
-			_, _ = fmt.Fprintln(s.e.stderr, liveLine(cur.Sub(prev), cur.At.Sub(prev.At), s.w.Stats().Dropped))
-			prev = cur
+		case <-tick:
+		case <-usr1:
 		}
+		cur := s.tally.Snapshot()
+		_, _ = fmt.Fprintln(s.e.stderr, liveLine(cur.Sub(prev), cur.At.Sub(prev.At), s.w.Stats().Dropped))
+		prev = cur
 	}
 }
 

@@ -304,12 +304,20 @@ func TestRecordForwardsSIGTERM(t *testing.T) {
 	if l := p.readLine(t); l != "ready" {
 		t.Fatalf("got %q; stderr %s", l, p.stderr)
 	}
+	// SIGUSR1 is iotap's (a stats line), not the job's: sh would die of it.
+	if err := p.cmd.Process.Signal(syscall.SIGUSR1); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond)
 	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
 	code, rest := p.wait(t)
 	if code != 42 || rest != "got TERM\n" {
 		t.Fatalf("exit %d output %q, want 42 and the trap's line; stderr: %s", code, rest, p.stderr)
+	}
+	if !strings.Contains(p.stderr.String(), " ops/s ") {
+		t.Errorf("SIGUSR1 printed no stats line:\n%s", p.stderr)
 	}
 }
 
