@@ -29,8 +29,9 @@
 //	schema       "iotap.report/v1"
 //	traces[]     one per input trace, in input order:
 //	  file, kind ("record"|"replay"), host, kernel, iotap_version, wall_start,
-//	  target {Path, FSType, Source, Mount}, cache ("none"|"kernel"|""), passthrough,
-//	  writeback, command[], labels{key: value}, events (aggregated), dropped (recorder
+//	  target {path, fs_type, source, mount}, cache ("none"|"kernel"|""), passthrough,
+//	  writeback, fuse {max_read, max_write, entry_timeout_ns, attr_timeout_ns, direct_io},
+//	  command[], labels{key: value}, events (aggregated), dropped (recorder
 //	  drops, from the footer), blocked_ns (time the job waited for the recorder's buffer),
 //	  recorded (events the footer counts), complete (a footer was present), damage[]
 //	  (reader messages)

@@ -38,7 +38,8 @@ type Trace struct {
 	Kernel       string            `json:"kernel,omitempty"`
 	IotapVersion string            `json:"iotap_version,omitempty"`
 	WallStart    time.Time         `json:"wall_start"`
-	Target       trace.Target      `json:"target"`
+	Target       Target            `json:"target"`
+	FUSE         FUSE              `json:"fuse"`
 	Cache        string            `json:"cache"` // fidelity mode: "none", "kernel", "" (no FUSE layer)
 	Passthrough  bool              `json:"passthrough,omitempty"`
 	Writeback    bool              `json:"writeback,omitempty"`
@@ -50,6 +51,23 @@ type Trace struct {
 	Recorded     uint64            `json:"recorded"`   // events the footer says were written (0 without a footer)
 	Complete     bool              `json:"complete"`   // a footer was found: the recorder closed cleanly
 	Damage       []string          `json:"damage,omitempty"`
+}
+
+// Target is the traced (or replayed-onto) directory.
+type Target struct {
+	Path   string `json:"path"`
+	FSType string `json:"fs_type"` // "ext4", "fuse.s3fs", "s3" for a replay on S3, ...
+	Source string `json:"source"`
+	Mount  string `json:"mount"`
+}
+
+// FUSE holds the tracing layer's settings that shape the requests it saw.
+type FUSE struct {
+	MaxRead        uint32 `json:"max_read"`  // requests were at most this large
+	MaxWrite       uint32 `json:"max_write"` // requests were at most this large
+	EntryTimeoutNs int64  `json:"entry_timeout_ns"`
+	AttrTimeoutNs  int64  `json:"attr_timeout_ns"`
+	DirectIO       bool   `json:"direct_io"`
 }
 
 // View is the full set of figures for a set of traces.
@@ -311,17 +329,19 @@ func traceInfo(s *stats.Source) Trace {
 		Kernel:       h.Kernel,
 		IotapVersion: h.IotapVersion,
 		WallStart:    h.WallStart.UTC(),
-		Target:       h.Target,
-		Cache:        h.FUSE.Cache,
-		Passthrough:  h.FUSE.Passthrough,
-		Writeback:    h.FUSE.Writeback,
-		Command:      h.Command,
-		Events:       s.Events,
-		Dropped:      s.Dropped(),
-		Complete:     s.Footer != nil,
-		Recorded:     footerEvents(s),
-		BlockedNs:    footerBlocked(s),
-		Damage:       s.Damage,
+		Target:       Target{Path: h.Target.Path, FSType: h.Target.FSType, Source: h.Target.Source, Mount: h.Target.Mount},
+		FUSE: FUSE{MaxRead: h.FUSE.MaxRead, MaxWrite: h.FUSE.MaxWrite, EntryTimeoutNs: int64(h.FUSE.EntryTimeout),
+			AttrTimeoutNs: int64(h.FUSE.AttrTimeout), DirectIO: h.FUSE.DirectIO},
+		Cache:       h.FUSE.Cache,
+		Passthrough: h.FUSE.Passthrough,
+		Writeback:   h.FUSE.Writeback,
+		Command:     h.Command,
+		Events:      s.Events,
+		Dropped:     s.Dropped(),
+		Complete:    s.Footer != nil,
+		Recorded:    footerEvents(s),
+		BlockedNs:   footerBlocked(s),
+		Damage:      s.Damage,
 	}
 	if len(h.Labels) > 0 {
 		t.Labels = map[string]string{}
