@@ -175,10 +175,15 @@ func (d *Dir) at(name string) (int, string, error) {
 	if err := CheckName(name); err != nil {
 		return -1, "", err
 	}
-	if _, err := d.dirFD(parentOf(name)); err != nil {
+	dir := parentOf(name)
+	pfd, err := d.dirFD(dir)
+	if err != nil {
 		return -1, "", err
 	}
 	if s := d.start; s != "" && len(name) > len(s) && name[len(s)] == '/' && name[:len(s)] == s {
+		if s == dir {
+			return pfd, name[len(s)+1:], nil
+		}
 		if fd, err := d.dirFD(s); err == nil {
 			return fd, name[len(s)+1:], nil
 		}

@@ -192,8 +192,7 @@ type planner struct {
 	// The sort window: events live in slots of evs; heap is a min-heap of slot indices by
 	// (Start, file order); free lists unused slots.
 	evs     []trace.Event
-	evSeq   []uint64
-	heap    []int32
+	heap    []heapEntry
 	free    []int32
 	seq     uint64
 	eof     bool
@@ -313,19 +312,18 @@ func (p *planner) nextEvent() (*trace.Event, error) {
 		if n := len(p.free); n > 0 {
 			slot = p.free[n-1]
 			p.free = p.free[:n-1]
-			p.evs[slot], p.evSeq[slot] = *ev, p.seq
+			p.evs[slot] = *ev
 		} else {
 			slot = int32(len(p.evs))
 			p.evs = append(p.evs, *ev)
-			p.evSeq = append(p.evSeq, p.seq)
 		}
-		p.heap = append(p.heap, slot)
+		p.heap = append(p.heap, heapEntry{start: ev.Start, seq: p.seq, slot: slot})
 		p.up(len(p.heap) - 1)
 	}
 	if len(p.heap) == 0 {
 		return nil, io.EOF
 	}
-	slot := p.heap[0]
+	slot := p.heap[0].slot
 	n := len(p.heap) - 1
 	p.heap[0] = p.heap[n]
 	p.heap = p.heap[:n]
@@ -340,13 +338,19 @@ func (p *planner) nextEvent() (*trace.Event, error) {
 	return &p.cur, nil
 }
 
+// heapEntry is a sort window slot keyed by (start, file order).
+type heapEntry struct {
+	start int64
+	seq   uint64
+	slot  int32
+}
+
 func (p *planner) less(i, j int) bool {
-	a, b := p.heap[i], p.heap[j]
-	sa, sb := p.evs[a].Start, p.evs[b].Start
-	if sa != sb {
-		return sa < sb
+	a, b := &p.heap[i], &p.heap[j]
+	if a.start != b.start {
+		return a.start < b.start
 	}
-	return p.evSeq[a] < p.evSeq[b]
+	return a.seq < b.seq
 }
 
 func (p *planner) swap(i, j int) { p.heap[i], p.heap[j] = p.heap[j], p.heap[i] }
