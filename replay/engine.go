@@ -509,7 +509,9 @@ func (w *worker) one(op *Op) {
 	ready := max(due, waited)
 	if due > 0 && w.lastEnd > due {
 		ready = max(ready, w.lastEnd)
-		w.st.behind++
+		if w.lastEnd-due > int64(time.Millisecond) {
+			w.st.behind++
+		}
 	}
 	start, ret, errno := w.exec(op)
 	end := now()

@@ -129,8 +129,9 @@ type Summary struct {
 	LateOver1ms            uint64
 	LagSamples             uint64
 	DepWait                time.Duration // total time spent waiting for other threads' ops
-	// Behind counts ops that were due before their thread's previous op returned: the
-	// target was slower than the recording (original timing), not counted as lag.
+	// Behind counts ops that were due more than 1 ms before their thread's previous op
+	// returned: the target was slower than the recording (original timing). Such waits
+	// are not counted as lag.
 	Behind uint64
 
 	RecordedSpan, ReplaySpan time.Duration // first op start to last op end
@@ -221,7 +222,7 @@ func (s *Summary) Print(w io.Writer) {
 			s.LagP50, s.LagP99, s.LagMax, s.LateOver1ms, s.DepWait.Round(time.Microsecond))
 	}
 	if s.Behind > 0 && s.Timing == "original" {
-		_, _ = fmt.Fprintf(w, "  behind   %d ops were due while their thread's previous op was still running (target slower than recorded)\n", s.Behind)
+		_, _ = fmt.Fprintf(w, "  behind   %d ops were due more than 1 ms before their thread's previous op returned (target slower than recorded)\n", s.Behind)
 	}
 	_, _ = fmt.Fprintf(w, "  runtime  replay %v vs recorded %v (%+.1f%%); summed op time %v vs %v (%+.1f%%)\n",
 		s.ReplaySpan.Round(time.Microsecond), s.RecordedSpan.Round(time.Microsecond), pct(s.ReplaySpan, s.RecordedSpan),
