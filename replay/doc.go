@@ -97,8 +97,9 @@
 // for one. The
 // issue lag (issue time minus the latest of: due time, completion of the op's
 // dependencies, return of the thread's previous op) is measured for every op and
-// summarised; ops whose previous op was still running at their due time (a target slower
-// than the recording, in original timing) are counted as "behind", not as lag. A p99 lag
+// summarised; waiting for the thread's previous op is not lag, and an op that waited more
+// than 1 ms for it (a target slower than the recording, in original timing) is counted as
+// "behind". A p99 lag
 // above 5 ms, or more than 5% of ops over 1 ms late, is reported as the replayer being the
 // bottleneck.
 //
