@@ -29,6 +29,25 @@ func TestDirConfinement(t *testing.T) {
 	must(t, os.Mkdir(filepath.Join(root, "sub"), 0o755))
 	must(t, os.Symlink("../sub", filepath.Join(root, "sub", "back"))) // stays inside: allowed
 
+	// The same attempts through a view that starts walks below the root (see Walker).
+	view := d.From("sub").(*Dir)
+	for _, n := range []string{"sub/back/../../secret", "sub/back/up"} {
+		if _, err := view.Open(ctx, n, unix.O_RDONLY, 0); err == nil {
+			t.Fatalf("view: open %q succeeded", n)
+		}
+	}
+	if err := view.Mkdir(ctx, "up/x", 0o755); err == nil {
+		t.Fatal("view: mkdir through a symlink out of the root succeeded")
+	}
+	must(t, os.Symlink("../..", filepath.Join(root, "sub", "esc")))
+	for _, n := range []string{"sub/esc/x", "sub/esc/secret"} {
+		if err := view.Mkdir(ctx, n, 0o755); !errors.Is(err, ErrEscape) {
+			t.Fatalf("view: mkdir %q: %v, want ErrEscape", n, err)
+		}
+		if _, err := view.Lstat(ctx, n); !errors.Is(err, ErrEscape) {
+			t.Fatalf("view: lstat %q: %v, want ErrEscape", n, err)
+		}
+	}
 	tests := []struct {
 		name string
 		do   func() error
