@@ -806,7 +806,28 @@ func writeSummary(w io.Writer, snap tally.Snapshot, elapsed time.Duration, ws tr
 	if ws.Blocked > 0 {
 		_, _ = fmt.Fprintf(w, ", job waited %s for trace buffer space", ws.Blocked.Round(time.Millisecond))
 	}
-	_, _ = fmt.Fprintf(w, "\n  trace %s (%s)\n", path, fmtBytes(ws.Bytes))
+	_, _ = fmt.Fprintf(w, "\n  trace %s (%s)", path, fmtBytes(ws.Bytes))
+	if rss := peakRSS(); rss > 0 {
+		_, _ = fmt.Fprintf(w, ", recorder peak RSS %s", fmtBytes(rss))
+	}
+	_, _ = fmt.Fprintln(w)
+}
+
+// peakRSS returns this process's peak resident set size (VmHWM), or 0.
+func peakRSS() uint64 {
+	data, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, l := range strings.Split(string(data), "\n") {
+		if v, ok := strings.CutPrefix(l, "VmHWM:"); ok {
+			kb, err := strconv.ParseUint(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			if err == nil {
+				return kb << 10
+			}
+		}
+	}
+	return 0
 }
 
 func fmtBytes(n uint64) string {
