@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -154,6 +155,12 @@ func runReplay(ctx context.Context, e *env, o *replayOptions, args []string) err
 		}
 	}()
 	o.S3.Log = e.log
+	prefix := o.Output
+	if prefix == "" {
+		prefix = strings.TrimSuffix(tracePath, ".iotap") + ".replay"
+	}
+	absTrace, _ := filepath.Abs(tracePath)
+	absPrefix, _ := filepath.Abs(prefix)
 	for i, t := range o.Targets {
 		if !strings.HasPrefix(t, "s3://") {
 			fi, err := os.Stat(t)
@@ -162,6 +169,15 @@ func runReplay(ctx context.Context, e *env, o *replayOptions, args []string) err
 			}
 			if !fi.IsDir() {
 				return usageErrorf("--target %s: not a directory", t)
+			}
+			// Replay empties its targets: neither the trace nor the results may live there.
+			if abs, err := filepath.Abs(t); err == nil && o.Prepare != "skip" {
+				if sysinfo.Within(absTrace, abs) {
+					return usageErrorf("--target %s holds the trace %s, and replay empties its targets", t, tracePath)
+				}
+				if sysinfo.Within(absPrefix, abs) {
+					return usageErrorf("--target %s would hold the results (%s.*), and replay empties its targets: choose -o elsewhere", t, prefix)
+				}
 			}
 		}
 		b, err := replay.OpenTarget(ctx, t, o.S3)
@@ -179,10 +195,6 @@ func runReplay(ctx context.Context, e *env, o *replayOptions, args []string) err
 		if !empty && !o.Scratch {
 			return usageErrorf("--target %s is not empty: replay deletes what is there before each run; pass --scratch if it is a scratch area", t)
 		}
-	}
-	prefix := o.Output
-	if prefix == "" {
-		prefix = strings.TrimSuffix(tracePath, ".iotap") + ".replay"
 	}
 	fill := o.Fill == "random"
 	results := make([][]string, len(backends))

@@ -127,7 +127,9 @@ func TestReplayCommandErrors(t *testing.T) {
 		{"bad policy", []string{"replay", tr, "--target", dir, "--on-diverge", "panic"}, exitUsage, "on-diverge"},
 		{"non-empty target", []string{"replay", tr, "--target", full}, exitUsage, "not empty"},
 		{"missing target", []string{"replay", tr, "--target", filepath.Join(dir, "nope")}, exitUsage, "nope"},
-		{"missing trace", []string{"replay", filepath.Join(dir, "nope.iotap"), "--target", dir}, exitError, "nope.iotap"},
+		{"missing trace", []string{"replay", filepath.Join(dir, "nope.iotap"), "--target", full}, exitError, "nope.iotap"},
+		{"trace inside the target", []string{"replay", tr, "--target", dir, "--scratch"}, exitUsage, "holds the trace"},
+		{"results inside the target", []string{"replay", tr, "--target", full, "--scratch", "-o", filepath.Join(full, "res")}, exitUsage, "would hold the results"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
