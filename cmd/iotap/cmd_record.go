@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"path"
 	"path/filepath"
 	"runtime"
 	"strconv"
@@ -205,6 +206,11 @@ func prepare(o *layerOptions, kind string) (*recordSpec, error) {
 	labels, err := splitLabels(o.Labels)
 	if err != nil {
 		return nil, err
+	}
+	for _, g := range append(append([]string(nil), o.Include...), o.Exclude...) {
+		if _, err := path.Match(g, ""); err != nil {
+			return nil, usageErrorf("bad glob %q in --include/--exclude: %v", g, err)
+		}
 	}
 	spec := &recordSpec{
 		Cache: o.Cache, Include: o.Include, Exclude: o.Exclude, Comms: o.Comms,

@@ -397,6 +397,7 @@ func TestRecordErrors(t *testing.T) {
 		{name: "target not a directory", args: []string{"--target", file, "-o", out, "--", "true"}, wantCode: 1, want: "is not a directory"},
 		{name: "no command", args: []string{"--target", target, "-o", out}, wantCode: 2, want: "missing the command"},
 		{name: "bad cache mode", args: []string{"--target", target, "--cache", "some", "-o", out, "--", "true"}, wantCode: 2, want: "--cache"},
+		{name: "bad glob", args: []string{"--target", target, "--exclude", "[a", "-o", out, "--", "true"}, wantCode: 2, want: "bad glob"},
 		{name: "bad label", args: []string{"--target", target, "--label", "x", "-o", out, "--", "true"}, wantCode: 2, want: "key=value"},
 		{name: "output inside target", args: []string{"--target", target, "-o", filepath.Join(target, "sub", "..", "t.iotap"), "--", "true"}, wantCode: 1, want: "inside the traced tree"},
 		{name: "output dir under a file", args: []string{"--target", target, "-o", filepath.Join(file, "sub", "t.iotap"), "--", "true"}, wantCode: 1, want: "not a directory"},
