@@ -80,8 +80,9 @@
 //	             bytes, stride (every stride-th op kept), points[] [t s since the view's
 //	             start, offset, length, 1 if write else 0]}
 //
-// A directory's figures are those of the files directly in it plus the ops addressed to
-// the directory itself. A data op is sequential when it starts where the previous one on
+// files_by_* list non-directories (paths that are not known to be directories: names that
+// failed to resolve count as files). A directory's figures are those of the entries
+// directly in it plus the ops addressed to the directory itself. A data op is sequential when it starts where the previous one on
 // the same handle ended (the first at offset 0 counts as sequential).
 //
 // # JSON schema iotap.compare/v1

@@ -535,8 +535,9 @@ func buildView(name string, s *stats.Stats, traces []int, o Options) *View {
 	v.Processes = procRows(s, v.TotalNs, o.Top)
 	byTime := func(f *stats.FileStats) float64 { return float64(f.TotalNs) }
 	byBytes := func(f *stats.FileStats) float64 { return float64(f.Bytes()) }
-	v.FilesByTime = fileRows(stats.TopFiles(s.Files, o.Top, byTime), v.TotalNs, false)
-	v.FilesByBytes = fileRows(stats.TopFiles(s.Files, o.Top, byBytes), v.TotalNs, true)
+	files := s.NonDirs()
+	v.FilesByTime = fileRows(stats.TopFiles(files, o.Top, byTime), v.TotalNs, false)
+	v.FilesByBytes = fileRows(stats.TopFiles(files, o.Top, byBytes), v.TotalNs, true)
 	dirs := s.Dirs()
 	v.DirsByTime = fileRows(stats.TopFiles(dirs, o.Top, byTime), v.TotalNs, false)
 	v.DirsByBytes = fileRows(stats.TopFiles(dirs, o.Top, byBytes), v.TotalNs, true)

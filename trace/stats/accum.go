@@ -64,6 +64,7 @@ type fileAgg struct {
 	ClassNs [NumClasses]int64
 	Errors  uint64
 	touched bool
+	isDir   bool  // a directory: dir ops on it, or a lookup/mkdir reply said so
 	hasNext bool  // nextOff is valid (data ops without a handle)
 	sampler int32 // index+1 into Accumulator.samplers, 0 = none
 
@@ -89,7 +90,7 @@ type fileAgg struct {
 // stats converts the aggregate to the exported form.
 func (f *fileAgg) stats(path string) FileStats {
 	fs := FileStats{
-		Path: path, Ops: f.Ops, Errors: f.Errors, TotalNs: f.TotalNs, ClassNs: f.ClassNs,
+		Path: path, IsDir: f.isDir, Ops: f.Ops, Errors: f.Errors, TotalNs: f.TotalNs, ClassNs: f.ClassNs,
 		ReadOps: f.ReadOps, WriteOps: f.WriteOps, ReadBytes: f.ReadBytes, WriteBytes: f.WriteBytes,
 		ReadNs: f.ReadNs, WriteNs: f.WriteNs, Opens: f.Opens, UnusedOpen: f.UnusedOpen, MaxEnd: f.MaxEnd,
 		Patterns: Patterns{
@@ -291,6 +292,17 @@ func (a *Accumulator) closeHandle(f *fileAgg, h uint64) {
 	a.freeHStates = append(a.freeHStates, i)
 }
 
+// isDirEvent reports whether ev shows that its path is a directory.
+func isDirEvent(ev *trace.Event) bool {
+	switch ev.Op {
+	case trace.OpOpendir, trace.OpReaddir, trace.OpReaddirplus, trace.OpReleasedir, trace.OpFsyncdir, trace.OpRmdir:
+		return true
+	case trace.OpLookup, trace.OpMkdir, trace.OpGetattr, trace.OpStatx:
+		return ev.Errno == 0 && ev.Mode&0o170000 == 0o040000
+	}
+	return false
+}
+
 // hasBytes reports whether Ret counts bytes transferred for op.
 func hasBytes(op trace.Op) bool {
 	switch op {
@@ -391,6 +403,9 @@ func (a *Accumulator) Add(ev *trace.Event) {
 	}
 
 	f.touched = true
+	if !f.isDir && isDirEvent(ev) {
+		f.isDir = true
+	}
 
 	switch op {
 	case trace.OpRead, trace.OpWrite:

@@ -5,14 +5,14 @@ import (
 	"sort"
 )
 
-// Dirs aggregates Files by parent directory: a directory's figures are those of the files
+// Dirs aggregates Files by directory: a directory's figures are those of the files
 // directly in it plus the ops addressed to the directory itself.
 func (s *Stats) Dirs() map[string]*FileStats {
 	out := map[string]*FileStats{}
 	for p, f := range s.Files {
 		d := dirOf(p)
-		if s.isDirOwnOps(p, f) {
-			d = p
+		if f.IsDir {
+			d = p // the directory's own ops (readdir, its lookups) count for it
 		}
 		agg := out[d]
 		if agg == nil {
@@ -24,9 +24,15 @@ func (s *Stats) Dirs() map[string]*FileStats {
 	return out
 }
 
-// isDirOwnOps reports whether f looks like a directory's own entry (it had dir ops).
-func (s *Stats) isDirOwnOps(_ string, f *FileStats) bool {
-	return f.ClassNs[3] > 0 && f.ReadOps == 0 && f.WriteOps == 0
+// NonDirs returns the entries of Files that are not directories.
+func (s *Stats) NonDirs() map[string]*FileStats {
+	out := make(map[string]*FileStats, len(s.Files))
+	for p, f := range s.Files {
+		if !f.IsDir {
+			out[p] = f
+		}
+	}
+	return out
 }
 
 func dirOf(p string) string {

@@ -166,6 +166,7 @@ func (p *Patterns) merge(o *Patterns) {
 // FileStats are the figures of one path (a file or directory).
 type FileStats struct {
 	Path       string
+	IsDir      bool // the path is a directory (dir ops on it, or a reply's mode said so)
 	Ops        uint64
 	Errors     uint64
 	TotalNs    int64             // time of all ops on this path
@@ -183,6 +184,7 @@ type FileStats struct {
 }
 
 func (f *FileStats) merge(o *FileStats) {
+	f.IsDir = f.IsDir || o.IsDir
 	f.Ops += o.Ops
 	f.Errors += o.Errors
 	f.TotalNs += o.TotalNs

@@ -464,3 +464,31 @@ func benchAdd(b *testing.B, a *Accumulator, evs []trace.Event) {
 		b.ReportMetric(float64(b.N)/c.Seconds(), "events/cpu-s")
 	}
 }
+
+func TestDirectories(t *testing.T) {
+	evs := []trace.Event{
+		{Op: trace.OpLookup, Path: 2, Mode: 0o40755},           // d1 by its lookup reply
+		{Op: trace.OpLookup, Path: 3, Mode: 0o100644},          // d1/f
+		{Op: trace.OpRead, Path: 3, Size: 10, Ret: 10},         // d1/f
+		{Op: trace.OpOpendir, Path: 4, Handle: 9},              // d2 by a dir op
+		{Op: trace.OpLookup, Path: 5, Errno: 2, Mode: 0o40755}, // failed: says nothing
+	}
+	h := &trace.Header{}
+	a := NewAccumulator("d", h, Options{})
+	for i := range evs {
+		a.Add(&evs[i])
+	}
+	s := a.Finish(&Names{Paths: map[uint32]string{2: "d1", 3: "d1/f", 4: "d2", 5: "d1/nope"}}, nil, nil)
+	for p, want := range map[string]bool{"d1": true, "d1/f": false, "d2": true, "d1/nope": false} {
+		if got := s.Files[p].IsDir; got != want {
+			t.Errorf("%s: IsDir %v, want %v", p, got, want)
+		}
+	}
+	if nd := s.NonDirs(); len(nd) != 2 || nd["d1/f"] == nil || nd["d1/nope"] == nil {
+		t.Errorf("NonDirs %v", nd)
+	}
+	d := s.Dirs()
+	if d["d1"] == nil || d["d1"].Ops != 4 || d["d1"].ReadBytes != 10 || d["d2"] == nil || d["d2"].Ops != 1 {
+		t.Errorf("Dirs: %+v", d)
+	}
+}
