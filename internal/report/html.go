@@ -251,7 +251,7 @@ var pageTmpl = template.Must(template.New("page").Funcs(funcs).Parse(`<!DOCTYPE 
 <h2>Operations</h2>
 <p class="muted">Sorted by total time. Percentiles from HDR histograms (3 significant digits); mean, total and max are exact.</p>
 {{template "ops" $v}}
-<p>Time by class: {{range $i, $c := $v.Classes}}{{if $i}}, {{end}}{{$c.Class}} {{pct $c.Share}}{{end}} — metadata {{pct $v.Patterns.MetaShare}}, data {{pct $v.Patterns.DataShare}}.
+<p>Job I/O time: data {{pct $v.Patterns.DataShare}}, metadata {{pct $v.Patterns.MetaShare}} ({{range $i, $c := $v.Classes}}{{if ne $c.Class "data"}}{{$c.Class}} {{pct $c.Share}} {{end}}{{end}}).
 {{with $v.Patterns}}{{if .ReadBytes}}<br>Reads: {{bytes .ReadBytes}}, {{pct .SeqReadShare}} sequential by bytes ({{count .SeqReads}} sequential / {{count .RandReads}} random ops){{if .RereadBytes}}; re-read {{if .RereadApprox}}at least {{end}}{{bytes .RereadBytes}} of already read ranges — a cache would help{{end}}.{{end}}
 {{if .WriteBytes}}<br>Writes: {{bytes .WriteBytes}}, {{pct .SeqWriteShare}} sequential by bytes ({{count .SeqWrites}} sequential / {{count .RandWrites}} random ops).{{end}}{{end}}
 {{with $v.TTFB}}<br>Time to first byte (open to first read done): n={{count .Count}}, p50 {{dur .P50}}, p99 {{dur .P99}}, max {{dur .MaxNs}}.{{end}}
