@@ -87,11 +87,11 @@ func runExport(ctx context.Context, e *env, o *exportOptions, args []string) (er
 			return usageErrorf("--output %s is the trace itself", o.Output)
 		}
 	}
-	r, err := openTraceArg(e, args[0])
+	r, closeTrace, err := openTraceArg(ctx, e, args[0])
 	if err != nil {
 		return err
 	}
-	defer func() { _ = r.Close() }() // read-only
+	defer func() { _ = closeTrace() }() // read-only
 	r.SetStrict(o.Strict)
 
 	out := e.stdout

@@ -43,6 +43,10 @@ func runInfo(ctx context.Context, e *env, o *infoOptions, args []string) error {
 	if len(args) == 0 {
 		return usageErrorf("no trace given")
 	}
+	args, err := traceInputs(ctx, args) // s3://bucket/prefix/ lists the traces below it
+	if err != nil {
+		return err
+	}
 	var damaged []string
 	var out bytes.Buffer
 	for i, a := range args {
@@ -67,32 +71,29 @@ func runInfo(ctx context.Context, e *env, o *infoOptions, args []string) error {
 	return nil
 }
 
-// openTraceArg opens a trace named on the command line; "-" is the command's standard
-// input. Errors say which file and what is wrong with it.
-func openTraceArg(e *env, name string) (*trace.Reader, error) {
-	var r *trace.Reader
-	var err error
+// openTraceArg opens a trace named on the command line: a file, "-" (the command's
+// standard input) or an s3:// URL. Errors say which trace and what is wrong with it. Finish
+// with the returned close function.
+func openTraceArg(ctx context.Context, e *env, name string) (*trace.Reader, func() error, error) {
+	r, closeFn, err := openTraceAny(ctx, e, name)
 	if name == "-" {
-		r, err = trace.NewReader(e.stdin)
 		name = "standard input"
-	} else {
-		r, err = trace.Open(name)
 	}
 	switch {
 	case err == nil:
-		return r, nil
+		return r, closeFn, nil
 	case errors.Is(err, fs.ErrNotExist):
-		return nil, fmt.Errorf("trace %s does not exist", name)
+		return nil, nil, fmt.Errorf("trace %s does not exist", name)
 	case errors.Is(err, trace.ErrNotTrace):
-		return nil, fmt.Errorf("%s is not an iotap trace (wrong magic bytes)", name)
+		return nil, nil, fmt.Errorf("%s is not an iotap trace (wrong magic bytes)", name)
 	case errors.Is(err, trace.ErrVersion):
-		return nil, fmt.Errorf("%s: %w", name, err)
+		return nil, nil, fmt.Errorf("%s: %w", name, err)
 	case errors.Is(err, trace.ErrEmpty):
-		return nil, fmt.Errorf("%s is empty or was cut short before its header", name)
+		return nil, nil, fmt.Errorf("%s is empty or was cut short before its header", name)
 	case errors.Is(err, trace.ErrCorrupt):
-		return nil, fmt.Errorf("%s: corrupt header: %w", name, err)
+		return nil, nil, fmt.Errorf("%s: corrupt header: %w", name, err)
 	}
-	return nil, fmt.Errorf("open trace %s: %w", name, err)
+	return nil, nil, fmt.Errorf("open trace %s: %w", name, err)
 }
 
 // traceSummary is what info gathers in one pass over the events.
@@ -128,11 +129,11 @@ func (s *traceSummary) add(ev *trace.Event) {
 
 // infoOne describes one trace into out.
 func infoOne(ctx context.Context, e *env, o *infoOptions, name string, out *bytes.Buffer) (damaged bool, err error) {
-	r, err := openTraceArg(e, name)
+	r, closeTrace, err := openTraceArg(ctx, e, name)
 	if err != nil {
 		return false, err
 	}
-	defer func() { _ = r.Close() }() // read-only
+	defer func() { _ = closeTrace() }() // read-only
 	r.SetStrict(o.Strict)
 	s := traceSummary{tids: map[uint32]struct{}{}}
 	var stopErr error
