@@ -210,9 +210,18 @@ var funcs = template.FuncMap{
 		}
 		return strings.Join(parts, " ")
 	},
-	"errnos":   errnoList,
-	"u64":      func(i int) uint64 { return uint64(i) },
-	"orDash":   orDash,
+	"errnos": errnoList,
+	"u64":    func(i int) uint64 { return uint64(i) },
+	"orDash": orDash,
+	"classes": func(cs []ClassRow) string {
+		var parts []string
+		for _, c := range cs {
+			if c.Class != "data" {
+				parts = append(parts, c.Class+" "+Pct(c.Share))
+			}
+		}
+		return strings.Join(parts, ", ")
+	},
 	"contains": strings.Contains,
 }
 
@@ -251,7 +260,7 @@ var pageTmpl = template.Must(template.New("page").Funcs(funcs).Parse(`<!DOCTYPE 
 <h2>Operations</h2>
 <p class="muted">Sorted by total time. Percentiles from HDR histograms (3 significant digits); mean, total and max are exact.</p>
 {{template "ops" $v}}
-<p>Job I/O time: data {{pct $v.Patterns.DataShare}}, metadata {{pct $v.Patterns.MetaShare}} ({{range $i, $c := $v.Classes}}{{if ne $c.Class "data"}}{{$c.Class}} {{pct $c.Share}} {{end}}{{end}}).
+<p>Job I/O time: data {{pct $v.Patterns.DataShare}}, metadata {{pct $v.Patterns.MetaShare}} ({{classes $v.Classes}}).
 {{with $v.Patterns}}{{if .ReadBytes}}<br>Reads: {{bytes .ReadBytes}}, {{pct .SeqReadShare}} sequential by bytes ({{count .SeqReads}} sequential / {{count .RandReads}} random ops){{if .RereadBytes}}; re-read {{if .RereadApprox}}at least {{end}}{{bytes .RereadBytes}} of already read ranges — a cache would help{{end}}.{{end}}
 {{if .WriteBytes}}<br>Writes: {{bytes .WriteBytes}}, {{pct .SeqWriteShare}} sequential by bytes ({{count .SeqWrites}} sequential / {{count .RandWrites}} random ops).{{end}}{{end}}
 {{with $v.TTFB}}<br>Time to first byte (open to first read done): n={{count .Count}}, p50 {{dur .P50}}, p99 {{dur .P99}}, max {{dur .MaxNs}}.{{end}}

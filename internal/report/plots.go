@@ -191,6 +191,7 @@ func histPlot(title string, bins []HistBin, c color.Color) (*plot.Plot, error) {
 // seriesPlot draws step lines over time. A NaN Y leaves a gap (no data in that interval).
 func seriesPlot(title, ylabel string, names []string, series []plotter.XYs) (*plot.Plot, error) {
 	p := newPlot(title, "time since start (s)", ylabel)
+	p.X.Tick.Marker = numTicks{}
 	p.Y.Tick.Marker = numTicks{}
 	for i, n := range names {
 		var first *plotter.Line
@@ -281,6 +282,7 @@ func offsetPlot(t OffsetTrack) (*plot.Plot, error) {
 		sub = fmt.Sprintf(", 1 in %d ops", t.Stride)
 	}
 	p := newPlot(fmt.Sprintf("%s: %s (%s%s)", title, kind, Bytes(t.Bytes), sub), "time since start (s)", "offset")
+	p.X.Tick.Marker = numTicks{}
 	p.Y.Tick.Marker = bytesTicks{}
 	var rd, wr plotter.XYs
 	for _, pt := range t.Points {
