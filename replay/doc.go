@@ -91,7 +91,8 @@
 //   - afap: no waits beyond the ordering dependencies.
 //
 // Workers sleep with nanosleep on a locked thread with 1 ns timer slack until a margin
-// before the due time, then spin (yielding the CPU); the margin follows the observed
+// before the due time, then spin (yielding the CPU until the last 50 µs); the margin
+// follows the observed
 // overshoot of the sleeps. Timed workers get a P each (GOMAXPROCS is raised to the number
 // of workers plus 3 for the run, at most 128), so a worker whose sleep ends never waits
 // for one. The
