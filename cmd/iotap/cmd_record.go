@@ -24,6 +24,7 @@ import (
 
 	"github.com/iotap/iotap/fusefs"
 	"github.com/iotap/iotap/internal/job"
+	"github.com/iotap/iotap/internal/s3store"
 	"github.com/iotap/iotap/internal/sysinfo"
 	"github.com/iotap/iotap/internal/tally"
 	"github.com/iotap/iotap/trace"
@@ -323,6 +324,9 @@ func resolveOutput(out, realTarget, realView string) (string, error) {
 	} else {
 		out = expandOutput(out, os.Getenv, sysinfo.Hostname(), os.Getpid())
 	}
+	if s3store.IsURL(out) {
+		return out, nil // uploaded as it is written; never inside the traced tree
+	}
 	abs, err := filepath.Abs(out)
 	if err != nil {
 		return "", fmt.Errorf("output %s: %w", out, err)
@@ -380,6 +384,9 @@ func resolveMissing(dir string) (string, error) {
 // Missing directories are created (a per-job directory such as traces/%j/ cannot exist
 // beforehand).
 func createOutput(path string) error {
+	if s3store.IsURL(path) {
+		return nil // checked when the recorder opens the upload
+	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return fmt.Errorf("cannot write the trace: %w", err)
 	}
@@ -560,6 +567,7 @@ var _ fusefs.Recorder = tallyRecorder{}
 type session struct {
 	spec    *recordSpec
 	w       *trace.Writer
+	closeW  func() error // closes w and, for an s3:// trace, completes the upload
 	srv     *fusefs.Server
 	tally   tally.Tally
 	started time.Time
@@ -592,14 +600,14 @@ func openSession(e *env, spec *recordSpec) (*session, error) {
 			return nil, fmt.Errorf("enter target: %w", err)
 		}
 	}
-	w, err := trace.Create(spec.Output, h, trace.WriterOptions{DropWhenFull: spec.DropWhenFull, Logger: e.log})
+	w, closeW, err := createTraceAny(context.Background(), spec.Output, h, trace.WriterOptions{DropWhenFull: spec.DropWhenFull, Logger: e.log})
 	if err != nil {
 		return nil, fmt.Errorf("cannot write the trace: %w", err)
 	}
-	s := &session{spec: spec, w: w, e: e}
+	s := &session{spec: spec, w: w, closeW: closeW, e: e}
 	srv, err := fusefs.Mount(spec.MountPoint, spec.Target, tallyRecorder{Writer: w, t: &s.tally}, o)
 	if err != nil {
-		_ = w.Close()
+		_ = closeW()
 		return nil, explainMountError(spec, err)
 	}
 	s.srv = srv
@@ -696,7 +704,7 @@ const unmountTimeout = 5 * time.Second
 // close closes the trace and prints the summary.
 func (s *session) close(outcome string) error {
 	elapsed := time.Since(s.started)
-	err := s.w.Close()
+	err := s.closeW()
 	st := s.w.Stats()
 	writeSummary(s.e.stderr, s.tally.Snapshot(), elapsed, st, s.spec.Output, outcome)
 	if err != nil {

@@ -1,0 +1,73 @@
+package main
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/iotap/iotap/internal/s3test"
+	"github.com/iotap/iotap/trace"
+)
+
+// TestRecordToS3 records a job with -o s3://bucket/key (placeholders expanded) and reads the
+// trace back from the object store, as a multi-node job writing one trace per host would.
+func TestRecordToS3(t *testing.T) {
+	requireRecord(t)
+	srv, err := s3test.Start(s3test.Options{Buckets: []string{"traces"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = srv.Close() }()
+	t.Setenv("IOTAP_S3_ENDPOINT", srv.URL)
+	t.Setenv("AWS_ACCESS_KEY_ID", s3test.AccessKey)
+	t.Setenv("AWS_SECRET_ACCESS_KEY", s3test.SecretKey)
+	t.Setenv("AWS_REGION", "us-east-1")
+
+	target := filepath.Join(t.TempDir(), "data")
+	if err := os.Mkdir(target, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	p := startIotap(t, target, "record", "-o", "s3://traces/job-7/%h.iotap", "--", "sh", "-c", "seq 1 1000 > a; cat a > /dev/null")
+	_ = p.stdin.Close()
+	if code, _ := p.wait(t); code != 0 {
+		t.Fatalf("exit code %d; stderr:\n%s", code, p.stderr)
+	}
+	ctx := context.Background()
+	files, err := traceInputs(ctx, []string{"s3://traces/job-7/"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	host, _ := os.Hostname()
+	if len(files) != 1 || files[0] != "s3://traces/job-7/"+host+".iotap" {
+		t.Fatalf("traces under the prefix: %v", files)
+	}
+	e := &env{stdin: strings.NewReader(""), stdout: io.Discard, stderr: io.Discard, log: slog.New(slog.DiscardHandler)}
+	r, closeTrace, err := openTraceAny(ctx, e, files[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = closeTrace() }()
+	var creates, reads int
+	for {
+		ev, err := r.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch {
+		case ev.Op == trace.OpCreate && r.PathName(ev.Path) == "a":
+			creates++
+		case ev.Op == trace.OpRead && r.PathName(ev.Path) == "a":
+			reads++
+		}
+	}
+	if _, ok := r.Footer(); !ok || creates != 1 || reads == 0 {
+		t.Errorf("footer %v, creates of a %d, reads of a %d, damage %v", ok, creates, reads, r.Damage())
+	}
+}
