@@ -58,33 +58,36 @@ func itoa(v uint64) string {
 // state is usually the one cache miss an event costs, so the state of the file's
 // (first) open handle and its current read range live here too.
 type fileAgg struct {
-	// Every event on the path.
+	// Line 0: every event on the path.
 	Ops     uint64
 	TotalNs int64
 	ClassNs [NumClasses]int64
 	Errors  uint64
-	touched bool
-	isDir   bool  // a directory: dir ops on it, or a lookup/mkdir reply said so
-	hasNext bool  // nextOff is valid (data ops without a handle)
 	sampler int32 // index+1 into Accumulator.samplers, 0 = none
+	touched bool
+	isDir   bool // a directory: dir ops on it, or a lookup/mkdir reply said so
+	hasNext bool // nextOff is valid (data ops without a handle)
 
-	// Every data op.
-	ReadOps, WriteOps     uint64
-	ReadBytes, WriteBytes uint64
-	ReadNs, WriteNs       int64
-	MaxEnd                int64
-	nextOff               int64
+	// Line 1: every read or write.
+	ReadOps, ReadBytes uint64
+	ReadNs             int64
+	MaxEnd             int64
+	h                  uint64      // the handle whose state is hs (0 = none); other handles go to the map
+	hs                 handleState // state of handle h
 
-	h  uint64      // the handle whose state is hs (0 = none); other handles go to the map
-	hs handleState // state of handle h
+	// Lines 2 and 3: reads.
+	SeqReads, RandReads, SeqReadBytes, RandReadBytes uint64
+	ranges                                           rangeSet
+	ReadSizes                                        [NumSizeBuckets]uint32
 
-	SeqReads, RandReads, SeqWrites, RandWrites                 uint64
-	SeqReadBytes, RandReadBytes, SeqWriteBytes, RandWriteBytes uint64
-	RereadBytes                                                uint64
-	Opens, UnusedOpen                                          uint64
-
-	ranges                rangeSet
-	ReadSizes, WriteSizes [NumSizeBuckets]uint32
+	// Lines 4 and 5: writes and the rest.
+	WriteOps, WriteBytes                                 uint64
+	WriteNs                                              int64
+	nextOff                                              int64
+	SeqWrites, RandWrites, SeqWriteBytes, RandWriteBytes uint64
+	WriteSizes                                           [NumSizeBuckets]uint32
+	Opens, UnusedOpen                                    uint64
+	RereadBytes                                          uint64
 }
 
 // stats converts the aggregate to the exported form.
@@ -524,7 +527,9 @@ func (a *Accumulator) data(ev *trace.Event, f *fileAgg, write bool, nbytes uint6
 		f.MaxEnd = e
 	}
 	if !write && nbytes > 0 {
-		f.RereadBytes += f.ranges.add(off, off+int64(nbytes))
+		if n := f.ranges.add(off, off+int64(nbytes)); n > 0 {
+			f.RereadBytes += n
+		}
 	}
 	a.sample(ev, f, write, nbytes)
 }

@@ -12,20 +12,22 @@ const MaxRanges = 32
 // file that were read. The range touched last (cur) is kept apart from the others so that
 // a sequential read, the common case, only touches the set's own fields.
 type rangeSet struct {
-	cur        [2]int64
+	cur        [2]int64   // empty (cur[1] <= cur[0]) until the first add
 	nextStart  int64      // start of the first range of r after cur (MaxInt64 if none)
 	r          [][2]int64 // the other ranges, sorted
-	has        bool       // cur is valid
 	overflowed bool       // ranges were forgotten: re-reads are a lower bound
 }
+
+// has reports whether cur holds a range.
+func (rs *rangeSet) has() bool { return rs.cur[1] > rs.cur[0] }
 
 // add inserts [s, e) and returns how many of its bytes were already in the set.
 func (rs *rangeSet) add(s, e int64) uint64 {
 	if e <= s {
 		return 0
 	}
-	if !rs.has {
-		rs.cur, rs.has, rs.nextStart = [2]int64{s, e}, true, math.MaxInt64
+	if !rs.has() {
+		rs.cur, rs.nextStart = [2]int64{s, e}, math.MaxInt64
 		return 0
 	}
 	if s == rs.cur[1] && e < rs.nextStart {
@@ -81,7 +83,7 @@ func (rs *rangeSet) slow(s, e int64) uint64 {
 
 // ranges returns all ranges in order (for tests).
 func (rs *rangeSet) ranges() [][2]int64 {
-	if !rs.has {
+	if !rs.has() {
 		return nil
 	}
 	out := append([][2]int64(nil), rs.r...)

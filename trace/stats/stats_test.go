@@ -375,7 +375,7 @@ func TestRangeSetModel(t *testing.T) {
 		for range 200 {
 			s := int64(rng.IntN(4000))
 			e := s + int64(1+rng.IntN(96))
-			if rng.IntN(3) == 0 && rs.has { // a sequential continuation
+			if rng.IntN(3) == 0 && rs.has() { // a sequential continuation
 				s = rs.cur[1]
 				e = min(s+int64(1+rng.IntN(64)), 4096)
 				if e <= s {
