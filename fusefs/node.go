@@ -42,8 +42,13 @@ func newRoot(path string, rootFd int, cache CacheMode) (*node, error) {
 		return nil, err
 	}
 	b := &backing{rootFd: rootFd}
-	if cache == CacheNone {
+	switch cache {
+	case CacheNone:
 		b.openFlag = fuse.FOPEN_DIRECT_IO
+	case CacheKernel:
+		// Like a kernel file system, a re-open keeps the cached pages; the kernel drops them
+		// when it sees mtime or size change (CAP_AUTO_INVAL_DATA, on by default).
+		b.openFlag = fuse.FOPEN_KEEP_CACHE
 	}
 	b.root = &fs.LoopbackRoot{Path: path, Dev: uint64(st.Dev)}
 	root := &node{LoopbackNode: &fs.LoopbackNode{RootData: b.root}, b: b}

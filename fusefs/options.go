@@ -21,8 +21,8 @@ const (
 	// CacheNone: direct I/O on every open and 0 s entry/attr/negative timeouts. Every
 	// application read, write and stat reaches the layer at its own size (replay needs this).
 	CacheNone CacheMode = "none"
-	// CacheKernel: page cache and 1 s attribute/entry caching; the trace shows what reached
-	// the backend.
+	// CacheKernel: page cache (kept across opens) and 1 s attribute/entry caching; the trace
+	// shows what reached the backend.
 	CacheKernel CacheMode = "kernel"
 )
 
