@@ -86,6 +86,13 @@ func runReport(ctx context.Context, e *env, o *reportOptions, args []string) err
 	if err != nil {
 		return err
 	}
+	var sb strings.Builder
+	if err := writeStragglers(&sb, r.Groups); err != nil {
+		return err
+	}
+	for l := range strings.Lines(sb.String()) {
+		r.Stragglers = append(r.Stragglers, strings.TrimRight(l, "\n"))
+	}
 	var buf bytes.Buffer
 	switch o.Format {
 	case "text":

@@ -50,7 +50,7 @@ func TestReportCommand(t *testing.T) {
 	}{
 		{name: "text", args: []string{"report", reportTestdata("node1.iotap")}, stdout: []string{"p99.9", "read", "cache", "none", "files by time"}},
 		{name: "directory", args: []string{"report", "--top", "2", reportTestdata("")}, stdout: []string{"5 trace(s)", "other-work.iotap", "s3fs.iotap", "replay.iotap"}},
-		{name: "glob", args: []string{"report", "--by", "host", reportTestdata("node*.iotap")}, stdout: []string{"2 trace(s)", "-- host=node1", "-- host=node2"}},
+		{name: "glob", args: []string{"report", "--by", "host", reportTestdata("node*.iotap")}, stdout: []string{"2 trace(s)", "-- host=node1", "-- host=node2", "straggler: host=node1: I/O time"}},
 		{name: "csv intervals", args: []string{"report", "--format", "csv", "--table", "intervals", reportTestdata("node1.iotap")}, stdout: []string{"view,start,width_ns,t_s"}},
 		{name: "json to file", args: []string{"report", "--format", "json", "-o", out, reportTestdata("node1.iotap")}, noStdout: true},
 		{name: "html", args: []string{"report", "--format", "html", reportTestdata("node1.iotap")}, stdout: []string{"<!DOCTYPE html>", "<svg"}},

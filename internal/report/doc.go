@@ -40,6 +40,8 @@
 //	by           "" | "host" | "label:KEY"
 //	total        a view of all traces
 //	groups[]     with --by: one view per host or label value, sorted by name
+//	stragglers[] with --by: lines naming groups whose I/O time, wall time or an op's p99
+//	             stands out from the other groups (rule in docs/slurm.md)
 //
 // A view:
 //

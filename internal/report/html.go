@@ -273,7 +273,8 @@ var pageTmpl = template.Must(template.New("page").Funcs(funcs).Parse(`<!DOCTYPE 
 <p class="facts">{{len .Traces}} trace(s), {{count .Events}} events over {{dur .DurationNs}}; job I/O time {{dur .TotalNs}}.</p>
 {{template "ops" .}}
 {{end}}
-
+{{range .R.Stragglers}}<div class="warn">⚠ {{.}}</div>
+{{end}}
 <h2>Details</h2>
 {{if $v.ReadBySize}}<h3>Read latency by request size</h3>{{template "sizes" $v.ReadBySize}}{{end}}
 {{if $v.WriteBySize}}<h3>Write latency by request size</h3>{{template "sizes" $v.WriteBySize}}{{end}}

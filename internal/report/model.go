@@ -28,6 +28,9 @@ type Report struct {
 	Total  *View   `json:"total"`
 	By     string  `json:"by,omitempty"`
 	Groups []*View `json:"groups,omitempty"`
+	// Stragglers are lines naming groups whose I/O stands out from the others (filled in
+	// by the caller; see docs/slurm.md), printed under the group views.
+	Stragglers []string `json:"stragglers,omitempty"`
 }
 
 // Trace holds the header facts that change how the numbers must be read.

@@ -36,6 +36,12 @@ func WriteText(w io.Writer, r *Report) error {
 		writeOpTable(&b, g)
 		writeSummaryLines(&b, g)
 	}
+	if len(r.Stragglers) > 0 {
+		b.WriteString("\n")
+		for _, l := range r.Stragglers {
+			b.WriteString(l + "\n")
+		}
+	}
 	b.WriteString("\n== Details ==\n")
 	writeDetails(&b, v)
 	_, err := io.WriteString(w, b.String())
