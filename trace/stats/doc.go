@@ -5,12 +5,21 @@
 // # Streaming and bounded memory
 //
 // An [Accumulator] is fed one trace's events in file order with [Accumulator.Add]; it never
-// keeps events. Its memory grows with the number of distinct paths, processes and open
-// handles the trace touched, and with the job's duration up to [Options.MaxIntervals]
-// intervals (beyond that the interval width doubles and neighbouring intervals merge). Add
-// does not allocate in the steady state: per-operation state lives in arrays indexed by
-// [trace.Op], per-file state in a slice indexed by path id, and latency histograms are
-// allocated once per operation the first time it is seen.
+// keeps events. Its memory grows with the number of distinct paths (384 bytes each),
+// processes and open handles the trace touched, and with the job's duration up to
+// [Options.MaxIntervals] intervals of about 1 KiB (beyond that the interval width doubles
+// and neighbouring intervals merge). Add does not allocate in the steady state
+// (TestAddDoesNotAllocate): per-operation state lives in arrays indexed by [trace.Op],
+// per-file state in a slice indexed by path id (with the state of the file's open handle
+// and of its current read range inside it, so that an event costs at most one cache miss
+// when there are many files), and latency histograms are allocated once per operation the
+// first time it is seen. BenchmarkStatsAdd measures about 20 million events per second on
+// one core for a mixed workload; BenchmarkStatsAddManyFiles, 100,000 files touched in
+// random order (every event a cache miss), about 3.5 million.
+//
+// The per-interval series is 1 s wide by default. With Options.Interval zero, traces
+// shorter than 20 s get finer intervals (down to 1/64 s) so that short jobs still show a
+// time series.
 //
 // [Accumulator.Finish] resolves path ids and thread ids to names and returns a [Stats],
 // keyed by names rather than ids, so that Stats from several traces (one per node of a
