@@ -845,6 +845,11 @@ func (p *planner) dep(op *Op, r uint32) {
 	}
 	rs.pending = rs.pending[:j]
 	need := rs.started - uint32(len(rs.pending))
+	if r > 1<<31 {
+		// An open-file slot is reused only after the previous handle's close, whatever
+		// the recorded times say: all its earlier ops must complete.
+		need = rs.started
+	}
 	rs.started++
 	rs.pending = append(rs.pending, op.Start+op.Dur)
 	if need > 0 && int(op.NDeps) < maxDeps {

@@ -472,3 +472,35 @@ func TestDirectoryEntryCount(t *testing.T) {
 		t.Fatalf("%d placeholder entries, want 10: %+v", fill, st.Entries)
 	}
 }
+
+// TestSlotReuse: a handle's open-file slot is reused by another thread's open that began
+// while the first handle's release was still running in the recording; the new open
+// must still wait for that close, or the close would hit the new file.
+func TestSlotReuse(t *testing.T) {
+	b := newTB(t)
+	for i := 0; i < 300; i++ {
+		a, c := fmt.Sprintf("a%d", i), fmt.Sprintf("c%d", i)
+		t0 := int64(1e9 + i*100000)
+		b.at(1, t0)
+		fa := b.create(1, a)
+		b.rw(1, trace.OpWrite, a, fa, 0, 10, 10)
+		rel := b.clock[1]
+		b.ev(1, trace.OpRelease, a, 50000, 0, func(e *trace.Event) { e.Handle = fa })
+		b.at(2, rel+1000) // inside the release's 50 µs
+		b.fh++
+		fc := b.fh
+		b.ev(2, trace.OpCreate, c, 1000, 0, func(e *trace.Event) {
+			e.Handle, e.Flags, e.Mode = fc, unix.O_WRONLY|unix.O_CREAT, 0o644
+		})
+		b.rw(2, trace.OpWrite, c, fc, 0, 10, 10)
+		b.ev(2, trace.OpRelease, c, 1000, 0, func(e *trace.Event) { e.Handle = fc })
+	}
+	data := b.bytes()
+	for run := 0; run < 10; run++ {
+		_, d := target(t, "")
+		sum := replayOnto(t, data, d, nil, Options{Timing: TimingAFAP})
+		if sum.Divergences != 0 {
+			t.Fatalf("run %d: %d divergences: %v", run, sum.Divergences, sum.Examples)
+		}
+	}
+}
