@@ -5,7 +5,9 @@
 #   3. record a genomics-like job (samtools on a generated SAM, tar, sqlite3) with
 #      `iotap record` over the s3fs mount and over a local directory,
 #   4. check both runs wrote identical outputs, and print the report of each trace,
-#   5. clean up (unmount, stop the server) even on failure.
+#   5. replay the local recording onto a fresh directory on the s3fs mount and onto a fresh
+#      local directory, and print `iotap compare` of the recording and the two replays,
+#   6. clean up (unmount, stop the server) even on failure.
 #
 # Usage: scripts/demo.sh            (DEMO_READS=N reads, default 50000; DEMO_DIR=DIR work dir)
 # The traces stay in $DEMO_DIR/traces.
@@ -90,5 +92,11 @@ for t in s3fs local; do
   fi
 done
 
-# The lead adds replay onto the other target and `iotap compare` here.
+say "replaying the local recording onto s3fs and onto a fresh local directory"
+mkdir -p "$s3mnt/replay" "$work/replay-local"
+"$iotap" replay "$work/traces/local.iotap" --target "$work/replay-local" --target "$s3mnt/replay" \
+  -o "$work/traces/replay" --progress never
+
+say "comparison: recorded on the local directory vs replayed on local and on s3fs"
+"$iotap" compare "$work/traces/local.iotap" "$work/traces/replay.t1.r1.iotap" "$work/traces/replay.t2.r1.iotap"
 say "done"
