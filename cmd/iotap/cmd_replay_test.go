@@ -254,4 +254,18 @@ func TestReplayCommandS3(t *testing.T) {
 	if _, err := os.Stat(prefix + ".t2.r1.requests.json"); err != nil {
 		t.Errorf("no request tallies for the S3 target: %v", err)
 	}
+	// The report of the S3 replay shows the requests each call issued, and their cost.
+	code, out, errs = runReplayCLI(t, "report", prefix+".t2.r1.iotap", "--s3-prices", "GetObject=0.0004,PutObject=0.005")
+	if code != 0 {
+		t.Fatalf("report: exit %d\n%s\n%s", code, out, errs)
+	}
+	for _, want := range []string{"S3 requests, replay phase (mountpoint profile)", "requests:", "est. cost"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("report lacks %q:\n%s", want, out)
+		}
+	}
+	code, out, _ = runReplayCLI(t, "report", prefix+".t1.r1.iotap")
+	if code != 0 || strings.Contains(out, "S3 requests") {
+		t.Errorf("report of the directory replay: exit %d, mentions S3 requests:\n%s", code, out)
+	}
 }

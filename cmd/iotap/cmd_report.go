@@ -18,6 +18,8 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/iotap/iotap/internal/report"
+	"github.com/iotap/iotap/internal/s3store"
+	"github.com/iotap/iotap/replay"
 	"github.com/iotap/iotap/trace"
 	"github.com/iotap/iotap/trace/stats"
 )
@@ -42,6 +44,7 @@ type reportOptions struct {
 	By       string
 	Table    string
 	Interval time.Duration
+	Prices   string
 }
 
 func (o *reportOptions) AddFlags(fs *pflag.FlagSet) {
@@ -50,6 +53,7 @@ func (o *reportOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.Top, "top", 10, "rows in the top-N tables (processes, files, directories)")
 	fs.StringVar(&o.By, "by", "", "also split the figures by `key`: host, or label:KEY for a label's value (one view per value)")
 	fs.StringVar(&o.Table, "table", "ops", "with --format csv, the `table` to write: "+strings.Join(report.CSVTables, ", "))
+	fs.StringVar(&o.Prices, "s3-prices", "", "for replays on s3:// targets, estimate request cost from `prices` per 1000 requests, e.g. GetObject=0.0004,PutObject=0.005 (see iotap replay --help)")
 	fs.DurationVar(&o.Interval, "interval", 0, "width of the per-interval series; 0: 1s, finer for traces shorter than 20s (the width doubles for very long traces)")
 }
 
@@ -74,6 +78,18 @@ func runReport(ctx context.Context, e *env, o *reportOptions, args []string) err
 	if _, err := report.GroupKey(o.By, &trace.Header{}); err != nil {
 		return usageErrorf("--by %q: want host or label:KEY", o.By)
 	}
+	var prices replay.Prices
+	if o.Prices != "" {
+		p, err := replay.ParsePrices(o.Prices)
+		if err != nil {
+			return usageErrorf("--s3-prices: %v", err)
+		}
+		prices = p
+	}
+	args, err := traceInputs(ctx, args) // s3://bucket/prefix/ lists the traces below it
+	if err != nil {
+		return err
+	}
 	files, err := expandTraces(args)
 	if err != nil {
 		return err
@@ -97,6 +113,9 @@ func runReport(ctx context.Context, e *env, o *reportOptions, args []string) err
 	switch o.Format {
 	case "text":
 		err = report.WriteText(&buf, r)
+		if err == nil {
+			err = writeRequestSidecars(&buf, files, prices)
+		}
 	case "json":
 		err = report.WriteJSON(&buf, r)
 	case "csv":
@@ -148,7 +167,7 @@ func damageError(damaged []string) error {
 func expandTraces(args []string) ([]string, error) {
 	var out []string
 	for _, a := range args {
-		if a == "-" {
+		if a == "-" || s3store.IsURL(a) {
 			out = append(out, a)
 			continue
 		}
@@ -194,14 +213,14 @@ func loadTraces(ctx context.Context, e *env, files []string, so stats.Options) (
 	var wg sync.WaitGroup
 	for i, f := range files {
 		if f == "-" {
-			per[i], errs[i] = loadTrace(ctx, f, so) // standard input: read it here, once
+			per[i], errs[i] = loadTrace(ctx, e, f, so) // standard input: read it here, once
 			continue
 		}
 		wg.Add(1)
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			per[i], errs[i] = loadTrace(ctx, f, so)
+			per[i], errs[i] = loadTrace(ctx, e, f, so)
 		}()
 	}
 	wg.Wait()
@@ -220,12 +239,12 @@ func loadTraces(ctx context.Context, e *env, files []string, so stats.Options) (
 	return per, damaged, nil
 }
 
-func loadTrace(ctx context.Context, file string, so stats.Options) (*stats.Stats, error) {
-	r, err := trace.Open(file)
+func loadTrace(ctx context.Context, e *env, file string, so stats.Options) (*stats.Stats, error) {
+	r, closeTrace, err := openTraceAny(ctx, e, file)
 	if err != nil {
 		return nil, describeOpenError(file, err)
 	}
-	defer r.Close() //nolint:errcheck // read only: nothing to lose on close
+	defer closeTrace() //nolint:errcheck // read only: nothing to lose on close
 	acc := stats.NewAccumulator(file, r.Header(), so)
 	for n := 0; ; n++ {
 		if n&0xffff == 0 && ctx.Err() != nil {
@@ -256,4 +275,33 @@ func describeOpenError(file string, err error) error {
 		return fmt.Errorf("%s is empty or was cut short before its header: %w", file, err)
 	}
 	return fmt.Errorf("open trace %s: %w", file, err)
+}
+
+// writeRequestSidecars appends, for each replay trace with a request sidecar next to it
+// (PREFIX.tN.rM.requests.json, written by replays on s3:// targets), the S3 requests each
+// filesystem call issued in the replay phase, with retries, throttles and an optional cost.
+func writeRequestSidecars(w io.Writer, files []string, prices replay.Prices) error {
+	for _, f := range files {
+		if f == "-" || s3store.IsURL(f) {
+			continue
+		}
+		side := strings.TrimSuffix(f, ".iotap") + ".requests.json"
+		if _, err := os.Stat(side); err != nil {
+			continue
+		}
+		phases, err := replay.ReadRequests(side)
+		if err != nil {
+			return err
+		}
+		for _, ph := range phases {
+			if ph.Phase != "replay" {
+				continue
+			}
+			if _, err := fmt.Fprintf(w, "\n%s\n", filepath.Base(f)); err != nil {
+				return err
+			}
+			replay.PrintRequests(w, ph, prices)
+		}
+	}
+	return nil
 }
