@@ -67,7 +67,7 @@ func runMount(ctx context.Context, e *env, opts *mountOptions, args []string) er
 	_, _ = fmt.Fprintf(e.stderr, "iotap: serving %s at %s, trace %s; stop with Ctrl-C or 'iotap unmount %s'\n",
 		spec.Target, spec.MountPoint, spec.Output, spec.MountPoint)
 	stopLive := make(chan struct{})
-	go s.live(stopLive)
+	s.startLive(stopLive)
 	gone := make(chan struct{})
 	go func() { s.srv.Wait(); close(gone) }()
 	outcome := "mount unmounted"

@@ -472,6 +472,11 @@ func reexecInNamespace(e *env, spec *recordSpec) error {
 		Unshareflags: syscall.CLONE_NEWNS,
 		Pdeathsig:    syscall.SIGKILL,
 	}
+	// SIGUSR1 asks the recorder for a stats line; it is not the job's. Catch it before the
+	// job can run, so that an early one cannot kill iotap.
+	usr1 := make(chan os.Signal, 1)
+	signal.Notify(usr1, syscall.SIGUSR1)
+	defer signal.Stop(usr1)
 	// Pdeathsig fires when the creating thread exits: keep it for the child's lifetime.
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
@@ -486,9 +491,6 @@ func reexecInNamespace(e *env, spec *recordSpec) error {
 	_, werr := pw.Write(data)
 	_ = pw.Close()
 	stop := job.Forward(cmd.Process)
-	// SIGUSR1 asks the recorder for a stats line; it is not the job's.
-	usr1 := make(chan os.Signal, 1)
-	signal.Notify(usr1, syscall.SIGUSR1)
 	go func() {
 		for range usr1 {
 			_ = cmd.Process.Signal(syscall.SIGUSR1)
@@ -627,11 +629,16 @@ func explainMountError(spec *recordSpec, err error) error {
 	return fmt.Errorf("mount %s: %w", spec.MountPoint, err)
 }
 
-// live prints a stats line every --stats-interval until stop is closed.
-// On SIGUSR1 it prints one at once (the line then covers the time since the last one).
-func (s *session) live(stop <-chan struct{}) {
+// startLive starts printing a stats line every --stats-interval, and one at once on
+// SIGUSR1 (the line then covers the time since the last one), until stop is closed. The
+// signal is caught before startLive returns, so a SIGUSR1 sent after that cannot kill iotap.
+func (s *session) startLive(stop <-chan struct{}) {
 	usr1 := make(chan os.Signal, 1)
 	signal.Notify(usr1, syscall.SIGUSR1)
+	go s.live(stop, usr1)
+}
+
+func (s *session) live(stop <-chan struct{}, usr1 chan os.Signal) {
 	defer signal.Stop(usr1)
 	var tick <-chan time.Time
 	if s.spec.StatsInterval > 0 {
@@ -721,7 +728,7 @@ func serve(ctx context.Context, e *env, spec *recordSpec) error {
 		return err
 	}
 	stopLive := make(chan struct{})
-	go s.live(stopLive)
+	s.startLive(stopLive)
 
 	// go-fuse opens /dev/fuse without O_CLOEXEC: a job holding it would keep the connection
 	// alive after iotap dies, and hang on its own requests instead of getting ENOTCONN.
