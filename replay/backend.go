@@ -124,6 +124,16 @@ type File interface {
 	Close(ctx context.Context) error
 }
 
+// RangeCopier is an optional File capability: copying a byte range to another File of
+// the same backend without passing the data through the caller (copy_file_range). It
+// returns the bytes copied, fewer than n only at the end of the source. An error
+// wrapping ErrUnsupported, returned before anything was copied, means this pair of files
+// cannot be copied that way (another backend's File, a file system without the call):
+// the engine then copies with ReadAt and WriteAt. Idempotent, like WriteAt.
+type RangeCopier interface {
+	CopyRange(ctx context.Context, dst File, offIn, offOut, n int64) (int64, error)
+}
+
 // LockCmd selects what File.Lock does.
 type LockCmd uint8
 

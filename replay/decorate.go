@@ -166,6 +166,24 @@ func (f *decoratedFile) Seek(ctx context.Context, off int64, whence int) (int64,
 func (f *decoratedFile) Lock(ctx context.Context, cmd LockCmd, typ int16, start, length int64) error {
 	return f.call(ctx, "File.Lock", false, func(ctx context.Context) error { return f.f.Lock(ctx, cmd, typ, start, length) })
 }
+
+var _ RangeCopier = (*decoratedFile)(nil)
+
+// CopyRange copies in the decorated backend when both files are its own and its File can.
+func (f *decoratedFile) CopyRange(ctx context.Context, dst File, offIn, offOut, n int64) (int64, error) {
+	rc, ok := f.f.(RangeCopier)
+	d, ok2 := dst.(*decoratedFile)
+	if !ok || !ok2 {
+		return 0, ErrUnsupported
+	}
+	var c int64
+	err := f.call(ctx, "File.CopyRange", true, func(ctx context.Context) (err error) {
+		c, err = rc.CopyRange(ctx, d.f, offIn, offOut, n)
+		return
+	})
+	return c, err
+}
+
 func (f *decoratedFile) Close(ctx context.Context) error {
 	return f.call(ctx, "File.Close", false, f.f.Close)
 }

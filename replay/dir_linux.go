@@ -565,6 +565,33 @@ func (f *dirFile) WriteAt(ctx context.Context, p []byte, off int64) (int, error)
 	return n, err
 }
 
+var _ RangeCopier = (*dirFile)(nil)
+
+// CopyRange issues copy_file_range(2) until n bytes are copied or the source ends. The
+// kernel falls back to its own copy within a file system; across file systems, or where
+// the call does not exist, the engine copies with ReadAt and WriteAt.
+func (f *dirFile) CopyRange(ctx context.Context, dst File, offIn, offOut, n int64) (int64, error) {
+	d, ok := dst.(*dirFile)
+	if !ok {
+		return 0, ErrUnsupported
+	}
+	var done int64
+	for done < n {
+		c, err := unix.CopyFileRange(f.fd, &offIn, d.fd, &offOut, int(min(n-done, 1<<30)), 0)
+		if err != nil {
+			if done == 0 && (err == unix.EXDEV || err == unix.ENOSYS || err == unix.EOPNOTSUPP || err == unix.EINVAL) {
+				return 0, fmt.Errorf("copy_file_range: %w (%w)", ErrUnsupported, err)
+			}
+			return done, err
+		}
+		if c <= 0 {
+			break
+		}
+		done += int64(c)
+	}
+	return done, nil
+}
+
 func (f *dirFile) ReadDir(ctx context.Context, buf []byte, off int64) (int, error) {
 	if off == 0 && f.listed {
 		if _, err := unix.Seek(f.fd, 0, 0); err != nil {

@@ -62,8 +62,13 @@
 //	access                                       faccessat(mask, AT_SYMLINK_NOFOLLOW)
 //	getxattr / listxattr / setxattr / removexattr  the l*xattr calls on "user.iotap.replay"
 //	                                             (traces do not record attribute names)
+//	copy_file_range(in, out)                     copy_file_range between the two replayed handles,
+//	                                             at the input offset on both sides (the trace
+//	                                             has no output offset; cp copies whole files),
+//	                                             or ReadAt+WriteAt where the backend cannot
+//	                                             (RangeCopier)  KCopy  copy_file_range
 //	forget                                       dropped (kernel cache eviction)
-//	ioctl, copy_file_range, bmap, poll ...       counted as skipped, never issued
+//	ioctl, bmap, poll ...                        counted as skipped, never issued
 //
 // A handle the trace uses but never opened (opened before recording began) gets an
 // implicit open (O_RDWR, falling back to O_RDONLY, O_WRONLY) in the worker that first uses
@@ -80,6 +85,12 @@
 // resource completion counters and the number needed); ops that overlapped in the trace
 // may overlap again. Dependencies only point to earlier ops, so the replay cannot
 // deadlock. A handle is opened and closed by the same worker.
+//
+// Ops a thread holds back for folding or merging (lookups, a read or write that a next
+// piece may extend) are released before a later op that would otherwise overtake them on
+// their resource: the flush or release of their handle, whichever thread it comes from (a
+// shell opens "> file", the command it forks writes it, the shell closes it), and an op of
+// another thread that creates, removes or renames their name.
 //
 // # Timing
 //
@@ -137,7 +148,10 @@
 //
 // # Checking
 //
-// Each op's errno, and the byte count of reads, writes, readlink and lseek, are compared
-// with the trace. Divergences are counted per recorded op; DivergeWarn logs the first ten,
-// DivergeAbort stops the run with an error wrapping ErrDiverged.
+// Each op's errno, and the byte count of reads, writes, copy_file_range, readlink and
+// lseek, are compared with the trace. Divergences are counted per recorded op;
+// DivergeWarn logs the first ten, DivergeAbort stops the run with an error wrapping
+// ErrDiverged. A result of ENOTSUP or ENOSYS where the recording got another one says the
+// target lacks the feature (s3fs and extended attributes): it is counted as a backend
+// difference (OpSummary.Unsupported), not as a divergence.
 package replay

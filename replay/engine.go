@@ -532,10 +532,18 @@ func (w *worker) exec(op *Op) (start, ret int64, errno syscall.Errno) {
 	b := w.backend(op)
 	var err error
 	var n int
-	var f File
+	var f, f2 File
 	if op.Slot >= 0 && op.Kind != KOpen {
 		f = e.files.at(uint32(op.Slot)).f
 		if f == nil {
+			return now(), 0, syscall.EBADF
+		}
+	}
+	if op.Kind == KCopy {
+		if op.Slot2 >= 0 {
+			f2 = e.files.at(uint32(op.Slot2)).f
+		}
+		if f == nil || f2 == nil {
 			return now(), 0, syscall.EBADF
 		}
 	}
@@ -637,6 +645,8 @@ func (w *worker) exec(op *Op) (start, ret int64, errno syscall.Errno) {
 		err = b.Removexattr(ctx, op.Name, xattrName)
 	case KLseek:
 		ret, err = f.Seek(ctx, op.Offset, int(op.Flags))
+	case KCopy:
+		ret, err = w.copyRange(ctx, f, f2, op.Offset, op.Offset, op.Size)
 	}
 	if err != nil {
 		errno = Errno(err)
@@ -645,6 +655,38 @@ func (w *worker) exec(op *Op) (start, ret int64, errno syscall.Errno) {
 		}
 	}
 	return start, ret, errno
+}
+
+// copyRange copies n bytes from src at offIn to dst at offOut: in the backend when src
+// is a RangeCopier that can (copy_file_range), else through this worker's buffer with
+// ReadAt and WriteAt. It stops early at the end of src, as copy_file_range does.
+func (w *worker) copyRange(ctx context.Context, src, dst File, offIn, offOut, n int64) (int64, error) {
+	if rc, ok := src.(RangeCopier); ok {
+		c, err := rc.CopyRange(ctx, dst, offIn, offOut, n)
+		if !errors.Is(err, ErrUnsupported) {
+			return c, err
+		}
+	}
+	var done int64
+	buf := w.rbuf(min(n, 1<<20))
+	for done < n {
+		p := buf[:min(n-done, int64(len(buf)))]
+		r, err := src.ReadAt(ctx, p, offIn+done)
+		if r > 0 {
+			wr, werr := dst.WriteAt(ctx, p[:r], offOut+done)
+			done += int64(wr)
+			if werr != nil {
+				return done, werr
+			}
+		}
+		if err != nil && !errors.Is(err, io.EOF) {
+			return done, err
+		}
+		if r == 0 || errors.Is(err, io.EOF) {
+			break
+		}
+	}
+	return done, nil
 }
 
 // xattrName is the attribute replay uses: traces do not record attribute names.
@@ -698,6 +740,9 @@ func (w *worker) account(op *Op, start, end, ret int64, errno syscall.Errno) {
 		st.recRead += op.WantRet
 	case KWrite:
 		st.recWrite += op.WantRet
+	case KCopy: // read and written, as the trace statistics count it
+		st.recRead += op.WantRet
+		st.recWrite += op.WantRet
 	}
 	if op.Kind == KSkip {
 		st.ops[rec].skipped++
@@ -711,17 +756,27 @@ func (w *worker) account(op *Op, start, end, ret int64, errno syscall.Errno) {
 			st.read += ret
 		case KWrite:
 			st.write += ret
+		case KCopy:
+			st.read += ret
+			st.write += ret
 		}
 	}
 	div := uint16(errno) != op.WantErrno || (op.CheckRet && errno == 0 && ret != op.WantRet)
-	if div {
+	switch {
+	case div && unsupported(errno):
+		st.ops[rec].unsupported++
+		if len(st.unsupExamples) < 5 {
+			st.unsupExamples = append(st.unsupExamples, fmt.Sprintf("%s %s %q: recorded %s, the target returned %s",
+				op.Rec, op.Kind, op.Name, errText(syscall.Errno(op.WantErrno)), errText(errno)))
+		}
+	case div:
 		st.ops[rec].diverged++
 		w.diverge(op, ret, errno)
 	}
 	if e.sink != nil {
 		ev := trace.Event{
 			Start: start - e.origin, Dur: end - start, Offset: op.Offset, Ret: ret,
-			Handle: op.Handle, Path: op.OutPath, Path2: op.OutPath2, Size: uint32(min(op.Size, 1<<32-1)),
+			Handle: op.Handle, Handle2: op.Handle2, Path: op.OutPath, Path2: op.OutPath2, Size: uint32(min(op.Size, 1<<32-1)),
 			Flags: op.Flags, Mode: op.Mode, Tid: op.Tid, Pid: op.Pid, Errno: uint16(errno), Op: rec,
 		}
 		if op.Kind == KSetxattr || op.Kind == KTruncate || op.Kind == KFtruncate {
@@ -752,6 +807,12 @@ func (w *worker) diverge(op *Op, ret int64, errno syscall.Errno) {
 		w.st.examples = append(w.st.examples, fmt.Sprintf("%s %s %q: recorded %s/%d bytes, replayed %s/%d bytes",
 			op.Rec, op.Kind, op.Name, errText(syscall.Errno(op.WantErrno)), op.WantRet, errText(errno), ret))
 	}
+}
+
+// unsupported reports whether errno says the target lacks the call or feature (a backend
+// difference rather than a divergence of the replay).
+func unsupported(e syscall.Errno) bool {
+	return e == syscall.ENOTSUP || e == syscall.ENOSYS
 }
 
 func errText(e syscall.Errno) string {

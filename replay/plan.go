@@ -54,13 +54,14 @@ const (
 	KLseek
 	KChown // lchown to the replaying user
 	KLock  // fcntl(F_OFD_GETLK / F_OFD_SETLK / F_OFD_SETLKW)
+	KCopy  // copy_file_range(fd, fd2), or pread+pwrite where the backend cannot copy
 	numKinds
 )
 
 var kindNames = [numKinds]string{"skip", "lstat", "fstat", "access", "open", "close", "pread", "pwrite",
 	"getdents", "fsync", "fallocate", "ftruncate", "truncate", "chmod", "utimes", "mkdir", "mknod",
 	"unlink", "rmdir", "rename", "link", "symlink", "readlink", "statfs", "getxattr", "listxattr",
-	"setxattr", "removexattr", "lseek", "chown", "fcntl-lock"}
+	"setxattr", "removexattr", "lseek", "chown", "fcntl-lock", "copy_file_range"}
 
 func (k Kind) String() string {
 	if k < numKinds {
@@ -100,10 +101,13 @@ type Op struct {
 
 	Handle uint64 // recorded handle
 	Slot   int32  // index of the handle's open file in the engine's table, -1 none
-	Offset int64
-	Size   int64
-	Flags  uint32
-	Mode   uint32
+	// Handle2 and Slot2 are copy_file_range's output handle and its open file (KCopy only).
+	Handle2 uint64
+	Slot2   int32
+	Offset  int64
+	Size    int64
+	Flags   uint32
+	Mode    uint32
 
 	WantErrno uint16
 	WantRet   int64
@@ -470,6 +474,8 @@ func (p *planner) feed1(ev *trace.Event) {
 	case trace.OpFlush:
 		if h := p.handles[ev.Handle]; h != nil {
 			h.flushed, h.flushErr, h.flushDur = true, ev.Errno, ev.Dur
+			// A close ends the reads and writes held for merging on the handle.
+			p.releaseOn(h.slot)
 		}
 		p.Stats.Folded[ev.Op]++
 		return
@@ -552,6 +558,15 @@ func (p *planner) feed1(ev *trace.Event) {
 			op.Kind = KStat
 			t.held = append(t.held, op)
 			return
+		}
+	}
+	// Another thread's held ops on a name this op creates or removes happened before it:
+	// issue them first, or they would see the name the other way (rm's lookup of a
+	// directory the next command creates).
+	if changesName(ev.Op) && ev.Errno == 0 && len(p.holding) > 0 {
+		p.releaseUnder(ev.Tid, pi.name, ev.Start)
+		if pi2 != nil {
+			p.releaseUnder(ev.Tid, pi2.name, ev.Start)
 		}
 	}
 	// Merge a split read or write into the held piece.
@@ -652,9 +667,28 @@ func (p *planner) feed1(ev *trace.Event) {
 		}
 		h := p.handles[ev.Handle]
 		if h == nil {
-			h = p.implicitOpen(ev, pi, op.Kind == KReaddir)
+			h = p.implicitOpen(ev, ev.Handle, ev.Path, pi, op.Kind == KReaddir)
 		}
 		op.Slot = h.slot
+	case trace.OpCopyFileRange:
+		// The trace has the input offset only: cp and the like copy a range to the same
+		// offset of the output (whole files), so the output offset is taken to be the
+		// same.
+		op.Kind, op.CheckRet = KCopy, true
+		h := p.handles[ev.Handle]
+		if h == nil {
+			h = p.implicitOpen(ev, ev.Handle, ev.Path, pi, false)
+		}
+		op.Slot = h.slot
+		if pi2 == nil {
+			p.Stats.Unknown++
+			return
+		}
+		h2 := p.handles[ev.Handle2]
+		if h2 == nil {
+			h2 = p.implicitOpen(ev, ev.Handle2, ev.Path2, pi2, false)
+		}
+		op.Handle2, op.Slot2 = ev.Handle2, h2.slot
 	case trace.OpStatfs:
 		op.Kind = KStatfs
 		op.Name, op.PathID = "", 0
@@ -668,7 +702,7 @@ func (p *planner) feed1(ev *trace.Event) {
 		op.Kind = KRemovexattr
 	case trace.OpAccess:
 		op.Kind = KAccess
-	default: // locks, ioctl, copy_file_range, ...
+	default: // ioctl, bmap, poll, ...
 		op.Kind = KSkip
 	}
 	if op.Kind == KGetxattr && op.Size == 0 && !p.opts.NoFold && len(t.held) == 0 {
@@ -701,7 +735,7 @@ func (t *threadState) dropHeld(p *planner, fn func(*Op) bool) {
 func (p *planner) base(ev *trace.Event, pi, pi2 *pathInfo) Op {
 	op := Op{
 		Rec: ev.Op, Worker: ev.Tid, Tid: ev.Tid, Pid: ev.Pid, Start: ev.Start, Dur: ev.Dur,
-		Name: pi.name, PathID: ev.Path, Handle: ev.Handle, Slot: -1,
+		Name: pi.name, PathID: ev.Path, Handle: ev.Handle, Slot: -1, Slot2: -1,
 		Offset: ev.Offset, Size: int64(ev.Size), Flags: ev.Flags, Mode: ev.Mode,
 		WantErrno: ev.Errno, WantRet: ev.Ret, Events: 1,
 	}
@@ -731,10 +765,10 @@ func (p *planner) opened(op *Op, dir bool) {
 	op.Slot = h.slot
 }
 
-// implicitOpen adds an open for a handle the trace uses but never opened.
-func (p *planner) implicitOpen(ev *trace.Event, pi *pathInfo, dir bool) *handleState {
+// implicitOpen adds an open of pi for handle fh, which the trace uses but never opened.
+func (p *planner) implicitOpen(ev *trace.Event, fh uint64, pathID uint32, pi *pathInfo, dir bool) *handleState {
 	op := p.base(ev, pi, nil)
-	op.Kind, op.Rec, op.Implicit = KOpen, trace.OpOpen, true
+	op.Kind, op.Rec, op.Implicit, op.Handle, op.PathID = KOpen, trace.OpOpen, true, fh, pathID
 	op.Flags, op.WantErrno, op.WantRet, op.CheckRet, op.Dur, op.Events = unix.O_RDWR, 0, 0, false, 0, 0
 	if dir {
 		op.Flags = unix.O_RDONLY | unix.O_DIRECTORY
@@ -742,7 +776,50 @@ func (p *planner) implicitOpen(ev *trace.Event, pi *pathInfo, dir bool) *handleS
 	p.opened(&op, dir)
 	p.Stats.Implicit++
 	p.emit(&op)
-	return p.handles[ev.Handle]
+	return p.handles[fh]
+}
+
+// changesName reports whether op creates, removes or renames a name.
+func changesName(op trace.Op) bool {
+	switch op {
+	case trace.OpMkdir, trace.OpMknod, trace.OpSymlink, trace.OpLink, trace.OpUnlink, trace.OpRmdir,
+		trace.OpRename, trace.OpCreate:
+		return true
+	}
+	return false
+}
+
+// releaseUnder emits the held ops of threads other than tid on name or below it that
+// started no later than start.
+func (p *planner) releaseUnder(tid uint32, name string, start int64) {
+	for _, o := range p.holding {
+		if o == tid {
+			continue
+		}
+		t := p.threads[o]
+		for i := range t.held {
+			if isUnder(t.held[i].Name, name) && t.held[i].Start <= start {
+				p.release(o)
+				break
+			}
+		}
+	}
+}
+
+// releaseOn emits the held ops of every thread that uses open-file slot s, before an op
+// that ends the handle (flush, release) is planned: a read or write held for merging,
+// often by another thread than the opener's (a shell redirection's file written by the
+// command it started), must be issued before the close that followed it in the trace.
+func (p *planner) releaseOn(s int32) {
+	for _, tid := range p.holding {
+		t := p.threads[tid]
+		for i := range t.held {
+			if h := &t.held[i]; h.Slot == s || (h.Kind == KCopy && h.Slot2 == s) {
+				p.release(tid)
+				break
+			}
+		}
+	}
 }
 
 // close turns a release into a close in the opener's worker.
@@ -756,6 +833,7 @@ func (p *planner) close(ev *trace.Event) {
 	if p.byPath[h.pathID] == ev.Handle {
 		delete(p.byPath, h.pathID)
 	}
+	p.releaseOn(h.slot) // other threads' held reads and writes on the handle come first
 	p.release(h.worker)
 	pi := p.path(h.pathID)
 	op := p.base(ev, pi, nil)
@@ -805,6 +883,9 @@ func (p *planner) emit(op *Op) {
 	}
 	if op.Slot >= 0 {
 		p.dep(op, slotRes(op.Slot))
+	}
+	if op.Kind == KCopy && op.Slot2 >= 0 && op.Slot2 != op.Slot {
+		p.dep(op, slotRes(op.Slot2))
 	}
 	p.out = append(p.out, *op)
 }

@@ -263,6 +263,16 @@ func (m *model) apply(op *Op) {
 				}
 			}
 		}
+	case KCopy:
+		if ok {
+			if n := m.need(op, name, trace.TypeFile); n != nil {
+				m.grow(n, op.Offset+op.WantRet, op.WantRet < op.Size)
+			}
+			if n := m.need(op, op.Name2, trace.TypeFile); n != nil {
+				n.modified = true
+				n.size = max(n.size, op.Offset+op.WantRet)
+			}
+		}
 	case KWrite, KFallocate:
 		if ok {
 			if n := m.need(op, name, trace.TypeFile); n != nil {

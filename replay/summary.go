@@ -80,7 +80,7 @@ func (h *hist) above(v int64) uint64 {
 }
 
 type opCounts struct {
-	recorded, replayed, skipped, diverged uint64
+	recorded, replayed, skipped, diverged, unsupported uint64
 }
 
 // runStats are one worker's totals.
@@ -96,6 +96,7 @@ type runStats struct {
 	escapes           uint64
 	lag               *hist
 	examples          []string
+	unsupExamples     []string
 }
 
 func (s *runStats) init() { s.lag = new(hist) }
@@ -104,6 +105,11 @@ func (s *runStats) init() { s.lag = new(hist) }
 type OpSummary struct {
 	Op                                    trace.Op
 	Recorded, Replayed, Skipped, Diverged uint64
+	// Unsupported counts replayed ops the target refused with ENOTSUP, EOPNOTSUPP or
+	// ENOSYS where the recording got another result: a difference of the backend (s3fs
+	// has no extended attributes, for example), not of the replay. They are not
+	// divergences.
+	Unsupported uint64
 }
 
 // Summary is the fidelity report of one replay run.
@@ -117,10 +123,12 @@ type Summary struct {
 	Ops  []OpSummary
 
 	RecordedOps, ReplayedOps, SkippedOps, Divergences uint64
-	RecordedRead, RecordedWrite                       int64 // bytes
-	ReplayedRead, ReplayedWrite                       int64
-	ImplicitOpens, ImplicitOpenFailures               uint64
-	Escapes                                           uint64 // ops refused because their path left the root
+	// BackendDifferences sums OpSummary.Unsupported: ops the target does not support.
+	BackendDifferences                  uint64
+	RecordedRead, RecordedWrite         int64 // bytes
+	ReplayedRead, ReplayedWrite         int64
+	ImplicitOpens, ImplicitOpenFailures uint64
+	Escapes                             uint64 // ops refused because their path left the root
 
 	// Issue lag: actual issue time minus the time the op became due (its scheduled time,
 	// or when its ordering dependencies completed if later).
@@ -138,6 +146,8 @@ type Summary struct {
 	RecordedIO, ReplayIO     time.Duration // summed op latencies
 
 	Examples []string // first divergences
+	// BackendExamples are the first backend differences.
+	BackendExamples []string `json:",omitempty"`
 	// Bottleneck is set when the replayer itself, not the target, limited the replay.
 	Bottleneck string
 
@@ -155,6 +165,7 @@ func (s *Summary) add(st *runStats) {
 		o.Replayed += st.ops[i].replayed
 		o.Skipped += st.ops[i].skipped
 		o.Diverged += st.ops[i].diverged
+		o.Unsupported += st.ops[i].unsupported
 	}
 	s.RecordedRead += st.recRead
 	s.RecordedWrite += st.recWrite
@@ -175,6 +186,11 @@ func (s *Summary) add(st *runStats) {
 			s.Examples = append(s.Examples, ex)
 		}
 	}
+	for _, ex := range st.unsupExamples {
+		if len(s.BackendExamples) < 5 {
+			s.BackendExamples = append(s.BackendExamples, ex)
+		}
+	}
 }
 
 func (s *Summary) finish() {
@@ -186,6 +202,7 @@ func (s *Summary) finish() {
 			s.ReplayedOps += o.Replayed
 			s.SkippedOps += o.Skipped
 			s.Divergences += o.Diverged
+			s.BackendDifferences += o.Unsupported
 		}
 	}
 	s.Ops = ops
@@ -209,7 +226,8 @@ func (s *Summary) Print(w io.Writer) {
 	_, _ = fmt.Fprintf(w, "replay onto %s (%s), timing %s, speed %g, %d threads\n", s.Target.Path, s.Target.FSType, s.Timing, s.Speed, s.Threads)
 	_, _ = fmt.Fprintf(w, "  recorded events %d -> %d replay ops (%d folded kernel requests, %d split reads/writes merged, %d implicit opens)\n",
 		s.Fold.Events, s.RecordedOps, foldedTotal(&s.Fold), s.Fold.Merged, s.ImplicitOpens)
-	_, _ = fmt.Fprintf(w, "  ops      replayed %d of %d (skipped %d), divergences %d\n", s.ReplayedOps, s.RecordedOps, s.SkippedOps, s.Divergences)
+	_, _ = fmt.Fprintf(w, "  ops      replayed %d of %d (skipped %d), divergences %d, backend differences %d\n",
+		s.ReplayedOps, s.RecordedOps, s.SkippedOps, s.Divergences, s.BackendDifferences)
 	_, _ = fmt.Fprintf(w, "  bytes    read %d of %d, written %d of %d\n", s.ReplayedRead, s.RecordedRead, s.ReplayedWrite, s.RecordedWrite)
 	if s.Fold.Unordered > 0 {
 		_, _ = fmt.Fprintf(w, "  order    %d events arrived after the sort window had passed their start time (replayed late)\n", s.Fold.Unordered)
@@ -237,6 +255,19 @@ func (s *Summary) Print(w io.Writer) {
 		sort.Strings(parts)
 		_, _ = fmt.Fprintf(w, "  per op   %s\n", strings.Join(parts, "; "))
 		for _, ex := range s.Examples {
+			_, _ = fmt.Fprintf(w, "    e.g. %s\n", ex)
+		}
+	}
+	if s.BackendDifferences > 0 {
+		var parts []string
+		for _, o := range s.Ops {
+			if o.Unsupported > 0 {
+				parts = append(parts, fmt.Sprintf("%s %d/%d", o.Op, o.Unsupported, o.Recorded))
+			}
+		}
+		sort.Strings(parts)
+		_, _ = fmt.Fprintf(w, "  backend  not supported by the target (ENOTSUP/ENOSYS; not divergences): %s\n", strings.Join(parts, "; "))
+		for _, ex := range s.BackendExamples {
 			_, _ = fmt.Fprintf(w, "    e.g. %s\n", ex)
 		}
 	}

@@ -62,7 +62,7 @@ func (o *replayOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.DropCaches, "drop-caches", false, "sync and drop the page cache before each run (needs root)")
 	fs.StringVar(&o.Timing, "timing", "think", "timing `mode`: think (previous op done + recorded think time), original (recorded start times), afap")
 	fs.Float64Var(&o.Speed, "speed", 1, "scale think times and start offsets by 1/`x` (2 = twice as fast)")
-	fs.StringVar(&o.OnDiverge, "on-diverge", "warn", "`policy` for a result that differs from the trace: ignore, warn or abort")
+	fs.StringVar(&o.OnDiverge, "on-diverge", "warn", "`policy` for a result (errno, byte count) that differs from the trace: ignore (count them), warn (count them and log the first ten) or abort (stop at the first). A replay that ran to the end exits 0 under ignore and warn, its divergences counted in the summary and the .json; abort exits 1. ENOTSUP/ENOSYS from the target are counted as backend differences, not divergences")
 	fs.StringVar(&o.Prepare, "prepare", "auto", "starting state `mode`: auto (create it before each run), skip (the target already holds it), only (create it and stop)")
 	fs.StringVar(&o.Fill, "fill", "zero", "`kind` of data in prepared files and replayed writes: zero or random")
 	fs.BoolVar(&o.Scratch, "scratch", false, "the targets are scratch areas: their contents may be deleted")
@@ -198,7 +198,7 @@ func runReplay(ctx context.Context, e *env, o *replayOptions, args []string) err
 	}
 	fill := o.Fill == "random"
 	results := make([][]string, len(backends))
-	var diverged bool
+	var diverged, runs uint64
 	for rep := 0; rep < o.Repeat; rep++ {
 		for i, b := range backends {
 			if err := ctx.Err(); err != nil {
@@ -224,9 +224,8 @@ func runReplay(ctx context.Context, e *env, o *replayOptions, args []string) err
 				_, _ = fmt.Fprintf(e.stdout, "run %d/%d, target %d: %s\n", rep+1, o.Repeat, i+1, base+".iotap")
 				sum.Print(e.stdout)
 				results[i] = append(results[i], base+".iotap")
-				if sum.Divergences > 0 {
-					diverged = true
-				}
+				diverged += sum.Divergences
+				runs++
 			}
 			if err != nil {
 				return err
@@ -241,8 +240,9 @@ func runReplay(ctx context.Context, e *env, o *replayOptions, args []string) err
 			return err
 		}
 	}
-	if diverged && policy == replay.DivergeWarn {
-		_, _ = fmt.Fprintln(e.stderr, "iotap replay: some ops diverged from the trace (see the summaries)")
+	if diverged > 0 && policy == replay.DivergeWarn {
+		// Warn, not fail: the replay ran to the end and measured the target (--on-diverge=abort fails).
+		_, _ = fmt.Fprintf(e.stderr, "iotap replay: %d ops diverged from the trace in %d runs (see the summaries)\n", diverged, runs)
 	}
 	return nil
 }

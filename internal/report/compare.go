@@ -5,6 +5,7 @@ import (
 	"html/template"
 	"io"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 
@@ -20,15 +21,19 @@ const CompareSchema = "iotap.compare/v1"
 // Comparison puts traces of the same work on different storage side by side. Side 0 is the
 // baseline; ratios are side / baseline (above 1: slower or more).
 type Comparison struct {
-	Schema     string        `json:"schema"`
-	Tolerance  float64       `json:"tolerance"`
-	Forced     bool          `json:"forced,omitempty"`
-	Mismatches []string      `json:"mismatches,omitempty"` // why the sides are not the same work
-	Warnings   []string      `json:"warnings,omitempty"`
-	Sides      []CompareSide `json:"sides"`
-	Ops        []CompareOp   `json:"ops"`
-	Slower     []Change      `json:"slower"` // ops that lost the most time against the baseline
-	Faster     []Change      `json:"faster"` // ops that gained the most
+	Schema     string   `json:"schema"`
+	Tolerance  float64  `json:"tolerance"`
+	Forced     bool     `json:"forced,omitempty"`
+	Mismatches []string `json:"mismatches,omitempty"` // why the sides are not the same work
+	// Excluded are the ops the same-work check left out because one side is a recording
+	// and another a replay of it (see ReplayFolded), with ExcludedWhy saying why.
+	Excluded    []string      `json:"excluded_ops,omitempty"`
+	ExcludedWhy string        `json:"excluded_why,omitempty"`
+	Warnings    []string      `json:"warnings,omitempty"`
+	Sides       []CompareSide `json:"sides"`
+	Ops         []CompareOp   `json:"ops"`
+	Slower      []Change      `json:"slower"` // ops that lost the most time against the baseline
+	Faster      []Change      `json:"faster"` // ops that gained the most
 }
 
 // CompareSide is one side: one trace, or several merged (a directory of per-node traces).
@@ -93,11 +98,22 @@ var notWork = [trace.NumOps]bool{
 	trace.OpLookup: true, trace.OpForget: true, trace.OpRelease: true, trace.OpReleasedir: true, trace.OpFlush: true,
 }
 
+// ReplayFolded are the operations whose counts a replay does not reproduce by design, on
+// top of notWork: the kernel's getattr and getxattr(security.capability) probes before a
+// write or setattr, which the replayed call makes the target's kernel issue again (and a
+// system-call target does not record), and ioctl, which replay does not issue. The
+// same-work check leaves them out when a recording is compared with a replay.
+var ReplayFolded = []trace.Op{trace.OpGetattr, trace.OpGetxattr, trace.OpIoctl}
+
+// replayFoldedWhy is the note shown when ReplayFolded ops were left out.
+const replayFoldedWhy = "replay folds the kernel's getattr and getxattr(security.capability) probes into the calls they belong to and does not issue ioctl"
+
 // SameWork lists why other does not look like the same work as base: counts of the
-// operations the job asked for (all but lookup, forget, release, releasedir and flush;
-// readdir and readdirplus count together), bytes read or bytes written that differ by more
-// than tol (a fraction of the larger value). Counts that differ by a single op are ignored.
-func SameWork(base, other *stats.Stats, tol float64) []string {
+// operations the job asked for (all but lookup, forget, release, releasedir and flush, and
+// the ops in skip; readdir and readdirplus count together), bytes read or bytes written
+// that differ by more than tol (a fraction of the larger value). Counts that differ by a
+// single op are ignored.
+func SameWork(base, other *stats.Stats, tol float64, skip ...trace.Op) []string {
 	var out []string
 	off := func(a, b uint64) (bool, float64) {
 		hi := max(a, b)
@@ -117,7 +133,7 @@ func SameWork(base, other *stats.Stats, tol float64) []string {
 	}
 	for i := range base.Ops {
 		op := trace.Op(i)
-		if notWork[i] || op == trace.OpReaddir || op == trace.OpReaddirplus {
+		if notWork[i] || op == trace.OpReaddir || op == trace.OpReaddirplus || slices.Contains(skip, op) {
 			continue
 		}
 		count(op.String(), base.Ops[i].Count, other.Ops[i].Count)
@@ -154,16 +170,29 @@ func Compare(names []string, sides []*stats.Stats, tol float64) *Comparison {
 		cs.WorkRatio = ratio(float64(cs.WorkNs), float64(workNs(sides[0])))
 		c.Sides = append(c.Sides, cs)
 		c.Warnings = append(c.Warnings, r.Warnings...)
-		if i > 0 {
-			for _, m := range SameWork(sides[0], s, tol) {
-				c.Mismatches = append(c.Mismatches, names[i]+": "+m)
-			}
-		}
 	}
 	kinds := map[string]bool{}
-	for _, sd := range c.Sides {
-		for _, t := range sd.Traces {
+	for i := range c.Sides {
+		for _, t := range c.Sides[i].Traces {
 			kinds[t.Kind] = true
+		}
+		if i == 0 {
+			continue
+		}
+		var skip []trace.Op
+		if hasKind(&c.Sides[0], "record") != hasKind(&c.Sides[i], "record") &&
+			(hasKind(&c.Sides[0], "replay") || hasKind(&c.Sides[i], "replay")) {
+			// A recording against a replay: leave out what replay folds by design.
+			skip = ReplayFolded
+			if c.Excluded == nil {
+				for _, op := range ReplayFolded {
+					c.Excluded = append(c.Excluded, op.String())
+				}
+				c.ExcludedWhy = replayFoldedWhy
+			}
+		}
+		for _, m := range SameWork(sides[0], sides[i], tol, skip...) {
+			c.Mismatches = append(c.Mismatches, names[i]+": "+m)
 		}
 	}
 	mixed := kinds["record"] && kinds["replay"]
@@ -230,6 +259,16 @@ func Compare(names []string, sides []*stats.Stats, tol float64) *Comparison {
 	return c
 }
 
+// hasKind reports whether a trace of the side has header kind k.
+func hasKind(s *CompareSide, k string) bool {
+	for _, t := range s.Traces {
+		if t.Kind == k {
+			return true
+		}
+	}
+	return false
+}
+
 func workNs(s *stats.Stats) int64 {
 	var t int64
 	for i := range s.Ops {
@@ -276,6 +315,9 @@ func WriteCompareText(w io.Writer, c *Comparison) error {
 			Count(s.Events), Dur(s.DurationNs), Dur(s.TotalNs), fmtRatio(s.Ratio), Dur(s.WorkNs), fmtRatio(s.WorkRatio), Pct(s.DataShare))
 	}
 	b.WriteString(t.String())
+	if len(c.Excluded) > 0 {
+		fmt.Fprintf(&b, "NOTE: same-work check of recorded against replayed traces leaves out %s: %s\n", strings.Join(c.Excluded, ", "), c.ExcludedWhy)
+	}
 	for _, m := range c.Mismatches {
 		fmt.Fprintf(&b, "NOT THE SAME WORK (--force): %s\n", m)
 	}
@@ -357,6 +399,7 @@ func WriteCompareHTML(w io.Writer, c *Comparison) error {
 
 var compareTmpl = template.Must(template.New("compare").Funcs(funcs).Funcs(template.FuncMap{
 	"ratio": fmtRatio,
+	"join":  strings.Join,
 	"side":  func(c *Comparison, i int) string { return c.Sides[i].Name },
 	"delta": func(ns int64) string {
 		if ns > 0 {
@@ -374,7 +417,8 @@ var compareTmpl = template.Must(template.New("compare").Funcs(funcs).Funcs(templ
 {{- $c := .C}}
 <h1>iotap compare</h1>
 <div class="facts">{{len $c.Sides}} sides; baseline <b>{{(index $c.Sides 0).Name}}</b>. Ratios are side / baseline: above 1 is slower (or more). Schema {{$c.Schema}}.</div>
-{{range $c.Mismatches}}<div class="warn bad">⚠ not the same work (compared with --force): {{.}}</div>
+{{if $c.Excluded}}<div class="warn">same-work check of recorded against replayed traces leaves out {{join $c.Excluded ", "}}: {{$c.ExcludedWhy}}</div>
+{{end}}{{range $c.Mismatches}}<div class="warn bad">⚠ not the same work (compared with --force): {{.}}</div>
 {{end}}{{range $c.Warnings}}<div class="warn">⚠ {{.}}</div>
 {{end}}
 <h2>Sides</h2>
