@@ -269,3 +269,132 @@ func TestReplayCommandS3(t *testing.T) {
 		t.Errorf("report of the directory replay: exit %d, mentions S3 requests:\n%s", code, out)
 	}
 }
+
+// TestReplayDivergedExitStatus: a replay that ran to the end exits 0 under
+// --on-diverge=warn (the default) and ignore, with the divergences counted in the summary
+// and its JSON; --on-diverge=abort exits 1.
+func TestReplayDivergedExitStatus(t *testing.T) {
+	dir := t.TempDir()
+	tr := filepath.Join(dir, "small.iotap")
+	writeSmallTrace(t, tr)
+	for _, tc := range []struct {
+		policy string
+		code   int
+	}{{"warn", 0}, {"ignore", 0}, {"abort", exitError}} {
+		t.Run(tc.policy, func(t *testing.T) {
+			tgt := filepath.Join(dir, "t-"+tc.policy)
+			mustDo(t, os.Mkdir(tgt, 0o755))
+			prefix := filepath.Join(dir, "res-"+tc.policy)
+			// --prepare=skip on an empty directory: in.dat is missing, its open diverges.
+			code, out, errs := runReplayCLI(t, "replay", tr, "--target", tgt, "--prepare", "skip", "--on-diverge", tc.policy, "-o", prefix)
+			if code != tc.code {
+				t.Fatalf("exit %d, want %d\n%s\n%s", code, tc.code, out, errs)
+			}
+			if tc.code != 0 {
+				return
+			}
+			if !strings.Contains(out, "divergences ") || strings.Contains(out, "divergences 0,") {
+				t.Errorf("summary does not count the divergences:\n%s", out)
+			}
+			js, err := os.ReadFile(prefix + ".t1.r1.json")
+			if err != nil {
+				t.Fatal(err)
+			}
+			var s replay.Summary
+			if err := json.Unmarshal(js, &s); err != nil {
+				t.Fatal(err)
+			}
+			if s.Divergences == 0 {
+				t.Errorf("JSON summary has no divergences: %s", js)
+			}
+			if tc.policy == "warn" && !strings.Contains(errs, "diverged from the trace") {
+				t.Errorf("no warning on stderr: %q", errs)
+			}
+		})
+	}
+}
+
+// TestReplayRecordedPrograms records real programs whose replay used to diverge, replays
+// the recording onto a fresh directory, and compares the two without --force:
+//   - a shell redirection (`> file`) opened by the shell and written by the command it
+//     forked, closed by the shell right after;
+//   - a redirection of a group of commands (several children write one descriptor);
+//   - GNU cp, which copies with copy_file_range (the copy is then read back);
+//   - rm -rf of a name the next command creates.
+func TestReplayRecordedPrograms(t *testing.T) {
+	requireRecord(t)
+	for _, p := range []string{"awk", "cp", "seq"} {
+		if _, err := exec.LookPath(p); err != nil {
+			t.Skipf("%s not installed", p)
+		}
+	}
+	dir := t.TempDir()
+	work := filepath.Join(dir, "work")
+	mustDo(t, os.MkdirAll(work, 0o755))
+	tr := filepath.Join(dir, "rec.iotap")
+	job := `awk 'BEGIN { for (i = 0; i < 20000; i++) print "line", i }' > out.txt; ` +
+		`{ seq 1 5000; awk 'BEGIN { print "x" }'; } > group.txt; ` +
+		`cp out.txt copy.txt && cat copy.txt > /dev/null && ` +
+		`rm -rf d && mkdir d && echo done > d/f`
+	cmd := exec.Command(iotapBin, "record", "--target", work, "-o", tr, "--", "sh", "-c", job)
+	cmd.Dir = work
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("record: %v\n%s", err, out)
+	}
+	t1 := filepath.Join(dir, "t1")
+	mustDo(t, os.Mkdir(t1, 0o755))
+	prefix := filepath.Join(dir, "res")
+	code, out, errs := runReplayCLI(t, "replay", tr, "--target", t1, "-o", prefix)
+	if code != 0 {
+		t.Fatalf("replay: exit %d\n%s\n%s", code, out, errs)
+	}
+	t.Log(out)
+	js, err := os.ReadFile(prefix + ".t1.r1.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s replay.Summary
+	if err := json.Unmarshal(js, &s); err != nil {
+		t.Fatal(err)
+	}
+	if s.Divergences != 0 || s.ReplayedRead != s.RecordedRead || s.ReplayedWrite != s.RecordedWrite {
+		t.Errorf("divergences %d, read %d of %d, written %d of %d: %v", s.Divergences,
+			s.ReplayedRead, s.RecordedRead, s.ReplayedWrite, s.RecordedWrite, s.Examples)
+	}
+	var copies bool
+	for _, o := range s.Ops {
+		if o.Op == trace.OpCopyFileRange {
+			copies = true
+			if o.Replayed != o.Recorded || o.Skipped != 0 {
+				t.Errorf("copy_file_range: replayed %d of %d, skipped %d", o.Replayed, o.Recorded, o.Skipped)
+			}
+		}
+	}
+	if !copies {
+		t.Logf("this cp (%s) did not use copy_file_range: only its read/write copy was checked", cpVersion())
+	}
+	for _, p := range []string{"out.txt", "group.txt", "copy.txt", "d/f"} {
+		a, err1 := os.Stat(filepath.Join(work, p))
+		b, err2 := os.Stat(filepath.Join(t1, p))
+		if err1 != nil || err2 != nil || a.Size() != b.Size() {
+			t.Errorf("%s: recorded %v %v, replayed %v %v", p, a, err1, b, err2)
+		}
+	}
+	// The recording and its replay are the same work: compare needs no --force.
+	code, out, errs = runReplayCLI(t, "compare", tr, prefix+".t1.r1.iotap")
+	if code != 0 {
+		t.Fatalf("compare: exit %d\n%s\n%s", code, out, errs)
+	}
+	if !strings.Contains(out, "NOTE: same-work check of recorded against replayed traces leaves out") {
+		t.Errorf("compare does not say which ops it left out:\n%s", out)
+	}
+}
+
+func cpVersion() string {
+	out, err := exec.Command("cp", "--version").Output()
+	if err != nil {
+		return "unknown version"
+	}
+	first, _, _ := strings.Cut(string(out), "\n")
+	return first
+}

@@ -343,3 +343,42 @@ func TestWarnings(t *testing.T) {
 		t.Error("bad --by accepted")
 	}
 }
+
+// TestSameWorkReplayFolded: a recording compared with a replay leaves out the ops replay
+// folds by design (getattr and getxattr probes, ioctl), and says so; two replays, or two
+// recordings, are still held to every count.
+func TestSameWorkReplayFolded(t *testing.T) {
+	rec := loadStats(t, "node1.iotap")
+	folded := func() *stats.Stats {
+		rp := loadStats(t, "replay.iotap")
+		for _, op := range ReplayFolded {
+			rp.Ops[op].Count = rec.Ops[op].Count/2 + 100 // far outside the tolerance
+		}
+		return rp
+	}
+	rp := folded()
+	c := Compare([]string{"record", "replay"}, []*stats.Stats{rec, rp}, 0.05)
+	if len(c.Mismatches) != 0 {
+		t.Errorf("record vs replay refused for folded ops: %v", c.Mismatches)
+	}
+	if want := []string{"getattr", "getxattr", "ioctl"}; !slices.Equal(c.Excluded, want) || c.ExcludedWhy == "" {
+		t.Errorf("excluded %v (%q), want %v with a reason", c.Excluded, c.ExcludedWhy, want)
+	}
+	var txt bytes.Buffer
+	if err := WriteCompareText(&txt, c); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(txt.String(), "NOTE: same-work check of recorded against replayed traces leaves out getattr, getxattr, ioctl") {
+		t.Errorf("text output does not say what was left out:\n%s", txt.String())
+	}
+	// Replay against replay: both fold the same way, every count is checked.
+	c = Compare([]string{"replay", "replay'"}, []*stats.Stats{loadStats(t, "replay.iotap"), folded()}, 0.05)
+	if len(c.Mismatches) == 0 || len(c.Excluded) != 0 {
+		t.Errorf("replay vs replay with different getattr counts: mismatches %v, excluded %v", c.Mismatches, c.Excluded)
+	}
+	// Different work is still refused against a replay.
+	other := loadStats(t, "other-work.iotap")
+	if c := Compare([]string{"other", "replay"}, []*stats.Stats{other, folded()}, 0.05); len(c.Mismatches) == 0 {
+		t.Error("different work accepted against a replay")
+	}
+}

@@ -1,0 +1,169 @@
+package replay
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+	"syscall"
+	"testing"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/iotap/iotap/trace"
+)
+
+// Patterns of real programs that a replay got wrong: a shell redirection written by the
+// command the shell forked, GNU cp's copy_file_range, and rm -rf of a name the next
+// command creates. The cmd/iotap test TestReplayRecordedPrograms records the programs
+// themselves.
+
+// TestRedirectionWrittenByChild: `awk ... > out` in sh. The shell (tid 1) creates the file
+// and dup2s it (flush), awk (tid 2) writes it through the inherited descriptor and exits
+// (flush), the shell restores its stdout (flush, release) right after. awk's last write
+// must be issued before the shell's close, although the planner holds it for merging.
+func TestRedirectionWrittenByChild(t *testing.T) {
+	b := newTB(t)
+	fh := b.create(1, "out")
+	b.ev(1, trace.OpFlush, "out", 2000, 0, func(e *trace.Event) { e.Handle = fh })
+	b.at(2, b.clock[1]+50000)
+	b.ev(2, trace.OpGetattr, "out", 3000, 1000, func(e *trace.Event) { e.Mode = unix.S_IFREG | 0o644 })
+	const piece = 4096
+	var off int64
+	for i := 0; i < 20; i++ {
+		b.rw(2, trace.OpWrite, "out", fh, off, piece, piece)
+		off += piece
+	}
+	b.rw(2, trace.OpWrite, "out", fh, off, 1000, 1000) // the tail, held for merging
+	off += 1000
+	b.ev(2, trace.OpFlush, "out", 2000, 0, func(e *trace.Event) { e.Handle = fh })
+	b.at(1, b.clock[2]+20000) // within the fold window: nothing expires the held write
+	b.close(1, "out", fh)
+	b.at(3, b.clock[1]+20000)
+	fr := b.open(3, "out", unix.O_RDONLY)
+	b.rw(3, trace.OpRead, "out", fr, 0, 1<<20, off)
+	b.close(3, "out", fr)
+	data := b.bytes()
+	for _, timing := range []Timing{TimingAFAP, TimingThink} {
+		t.Run(timing.String(), func(t *testing.T) {
+			root, d := target(t, "")
+			sum := replayOnto(t, data, d, nil, Options{Timing: timing})
+			if sum.Divergences != 0 {
+				t.Fatalf("%d divergences: %v", sum.Divergences, sum.Examples)
+			}
+			if fi, err := os.Stat(filepath.Join(root, "out")); err != nil || fi.Size() != off {
+				t.Fatalf("out: %v %v, want %d bytes", fi, err, off)
+			}
+		})
+	}
+}
+
+// noCopy hides a backend's RangeCopier: replay must copy with ReadAt and WriteAt.
+type noCopy struct{ Backend }
+
+type plainFile struct{ File }
+
+func (n noCopy) Open(ctx context.Context, name string, flags int, perm uint32) (File, error) {
+	f, err := n.Backend.Open(ctx, name, flags, perm)
+	if err != nil {
+		return nil, err
+	}
+	return plainFile{f}, nil
+}
+
+// TestCopyFileRange: `cp src dst` with GNU cp, which copies with copy_file_range; the
+// source either made by the job or there before it (starting state).
+func TestCopyFileRange(t *testing.T) {
+	const size = 300000
+	build := func(t *testing.T, preexisting bool) []byte {
+		b := newTB(t)
+		if !preexisting {
+			fw := b.create(1, "src")
+			for off := int64(0); off < size; off += 100000 {
+				b.rw(1, trace.OpWrite, "src", fw, off, 100000, 100000)
+			}
+			b.close(1, "src", fw)
+		}
+		b.at(2, b.clock[1]+100000)
+		b.ev(2, trace.OpLookup, "src", 3000, 1000, func(e *trace.Event) { e.Mode, e.Ret = unix.S_IFREG|0o644, size })
+		b.fh++
+		in := b.fh
+		b.ev(2, trace.OpOpen, "src", 5000, 1000, func(e *trace.Event) { e.Handle, e.Flags = in, unix.O_RDONLY })
+		out := b.create(2, "dst")
+		b.ev(2, trace.OpIoctl, "dst", 2000, 1000, func(e *trace.Event) { e.Handle, e.Errno = out, uint16(syscall.EOPNOTSUPP) }) // FICLONE
+		b.ev(2, trace.OpCopyFileRange, "src", 200000, 1000, func(e *trace.Event) {
+			e.Path2, e.Handle, e.Handle2, e.Size, e.Ret = b.path("dst"), in, out, 1<<30, size
+		})
+		b.ev(2, trace.OpCopyFileRange, "src", 2000, 1000, func(e *trace.Event) { // cp's last call: end of file
+			e.Path2, e.Handle, e.Handle2, e.Offset, e.Size, e.Ret = b.path("dst"), in, out, size, 1<<30, 0
+		})
+		b.close(2, "dst", out)
+		b.close(2, "src", in)
+		b.at(3, b.clock[2]+100000)
+		fr := b.open(3, "dst", unix.O_RDONLY)
+		b.rw(3, trace.OpRead, "dst", fr, 0, 1<<20, size)
+		b.close(3, "dst", fr)
+		return b.bytes()
+	}
+	type backendFn func(d *Dir) Backend
+	var copies atomic.Int32
+	for _, tc := range []struct {
+		name        string
+		preexisting bool
+		backend     backendFn
+	}{
+		{"copy_file_range", false, func(d *Dir) Backend { return d }},
+		{"source in the starting state", true, func(d *Dir) Backend { return d }},
+		{"decorated backend", false, func(d *Dir) Backend {
+			return Decorate(d, func(ctx context.Context, c Call, next func(context.Context) error) error {
+				if c.Method == "File.CopyRange" {
+					copies.Add(1)
+				}
+				return next(ctx)
+			})
+		}},
+		{"backend without copy: read and write", false, func(d *Dir) Backend { return noCopy{d} }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			data := build(t, tc.preexisting)
+			root, d := target(t, "")
+			sum := replayOnto(t, data, tc.backend(d), nil, Options{Timing: TimingAFAP})
+			if sum.Divergences != 0 {
+				t.Fatalf("%d divergences: %v", sum.Divergences, sum.Examples)
+			}
+			for _, o := range sum.Ops {
+				if o.Op == trace.OpCopyFileRange && (o.Replayed != 2 || o.Skipped != 0) {
+					t.Errorf("copy_file_range replayed %d, skipped %d; want 2, 0", o.Replayed, o.Skipped)
+				}
+			}
+			if sum.ReplayedRead != sum.RecordedRead || sum.ReplayedWrite != sum.RecordedWrite {
+				t.Errorf("bytes read %d of %d, written %d of %d", sum.ReplayedRead, sum.RecordedRead, sum.ReplayedWrite, sum.RecordedWrite)
+			}
+			if fi, err := os.Stat(filepath.Join(root, "dst")); err != nil || fi.Size() != size {
+				t.Fatalf("dst: %v %v, want %d bytes", fi, err, size)
+			}
+		})
+	}
+	if copies.Load() != 2 {
+		t.Errorf("the decorated backend's File.CopyRange ran %d times, want 2", copies.Load())
+	}
+}
+
+// TestNameRecreatedByAnotherThread: `rm -rf d && mkdir d`: rm's lookups of the missing
+// name, held for folding, must be issued before mkdir (another process) creates it.
+func TestNameRecreatedByAnotherThread(t *testing.T) {
+	b := newTB(t)
+	b.lookup(1, "d", syscall.ENOENT, 0, 0)
+	b.lookup(1, "d", syscall.ENOENT, 0, 0)
+	b.at(2, b.clock[1]+500000) // within the fold window of rm's lookups
+	b.lookup(2, "d", syscall.ENOENT, 0, 0)
+	b.ev(2, trace.OpMkdir, "d", 50000, 1000, func(e *trace.Event) { e.Mode = 0o755 })
+	data := b.bytes()
+	for run := 0; run < 20; run++ {
+		_, d := target(t, "")
+		sum := replayOnto(t, data, d, nil, Options{Timing: TimingAFAP})
+		if sum.Divergences != 0 {
+			t.Fatalf("run %d: %d divergences: %v", run, sum.Divergences, sum.Examples)
+		}
+	}
+}
