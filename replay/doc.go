@@ -151,7 +151,7 @@
 // Each op's errno, and the byte count of reads, writes, copy_file_range, readlink and
 // lseek, are compared with the trace. Divergences are counted per recorded op;
 // DivergeWarn logs the first ten, DivergeAbort stops the run with an error wrapping
-// ErrDiverged. A result of ENOTSUP or ENOSYS where the recording got another one says the
-// target lacks the feature (s3fs and extended attributes): it is counted as a backend
-// difference (OpSummary.Unsupported), not as a divergence.
+// ErrDiverged. ENOTSUP or ENOSYS on one side only (the recording or the replay) says
+// that storage lacks the feature (s3fs and extended attributes): the op is counted as a
+// backend difference (OpSummary.Unsupported), not as a divergence.
 package replay

@@ -763,10 +763,10 @@ func (w *worker) account(op *Op, start, end, ret int64, errno syscall.Errno) {
 	}
 	div := uint16(errno) != op.WantErrno || (op.CheckRet && errno == 0 && ret != op.WantRet)
 	switch {
-	case div && unsupported(errno):
+	case div && (unsupported(errno) || unsupported(syscall.Errno(op.WantErrno))):
 		st.ops[rec].unsupported++
 		if len(st.unsupExamples) < 5 {
-			st.unsupExamples = append(st.unsupExamples, fmt.Sprintf("%s %s %q: recorded %s, the target returned %s",
+			st.unsupExamples = append(st.unsupExamples, fmt.Sprintf("%s %s %q: recorded %s, replayed %s",
 				op.Rec, op.Kind, op.Name, errText(syscall.Errno(op.WantErrno)), errText(errno)))
 		}
 	case div:
@@ -809,8 +809,9 @@ func (w *worker) diverge(op *Op, ret int64, errno syscall.Errno) {
 	}
 }
 
-// unsupported reports whether errno says the target lacks the call or feature (a backend
-// difference rather than a divergence of the replay).
+// unsupported reports whether errno says the storage lacks the call or feature: when the
+// recording or the replay got it and the other did not, the two backends differ; the
+// replay did not diverge.
 func unsupported(e syscall.Errno) bool {
 	return e == syscall.ENOTSUP || e == syscall.ENOSYS
 }

@@ -167,3 +167,44 @@ func TestNameRecreatedByAnotherThread(t *testing.T) {
 		}
 	}
 }
+
+// xattrAnswer answers every Getxattr with one errno, as a storage with (ENODATA) or
+// without (ENOTSUP, s3fs) extended attributes does.
+type xattrAnswer struct {
+	Backend
+	errno syscall.Errno
+}
+
+func (x xattrAnswer) Getxattr(ctx context.Context, name, attr string, buf []byte) (int, error) {
+	return 0, x.errno
+}
+
+// TestBackendDifferences: ENOTSUP or ENOSYS on one side only (the recorded storage or the
+// target) is a difference of the backends, counted apart, not a divergence; another
+// errno mismatch still diverges.
+func TestBackendDifferences(t *testing.T) {
+	for _, tc := range []struct {
+		name             string
+		recorded, target syscall.Errno
+		unsupported      uint64
+		diverged         uint64
+	}{
+		{"target without xattrs", syscall.ENODATA, syscall.ENOTSUP, 1, 0},
+		{"recorded without xattrs", syscall.ENOTSUP, syscall.ENODATA, 1, 0},
+		{"target without the call", syscall.ENODATA, syscall.ENOSYS, 1, 0},
+		{"other errno", syscall.ENODATA, syscall.EACCES, 0, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := newTB(t)
+			fh := b.create(1, "f")
+			b.close(1, "f", fh)
+			b.ev(1, trace.OpGetxattr, "f", 3000, 1000, func(e *trace.Event) { e.Size, e.Errno = 64, uint16(tc.recorded) })
+			_, d := target(t, "")
+			sum := replayOnto(t, b.bytes(), xattrAnswer{d, tc.target}, nil, Options{Timing: TimingAFAP})
+			if sum.BackendDifferences != tc.unsupported || sum.Divergences != tc.diverged {
+				t.Errorf("backend differences %d, divergences %d; want %d, %d (%v %v)", sum.BackendDifferences,
+					sum.Divergences, tc.unsupported, tc.diverged, sum.BackendExamples, sum.Examples)
+			}
+		})
+	}
+}

@@ -105,8 +105,8 @@ func (s *runStats) init() { s.lag = new(hist) }
 type OpSummary struct {
 	Op                                    trace.Op
 	Recorded, Replayed, Skipped, Diverged uint64
-	// Unsupported counts replayed ops the target refused with ENOTSUP, EOPNOTSUPP or
-	// ENOSYS where the recording got another result: a difference of the backend (s3fs
+	// Unsupported counts ops where the target, or the recorded storage, answered ENOTSUP
+	// (EOPNOTSUPP) or ENOSYS and the other did not: a difference of the backends (s3fs
 	// has no extended attributes, for example), not of the replay. They are not
 	// divergences.
 	Unsupported uint64
@@ -123,7 +123,7 @@ type Summary struct {
 	Ops  []OpSummary
 
 	RecordedOps, ReplayedOps, SkippedOps, Divergences uint64
-	// BackendDifferences sums OpSummary.Unsupported: ops the target does not support.
+	// BackendDifferences sums OpSummary.Unsupported: ops one of the two storages does not support.
 	BackendDifferences                  uint64
 	RecordedRead, RecordedWrite         int64 // bytes
 	ReplayedRead, ReplayedWrite         int64
@@ -266,7 +266,7 @@ func (s *Summary) Print(w io.Writer) {
 			}
 		}
 		sort.Strings(parts)
-		_, _ = fmt.Fprintf(w, "  backend  not supported by the target (ENOTSUP/ENOSYS; not divergences): %s\n", strings.Join(parts, "; "))
+		_, _ = fmt.Fprintf(w, "  backend  not supported by the target or the recorded storage (ENOTSUP/ENOSYS on one side; not divergences): %s\n", strings.Join(parts, "; "))
 		for _, ex := range s.BackendExamples {
 			_, _ = fmt.Fprintf(w, "    e.g. %s\n", ex)
 		}
