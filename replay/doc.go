@@ -63,10 +63,11 @@
 //	getxattr / listxattr / setxattr / removexattr  the l*xattr calls on "user.iotap.replay"
 //	                                             (traces do not record attribute names)
 //	copy_file_range(in, out)                     copy_file_range between the two replayed handles,
-//	                                             at the input offset on both sides (the trace
-//	                                             has no output offset; cp copies whole files),
 //	                                             or ReadAt+WriteAt where the backend cannot
 //	                                             (RangeCopier)  KCopy  copy_file_range
+//	                                             (the trace has no output offset: the output
+//	                                             handle's position is used, where its last
+//	                                             write or copy ended, as cp and cat copy)
 //	forget                                       dropped (kernel cache eviction)
 //	ioctl, bmap, poll ...                        counted as skipped, never issued
 //

@@ -646,7 +646,7 @@ func (w *worker) exec(op *Op) (start, ret int64, errno syscall.Errno) {
 	case KLseek:
 		ret, err = f.Seek(ctx, op.Offset, int(op.Flags))
 	case KCopy:
-		ret, err = w.copyRange(ctx, f, f2, op.Offset, op.Offset, op.Size)
+		ret, err = w.copyRange(ctx, f, f2, op.Offset, op.Offset2, op.Size)
 	}
 	if err != nil {
 		errno = Errno(err)

@@ -101,9 +101,11 @@ type Op struct {
 
 	Handle uint64 // recorded handle
 	Slot   int32  // index of the handle's open file in the engine's table, -1 none
-	// Handle2 and Slot2 are copy_file_range's output handle and its open file (KCopy only).
+	// Handle2, Slot2 and Offset2 are copy_file_range's output handle, its open file and
+	// the output offset (KCopy only).
 	Handle2 uint64
 	Slot2   int32
+	Offset2 int64
 	Offset  int64
 	Size    int64
 	Flags   uint32
@@ -178,6 +180,10 @@ type handleState struct {
 	flushDur int64
 	flushed  bool
 	dir      bool
+	// pos is where the handle's last write or copy ended: the file position a
+	// copy_file_range with no output offset writes at (the trace records only the input
+	// offset).
+	pos int64
 }
 
 type threadState struct {
@@ -483,6 +489,11 @@ func (p *planner) feed1(ev *trace.Event) {
 		p.close(ev)
 		return
 	}
+	if ev.Op == trace.OpWrite && ev.Errno == 0 {
+		if h := p.handles[ev.Handle]; h != nil {
+			h.pos = ev.Offset + ev.Ret // also for a piece merged below
+		}
+	}
 	pi := p.path(ev.Path)
 	if pi.bad && ev.Op != trace.OpStatfs {
 		if ev.Path == 0 || (len(pi.name) > 0 && pi.name[0] == '?') {
@@ -670,10 +681,10 @@ func (p *planner) feed1(ev *trace.Event) {
 			h = p.implicitOpen(ev, ev.Handle, ev.Path, pi, op.Kind == KReaddir)
 		}
 		op.Slot = h.slot
+		if ev.Op == trace.OpWrite && ev.Errno == 0 {
+			h.pos = ev.Offset + ev.Ret
+		}
 	case trace.OpCopyFileRange:
-		// The trace has the input offset only: cp and the like copy a range to the same
-		// offset of the output (whole files), so the output offset is taken to be the
-		// same.
 		op.Kind, op.CheckRet = KCopy, true
 		h := p.handles[ev.Handle]
 		if h == nil {
@@ -688,7 +699,13 @@ func (p *planner) feed1(ev *trace.Event) {
 		if h2 == nil {
 			h2 = p.implicitOpen(ev, ev.Handle2, ev.Path2, pi2, false)
 		}
-		op.Handle2, op.Slot2 = ev.Handle2, h2.slot
+		// The trace has the input offset only. cp and cat copy with the output's file
+		// position (no output offset): where the output handle's last write or copy
+		// ended (cp: the input offset; `cat a b > c`: the end of a).
+		op.Handle2, op.Slot2, op.Offset2 = ev.Handle2, h2.slot, h2.pos
+		if ev.Errno == 0 {
+			h2.pos += ev.Ret
+		}
 	case trace.OpStatfs:
 		op.Kind = KStatfs
 		op.Name, op.PathID = "", 0

@@ -208,3 +208,34 @@ func TestBackendDifferences(t *testing.T) {
 		})
 	}
 }
+
+// TestCopyFileRangeOutputPosition: `cat a b > c` with GNU cat copies each input with
+// copy_file_range at the output's file position; the trace has only the input offsets
+// (0 both times), so the output offset comes from where the handle's last copy ended.
+func TestCopyFileRangeOutputPosition(t *testing.T) {
+	b := newTB(t)
+	sizes := map[string]int64{"a": 100000, "b": 50000}
+	for _, n := range []string{"a", "b"} {
+		fw := b.create(1, n)
+		b.rw(1, trace.OpWrite, n, fw, 0, uint32(sizes[n]), sizes[n])
+		b.close(1, n, fw)
+	}
+	b.at(2, b.clock[1]+100000)
+	out := b.create(2, "c")
+	for _, n := range []string{"a", "b"} {
+		in := b.open(2, n, unix.O_RDONLY)
+		b.ev(2, trace.OpCopyFileRange, n, 50000, 1000, func(e *trace.Event) {
+			e.Path2, e.Handle, e.Handle2, e.Size, e.Ret = b.path("c"), in, out, 1<<30, sizes[n]
+		})
+		b.close(2, n, in)
+	}
+	b.close(2, "c", out)
+	root, d := target(t, "")
+	sum := replayOnto(t, b.bytes(), d, nil, Options{Timing: TimingAFAP})
+	if sum.Divergences != 0 {
+		t.Fatalf("%d divergences: %v", sum.Divergences, sum.Examples)
+	}
+	if fi, err := os.Stat(filepath.Join(root, "c")); err != nil || fi.Size() != 150000 {
+		t.Fatalf("c: %v %v, want 150000 bytes", fi, err)
+	}
+}

@@ -270,7 +270,7 @@ func (m *model) apply(op *Op) {
 			}
 			if n := m.need(op, op.Name2, trace.TypeFile); n != nil {
 				n.modified = true
-				n.size = max(n.size, op.Offset+op.WantRet)
+				n.size = max(n.size, op.Offset2+op.WantRet)
 			}
 		}
 	case KWrite, KFallocate:

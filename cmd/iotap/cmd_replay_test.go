@@ -319,7 +319,8 @@ func TestReplayDivergedExitStatus(t *testing.T) {
 //   - a shell redirection (`> file`) opened by the shell and written by the command it
 //     forked, closed by the shell right after;
 //   - a redirection of a group of commands (several children write one descriptor);
-//   - GNU cp, which copies with copy_file_range (the copy is then read back);
+//   - GNU cp, which copies with copy_file_range (the copy is then read back), and GNU
+//     cat of two files into one (copy_file_range at the output's position);
 //   - rm -rf of a name the next command creates.
 func TestReplayRecordedPrograms(t *testing.T) {
 	requireRecord(t)
@@ -334,7 +335,7 @@ func TestReplayRecordedPrograms(t *testing.T) {
 	tr := filepath.Join(dir, "rec.iotap")
 	job := `awk 'BEGIN { for (i = 0; i < 20000; i++) print "line", i }' > out.txt; ` +
 		`{ seq 1 5000; awk 'BEGIN { print "x" }'; } > group.txt; ` +
-		`cp out.txt copy.txt && cat copy.txt > /dev/null && ` +
+		`cp out.txt copy.txt && cat copy.txt > /dev/null && cat out.txt group.txt > cat.txt && ` +
 		`rm -rf d && mkdir d && echo done > d/f`
 	cmd := exec.Command(iotapBin, "record", "--target", work, "-o", tr, "--", "sh", "-c", job)
 	cmd.Dir = work
@@ -373,7 +374,7 @@ func TestReplayRecordedPrograms(t *testing.T) {
 	if !copies {
 		t.Logf("this cp (%s) did not use copy_file_range: only its read/write copy was checked", cpVersion())
 	}
-	for _, p := range []string{"out.txt", "group.txt", "copy.txt", "d/f"} {
+	for _, p := range []string{"out.txt", "group.txt", "copy.txt", "cat.txt", "d/f"} {
 		a, err1 := os.Stat(filepath.Join(work, p))
 		b, err2 := os.Stat(filepath.Join(t1, p))
 		if err1 != nil || err2 != nil || a.Size() != b.Size() {
