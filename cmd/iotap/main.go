@@ -115,12 +115,12 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return exitOK
 	}
 	if args[0] == "--version" || args[0] == "version" {
-		fmt.Fprintf(stdout, "iotap %s\n", version)
+		_, _ = fmt.Fprintf(stdout, "iotap %s\n", version)
 		return exitOK
 	}
 	c, ok := commands[args[0]]
 	if !ok {
-		fmt.Fprintf(stderr, "iotap: unknown command %q (see iotap --help)\n", args[0])
+		_, _ = fmt.Fprintf(stderr, "iotap: unknown command %q (see iotap --help)\n", args[0])
 		return exitUsage
 	}
 	fs := newFlagSet(c)
@@ -131,8 +131,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 			printCommandHelp(stdout, c, fs)
 			return exitOK
 		}
-		fmt.Fprintf(stderr, "iotap %s: %v\n", c.name, err)
-		fmt.Fprintf(stderr, "usage: iotap %s %s (see iotap %s --help)\n", c.name, c.usage, c.name)
+		_, _ = fmt.Fprintf(stderr, "iotap %s: %v\n", c.name, err)
+		_, _ = fmt.Fprintf(stderr, "usage: iotap %s %s (see iotap %s --help)\n", c.name, c.usage, c.name)
 		return exitUsage
 	}
 	err := runFn(ctx, e, fs.Args())
@@ -148,17 +148,17 @@ func exitCode(stderr io.Writer, name string, err error) int {
 		return exitOK
 	case errors.As(err, &ec):
 		if ec.err != nil {
-			fmt.Fprintf(stderr, "iotap %s: %v\n", name, ec.err)
+			_, _ = fmt.Fprintf(stderr, "iotap %s: %v\n", name, ec.err)
 		}
 		return ec.code
 	case errors.Is(err, errUsage):
-		fmt.Fprintf(stderr, "iotap %s: %v\n", name, err)
+		_, _ = fmt.Fprintf(stderr, "iotap %s: %v\n", name, err)
 		return exitUsage
 	case errors.Is(err, errDamaged):
-		fmt.Fprintf(stderr, "iotap %s: %v\n", name, err)
+		_, _ = fmt.Fprintf(stderr, "iotap %s: %v\n", name, err)
 		return exitDamaged
 	default:
-		fmt.Fprintf(stderr, "iotap %s: %v\n", name, err)
+		_, _ = fmt.Fprintf(stderr, "iotap %s: %v\n", name, err)
 		return exitError
 	}
 }
@@ -174,9 +174,9 @@ func newFlagSet(c *command) *pflag.FlagSet {
 }
 
 func printHelp(w io.Writer) {
-	fmt.Fprintf(w, "iotap %s: record a job's filesystem I/O, report its latencies, replay it on other storage.\n\n", version)
-	fmt.Fprintln(w, "Usage: iotap <command> [flags] [args]")
-	fmt.Fprintln(w, "\nCommands:")
+	_, _ = fmt.Fprintf(w, "iotap %s: record a job's filesystem I/O, report its latencies, replay it on other storage.\n\n", version)
+	_, _ = fmt.Fprintln(w, "Usage: iotap <command> [flags] [args]")
+	_, _ = fmt.Fprintln(w, "\nCommands:")
 	names := make([]string, 0, len(commands))
 	for n, c := range commands {
 		if !c.hidden {
@@ -185,10 +185,10 @@ func printHelp(w io.Writer) {
 	}
 	sort.Strings(names)
 	for _, n := range names {
-		fmt.Fprintf(w, "  %-10s %s\n", n, commands[n].summary)
+		_, _ = fmt.Fprintf(w, "  %-10s %s\n", n, commands[n].summary)
 	}
-	fmt.Fprintln(w, "\nRun 'iotap <command> --help' for a command's flags.")
-	fmt.Fprint(w, exitCodesHelp)
+	_, _ = fmt.Fprintln(w, "\nRun 'iotap <command> --help' for a command's flags.")
+	_, _ = fmt.Fprint(w, exitCodesHelp)
 }
 
 const exitCodesHelp = `
@@ -202,9 +202,9 @@ Exit codes:
 `
 
 func printCommandHelp(w io.Writer, c *command, fs *pflag.FlagSet) {
-	fmt.Fprintf(w, "Usage: iotap %s %s\n\n%s\n\nFlags:\n", c.name, c.usage, c.summary)
-	fmt.Fprint(w, fs.FlagUsages())
-	fmt.Fprint(w, exitCodesHelp)
+	_, _ = fmt.Fprintf(w, "Usage: iotap %s %s\n\n%s\n\nFlags:\n", c.name, c.usage, c.summary)
+	_, _ = fmt.Fprint(w, fs.FlagUsages())
+	_, _ = fmt.Fprint(w, exitCodesHelp)
 }
 
 // splitLabels parses key=value labels.
