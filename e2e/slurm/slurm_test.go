@@ -312,7 +312,7 @@ func (d *jobDir) testReport(t *testing.T, job string) {
 			}
 		}
 	} else {
-		t.Logf("iotap report prints no straggler lines yet (the check below uses internal/slurm on its JSON)")
+		t.Errorf("iotap report --by host prints no straggler section for a multi-node job:\n%s", text.stdout)
 	}
 	r := d.c.mustRun(t, d.dir, time.Minute, iotap, "report", "--format", "json", "--by", "host", tdir)
 	var rep reportJSON
@@ -406,10 +406,8 @@ func (d *jobDir) testReplay(t *testing.T, job string) {
 			}
 		}
 	}
-	// The same shard rule through `iotap replay --shard auto`, once replay has it.
-	if help := d.c.run(t, d.dir, time.Minute, iotap, "replay", "--help"); !strings.Contains(help.stdout+help.stderr, "--shard") {
-		t.Logf("iotap replay has no --shard yet: only the slurmshard wrapper was used")
-	} else {
+	// The same shard rule through `iotap replay --shard auto`.
+	{
 		auto := "/tmp/iotap-auto-" + job
 		r := d.c.run(t, d.dir, 3*time.Minute, "srun", "-N2", "--ntasks-per-node=1", "-l", "sh", "-c",
 			`mkdir -p "$1" && exec "$2" replay "$3" --shard auto --target "$1" --scratch --progress never -o "$4"`,
@@ -473,13 +471,9 @@ func (d *jobDir) testPlaceholders(t *testing.T) {
 		t.Logf("task %d: %s", i, filepath.Base(m[0]))
 	}
 	// The issue's own example: a bare srun naming a directory per job, which nobody could
-	// create beforehand. Checked once record creates it; logged until then.
+	// create beforehand: record creates it.
 	r = d.c.run(t, d.shared, 2*time.Minute, "srun", "-N2", "--ntasks-per-node=1", "-l", filepath.Join(d.w.bin, "iotap"), "record",
 		"--target", d.shared, "-o", filepath.Join(d.dir, "perjob", "%j", "%n-%t.iotap"), "--", "sh", "-c", `echo "job=$SLURM_JOB_ID"`)
-	if r.code != 0 && strings.Contains(r.stderr, "does not exist") {
-		t.Logf("iotap record does not create the directory of -o 'perjob/%%j/%%n-%%t.iotap' yet:\n%s", r.stderr)
-		return
-	}
 	m, _ := filepath.Glob(filepath.Join(d.dir, "perjob", "*", "n[12]-[01].iotap"))
 	if r.code != 0 || len(m) != 2 {
 		t.Errorf("srun iotap record -o 'perjob/%%j/%%n-%%t.iotap': traces %q: %s", m, r)
