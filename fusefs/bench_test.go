@@ -26,7 +26,7 @@ func BenchmarkFUSE(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	b.Cleanup(func() { w.Close() })
+	b.Cleanup(func() { _ = w.Close() })
 	traced := fusetest.Mount(b, w, fusefs.Options{})
 	dirs := []struct{ name, dir string }{{"native", native}, {"untraced", untraced.Mnt}, {"traced", traced.Mnt}}
 	for _, d := range dirs {

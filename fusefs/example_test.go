@@ -20,9 +20,9 @@ func Example_mount() {
 		log.Fatal(err)
 	}
 	// ... run the job, then:
-	srv.Unmount()
+	_ = srv.Unmount()
 	srv.Wait()
 	st := srv.Stats()
 	fmt.Println(st.Ops, "ops,", st.BytesRead, "bytes read")
-	w.Close()
+	_ = w.Close()
 }

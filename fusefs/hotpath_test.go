@@ -15,25 +15,24 @@ import (
 )
 
 // nopRecorder discards everything (the cost of the layer without the trace writer).
-type nopRecorder struct{ path uint32 }
+type nopRecorder struct{}
 
-func (*nopRecorder) Origin() int64                { return 0 }
-func (*nopRecorder) Append(*trace.Event)          {}
-func (r *nopRecorder) Path(uint32, string) uint32 { return 2 }
-func (*nopRecorder) Raw(string) uint32            { return 3 }
-func (*nopRecorder) AddProcess(trace.Process)     {}
-func (*nopRecorder) AddFile(trace.File)           {}
-func (*nopRecorder) CountError()                  {}
+func (*nopRecorder) Origin() int64              { return 0 }
+func (*nopRecorder) Append(*trace.Event)        {}
+func (*nopRecorder) Path(uint32, string) uint32 { return 2 }
+func (*nopRecorder) Raw(string) uint32          { return 3 }
+func (*nopRecorder) AddProcess(trace.Process)   {}
+func (*nopRecorder) AddFile(trace.File)         {}
+func (*nopRecorder) CountError()                {}
 
 // unitFS is the node tree over a temp dir, without a mount: the unit tier calls the raw
 // methods directly.
 type unitFS struct {
-	raw   fuse.RawFileSystem // the bridge
-	tr    *tracer
-	hdr   fuse.InHeader
-	node  uint64 // node id of "f"
-	fh    uint64 // open handle of "f"
-	close func()
+	raw  fuse.RawFileSystem // the bridge
+	tr   *tracer
+	hdr  fuse.InHeader
+	node uint64 // node id of "f"
+	fh   uint64 // open handle of "f"
 }
 
 func newUnitFS(t testing.TB, rec Recorder) *unitFS {
@@ -65,7 +64,7 @@ func newUnitFS(t testing.TB, rec Recorder) *unitFS {
 		t.Fatalf("open: %v", st)
 	}
 	u.fh = oo.Fh
-	t.Cleanup(func() { unix.Close(fd) })
+	t.Cleanup(func() { _ = unix.Close(fd) })
 	return u
 }
 
@@ -97,7 +96,7 @@ func TestHotPathAllocs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer w.Close()
+	defer func() { _ = w.Close() }()
 	for name, rec := range map[string]Recorder{"nop": &nopRecorder{}, "writer": w} {
 		u := newUnitFS(t, rec)
 		for op, fn := range u.ops() {
@@ -141,7 +140,7 @@ func BenchmarkHotPath(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer w.Close()
+	defer func() { _ = w.Close() }()
 	u := map[string]*unitFS{"nop": newUnitFS(b, &nopRecorder{}), "writer": newUnitFS(b, w)}
 	for _, op := range []string{"lookup", "getattr", "read4k", "write4k"} {
 		b.Run(op+"/untraced", func(b *testing.B) {

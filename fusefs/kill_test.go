@@ -30,7 +30,7 @@ func serveWorkload(mnt string) error {
 	if _, err := fusefs.Mount(mnt, os.Getenv("IOTAP_SERVE_ORIG"), w, o); err != nil {
 		return err
 	}
-	os.Stdout.WriteString("ready\n")
+	_, _ = os.Stdout.WriteString("ready\n")
 	select {}
 }
 
@@ -42,9 +42,15 @@ func TestKill9(t *testing.T) {
 	fusetest.Require(t)
 	dir := t.TempDir()
 	orig, mnt, file := filepath.Join(dir, "orig"), filepath.Join(dir, "mnt"), filepath.Join(dir, "t.trace")
-	os.Mkdir(orig, 0o755)
-	os.Mkdir(mnt, 0o755)
-	os.WriteFile(filepath.Join(orig, "f"), make([]byte, 64<<10), 0o644)
+	for _, err := range []error{
+		os.Mkdir(orig, 0o755),
+		os.Mkdir(mnt, 0o755),
+		os.WriteFile(filepath.Join(orig, "f"), make([]byte, 64<<10), 0o644),
+	} {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
 
 	srv := workloadCmd("serve", mnt, "IOTAP_SERVE_ORIG="+orig, "IOTAP_SERVE_TRACE="+file)
 	srv.Stdout = nil
@@ -56,9 +62,9 @@ func TestKill9(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		srv.Process.Kill()
-		srv.Wait()
-		syscall.Unmount(mnt, syscall.MNT_DETACH)
+		_ = srv.Process.Kill()
+		_ = srv.Wait()
+		_ = syscall.Unmount(mnt, syscall.MNT_DETACH)
 	})
 	if line, err := bufio.NewReader(out).ReadString('\n'); err != nil || line != "ready\n" {
 		t.Fatalf("server: %q %v", line, err)
@@ -71,7 +77,9 @@ func TestKill9(t *testing.T) {
 		t.Fatal(err)
 	}
 	time.Sleep(500 * time.Millisecond)
-	srv.Process.Signal(syscall.SIGKILL)
+	if err := srv.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
 	done := make(chan error, 1)
 	go func() { done <- job.Wait() }()
 	select {
@@ -81,7 +89,7 @@ func TestKill9(t *testing.T) {
 			t.Errorf("job: %v, stderr %q; want exit 3 after ENOTCONN", err, jobErr.String())
 		}
 	case <-time.After(10 * time.Second):
-		job.Process.Kill()
+		_ = job.Process.Kill()
 		t.Fatal("job hung after the server was killed")
 	}
 
@@ -89,7 +97,7 @@ func TestKill9(t *testing.T) {
 	if err != nil {
 		t.Fatalf("open killed trace: %v", err)
 	}
-	defer r.Close()
+	defer func() { _ = r.Close() }()
 	reads := 0
 	for {
 		e, err := r.Next()

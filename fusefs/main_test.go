@@ -69,7 +69,7 @@ func rwWorkload(dir string) error {
 	if err != nil {
 		return err
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	buf := make([]byte, bs)
 	blocks := int64(rwFileSize / bs)
 	r := rand.New(rand.NewPCG(1, 1))

@@ -51,8 +51,12 @@ func makeTree(t *testing.T, dir string) {
 			t.Fatal(err)
 		}
 	}
-	os.Symlink("d0/e0/f0", filepath.Join(dir, "sym"))
-	os.Link(filepath.Join(dir, "d1/e1/f1"), filepath.Join(dir, "hard"))
+	if err := os.Symlink("d0/e0/f0", filepath.Join(dir, "sym")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Link(filepath.Join(dir, "d1/e1/f1"), filepath.Join(dir, "hard")); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // canonTar is a byte-comparable archive of dir.
@@ -136,7 +140,9 @@ SELECT count(*), sum(n), max(length(v)) FROM t;
 				var outs [2][]byte
 				for i, d := range []string{mnt, native} {
 					f := filepath.Join(d, "s.sql")
-					os.WriteFile(f, []byte(fmt.Sprintf(script, jm)), 0o644)
+					if err := os.WriteFile(f, []byte(fmt.Sprintf(script, jm)), 0o644); err != nil {
+						t.Fatal(err)
+					}
 					outs[i] = sh(t, "sqlite3 "+d+"/db < "+f+" && sqlite3 "+d+"/db .dump")
 				}
 				if !bytes.Equal(outs[0], outs[1]) {

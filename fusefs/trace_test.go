@@ -35,7 +35,7 @@ func knownWorkload(dir string) error {
 	if n, err := syscall.Pread(fd, buf, 8192); err != nil || n != 4096 || buf[0] != 'b' {
 		return fmt.Errorf("pread: %d %v", n, err)
 	}
-	syscall.Close(fd)
+	_ = syscall.Close(fd)
 	var st syscall.Stat_t
 	if err := syscall.Stat(filepath.Join(dir, "missing"), &st); err != syscall.ENOENT {
 		return fmt.Errorf("stat missing: %v", err)
@@ -104,7 +104,7 @@ func TestTraceRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer r.Close()
+	defer func() { _ = r.Close() }()
 	if r.Header().FUSE.Cache != "none" || !r.Header().FUSE.DirectIO {
 		t.Errorf("header FUSE options %+v", r.Header().FUSE)
 	}
@@ -228,8 +228,12 @@ func checkKnown(t *testing.T, v traceView, pid int) {
 func TestTraceFileRecords(t *testing.T) {
 	rec := fusetest.NewMemRecorder(0)
 	c := fusetest.Mount(t, rec, fusefs.Options{})
-	os.WriteFile(filepath.Join(c.Orig, "pre"), make([]byte, 1234), 0o640)
-	os.Mkdir(filepath.Join(c.Orig, "d"), 0o750)
+	if err := os.WriteFile(filepath.Join(c.Orig, "pre"), make([]byte, 1234), 0o640); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(c.Orig, "d"), 0o750); err != nil {
+		t.Fatal(err)
+	}
 	if err := workloadCmdRun("cat", filepath.Join(c.Mnt, "pre")); err != nil {
 		t.Fatal(err)
 	}
@@ -261,9 +265,13 @@ func workloadCmdRun(name string, args ...string) error {
 func TestTracePathsKernelCache(t *testing.T) {
 	rec := fusetest.NewMemRecorder(0)
 	c := fusetest.Mount(t, rec, fusefs.Options{Cache: fusefs.CacheKernel})
-	os.MkdirAll(filepath.Join(c.Orig, "d", "e"), 0o755)
+	if err := os.MkdirAll(filepath.Join(c.Orig, "d", "e"), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	for _, f := range []string{"d/a", "d/b", "d/e/c"} {
-		os.WriteFile(filepath.Join(c.Orig, f), []byte(f), 0o644)
+		if err := os.WriteFile(filepath.Join(c.Orig, f), []byte(f), 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if err := workloadCmdRun("sh", "-c", "ls -lR "+c.Mnt+" >/dev/null && cat "+c.Mnt+"/d/a "+c.Mnt+"/d/e/c >/dev/null && mv "+c.Mnt+"/d "+c.Mnt+"/z && cat "+c.Mnt+"/z/b >/dev/null"); err != nil {
 		t.Fatal(err)
