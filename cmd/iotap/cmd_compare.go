@@ -55,7 +55,11 @@ func runCompare(ctx context.Context, e *env, o *compareOptions, args []string) e
 	var sides []*stats.Stats
 	var damaged []string
 	for _, a := range args {
-		files, err := expandTraces([]string{a})
+		in, err := traceInputs(ctx, []string{a}) // s3://bucket/prefix/ lists the traces below it
+		if err != nil {
+			return err
+		}
+		files, err := expandTraces(in)
 		if err != nil {
 			return err
 		}

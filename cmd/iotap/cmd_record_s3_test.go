@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -70,4 +71,36 @@ func TestRecordToS3(t *testing.T) {
 	if _, ok := r.Footer(); !ok || creates != 1 || reads == 0 {
 		t.Errorf("footer %v, creates of a %d, reads of a %d, damage %v", ok, creates, reads, r.Damage())
 	}
+
+	// report, compare and replay take the trace (or its prefix) from S3 too.
+	code, out, errs := runReplayCLI(t, "report", "s3://traces/job-7/")
+	if code != 0 || !strings.Contains(out, "create") {
+		t.Errorf("report s3://traces/job-7/: exit %d\n%s\n%s", code, out, errs)
+	}
+	dst := filepath.Join(t.TempDir(), "dst")
+	if err := os.Mkdir(dst, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	prefix := filepath.Join(t.TempDir(), "res")
+	code, out, errs = runReplayCLI(t, "replay", files[0], "--target", dst, "--progress", "never", "-o", prefix)
+	if code != 0 || !strings.Contains(out, "divergences 0") {
+		t.Fatalf("replay %s: exit %d\n%s\n%s", files[0], code, out, errs)
+	}
+	if data, err := os.ReadFile(filepath.Join(dst, "a")); err != nil || len(data) != len(seq1000()) {
+		t.Errorf("replayed file a: %d bytes, %v; want %d", len(data), err, len(seq1000()))
+	}
+	code, out, errs = runReplayCLI(t, "compare", "--force", "s3://traces/job-7/", prefix+".t1.r1.iotap")
+	if code != 0 || !strings.Contains(out, "2 sides") {
+		t.Errorf("compare s3://traces/job-7/ with its replay: exit %d\n%s\n%s", code, out, errs)
+	}
+}
+
+// seq1000 is what `seq 1 1000` prints.
+func seq1000() string {
+	var b strings.Builder
+	for i := 1; i <= 1000; i++ {
+		b.WriteString(strconv.Itoa(i))
+		b.WriteByte('\n')
+	}
+	return b.String()
 }

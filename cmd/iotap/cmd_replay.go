@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -19,6 +20,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/iotap/iotap/internal/report"
+	"github.com/iotap/iotap/internal/s3store"
 	"github.com/iotap/iotap/internal/sysinfo"
 	"github.com/iotap/iotap/replay"
 	"github.com/iotap/iotap/trace"
@@ -96,6 +98,17 @@ func runReplay(ctx context.Context, e *env, o *replayOptions, args []string) err
 	tracePath := args[0]
 	if tracePath == "-" {
 		return usageErrorf("replay reads the trace twice (starting state, then replay): give a file, not standard input")
+	}
+	if s3store.IsURL(tracePath) && o.Output == "" {
+		return usageErrorf("replaying %s: name the results with -o PREFIX", tracePath)
+	}
+	if s3store.IsURL(tracePath) {
+		local, cleanup, err := downloadTrace(ctx, tracePath)
+		if err != nil {
+			return err
+		}
+		defer cleanup()
+		tracePath = local
 	}
 	timing, err := replay.ParseTiming(o.Timing)
 	if err != nil {
@@ -448,4 +461,29 @@ func humanBytes(n int64) string {
 		exp++
 	}
 	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+}
+
+// downloadTrace copies an s3:// trace to a temporary file: replay reads its trace twice
+// (starting state, then the replay itself).
+func downloadTrace(ctx context.Context, url string) (string, func(), error) {
+	rc, err := s3store.Open(ctx, url)
+	if err != nil {
+		return "", nil, err
+	}
+	defer func() { _ = rc.Close() }()
+	f, err := os.CreateTemp("", "iotap-replay-*.iotap")
+	if err != nil {
+		return "", nil, fmt.Errorf("replay: download %s: %w", url, err)
+	}
+	cleanup := func() { _ = os.Remove(f.Name()) }
+	if _, err := io.Copy(f, rc); err != nil {
+		_ = f.Close()
+		cleanup()
+		return "", nil, fmt.Errorf("replay: download %s: %w", url, err)
+	}
+	if err := f.Close(); err != nil {
+		cleanup()
+		return "", nil, fmt.Errorf("replay: download %s: %w", url, err)
+	}
+	return f.Name(), cleanup, nil
 }
