@@ -53,7 +53,7 @@ func runCompare(ctx context.Context, e *env, o *compareOptions, args []string) e
 		return usageErrorf("--tolerance %g: want a fraction in [0, 1)", o.Tolerance)
 	}
 	var sides []*stats.Stats
-	var damaged []string
+	var damaged, all []string
 	for _, a := range args {
 		in, err := traceInputs(ctx, []string{a}) // s3://bucket/prefix/ lists the traces below it
 		if err != nil {
@@ -67,6 +67,7 @@ func runCompare(ctx context.Context, e *env, o *compareOptions, args []string) e
 		if err != nil {
 			return err
 		}
+		all = append(all, files...)
 		damaged = append(damaged, dmg...)
 		s := stats.New()
 		for _, p := range per {
@@ -85,6 +86,9 @@ func runCompare(ctx context.Context, e *env, o *compareOptions, args []string) e
 	switch o.Format {
 	case "text":
 		err = report.WriteCompareText(&buf, c)
+		if err == nil { // what each S3 side cost in requests (replays onto s3:// targets)
+			err = writeRequestSidecars(&buf, all, nil)
+		}
 	case "json":
 		err = report.WriteCompareJSON(&buf, c)
 	case "html":

@@ -264,6 +264,11 @@ func TestReplayCommandS3(t *testing.T) {
 			t.Errorf("report lacks %q:\n%s", want, out)
 		}
 	}
+	// compare of the two targets lists the S3 side's requests under the tables.
+	code, out, errs = runReplayCLI(t, "compare", prefix+".t1.r1.iotap", prefix+".t2.r1.iotap")
+	if code != 0 || strings.Count(out, "S3 requests, replay phase") != 1 {
+		t.Errorf("compare: exit %d, want one S3 request table:\n%s\n%s", code, out, errs)
+	}
 	code, out, _ = runReplayCLI(t, "report", prefix+".t1.r1.iotap")
 	if code != 0 || strings.Contains(out, "S3 requests") {
 		t.Errorf("report of the directory replay: exit %d, mentions S3 requests:\n%s", code, out)
