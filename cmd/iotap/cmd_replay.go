@@ -71,7 +71,7 @@ func (o *replayOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.Scratch, "scratch", false, "the targets are scratch areas: their contents may be deleted")
 	fs.BoolVar(&o.DryRun, "dry-run", false, "derive the starting state and report ops whose preconditions cannot be met; touch no target")
 	fs.BoolVar(&o.NoFold, "no-fold", false, "replay every lookup as its own lstat instead of folding kernel path walks")
-	fs.StringVar(&o.Shard, "shard", "", "`auto`: as one task of a Slurm step (srun), replay this task's share of the traces in TRACE|DIR|GLOB..., each into -o DIR/<trace name> (docs/slurm.md)")
+	fs.StringVar(&o.Shard, "shard", "", "`auto`: as one task of a Slurm step (srun), replay this task's share of the traces in TRACE|DIR|GLOB..., each onto --target/<trace name> and into -o DIR/<trace name>, all tasks starting together after preparing (docs/slurm.md)")
 	fs.StringVar(&o.Progress, "progress", "auto", "show a progress bar on standard error `when`: auto (stderr is a terminal), always, never")
 	fs.StringVar(&o.S3.Profile, "s3-profile", "mountpoint", "for s3:// targets: `profile` of S3 requests per file call: mountpoint, s3fs or sdk")
 	fs.StringVar(&o.S3.Endpoint, "s3-endpoint", "", "for s3:// targets: S3 endpoint `url` (path-style addressing)")
@@ -85,11 +85,8 @@ func runReplay(ctx context.Context, e *env, o *replayOptions, args []string) err
 		if o.Shard != "auto" {
 			return usageErrorf("--shard %q: want auto", o.Shard)
 		}
-		one := *o
-		one.Shard = ""
-		return replayShard(e, args, o.Output, func(tr, out string) error {
-			one.Output = out
-			return runReplay(ctx, e, &one, []string{tr})
+		return replayShard(ctx, e, o, args, func(one *replayOptions, tr string) error {
+			return runReplay(ctx, e, one, []string{tr})
 		})
 	}
 	if len(args) != 1 {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"os"
@@ -53,36 +54,86 @@ func shardTraces(args []string) ([]string, slurm.Task, error) {
 	return slurm.Shard(files, task.ProcID, task.NTasks), task, nil
 }
 
-// replayShard is `iotap replay --shard auto`: it calls replayOne for each trace this Slurm
-// task replays (shardTraces), one after another. With output set (replay's -o), it names a
-// directory, created if needed, and trace T's results go to output/<T without .iotap>; with
-// output empty, replay's default applies (next to each trace). A task without a trace says
-// so and succeeds.
-func replayShard(e *env, args []string, output string, replayOne func(trace, output string) error) error {
+// replayShard is `iotap replay --shard auto`: it replays the traces this Slurm task gets
+// under the shard rule (shardTraces), so that all tasks start their timed replays together:
+//
+//  1. each of its traces T gets its own target, TARGET/<T without .iotap> (created), and its
+//     starting state is prepared there (--prepare only; skipped under --prepare skip);
+//  2. every task of the step (idle ones too) waits at a barrier in a shared directory: the
+//     -o directory, or else the traces' directory;
+//  3. each trace is replayed onto its target (--prepare skip), one after another.
+//
+// With -o set it names a directory, created if needed, and T's results go to
+// DIR/<T without .iotap>; without it, replay's default applies (next to each trace).
+// replayOne runs one replay with the options given.
+func replayShard(ctx context.Context, e *env, o *replayOptions, args []string, replayOne func(o *replayOptions, trace string) error) error {
+	if len(o.Targets) != 1 {
+		return usageErrorf("--shard auto takes one --target: each trace replays onto TARGET/<trace name>")
+	}
 	mine, task, err := shardTraces(args)
 	if err != nil {
 		return err
 	}
-	if len(mine) == 0 {
-		_, err := fmt.Fprintf(e.stdout, "task %d of %d on %s: no trace to replay\n", task.ProcID, task.NTasks, task.NodeName)
-		return err
-	}
-	if output != "" {
-		if err := os.MkdirAll(output, 0o755); err != nil {
+	barrierDir := o.Output
+	if o.Output != "" {
+		if err := os.MkdirAll(o.Output, 0o755); err != nil {
 			return fmt.Errorf("replay: output directory: %w", err)
 		}
+	} else if st, err := os.Stat(args[0]); err == nil && st.IsDir() {
+		barrierDir = args[0]
+	} else {
+		barrierDir = filepath.Dir(args[0])
 	}
+	type job struct{ trace, target, output string }
+	var jobs []job
 	for _, tr := range mine {
-		out := ""
-		if output != "" {
-			out = filepath.Join(output, strings.TrimSuffix(filepath.Base(tr), ".iotap"))
+		name := strings.TrimSuffix(filepath.Base(tr), ".iotap")
+		j := job{trace: tr, target: filepath.Join(o.Targets[0], name)}
+		if o.Output != "" {
+			j.output = filepath.Join(o.Output, name)
 		}
-		if _, err := fmt.Fprintf(e.stdout, "task %d of %d on %s: replaying %s\n", task.ProcID, task.NTasks, task.NodeName, tr); err != nil {
+		if err := os.MkdirAll(j.target, 0o755); err != nil {
+			return fmt.Errorf("replay: target: %w", err)
+		}
+		jobs = append(jobs, j)
+	}
+	one := func(j job, prepare string) *replayOptions {
+		c := *o
+		c.Shard, c.Targets, c.Output, c.Prepare = "", []string{j.target}, j.output, prepare
+		return &c
+	}
+	if len(jobs) == 0 {
+		if _, err := fmt.Fprintf(e.stdout, "task %d of %d on %s: no trace to replay\n", task.ProcID, task.NTasks, task.NodeName); err != nil {
 			return err
 		}
-		if err := replayOne(tr, out); err != nil {
+	}
+	if o.Prepare != "skip" {
+		for _, j := range jobs {
+			if err := replayOne(one(j, "only"), j.trace); err != nil {
+				return err
+			}
+		}
+	}
+	if o.Prepare == "only" {
+		return nil
+	}
+	if task.NTasks > 1 {
+		bctx, cancel := context.WithTimeout(ctx, shardBarrierTimeout)
+		defer cancel()
+		if _, err := slurm.Barrier(bctx, barrierDir, task, 0); err != nil {
+			return fmt.Errorf("replay --shard auto: wait for the other tasks: %w", err)
+		}
+	}
+	for _, j := range jobs {
+		if _, err := fmt.Fprintf(e.stdout, "task %d of %d on %s: replaying %s onto %s\n", task.ProcID, task.NTasks, task.NodeName, j.trace, j.target); err != nil {
+			return err
+		}
+		if err := replayOne(one(j, "skip"), j.trace); err != nil {
 			return err
 		}
 	}
 	return nil
 }
+
+// shardBarrierTimeout bounds the wait for the other tasks of a step to prepare.
+const shardBarrierTimeout = 30 * time.Minute

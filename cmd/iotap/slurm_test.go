@@ -2,10 +2,14 @@ package main
 
 import (
 	"bytes"
+	"context"
+	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/iotap/iotap/internal/report"
 )
@@ -57,40 +61,82 @@ func TestReplayShard(t *testing.T) {
 		}
 	}
 	t.Setenv("SLURMD_NODENAME", "n1")
+	t.Setenv("SLURM_JOB_ID", "7")
+	t.Setenv("SLURM_STEP_ID", "0")
 	tests := []struct {
 		name, procid, ntasks, output string
-		want                         []string // "trace -> output"
+		others                       int      // other tasks that reach the barrier
+		want                         []string // "prepare trace -> target output" in call order
 	}{
-		{"one trace each", "1", "3", "", []string{"n2-1.iotap -> "}},
-		{"two for task 0, into a directory", "0", "2", "res", []string{"n1-0.iotap -> res/n1-0", "n3-2.iotap -> res/n3-2"}},
-		{"idle task", "3", "4", "res", nil},
+		{"one trace each", "1", "3", "", 2, []string{
+			"only n2-1.iotap -> cand/n2-1 ", "skip n2-1.iotap -> cand/n2-1 "}},
+		{"two for task 0, into a directory", "0", "2", "res", 1, []string{
+			"only n1-0.iotap -> cand/n1-0 res/n1-0", "only n3-2.iotap -> cand/n3-2 res/n3-2",
+			"skip n1-0.iotap -> cand/n1-0 res/n1-0", "skip n3-2.iotap -> cand/n3-2 res/n3-2"}},
+		{"idle task", "3", "4", "res", 3, nil},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Setenv("SLURM_PROCID", tc.procid)
 			t.Setenv("SLURM_NTASKS", tc.ntasks)
-			out := filepath.Join(t.TempDir(), tc.output)
-			if tc.output == "" {
-				out = ""
+			base := t.TempDir()
+			o := &replayOptions{Shard: "auto", Prepare: "auto", Targets: []string{filepath.Join(base, "cand")}}
+			if tc.output != "" {
+				o.Output = filepath.Join(base, tc.output)
+			}
+			// The other tasks of the step have already reached the barrier.
+			bdir := o.Output
+			if bdir == "" {
+				bdir = dir
+			}
+			bd := filepath.Join(bdir, "iotap-barrier.7.0")
+			if err := os.MkdirAll(bd, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = os.RemoveAll(bd) })
+			for k := 0; k < tc.others; k++ {
+				if err := os.WriteFile(filepath.Join(bd, "other"+strconv.Itoa(k)), nil, 0o644); err != nil {
+					t.Fatal(err)
+				}
 			}
 			var stdout bytes.Buffer
 			var got []string
-			err := replayShard(&env{stdout: &stdout}, []string{dir}, out, func(tr, o string) error {
-				if out != "" {
-					o = strings.Replace(o, filepath.Dir(out)+"/", "", 1)
+			err := replayShard(context.Background(), &env{stdout: &stdout}, o, []string{dir}, func(one *replayOptions, tr string) error {
+				if one.Shard != "" || len(one.Targets) != 1 {
+					t.Errorf("replayOne got shard %q, targets %q", one.Shard, one.Targets)
 				}
-				got = append(got, filepath.Base(tr)+" -> "+o)
+				if st, err := os.Stat(one.Targets[0]); err != nil || !st.IsDir() {
+					t.Errorf("target %s not created: %v", one.Targets[0], err)
+				}
+				rel := func(p string) string { return strings.TrimPrefix(p, base+"/") }
+				got = append(got, one.Prepare+" "+filepath.Base(tr)+" -> "+rel(one.Targets[0])+" "+rel(one.Output))
 				return nil
 			})
 			if err != nil {
 				t.Fatal(err)
 			}
 			if strings.Join(got, "|") != strings.Join(tc.want, "|") {
-				t.Errorf("replayed %q, want %q", got, tc.want)
+				t.Errorf("replayed\n%q\nwant\n%q", got, tc.want)
 			}
 			if tc.want == nil && !strings.Contains(stdout.String(), "no trace to replay") {
 				t.Errorf("idle task said %q", stdout.String())
 			}
+			if _, err := os.Stat(filepath.Join(bd, tc.procid)); err != nil {
+				t.Errorf("task did not reach the barrier: %v", err)
+			}
 		})
+	}
+	// A task whose peers never arrive gives up with an error, not a hang.
+	t.Setenv("SLURM_PROCID", "0")
+	t.Setenv("SLURM_NTASKS", "2")
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	o := &replayOptions{Shard: "auto", Prepare: "auto", Targets: []string{t.TempDir()}, Output: t.TempDir()}
+	err := replayShard(ctx, &env{stdout: io.Discard}, o, []string{filepath.Join(dir, "n1-0.iotap")}, func(*replayOptions, string) error { return nil })
+	if err == nil || !strings.Contains(err.Error(), "wait for the other tasks") {
+		t.Errorf("barrier without peers: %v", err)
+	}
+	if err := replayShard(ctx, &env{stdout: io.Discard}, &replayOptions{Targets: []string{"a", "b"}}, []string{dir}, nil); err == nil {
+		t.Error("two targets accepted with --shard auto")
 	}
 }
