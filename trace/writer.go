@@ -66,6 +66,7 @@ type Writer struct {
 	closing   chan struct{}
 	done      chan struct{}
 	closeOnce sync.Once
+	release   func() // unmaps the batches' event store (after the encoder stopped)
 
 	pathMu    sync.RWMutex // guards paths, nextPath, pendPaths
 	paths     map[pathKey]uint32
@@ -173,13 +174,15 @@ func newWriter(out io.Writer, h Header, o WriterOptions) (*Writer, error) {
 	nb := max(1, o.BufferEvents/bs)
 	w.free = make(chan *batch, nb)
 	w.full = make(chan *batch, nb)
-	store := make([]Event, nb*bs)
+	store, release := newEventStore(nb * bs)
+	w.release = release
 	for i := range nb {
 		w.free <- &batch{ev: store[i*bs : (i+1)*bs : (i+1)*bs]}
 	}
 
 	enc, err := zstd.NewWriter(nil, zstd.WithEncoderConcurrency(1), zstd.WithEncoderLevel(zstd.SpeedFastest))
 	if err != nil {
+		release()
 		return nil, fmt.Errorf("trace: zstd encoder: %w", err)
 	}
 	w.enc = enc
@@ -196,6 +199,7 @@ func newWriter(out io.Writer, h Header, o WriterOptions) (*Writer, error) {
 	w.raw = appendHeader(w.raw[:0], &h)
 	w.buf = w.appendChunk(w.buf, ChunkHeader, w.raw)
 	if err := w.write(w.buf); err != nil {
+		release()
 		return nil, err
 	}
 	go w.run()
@@ -355,6 +359,9 @@ func (w *Writer) Close() error {
 	w.closeOnce.Do(func() {
 		close(w.closing)
 		<-w.done
+		// The shards are closed: no producer writes into a batch any more (a late Append
+		// sees closed under the shard lock and drops), and the encoder has stopped.
+		w.release()
 		if w.file != nil {
 			if err := w.file.Sync(); err != nil && w.err == nil {
 				w.err = fmt.Errorf("trace: sync: %w", err)
