@@ -55,7 +55,7 @@ func BenchmarkAppendProducer(b *testing.B) {
 	for i := 0; b.Loop(); i++ {
 		if i&(1<<16-1) == 0 {
 			b.StopTimer()
-			for len(w.free) < cap(w.free)*3/4 {
+			for len(w.avail) < cap(w.avail)*3/4 {
 				time.Sleep(100 * time.Microsecond)
 			}
 			b.StartTimer()

@@ -49,7 +49,10 @@ type WriterStats struct {
 // encoder over a channel and the shard takes a free one. The encoder also takes partly
 // filled batches every FlushInterval.
 //
-// Lock order: shard.mu, then nothing; pathMu, then nothing; sideMu, then nothing. The
+// Free batches are a stack: a producer takes the batch the encoder returned last, which
+// is still in cache, and a light load touches only a few batches of the store.
+//
+// Lock order: shard.mu, then freeMu; pathMu, then nothing; sideMu, then nothing. The
 // encoder takes pathMu and sideMu one at a time, never while holding a shard lock.
 type Writer struct {
 	opts   WriterOptions
@@ -61,12 +64,14 @@ type Writer struct {
 	shards    []shard
 	shardBits uint
 	rr        atomic.Uint32
-	free      chan *batch // batches ready for producers
-	full      chan *batch // batches ready for the encoder
+	freeMu    sync.Mutex    // guards freeStk
+	freeStk   []*batch      // batches ready for producers, last returned on top
+	avail     chan struct{} // one token per batch on freeStk: receive one, then popFree
+	full      chan *batch   // batches ready for the encoder
 	closing   chan struct{}
 	done      chan struct{}
 	closeOnce sync.Once
-	release   func() // unmaps the batches' event store (after the encoder stopped)
+	release   func() // unmaps the event store of the batches and the stage (after the encoder stopped)
 
 	pathMu    sync.RWMutex // guards paths, nextPath, pendPaths
 	paths     map[pathKey]uint32
@@ -157,7 +162,6 @@ func newWriter(out io.Writer, h Header, o WriterOptions) (*Writer, error) {
 		done:     make(chan struct{}),
 		paths:    make(map[pathKey]uint32),
 		nextPath: RootPath + 1,
-		stage:    make([]Event, 0, o.ChunkEvents),
 	}
 	if w.log == nil {
 		w.log = slog.New(slog.DiscardHandler)
@@ -172,12 +176,15 @@ func newWriter(out io.Writer, h Header, o WriterOptions) (*Writer, error) {
 	w.shards = make([]shard, ns)
 	bs := max(1, min(o.BufferEvents/(4*ns), 4096, o.ChunkEvents))
 	nb := max(1, o.BufferEvents/bs)
-	w.free = make(chan *batch, nb)
+	w.freeStk = make([]*batch, 0, nb)
+	w.avail = make(chan struct{}, nb)
 	w.full = make(chan *batch, nb)
-	store, release := newEventStore(nb * bs)
+	// One store for the batches and the encoder's stage, outside the Go heap.
+	store, release := newEventStore(nb*bs + o.ChunkEvents)
 	w.release = release
+	w.stage = store[nb*bs : nb*bs : nb*bs+o.ChunkEvents]
 	for i := range nb {
-		w.free <- &batch{ev: store[i*bs : (i+1)*bs : (i+1)*bs]}
+		w.putFree(&batch{ev: store[(nb-1-i)*bs : (nb-i)*bs : (nb-i)*bs]}) // the start of the store on top
 	}
 
 	enc, err := zstd.NewWriter(nil, zstd.WithEncoderConcurrency(1), zstd.WithEncoderLevel(zstd.SpeedFastest))
@@ -247,7 +254,8 @@ func (w *Writer) appendSlow(s *shard, ev *Event) {
 	var b *batch
 	var waited int64
 	select {
-	case b = <-w.free:
+	case <-w.avail:
+		b = w.popFree()
 	default:
 		if w.opts.DropWhenFull {
 			w.dropped.Add(1)
@@ -255,7 +263,8 @@ func (w *Writer) appendSlow(s *shard, ev *Event) {
 		}
 		t0 := Now()
 		select {
-		case b = <-w.free:
+		case <-w.avail:
+			b = w.popFree()
 		case <-w.done:
 		}
 		waited = Now() - t0
@@ -265,14 +274,14 @@ func (w *Writer) appendSlow(s *shard, ev *Event) {
 	if s.closed || b == nil {
 		s.mu.Unlock()
 		if b != nil {
-			w.free <- b
+			w.putFree(b)
 		}
 		w.dropped.Add(1)
 		return
 	}
 	if s.cur != nil {
 		// Another producer installed a batch meanwhile: use it, give ours back.
-		w.free <- b
+		w.putFree(b)
 	} else {
 		s.cur = b
 	}
@@ -412,7 +421,7 @@ func (w *Writer) stealPartial(close bool) {
 		if close {
 			s.closed = true
 			if s.cur != nil {
-				w.free <- s.cur
+				w.putFree(s.cur)
 				s.cur = nil
 			}
 		}
@@ -444,7 +453,27 @@ func (w *Writer) take(b *batch) {
 		}
 	}
 	b.n = 0
-	w.free <- b
+	w.putFree(b)
+}
+
+// putFree returns a batch to the free stack.
+func (w *Writer) putFree(b *batch) {
+	w.freeMu.Lock()
+	w.freeStk = append(w.freeStk, b) // within capacity: every batch fits
+	w.freeMu.Unlock()
+	w.avail <- struct{}{} // never blocks: the channel holds a token per batch
+}
+
+// popFree takes the top of the free stack; the caller has received a token from w.avail,
+// so the stack is not empty.
+func (w *Writer) popFree() *batch {
+	w.freeMu.Lock()
+	n := len(w.freeStk) - 1
+	b := w.freeStk[n]
+	w.freeStk[n] = nil
+	w.freeStk = w.freeStk[:n]
+	w.freeMu.Unlock()
+	return b
 }
 
 // flush writes pending side-table records, then the staged events. The side records are
