@@ -130,26 +130,12 @@ func (t *tracer) entry(node uint64, dir uint64, name string, path uint32, a *fus
 	}
 	t.rec.AddFile(trace.File{
 		Path:  path,
-		Type:  fileType(a.Mode),
+		Type:  trace.TypeOfMode(a.Mode),
 		Mode:  a.Mode & 0o7777,
 		Size:  int64(a.Size),
 		Seen:  at - t.origin,
 		Nlink: a.Nlink,
 	})
-}
-
-func fileType(mode uint32) trace.FileType {
-	switch mode & syscall.S_IFMT {
-	case syscall.S_IFREG:
-		return trace.TypeFile
-	case syscall.S_IFDIR:
-		return trace.TypeDir
-	case syscall.S_IFLNK:
-		return trace.TypeSymlink
-	case 0:
-		return trace.TypeUnknown
-	}
-	return trace.TypeOther
 }
 
 // opened remembers who opened handle fh.

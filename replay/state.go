@@ -154,20 +154,6 @@ func typeName(t trace.FileType) string {
 	return "an object"
 }
 
-func typeOfMode(mode uint32) trace.FileType {
-	switch mode & unix.S_IFMT {
-	case unix.S_IFREG:
-		return trace.TypeFile
-	case unix.S_IFDIR:
-		return trace.TypeDir
-	case unix.S_IFLNK:
-		return trace.TypeSymlink
-	case 0:
-		return trace.TypeUnknown
-	}
-	return trace.TypeOther
-}
-
 // absent checks, in check mode, that name does not exist for an op that recorded ENOENT
 // or a successful create.
 func (m *model) absent(op *Op, name string) {
@@ -201,7 +187,7 @@ func (m *model) apply(op *Op) {
 	case KSkip, KStatfs, KFsync, KLseek, KLock:
 	case KStat:
 		if ok {
-			n := m.need(op, name, typeOfMode(op.Mode))
+			n := m.need(op, name, trace.TypeOfMode(op.Mode))
 			if n != nil && n.typ == trace.TypeFile && (op.Rec == trace.OpLookup || op.Rec == trace.OpGetattr) {
 				m.grow(n, op.WantRet, false)
 			}
@@ -301,7 +287,7 @@ func (m *model) apply(op *Op) {
 			typ := trace.TypeDir
 			switch op.Kind {
 			case KMknod:
-				typ = typeOfMode(op.Mode)
+				typ = trace.TypeOfMode(op.Mode)
 			case KSymlink:
 				typ = trace.TypeSymlink
 			}

@@ -234,6 +234,22 @@ const (
 	TypeOther // fifo, socket, device
 )
 
+// TypeOfMode returns the type of an object from the S_IFMT bits of its mode (as in stat(2)
+// and FUSE attributes); a mode without type bits is TypeUnknown.
+func TypeOfMode(mode uint32) FileType {
+	switch mode & 0o170000 {
+	case 0o100000:
+		return TypeFile
+	case 0o040000:
+		return TypeDir
+	case 0o120000:
+		return TypeSymlink
+	case 0:
+		return TypeUnknown
+	}
+	return TypeOther
+}
+
 // File describes an object the first time the layer saw it (from a lookup reply), before
 // the traced job changed it. Replay uses these records to rebuild the starting state.
 type File struct {

@@ -429,3 +429,24 @@ func TestShardSize(t *testing.T) {
 		t.Errorf("shard is %d bytes, want 128 (update the padding)", s)
 	}
 }
+
+func TestTypeOfMode(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		mode uint32
+		want FileType
+	}{
+		{"regular", 0o100644, TypeFile},
+		{"directory", 0o040755, TypeDir},
+		{"symlink", 0o120777, TypeSymlink},
+		{"fifo", 0o010644, TypeOther},
+		{"socket", 0o140755, TypeOther},
+		{"no type bits", 0o644, TypeUnknown},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := TypeOfMode(tc.mode); got != tc.want {
+				t.Errorf("TypeOfMode(%o) = %v, want %v", tc.mode, got, tc.want)
+			}
+		})
+	}
+}
