@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -76,24 +75,10 @@ func runInfo(ctx context.Context, e *env, o *infoOptions, args []string) error {
 // with the returned close function.
 func openTraceArg(ctx context.Context, e *env, name string) (*trace.Reader, func() error, error) {
 	r, closeFn, err := openTraceAny(ctx, e, name)
-	if name == "-" {
-		name = "standard input"
+	if err != nil {
+		return nil, nil, describeOpenError(name, err)
 	}
-	switch {
-	case err == nil:
-		return r, closeFn, nil
-	case errors.Is(err, fs.ErrNotExist):
-		return nil, nil, fmt.Errorf("trace %s does not exist", name)
-	case errors.Is(err, trace.ErrNotTrace):
-		return nil, nil, fmt.Errorf("%s is not an iotap trace (wrong magic bytes)", name)
-	case errors.Is(err, trace.ErrVersion):
-		return nil, nil, fmt.Errorf("%s: %w", name, err)
-	case errors.Is(err, trace.ErrEmpty):
-		return nil, nil, fmt.Errorf("%s is empty or was cut short before its header", name)
-	case errors.Is(err, trace.ErrCorrupt):
-		return nil, nil, fmt.Errorf("%s: corrupt header: %w", name, err)
-	}
-	return nil, nil, fmt.Errorf("open trace %s: %w", name, err)
+	return r, closeFn, nil
 }
 
 // traceSummary is what info gathers in one pass over the events.

@@ -264,6 +264,9 @@ func loadTrace(ctx context.Context, e *env, file string, so stats.Options) (*sta
 }
 
 func describeOpenError(file string, err error) error {
+	if file == "-" {
+		file = "standard input"
+	}
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return fmt.Errorf("trace %s does not exist", file)
@@ -273,6 +276,8 @@ func describeOpenError(file string, err error) error {
 		return fmt.Errorf("%s: %w", file, err)
 	case errors.Is(err, trace.ErrEmpty):
 		return fmt.Errorf("%s is empty or was cut short before its header: %w", file, err)
+	case errors.Is(err, trace.ErrCorrupt):
+		return fmt.Errorf("%s: corrupt header: %w", file, err)
 	}
 	return fmt.Errorf("open trace %s: %w", file, err)
 }
