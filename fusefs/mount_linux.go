@@ -158,23 +158,19 @@ func mounted(mnt string, kdev uint32) bool {
 	return false
 }
 
-// abort aborts the FUSE connection through fusectl, mounting fusectl on a temporary
-// directory when it is not mounted at /sys/fs/fuse/connections.
+// abort aborts the FUSE connection through fusectl. When fusectl is not mounted, it is
+// mounted where systemd mounts it, /sys/fs/fuse/connections, and left there: a mount on a
+// temporary directory could outlive a process killed mid-abort.
 func (s *Server) abort() {
-	name := strconv.FormatUint(uint64(s.kdev), 10) + "/abort"
-	if os.WriteFile("/sys/fs/fuse/connections/"+name, []byte("1"), 0) == nil {
+	const ctl = "/sys/fs/fuse/connections"
+	name := filepath.Join(ctl, strconv.FormatUint(uint64(s.kdev), 10), "abort")
+	if os.WriteFile(name, []byte("1"), 0) == nil {
 		return
 	}
-	dir, err := os.MkdirTemp("", "iotap-fusectl")
-	if err != nil {
+	if unix.Mount("fusectl", ctl, "fusectl", 0, "") != nil {
 		return
 	}
-	defer func() { _ = os.Remove(dir) }()
-	if unix.Mount("fusectl", dir, "fusectl", 0, "") != nil {
-		return
-	}
-	defer func() { _ = unix.Unmount(dir, unix.MNT_DETACH) }()
-	_ = os.WriteFile(filepath.Join(dir, name), []byte("1"), 0)
+	_ = os.WriteFile(name, []byte("1"), 0)
 }
 
 // Wait blocks until the file system is unmounted (by Unmount, fusermount -u or umount) and
