@@ -4,6 +4,8 @@ import (
 	"context"
 	"sync"
 	"syscall"
+	"time"
+	"unsafe"
 
 	"github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
@@ -16,7 +18,8 @@ import (
 type file struct {
 	lf    *fs.LoopbackFile
 	fd    int
-	flags uint32 // open flags as passed to the backend
+	flags uint32    // open flags as passed to the backend
+	svc   *svcTable // nil when untraced
 }
 
 func newFile(fd int, flags uint32) *file {
@@ -28,7 +31,9 @@ var _ fs.FileReader = (*file)(nil)
 // Read preads into the kernel's buffer before returning, so the request's time includes the
 // backend I/O (the loopback's deferred ReadResultFd would do it after the handler returns).
 func (f *file) Read(ctx context.Context, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
+	t0 := now()
 	n, err := preadFull(f.fd, dest, off)
+	f.svc.measured(ctx, t0)
 	if err != nil {
 		return nil, errnoOf(err)
 	}
@@ -94,7 +99,9 @@ var _ fs.FileWriter = (*file)(nil)
 
 // Write is pwrite on the backend descriptor.
 func (f *file) Write(ctx context.Context, data []byte, off int64) (uint32, syscall.Errno) {
+	t0 := now()
 	n, err := syscall.Pwrite(f.fd, data, off)
+	f.svc.measured(ctx, t0)
 	if err != nil {
 		return 0, errnoOf(err)
 	}
@@ -108,7 +115,9 @@ func (f *file) Writev(ctx context.Context, data [][]byte, off int64) (uint32, sy
 	if len(data) == 1 {
 		return f.Write(ctx, data[0], off)
 	}
+	t0 := now()
 	n, err := unix.Pwritev(f.fd, data, off)
+	f.svc.measured(ctx, t0)
 	if err != nil {
 		return 0, errnoOf(err)
 	}
@@ -153,16 +162,74 @@ func (f *file) Setlkw(ctx context.Context, owner uint64, lk *fuse.FileLock, flag
 
 var _ fs.FileSetattrer = (*file)(nil)
 
-// Setattr applies chmod/chown/truncate/utimes through the descriptor.
+// Setattr applies chmod, chown, truncate and utimes through the descriptor, in the
+// loopback's order (truncate before times, so an explicit mtime survives), then fstats
+// once for the reply. The event's time covers the changes, not the fstat (see svc.go).
 func (f *file) Setattr(ctx context.Context, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
-	return f.lf.Setattr(ctx, in, out)
+	t0 := now()
+	errno := f.setattr(in)
+	f.svc.measured(ctx, t0)
+	if errno != 0 {
+		return errno
+	}
+	return f.Getattr(ctx, out)
+}
+
+func (f *file) setattr(in *fuse.SetAttrIn) syscall.Errno {
+	if mode, ok := in.GetMode(); ok {
+		if err := syscall.Fchmod(f.fd, mode); err != nil {
+			return errnoOf(err)
+		}
+	}
+	uid32, uok := in.GetUID()
+	gid32, gok := in.GetGID()
+	if uok || gok {
+		uid, gid := -1, -1
+		if uok {
+			uid = int(uid32)
+		}
+		if gok {
+			gid = int(gid32)
+		}
+		if err := syscall.Fchown(f.fd, uid, gid); err != nil {
+			return errnoOf(err)
+		}
+	}
+	if sz, ok := in.GetSize(); ok {
+		if err := syscall.Ftruncate(f.fd, int64(sz)); err != nil {
+			return errnoOf(err)
+		}
+	}
+	mtime, mok := in.GetMTime()
+	atime, aok := in.GetATime()
+	if mok || aok {
+		var ap, mp *time.Time
+		if aok {
+			ap = &atime
+		}
+		if mok {
+			mp = &mtime
+		}
+		ts := [2]syscall.Timespec{fuse.UtimeToTimespec(ap), fuse.UtimeToTimespec(mp)}
+		// futimens(fd): utimensat with a NULL path (x/sys refuses an empty path without
+		// AT_EMPTY_PATH, which utimensat does not take).
+		if _, _, e := unix.Syscall6(unix.SYS_UTIMENSAT, uintptr(f.fd), 0, uintptr(unsafe.Pointer(&ts[0])), 0, 0, 0); e != 0 {
+			return e
+		}
+	}
+	return 0
 }
 
 var _ fs.FileGetattrer = (*file)(nil)
 
 // Getattr is fstat.
 func (f *file) Getattr(ctx context.Context, out *fuse.AttrOut) syscall.Errno {
-	return f.lf.Getattr(ctx, out)
+	var st syscall.Stat_t
+	if err := syscall.Fstat(f.fd, &st); err != nil {
+		return errnoOf(err)
+	}
+	out.FromStat(&st)
+	return 0
 }
 
 var _ fs.FileStatxer = (*file)(nil)

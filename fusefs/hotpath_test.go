@@ -33,6 +33,9 @@ type unitFS struct {
 	hdr  fuse.InHeader
 	node uint64 // node id of "f"
 	fh   uint64 // open handle of "f"
+	// cancel stands for the request's cancel channel (go-fuse makes one per request
+	// object); service times travel in a slot keyed by it.
+	cancel chan struct{}
 }
 
 func newUnitFS(t testing.TB, rec Recorder) *unitFS {
@@ -49,8 +52,10 @@ func newUnitFS(t testing.TB, rec Recorder) *unitFS {
 	if err != nil {
 		t.Fatal(err)
 	}
-	u := &unitFS{raw: fs.NewNodeFS(root, o.fsOptions())}
+	u := &unitFS{raw: fs.NewNodeFS(root, o.fsOptions()), cancel: make(chan struct{})}
 	u.tr = newTracer(u.raw, rec, o)
+	root.b.svc = new(svcTable)
+	u.tr.svc = root.b.svc
 	u.hdr = fuse.InHeader{NodeId: 1, Caller: fuse.Caller{Owner: fuse.Owner{Uid: 0, Gid: 0}, Pid: uint32(syscall.Gettid())}}
 	var eo fuse.EntryOut
 	if st := u.tr.Lookup(nil, &u.hdr, "f", &eo); st != fuse.OK {
@@ -81,10 +86,10 @@ func (u *unitFS) ops() map[string]func(r fuse.RawFileSystem) {
 	wr := fuse.WriteIn{InHeader: u.hdr, Fh: u.fh, Offset: 8192, Size: 4096}
 	wr.NodeId = u.node
 	return map[string]func(r fuse.RawFileSystem){
-		"lookup":  func(r fuse.RawFileSystem) { r.Lookup(nil, &u.hdr, "f", &eo); r.Forget(eo.NodeId, 1) },
-		"getattr": func(r fuse.RawFileSystem) { r.GetAttr(nil, &ga, &ao) },
-		"read4k":  func(r fuse.RawFileSystem) { r.Read(nil, &rd, buf) },
-		"write4k": func(r fuse.RawFileSystem) { r.Writev(nil, &wr, data) },
+		"lookup":  func(r fuse.RawFileSystem) { r.Lookup(u.cancel, &u.hdr, "f", &eo); r.Forget(eo.NodeId, 1) },
+		"getattr": func(r fuse.RawFileSystem) { r.GetAttr(u.cancel, &ga, &ao) },
+		"read4k":  func(r fuse.RawFileSystem) { r.Read(u.cancel, &rd, buf) },
+		"write4k": func(r fuse.RawFileSystem) { r.Writev(u.cancel, &wr, data) },
 	}
 }
 
@@ -170,5 +175,88 @@ func BenchmarkWrapper(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		tr.Read(nil, &rd, buf)
+	}
+}
+
+// lastRecorder keeps the last event appended.
+type lastRecorder struct {
+	nopRecorder
+	ev trace.Event
+}
+
+func (r *lastRecorder) Append(ev *trace.Event) { r.ev = *ev }
+
+// TestServiceTime: for reads, writes, opens, creates and setattrs through a handle, the
+// event carries the time of the backend system call the node code measured (handed over
+// in the request's slot), not the handler's; other requests keep the handler's time.
+func TestServiceTime(t *testing.T) {
+	rec := &lastRecorder{}
+	u := newUnitFS(t, rec)
+	slot := func() svcSlot {
+		v, ok := u.tr.svc.m.Load((<-chan struct{})(u.cancel))
+		if !ok {
+			t.Fatal("no slot for the request's cancel channel")
+		}
+		return *v.(*svcSlot)
+	}
+	check := func(name string, call func() fuse.Status) {
+		t.Helper()
+		before := now()
+		if st := call(); st != fuse.OK {
+			t.Fatalf("%s: %v", name, st)
+		}
+		after := now()
+		sl := slot()
+		if sl.dur < 0 {
+			t.Fatalf("%s: the node code measured nothing", name)
+		}
+		if rec.ev.Start != sl.start || rec.ev.Dur != sl.dur {
+			t.Errorf("%s: event start %d dur %d, backend call start %d dur %d", name, rec.ev.Start, rec.ev.Dur, sl.start, sl.dur)
+		}
+		if sl.start < before || sl.start+sl.dur > after {
+			t.Errorf("%s: backend call [%d,%d] outside the request [%d,%d]", name, sl.start, sl.start+sl.dur, before, after)
+		}
+	}
+	buf := make([]byte, 4096)
+	rd := fuse.ReadIn{InHeader: u.hdr, Fh: u.fh, Size: 4096}
+	rd.NodeId = u.node
+	check("read", func() fuse.Status { _, st := u.tr.Read(u.cancel, &rd, buf); return st })
+	wr := fuse.WriteIn{InHeader: u.hdr, Fh: u.fh, Size: 4096}
+	wr.NodeId = u.node
+	check("writev", func() fuse.Status { _, st := u.tr.Writev(u.cancel, &wr, [][]byte{buf}); return st })
+	check("write", func() fuse.Status { _, st := u.tr.Write(u.cancel, &wr, buf); return st })
+	sa := fuse.SetAttrIn{SetAttrInCommon: fuse.SetAttrInCommon{InHeader: u.hdr, Valid: fuse.FATTR_SIZE | fuse.FATTR_FH, Fh: u.fh, Size: 100}}
+	sa.NodeId = u.node
+	var ao fuse.AttrOut
+	check("setattr", func() fuse.Status { return u.tr.SetAttr(u.cancel, &sa, &ao) })
+	if ao.Size != 100 {
+		t.Errorf("setattr reply size %d, want 100", ao.Size)
+	}
+	op := fuse.OpenIn{InHeader: u.hdr, Flags: syscall.O_RDONLY}
+	op.NodeId = u.node
+	var oo fuse.OpenOut
+	check("open", func() fuse.Status { return u.tr.Open(u.cancel, &op, &oo) })
+	ci := fuse.CreateIn{InHeader: u.hdr, Flags: syscall.O_RDWR, Mode: 0o640}
+	ci.NodeId = 1
+	var co fuse.CreateOut
+	check("create", func() fuse.Status { return u.tr.Create(u.cancel, &ci, "new", &co) })
+	if co.Mode&0o777 != 0o640 || co.NodeId == 0 {
+		t.Errorf("create reply mode %o node %d", co.Mode, co.NodeId)
+	}
+	// A later lookup finds the inode the create made (same identity as the loopback's).
+	var eo fuse.EntryOut
+	if st := u.tr.Lookup(u.cancel, &u.hdr, "new", &eo); st != fuse.OK || eo.NodeId != co.NodeId {
+		t.Errorf("lookup after create: %v node %d, create gave %d", st, eo.NodeId, co.NodeId)
+	}
+	// getattr is not measured by the node code: the slot stays clear and the handler's
+	// time is recorded.
+	ga := fuse.GetAttrIn{InHeader: u.hdr}
+	ga.NodeId = u.node
+	if st := u.tr.GetAttr(u.cancel, &ga, &ao); st != fuse.OK {
+		t.Fatal(st)
+	}
+	u.tr.svc.begin(u.cancel)
+	if sl := slot(); sl.dur >= 0 {
+		t.Errorf("slot not cleared by begin: %+v", sl)
 	}
 }

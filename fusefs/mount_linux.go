@@ -83,6 +83,8 @@ func Mount(mountpoint, rootDir string, rec Recorder, o Options) (*Server, error)
 	s := &Server{rootFd: rootFd, mountpoint: mnt}
 	if rec != nil {
 		s.tracer = newTracer(raw, rec, o)
+		root.b.svc = new(svcTable)
+		s.tracer.svc = root.b.svc
 		raw = s.tracer
 	}
 	srv, err := fuse.NewServer(raw, mnt, &fo.MountOptions)

@@ -2,6 +2,8 @@ package fusefs
 
 import (
 	"context"
+	"os"
+	"path"
 	"syscall"
 
 	"github.com/hanwen/go-fuse/v2/fs"
@@ -12,8 +14,9 @@ import (
 // backing is shared by all nodes of one mount.
 type backing struct {
 	root     *fs.LoopbackRoot
-	rootFd   int    // O_PATH descriptor of the backend root, opened before the mount
-	openFlag uint32 // FOPEN_* flags for every open/create reply
+	rootFd   int       // O_PATH descriptor of the backend root, opened before the mount
+	openFlag uint32    // FOPEN_* flags for every open/create reply
+	svc      *svcTable // where backend calls report their time (nil when untraced)
 }
 
 // node is a loopback node whose Open, Create and Tmpfile return our file handle, so reads
@@ -62,30 +65,71 @@ var _ fs.NodeOpener = (*node)(nil)
 // any component (the go-fuse loopback does the same with two more syscalls).
 func (n *node) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {
 	flags &^= syscall.O_APPEND | fuse.FMODE_EXEC
+	rel := n.rel()
+	how := unix.OpenHow{Flags: uint64(flags) | unix.O_CLOEXEC, Resolve: unix.RESOLVE_NO_SYMLINKS}
+	t0 := now()
+	fd, err := unix.Openat2(n.b.rootFd, rel, &how)
+	if err == unix.ENOSYS {
+		t0 = now()
+		fd, err = unix.Openat(n.b.rootFd, rel, int(flags)|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	}
+	n.b.svc.measured(ctx, t0)
+	if err != nil {
+		return nil, 0, errnoOf(err)
+	}
+	return n.b.newFile(fd, flags), n.b.openFlag, 0
+}
+
+// rel returns the node's path relative to the backend root ("." for the root).
+func (n *node) rel() string {
 	rel := n.Path(n.b.root.RootNode.EmbeddedInode())
 	if rel == "" {
 		rel = "."
 	}
-	how := unix.OpenHow{Flags: uint64(flags) | unix.O_CLOEXEC, Resolve: unix.RESOLVE_NO_SYMLINKS}
-	fd, err := unix.Openat2(n.b.rootFd, rel, &how)
-	if err == unix.ENOSYS {
-		fd, err = unix.Openat(n.b.rootFd, rel, int(flags)|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-	}
-	if err != nil {
-		return nil, 0, errnoOf(err)
-	}
-	return newFile(fd, flags), n.b.openFlag, 0
+	return rel
 }
 
 var _ fs.NodeCreater = (*node)(nil)
 
-// Create is the loopback's create with our file handle.
+// Create is the loopback's create, done relative to the root descriptor and with our file
+// handle. The event's time is the open(O_CREAT) alone: the owner fix-up and the fstat for
+// the reply are FUSE's work, not the application's (see svc.go).
 func (n *node) Create(ctx context.Context, name string, flags uint32, mode uint32, out *fuse.EntryOut) (*fs.Inode, fs.FileHandle, uint32, syscall.Errno) {
-	ch, fh, _, errno := n.LoopbackNode.Create(ctx, name, flags, mode, out)
-	if errno != 0 {
-		return ch, fh, 0, errno
+	flags &^= syscall.O_APPEND
+	t0 := now()
+	fd, err := unix.Openat(n.b.rootFd, path.Join(n.rel(), name), int(flags)|unix.O_CREAT|unix.O_NOFOLLOW|unix.O_CLOEXEC, mode)
+	n.b.svc.measured(ctx, t0)
+	if err != nil {
+		return nil, nil, 0, errnoOf(err)
 	}
-	return ch, n.b.adopt(fh, flags&^syscall.O_APPEND), n.b.openFlag, 0
+	// Like the loopback's preserveOwner: as root, the file belongs to the caller.
+	if os.Getuid() == 0 {
+		if caller, ok := fuse.FromContext(ctx); ok {
+			_ = unix.Fchown(fd, int(caller.Uid), int(caller.Gid))
+		}
+	}
+	var x unix.Statx_t
+	if err := unix.Statx(fd, "", unix.AT_EMPTY_PATH, unix.STATX_BASIC_STATS|unix.STATX_BTIME, &x); err != nil {
+		_ = unix.Close(fd)
+		return nil, nil, 0, errnoOf(err)
+	}
+	var st syscall.Stat_t
+	statFromStatx(&x, &st)
+	child := &node{LoopbackNode: &fs.LoopbackNode{RootData: n.b.root}, b: n.b}
+	ch := n.NewInode(ctx, child, n.b.stableAttr(&st, &x))
+	out.FromStat(&st)
+	return ch, n.b.newFile(fd, flags), n.b.openFlag, 0
+}
+
+var _ fs.NodeSetattrer = (*node)(nil)
+
+// Setattr goes to our file handle when the kernel names one (ftruncate, futimens, ...),
+// which does the change and one fstat; otherwise it is the loopback's path-based setattr.
+func (n *node) Setattr(ctx context.Context, fh fs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
+	if f, ok := fh.(*file); ok {
+		return f.Setattr(ctx, in, out)
+	}
+	return n.LoopbackNode.Setattr(ctx, fh, in, out)
 }
 
 var _ fs.NodeTmpfiler = (*node)(nil)
@@ -109,7 +153,46 @@ func (b *backing) adopt(fh fs.FileHandle, flags uint32) fs.FileHandle {
 	if !ok {
 		return fh
 	}
-	return &file{lf: lf, fd: fd, flags: flags}
+	return &file{lf: lf, fd: fd, flags: flags, svc: b.svc}
+}
+
+// newFile wraps a backend descriptor this package opened.
+func (b *backing) newFile(fd int, flags uint32) *file {
+	f := newFile(fd, flags)
+	f.svc = b.svc
+	return f
+}
+
+// stableAttr is the go-fuse loopback's inode identity for st (LoopbackRoot.idFromStat with
+// the generation from the birth time), so a later LOOKUP of the same file finds the inode
+// Create made.
+func (b *backing) stableAttr(st *syscall.Stat_t, x *unix.Statx_t) fs.StableAttr {
+	gen := uint64(1)
+	if x.Mask&unix.STATX_BTIME != 0 && (x.Btime.Sec != 0 || x.Btime.Nsec != 0) {
+		gen = uint64(x.Btime.Sec)*1e9 + uint64(x.Btime.Nsec)
+	}
+	swapped := (st.Dev << 32) | (st.Dev >> 32)
+	swappedRoot := (b.root.Dev << 32) | (b.root.Dev >> 32)
+	return fs.StableAttr{Mode: st.Mode, Gen: gen, Ino: (swapped ^ swappedRoot) ^ st.Ino}
+}
+
+// statFromStatx fills st from x like the go-fuse loopback does.
+func statFromStatx(x *unix.Statx_t, st *syscall.Stat_t) {
+	*st = syscall.Stat_t{
+		Dev:     unix.Mkdev(x.Dev_major, x.Dev_minor),
+		Ino:     x.Ino,
+		Nlink:   uint64(x.Nlink),
+		Mode:    uint32(x.Mode),
+		Uid:     x.Uid,
+		Gid:     x.Gid,
+		Rdev:    unix.Mkdev(x.Rdev_major, x.Rdev_minor),
+		Size:    int64(x.Size),
+		Blksize: int64(x.Blksize),
+		Blocks:  int64(x.Blocks),
+		Atim:    syscall.Timespec{Sec: x.Atime.Sec, Nsec: int64(x.Atime.Nsec)},
+		Mtim:    syscall.Timespec{Sec: x.Mtime.Sec, Nsec: int64(x.Mtime.Nsec)},
+		Ctim:    syscall.Timespec{Sec: x.Ctime.Sec, Nsec: int64(x.Ctime.Nsec)},
+	}
 }
 
 var _ fs.NodeCopyFileRanger = (*node)(nil)

@@ -27,6 +27,7 @@ type tracer struct {
 	handles *shardedMap[uint64, opener]   // fh → opener, from open/create/opendir replies
 	procs   *shardedMap[uint32, procInfo] // tid → attribution
 	seen    bitset                        // path ids already described by AddFile (or created)
+	svc     *svcTable                     // service times from the node code (nil: handler times)
 	stats   liveStats
 }
 
@@ -223,6 +224,7 @@ func (t *tracer) GetAttr(cancel <-chan struct{}, in *fuse.GetAttrIn, out *fuse.A
 }
 
 func (t *tracer) SetAttr(cancel <-chan struct{}, in *fuse.SetAttrIn, out *fuse.AttrOut) fuse.Status {
+	sl := t.svc.begin(cancel)
 	t0 := now()
 	st := t.inner.SetAttr(cancel, in, out)
 	t1 := now()
@@ -238,6 +240,7 @@ func (t *tracer) SetAttr(cancel <-chan struct{}, in *fuse.SetAttrIn, out *fuse.A
 	if in.Valid&fuse.FATTR_MODE != 0 {
 		ev.Mode = in.Mode
 	}
+	t0, t1 = sl.span(t0, t1)
 	t.commit(ev, t0, t1, st)
 	return st
 }
@@ -409,6 +412,7 @@ func (t *tracer) RemoveXAttr(cancel <-chan struct{}, h *fuse.InHeader, attr stri
 }
 
 func (t *tracer) Create(cancel <-chan struct{}, in *fuse.CreateIn, name string, out *fuse.CreateOut) fuse.Status {
+	sl := t.svc.begin(cancel)
 	t0 := now()
 	st := t.inner.Create(cancel, in, name, out)
 	t1 := now()
@@ -420,6 +424,7 @@ func (t *tracer) Create(cancel <-chan struct{}, in *fuse.CreateIn, name string, 
 		t.entry(out.NodeId, in.NodeId, name, ev.Path, &out.Attr, false, t1)
 		t.opened(out.Fh, ev, t1)
 	}
+	t0, t1 = sl.span(t0, t1)
 	t.commit(ev, t0, t1, st)
 	return st
 }
@@ -441,6 +446,7 @@ func (t *tracer) Tmpfile(cancel <-chan struct{}, in *fuse.CreateIn, out *fuse.Cr
 }
 
 func (t *tracer) Open(cancel <-chan struct{}, in *fuse.OpenIn, out *fuse.OpenOut) fuse.Status {
+	sl := t.svc.begin(cancel)
 	t0 := now()
 	st := t.inner.Open(cancel, in, out)
 	t1 := now()
@@ -451,11 +457,13 @@ func (t *tracer) Open(cancel <-chan struct{}, in *fuse.OpenIn, out *fuse.OpenOut
 		ev.Handle = out.Fh
 		t.opened(out.Fh, ev, t1)
 	}
+	t0, t1 = sl.span(t0, t1)
 	t.commit(ev, t0, t1, st)
 	return st
 }
 
 func (t *tracer) Read(cancel <-chan struct{}, in *fuse.ReadIn, buf []byte) (fuse.ReadResult, fuse.Status) {
+	sl := t.svc.begin(cancel)
 	t0 := now()
 	res, st := t.inner.Read(cancel, in, buf)
 	t1 := now()
@@ -466,6 +474,7 @@ func (t *tracer) Read(cancel <-chan struct{}, in *fuse.ReadIn, buf []byte) (fuse
 		ev.Ret = int64(res.Size())
 		t.stats.rbytes.Add(uint64(ev.Ret))
 	}
+	t0, t1 = sl.span(t0, t1)
 	t.commit(ev, t0, t1, st)
 	return res, st
 }
@@ -534,9 +543,11 @@ func (t *tracer) Release(cancel <-chan struct{}, in *fuse.ReleaseIn) {
 }
 
 func (t *tracer) Write(cancel <-chan struct{}, in *fuse.WriteIn, data []byte) (uint32, fuse.Status) {
+	sl := t.svc.begin(cancel)
 	t0 := now()
 	n, st := t.inner.Write(cancel, in, data)
 	t1 := now()
+	t0, t1 = sl.span(t0, t1)
 	t.written(in, n, t0, t1, st)
 	return n, st
 }
@@ -544,12 +555,14 @@ func (t *tracer) Write(cancel <-chan struct{}, in *fuse.WriteIn, data []byte) (u
 // Writev is where go-fuse v2.12 sends WRITE first; ENOSYS makes the server retry with Write,
 // so that reply is not recorded (the Write is).
 func (t *tracer) Writev(cancel <-chan struct{}, in *fuse.WriteIn, data [][]byte) (uint32, fuse.Status) {
+	sl := t.svc.begin(cancel)
 	t0 := now()
 	n, st := t.inner.Writev(cancel, in, data)
 	t1 := now()
 	if st == fuse.ENOSYS {
 		return n, st
 	}
+	t0, t1 = sl.span(t0, t1)
 	t.written(in, n, t0, t1, st)
 	return n, st
 }
