@@ -3,7 +3,7 @@ package fusefs
 import (
 	"context"
 	"os"
-	"path"
+	"strconv"
 	"syscall"
 
 	"github.com/hanwen/go-fuse/v2/fs"
@@ -17,6 +17,7 @@ type backing struct {
 	rootFd   int       // O_PATH descriptor of the backend root, opened before the mount
 	openFlag uint32    // FOPEN_* flags for every open/create reply
 	svc      *svcTable // where backend calls report their time (nil when untraced)
+	fdPath   string    // /proc/self/fd/N naming the root descriptor
 }
 
 // node is a loopback node whose Open, Create and Tmpfile return our file handle, so reads
@@ -44,7 +45,7 @@ func newRoot(path string, rootFd int, cache CacheMode) (*node, error) {
 	if err := syscall.Fstat(rootFd, &st); err != nil {
 		return nil, err
 	}
-	b := &backing{rootFd: rootFd}
+	b := &backing{rootFd: rootFd, fdPath: "/proc/self/fd/" + strconv.Itoa(rootFd)}
 	switch cache {
 	case CacheNone:
 		b.openFlag = fuse.FOPEN_DIRECT_IO
@@ -97,7 +98,7 @@ var _ fs.NodeCreater = (*node)(nil)
 func (n *node) Create(ctx context.Context, name string, flags uint32, mode uint32, out *fuse.EntryOut) (*fs.Inode, fs.FileHandle, uint32, syscall.Errno) {
 	flags &^= syscall.O_APPEND
 	t0 := now()
-	fd, err := unix.Openat(n.b.rootFd, path.Join(n.rel(), name), int(flags)|unix.O_CREAT|unix.O_NOFOLLOW|unix.O_CLOEXEC, mode)
+	fd, err := unix.Openat(n.b.rootFd, n.child(name), int(flags)|unix.O_CREAT|unix.O_NOFOLLOW|unix.O_CLOEXEC, mode)
 	n.b.svc.measured(ctx, t0)
 	if err != nil {
 		return nil, nil, 0, errnoOf(err)
@@ -122,15 +123,6 @@ func (n *node) Create(ctx context.Context, name string, flags uint32, mode uint3
 }
 
 var _ fs.NodeSetattrer = (*node)(nil)
-
-// Setattr goes to our file handle when the kernel names one (ftruncate, futimens, ...),
-// which does the change and one fstat; otherwise it is the loopback's path-based setattr.
-func (n *node) Setattr(ctx context.Context, fh fs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
-	if f, ok := fh.(*file); ok {
-		return f.Setattr(ctx, in, out)
-	}
-	return n.LoopbackNode.Setattr(ctx, fh, in, out)
-}
 
 var _ fs.NodeTmpfiler = (*node)(nil)
 
