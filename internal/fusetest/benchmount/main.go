@@ -1,10 +1,16 @@
 // Command benchmount serves a directory through fusefs for bench/overhead.sh (untraced, or
 // traced into a trace file) and generates the small-file load of the overhead table.
 //
-//	benchmount mount -target DIR -mount MNT [-trace FILE] [-cache none|kernel] [-ready FILE]
+//	benchmount mount -target DIR -mount MNT [-trace FILE | -nop] [-cache none|kernel] [-ready FILE]
+//	                 [-cpufile FILE] [-cpuprofile FILE] [-memprofile FILE]
 //	benchmount smallfiles -dir DIR [-n 1000] [-size 4096]
 //
 // mount serves until SIGINT or SIGTERM and writes the ready file once the mount is up.
+// With -cpufile, every SIGUSR1 makes it write its own CPU time so far, "UTIME_NS STIME_NS",
+// to FILE (a temporary file renamed over FILE, so a reader never sees a partial line). The
+// figures come from getrusage(RUSAGE_SELF): microsecond resolution, every thread including
+// exited ones. Their sum is the exact time on CPU; the user/system split is estimated by the
+// kernel from tick samples.
 // smallfiles prints one line per phase: "create|stat|read|unlink OPS_PER_SEC".
 package main
 
@@ -53,7 +59,21 @@ func mount(args []string) error {
 	ready := fs.String("ready", "", "file to create once mounted")
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the serving process")
 	memprofile := fs.String("memprofile", "", "write a heap profile when signalled, before unmounting")
+	cpufile := fs.String("cpufile", "", "on SIGUSR1, write the process's CPU time (\"utime_ns stime_ns\") to this file")
 	_ = fs.Parse(args) // ExitOnError
+	// Install the handler before the ready file exists: an unhandled SIGUSR1 would kill us.
+	if *cpufile != "" {
+		usr1 := make(chan os.Signal, 1)
+		signal.Notify(usr1, syscall.SIGUSR1)
+		defer signal.Stop(usr1)
+		go func() {
+			for range usr1 {
+				if err := writeCPU(*cpufile); err != nil {
+					fmt.Fprintln(os.Stderr, "benchmount: cpu file:", err)
+				}
+			}
+		}()
+	}
 	if *cpuprofile != "" {
 		f, err := os.Create(*cpuprofile)
 		if err != nil {
@@ -108,6 +128,21 @@ func mount(args []string) error {
 		return w.Close()
 	}
 	return nil
+}
+
+// writeCPU writes the CPU time of this process (all threads, live and exited) as
+// "utime_ns stime_ns" to path, through a temporary file renamed over it.
+func writeCPU(path string) error {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return fmt.Errorf("getrusage: %w", err)
+	}
+	line := fmt.Sprintf("%d %d\n", ru.Utime.Nano(), ru.Stime.Nano())
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, []byte(line), 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
 }
 
 // nopRecorder discards everything.
