@@ -3,6 +3,7 @@ package fusefs
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -102,8 +103,26 @@ func Mount(mountpoint, rootDir string, rec Recorder, o Options) (*Server, error)
 	var st unix.Stat_t
 	if err := unix.Stat(mnt, &st); err == nil {
 		s.kdev = unix.Major(st.Dev)<<20 | unix.Minor(st.Dev)
+		if o.Cache == CacheKernel {
+			relaxDirtyLimit(unix.Major(st.Dev), unix.Minor(st.Dev), o.Logger)
+		}
 	}
 	return s, nil
+}
+
+// relaxDirtyLimit lifts the kernel's dirty-page limits for FUSE on this mount's
+// backing device, so write-back caching works as on a kernel file system. The kernel
+// guards against untrusted FUSE daemons by letting a FUSE device hold at most 1% of the
+// dirty threshold, strictly ("strict_limit"): a writer is throttled to the daemon's
+// write-back speed after a few MiB, which made cache=kernel writes slower than direct I/O.
+// The device and its settings go away with the mount. Needs root; failures only log.
+func relaxDirtyLimit(major, minor uint32, lg *slog.Logger) {
+	dir := fmt.Sprintf("/sys/class/bdi/%d:%d/", major, minor)
+	for _, kv := range [][2]string{{"strict_limit", "0"}, {"max_ratio", "100"}} {
+		if err := os.WriteFile(dir+kv[0], []byte(kv[1]), 0); err != nil && lg != nil {
+			lg.Debug("fusefs: cannot relax the dirty-page limit", "file", dir+kv[0], "err", err)
+		}
+	}
 }
 
 // mountError adds what is missing to a mount failure.

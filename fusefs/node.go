@@ -18,6 +18,19 @@ type backing struct {
 	openFlag uint32    // FOPEN_* flags for every open/create reply
 	svc      *svcTable // where backend calls report their time (nil when untraced)
 	fdPath   string    // /proc/self/fd/N naming the root descriptor
+	// writeback: the kernel caches writes and may read pages of a file the application
+	// opened write-only (to fill a partly written page), so such files are opened
+	// read-write on the backend.
+	writeback bool
+}
+
+// backendFlags returns the open flags to use on the backend for an application's flags.
+func (b *backing) backendFlags(flags uint32) uint32 {
+	flags &^= syscall.O_APPEND | fuse.FMODE_EXEC // the kernel positions appends
+	if b.writeback && flags&syscall.O_ACCMODE == syscall.O_WRONLY {
+		flags = flags&^syscall.O_ACCMODE | syscall.O_RDWR
+	}
+	return flags
 }
 
 // node is a loopback node whose Open, Create and Tmpfile return our file handle, so reads
@@ -53,6 +66,7 @@ func newRoot(path string, rootFd int, cache CacheMode) (*node, error) {
 		// Like a kernel file system, a re-open keeps the cached pages; the kernel drops them
 		// when it sees mtime or size change (CAP_AUTO_INVAL_DATA, on by default).
 		b.openFlag = fuse.FOPEN_KEEP_CACHE
+		b.writeback = true
 	}
 	b.root = &fs.LoopbackRoot{Path: path, Dev: uint64(st.Dev)}
 	root := &node{LoopbackNode: &fs.LoopbackNode{RootData: b.root}, b: b}
@@ -65,7 +79,7 @@ var _ fs.NodeOpener = (*node)(nil)
 // Open opens the backend file relative to the root descriptor without following symlinks in
 // any component (the go-fuse loopback does the same with two more syscalls).
 func (n *node) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {
-	flags &^= syscall.O_APPEND | fuse.FMODE_EXEC
+	flags = n.b.backendFlags(flags)
 	rel := n.rel()
 	how := unix.OpenHow{Flags: uint64(flags) | unix.O_CLOEXEC, Resolve: unix.RESOLVE_NO_SYMLINKS}
 	t0 := now()
@@ -96,7 +110,7 @@ var _ fs.NodeCreater = (*node)(nil)
 // handle. The event's time is the open(O_CREAT) alone: the owner fix-up and the fstat for
 // the reply are FUSE's work, not the application's (see svc.go).
 func (n *node) Create(ctx context.Context, name string, flags uint32, mode uint32, out *fuse.EntryOut) (*fs.Inode, fs.FileHandle, uint32, syscall.Errno) {
-	flags &^= syscall.O_APPEND
+	flags = n.b.backendFlags(flags)
 	t0 := now()
 	fd, err := unix.Openat(n.b.rootFd, n.child(name), int(flags)|unix.O_CREAT|unix.O_NOFOLLOW|unix.O_CLOEXEC, mode)
 	n.b.svc.measured(ctx, t0)
@@ -128,11 +142,12 @@ var _ fs.NodeTmpfiler = (*node)(nil)
 
 // Tmpfile is the loopback's O_TMPFILE create with our file handle.
 func (n *node) Tmpfile(ctx context.Context, flags uint32, mode uint32, out *fuse.EntryOut) (*fs.Inode, fs.FileHandle, uint32, syscall.Errno) {
+	flags = n.b.backendFlags(flags)
 	ch, fh, _, errno := n.LoopbackNode.Tmpfile(ctx, flags, mode, out)
 	if errno != 0 {
 		return ch, fh, 0, errno
 	}
-	return ch, n.b.adopt(fh, flags&^syscall.O_APPEND), n.b.openFlag, 0
+	return ch, n.b.adopt(fh, flags), n.b.openFlag, 0
 }
 
 // adopt takes the descriptor of a loopback file handle into our file type.

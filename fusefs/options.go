@@ -21,8 +21,9 @@ const (
 	// CacheNone: direct I/O on every open and 0 s entry/attr/negative timeouts. Every
 	// application read, write and stat reaches the layer at its own size (replay needs this).
 	CacheNone CacheMode = "none"
-	// CacheKernel: page cache (kept across opens) and 1 s attribute/entry caching; the trace
-	// shows what reached the backend.
+	// CacheKernel: page cache (kept across opens), write-back caching and 1 s
+	// attribute/entry caching, as on a kernel file system; the trace shows what reached the
+	// backend (writes arrive as the kernel flushes dirty pages, attributed to the opener).
 	CacheKernel CacheMode = "kernel"
 )
 
@@ -90,7 +91,7 @@ func (o Options) TraceOptions() trace.FUSEOptions {
 		AttrTimeout:  o.timeout(),
 		DirectIO:     o.Cache == CacheNone,
 		Passthrough:  false,
-		Writeback:    false,
+		Writeback:    o.Cache == CacheKernel,
 	}
 }
 
@@ -115,9 +116,14 @@ func (o Options) fsOptions() *fs.Options {
 	if o.AllowOther {
 		mo.Options = append(mo.Options, "default_permissions")
 	}
-	if o.Cache == CacheNone {
+	switch o.Cache {
+	case CacheNone:
 		// Keep MAP_SHARED mmap working on direct-I/O files (kernel >= 6.6).
 		mo.ExtraCapabilities |= fuse.CAP_DIRECT_IO_ALLOW_MMAP
+	case CacheKernel:
+		// Writes complete in the page cache and reach the layer when the kernel writes the
+		// dirty pages back, in large requests.
+		mo.ExtraCapabilities |= fuse.CAP_WRITEBACK_CACHE
 	}
 	var lg *log.Logger
 	if o.Logger != nil && !o.Debug {

@@ -571,6 +571,12 @@ func (t *tracer) written(in *fuse.WriteIn, n uint32, t0, t1 int64, st fuse.Statu
 	ev := event(trace.OpWrite, &in.InHeader)
 	ev.Path = t.nodes.path(in.NodeId)
 	ev.Handle, ev.Offset, ev.Size, ev.Flags = in.Fh, int64(in.Offset), in.Size, in.WriteFlags
+	if in.WriteFlags&fuse.WRITE_CACHE != 0 {
+		// A write-back of dirty pages (cache=kernel), sent by whichever thread flushed
+		// them: it belongs to the handle's opener.
+		ev.Tid, ev.Pid = 0, 0
+		t.asOpener(ev, in.Fh, false)
+	}
 	if st == fuse.OK {
 		ev.Ret = int64(n)
 		t.stats.wbytes.Add(uint64(n))

@@ -8,9 +8,11 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"syscall"
 	"testing"
 
+	"github.com/hanwen/go-fuse/v2/fuse"
 	"golang.org/x/sys/unix"
 
 	"github.com/iotap/iotap/fusefs"
@@ -289,5 +291,46 @@ func TestTracePathsKernelCache(t *testing.T) {
 		if !seen[want] {
 			t.Errorf("no open/read of %q; saw %v", want, seen)
 		}
+	}
+}
+
+// TestKernelCacheWriteback: with cache=kernel, writes complete in the page cache and reach
+// the layer as write-backs (WRITE_CACHE), which are attributed to the process that opened
+// the file, whichever kernel thread flushed them; the FUSE device's strict dirty limit is
+// lifted so a writer is not throttled to the daemon's speed after a few MiB.
+func TestKernelCacheWriteback(t *testing.T) {
+	rec := fusetest.NewMemRecorder(0)
+	c := fusetest.Mount(t, rec, fusefs.Options{Cache: fusefs.CacheKernel})
+	var st syscall.Stat_t
+	if err := syscall.Stat(c.Mnt, &st); err != nil {
+		t.Fatal(err)
+	}
+	bdi := fmt.Sprintf("/sys/class/bdi/%d:%d/strict_limit", unix.Major(st.Dev), unix.Minor(st.Dev))
+	if b, err := os.ReadFile(bdi); err == nil && os.Geteuid() == 0 && strings.TrimSpace(string(b)) != "0" {
+		t.Errorf("%s = %q, want 0", bdi, b)
+	}
+	cmd := execCommand("dd", "if=/dev/zero", "of="+c.Mnt+"/f", "bs=64k", "count=64", "conv=fsync", "status=none")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("dd: %v %s", err, out)
+	}
+	pid := uint32(cmd.Process.Pid)
+	var cached, bytes int64
+	for _, e := range rec.Events() {
+		if e.Op != trace.OpWrite {
+			continue
+		}
+		if e.Flags&fuse.WRITE_CACHE != 0 {
+			cached++
+		}
+		bytes += e.Ret
+		if e.Pid != pid {
+			t.Errorf("write %+v attributed to pid %d, want dd's %d", e, e.Pid, pid)
+		}
+	}
+	if cached == 0 || bytes != 64*64<<10 {
+		t.Errorf("%d write-back writes, %d bytes written; want write-backs of %d bytes", cached, bytes, 64*64<<10)
+	}
+	if fi, err := os.Stat(filepath.Join(c.Orig, "f")); err != nil || fi.Size() != 64*64<<10 {
+		t.Errorf("backend file: %v %v", fi, err)
 	}
 }
