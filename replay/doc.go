@@ -97,7 +97,15 @@
 //
 //   - think (default, closed loop): an op is due when its predecessor in the same thread
 //     completed, plus the recorded think time (this op's start minus the predecessor's
-//     end), divided by the speed. A thread's first op is due at its recorded offset.
+//     end), divided by the speed. The think time leaves out what the recording layer
+//     added to the gap: the requests folded into the op (path-walk lookups, probes) and
+//     one round trip of the layer per request (Options.RoundTrip; the command estimates
+//     it from the trace, see roundtrip.go), because the target charges its own to the
+//     replayed call. An op whose gap holds ops of a descendant process (a shell waiting
+//     for its command) is due after that descendant's last such op completes, plus the
+//     recorded time between them (children.go). A thread's first op is due at its
+//     recorded offset moved by the replay's drift: how far ahead or behind the recording
+//     the op that completed last ran.
 //   - original (open loop): an op is due at origin + (recorded start − first start)/speed,
 //     against one absolute origin; errors never accumulate.
 //   - afap: no waits beyond the ordering dependencies.
@@ -116,10 +124,10 @@
 // above 5 ms, or more than 5% of ops over 1 ms late, is reported as the replayer being the
 // bottleneck.
 //
-// Caveat: the recorded think time of a FUSE trace includes the kernel's FUSE round trip
-// around each request (tens of µs). Replaying onto another FUSE mount adds that round trip
-// again, so think-mode runtimes there come out longer than recorded; onto a local file
-// system they match.
+// Caveat: what remains of a think time still holds any other cost of the recording: on a
+// small machine the daemon's CPU slows the job's own computing. A think-mode replay of a
+// recorded job onto a local file system therefore predicts a runtime between the recorded
+// one and the job's native one.
 //
 // # Starting state
 //

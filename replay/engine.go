@@ -92,6 +92,10 @@ type Options struct {
 	Speed     float64 // >0; 2 = twice as fast as recorded (think times and offsets halved)
 	OnDiverge DivergePolicy
 	Plan      PlanOptions
+	// RoundTrip is the recording layer's round trip per request (State.RoundTrip): think
+	// mode does not wait for it again (see roundtrip.go). 0: think times as recorded,
+	// without the folded requests.
+	RoundTrip time.Duration
 	// FillRandom makes written data incompressible instead of zeros.
 	FillRandom bool
 	// SpinMargin is how long before an op's due time a worker first stops sleeping and
@@ -123,7 +127,11 @@ type engine struct {
 	runStart   int64 // monotonic ns when the first op was due
 	traceStart int64 // recorded Start of the first op
 	speed      float64
-	origin     int64 // sink origin
+	// drift is, in think mode, the replay's lateness against the recording (negative:
+	// ahead) at the end of the op that completed last.
+	drift    atomic.Int64
+	progress progressTable // think mode: per process, how far its ops have completed
+	origin   int64         // sink origin
 
 	counters table[atomic.Uint32] // resource id -> completed ops
 	slotCnt  table[atomic.Uint32] // slot -> completed ops
@@ -249,6 +257,9 @@ func Run(ctx context.Context, src Source, b Backend, sink Sink, o Options) (*Sum
 	var planErr error
 	first := true
 	sum := &Summary{Timing: o.Timing.String(), Speed: o.Speed, Target: b.Target()}
+	if o.Timing == TimingThink {
+		sum.RoundTrip = o.RoundTrip
+	}
 	var procsSeen int
 	var lastRec int64
 	for {
@@ -392,6 +403,9 @@ func (w *worker) complete(op *Op) {
 	for i := 0; i < int(op.NDeps); i++ {
 		e.counter(op.Deps[i].Res).Add(1)
 	}
+	if e.opts.Timing == TimingThink {
+		e.progress.done(op, now())
+	}
 	if e.waiters.Load() > 0 {
 		e.mu.Lock()
 		e.cond.Broadcast()
@@ -453,10 +467,22 @@ func (w *worker) due(op *Op) int64 {
 		return 0
 	case TimingThink:
 		if op.Think >= 0 && w.lastEnd != 0 {
-			return w.lastEnd + int64(float64(op.Think)/e.speed)
+			think := thinkAfter(op, int64(e.opts.RoundTrip))
+			w.st.thinkCut += op.Think - think
+			return w.lastEnd + int64(float64(think)/e.speed)
 		}
+		// A thread's first op: at its recorded offset, moved by how far the replay is
+		// ahead or behind the recording (as of the op that completed last), so a process
+		// that started after another finished starts after it here too, on a faster or a
+		// slower target.
+		return e.replayTime(op.Start) + e.drift.Load()
 	}
-	return e.runStart + int64(float64(op.Start-e.traceStart)/e.speed)
+	return e.replayTime(op.Start)
+}
+
+// replayTime maps a recorded time to the monotonic time it is due at without drift.
+func (e *engine) replayTime(rec int64) int64 {
+	return e.runStart + int64(float64(rec-e.traceStart)/e.speed)
 }
 
 // sleepUntil waits for the monotonic time t: a blocking sleep until the spin margin
@@ -496,7 +522,28 @@ func (w *worker) sleepUntil(t int64) {
 }
 
 func (w *worker) one(op *Op) {
+	if w.e.opts.Timing == TimingThink && op.Child != 0 && w.lastEnd != 0 {
+		at, ok := w.waitChild(op)
+		if !ok {
+			w.complete(op)
+			return
+		}
+		w.oneAt(op, max(w.childDue(op, at), w.lastEnd))
+		return
+	}
 	due := w.due(op)
+	if w.e.opts.Timing == TimingThink && (op.Think < 0 || w.lastEnd == 0) {
+		// A thread's first op moves with the drift of the others: poll it while far away.
+		for d := due - now(); d > int64(2*time.Millisecond); d = due - now() {
+			time.Sleep(min(time.Duration(d)-time.Millisecond, time.Millisecond))
+			due = w.due(op)
+		}
+	}
+	w.oneAt(op, due)
+}
+
+// oneAt issues op at due (0: now), after its dependencies.
+func (w *worker) oneAt(op *Op, due int64) {
 	if due > 0 {
 		w.sleepUntil(due)
 	}
@@ -518,6 +565,9 @@ func (w *worker) one(op *Op) {
 	start, ret, errno := w.exec(op)
 	end := now()
 	w.lastEnd = end
+	if w.e.opts.Timing == TimingThink {
+		w.e.drift.Store(end - w.e.replayTime(op.Start+op.Dur))
+	}
 	if due > 0 {
 		w.st.lag.record(start - ready)
 	}

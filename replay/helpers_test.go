@@ -27,9 +27,18 @@ type tb struct {
 }
 
 func newTB(t testing.TB) *tb {
+	return newTBHeader(t, trace.Header{Kind: "record", Target: trace.Target{Path: "/traced", FSType: "ext4"}})
+}
+
+// newTBFUSE builds a trace that says it was recorded through the FUSE layer (cache=none).
+func newTBFUSE(t testing.TB) *tb {
+	return newTBHeader(t, trace.Header{Kind: "record", Target: trace.Target{Path: "/traced", FSType: "ext4"},
+		FUSE: trace.FUSEOptions{Cache: "none"}})
+}
+
+func newTBHeader(t testing.TB, h trace.Header) *tb {
 	b := &tb{t: t, ids: map[string]uint32{"": trace.RootPath}, clock: map[uint32]int64{}, procs: map[uint32]bool{}}
-	w, err := trace.NewWriter(&b.buf, trace.Header{Kind: "record", Target: trace.Target{Path: "/traced", FSType: "ext4"}},
-		trace.WriterOptions{BufferEvents: 1 << 20, ChunkEvents: 4096})
+	w, err := trace.NewWriter(&b.buf, h, trace.WriterOptions{BufferEvents: 1 << 20, ChunkEvents: 4096})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -116,6 +116,16 @@ type Op struct {
 	CheckRet  bool // compare the returned byte count with WantRet
 	Implicit  bool // an open the trace never showed (handle opened before the trace began)
 	Events    uint16
+	// Reqs is the number of recorded requests the op stands for: its own and the folded
+	// ones (path walk lookups, probes). FoldDur is the folded requests' recorded time. Both
+	// lie inside Think, with one recording-layer round trip per request (see RoundTrip).
+	Reqs    uint16
+	FoldDur int64
+	// Child is a descendant process whose op ended during this op's think gap, at
+	// recorded time ChildEnd (the latest such): the thread was waiting for it (see
+	// children.go). 0: none.
+	Child    uint32
+	ChildEnd int64
 
 	NDeps uint8
 	Deps  [maxDeps]Dep
@@ -196,8 +206,11 @@ type threadState struct {
 // planner turns a stream of recorded events into replay ops in a dispatch order that
 // keeps each thread's program order. It is used from one goroutine.
 type planner struct {
-	src  Source
-	opts PlanOptions
+	src   Source
+	opts  PlanOptions
+	fuse  bool // a FUSE recording: estimate the layer's round trip
+	rtt   rttEstimator
+	procs procTree
 
 	// The sort window: events live in slots of evs; heap is a min-heap of slot indices by
 	// (Start, file order); free lists unused slots.
@@ -232,7 +245,7 @@ type planner struct {
 func newPlanner(src Source, o PlanOptions) *planner {
 	o.defaults()
 	return &planner{
-		src: src, opts: o,
+		src: src, opts: o, fuse: recordedThroughFUSE(src.Header()),
 		paths: map[uint32]*pathInfo{}, resByDir: map[string]uint32{},
 		handles: map[uint64]*handleState{}, byPath: map[uint32]uint64{},
 		threads: map[uint32]*threadState{}, nextRes: 1, res: make([]resState, 1, 1024),
@@ -470,6 +483,9 @@ func (p *planner) feed(ev *trace.Event) {
 
 func (p *planner) feed1(ev *trace.Event) {
 	p.Stats.Events++
+	if p.fuse {
+		p.rtt.observe(ev)
+	}
 	if ev.Op < trace.NumOps {
 		p.Stats.ByOp[ev.Op]++
 	}
@@ -516,7 +532,7 @@ func (p *planner) feed1(ev *trace.Event) {
 	if ev.Op == trace.OpLookup && !p.opts.NoFold {
 		// A lookup of an ancestor of this one was a path walk step: fold it.
 		walk := parentOf(pi.name)
-		t.dropHeld(p, func(h *Op) bool {
+		reqs, dur := t.dropHeld(p, func(h *Op) bool {
 			if h.Kind == KStat && h.Rec == trace.OpLookup && isUnder(pi.name, h.Name) && h.Name != pi.name {
 				if len(h.Walk) < len(walk) {
 					walk = h.Walk
@@ -530,6 +546,7 @@ func (p *planner) feed1(ev *trace.Event) {
 		}
 		op := p.base(ev, pi, nil)
 		op.Kind, op.Walk = KStat, walk
+		op.fold(reqs, dur)
 		t.held = append(t.held, op)
 		if len(t.held) > 32 {
 			p.emit(&t.held[0])
@@ -540,8 +557,10 @@ func (p *planner) feed1(ev *trace.Event) {
 
 	// Fold held lookups that were this op's own path walk.
 	walk := parentOf(pi.name)
+	var foldReqs int
+	var foldDur int64
 	if len(t.held) > 0 {
-		t.dropHeld(p, func(h *Op) bool {
+		foldReqs, foldDur = t.dropHeld(p, func(h *Op) bool {
 			if h.Kind != KStat || h.Rec != trace.OpLookup || ev.Start-(h.Start+h.Dur) > p.opts.FoldWindow {
 				return false
 			}
@@ -558,10 +577,11 @@ func (p *planner) feed1(ev *trace.Event) {
 	// (getattr) before a chown, truncate or write that may have to drop privileges: a
 	// replayed setattr or write makes it do so again.
 	if (ev.Op == trace.OpSetattr || ev.Op == trace.OpWrite) && len(t.held) > 0 && !p.opts.NoFold {
-		t.dropHeld(p, func(h *Op) bool {
+		r, d := t.dropHeld(p, func(h *Op) bool {
 			return (h.Rec == trace.OpGetxattr || h.Rec == trace.OpGetattr) && h.Name == pi.name &&
 				ev.Start-(h.Start+h.Dur) <= p.opts.FoldWindow
 		})
+		foldReqs, foldDur = foldReqs+r, foldDur+d
 	}
 	if ev.Op == trace.OpGetattr && !p.opts.NoFold {
 		if n := len(t.held); n > 0 && t.held[n-1].Rec == trace.OpGetxattr && t.held[n-1].Name == pi.name {
@@ -599,6 +619,7 @@ func (p *planner) feed1(ev *trace.Event) {
 
 	op := p.base(ev, pi, pi2)
 	op.Walk = walk
+	op.fold(foldReqs, foldDur)
 	switch ev.Op {
 	case trace.OpGetattr, trace.OpStatx:
 		op.Kind = KStat
@@ -736,17 +757,28 @@ func (p *planner) feed1(ev *trace.Event) {
 }
 
 // dropHeld removes held ops matching fn, counting them as folded.
-func (t *threadState) dropHeld(p *planner, fn func(*Op) bool) {
+// dropHeld folds the held ops fn accepts, returning the recorded requests and time they
+// stood for (to be charged to the op they fold into).
+func (t *threadState) dropHeld(p *planner, fn func(*Op) bool) (reqs int, dur int64) {
 	j := 0
 	for i := range t.held {
-		if fn(&t.held[i]) {
-			p.Stats.Folded[t.held[i].Rec]++
+		if h := &t.held[i]; fn(h) {
+			p.Stats.Folded[h.Rec]++
+			reqs += int(h.Reqs)
+			dur += h.Dur + h.FoldDur
 			continue
 		}
 		t.held[j] = t.held[i]
 		j++
 	}
 	t.held = t.held[:j]
+	return reqs, dur
+}
+
+// fold charges folded requests to op.
+func (op *Op) fold(reqs int, dur int64) {
+	op.Reqs = uint16(min(int(op.Reqs)+reqs, 1<<16-1))
+	op.FoldDur += dur
 }
 
 func (p *planner) base(ev *trace.Event, pi, pi2 *pathInfo) Op {
@@ -754,7 +786,7 @@ func (p *planner) base(ev *trace.Event, pi, pi2 *pathInfo) Op {
 		Rec: ev.Op, Worker: ev.Tid, Tid: ev.Tid, Pid: ev.Pid, Start: ev.Start, Dur: ev.Dur,
 		Name: pi.name, PathID: ev.Path, Handle: ev.Handle, Slot: -1, Slot2: -1,
 		Offset: ev.Offset, Size: int64(ev.Size), Flags: ev.Flags, Mode: ev.Mode,
-		WantErrno: ev.Errno, WantRet: ev.Ret, Events: 1,
+		WantErrno: ev.Errno, WantRet: ev.Ret, Events: 1, Reqs: 1,
 	}
 	if pi2 != nil {
 		op.Name2, op.PathID2 = pi2.name, ev.Path2
@@ -880,6 +912,7 @@ func (p *planner) emit(op *Op) {
 	} else {
 		op.Think, t.started = -1, true
 	}
+	p.procs.plan(p.src, op, t.lastEnd)
 	t.lastEnd = max(t.lastEnd, op.Start+op.Dur)
 	op.NDeps = 0
 	if op.Kind != KStatfs {

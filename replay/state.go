@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -31,6 +32,11 @@ type State struct {
 	Files, Dirs, Symlinks int
 	Bytes                 int64
 	Ops                   uint64 // replay ops the trace plans (for progress)
+	// RoundTrip is the recording layer's estimated round trip per request (0: not a FUSE
+	// recording, or too few samples), from RoundTripSamples path-walk gaps. Pass it to
+	// Options.RoundTrip.
+	RoundTrip        time.Duration
+	RoundTripSamples uint64
 }
 
 // Problem is an op whose recorded outcome the starting state cannot reproduce.
@@ -389,6 +395,7 @@ func DeriveState(src Source, po PlanOptions) (*State, error) {
 		m.apply(op)
 		ops++
 	}
+	rtt, rttN := p.rtt.estimate()
 	// Objects the recording layer saw before the job changed them.
 	for _, f := range src.Files() {
 		name := src.PathName(f.Path)
@@ -419,7 +426,7 @@ func DeriveState(src Source, po PlanOptions) (*State, error) {
 		known[name] = true
 	}
 	m.estimateListings(known)
-	st := &State{Ops: ops}
+	st := &State{Ops: ops, RoundTrip: rtt, RoundTripSamples: rttN}
 	for _, e := range m.initial {
 		if e.Name == "" {
 			continue

@@ -90,6 +90,7 @@ type runStats struct {
 	read, write       int64
 	recIO, ioTime     int64
 	depWait           int64
+	thinkCut          int64 // recorded think time not waited for (folded requests, round trips)
 	implicit          uint64
 	behind            uint64
 	implicitFailed    uint64
@@ -137,6 +138,10 @@ type Summary struct {
 	LateOver1ms            uint64
 	LagSamples             uint64
 	DepWait                time.Duration // total time spent waiting for other threads' ops
+	// RoundTrip is the recording layer's round trip per request that think mode took out
+	// of the recorded gaps; ThinkCut is the recorded think time not waited for in all
+	// (those round trips and the folded requests' own time).
+	RoundTrip, ThinkCut time.Duration
 	// Behind counts ops that were due more than 1 ms before their thread's previous op
 	// returned: the target was slower than the recording (original timing). Such waits
 	// are not counted as lag.
@@ -174,6 +179,7 @@ func (s *Summary) add(st *runStats) {
 	s.RecordedIO += time.Duration(st.recIO)
 	s.ReplayIO += time.Duration(st.ioTime)
 	s.DepWait += time.Duration(st.depWait)
+	s.ThinkCut += time.Duration(st.thinkCut)
 	s.ImplicitOpens += st.implicit
 	s.Behind += st.behind
 	s.ImplicitOpenFailures += st.implicitFailed
@@ -241,6 +247,10 @@ func (s *Summary) Print(w io.Writer) {
 	}
 	if s.Behind > 0 && s.Timing == "original" {
 		_, _ = fmt.Fprintf(w, "  behind   %d ops were due more than 1 ms before their thread's previous op returned (target slower than recorded)\n", s.Behind)
+	}
+	if s.ThinkCut > 0 {
+		_, _ = fmt.Fprintf(w, "  think    %v of recorded gaps not waited for: folded requests and the recording layer's round trip (%v per request)\n",
+			s.ThinkCut.Round(time.Microsecond), s.RoundTrip)
 	}
 	_, _ = fmt.Fprintf(w, "  runtime  replay %v vs recorded %v (%+.1f%%); summed op time %v vs %v (%+.1f%%)\n",
 		s.ReplaySpan.Round(time.Microsecond), s.RecordedSpan.Round(time.Microsecond), pct(s.ReplaySpan, s.RecordedSpan),

@@ -47,6 +47,7 @@ type replayOptions struct {
 	DropCaches bool
 	Timing     string
 	Speed      float64
+	RoundTrip  string
 	OnDiverge  string
 	Prepare    string
 	Fill       string
@@ -65,6 +66,7 @@ func (o *replayOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.DropCaches, "drop-caches", false, "sync and drop the page cache before each run (needs root)")
 	fs.StringVar(&o.Timing, "timing", "think", "timing `mode`: think (previous op done + recorded think time), original (recorded start times), afap")
 	fs.Float64Var(&o.Speed, "speed", 1, "scale think times and start offsets by 1/`x` (2 = twice as fast)")
+	fs.StringVar(&o.RoundTrip, "round-trip", "auto", "think mode: the recording layer's round trip per request, not waited for again (`auto`: estimated from the trace's path walks; a duration such as 30us; 0: none)")
 	fs.StringVar(&o.OnDiverge, "on-diverge", "warn", "`policy` for a result (errno, byte count) that differs from the trace: ignore (count them), warn (count them and log the first ten) or abort (stop at the first). A replay that ran to the end exits 0 under ignore and warn, its divergences counted in the summary and the .json; abort exits 1. ENOTSUP/ENOSYS on one side only (target or recorded storage) is counted as a backend difference, not a divergence")
 	fs.StringVar(&o.Prepare, "prepare", "auto", "starting state `mode`: auto (create it before each run), skip (the target already holds it), only (create it and stop)")
 	fs.StringVar(&o.Fill, "fill", "zero", "`kind` of data in prepared files and replayed writes: zero or random")
@@ -118,6 +120,12 @@ func runReplay(ctx context.Context, e *env, o *replayOptions, args []string) err
 	if o.Speed <= 0 {
 		return usageErrorf("--speed %g: want a positive factor", o.Speed)
 	}
+	var roundTrip time.Duration
+	if o.RoundTrip != "auto" {
+		if roundTrip, err = time.ParseDuration(o.RoundTrip); err != nil || roundTrip < 0 {
+			return usageErrorf("--round-trip %q: want auto or a duration such as 30us", o.RoundTrip)
+		}
+	}
 	if o.Repeat < 1 {
 		return usageErrorf("--repeat %d: want at least 1", o.Repeat)
 	}
@@ -141,6 +149,13 @@ func runReplay(ctx context.Context, e *env, o *replayOptions, args []string) err
 	}
 	_, _ = fmt.Fprintf(e.stdout, "starting state: %d directories, %d files (%s), %d symlinks; %d replay ops\n",
 		st.Dirs, st.Files, humanBytes(st.Bytes), st.Symlinks, st.Ops)
+	if o.RoundTrip == "auto" {
+		roundTrip = st.RoundTrip
+		if timing == replay.TimingThink && st.RoundTrip > 0 {
+			_, _ = fmt.Fprintf(e.stdout, "recording layer round trip: %v per request (median of %d path-walk gaps), not waited for again\n",
+				st.RoundTrip, st.RoundTripSamples)
+		}
+	}
 	if o.DryRun {
 		r, err := openTrace(tracePath)
 		if err != nil {
@@ -241,7 +256,7 @@ func runReplay(ctx context.Context, e *env, o *replayOptions, args []string) err
 			}
 			base := fmt.Sprintf("%s.t%d.r%d", prefix, i+1, rep+1)
 			sum, err := replayOnce(ctx, e, o, tracePath, base, b, st, replay.Options{
-				Timing: timing, Speed: o.Speed, OnDiverge: policy, Plan: po, FillRandom: fill, Log: e.log,
+				Timing: timing, Speed: o.Speed, RoundTrip: roundTrip, OnDiverge: policy, Plan: po, FillRandom: fill, Log: e.log,
 			}, rep)
 			if sum != nil {
 				_, _ = fmt.Fprintf(e.stdout, "run %d/%d, target %d: %s\n", rep+1, o.Repeat, i+1, base+".iotap")

@@ -1,0 +1,153 @@
+package replay
+
+import (
+	"runtime"
+	"sync"
+)
+
+// Waiting for child processes.
+//
+// A shell running a job script records a few requests of its own between commands, and
+// each gap between them holds a whole command: the shell was waiting for its child. Think
+// mode would wait the recorded gap again, so a faster target could never finish the
+// script sooner, and a slower one would start the next command before the previous one
+// ended. Instead, an op whose thread's gap contains requests of a descendant process is
+// due after that descendant's last such request completes in the replay, plus the
+// recorded time from it to the op (less the round trips, as for any think time).
+
+// maxAncestry bounds the walk up the process tree.
+const maxAncestry = 16
+
+// descendant is the latest-ending op of a process's descendants, as planned so far.
+type descendant struct {
+	pid uint32
+	end int64
+}
+
+type procTree struct {
+	ppid   map[uint32]uint32 // pid -> parent pid
+	seen   int               // Source.Processes() read so far
+	latest map[uint32]descendant
+}
+
+// refresh reads process records the source has added since the last call.
+func (pt *procTree) refresh(src Source) {
+	ps := src.Processes()
+	if len(ps) == pt.seen {
+		return
+	}
+	if pt.ppid == nil {
+		pt.ppid = make(map[uint32]uint32)
+		pt.latest = make(map[uint32]descendant)
+	}
+	for _, pr := range ps[pt.seen:] {
+		if pr.Pid != 0 && pr.PPid != pr.Pid {
+			pt.ppid[pr.Pid] = pr.PPid
+		}
+	}
+	pt.seen = len(ps)
+}
+
+// plan sets op.Child and op.ChildEnd when a descendant of op's process ended an op after
+// the thread's previous op (prevEnd), then records op as the latest op of its ancestors'
+// descendants.
+func (pt *procTree) plan(src Source, op *Op, prevEnd int64) {
+	if op.Pid == 0 {
+		return
+	}
+	pt.refresh(src)
+	if pt.ppid == nil {
+		return
+	}
+	if d, ok := pt.latest[op.Pid]; ok && op.Think >= 0 && d.end > prevEnd && d.end <= op.Start {
+		op.Child, op.ChildEnd = d.pid, d.end
+	}
+	end := op.Start + op.Dur
+	pid := op.Pid
+	for i := 0; i < maxAncestry; i++ {
+		parent, ok := pt.ppid[pid]
+		if !ok || parent == 0 || parent == op.Pid {
+			return
+		}
+		if d := pt.latest[parent]; end > d.end {
+			pt.latest[parent] = descendant{pid: op.Pid, end: end}
+		}
+		pid = parent
+	}
+}
+
+// pidProgress is how far a process's ops have completed in the replay: the latest
+// recorded end among its completed ops, and when that op completed.
+type pidProgress struct {
+	mu        sync.Mutex
+	recEnd    int64
+	replayEnd int64
+}
+
+type progressTable struct{ m sync.Map } // pid -> *pidProgress
+
+func (t *progressTable) get(pid uint32) *pidProgress {
+	if v, ok := t.m.Load(pid); ok {
+		return v.(*pidProgress)
+	}
+	v, _ := t.m.LoadOrStore(pid, &pidProgress{})
+	return v.(*pidProgress)
+}
+
+// done records the completion of op at end (monotonic ns).
+func (t *progressTable) done(op *Op, end int64) {
+	if op.Pid == 0 {
+		return
+	}
+	p := t.get(op.Pid)
+	p.mu.Lock()
+	if r := op.Start + op.Dur; r > p.recEnd {
+		p.recEnd, p.replayEnd = r, end
+	}
+	p.mu.Unlock()
+}
+
+func (p *pidProgress) reached(recEnd int64) (int64, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.replayEnd, p.recEnd >= recEnd
+}
+
+// waitChild blocks until op's descendant has completed its op ending at op.ChildEnd and
+// returns when that happened in the replay (false: the run was cancelled).
+func (w *worker) waitChild(op *Op) (int64, bool) {
+	e := w.e
+	p := e.progress.get(op.Child)
+	t0 := now()
+	for n := 0; ; n++ {
+		if at, ok := p.reached(op.ChildEnd); ok {
+			if n > 0 {
+				w.st.depWait += now() - t0
+			}
+			return at, true
+		}
+		if e.ctx.Err() != nil {
+			return 0, false
+		}
+		if n < 64 {
+			runtime.Gosched()
+			continue
+		}
+		e.mu.Lock()
+		e.waiters.Add(1)
+		if _, ok := p.reached(op.ChildEnd); !ok && e.ctx.Err() == nil {
+			e.cond.Wait()
+		}
+		e.waiters.Add(-1)
+		e.mu.Unlock()
+	}
+}
+
+// childDue is when an op that waited for a descendant is due: the descendant's op
+// completed at at; the recorded time from it to the op follows, without round trips.
+func (w *worker) childDue(op *Op, at int64) int64 {
+	gap := op.Start - op.ChildEnd
+	cut := thinkAfter(&Op{Think: gap, Reqs: op.Reqs, FoldDur: op.FoldDur}, int64(w.e.opts.RoundTrip))
+	w.st.thinkCut += gap - cut
+	return at + int64(float64(cut)/w.e.speed)
+}

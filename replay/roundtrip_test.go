@@ -1,0 +1,151 @@
+package replay
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/iotap/iotap/trace"
+)
+
+// roundTripTrace: one thread opens and stats n files, each a two-lookup path walk with
+// rtt between the kernel's requests, and 1 ms of application time between calls.
+func roundTripTrace(t testing.TB, fuse bool, n int, rtt int64) []byte {
+	b := newTB(t)
+	if fuse {
+		b = newTBFUSE(t)
+	}
+	for i := 0; i < n; i++ {
+		name := fmt.Sprintf("d/f%d", i)
+		b.w.AddFile(trace.File{Path: b.path(name), Type: trace.TypeFile, Mode: 0o644, Size: 10})
+		b.ev(1, trace.OpLookup, "d", 3000, rtt, func(e *trace.Event) { e.Mode = unix.S_IFDIR | 0o755 })
+		b.ev(1, trace.OpLookup, name, 3000, rtt, func(e *trace.Event) { e.Mode = unix.S_IFREG | 0o644; e.Ret = 10 })
+		b.ev(1, trace.OpGetattr, name, 2000, int64(time.Millisecond), func(e *trace.Event) { e.Mode = unix.S_IFREG | 0o644; e.Ret = 10 })
+	}
+	return b.bytes()
+}
+
+// TestRoundTripEstimate: the planner finds the recording layer's round trip in the gaps
+// after path-walk lookups of a FUSE recording, and none in a trace that is not one.
+func TestRoundTripEstimate(t *testing.T) {
+	const rtt = 30_000
+	st, err := DeriveState(readerOf(t, roundTripTrace(t, true, 50, rtt)), PlanOptions{})
+	must(t, err)
+	if d := st.RoundTrip - rtt; d < -rttBucket || d > rttBucket || st.RoundTripSamples < 50 {
+		t.Errorf("round trip %v from %d samples, want %v", st.RoundTrip, st.RoundTripSamples, time.Duration(rtt))
+	}
+	st, err = DeriveState(readerOf(t, roundTripTrace(t, false, 50, rtt)), PlanOptions{})
+	must(t, err)
+	if st.RoundTrip != 0 {
+		t.Errorf("round trip %v estimated for a trace not recorded through FUSE", st.RoundTrip)
+	}
+	st, err = DeriveState(readerOf(t, roundTripTrace(t, true, 3, rtt)), PlanOptions{})
+	must(t, err)
+	if st.RoundTrip != 0 {
+		t.Errorf("round trip %v from only %d samples", st.RoundTrip, st.RoundTripSamples)
+	}
+}
+
+func TestThinkAfter(t *testing.T) {
+	op := &Op{Think: 200_000, Reqs: 3, FoldDur: 10_000}
+	if got := thinkAfter(op, 30_000); got != 100_000 {
+		t.Errorf("think %d, want 100000", got)
+	}
+	if got := thinkAfter(op, 0); got != 190_000 {
+		t.Errorf("think without a round trip %d, want 190000", got)
+	}
+	if got := thinkAfter(op, 100_000); got != 0 {
+		t.Errorf("think %d, want 0 (never negative)", got)
+	}
+}
+
+// TestThinkRoundTrip: in think mode, the recorded gaps minus the folded lookups and one
+// round trip per request are waited for, so a trace whose gaps are mostly round trips
+// replays faster once they are taken out; a second thread that started after the first
+// ended starts after it in the replay too, moved with it.
+func TestThinkRoundTrip(t *testing.T) {
+	const n, rtt = 100, 600_000 // 0.6 ms round trips: large against timer noise
+	b := newTBFUSE(t)
+	for i := 0; i < n; i++ {
+		name := fmt.Sprintf("f%d", i)
+		b.w.AddFile(trace.File{Path: b.path(name), Type: trace.TypeFile, Mode: 0o644, Size: 10})
+		b.ev(1, trace.OpLookup, name, 3000, rtt, func(e *trace.Event) { e.Mode = unix.S_IFREG | 0o644; e.Ret = 10 })
+		b.ev(1, trace.OpGetattr, name, 2000, rtt+100_000, func(e *trace.Event) { e.Mode = unix.S_IFREG | 0o644; e.Ret = 10 })
+	}
+	end := b.clock[1]
+	b.at(2, end+int64(time.Millisecond))
+	for i := 0; i < 10; i++ {
+		b.ev(2, trace.OpGetattr, "f0", 2000, rtt+100_000, func(e *trace.Event) { e.Mode = unix.S_IFREG | 0o644; e.Ret = 10 })
+	}
+	data := b.bytes()
+	st, err := DeriveState(readerOf(t, data), PlanOptions{})
+	must(t, err)
+	if st.RoundTrip < 550*time.Microsecond || st.RoundTrip > 650*time.Microsecond {
+		t.Fatalf("estimated round trip %v, want about 600µs", st.RoundTrip)
+	}
+	var spans [2]time.Duration
+	for i, o := range []Options{{Timing: TimingThink}, {Timing: TimingThink, RoundTrip: st.RoundTrip}} {
+		_, d := target(t, "")
+		must(t, Prepare(context.Background(), d, st, false))
+		sum, err := Run(context.Background(), readerOf(t, data), d, nil, o)
+		must(t, err)
+		if sum.Divergences != 0 {
+			t.Fatalf("divergences: %v", sum.Examples)
+		}
+		spans[i] = sum.ReplaySpan
+		t.Logf("round trip %v: span %v (recorded %v), think not waited for %v", o.RoundTrip, sum.ReplaySpan, sum.RecordedSpan, sum.ThinkCut)
+		if i == 1 && (sum.RoundTrip != st.RoundTrip || sum.ThinkCut < time.Duration(2*n-1)*600*time.Microsecond) {
+			t.Errorf("summary round trip %v, think cut %v", sum.RoundTrip, sum.ThinkCut)
+		}
+	}
+	// Recorded: about 100 x 1.9 ms + 1 ms + 10 x 0.7 ms = 198 ms. Folding alone saves the
+	// lookups' 0.6 ms; without the round trips each op waits about 0.1 ms.
+	if spans[1] > spans[0]/2 {
+		t.Errorf("span %v with round trips taken out, %v without: want less than half", spans[1], spans[0])
+	}
+}
+
+// TestThinkWaitsForChild: a shell's op after a command ran is due after the command's
+// last op completes in the replay (plus the recorded time between them), not after the
+// recorded gap: the command here replays in a fraction of its recorded time once round
+// trips are taken out, and so does the script.
+func TestThinkWaitsForChild(t *testing.T) {
+	const rtt = 500_000
+	b := newTBFUSE(t)
+	b.procs[1], b.procs[2] = true, true
+	b.w.AddProcess(trace.Process{Tid: 1, Pid: 1, PPid: 0, Comm: "sh"})
+	b.w.AddProcess(trace.Process{Tid: 2, Pid: 2, PPid: 1, Comm: "cmd"})
+	b.w.AddFile(trace.File{Path: b.path("f"), Type: trace.TypeFile, Mode: 0o644, Size: 10})
+	stat := func(e *trace.Event) { e.Mode = unix.S_IFREG | 0o644; e.Ret = 10 }
+	pid := func(p uint32) func(e *trace.Event) { return func(e *trace.Event) { stat(e); e.Pid = p } }
+	// Path-walk gaps for the estimate: lookup, then getattr rtt later.
+	b.ev(1, trace.OpLookup, "f", 3000, rtt, pid(1))
+	b.ev(1, trace.OpGetattr, "f", 2000, 0, pid(1))
+	start := b.clock[1] + int64(time.Millisecond)
+	b.at(2, start)
+	for i := 0; i < 100; i++ {
+		b.ev(2, trace.OpLookup, "f", 3000, rtt, pid(2))
+		b.ev(2, trace.OpGetattr, "f", 2000, rtt+50_000, pid(2))
+	}
+	b.at(1, b.clock[2]+int64(time.Millisecond)) // the shell resumes 1 ms after its command's last op
+	b.ev(1, trace.OpGetattr, "f", 2000, 0, pid(1))
+	data := b.bytes()
+	st, err := DeriveState(readerOf(t, data), PlanOptions{})
+	must(t, err)
+	_, d := target(t, "")
+	must(t, Prepare(context.Background(), d, st, false))
+	sum, err := Run(context.Background(), readerOf(t, data), d, nil, Options{Timing: TimingThink, RoundTrip: st.RoundTrip})
+	must(t, err)
+	if sum.Divergences != 0 {
+		t.Fatalf("divergences: %v", sum.Examples)
+	}
+	t.Logf("round trip %v: span %v, recorded %v", st.RoundTrip, sum.ReplaySpan, sum.RecordedSpan)
+	// Recorded: about 1 + 100 x 1.05 + 1 ms = 107 ms. The command's ops are 50 µs apart
+	// once round trips are out: about 5 ms, then 1 ms to the shell's op.
+	if sum.ReplaySpan > sum.RecordedSpan/3 {
+		t.Errorf("span %v of recorded %v: the shell waited for its recorded gap, not for its command", sum.ReplaySpan, sum.RecordedSpan)
+	}
+}
