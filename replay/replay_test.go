@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"reflect"
 	"syscall"
 	"testing"
 	"time"
@@ -202,7 +203,7 @@ func TestPreexisting(t *testing.T) {
 		t.Fatalf("state = %+v, want %+v", st.Entries, want)
 	}
 	for k, w := range want {
-		if got[k] != w {
+		if !reflect.DeepEqual(got[k], w) {
 			t.Errorf("%s: got %+v, want %+v", k, got[k], w)
 		}
 	}

@@ -3,6 +3,7 @@ package replay
 import (
 	"context"
 	"fmt"
+	"syscall"
 	"testing"
 	"time"
 
@@ -147,5 +148,39 @@ func TestThinkWaitsForChild(t *testing.T) {
 	// once round trips are out: about 5 ms, then 1 ms to the shell's op.
 	if sum.ReplaySpan > sum.RecordedSpan/3 {
 		t.Errorf("span %v of recorded %v: the shell waited for its recorded gap, not for its command", sum.ReplaySpan, sum.RecordedSpan)
+	}
+}
+
+// TestPrepareHoles: a starting file whose holes the job found with lseek(SEEK_DATA) is
+// prepared sparse with the same holes, so the replayed lseeks find data where the
+// recorded ones did.
+func TestPrepareHoles(t *testing.T) {
+	const mib = 1 << 20
+	b := newTB(t)
+	b.w.AddFile(trace.File{Path: b.path("sparse"), Type: trace.TypeFile, Mode: 0o644, Size: 4 * mib})
+	fh := b.open(1, "sparse", unix.O_RDONLY)
+	seek := func(off int64, whence uint32, ret int64, errno syscall.Errno) {
+		b.ev(1, trace.OpLseek, "sparse", 2000, 1000, func(e *trace.Event) {
+			e.Handle, e.Offset, e.Flags, e.Ret, e.Errno = fh, off, whence, ret, uint16(errno)
+		})
+	}
+	seek(0, unix.SEEK_DATA, mib, 0)
+	seek(mib, unix.SEEK_HOLE, 2*mib, 0)
+	b.rw(1, trace.OpRead, "sparse", fh, mib, 65536, 65536)
+	seek(2*mib, unix.SEEK_DATA, 3*mib, 0)
+	seek(3*mib, unix.SEEK_HOLE, 4*mib, 0)
+	b.close(1, "sparse", fh)
+	data := b.bytes()
+	st, err := DeriveState(readerOf(t, data), PlanOptions{})
+	must(t, err)
+	root, d := target(t, "")
+	sum := replayOnto(t, data, d, nil, Options{Timing: TimingAFAP})
+	if sum.Divergences != 0 {
+		t.Errorf("%d divergences: %v (state %+v)", sum.Divergences, sum.Examples, st.Entries)
+	}
+	var fst syscall.Stat_t
+	must(t, syscall.Stat(root+"/sparse", &fst))
+	if fst.Size != 4*mib || fst.Blocks*512 > 2*mib+64<<10 {
+		t.Errorf("prepared file: size %d, %d bytes allocated; want 4 MiB with 2 MiB of holes", fst.Size, fst.Blocks*512)
 	}
 }

@@ -22,7 +22,13 @@ type Entry struct {
 	Mode   uint32 // permission bits, 0 if unknown
 	Size   int64  // regular files
 	Target string // symlinks (the trace does not record it: a placeholder)
+	// Holes are ranges the trace shows unallocated in the starting file (lseek SEEK_DATA
+	// answers): Prepare leaves them sparse. End -1: to the end of the file.
+	Holes []Hole
 }
+
+// Hole is a byte range [Off, End) of a file with no data.
+type Hole struct{ Off, End int64 }
 
 // State is what existed under the traced root before the trace began, as far as the
 // trace shows: objects it found (File records), and objects its successful ops used
@@ -181,6 +187,26 @@ func (m *model) grow(n *mnode, size int64, observedEOF bool) {
 	n.size = n.entry.Size
 }
 
+// seekHole learns holes of a starting-state file from lseek(SEEK_DATA): data is found at
+// the answer, so [offset, answer) is a hole; ENXIO means no data from offset to the end.
+func (m *model) seekHole(op *Op) {
+	const seekData = 3
+	if op.Flags != seekData || !m.derive {
+		return
+	}
+	n := m.nodes[op.Name]
+	if n == nil || n.entry == nil || n.modified || n.typ != trace.TypeFile {
+		return
+	}
+	switch {
+	case op.WantErrno == 0 && op.WantRet > op.Offset:
+		n.entry.Holes = append(n.entry.Holes, Hole{Off: op.Offset, End: op.WantRet})
+		m.grow(n, op.WantRet+1, false)
+	case op.WantErrno == uint16(syscall.ENXIO):
+		n.entry.Holes = append(n.entry.Holes, Hole{Off: op.Offset, End: -1})
+	}
+}
+
 // apply plays one op's recorded outcome on the model.
 func (m *model) apply(op *Op) {
 	ok := op.WantErrno == 0
@@ -190,7 +216,9 @@ func (m *model) apply(op *Op) {
 	switch op.Kind {
 	case KClose:
 		m.endListing(op.Handle)
-	case KSkip, KStatfs, KFsync, KLseek, KLock:
+	case KSkip, KStatfs, KFsync, KLock:
+	case KLseek:
+		m.seekHole(op)
 	case KStat:
 		if ok {
 			n := m.need(op, name, trace.TypeOfMode(op.Mode))
@@ -502,7 +530,7 @@ func Prepare(ctx context.Context, b Backend, st *State, fillRandom bool) error {
 		case trace.TypeSymlink:
 			err = b.Symlink(ctx, e.Target, e.Name)
 		default:
-			err = writeFile(ctx, b, e.Name, e.Size, buf)
+			err = writeFile(ctx, b, e.Name, e.Size, e.Holes, buf)
 		}
 		if err != nil && Errno(err) != syscall.EEXIST {
 			return fmt.Errorf("replay: prepare %q: %w", e.Name, err)
@@ -521,13 +549,25 @@ func Prepare(ctx context.Context, b Backend, st *State, fillRandom bool) error {
 	return nil
 }
 
-func writeFile(ctx context.Context, b Backend, name string, size int64, buf []byte) error {
+// writeFile creates name with size bytes of buf's content, leaving holes unwritten (the
+// file is sized first, so they stay sparse where the backend supports it).
+func writeFile(ctx context.Context, b Backend, name string, size int64, holes []Hole, buf []byte) error {
 	f, err := b.Open(ctx, name, unix.O_WRONLY|unix.O_CREAT|unix.O_TRUNC, 0o644)
 	if err != nil {
 		return err
 	}
+	if len(holes) > 0 {
+		if err := f.Truncate(ctx, size); err != nil {
+			_ = f.Close(ctx)
+			return err
+		}
+	}
 	for off := int64(0); off < size; {
-		n := min(int64(len(buf)), size-off)
+		if h, ok := holeAt(holes, off, size); ok {
+			off = h
+			continue
+		}
+		n := min(int64(len(buf)), size-off, nextHole(holes, off, size)-off)
 		if _, err := f.WriteAt(ctx, buf[:n], off); err != nil {
 			_ = f.Close(ctx)
 			return err
@@ -535,6 +575,31 @@ func writeFile(ctx context.Context, b Backend, name string, size int64, buf []by
 		off += n
 	}
 	return f.Close(ctx)
+}
+
+// holeAt reports whether off lies in a hole, and where the hole ends.
+func holeAt(holes []Hole, off, size int64) (int64, bool) {
+	for _, h := range holes {
+		end := h.End
+		if end < 0 || end > size {
+			end = size
+		}
+		if off >= h.Off && off < end {
+			return end, true
+		}
+	}
+	return 0, false
+}
+
+// nextHole returns where the first hole after off starts (size if none).
+func nextHole(holes []Hole, off, size int64) int64 {
+	next := size
+	for _, h := range holes {
+		if h.Off > off && h.Off < next {
+			next = h.Off
+		}
+	}
+	return next
 }
 
 // symlinkPlaceholder returns a dangling relative symlink target of n bytes.
