@@ -5,6 +5,7 @@ import (
 	"log"
 	"log/slog"
 	"os"
+	"runtime"
 	"time"
 
 	"github.com/hanwen/go-fuse/v2/fs"
@@ -34,6 +35,15 @@ const (
 	DefaultFsName        = "iotap"
 	kernelCacheTimeout   = time.Second
 )
+
+// DefaultServerProcs is the GOMAXPROCS a process serving mounts should run with: one per
+// four CPUs, at least one. The serving code is a small part of a request; the rest is
+// blocking system calls, which run in parallel regardless of GOMAXPROCS. Fewer Ps mean
+// fewer cross-CPU goroutine wake-ups per request: on a 2-vCPU VM, GOMAXPROCS=1 served
+// 1.3-2.2x the small-file operations and 1.23x the 4 KiB random reads of GOMAXPROCS=2, with
+// no change on 1 MiB reads and writes. It is a process-wide setting, so Mount leaves it to
+// the caller.
+func DefaultServerProcs() int { return max(1, runtime.NumCPU()/4) }
 
 // Options configure Mount.
 type Options struct {

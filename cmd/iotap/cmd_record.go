@@ -72,6 +72,7 @@ type layerOptions struct {
 	DropWhenFull  bool
 	AllowOther    bool
 	FUSEDebug     bool
+	ServerProcs   int
 }
 
 func (o *layerOptions) addFlags(fs *pflag.FlagSet, targetHelp string) {
@@ -89,6 +90,8 @@ func (o *layerOptions) addFlags(fs *pflag.FlagSet, targetHelp string) {
 	fs.BoolVar(&o.DropWhenFull, "drop-when-full", false, "drop events instead of slowing the job when the trace buffer is full (drops are counted)")
 	fs.BoolVar(&o.AllowOther, "allow-other", false, "let other users use the traced view (adds default_permissions)")
 	fs.BoolVar(&o.FUSEDebug, "fuse-debug", false, "print every FUSE request (very verbose)")
+	fs.IntVar(&o.ServerProcs, "server-procs", 0, "CPUs the layer's Go code may use at once (GOMAXPROCS of the serving process; `n`=0: one per 4 CPUs, at least 1; "+
+		"backend calls run in parallel either way)")
 }
 
 // recordOptions are the flags of `iotap record`.
@@ -129,6 +132,7 @@ type recordSpec struct {
 	FUSEDebug     bool
 	StatsInterval time.Duration
 	DropWhenFull  bool
+	ServerProcs   int    // GOMAXPROCS while serving (0: fusefs.DefaultServerProcs)
 	Kind          string // "record" or "mount" (for messages)
 }
 
@@ -204,6 +208,9 @@ func prepare(o *layerOptions, kind string) (*recordSpec, error) {
 	if o.StatsInterval < 0 {
 		return nil, usageErrorf("--stats-interval must not be negative")
 	}
+	if o.ServerProcs < 0 {
+		return nil, usageErrorf("--server-procs must not be negative")
+	}
 	labels, err := splitLabels(o.Labels)
 	if err != nil {
 		return nil, err
@@ -216,7 +223,7 @@ func prepare(o *layerOptions, kind string) (*recordSpec, error) {
 	spec := &recordSpec{
 		Cache: o.Cache, Include: o.Include, Exclude: o.Exclude, Comms: o.Comms,
 		AllowOther: o.AllowOther, FUSEDebug: o.FUSEDebug, StatsInterval: o.StatsInterval,
-		DropWhenFull: o.DropWhenFull, Kind: kind,
+		DropWhenFull: o.DropWhenFull, ServerProcs: o.ServerProcs, Kind: kind,
 	}
 	for _, u := range o.UIDs {
 		spec.UIDs = append(spec.UIDs, uint32(u))
@@ -607,6 +614,11 @@ func openSession(e *env, spec *recordSpec) (*session, error) {
 		return nil, fmt.Errorf("cannot write the trace: %w", err)
 	}
 	s := &session{spec: spec, w: w, closeW: closeW, e: e}
+	procs := spec.ServerProcs
+	if procs <= 0 {
+		procs = fusefs.DefaultServerProcs()
+	}
+	runtime.GOMAXPROCS(procs)
 	srv, err := fusefs.Mount(spec.MountPoint, spec.Target, tallyRecorder{Writer: w, t: &s.tally}, o)
 	if err != nil {
 		_ = closeW()

@@ -21,6 +21,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"runtime/pprof"
 	"syscall"
 	"time"
@@ -59,8 +60,10 @@ func mount(args []string) error {
 	ready := fs.String("ready", "", "file to create once mounted")
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the serving process")
 	memprofile := fs.String("memprofile", "", "write a heap profile when signalled, before unmounting")
+	procs := fs.Int("procs", fusefs.DefaultServerProcs(), "GOMAXPROCS while serving (iotap's default)")
 	cpufile := fs.String("cpufile", "", "on SIGUSR1, write the process's CPU time (\"utime_ns stime_ns\") to this file")
 	_ = fs.Parse(args) // ExitOnError
+	runtime.GOMAXPROCS(max(1, *procs))
 	// Install the handler before the ready file exists: an unhandled SIGUSR1 would kill us.
 	if *cpufile != "" {
 		usr1 := make(chan os.Signal, 1)
