@@ -6,16 +6,17 @@
 # divergences, summed op time (I/O time) replayed vs recorded, and runtime replayed vs
 # recorded vs the job run natively (without iotap).
 #
-# Usage: bench/aa.sh [-k RECORDINGS] [-r REPLAYS] [-n READS] [-d DIR]
+# Usage: bench/aa.sh [-k RECORDINGS] [-r REPLAYS] [-n READS] [-d DIR] [-a 'REPLAY FLAGS']
 # Defaults: -k 3 -r 3 -n 20000 (WORKLOAD_READS) -d /dev/shm/iotap-aa (tmpfs)
+# -a passes flags to iotap replay, e.g. -a '--think-cpu spin'.
 # Needs: go, jq, python3, samtools, sqlite3, tar; root (or fusermount3) for FUSE.
 set -euo pipefail
 
-K=3 R=3 N=20000 WORK=/dev/shm/iotap-aa
-while getopts "k:r:n:d:h" o; do
+K=3 R=3 N=20000 WORK=/dev/shm/iotap-aa ARGS=""
+while getopts "k:r:n:d:a:h" o; do
   case $o in
-    k) K=$OPTARG ;; r) R=$OPTARG ;; n) N=$OPTARG ;; d) WORK=$OPTARG ;;
-    *) sed -n '2,12p' "$0"; exit 2 ;;
+    k) K=$OPTARG ;; r) R=$OPTARG ;; n) N=$OPTARG ;; d) WORK=$OPTARG ;; a) ARGS=$OPTARG ;;
+    *) sed -n '2,13p' "$0"; exit 2 ;;
   esac
 done
 REPO=$(cd "$(dirname "$0")/.." && pwd)
@@ -37,7 +38,8 @@ for k in $(seq "$K"); do
   rm -rf "$d"
   for r in $(seq "$R"); do
     t=$WORK/t; rm -rf "$t"; mkdir "$t"
-    "$BIN" replay "$WORK/rec$k.iotap" --target "$t" -o "$WORK/res$k.$r" >"$WORK/res$k.$r.log" 2>&1
+    # shellcheck disable=SC2086 # ARGS holds several flags
+    "$BIN" replay "$WORK/rec$k.iotap" --target "$t" -o "$WORK/res$k.$r" $ARGS >"$WORK/res$k.$r.log" 2>&1
     jq -r --arg k "$k" --arg r "$r" '["replay", $k, $r, .RecordedOps, .ReplayedOps + .SkippedOps, .RecordedRead + .RecordedWrite,
       .ReplayedRead + .ReplayedWrite, .Divergences, .RecordedIO, .ReplayIO, .RecordedSpan, .ReplaySpan, .RoundTrip] | @tsv' \
       "$WORK/res$k.$r.t1.r1.json" >>"$RES"
@@ -45,7 +47,7 @@ for k in $(seq "$K"); do
   rm -rf "$WORK/t"
 done
 
-echo "job: scripts/workload-genomics.sh, WORKLOAD_READS=$N; fs $(stat -f -c %T "$WORK"); $K recordings x $R replays (think mode); kernel $(uname -r), $(nproc) cpus, load $(cut -d' ' -f1 /proc/loadavg)"
+echo "job: scripts/workload-genomics.sh, WORKLOAD_READS=$N; replay flags: ${ARGS:-none}; fs $(stat -f -c %T "$WORK"); $K recordings x $R replays (think mode); kernel $(uname -r), $(nproc) cpus, load $(cut -d' ' -f1 /proc/loadavg)"
 python3 - "$RES" <<'PY'
 import sys, statistics as st
 native, rows = [], []

@@ -106,6 +106,9 @@
 //     recorded time between them (children.go). A thread's first op is due at its
 //     recorded offset moved by the replay's drift: how far ahead or behind the recording
 //     the op that completed last ran.
+//     With Options.ThinkSpin (--think-cpu spin) a thread spins through its think time
+//     instead of sleeping, as the job's computing kept a CPU busy, so the target is
+//     measured under the CPU contention the recording had.
 //   - original (open loop): an op is due at origin + (recorded start − first start)/speed,
 //     against one absolute origin; errors never accumulate.
 //   - afap: no waits beyond the ordering dependencies.

@@ -96,6 +96,11 @@ type Options struct {
 	// mode does not wait for it again (see roundtrip.go). 0: think times as recorded,
 	// without the folded requests.
 	RoundTrip time.Duration
+	// ThinkSpin makes think mode keep the CPU busy through a thread's think time instead of
+	// sleeping, as the job's own computing did: the target then serves the replay under
+	// the CPU contention the recording had. Waits for child processes and threads' first
+	// ops still sleep.
+	ThinkSpin bool
 	// FillRandom makes written data incompressible instead of zeros.
 	FillRandom bool
 	// SpinMargin is how long before an op's due time a worker first stops sleeping and
@@ -532,6 +537,14 @@ func (w *worker) one(op *Op) {
 		return
 	}
 	due := w.due(op)
+	if w.e.opts.ThinkSpin && w.e.opts.Timing == TimingThink && op.Think >= 0 && w.lastEnd != 0 {
+		// The thread computes until its op is due.
+		for now() < due {
+			if w.e.ctx.Err() != nil {
+				break
+			}
+		}
+	}
 	if w.e.opts.Timing == TimingThink && (op.Think < 0 || w.lastEnd == 0) {
 		// A thread's first op moves with the drift of the others: poll it while far away.
 		for d := due - now(); d > int64(2*time.Millisecond); d = due - now() {

@@ -184,3 +184,33 @@ func TestPrepareHoles(t *testing.T) {
 		t.Errorf("prepared file: size %d, %d bytes allocated; want 4 MiB with 2 MiB of holes", fst.Size, fst.Blocks*512)
 	}
 }
+
+// TestThinkSpin: with ThinkSpin a thread's think time keeps a CPU busy (the replay's CPU
+// time covers most of its span) and the timing is that of think mode.
+func TestThinkSpin(t *testing.T) {
+	b := newTB(t)
+	b.w.AddFile(trace.File{Path: b.path("f"), Type: trace.TypeFile, Mode: 0o644, Size: 10})
+	for i := 0; i < 50; i++ {
+		b.ev(1, trace.OpGetattr, "f", 2000, 2_000_000, func(e *trace.Event) { e.Mode = unix.S_IFREG | 0o644; e.Ret = 10 })
+	}
+	data := b.bytes()
+	for _, spin := range []bool{false, true} {
+		_, d := target(t, "")
+		var r0, r1 syscall.Rusage
+		must(t, syscall.Getrusage(syscall.RUSAGE_SELF, &r0))
+		sum := replayOnto(t, data, d, nil, Options{Timing: TimingThink, ThinkSpin: spin})
+		must(t, syscall.Getrusage(syscall.RUSAGE_SELF, &r1))
+		cpu := time.Duration(syscall.TimevalToNsec(r1.Utime) - syscall.TimevalToNsec(r0.Utime) +
+			syscall.TimevalToNsec(r1.Stime) - syscall.TimevalToNsec(r0.Stime))
+		t.Logf("spin %v: span %v (recorded %v), CPU %v", spin, sum.ReplaySpan, sum.RecordedSpan, cpu)
+		if sum.ReplaySpan < sum.RecordedSpan*9/10 {
+			t.Errorf("spin %v: span %v, recorded %v", spin, sum.ReplaySpan, sum.RecordedSpan)
+		}
+		if spin && cpu < sum.ReplaySpan/2 {
+			t.Errorf("spinning replay used %v of CPU in %v", cpu, sum.ReplaySpan)
+		}
+		if !spin && cpu > sum.ReplaySpan/2 {
+			t.Errorf("sleeping replay used %v of CPU in %v", cpu, sum.ReplaySpan)
+		}
+	}
+}

@@ -48,6 +48,7 @@ type replayOptions struct {
 	Timing     string
 	Speed      float64
 	RoundTrip  string
+	ThinkCPU   string
 	OnDiverge  string
 	Prepare    string
 	Fill       string
@@ -66,6 +67,7 @@ func (o *replayOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.DropCaches, "drop-caches", false, "sync and drop the page cache before each run (needs root)")
 	fs.StringVar(&o.Timing, "timing", "think", "timing `mode`: think (previous op done + recorded think time), original (recorded start times), afap")
 	fs.Float64Var(&o.Speed, "speed", 1, "scale think times and start offsets by 1/`x` (2 = twice as fast)")
+	fs.StringVar(&o.ThinkCPU, "think-cpu", "sleep", "think mode: what a thread does during its think time: sleep, or spin (keep a CPU busy as the job's computing did, so the target is measured under the same CPU contention; costs a CPU per thinking thread)")
 	fs.StringVar(&o.RoundTrip, "round-trip", "auto", "think mode: the recording layer's round trip per request, not waited for again (`auto`: estimated from the trace's path walks; a duration such as 30us; 0: none)")
 	fs.StringVar(&o.OnDiverge, "on-diverge", "warn", "`policy` for a result (errno, byte count) that differs from the trace: ignore (count them), warn (count them and log the first ten) or abort (stop at the first). A replay that ran to the end exits 0 under ignore and warn, its divergences counted in the summary and the .json; abort exits 1. ENOTSUP/ENOSYS on one side only (target or recorded storage) is counted as a backend difference, not a divergence")
 	fs.StringVar(&o.Prepare, "prepare", "auto", "starting state `mode`: auto (create it before each run), skip (the target already holds it), only (create it and stop)")
@@ -119,6 +121,9 @@ func runReplay(ctx context.Context, e *env, o *replayOptions, args []string) err
 	}
 	if o.Speed <= 0 {
 		return usageErrorf("--speed %g: want a positive factor", o.Speed)
+	}
+	if o.ThinkCPU != "sleep" && o.ThinkCPU != "spin" {
+		return usageErrorf("--think-cpu %q: want sleep or spin", o.ThinkCPU)
 	}
 	var roundTrip time.Duration
 	if o.RoundTrip != "auto" {
@@ -256,7 +261,7 @@ func runReplay(ctx context.Context, e *env, o *replayOptions, args []string) err
 			}
 			base := fmt.Sprintf("%s.t%d.r%d", prefix, i+1, rep+1)
 			sum, err := replayOnce(ctx, e, o, tracePath, base, b, st, replay.Options{
-				Timing: timing, Speed: o.Speed, RoundTrip: roundTrip, OnDiverge: policy, Plan: po, FillRandom: fill, Log: e.log,
+				Timing: timing, Speed: o.Speed, RoundTrip: roundTrip, ThinkSpin: o.ThinkCPU == "spin", OnDiverge: policy, Plan: po, FillRandom: fill, Log: e.log,
 			}, rep)
 			if sum != nil {
 				_, _ = fmt.Fprintf(e.stdout, "run %d/%d, target %d: %s\n", rep+1, o.Repeat, i+1, base+".iotap")
