@@ -88,7 +88,8 @@ func (t *nodeTable) ref(node uint64, path uint32, parent uint64, name string, is
 	}
 	sh := t.byNode.shard(node)
 	sh.mu.Lock()
-	r := sh.m[node]
+	r, known := sh.m[node]
+	moved := !known || r.path != path
 	r.refs++
 	r.path, r.gen, r.parent, r.isDir = path, t.gen.Load(), parent, isDir
 	if r.name != name {
@@ -96,7 +97,8 @@ func (t *nodeTable) ref(node uint64, path uint32, parent uint64, name string, is
 	}
 	sh.m[node] = r
 	sh.mu.Unlock()
-	if path != 0 {
+	if path != 0 && moved {
+		// A repeated lookup of a node (every stat with 0 s entry timeouts) changes nothing.
 		t.byPath.set(path, node)
 	}
 }
