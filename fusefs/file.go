@@ -4,7 +4,6 @@ import (
 	"context"
 	"sync"
 	"syscall"
-	"time"
 	"unsafe"
 
 	"github.com/hanwen/go-fuse/v2/fs"
@@ -203,14 +202,18 @@ func (f *file) setattr(in *fuse.SetAttrIn) syscall.Errno {
 	mtime, mok := in.GetMTime()
 	atime, aok := in.GetATime()
 	if mok || aok {
-		var ap, mp *time.Time
+		ts := [2]unix.Timespec{{Nsec: unix.UTIME_OMIT}, {Nsec: unix.UTIME_OMIT}}
+		var err error
 		if aok {
-			ap = &atime
+			if ts[0], err = unix.TimeToTimespec(atime); err != nil {
+				return errnoOf(err)
+			}
 		}
 		if mok {
-			mp = &mtime
+			if ts[1], err = unix.TimeToTimespec(mtime); err != nil {
+				return errnoOf(err)
+			}
 		}
-		ts := [2]syscall.Timespec{fuse.UtimeToTimespec(ap), fuse.UtimeToTimespec(mp)}
 		// futimens(fd): utimensat with a NULL path (x/sys refuses an empty path without
 		// AT_EMPTY_PATH, which utimensat does not take).
 		if _, _, e := unix.Syscall6(unix.SYS_UTIMENSAT, uintptr(f.fd), 0, uintptr(unsafe.Pointer(&ts[0])), 0, 0, 0); e != 0 {

@@ -65,7 +65,7 @@ func (n *node) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs
 	if err != nil {
 		return nil, errnoOf(err)
 	}
-	out.Attr.FromStat(&st)
+	out.FromStat(&st)
 	return n.newChild(ctx, &st, &x), 0
 }
 
@@ -133,7 +133,7 @@ func (n *node) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.En
 		_ = unix.Unlinkat(n.b.rootFd, p, unix.AT_REMOVEDIR)
 		return nil, errnoOf(err)
 	}
-	out.Attr.FromStat(&st)
+	out.FromStat(&st)
 	return n.newChild(ctx, &st, &x), 0
 }
 

@@ -176,3 +176,36 @@ func TestProgramFioVerify(t *testing.T) {
 		}
 	})
 }
+
+// TestProgramAttrs: chmod, truncate and utimes by name and through an open descriptor
+// (ftruncate, futimens, fchmod: SETATTR with a handle) give the same result through the
+// mount as directly.
+func TestProgramAttrs(t *testing.T) {
+	need(t, "python3")
+	const script = `import os, sys
+d = sys.argv[1]
+p = os.path.join(d, "a")
+with open(p, "wb") as f:
+    f.write(b"x" * 10000)
+os.truncate(p, 5000)
+os.chmod(p, 0o640)
+os.utime(p, (1000000, 2000000))
+fd = os.open(os.path.join(d, "b"), os.O_WRONLY | os.O_CREAT, 0o644)
+os.write(fd, b"y" * 8192)
+os.ftruncate(fd, 3000)
+os.fchmod(fd, 0o600)
+os.utime(fd, ns=(3000000123, 4000000456))
+os.close(fd)
+for n in ("a", "b"):
+    st = os.stat(os.path.join(d, n))
+    print(n, st.st_size, oct(st.st_mode), st.st_atime_ns, st.st_mtime_ns)
+`
+	forModes(t, func(t *testing.T, mode fusefs.CacheMode) {
+		mnt, native, _ := mountBoth(t, mode)
+		got := sh(t, `python3 -c "$SCRIPT" "$DIR"`, "SCRIPT="+script, "DIR="+mnt)
+		want := sh(t, `python3 -c "$SCRIPT" "$DIR"`, "SCRIPT="+script, "DIR="+native)
+		if !bytes.Equal(got, want) {
+			t.Errorf("through the mount:\n%s\ndirectly:\n%s", got, want)
+		}
+	})
+}
