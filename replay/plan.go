@@ -226,11 +226,15 @@ type planner struct {
 	nextRes  uint32
 	res      []resState // by resource id
 	handles  map[uint64]*handleState
-	byPath   map[uint32]uint64 // path id -> an open handle on it (for fstat/ftruncate)
-	threads  map[uint32]*threadState
-	holding  []uint32 // threads that may hold ops (see expire)
-	freeSlot []int32
-	nSlots   int32
+	// superseded holds a handle's previous incarnation when an open reused its number
+	// before the old one's release was seen: go-fuse frees the number when the release
+	// starts, and the open that reuses it may have started earlier.
+	superseded map[uint64]*handleState
+	byPath     map[uint32]uint64 // path id -> an open handle on it (for fstat/ftruncate)
+	threads    map[uint32]*threadState
+	holding    []uint32 // threads that may hold ops (see expire)
+	freeSlot   []int32
+	nSlots     int32
 
 	cur     trace.Event
 	slotRes []resState // by slot
@@ -247,7 +251,7 @@ func newPlanner(src Source, o PlanOptions) *planner {
 	return &planner{
 		src: src, opts: o, fuse: recordedThroughFUSE(src.Header()),
 		paths: map[uint32]*pathInfo{}, resByDir: map[string]uint32{},
-		handles: map[uint64]*handleState{}, byPath: map[uint32]uint64{},
+		handles: map[uint64]*handleState{}, byPath: map[uint32]uint64{}, superseded: map[uint64]*handleState{},
 		threads: map[uint32]*threadState{}, nextRes: 1, res: make([]resState, 1, 1024),
 		lastOut: -1 << 62,
 	}
@@ -494,7 +498,7 @@ func (p *planner) feed1(ev *trace.Event) {
 		p.Stats.Folded[ev.Op]++
 		return
 	case trace.OpFlush:
-		if h := p.handles[ev.Handle]; h != nil {
+		if h := p.handleOf(ev); h != nil {
 			h.flushed, h.flushErr, h.flushDur = true, ev.Errno, ev.Dur
 			// A close ends the reads and writes held for merging on the handle.
 			p.releaseOn(h.slot)
@@ -805,8 +809,11 @@ func (p *planner) allocSlot() int32 {
 }
 
 func (p *planner) opened(op *Op, dir bool) {
-	if old := p.handles[op.Handle]; old != nil { // handle reused without a release we saw
-		p.freeSlot = append(p.freeSlot, old.slot)
+	if old := p.handles[op.Handle]; old != nil { // handle reused before its release was seen
+		if prev := p.superseded[op.Handle]; prev != nil {
+			p.freeSlot = append(p.freeSlot, prev.slot) // two reuses: the oldest is lost
+		}
+		p.superseded[op.Handle] = old
 	}
 	h := &handleState{worker: op.Worker, slot: p.allocSlot(), pathID: op.PathID, dir: dir}
 	p.handles[op.Handle] = h
@@ -872,13 +879,27 @@ func (p *planner) releaseOn(s int32) {
 }
 
 // close turns a release into a close in the opener's worker.
-func (p *planner) close(ev *trace.Event) {
+// handleOf returns the state of the handle a flush or release names: the previous
+// incarnation of the number if the event is about that one's file.
+func (p *planner) handleOf(ev *trace.Event) *handleState {
 	h := p.handles[ev.Handle]
+	if old := p.superseded[ev.Handle]; old != nil && ev.Path != 0 && old.pathID == ev.Path && (h == nil || h.pathID != ev.Path) {
+		return old
+	}
+	return h
+}
+
+func (p *planner) close(ev *trace.Event) {
+	h := p.handleOf(ev)
 	if h == nil {
 		p.Stats.Folded[ev.Op]++
 		return
 	}
-	delete(p.handles, ev.Handle)
+	if p.superseded[ev.Handle] == h {
+		delete(p.superseded, ev.Handle)
+	} else {
+		delete(p.handles, ev.Handle)
+	}
 	if p.byPath[h.pathID] == ev.Handle {
 		delete(p.byPath, h.pathID)
 	}

@@ -215,3 +215,33 @@ func TestThinkSpin(t *testing.T) {
 		}
 	}
 }
+
+// TestHandleReusedBeforeRelease: go-fuse frees a handle number when the release starts,
+// and a create that started earlier can get it; the late release belongs to the old file
+// (its path says so), not to the new holder of the number.
+func TestHandleReusedBeforeRelease(t *testing.T) {
+	b := newTB(t)
+	stat := func(fh uint64) func(e *trace.Event) {
+		return func(e *trace.Event) { e.Handle, e.Flags, e.Mode = fh, unix.O_WRONLY|unix.O_CREAT, unix.S_IFREG|0o644 }
+	}
+	b.at(1, 1_000_000).ev(1, trace.OpCreate, "a", 10_000, 0, stat(3))
+	b.at(1, 1_020_000).ev(1, trace.OpWrite, "a", 10_000, 0, func(e *trace.Event) { e.Handle, e.Size, e.Ret = 3, 100, 100 })
+	b.at(1, 1_040_000).ev(1, trace.OpFlush, "a", 2_000, 0, func(e *trace.Event) { e.Handle = 3 })
+	b.at(1, 1_050_000).ev(1, trace.OpCreate, "b", 300_000, 0, stat(3)) // gets 3 at its end
+	b.at(1, 1_100_000).ev(1, trace.OpRelease, "a", 5_000, 0, func(e *trace.Event) { e.Handle = 3 })
+	b.at(1, 1_400_000).ev(1, trace.OpWrite, "b", 10_000, 0, func(e *trace.Event) { e.Handle, e.Size, e.Ret = 3, 200, 200 })
+	b.at(1, 1_420_000).ev(1, trace.OpFlush, "b", 2_000, 0, func(e *trace.Event) { e.Handle = 3 })
+	b.at(1, 1_430_000).ev(1, trace.OpRelease, "b", 2_000, 0, func(e *trace.Event) { e.Handle = 3 })
+	data := b.bytes()
+	root, d := target(t, "")
+	sum := replayOnto(t, data, d, nil, Options{Timing: TimingAFAP})
+	if sum.Divergences != 0 || sum.ImplicitOpens != 0 {
+		t.Errorf("%d divergences, %d implicit opens: %v", sum.Divergences, sum.ImplicitOpens, sum.Examples)
+	}
+	for name, size := range map[string]int64{"a": 100, "b": 200} {
+		var st syscall.Stat_t
+		if err := syscall.Stat(root+"/"+name, &st); err != nil || st.Size != size {
+			t.Errorf("%s: size %d (%v), want %d", name, st.Size, err, size)
+		}
+	}
+}
