@@ -180,6 +180,7 @@ func (t *tracer) Init(s *fuse.Server) { t.inner.Init(s) }
 func (t *tracer) OnUnmount() { t.inner.OnUnmount() }
 
 func (t *tracer) Lookup(cancel <-chan struct{}, h *fuse.InHeader, name string, out *fuse.EntryOut) fuse.Status {
+	sl := t.svc.begin(cancel)
 	t0 := now()
 	st := t.inner.Lookup(cancel, h, name, out)
 	t1 := now()
@@ -190,9 +191,11 @@ func (t *tracer) Lookup(cancel <-chan struct{}, h *fuse.InHeader, name string, o
 		t.entry(out.NodeId, h.NodeId, name, ev.Path, &out.Attr, true, t1)
 	} else if st == fuse.OK {
 		// A negative entry (node id 0, cached by the kernel): the caller sees ENOENT.
+		t0, t1 = t.svc.finish(sl, t0, t1)
 		t.commit(ev, t0, t1, fuse.ENOENT)
 		return st
 	}
+	t0, t1 = t.svc.finish(sl, t0, t1)
 	t.commit(ev, t0, t1, st)
 	return st
 }
@@ -210,6 +213,7 @@ func (t *tracer) Forget(nodeid, nlookup uint64) {
 }
 
 func (t *tracer) GetAttr(cancel <-chan struct{}, in *fuse.GetAttrIn, out *fuse.AttrOut) fuse.Status {
+	sl := t.svc.begin(cancel)
 	t0 := now()
 	st := t.inner.GetAttr(cancel, in, out)
 	t1 := now()
@@ -219,6 +223,7 @@ func (t *tracer) GetAttr(cancel <-chan struct{}, in *fuse.GetAttrIn, out *fuse.A
 	if st == fuse.OK {
 		ev.Ret, ev.Mode = int64(out.Size), out.Mode
 	}
+	t0, t1 = t.svc.finish(sl, t0, t1)
 	t.commit(ev, t0, t1, st)
 	return st
 }
@@ -240,7 +245,7 @@ func (t *tracer) SetAttr(cancel <-chan struct{}, in *fuse.SetAttrIn, out *fuse.A
 	if in.Valid&fuse.FATTR_MODE != 0 {
 		ev.Mode = in.Mode
 	}
-	t0, t1 = sl.span(t0, t1)
+	t0, t1 = t.svc.finish(sl, t0, t1)
 	t.commit(ev, t0, t1, st)
 	return st
 }
@@ -261,6 +266,7 @@ func (t *tracer) Mknod(cancel <-chan struct{}, in *fuse.MknodIn, name string, ou
 }
 
 func (t *tracer) Mkdir(cancel <-chan struct{}, in *fuse.MkdirIn, name string, out *fuse.EntryOut) fuse.Status {
+	sl := t.svc.begin(cancel)
 	t0 := now()
 	st := t.inner.Mkdir(cancel, in, name, out)
 	t1 := now()
@@ -271,31 +277,37 @@ func (t *tracer) Mkdir(cancel <-chan struct{}, in *fuse.MkdirIn, name string, ou
 		ev.Node2, ev.Ret = out.NodeId, int64(out.Size)
 		t.entry(out.NodeId, in.NodeId, name, ev.Path, &out.Attr, false, t1)
 	}
+	t0, t1 = t.svc.finish(sl, t0, t1)
 	t.commit(ev, t0, t1, st)
 	return st
 }
 
 func (t *tracer) Unlink(cancel <-chan struct{}, h *fuse.InHeader, name string) fuse.Status {
+	sl := t.svc.begin(cancel)
 	t0 := now()
 	st := t.inner.Unlink(cancel, h, name)
 	t1 := now()
 	ev := event(trace.OpUnlink, h)
 	ev.Path = t.child(h.NodeId, name)
+	t0, t1 = t.svc.finish(sl, t0, t1)
 	t.commit(ev, t0, t1, st)
 	return st
 }
 
 func (t *tracer) Rmdir(cancel <-chan struct{}, h *fuse.InHeader, name string) fuse.Status {
+	sl := t.svc.begin(cancel)
 	t0 := now()
 	st := t.inner.Rmdir(cancel, h, name)
 	t1 := now()
 	ev := event(trace.OpRmdir, h)
 	ev.Path = t.child(h.NodeId, name)
+	t0, t1 = t.svc.finish(sl, t0, t1)
 	t.commit(ev, t0, t1, st)
 	return st
 }
 
 func (t *tracer) Rename(cancel <-chan struct{}, in *fuse.RenameIn, oldName string, newName string) fuse.Status {
+	sl := t.svc.begin(cancel)
 	t0 := now()
 	st := t.inner.Rename(cancel, in, oldName, newName)
 	t1 := now()
@@ -307,6 +319,7 @@ func (t *tracer) Rename(cancel <-chan struct{}, in *fuse.RenameIn, oldName strin
 	if st == fuse.OK {
 		t.nodes.rename(ev.Path, ev.Path2, in.NodeId, oldName, in.Newdir, newName, in.Flags&renameExchange != 0)
 	}
+	t0, t1 = t.svc.finish(sl, t0, t1)
 	t.commit(ev, t0, t1, st)
 	return st
 }
@@ -344,12 +357,14 @@ func (t *tracer) Symlink(cancel <-chan struct{}, h *fuse.InHeader, pointedTo str
 }
 
 func (t *tracer) Readlink(cancel <-chan struct{}, h *fuse.InHeader) ([]byte, fuse.Status) {
+	sl := t.svc.begin(cancel)
 	t0 := now()
 	out, st := t.inner.Readlink(cancel, h)
 	t1 := now()
 	ev := event(trace.OpReadlink, h)
 	ev.Path = t.nodes.path(h.NodeId)
 	ev.Ret = int64(len(out))
+	t0, t1 = t.svc.finish(sl, t0, t1)
 	t.commit(ev, t0, t1, st)
 	return out, st
 }
@@ -424,7 +439,7 @@ func (t *tracer) Create(cancel <-chan struct{}, in *fuse.CreateIn, name string, 
 		t.entry(out.NodeId, in.NodeId, name, ev.Path, &out.Attr, false, t1)
 		t.opened(out.Fh, ev, t1)
 	}
-	t0, t1 = sl.span(t0, t1)
+	t0, t1 = t.svc.finish(sl, t0, t1)
 	t.commit(ev, t0, t1, st)
 	return st
 }
@@ -457,7 +472,7 @@ func (t *tracer) Open(cancel <-chan struct{}, in *fuse.OpenIn, out *fuse.OpenOut
 		ev.Handle = out.Fh
 		t.opened(out.Fh, ev, t1)
 	}
-	t0, t1 = sl.span(t0, t1)
+	t0, t1 = t.svc.finish(sl, t0, t1)
 	t.commit(ev, t0, t1, st)
 	return st
 }
@@ -474,7 +489,7 @@ func (t *tracer) Read(cancel <-chan struct{}, in *fuse.ReadIn, buf []byte) (fuse
 		ev.Ret = int64(res.Size())
 		t.stats.rbytes.Add(uint64(ev.Ret))
 	}
-	t0, t1 = sl.span(t0, t1)
+	t0, t1 = t.svc.finish(sl, t0, t1)
 	t.commit(ev, t0, t1, st)
 	return res, st
 }
@@ -547,7 +562,7 @@ func (t *tracer) Write(cancel <-chan struct{}, in *fuse.WriteIn, data []byte) (u
 	t0 := now()
 	n, st := t.inner.Write(cancel, in, data)
 	t1 := now()
-	t0, t1 = sl.span(t0, t1)
+	t0, t1 = t.svc.finish(sl, t0, t1)
 	t.written(in, n, t0, t1, st)
 	return n, st
 }
@@ -562,7 +577,7 @@ func (t *tracer) Writev(cancel <-chan struct{}, in *fuse.WriteIn, data [][]byte)
 	if st == fuse.ENOSYS {
 		return n, st
 	}
-	t0, t1 = sl.span(t0, t1)
+	t0, t1 = t.svc.finish(sl, t0, t1)
 	t.written(in, n, t0, t1, st)
 	return n, st
 }
@@ -654,6 +669,7 @@ func (t *tracer) Fallocate(cancel <-chan struct{}, in *fuse.FallocateIn) fuse.St
 }
 
 func (t *tracer) OpenDir(cancel <-chan struct{}, in *fuse.OpenIn, out *fuse.OpenOut) fuse.Status {
+	sl := t.svc.begin(cancel)
 	t0 := now()
 	st := t.inner.OpenDir(cancel, in, out)
 	t1 := now()
@@ -664,6 +680,7 @@ func (t *tracer) OpenDir(cancel <-chan struct{}, in *fuse.OpenIn, out *fuse.Open
 		ev.Handle = out.Fh
 		t.opened(out.Fh, ev, t1)
 	}
+	t0, t1 = t.svc.finish(sl, t0, t1)
 	t.commit(ev, t0, t1, st)
 	return st
 }

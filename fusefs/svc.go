@@ -2,7 +2,8 @@ package fusefs
 
 import (
 	"context"
-	"sync"
+	"sync/atomic"
+	"unsafe"
 )
 
 // Service time.
@@ -18,31 +19,64 @@ import (
 // measurement is the application-level system call on the target.
 //
 // The figure travels from the node or file method to the tracer in a slot keyed by the
-// request's cancel channel, which the tracer receives and the method sees as ctx.Done():
-// go-fuse makes one channel per request object and reuses the objects, so the slots stay
-// few and a lookup does not allocate.
+// request's cancel channel, which the tracer receives and the method sees as ctx.Done().
+// The tracer claims the slot before calling the bridge and releases it after.
 
 // svcSlot holds the service time measured during one request. The request's goroutine is
-// the only user while the request is in flight.
+// the only user of start and dur while the slot is claimed.
 type svcSlot struct {
-	start, dur int64 // monotonic ns; dur < 0: not measured
+	key        atomic.Uintptr // the request's cancel channel; 0: free
+	start, dur int64          // monotonic ns; dur < 0: not measured
+	_          [40]byte       // one slot per cache line
 }
 
-// svcTable maps cancel channels to slots.
-type svcTable struct{ m sync.Map }
+// svcWays slots form a bucket; a request's channel hashes to one bucket and takes any free
+// slot of it. 256 buckets of 8 hold far more requests than are ever in flight (go-fuse's
+// readers plus the kernel's background requests); a request that finds its bucket full is
+// recorded with the handler's time.
+const (
+	svcBuckets = 256
+	svcWays    = 8
+)
 
-// begin returns the request's slot, cleared, or nil when the request has no channel.
+// svcTable maps the cancel channels of requests in flight to slots. It is a fixed array:
+// go-fuse makes a new channel whenever it allocates a request or one was interrupted, so
+// a map keyed by channel would grow for as long as the mount lives.
+type svcTable struct {
+	slots [svcBuckets * svcWays]svcSlot
+	probe func(start, dur int64) // tests: sees every measurement
+}
+
+// chanKey is the identity of a channel (its address; the slot does not keep it alive,
+// and the request holds it while its slot is claimed).
+func chanKey(c <-chan struct{}) uintptr { return *(*uintptr)(unsafe.Pointer(&c)) }
+
+func (s *svcTable) bucket(k uintptr) []svcSlot {
+	b := int((uint64(k) * 0x9E3779B97F4A7C15) >> 56) // top 8 bits
+	return s.slots[b*svcWays : (b+1)*svcWays]
+}
+
+// begin claims the request's slot, cleared, or returns nil (no table, no channel, bucket
+// full).
 func (s *svcTable) begin(cancel <-chan struct{}) *svcSlot {
 	if s == nil || cancel == nil {
 		return nil
 	}
-	if v, ok := s.m.Load(cancel); ok {
-		sl := v.(*svcSlot)
-		sl.dur = -1
-		return sl
+	k := chanKey(cancel)
+	b := s.bucket(k)
+	for i := range b {
+		if b[i].key.Load() == k { // left claimed by a request that ended early (Writev ENOSYS)
+			b[i].dur = -1
+			return &b[i]
+		}
 	}
-	v, _ := s.m.LoadOrStore(cancel, &svcSlot{dur: -1})
-	return v.(*svcSlot)
+	for i := range b {
+		if b[i].key.CompareAndSwap(0, k) {
+			b[i].dur = -1
+			return &b[i]
+		}
+	}
+	return nil
 }
 
 // measured records the backend call that served the request of ctx: it started at start
@@ -56,17 +90,29 @@ func (s *svcTable) measured(ctx context.Context, start int64) {
 	if c == nil {
 		return
 	}
-	if v, ok := s.m.Load(c); ok {
-		sl := v.(*svcSlot)
-		sl.start, sl.dur = start, end-start
+	k := chanKey(c)
+	b := s.bucket(k)
+	for i := range b {
+		if b[i].key.Load() == k {
+			b[i].start, b[i].dur = start, end-start
+			if s.probe != nil {
+				s.probe(start, end-start)
+			}
+			return
+		}
 	}
 }
 
-// span returns the times to record: the measured backend call if there was one, else the
-// handler's t0 and t1.
-func (sl *svcSlot) span(t0, t1 int64) (int64, int64) {
-	if sl == nil || sl.dur < 0 || sl.start < t0 || sl.start+sl.dur > t1 {
+// finish releases the slot and returns the times to record: the measured backend call if
+// there was one, else the handler's t0 and t1.
+func (s *svcTable) finish(sl *svcSlot, t0, t1 int64) (int64, int64) {
+	if sl == nil {
 		return t0, t1
 	}
-	return sl.start, sl.start + sl.dur
+	start, dur := sl.start, sl.dur
+	sl.key.Store(0)
+	if dur < 0 || start < t0 || start+dur > t1 {
+		return t0, t1
+	}
+	return start, start + dur
 }
