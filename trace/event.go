@@ -170,7 +170,11 @@ func (o Op) Class() Class {
 //     fallocate mode, lseek whence, access mask, lock type.
 //   - Mode: create/mkdir/mknod mode; for lookup-like ops the mode of the object found.
 //   - Tid/Pid: calling thread and its thread group. Requests the kernel issues on its own
-//     (release, forget) carry the opener's ids when known, else 0.
+//     (release, forget, write-backs) carry the opener's ids when known, else 0.
+//   - Start/Dur: in a recording, for the requests the layer carries out with one backend
+//     system call (read, write, open, create, setattr, lookup, getattr, mkdir, unlink,
+//     rmdir, rename, readlink, opendir), that call's start and duration; for the others,
+//     the request handler's.
 type Event struct {
 	Start   int64  // ns since Header.Origin (monotonic clock)
 	Dur     int64  // ns
