@@ -183,6 +183,7 @@ type resState struct {
 }
 
 type handleState struct {
+	node     uint64 // FUSE node id of the open file (0 if unknown)
 	worker   uint32
 	slot     int32
 	pathID   uint32
@@ -679,7 +680,11 @@ func (p *planner) feed1(ev *trace.Event) {
 			op.Flags = unix.O_RDONLY | unix.O_DIRECTORY
 		}
 		if ev.Errno == 0 {
-			p.opened(&op, ev.Op == trace.OpOpendir)
+			node := ev.Node // open, opendir: the node opened
+			if ev.Op == trace.OpCreate || ev.Op == trace.OpTmpfile {
+				node = ev.Node2 // the node created
+			}
+			p.opened(&op, ev.Op == trace.OpOpendir, node)
 		} else {
 			op.Slot = -1
 		}
@@ -808,14 +813,14 @@ func (p *planner) allocSlot() int32 {
 	return p.nSlots - 1
 }
 
-func (p *planner) opened(op *Op, dir bool) {
+func (p *planner) opened(op *Op, dir bool, node uint64) {
 	if old := p.handles[op.Handle]; old != nil { // handle reused before its release was seen
 		if prev := p.superseded[op.Handle]; prev != nil {
 			p.freeSlot = append(p.freeSlot, prev.slot) // two reuses: the oldest is lost
 		}
 		p.superseded[op.Handle] = old
 	}
-	h := &handleState{worker: op.Worker, slot: p.allocSlot(), pathID: op.PathID, dir: dir}
+	h := &handleState{worker: op.Worker, slot: p.allocSlot(), pathID: op.PathID, node: node, dir: dir}
 	p.handles[op.Handle] = h
 	p.byPath[op.PathID] = op.Handle
 	op.Slot = h.slot
@@ -829,7 +834,7 @@ func (p *planner) implicitOpen(ev *trace.Event, fh uint64, pathID uint32, pi *pa
 	if dir {
 		op.Flags = unix.O_RDONLY | unix.O_DIRECTORY
 	}
-	p.opened(&op, dir)
+	p.opened(&op, dir, ev.Node)
 	p.Stats.Implicit++
 	p.emit(&op)
 	return p.handles[fh]
@@ -880,10 +885,21 @@ func (p *planner) releaseOn(s int32) {
 
 // close turns a release into a close in the opener's worker.
 // handleOf returns the state of the handle a flush or release names: the previous
-// incarnation of the number if the event is about that one's file.
+// incarnation of the number if the event is about that one's file (same node id; the
+// same path when node ids are unknown, as in hand-made traces).
 func (p *planner) handleOf(ev *trace.Event) *handleState {
 	h := p.handles[ev.Handle]
-	if old := p.superseded[ev.Handle]; old != nil && ev.Path != 0 && old.pathID == ev.Path && (h == nil || h.pathID != ev.Path) {
+	old := p.superseded[ev.Handle]
+	if old == nil {
+		return h
+	}
+	if ev.Node != 0 && old.node != 0 {
+		if old.node == ev.Node && (h == nil || h.node != ev.Node) {
+			return old
+		}
+		return h
+	}
+	if ev.Path != 0 && old.pathID == ev.Path && (h == nil || h.pathID != ev.Path) {
 		return old
 	}
 	return h

@@ -245,3 +245,37 @@ func TestHandleReusedBeforeRelease(t *testing.T) {
 		}
 	}
 }
+
+// TestHandleReusedSameName: the same, with the old file deleted and the new one created
+// under the same name (sqlite's journal): node ids tell the two incarnations apart.
+func TestHandleReusedSameName(t *testing.T) {
+	b := newTB(t)
+	create := func(node uint64) func(e *trace.Event) {
+		return func(e *trace.Event) {
+			e.Handle, e.Flags, e.Mode, e.Node, e.Node2 = 1, unix.O_WRONLY|unix.O_CREAT, unix.S_IFREG|0o644, 1, node
+		}
+	}
+	on := func(node uint64, f func(e *trace.Event)) func(e *trace.Event) {
+		return func(e *trace.Event) { e.Handle, e.Node = 1, node; f(e) }
+	}
+	nop := func(*trace.Event) {}
+	b.at(1, 1_000_000).ev(1, trace.OpCreate, "j", 10_000, 0, create(10))
+	b.at(1, 1_020_000).ev(1, trace.OpWrite, "j", 10_000, 0, on(10, func(e *trace.Event) { e.Size, e.Ret = 100, 100 }))
+	b.at(1, 1_040_000).ev(1, trace.OpFlush, "j", 2_000, 0, on(10, nop))
+	b.at(1, 1_045_000).ev(1, trace.OpUnlink, "j", 2_000, 0, func(e *trace.Event) { e.Node = 1 })
+	b.at(1, 1_050_000).ev(1, trace.OpCreate, "j", 300_000, 0, create(11))
+	b.at(1, 1_100_000).ev(1, trace.OpRelease, "j", 5_000, 0, on(10, nop))
+	b.at(1, 1_400_000).ev(1, trace.OpWrite, "j", 10_000, 0, on(11, func(e *trace.Event) { e.Size, e.Ret = 200, 200 }))
+	b.at(1, 1_420_000).ev(1, trace.OpFlush, "j", 2_000, 0, on(11, nop))
+	b.at(1, 1_430_000).ev(1, trace.OpRelease, "j", 2_000, 0, on(11, nop))
+	data := b.bytes()
+	root, d := target(t, "")
+	sum := replayOnto(t, data, d, nil, Options{Timing: TimingAFAP})
+	if sum.Divergences != 0 || sum.ImplicitOpens != 0 {
+		t.Errorf("%d divergences, %d implicit opens: %v", sum.Divergences, sum.ImplicitOpens, sum.Examples)
+	}
+	var st syscall.Stat_t
+	if err := syscall.Stat(root+"/j", &st); err != nil || st.Size != 200 {
+		t.Errorf("j: size %d (%v), want 200", st.Size, err)
+	}
+}
