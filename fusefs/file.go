@@ -174,53 +174,24 @@ func (f *file) Setattr(ctx context.Context, in *fuse.SetAttrIn, out *fuse.AttrOu
 	return f.Getattr(ctx, out)
 }
 
-func (f *file) setattr(in *fuse.SetAttrIn) syscall.Errno {
-	if mode, ok := in.GetMode(); ok {
-		if err := syscall.Fchmod(f.fd, mode); err != nil {
-			return errnoOf(err)
-		}
+func (f *file) setattr(in *fuse.SetAttrIn) syscall.Errno { return applySetattr(in, fdAttrs(f.fd)) }
+
+// fdAttrs changes attributes through a descriptor.
+type fdAttrs int
+
+func (fd fdAttrs) chmod(mode uint32) error  { return syscall.Fchmod(int(fd), mode) }
+func (fd fdAttrs) chown(uid, gid int) error { return syscall.Fchown(int(fd), uid, gid) }
+func (fd fdAttrs) truncate(size int64) error {
+	return syscall.Ftruncate(int(fd), size)
+}
+
+// utimes is futimens(fd): utimensat with a NULL path (x/sys refuses an empty path
+// without AT_EMPTY_PATH, which utimensat does not take).
+func (fd fdAttrs) utimes(ts *[2]unix.Timespec) error {
+	if _, _, e := unix.Syscall6(unix.SYS_UTIMENSAT, uintptr(fd), 0, uintptr(unsafe.Pointer(&ts[0])), 0, 0, 0); e != 0 {
+		return e
 	}
-	uid32, uok := in.GetUID()
-	gid32, gok := in.GetGID()
-	if uok || gok {
-		uid, gid := -1, -1
-		if uok {
-			uid = int(uid32)
-		}
-		if gok {
-			gid = int(gid32)
-		}
-		if err := syscall.Fchown(f.fd, uid, gid); err != nil {
-			return errnoOf(err)
-		}
-	}
-	if sz, ok := in.GetSize(); ok {
-		if err := syscall.Ftruncate(f.fd, int64(sz)); err != nil {
-			return errnoOf(err)
-		}
-	}
-	mtime, mok := in.GetMTime()
-	atime, aok := in.GetATime()
-	if mok || aok {
-		ts := [2]unix.Timespec{{Nsec: unix.UTIME_OMIT}, {Nsec: unix.UTIME_OMIT}}
-		var err error
-		if aok {
-			if ts[0], err = unix.TimeToTimespec(atime); err != nil {
-				return errnoOf(err)
-			}
-		}
-		if mok {
-			if ts[1], err = unix.TimeToTimespec(mtime); err != nil {
-				return errnoOf(err)
-			}
-		}
-		// futimens(fd): utimensat with a NULL path (x/sys refuses an empty path without
-		// AT_EMPTY_PATH, which utimensat does not take).
-		if _, _, e := unix.Syscall6(unix.SYS_UTIMENSAT, uintptr(f.fd), 0, uintptr(unsafe.Pointer(&ts[0])), 0, 0, 0); e != 0 {
-			return e
-		}
-	}
-	return 0
+	return nil
 }
 
 var _ fs.FileGetattrer = (*file)(nil)

@@ -292,7 +292,7 @@ func BenchmarkLookupMany(b *testing.B) {
 		}
 	}
 	for _, mode := range []string{"untraced", "traced"} {
-		var r fuse.RawFileSystem = u.raw
+		r := u.raw
 		if mode == "traced" {
 			r = u.tr
 		}

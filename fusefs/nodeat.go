@@ -5,7 +5,6 @@ import (
 	"os"
 	"path"
 	"syscall"
-	"time"
 	"unsafe"
 
 	"github.com/hanwen/go-fuse/v2/fs"
@@ -218,51 +217,82 @@ func (n *node) Setattr(ctx context.Context, fh fs.FileHandle, in *fuse.SetAttrIn
 }
 
 func (n *node) setattrAt(rel string, in *fuse.SetAttrIn) syscall.Errno {
-	fd := n.b.rootFd
-	if m, ok := in.GetMode(); ok {
-		if err := unix.Fchmodat(fd, rel, m, 0); err != nil {
+	return applySetattr(in, pathAttrs{b: n.b, rel: rel})
+}
+
+// pathAttrs changes attributes by name, relative to the root descriptor.
+type pathAttrs struct {
+	b   *backing
+	rel string
+}
+
+func (p pathAttrs) chmod(mode uint32) error { return unix.Fchmodat(p.b.rootFd, p.rel, mode, 0) }
+func (p pathAttrs) chown(uid, gid int) error {
+	return unix.Fchownat(p.b.rootFd, p.rel, uid, gid, unix.AT_SYMLINK_NOFOLLOW)
+}
+
+// truncate names the file through the root descriptor: there is no truncateat.
+func (p pathAttrs) truncate(size int64) error {
+	return syscall.Truncate(path.Join(p.b.fdPath, p.rel), size)
+}
+func (p pathAttrs) utimes(ts *[2]unix.Timespec) error {
+	return unix.UtimesNanoAt(p.b.rootFd, p.rel, ts[:], unix.AT_SYMLINK_NOFOLLOW)
+}
+
+// attrSetter carries out the changes of a SETATTR on one backend object.
+type attrSetter interface {
+	chmod(mode uint32) error
+	chown(uid, gid int) error
+	truncate(size int64) error
+	utimes(ts *[2]unix.Timespec) error
+}
+
+// applySetattr makes the changes in asks for, in the loopback's order: mode, owner, size,
+// then times (so an explicit mtime is not clobbered by the truncate).
+func applySetattr(in *fuse.SetAttrIn, s attrSetter) syscall.Errno {
+	if mode, ok := in.GetMode(); ok {
+		if err := s.chmod(mode); err != nil {
 			return errnoOf(err)
 		}
 	}
-	uid, uok := in.GetUID()
-	gid, gok := in.GetGID()
+	uid32, uok := in.GetUID()
+	gid32, gok := in.GetGID()
 	if uok || gok {
-		suid, sgid := -1, -1
+		uid, gid := -1, -1
 		if uok {
-			suid = int(uid)
+			uid = int(uid32)
 		}
 		if gok {
-			sgid = int(gid)
+			gid = int(gid32)
 		}
-		if err := unix.Fchownat(fd, rel, suid, sgid, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		if err := s.chown(uid, gid); err != nil {
 			return errnoOf(err)
 		}
 	}
-	// Truncate before setting times, so an explicit mtime is not clobbered by the truncate.
 	if sz, ok := in.GetSize(); ok {
-		// There is no truncateat: name the file through the root descriptor.
-		if err := syscall.Truncate(path.Join(n.b.fdPath, rel), int64(sz)); err != nil {
+		if err := s.truncate(int64(sz)); err != nil {
 			return errnoOf(err)
 		}
 	}
 	mtime, mok := in.GetMTime()
 	atime, aok := in.GetATime()
-	if mok || aok {
-		ts := []unix.Timespec{{Nsec: unix.UTIME_OMIT}, {Nsec: unix.UTIME_OMIT}}
-		var err error
-		for i, t := range []struct {
-			ok bool
-			t  time.Time
-		}{{aok, atime}, {mok, mtime}} {
-			if t.ok {
-				if ts[i], err = unix.TimeToTimespec(t.t); err != nil {
-					return errnoOf(err)
-				}
-			}
-		}
-		if err := unix.UtimesNanoAt(fd, rel, ts, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+	if !mok && !aok {
+		return 0
+	}
+	ts := [2]unix.Timespec{{Nsec: unix.UTIME_OMIT}, {Nsec: unix.UTIME_OMIT}}
+	var err error
+	if aok {
+		if ts[0], err = unix.TimeToTimespec(atime); err != nil {
 			return errnoOf(err)
 		}
+	}
+	if mok {
+		if ts[1], err = unix.TimeToTimespec(mtime); err != nil {
+			return errnoOf(err)
+		}
+	}
+	if err := s.utimes(&ts); err != nil {
+		return errnoOf(err)
 	}
 	return 0
 }
