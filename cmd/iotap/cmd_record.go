@@ -80,7 +80,7 @@ func (o *layerOptions) addFlags(fs *pflag.FlagSet, targetHelp string) {
 	fs.StringVarP(&o.Output, "output", "o", "", "write the trace to `file` (default iotap-<UTC time>.iotap outside the target; "+
 		"placeholders: %j Slurm job id, %n node name, %t task id, %h host name, %p pid, %% a percent sign)")
 	fs.StringVar(&o.Cache, "cache", "none", "fidelity `mode`: none (every call reaches the layer at its own size; replay needs this) "+
-		"or kernel (page and attribute cache on: the trace shows what reached the backend)")
+		"or kernel (page, write-back and attribute caching on, as on a kernel file system: the trace shows what reached the backend)")
 	fs.StringArrayVar(&o.Labels, "label", nil, "attach a `key=value` label to the trace (repeatable)")
 	fs.StringArrayVar(&o.Include, "include", nil, "record only paths matching `glob` (repeatable; relative to the target)")
 	fs.StringArrayVar(&o.Exclude, "exclude", nil, "do not record paths matching `glob` (repeatable)")
