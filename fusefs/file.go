@@ -30,7 +30,7 @@ var _ fs.FileReader = (*file)(nil)
 // Read preads into the kernel's buffer before returning, so the request's time includes the
 // backend I/O (the loopback's deferred ReadResultFd would do it after the handler returns).
 func (f *file) Read(ctx context.Context, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
-	t0 := now()
+	t0 := f.svc.clock()
 	n, err := preadFull(f.fd, dest, off)
 	f.svc.measured(ctx, t0)
 	if err != nil {
@@ -98,7 +98,7 @@ var _ fs.FileWriter = (*file)(nil)
 
 // Write is pwrite on the backend descriptor.
 func (f *file) Write(ctx context.Context, data []byte, off int64) (uint32, syscall.Errno) {
-	t0 := now()
+	t0 := f.svc.clock()
 	n, err := syscall.Pwrite(f.fd, data, off)
 	f.svc.measured(ctx, t0)
 	if err != nil {
@@ -114,7 +114,7 @@ func (f *file) Writev(ctx context.Context, data [][]byte, off int64) (uint32, sy
 	if len(data) == 1 {
 		return f.Write(ctx, data[0], off)
 	}
-	t0 := now()
+	t0 := f.svc.clock()
 	n, err := unix.Pwritev(f.fd, data, off)
 	f.svc.measured(ctx, t0)
 	if err != nil {
@@ -165,7 +165,7 @@ var _ fs.FileSetattrer = (*file)(nil)
 // loopback's order (truncate before times, so an explicit mtime survives), then fstats
 // once for the reply. The event's time covers the changes, not the fstat (see svc.go).
 func (f *file) Setattr(ctx context.Context, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
-	t0 := now()
+	t0 := f.svc.clock()
 	errno := f.setattr(in)
 	f.svc.measured(ctx, t0)
 	if errno != 0 {

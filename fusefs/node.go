@@ -82,10 +82,10 @@ func (n *node) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, s
 	flags = n.b.backendFlags(flags)
 	rel := n.rel()
 	how := unix.OpenHow{Flags: uint64(flags) | unix.O_CLOEXEC, Resolve: unix.RESOLVE_NO_SYMLINKS}
-	t0 := now()
+	t0 := n.b.svc.clock()
 	fd, err := unix.Openat2(n.b.rootFd, rel, &how)
 	if err == unix.ENOSYS {
-		t0 = now()
+		t0 = n.b.svc.clock()
 		fd, err = unix.Openat(n.b.rootFd, rel, int(flags)|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	}
 	n.b.svc.measured(ctx, t0)
@@ -111,7 +111,7 @@ var _ fs.NodeCreater = (*node)(nil)
 // the reply are FUSE's work, not the application's (see svc.go).
 func (n *node) Create(ctx context.Context, name string, flags uint32, mode uint32, out *fuse.EntryOut) (*fs.Inode, fs.FileHandle, uint32, syscall.Errno) {
 	flags = n.b.backendFlags(flags)
-	t0 := now()
+	t0 := n.b.svc.clock()
 	fd, err := unix.Openat(n.b.rootFd, n.child(name), int(flags)|unix.O_CREAT|unix.O_NOFOLLOW|unix.O_CLOEXEC, mode)
 	n.b.svc.measured(ctx, t0)
 	if err != nil {

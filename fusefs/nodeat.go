@@ -58,7 +58,7 @@ var _ fs.NodeLookuper = (*node)(nil)
 func (n *node) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
 	var st syscall.Stat_t
 	var x unix.Statx_t
-	t0 := now()
+	t0 := n.b.svc.clock()
 	err := n.b.statAt(n.child(name), &st, &x)
 	n.b.svc.measured(ctx, t0)
 	if err != nil {
@@ -73,15 +73,16 @@ var _ fs.NodeGetattrer = (*node)(nil)
 // Getattr is fstat through an open handle, else lstat (stat for the root).
 func (n *node) Getattr(ctx context.Context, fh fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
 	if f, ok := fh.(fs.FileGetattrer); ok && fh != nil {
-		t0 := now()
+		t0 := n.b.svc.clock()
 		errno := f.Getattr(ctx, out)
 		n.b.svc.measured(ctx, t0)
 		return errno
 	}
 	var st unix.Stat_t
 	var err error
-	t0 := now()
-	if rel := n.rel(); rel == "." {
+	rel := n.rel()
+	t0 := n.b.svc.clock()
+	if rel == "." {
 		err = unix.Fstat(n.b.rootFd, &st)
 	} else {
 		err = unix.Fstatat(n.b.rootFd, rel, &st, unix.AT_SYMLINK_NOFOLLOW)
@@ -98,7 +99,7 @@ var _ fs.NodeUnlinker = (*node)(nil)
 
 // Unlink is unlinkat.
 func (n *node) Unlink(ctx context.Context, name string) syscall.Errno {
-	t0 := now()
+	t0 := n.b.svc.clock()
 	err := unix.Unlinkat(n.b.rootFd, n.child(name), 0)
 	n.b.svc.measured(ctx, t0)
 	return errnoOf(err)
@@ -108,7 +109,7 @@ var _ fs.NodeRmdirer = (*node)(nil)
 
 // Rmdir is unlinkat(AT_REMOVEDIR).
 func (n *node) Rmdir(ctx context.Context, name string) syscall.Errno {
-	t0 := now()
+	t0 := n.b.svc.clock()
 	err := unix.Unlinkat(n.b.rootFd, n.child(name), unix.AT_REMOVEDIR)
 	n.b.svc.measured(ctx, t0)
 	return errnoOf(err)
@@ -119,7 +120,7 @@ var _ fs.NodeMkdirer = (*node)(nil)
 // Mkdir is mkdirat; the directory belongs to the caller, and the reply has its attributes.
 func (n *node) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
 	p := n.child(name)
-	t0 := now()
+	t0 := n.b.svc.clock()
 	err := unix.Mkdirat(n.b.rootFd, p, mode)
 	n.b.svc.measured(ctx, t0)
 	if err != nil {
@@ -144,7 +145,7 @@ func (n *node) Rename(ctx context.Context, name string, newParent fs.InodeEmbedd
 	if !ok || np.b != n.b {
 		return syscall.EXDEV
 	}
-	t0 := now()
+	t0 := n.b.svc.clock()
 	err := unix.Renameat2(n.b.rootFd, n.child(name), n.b.rootFd, np.child(newName), uint(flags))
 	n.b.svc.measured(ctx, t0)
 	return errnoOf(err)
@@ -157,7 +158,7 @@ func (n *node) Readlink(ctx context.Context) ([]byte, syscall.Errno) {
 	rel := n.rel()
 	for l := 256; ; l *= 2 {
 		buf := make([]byte, l)
-		t0 := now()
+		t0 := n.b.svc.clock()
 		sz, err := unix.Readlinkat(n.b.rootFd, rel, buf)
 		n.b.svc.measured(ctx, t0)
 		if err != nil {
@@ -174,11 +175,12 @@ var _ fs.NodeOpendirHandler = (*node)(nil)
 // OpendirHandle opens the directory through the root descriptor.
 func (n *node) OpendirHandle(ctx context.Context, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {
 	how := unix.OpenHow{Flags: unix.O_RDONLY | unix.O_DIRECTORY | unix.O_CLOEXEC, Resolve: unix.RESOLVE_NO_SYMLINKS}
-	t0 := now()
-	fd, err := unix.Openat2(n.b.rootFd, n.rel(), &how)
+	rel := n.rel()
+	t0 := n.b.svc.clock()
+	fd, err := unix.Openat2(n.b.rootFd, rel, &how)
 	if err == unix.ENOSYS {
-		t0 = now()
-		fd, err = unix.Openat(n.b.rootFd, n.rel(), unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		t0 = n.b.svc.clock()
+		fd, err = unix.Openat(n.b.rootFd, rel, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	}
 	n.b.svc.measured(ctx, t0)
 	if err != nil {
@@ -202,7 +204,7 @@ func (n *node) Setattr(ctx context.Context, fh fs.FileHandle, in *fuse.SetAttrIn
 		return n.LoopbackNode.Setattr(ctx, fh, in, out)
 	}
 	rel := n.rel()
-	t0 := now()
+	t0 := n.b.svc.clock()
 	errno := n.setattrAt(rel, in)
 	n.b.svc.measured(ctx, t0)
 	if errno != 0 {

@@ -65,7 +65,7 @@ func (s *svcTable) begin(cancel <-chan struct{}) *svcSlot {
 	k := chanKey(cancel)
 	b := s.bucket(k)
 	for i := range b {
-		if b[i].key.Load() == k { // left claimed by a request that ended early (Writev ENOSYS)
+		if b[i].key.Load() == k { // still claimed: a request that returned without finish
 			b[i].dur = -1
 			return &b[i]
 		}
@@ -79,13 +79,22 @@ func (s *svcTable) begin(cancel <-chan struct{}) *svcSlot {
 	return nil
 }
 
+// clock is now() when service times are recorded, else 0 (an untraced mount reads no
+// clock for them).
+func (s *svcTable) clock() int64 {
+	if s == nil {
+		return 0
+	}
+	return now()
+}
+
 // measured records the backend call that served the request of ctx: it started at start
-// and ended now. The caller passes start from now() taken just before the call.
+// (from clock, just before the call) and ended now.
 func (s *svcTable) measured(ctx context.Context, start int64) {
-	end := now()
 	if s == nil || ctx == nil {
 		return
 	}
+	end := now()
 	c := ctx.Done()
 	if c == nil {
 		return
