@@ -83,6 +83,13 @@ func (t *tracer) commit(ev *trace.Event, t0, t1 int64, st fuse.Status) {
 	eventPool.Put(ev)
 }
 
+// commitSvc is commit with the backend call's times when the node code measured one
+// (see svc.go); it releases the request's slot.
+func (t *tracer) commitSvc(ev *trace.Event, sl *svcSlot, t0, t1 int64, st fuse.Status) {
+	t0, t1 = t.svc.finish(sl, t0, t1)
+	t.commit(ev, t0, t1, st)
+}
+
 // keep resolves the caller of ev and applies the uid, comm and path filters.
 func (t *tracer) keep(ev *trace.Event, at int64) bool {
 	if ev.Tid != 0 && (ev.Pid == 0 || len(t.opts.Comms) > 0) {
@@ -191,12 +198,10 @@ func (t *tracer) Lookup(cancel <-chan struct{}, h *fuse.InHeader, name string, o
 		t.entry(out.NodeId, h.NodeId, name, ev.Path, &out.Attr, true, t1)
 	} else if st == fuse.OK {
 		// A negative entry (node id 0, cached by the kernel): the caller sees ENOENT.
-		t0, t1 = t.svc.finish(sl, t0, t1)
-		t.commit(ev, t0, t1, fuse.ENOENT)
+		t.commitSvc(ev, sl, t0, t1, fuse.ENOENT)
 		return st
 	}
-	t0, t1 = t.svc.finish(sl, t0, t1)
-	t.commit(ev, t0, t1, st)
+	t.commitSvc(ev, sl, t0, t1, st)
 	return st
 }
 
@@ -223,8 +228,7 @@ func (t *tracer) GetAttr(cancel <-chan struct{}, in *fuse.GetAttrIn, out *fuse.A
 	if st == fuse.OK {
 		ev.Ret, ev.Mode = int64(out.Size), out.Mode
 	}
-	t0, t1 = t.svc.finish(sl, t0, t1)
-	t.commit(ev, t0, t1, st)
+	t.commitSvc(ev, sl, t0, t1, st)
 	return st
 }
 
@@ -245,8 +249,7 @@ func (t *tracer) SetAttr(cancel <-chan struct{}, in *fuse.SetAttrIn, out *fuse.A
 	if in.Valid&fuse.FATTR_MODE != 0 {
 		ev.Mode = in.Mode
 	}
-	t0, t1 = t.svc.finish(sl, t0, t1)
-	t.commit(ev, t0, t1, st)
+	t.commitSvc(ev, sl, t0, t1, st)
 	return st
 }
 
@@ -277,8 +280,7 @@ func (t *tracer) Mkdir(cancel <-chan struct{}, in *fuse.MkdirIn, name string, ou
 		ev.Node2, ev.Ret = out.NodeId, int64(out.Size)
 		t.entry(out.NodeId, in.NodeId, name, ev.Path, &out.Attr, false, t1)
 	}
-	t0, t1 = t.svc.finish(sl, t0, t1)
-	t.commit(ev, t0, t1, st)
+	t.commitSvc(ev, sl, t0, t1, st)
 	return st
 }
 
@@ -289,8 +291,7 @@ func (t *tracer) Unlink(cancel <-chan struct{}, h *fuse.InHeader, name string) f
 	t1 := now()
 	ev := event(trace.OpUnlink, h)
 	ev.Path = t.child(h.NodeId, name)
-	t0, t1 = t.svc.finish(sl, t0, t1)
-	t.commit(ev, t0, t1, st)
+	t.commitSvc(ev, sl, t0, t1, st)
 	return st
 }
 
@@ -301,8 +302,7 @@ func (t *tracer) Rmdir(cancel <-chan struct{}, h *fuse.InHeader, name string) fu
 	t1 := now()
 	ev := event(trace.OpRmdir, h)
 	ev.Path = t.child(h.NodeId, name)
-	t0, t1 = t.svc.finish(sl, t0, t1)
-	t.commit(ev, t0, t1, st)
+	t.commitSvc(ev, sl, t0, t1, st)
 	return st
 }
 
@@ -319,8 +319,7 @@ func (t *tracer) Rename(cancel <-chan struct{}, in *fuse.RenameIn, oldName strin
 	if st == fuse.OK {
 		t.nodes.rename(ev.Path, ev.Path2, in.NodeId, oldName, in.Newdir, newName, in.Flags&renameExchange != 0)
 	}
-	t0, t1 = t.svc.finish(sl, t0, t1)
-	t.commit(ev, t0, t1, st)
+	t.commitSvc(ev, sl, t0, t1, st)
 	return st
 }
 
@@ -364,8 +363,7 @@ func (t *tracer) Readlink(cancel <-chan struct{}, h *fuse.InHeader) ([]byte, fus
 	ev := event(trace.OpReadlink, h)
 	ev.Path = t.nodes.path(h.NodeId)
 	ev.Ret = int64(len(out))
-	t0, t1 = t.svc.finish(sl, t0, t1)
-	t.commit(ev, t0, t1, st)
+	t.commitSvc(ev, sl, t0, t1, st)
 	return out, st
 }
 
@@ -439,8 +437,7 @@ func (t *tracer) Create(cancel <-chan struct{}, in *fuse.CreateIn, name string, 
 		t.entry(out.NodeId, in.NodeId, name, ev.Path, &out.Attr, false, t1)
 		t.opened(out.Fh, ev, t1)
 	}
-	t0, t1 = t.svc.finish(sl, t0, t1)
-	t.commit(ev, t0, t1, st)
+	t.commitSvc(ev, sl, t0, t1, st)
 	return st
 }
 
@@ -472,8 +469,7 @@ func (t *tracer) Open(cancel <-chan struct{}, in *fuse.OpenIn, out *fuse.OpenOut
 		ev.Handle = out.Fh
 		t.opened(out.Fh, ev, t1)
 	}
-	t0, t1 = t.svc.finish(sl, t0, t1)
-	t.commit(ev, t0, t1, st)
+	t.commitSvc(ev, sl, t0, t1, st)
 	return st
 }
 
@@ -489,8 +485,7 @@ func (t *tracer) Read(cancel <-chan struct{}, in *fuse.ReadIn, buf []byte) (fuse
 		ev.Ret = int64(res.Size())
 		t.stats.rbytes.Add(uint64(ev.Ret))
 	}
-	t0, t1 = t.svc.finish(sl, t0, t1)
-	t.commit(ev, t0, t1, st)
+	t.commitSvc(ev, sl, t0, t1, st)
 	return res, st
 }
 
@@ -562,8 +557,7 @@ func (t *tracer) Write(cancel <-chan struct{}, in *fuse.WriteIn, data []byte) (u
 	t0 := now()
 	n, st := t.inner.Write(cancel, in, data)
 	t1 := now()
-	t0, t1 = t.svc.finish(sl, t0, t1)
-	t.written(in, n, t0, t1, st)
+	t.written(in, n, sl, t0, t1, st)
 	return n, st
 }
 
@@ -575,14 +569,14 @@ func (t *tracer) Writev(cancel <-chan struct{}, in *fuse.WriteIn, data [][]byte)
 	n, st := t.inner.Writev(cancel, in, data)
 	t1 := now()
 	if st == fuse.ENOSYS {
+		t.svc.finish(sl, t0, t1)
 		return n, st
 	}
-	t0, t1 = t.svc.finish(sl, t0, t1)
-	t.written(in, n, t0, t1, st)
+	t.written(in, n, sl, t0, t1, st)
 	return n, st
 }
 
-func (t *tracer) written(in *fuse.WriteIn, n uint32, t0, t1 int64, st fuse.Status) {
+func (t *tracer) written(in *fuse.WriteIn, n uint32, sl *svcSlot, t0, t1 int64, st fuse.Status) {
 	ev := event(trace.OpWrite, &in.InHeader)
 	ev.Path = t.nodes.path(in.NodeId)
 	ev.Handle, ev.Offset, ev.Size, ev.Flags = in.Fh, int64(in.Offset), in.Size, in.WriteFlags
@@ -596,7 +590,7 @@ func (t *tracer) written(in *fuse.WriteIn, n uint32, t0, t1 int64, st fuse.Statu
 		ev.Ret = int64(n)
 		t.stats.wbytes.Add(uint64(n))
 	}
-	t.commit(ev, t0, t1, st)
+	t.commitSvc(ev, sl, t0, t1, st)
 }
 
 func (t *tracer) CopyFileRange(cancel <-chan struct{}, in *fuse.CopyFileRangeIn) (uint32, fuse.Status) {
@@ -680,8 +674,7 @@ func (t *tracer) OpenDir(cancel <-chan struct{}, in *fuse.OpenIn, out *fuse.Open
 		ev.Handle = out.Fh
 		t.opened(out.Fh, ev, t1)
 	}
-	t0, t1 = t.svc.finish(sl, t0, t1)
-	t.commit(ev, t0, t1, st)
+	t.commitSvc(ev, sl, t0, t1, st)
 	return st
 }
 
