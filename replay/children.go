@@ -1,9 +1,6 @@
 package replay
 
-import (
-	"runtime"
-	"sync"
-)
+import "sync"
 
 // Waiting for child processes.
 //
@@ -116,31 +113,17 @@ func (p *pidProgress) reached(recEnd int64) (int64, bool) {
 // waitChild blocks until op's descendant has completed its op ending at op.ChildEnd and
 // returns when that happened in the replay (false: the run was cancelled).
 func (w *worker) waitChild(op *Op) (int64, bool) {
-	e := w.e
-	p := e.progress.get(op.Child)
-	t0 := now()
-	for n := 0; ; n++ {
-		if at, ok := p.reached(op.ChildEnd); ok {
-			if n > 0 {
-				w.st.depWait += now() - t0
-			}
-			return at, true
-		}
-		if e.ctx.Err() != nil {
-			return 0, false
-		}
-		if n < 64 {
-			runtime.Gosched()
-			continue
-		}
-		e.mu.Lock()
-		e.waiters.Add(1)
-		if _, ok := p.reached(op.ChildEnd); !ok && e.ctx.Err() == nil {
-			e.cond.Wait()
-		}
-		e.waiters.Add(-1)
-		e.mu.Unlock()
+	p := w.e.progress.get(op.Child)
+	if at, ok := p.reached(op.ChildEnd); ok {
+		return at, true
 	}
+	t0 := now()
+	var at int64
+	if !w.e.await(func() (ok bool) { at, ok = p.reached(op.ChildEnd); return ok }) {
+		return 0, false
+	}
+	w.st.depWait += now() - t0
+	return at, true
 }
 
 // childDue is when an op that waited for a descendant is due: the descendant's op

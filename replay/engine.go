@@ -421,6 +421,28 @@ func (w *worker) complete(op *Op) {
 	}
 }
 
+// await blocks until ready reports true (spinning briefly, then on the engine's condition
+// variable, which every op completion broadcasts to); false when the run was cancelled.
+func (e *engine) await(ready func() bool) bool {
+	for n := 0; !ready(); n++ {
+		if e.ctx.Err() != nil {
+			return false
+		}
+		if n < 64 {
+			runtime.Gosched()
+			continue
+		}
+		e.mu.Lock()
+		e.waiters.Add(1)
+		for !ready() && e.ctx.Err() == nil {
+			e.cond.Wait()
+		}
+		e.waiters.Add(-1)
+		e.mu.Unlock()
+	}
+	return true
+}
+
 // waitDeps blocks until every resource op must follow has completed enough ops. It
 // returns when the last dependency was seen complete (0 if none had to be waited for),
 // and false when the run was cancelled.
@@ -439,21 +461,8 @@ func (w *worker) waitDeps(op *Op) (readyAt int64, ok bool) {
 		if t0 == 0 {
 			t0 = now()
 		}
-		for n := 0; c.Load() < d.Need; n++ {
-			if n < 64 {
-				runtime.Gosched()
-				continue
-			}
-			e.mu.Lock()
-			e.waiters.Add(1)
-			for c.Load() < d.Need && e.ctx.Err() == nil {
-				e.cond.Wait()
-			}
-			e.waiters.Add(-1)
-			e.mu.Unlock()
-			if e.ctx.Err() != nil {
-				return 0, false
-			}
+		if !e.await(func() bool { return c.Load() >= d.Need }) {
+			return 0, false
 		}
 	}
 	if t0 == 0 {
