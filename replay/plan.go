@@ -765,8 +765,7 @@ func (p *planner) feed1(ev *trace.Event) {
 	p.emit(&op)
 }
 
-// dropHeld removes held ops matching fn, counting them as folded.
-// dropHeld folds the held ops fn accepts, returning the recorded requests and time they
+// dropHeld folds the held ops fn accepts (counting them as folded), returning the recorded requests and time they
 // stood for (to be charged to the op they fold into).
 func (t *threadState) dropHeld(p *planner, fn func(*Op) bool) (reqs int, dur int64) {
 	j := 0
