@@ -203,6 +203,15 @@ func (n *node) Setattr(ctx context.Context, fh fs.FileHandle, in *fuse.SetAttrIn
 	if fh != nil {
 		return n.LoopbackNode.Setattr(ctx, fh, in, out)
 	}
+	if orphanTimes(n, in) {
+		// The kernel flushes the times of an inode it evicts, and with write-back caching
+		// that can come after the job unlinked the file and closed every writable handle
+		// (no handle in the request). On a kernel file system the orphan's times just
+		// change; its name is gone here, so there is nothing left to change. The kernel
+		// does not read the reply's attributes.
+		out.Ino = n.StableAttr().Ino
+		return 0
+	}
 	rel := n.rel()
 	t0 := n.b.svc.clock()
 	errno := n.setattrAt(rel, in)
@@ -216,6 +225,20 @@ func (n *node) Setattr(ctx context.Context, fh fs.FileHandle, in *fuse.SetAttrIn
 	}
 	out.FromStat((*syscall.Stat_t)(unsafe.Pointer(&st)))
 	return 0
+}
+
+// timesOnly are the SETATTR bits of a time update (FATTR_ATIME, MTIME, ATIME_NOW, MTIME_NOW,
+// CTIME); FATTR_KILL_SUIDGID may come with them.
+const timesOnly = fuse.FATTR_ATIME | fuse.FATTR_MTIME | fuse.FATTR_ATIME_NOW | fuse.FATTR_MTIME_NOW | fuse.FATTR_CTIME | fuse.FATTR_KILL_SUIDGID
+
+// orphanTimes reports whether in only sets times on a node that has no name left (unlinked
+// through the mount).
+func orphanTimes(n *node, in *fuse.SetAttrIn) bool {
+	if in.Valid&^timesOnly != 0 || n.IsRoot() {
+		return false
+	}
+	_, parent := n.Parent()
+	return parent == nil
 }
 
 func (n *node) setattrAt(rel string, in *fuse.SetAttrIn) syscall.Errno {

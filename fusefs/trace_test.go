@@ -334,3 +334,27 @@ func TestKernelCacheWriteback(t *testing.T) {
 		t.Errorf("backend file: %v %v", fi, err)
 	}
 }
+
+// TestKernelCacheOrphanTimes: with write-back caching the kernel flushes a file's times
+// (SETATTR without a handle) when it evicts the inode, which for a file the job unlinked
+// is after the unlink. No application call fails, so the trace must not show an error.
+func TestKernelCacheOrphanTimes(t *testing.T) {
+	rec := fusetest.NewMemRecorder(0)
+	c := fusetest.Mount(t, rec, fusefs.Options{Cache: fusefs.CacheKernel})
+	script := "for i in 1 2 3 4 5; do echo data$i > f$i; done; rm f1 f2 f3 f4 f5"
+	if out, err := execCommand("sh", "-c", "cd "+c.Mnt+" && "+script).CombinedOutput(); err != nil {
+		t.Fatalf("sh: %v %s", err, out)
+	}
+	syscall.Sync()
+	setattrs := 0
+	for _, e := range rec.Events() {
+		if e.Op != trace.OpSetattr {
+			continue
+		}
+		setattrs++
+		if e.Errno != 0 {
+			t.Errorf("setattr %+v failed with errno %d; no application call did", e, e.Errno)
+		}
+	}
+	t.Logf("%d setattr requests", setattrs)
+}
