@@ -170,7 +170,7 @@ func BenchmarkEncode(b *testing.B) {
 	var raw []byte
 	b.ReportAllocs()
 	for b.Loop() {
-		raw = appendEvents(raw[:0], evs, &pred)
+		raw = appendEvents(raw[:0], Version2, evs, &pred)
 	}
 	b.ReportMetric(float64(len(evs))*float64(b.N)/b.Elapsed().Seconds(), "events/s")
 }

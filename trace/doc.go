@@ -3,8 +3,9 @@
 //
 // A trace holds a header (how and where it was made), one Event per filesystem operation,
 // side tables that events refer to by id (paths, processes, files first seen), and a
-// footer written when the writer closes cleanly. This comment specifies format version 1
-// byte by byte so that other programs can read and write traces.
+// footer written when the writer closes cleanly. This comment specifies format version 2
+// byte by byte so that other programs can read and write traces, and how version 1
+// differs from it (see "Versions").
 //
 // # Conventions
 //
@@ -26,11 +27,11 @@
 //
 //	offset  size  field
 //	0       8     magic: 0x89 'i' 'o' 't' 'a' 'p' '\r' '\n'
-//	8       2     format version, uint16 (1)
+//	8       2     format version, uint16 (2; 1 in older files)
 //	10      2     reserved, 0
 //
 // A file whose first bytes differ from the magic is not a trace (ErrNotTrace). A reader
-// rejects versions it does not know (ErrVersion). An empty file, or one that ends before
+// rejects versions it does not know (ErrVersion); this package reads versions 1 and 2. An empty file, or one that ends before
 // the header chunk is complete, gives ErrEmpty.
 //
 // # Chunk frame
@@ -102,8 +103,9 @@
 //
 // # Events payload
 //
-// An events payload holds n events as columns: first uvarint n (n ≤ MaxChunkEvents; writers never write n = 0),
-// then 19 columns, each holding n values, in this order:
+// An events payload holds n events as columns: first uvarint n (n ≤ MaxChunkEvents;
+// writers never write n = 0), then 20 columns (19 in version 1), each holding n values, in
+// this order:
 //
 //	column   encoding of value i
 //	Op       1 byte
@@ -125,9 +127,13 @@
 //	Pid      uvarint
 //	Uid      uvarint
 //	Gid      uvarint
+//	Offset2  varint, not predicted (version 2 only)
 //
-// The payload ends exactly after the Gid column. The predicted offset continues a
-// sequential stream per handle: it is 0 when Handle[i] is 0; otherwise, with a table of
+// The payload ends exactly after the last column (Offset2; Gid in version 1). Every value
+// takes at least one byte, so a count n larger than the rest of the payload divided by the
+// number of columns is corrupt.
+//
+// The predicted offset continues a sequential stream per handle: it is 0 when Handle[i] is 0; otherwise, with a table of
 // 64 slots, all empty at the start of each chunk, and slot s = Handle[i] mod 64: if the
 // slot holds Handle[i], the prediction is the slot's value, else 0. After each event with
 // a non-zero handle, slot s := (Handle[i], Offset[i] + Ret[i]) (64-bit two's complement
@@ -138,6 +144,13 @@
 // The Writer in this package writes each event about one FlushInterval after its Append
 // at most (unless the disk cannot keep up), so a consumer that needs Start order can sort
 // within a bounded window; the format itself promises no order.
+//
+// # Versions
+//
+// Version 2 differs from version 1 only in the events payload: it adds the Offset2 column
+// (copy_file_range's output offset). Reading a version-1 file leaves Event.Offset2 at 0;
+// everything else reads the same. The preamble's version applies to every events chunk of
+// the file. Writers in this package write version 2 only.
 //
 // # Crash semantics
 //

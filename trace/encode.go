@@ -309,9 +309,14 @@ func decodeFiles(b []byte, fn func(File)) error {
 
 // Events: columnar encoding, see doc.go "Events chunk".
 
-// eventColumns is the number of columns in an events chunk; every event takes at least
-// one byte in each.
-const eventColumns = 19
+// eventColumns returns the number of columns in an events chunk of the given format
+// version; every event takes at least one byte in each.
+func eventColumns(version uint16) int {
+	if version >= Version2 {
+		return 20 // Offset2 after Gid
+	}
+	return 19
+}
 
 // offsetPredictor guesses an event's Offset from the previous event with the same handle
 // (its Offset+Ret: where a sequential reader or writer continues). It is a direct-mapped
@@ -345,7 +350,9 @@ func (p *offsetPredictor) update(h uint64, off, ret int64) {
 	p.next[i] = off + ret
 }
 
-func appendEvents(dst []byte, evs []Event, pred *offsetPredictor) []byte {
+// appendEvents appends an events payload of the given format version. A version-1 payload
+// has no Offset2 column: the events' Offset2 values are not written.
+func appendEvents(dst []byte, version uint16, evs []Event, pred *offsetPredictor) []byte {
 	dst = binary.AppendUvarint(dst, uint64(len(evs)))
 	for i := range evs {
 		dst = append(dst, byte(evs[i].Op))
@@ -409,6 +416,11 @@ func appendEvents(dst []byte, evs []Event, pred *offsetPredictor) []byte {
 	for i := range evs {
 		dst = binary.AppendUvarint(dst, uint64(evs[i].Gid))
 	}
+	if version >= Version2 {
+		for i := range evs {
+			dst = binary.AppendVarint(dst, evs[i].Offset2)
+		}
+	}
 	return dst
 }
 
@@ -448,11 +460,12 @@ func uvarints(b []byte, out []uint64) ([]byte, error) {
 
 func unzig(u uint64) int64 { return int64(u>>1) ^ -int64(u&1) }
 
-// decodeEvents decodes an events payload into evs (reusing its storage) and returns it.
-// col is scratch space for one column, reused across calls.
-func decodeEvents(b []byte, evs []Event, col *[]uint64, pred *offsetPredictor) ([]Event, error) {
+// decodeEvents decodes an events payload of the given format version into evs (reusing
+// its storage) and returns it. col is scratch space for one column, reused across calls.
+// Version-1 payloads have no Offset2 column: Offset2 is 0.
+func decodeEvents(b []byte, version uint16, evs []Event, col *[]uint64, pred *offsetPredictor) ([]Event, error) {
 	d := dec{b: b}
-	n := d.count(eventColumns)
+	n := d.count(eventColumns(version))
 	if d.err != nil {
 		return evs[:0], d.err
 	}
@@ -606,6 +619,14 @@ func decodeEvents(b []byte, evs []Event, col *[]uint64, pred *offsetPredictor) (
 	}
 	for i, v := range c {
 		evs[i].Gid = uint32(v)
+	}
+	if version >= Version2 {
+		if !column() {
+			return fail()
+		}
+		for i, v := range c {
+			evs[i].Offset2 = unzig(v)
+		}
 	}
 	if len(b) != 0 {
 		return evs[:0], fmt.Errorf("%d bytes after the last column", len(b))

@@ -161,6 +161,7 @@ func (o Op) Class() Class {
 //     locks, fallocate, readdir*, releasedir). Handle2: copy_file_range output handle.
 //   - Offset: read/write/readdir/fallocate/lseek input offset, copy_file_range input
 //     offset, setattr new size (when Flags has the size bit).
+//   - Offset2: copy_file_range output offset (0 in version-1 traces).
 //   - Size: requested bytes (read, write, copy_file_range, fallocate length, getxattr and
 //     listxattr buffer, readdir buffer).
 //   - Ret: bytes done (read, write, copy_file_range, getxattr, listxattr, readlink, readdir
@@ -180,6 +181,7 @@ type Event struct {
 	Dur     int64  // ns
 	Offset  int64  // see above
 	Ret     int64  // see above
+	Offset2 int64  // see above
 	Node    uint64 // FUSE node id
 	Node2   uint64 // second node id
 	Handle  uint64 // file handle

@@ -14,19 +14,23 @@ func FuzzReader(f *testing.F) {
 	good := smallTrace(f, 200, 40)
 	f.Add(good)
 	f.Add(good[:len(good)/2])
-	if b, err := os.ReadFile(goldenPath); err == nil {
-		f.Add(b)
+	for _, p := range []string{goldenPath, goldenV2Path} {
+		if b, err := os.ReadFile(p); err == nil {
+			f.Add(b)
+		}
 	}
 	var mix bytes.Buffer
 	if err := writeGolden(&mix); err == nil {
 		f.Add(mix.Bytes())
 	}
 	// Uncompressed chunks let the fuzzer reach the payload decoders without zstd.
-	pre := appendPreamble(nil, Version1)
 	var h Header
-	hdr := append(bytes.Clone(pre), rawChunk(ChunkHeader, appendHeader(nil, &h))...)
+	for _, v := range []uint16{Version1, Version2} {
+		hdr := append(appendPreamble(nil, v), rawChunk(ChunkHeader, appendHeader(nil, &h))...)
+		f.Add(append(bytes.Clone(hdr), rawChunk(ChunkEvents, appendEvents(nil, v, []Event{{Op: OpRead, Start: 5, Handle: 1, Size: 10, Ret: 10}, {Op: OpCopyFileRange, Handle: 1, Offset: 10, Offset2: 7}}, &offsetPredictor{}))...))
+	}
+	hdr := append(appendPreamble(nil, Version2), rawChunk(ChunkHeader, appendHeader(nil, &h))...)
 	f.Add(hdr)
-	f.Add(append(bytes.Clone(hdr), rawChunk(ChunkEvents, appendEvents(nil, []Event{{Op: OpRead, Start: 5, Handle: 1, Size: 10, Ret: 10}, {Op: OpRead, Handle: 1, Offset: 10}}, &offsetPredictor{}))...))
 	f.Add(append(bytes.Clone(hdr), rawChunk(ChunkPaths, appendPaths(nil, []PathRecord{{ID: 2, Parent: 1, Name: "a"}, {ID: 3, Parent: 2, Name: "b"}}))...))
 	f.Add(append(bytes.Clone(hdr), rawChunk(ChunkProcesses, appendProcesses(nil, []Process{{Tid: 1, Comm: "x"}}))...))
 	f.Add(append(bytes.Clone(hdr), rawChunk(ChunkFiles, appendFiles(nil, []File{{Path: 2, Size: 5}}))...))
@@ -62,14 +66,21 @@ func FuzzReader(f *testing.F) {
 	})
 }
 
+// versionBit in FuzzPayload's type byte selects format version 2 (events payloads).
+const versionBit = 0x80
+
 // FuzzPayload feeds arbitrary bytes to every payload decoder directly, past the frame
-// checksums that keep FuzzReader's mutations from reaching them.
+// checksums that keep FuzzReader's mutations from reaching them. The type byte's low
+// bits pick the decoder, its top bit (versionBit) the format version.
 func FuzzPayload(f *testing.F) {
 	var h Header
 	f.Add(byte(ChunkHeader), appendHeader(nil, &h))
 	th := testHeader()
 	f.Add(byte(ChunkHeader), appendHeader(nil, &th))
-	f.Add(byte(ChunkEvents), appendEvents(nil, []Event{{Op: OpRead, Start: 5, Handle: 1, Size: 10, Ret: 10}, {Op: OpWrite, Handle: 1, Offset: 10, Path: 1 << 31}}, &offsetPredictor{}))
+	evs1 := []Event{{Op: OpRead, Start: 5, Handle: 1, Size: 10, Ret: 10}, {Op: OpWrite, Handle: 1, Offset: 10, Path: 1 << 31}}
+	f.Add(byte(ChunkEvents), appendEvents(nil, Version1, evs1, &offsetPredictor{}))
+	evs2 := append(evs1, Event{Op: OpCopyFileRange, Handle: 1, Handle2: 2, Offset: 20, Offset2: -3})
+	f.Add(byte(ChunkEvents)|versionBit, appendEvents(nil, Version2, evs2, &offsetPredictor{}))
 	f.Add(byte(ChunkPaths), appendPaths(nil, []PathRecord{{ID: 2, Parent: 1, Name: "a"}}))
 	f.Add(byte(ChunkProcesses), appendProcesses(nil, []Process{{Tid: 1, Comm: "x", Exe: "/x"}}))
 	f.Add(byte(ChunkFiles), appendFiles(nil, []File{{Path: 2, Size: 5}}))
@@ -78,7 +89,11 @@ func FuzzPayload(f *testing.F) {
 	var pred offsetPredictor
 	var evs []Event
 	f.Fuzz(func(t *testing.T, typ byte, b []byte) {
-		switch ChunkType(typ % 6) {
+		version := Version1
+		if typ&versionBit != 0 {
+			version = Version2
+		}
+		switch ChunkType((typ &^ versionBit) % 6) {
 		case ChunkHeader:
 			var h Header
 			if decodeHeader(b, &h) == nil {
@@ -89,9 +104,9 @@ func FuzzPayload(f *testing.F) {
 			}
 		case ChunkEvents:
 			var err error
-			evs, err = decodeEvents(b, evs, &col, &pred)
+			evs, err = decodeEvents(b, version, evs, &col, &pred)
 			if err == nil {
-				again, err := decodeEvents(appendEvents(nil, evs, &pred), nil, &col, &pred)
+				again, err := decodeEvents(appendEvents(nil, version, evs, &pred), version, nil, &col, &pred)
 				if err != nil || len(again) != len(evs) {
 					t.Fatalf("re-decode events: %v", err)
 				}

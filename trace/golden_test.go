@@ -14,17 +14,24 @@ import (
 	"time"
 )
 
-var update = flag.Bool("update", false, "rewrite golden files in testdata/")
+var update = flag.Bool("update", false, "rewrite golden files in testdata/ (the version-2 trace only)")
 
 // goldenPath is the committed version-1 trace. It must stay readable by every later
 // version of this package: never regenerate it to make TestGoldenV1 pass after a format
-// change; add a new golden file for a new version instead.
+// change (the Writer writes version 2 now, so it cannot); add a new golden file for a new
+// version instead.
 var goldenPath = filepath.Join("..", "testdata", "trace", "v1-small.iotap")
 
-// goldenContent is what the golden trace holds.
-func goldenContent() (Header, []PathRecord, []Process, []File, []Event) {
+// goldenV2Path is the committed version-2 trace (go test ./trace -run TestGoldenV2 -update
+// rewrites it).
+var goldenV2Path = filepath.Join("..", "testdata", "trace", "v2-small.iotap")
+
+// goldenContent is what the golden trace of the given format version holds. Version 2
+// holds version 1's content plus copy_file_range calls from in.bam into out/copy.bam at
+// output offsets other than their input offsets (the field version 2 added).
+func goldenContent(version uint16) (Header, []PathRecord, []Process, []File, []Event) {
 	h := testHeader()
-	h.Version = Version1
+	h.Version = version
 	paths := []PathRecord{
 		{ID: 1},
 		{ID: 2, Parent: 1, Name: "data"},
@@ -84,12 +91,23 @@ func goldenContent() (Header, []PathRecord, []Process, []File, []Event) {
 	add(Event{Op: OpReleasedir, Path: 4, Node: 4, Handle: 3})
 	add(Event{Op: OpUnlink, Path: 7, Node: 4, Errno: uint16(syscall.EACCES), Uid: 0})
 	add(Event{Op: OpStatfs, Path: 1, Node: 1})
+	if version >= Version2 {
+		paths = append(paths, PathRecord{ID: 9, Parent: 4, Name: "copy.bam"})
+		add(Event{Op: OpOpen, Path: 3, Node: 3, Handle: 4, Flags: syscall.O_RDONLY})
+		add(Event{Op: OpCreate, Path: 9, Node: 4, Node2: 7, Handle: 5, Flags: syscall.O_WRONLY | syscall.O_CREAT | syscall.O_TRUNC, Mode: 0o644})
+		add(Event{Op: OpCopyFileRange, Path: 3, Path2: 9, Node: 3, Node2: 7, Handle: 4, Handle2: 5,
+			Offset: 1 << 20, Offset2: 4096, Size: 1 << 20, Ret: 1 << 20})
+		add(Event{Op: OpCopyFileRange, Path: 3, Path2: 9, Node: 3, Node2: 7, Handle: 4, Handle2: 5,
+			Offset: 3 << 20, Offset2: 4096 + 1<<20, Size: 1 << 20, Ret: 0})
+		add(Event{Op: OpRelease, Path: 9, Node: 7, Handle: 5})
+		add(Event{Op: OpRelease, Path: 3, Node: 3, Handle: 4})
+	}
 	return h, paths, procs, files, evs
 }
 
-// writeGolden writes the golden content with two events chunks.
+// writeGolden writes the version-2 golden content with two events chunks.
 func writeGolden(w io.Writer) error {
-	h, paths, procs, files, evs := goldenContent()
+	h, paths, procs, files, evs := goldenContent(Version2)
 	tw, err := NewWriter(w, h, WriterOptions{ChunkEvents: 16})
 	if err != nil {
 		return err
@@ -112,26 +130,55 @@ func writeGolden(w io.Writer) error {
 	return tw.Close()
 }
 
+// TestGoldenV1 reads the committed version-1 trace. It has no -update path on purpose:
+// the Writer writes version 2, and the point of the file is that version 1 wrote it.
 func TestGoldenV1(t *testing.T) {
+	got := checkGolden(t, goldenPath, Version1)
+	for _, e := range got {
+		if e.Offset2 != 0 {
+			t.Errorf("version-1 event %+v has an Offset2", e)
+		}
+	}
+}
+
+// TestGoldenV2 reads the committed version-2 trace, whose copy_file_range events carry
+// an output offset (Offset2). -update rewrites it.
+func TestGoldenV2(t *testing.T) {
 	if *update {
 		var buf bytes.Buffer
 		if err := writeGolden(&buf); err != nil {
 			t.Fatal(err)
 		}
-		if err := os.MkdirAll(filepath.Dir(goldenPath), 0o755); err != nil {
+		if err := os.MkdirAll(filepath.Dir(goldenV2Path), 0o755); err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(goldenPath, buf.Bytes(), 0o644); err != nil {
+		if err := os.WriteFile(goldenV2Path, buf.Bytes(), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		t.Logf("wrote %s (%d bytes)", goldenPath, buf.Len())
+		t.Logf("wrote %s (%d bytes)", goldenV2Path, buf.Len())
 	}
-	r, err := Open(goldenPath)
+	got := checkGolden(t, goldenV2Path, Version2)
+	var offsets []int64
+	for _, e := range got {
+		if e.Op == OpCopyFileRange {
+			offsets = append(offsets, e.Offset2)
+		}
+	}
+	if want := []int64{4096, 4096 + 1<<20}; !slices.Equal(offsets, want) {
+		t.Errorf("copy_file_range output offsets %v, want %v", offsets, want)
+	}
+}
+
+// checkGolden reads the golden trace at path, compares it with goldenContent(version) and
+// returns its events in Start order.
+func checkGolden(t *testing.T, path string, version uint16) []Event {
+	t.Helper()
+	r, err := Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer func() { _ = r.Close() }()
-	h, paths, procs, files, want := goldenContent()
+	h, paths, procs, files, want := goldenContent(version)
 	if got := r.Header(); !reflect.DeepEqual(*got, h) {
 		t.Errorf("header:\n got %+v\nwant %+v", *got, h)
 	}
@@ -173,4 +220,5 @@ func TestGoldenV1(t *testing.T) {
 	if time.Duration(f.End) <= 0 {
 		t.Errorf("footer end %d", f.End)
 	}
+	return got
 }

@@ -6,7 +6,7 @@ import "time"
 // file, and every report shows the parts that change how its numbers must be read (the
 // fidelity mode above all).
 type Header struct {
-	Version   uint16    // format version; Version1 for files written by this package
+	Version   uint16    // format version; Version2 for files written by this package
 	Kind      string    // "record" (traced through the FUSE layer) or "replay"
 	WallStart time.Time // wall-clock time (UTC) at Origin
 	// Origin is the monotonic reading (ns, CLOCK_MONOTONIC) that event Start times count
@@ -21,8 +21,13 @@ type Header struct {
 	Labels       []Label  // --label key=value, Slurm ids, ...
 }
 
-// Version1 is the only format version this package writes.
-const Version1 uint16 = 1
+// Format versions. This package writes Version2 and reads both.
+const (
+	// Version1 is the first format: its events have no Offset2 (it reads as 0).
+	Version1 uint16 = 1
+	// Version2 adds the Offset2 column (copy_file_range's output offset) to events chunks.
+	Version2 uint16 = 2
+)
 
 // Target is the traced (or replayed-onto) directory as /proc/self/mountinfo described it.
 type Target struct {

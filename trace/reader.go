@@ -97,8 +97,8 @@ func NewReader(rd io.Reader) (*Reader, error) {
 		return nil, fmt.Errorf("%w: cut short in the preamble", ErrEmpty)
 	}
 	v := binary.LittleEndian.Uint16(pre[len(magic):])
-	if v != Version1 {
-		return nil, fmt.Errorf("%w %d (this build reads version %d)", ErrVersion, v, Version1)
+	if v != Version1 && v != Version2 {
+		return nil, fmt.Errorf("%w %d (this build reads versions %d and %d)", ErrVersion, v, Version1, Version2)
 	}
 	_, _ = r.br.Discard(preambleSize) // cannot fail: Peek returned these bytes
 	r.off = int64(preambleSize)
@@ -202,7 +202,7 @@ func (r *Reader) advance() error {
 		var derr error
 		switch t {
 		case ChunkEvents:
-			r.events, derr = decodeEvents(payload, r.events, &r.col, &r.pred)
+			r.events, derr = decodeEvents(payload, r.hdr.Version, r.events, &r.col, &r.pred)
 			if derr == nil && len(r.events) > 0 {
 				return nil
 			}

@@ -54,8 +54,8 @@ func rawChunk(t ChunkType, payload []byte) []byte {
 func TestOpenErrors(t *testing.T) {
 	dir := t.TempDir()
 	good := smallTrace(t, 10, 100)
-	v2 := bytes.Clone(good)
-	v2[8] = 2
+	v3 := bytes.Clone(good)
+	v3[8] = 3
 	for _, tc := range []struct {
 		name    string
 		data    []byte
@@ -66,7 +66,7 @@ func TestOpenErrors(t *testing.T) {
 		{"text", []byte("hello world, this is not a trace\n"), ErrNotTrace, "not an iotap trace"},
 		{"one-byte", []byte("x"), ErrNotTrace, "not an iotap trace"},
 		{"magic-prefix", []byte(magic[:5]), ErrEmpty, "preamble"},
-		{"version", v2, ErrVersion, "unsupported format version 2"},
+		{"version", v3, ErrVersion, "unsupported format version 3"},
 		{"preamble-only", good[:preambleSize], ErrEmpty, "no header"},
 		{"header-cut", good[:preambleSize+frameSize+3], ErrEmpty, "header chunk cut short"},
 		{"events-first", append(appendPreamble(nil, 1), rawChunk(ChunkEvents, []byte{0})...), ErrCorrupt, "first chunk is not the header"},

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 	"unsafe"
@@ -91,7 +92,7 @@ func TestRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = r.Close() }()
-	h.Version = Version1
+	h.Version = Version2
 	if got := r.Header(); !reflect.DeepEqual(*got, h) {
 		t.Errorf("header:\n got %+v\nwant %+v", *got, h)
 	}
@@ -155,6 +156,86 @@ func TestRoundTrip(t *testing.T) {
 	if fs := r.Files(); len(fs) != 1 || fs[0] != (File{Path: 2, Type: TypeDir, Mode: 0o755, Seen: 5, Nlink: 2}) {
 		t.Errorf("files %+v", fs)
 	}
+}
+
+// offset2Events is a copy through two handles whose output offsets differ from the input
+// offsets, with a read on the input handle between the copies (the offset predictor
+// follows the input handle across them).
+func offset2Events() []Event {
+	return []Event{
+		{Op: OpOpen, Start: 10, Tid: 1, Path: 2, Handle: 1},
+		{Op: OpCreate, Start: 20, Tid: 1, Path: 3, Handle: 2},
+		{Op: OpCopyFileRange, Start: 30, Tid: 1, Path: 2, Path2: 3, Handle: 1, Handle2: 2, Offset: 0, Offset2: 4096, Size: 1 << 20, Ret: 1 << 20},
+		{Op: OpRead, Start: 40, Tid: 1, Path: 2, Handle: 1, Offset: 1 << 20, Size: 4096, Ret: 4096},
+		{Op: OpCopyFileRange, Start: 50, Tid: 1, Path: 2, Path2: 3, Handle: 1, Handle2: 2, Offset: 1<<20 + 4096, Offset2: 1<<40 + 3, Size: 1 << 20, Ret: 5},
+		{Op: OpCopyFileRange, Start: 60, Tid: 1, Path: 2, Path2: 3, Handle: 1, Handle2: 2, Offset: 7, Offset2: -1, Errno: uint16(syscall.EINVAL)},
+	}
+}
+
+// TestOffset2 round-trips copy_file_range's output offset (format version 2) through
+// Writer and Reader, and reads a version-1 file, which has no such column, as Offset2 0.
+func TestOffset2(t *testing.T) {
+	want := offset2Events()
+	t.Run("version 2", func(t *testing.T) {
+		var buf bytes.Buffer
+		w, err := NewWriter(&buf, testHeader(), WriterOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range want {
+			w.Append(&want[i])
+		}
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+		r, err := NewReader(bytes.NewReader(buf.Bytes()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = r.Close() }()
+		if v := r.Header().Version; v != Version2 {
+			t.Errorf("header version %d, want %d", v, Version2)
+		}
+		if got := readAll(t, r); !slices.Equal(got, want) {
+			t.Errorf("events:\n got %+v\nwant %+v", got, want)
+		}
+	})
+	t.Run("version 1", func(t *testing.T) {
+		h := testHeader()
+		b := appendPreamble(nil, Version1)
+		b = append(b, rawChunk(ChunkHeader, appendHeader(nil, &h))...)
+		b = append(b, rawChunk(ChunkEvents, appendEvents(nil, Version1, want, &offsetPredictor{}))...)
+		b = append(b, rawChunk(ChunkFooter, appendFooter(nil, &Footer{Events: uint64(len(want))}))...)
+		r, err := NewReader(bytes.NewReader(b))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = r.Close() }()
+		if v := r.Header().Version; v != Version1 {
+			t.Errorf("header version %d, want %d", v, Version1)
+		}
+		got := readAll(t, r)
+		if d := r.Damage(); len(d) != 0 {
+			t.Errorf("damage: %v", d)
+		}
+		want1 := offset2Events()
+		for i := range want1 {
+			want1[i].Offset2 = 0
+		}
+		if !slices.Equal(got, want1) {
+			t.Errorf("events:\n got %+v\nwant %+v", got, want1)
+		}
+	})
+	t.Run("payload of the other version", func(t *testing.T) {
+		var col []uint64
+		var pred offsetPredictor
+		if _, err := decodeEvents(appendEvents(nil, Version1, want, &pred), Version2, nil, &col, &pred); err == nil {
+			t.Error("a version-1 payload decoded as version 2")
+		}
+		if _, err := decodeEvents(appendEvents(nil, Version2, want, &pred), Version1, nil, &col, &pred); err == nil {
+			t.Error("a version-2 payload decoded as version 1")
+		}
+	})
 }
 
 func TestCreateOpen(t *testing.T) {

@@ -136,7 +136,7 @@ func Create(path string, h Header, o WriterOptions) (*Writer, error) {
 // NewWriter returns a Writer on out. It writes the preamble and the header chunk
 // immediately. Close does not close out.
 //
-// h.Version is set to Version1. If h.WallStart is zero, NewWriter sets WallStart and
+// h.Version is set to Version2. If h.WallStart is zero, NewWriter sets WallStart and
 // Origin to the current time; a caller that sets WallStart itself should set Origin to
 // Now() read at the same moment (if Origin is zero, NewWriter sets it).
 func NewWriter(out io.Writer, h Header, o WriterOptions) (*Writer, error) {
@@ -194,7 +194,7 @@ func newWriter(out io.Writer, h Header, o WriterOptions) (*Writer, error) {
 	}
 	w.enc = enc
 
-	h.Version = Version1
+	h.Version = Version2
 	if h.WallStart.IsZero() {
 		h.WallStart = time.Now().UTC()
 		h.Origin = Now()
@@ -202,7 +202,7 @@ func newWriter(out io.Writer, h Header, o WriterOptions) (*Writer, error) {
 		h.Origin = Now()
 	}
 	w.origin = h.Origin
-	w.buf = appendPreamble(w.buf[:0], Version1)
+	w.buf = appendPreamble(w.buf[:0], Version2)
 	w.raw = appendHeader(w.raw[:0], &h)
 	w.buf = w.appendChunk(w.buf, ChunkHeader, w.raw)
 	if err := w.write(w.buf); err != nil {
@@ -514,7 +514,7 @@ func (w *Writer) flush() {
 				w.opCounts[op]++
 			}
 		}
-		w.raw = appendEvents(w.raw[:0], w.stage, &w.pred)
+		w.raw = appendEvents(w.raw[:0], Version2, w.stage, &w.pred)
 		w.buf = w.appendChunk(w.buf, ChunkEvents, w.raw)
 		w.stage = w.stage[:0]
 	}
