@@ -601,7 +601,7 @@ func (t *tracer) CopyFileRange(cancel <-chan struct{}, in *fuse.CopyFileRangeIn)
 	ev.Path = t.nodes.path(in.NodeId)
 	ev.Path2 = t.nodes.path(in.NodeIdOut)
 	ev.Node2, ev.Handle, ev.Handle2 = in.NodeIdOut, in.FhIn, in.FhOut
-	ev.Offset, ev.Flags = int64(in.OffIn), uint32(in.Flags)
+	ev.Offset, ev.Offset2, ev.Flags = int64(in.OffIn), int64(in.OffOut), uint32(in.Flags)
 	ev.Size = uint32(min(in.Len, 1<<32-1))
 	if st == fuse.OK {
 		ev.Ret = int64(n)
