@@ -44,7 +44,8 @@ func init() {
 //	            copy_file_range output ("" when none)
 //	node        FUSE node id
 //	handle      file handle
-//	offset      offset (read, write, readdir, lseek, fallocate; setattr new size)
+//	offset      offset (read, write, readdir, lseek, fallocate; copy_file_range input;
+//	            setattr new size)
 //	size        requested bytes
 //	ret         bytes done, resulting offset (lseek), or size of the object found (lookup)
 //	errno       0 on success, else the errno returned to the caller
@@ -56,9 +57,12 @@ func init() {
 //	mode        file mode (create/mkdir/mknod; found object for lookups), decimal
 //	node2       second node id (node returned by lookup/create/mkdir/..., copy output)
 //	handle2     second handle (copy_file_range output)
+//	offset2     copy_file_range output offset (0 for other ops, and in format-version-1
+//	            traces, which did not record it)
 var exportFields = []string{
 	"op", "start_ns", "dur_ns", "path", "path2", "node", "handle", "offset", "size", "ret",
 	"errno", "errno_name", "tid", "pid", "comm", "uid", "gid", "flags", "mode", "node2", "handle2",
+	"offset2",
 }
 
 type exportOptions struct {
@@ -230,6 +234,7 @@ func (x *exporter) record(ev *trace.Event, rec []string) {
 	rec[18] = u(uint64(ev.Mode))
 	rec[19] = u(ev.Node2)
 	rec[20] = u(ev.Handle2)
+	rec[21] = i(ev.Offset2)
 }
 
 // appendJSON appends one JSON object and a newline. Field order is exportFields.
@@ -276,6 +281,8 @@ func (x *exporter) appendJSON(b []byte, ev *trace.Event) []byte {
 	b = strconv.AppendUint(b, ev.Node2, 10)
 	b = append(b, `,"handle2":`...)
 	b = strconv.AppendUint(b, ev.Handle2, 10)
+	b = append(b, `,"offset2":`...)
+	b = strconv.AppendInt(b, ev.Offset2, 10)
 	return append(b, "}\n"...)
 }
 

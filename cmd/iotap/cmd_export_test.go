@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -114,6 +115,63 @@ func TestExportFields(t *testing.T) {
 	}
 	if !sawErrno || !sawSymlink {
 		t.Errorf("errno row ok %v, symlink row ok %v", sawErrno, sawSymlink)
+	}
+}
+
+// TestExportOffset2: copy_file_range's output offset (format version 2) is exported as
+// offset2 in both formats; a version-1 trace exports 0.
+func TestExportOffset2(t *testing.T) {
+	v2 := filepath.Join("..", "..", "testdata", "trace", "v2-small.iotap")
+	for _, tc := range []struct {
+		name  string
+		trace string
+		want  []string // offset2 of the copy_file_range rows, in file order
+	}{
+		{name: "version 2", trace: v2, want: []string{"4096", "1052672"}},
+		{name: "version 1", trace: goldenTrace, want: nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, csvOut, stderr := runIotap(t, nil, "export", "--format", "csv", tc.trace)
+			if code != exitOK {
+				t.Fatalf("exit %d: %s", code, stderr)
+			}
+			rows, err := csv.NewReader(strings.NewReader(csvOut)).ReadAll()
+			if err != nil {
+				t.Fatal(err)
+			}
+			col := slices.Index(rows[0], "offset2")
+			if col < 0 {
+				t.Fatalf("no offset2 column in %v", rows[0])
+			}
+			var got []string
+			for _, r := range rows[1:] {
+				if r[0] == "copy_file_range" {
+					got = append(got, r[col])
+				} else if r[col] != "0" {
+					t.Errorf("%s row has offset2 %s", r[0], r[col])
+				}
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("copy_file_range offset2 %v, want %v", got, tc.want)
+			}
+			_, jsonl, _ := runIotap(t, nil, "export", tc.trace)
+			var jgot []string
+			for _, l := range strings.Split(strings.TrimSuffix(jsonl, "\n"), "\n") {
+				var m struct {
+					Op      string `json:"op"`
+					Offset2 *int64 `json:"offset2"`
+				}
+				if err := json.Unmarshal([]byte(l), &m); err != nil || m.Offset2 == nil {
+					t.Fatalf("%v, offset2 %v: %s", err, m.Offset2, l)
+				}
+				if m.Op == "copy_file_range" {
+					jgot = append(jgot, strconv.FormatInt(*m.Offset2, 10))
+				}
+			}
+			if !slices.Equal(jgot, tc.want) {
+				t.Errorf("jsonl copy_file_range offset2 %v, want %v", jgot, tc.want)
+			}
+		})
 	}
 }
 
