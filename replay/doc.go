@@ -62,11 +62,11 @@
 //	access                                       faccessat(mask, AT_SYMLINK_NOFOLLOW)
 //	getxattr / listxattr / setxattr / removexattr  the l*xattr calls on "user.iotap.replay"
 //	                                             (traces do not record attribute names)
-//	copy_file_range(in, out)                     copy_file_range between the two replayed handles,
-//	                                             or ReadAt+WriteAt where the backend cannot
-//	                                             (RangeCopier)  KCopy  copy_file_range
-//	                                             (the trace has no output offset: the output
-//	                                             handle's position is used, where its last
+//	copy_file_range(in, out)                     copy_file_range between the two replayed handles
+//	                                             at the recorded offsets, or ReadAt+WriteAt where
+//	                                             the backend cannot (RangeCopier)  KCopy  copy_file_range
+//	                                             (a version-1 trace has no output offset: the
+//	                                             output handle's position is used, where its last
 //	                                             write or copy ended, as cp and cat copy)
 //	forget                                       dropped (kernel cache eviction)
 //	ioctl, bmap, poll ...                        counted as skipped, never issued

@@ -179,16 +179,46 @@ func target(t testing.TB, base string) (string, *Dir) {
 // replayOnto derives the starting state, prepares it on b, and replays.
 func replayOnto(t testing.TB, data []byte, b Backend, sink Sink, o Options) *Summary {
 	t.Helper()
-	st, err := DeriveState(readerOf(t, data), o.Plan)
+	return replaySource(t, func() Source { return readerOf(t, data) }, b, sink, o)
+}
+
+// replaySource is replayOnto for a trace that open returns (twice: to derive the
+// starting state, and to replay).
+func replaySource(t testing.TB, open func() Source, b Backend, sink Sink, o Options) *Summary {
+	t.Helper()
+	st, err := DeriveState(open(), o.Plan)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := Prepare(context.Background(), b, st, o.FillRandom); err != nil {
 		t.Fatal(err)
 	}
-	sum, err := Run(context.Background(), readerOf(t, data), b, sink, o)
+	sum, err := Run(context.Background(), open(), b, sink, o)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return sum
+}
+
+// version1 reads a trace as a format-version-1 file of the same events reads: the
+// header says version 1 and no event has an Offset2 (copy_file_range's output offset).
+type version1 struct {
+	*trace.Reader
+	h trace.Header
+}
+
+func asVersion1(r *trace.Reader) *version1 {
+	v := &version1{Reader: r, h: *r.Header()}
+	v.h.Version = trace.Version1
+	return v
+}
+
+func (v *version1) Header() *trace.Header { return &v.h }
+
+func (v *version1) Next() (*trace.Event, error) {
+	e, err := v.Reader.Next()
+	if e != nil {
+		e.Offset2 = 0
+	}
+	return e, err
 }

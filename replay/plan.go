@@ -192,8 +192,8 @@ type handleState struct {
 	flushed  bool
 	dir      bool
 	// pos is where the handle's last write or copy ended: the file position a
-	// copy_file_range with no output offset writes at (the trace records only the input
-	// offset).
+	// copy_file_range with no output offset writes at. Only a version-1 trace needs it
+	// (it records only the input offset).
 	pos int64
 }
 
@@ -210,6 +210,7 @@ type planner struct {
 	src   Source
 	opts  PlanOptions
 	fuse  bool // a FUSE recording: estimate the layer's round trip
+	off2  bool // the trace records copy_file_range's output offset (format version ≥ 2)
 	rtt   rttEstimator
 	procs procTree
 
@@ -250,7 +251,7 @@ type planner struct {
 func newPlanner(src Source, o PlanOptions) *planner {
 	o.defaults()
 	return &planner{
-		src: src, opts: o, fuse: recordedThroughFUSE(src.Header()),
+		src: src, opts: o, fuse: recordedThroughFUSE(src.Header()), off2: src.Header().Version >= trace.Version2,
 		paths: map[uint32]*pathInfo{}, resByDir: map[string]uint32{},
 		handles: map[uint64]*handleState{}, byPath: map[uint32]uint64{}, superseded: map[uint64]*handleState{},
 		threads: map[uint32]*threadState{}, nextRes: 1, res: make([]resState, 1, 1024),
@@ -729,12 +730,15 @@ func (p *planner) feed1(ev *trace.Event) {
 		if h2 == nil {
 			h2 = p.implicitOpen(ev, ev.Handle2, ev.Path2, pi2, false)
 		}
-		// The trace has the input offset only. cp and cat copy with the output's file
-		// position (no output offset): where the output handle's last write or copy
-		// ended (cp: the input offset; `cat a b > c`: the end of a).
-		op.Handle2, op.Slot2, op.Offset2 = ev.Handle2, h2.slot, h2.pos
+		op.Handle2, op.Slot2, op.Offset2 = ev.Handle2, h2.slot, ev.Offset2
+		if !p.off2 {
+			// A version-1 trace has the input offset only. cp and cat copy with the
+			// output's file position (no output offset): where the output handle's last
+			// write or copy ended (cp: the input offset; `cat a b > c`: the end of a).
+			op.Offset2 = h2.pos
+		}
 		if ev.Errno == 0 {
-			h2.pos += ev.Ret
+			h2.pos = op.Offset2 + ev.Ret
 		}
 	case trace.OpStatfs:
 		op.Kind = KStatfs

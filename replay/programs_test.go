@@ -1,7 +1,9 @@
 package replay
 
 import (
+	"bytes"
 	"context"
+	"io"
 	"os"
 	"path/filepath"
 	"sync/atomic"
@@ -95,7 +97,7 @@ func TestCopyFileRange(t *testing.T) {
 			e.Path2, e.Handle, e.Handle2, e.Size, e.Ret = b.path("dst"), in, out, 1<<30, size
 		})
 		b.ev(2, trace.OpCopyFileRange, "src", 2000, 1000, func(e *trace.Event) { // cp's last call: end of file
-			e.Path2, e.Handle, e.Handle2, e.Offset, e.Size, e.Ret = b.path("dst"), in, out, size, 1<<30, 0
+			e.Path2, e.Handle, e.Handle2, e.Offset, e.Offset2, e.Size, e.Ret = b.path("dst"), in, out, size, size, 1<<30, 0
 		})
 		b.close(2, "dst", out)
 		b.close(2, "src", in)
@@ -210,8 +212,9 @@ func TestBackendDifferences(t *testing.T) {
 }
 
 // TestCopyFileRangeOutputPosition: `cat a b > c` with GNU cat copies each input with
-// copy_file_range at the output's file position; the trace has only the input offsets
-// (0 both times), so the output offset comes from where the handle's last copy ended.
+// copy_file_range at the output's file position. A version-2 trace records the output
+// offsets (0, then the end of a); a version-1 trace has only the input offsets (0 both
+// times), so the output offset comes from where the handle's last copy ended.
 func TestCopyFileRangeOutputPosition(t *testing.T) {
 	b := newTB(t)
 	sizes := map[string]int64{"a": 100000, "b": 50000}
@@ -222,20 +225,130 @@ func TestCopyFileRangeOutputPosition(t *testing.T) {
 	}
 	b.at(2, b.clock[1]+100000)
 	out := b.create(2, "c")
+	var pos int64
 	for _, n := range []string{"a", "b"} {
 		in := b.open(2, n, unix.O_RDONLY)
 		b.ev(2, trace.OpCopyFileRange, n, 50000, 1000, func(e *trace.Event) {
-			e.Path2, e.Handle, e.Handle2, e.Size, e.Ret = b.path("c"), in, out, 1<<30, sizes[n]
+			e.Path2, e.Handle, e.Handle2, e.Offset2, e.Size, e.Ret = b.path("c"), in, out, pos, 1<<30, sizes[n]
 		})
+		pos += sizes[n]
 		b.close(2, n, in)
 	}
 	b.close(2, "c", out)
-	root, d := target(t, "")
-	sum := replayOnto(t, b.bytes(), d, nil, Options{Timing: TimingAFAP})
-	if sum.Divergences != 0 {
-		t.Fatalf("%d divergences: %v", sum.Divergences, sum.Examples)
+	data := b.bytes()
+	for _, tc := range []struct {
+		name string
+		open func() Source
+	}{
+		{"version 2", func() Source { return readerOf(t, data) }},
+		{"version 1", func() Source { return asVersion1(readerOf(t, data)) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			root, d := target(t, "")
+			sum := replaySource(t, tc.open, d, nil, Options{Timing: TimingAFAP})
+			if sum.Divergences != 0 {
+				t.Fatalf("%d divergences: %v", sum.Divergences, sum.Examples)
+			}
+			if fi, err := os.Stat(filepath.Join(root, "c")); err != nil || fi.Size() != 150000 {
+				t.Fatalf("c: %v %v, want 150000 bytes", fi, err)
+			}
+		})
 	}
-	if fi, err := os.Stat(filepath.Join(root, "c")); err != nil || fi.Size() != 150000 {
-		t.Fatalf("c: %v %v, want 150000 bytes", fi, err)
-	}
+}
+
+// TestCopyFileRangeOutputOffset: a copy_file_range with an explicit output offset
+// (copy_file_range(in, &off_in, out, &off_out, ...)) that is not where the output
+// handle's last write ended. A version-2 trace records the offset and the copy lands
+// there; the read of the copied range after it finds the bytes. The same trace read as
+// version 1 copies to the handle's position instead.
+func TestCopyFileRangeOutputOffset(t *testing.T) {
+	const (
+		asize      = 100000
+		head       = 1000 // bytes written to c before the copy: its handle's position
+		count      = 50000
+		offIn      = 10000
+		offOut     = 200000
+		wantSize   = offOut + count
+		wantSizeV1 = head + count
+	)
+	b := newTB(t)
+	fa := b.create(1, "a")
+	b.rw(1, trace.OpWrite, "a", fa, 0, asize, asize)
+	b.close(1, "a", fa)
+	b.at(2, b.clock[1]+100000)
+	out := b.createFlags(2, "c", unix.O_RDWR|unix.O_CREAT|unix.O_TRUNC)
+	b.rw(2, trace.OpWrite, "c", out, 0, head, head)
+	in := b.open(2, "a", unix.O_RDONLY)
+	b.ev(2, trace.OpCopyFileRange, "a", 50000, 1000, func(e *trace.Event) {
+		e.Path2, e.Handle, e.Handle2, e.Offset, e.Offset2, e.Size, e.Ret = b.path("c"), in, out, offIn, offOut, count, count
+	})
+	b.close(2, "a", in)
+	b.rw(2, trace.OpRead, "c", out, offOut, 1<<20, count)
+	b.close(2, "c", out)
+	data := b.bytes()
+
+	t.Run("plan", func(t *testing.T) {
+		p := newPlanner(readerOf(t, data), PlanOptions{})
+		var copies int
+		for {
+			op, err := p.next()
+			if err == io.EOF {
+				break
+			}
+			must(t, err)
+			if op.Kind == KCopy {
+				copies++
+				if op.Offset != offIn || op.Offset2 != offOut || op.Size != count {
+					t.Errorf("copy op offset %d, offset2 %d, size %d; want %d, %d, %d", op.Offset, op.Offset2, op.Size, offIn, offOut, count)
+				}
+			}
+		}
+		if copies != 1 {
+			t.Errorf("%d copy ops, want 1", copies)
+		}
+	})
+	t.Run("version 2", func(t *testing.T) {
+		root, d := target(t, "")
+		var rt bytes.Buffer
+		sink, err := trace.NewWriter(&rt, trace.Header{Kind: "replay"}, trace.WriterOptions{})
+		must(t, err)
+		sum := replayOnto(t, data, d, sink, Options{Timing: TimingAFAP})
+		must(t, sink.Close())
+		if sum.Divergences != 0 {
+			t.Fatalf("%d divergences: %v", sum.Divergences, sum.Examples)
+		}
+		c, err := os.ReadFile(filepath.Join(root, "c"))
+		if err != nil || len(c) != wantSize {
+			t.Fatalf("c: %d bytes, %v; want %d", len(c), err, wantSize)
+		}
+		a, err := os.ReadFile(filepath.Join(root, "a"))
+		if err != nil || !bytes.Equal(c[offOut:], a[offIn:offIn+count]) {
+			t.Errorf("c[%d:] is not a[%d:%d] (%v)", offOut, offIn, offIn+count, err)
+		}
+		var got []int64
+		r := readerOf(t, rt.Bytes())
+		for {
+			e, err := r.Next()
+			if err == io.EOF {
+				break
+			}
+			must(t, err)
+			if e.Op == trace.OpCopyFileRange {
+				got = append(got, e.Offset2)
+			}
+		}
+		if len(got) != 1 || got[0] != offOut {
+			t.Errorf("replay trace copy_file_range output offsets %v, want [%d]", got, offOut)
+		}
+	})
+	t.Run("version 1", func(t *testing.T) {
+		root, d := target(t, "")
+		sum := replaySource(t, func() Source { return asVersion1(readerOf(t, data)) }, d, nil, Options{Timing: TimingAFAP})
+		if fi, err := os.Stat(filepath.Join(root, "c")); err != nil || fi.Size() != wantSizeV1 {
+			t.Fatalf("c: %v %v, want %d bytes", fi, err, wantSizeV1)
+		}
+		if sum.Divergences == 0 {
+			t.Error("the read of the copied range at its recorded offset did not diverge")
+		}
+	})
 }
