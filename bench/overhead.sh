@@ -18,8 +18,9 @@
 # fresh subdirectory, removed at the end). tmpfs and ext4 need root.
 # Prints per row the median over rounds for each target, the ratios of medians (traced/untraced,
 # untraced/native, traced/native), and the paired ratio: traced/untraced within each round,
-# median and min-max over rounds. Then the servers' CPU time per request (getrusage, read
-# through benchmount -cpufile), untraced, traced and the difference: the tracer's own cost.
+# its median over rounds with a 95 % bootstrap confidence interval, and its min and max. Then
+# the servers' CPU time per request (getrusage, read through benchmount -cpufile), untraced,
+# traced and the difference: the tracer's own cost.
 #
 # Usage: bench/overhead.sh [-b tmpfs|ext4|DIR] [-r ROUNDS] [-s SIZE_MiB] [-t RANDREAD_SECONDS]
 #                          [-n SMALL_FILES] [-o ROW,...] [-c none|kernel] [-d WORKDIR]
@@ -208,7 +209,7 @@ cleanup; trap - EXIT
 echo "backend=$BACKEND fstype=$FSTYPE cache=$CACHE size=${SIZE}MiB rounds=$ROUNDS randread=${RT}s small=$NSMALL"
 echo "kernel=$(uname -r) cpus=$(nproc) load1_at_start=$LOAD0 steal=${STEAL}%"
 python3 - "$RES" <<'PY'
-import collections, statistics, sys
+import collections, random, statistics, sys
 
 vals = collections.defaultdict(dict)  # (row, target) -> {round: value}
 rows, skipped = [], set()
@@ -235,13 +236,20 @@ def paired(row, f):
     u, t = vals[(row, "untraced")], vals[(row, "traced")]
     return [f(row, t[r], u[r]) for r in sorted(u) if r in t]
 
+def ci(p, n=4000, seed=1):
+    """95 % bootstrap confidence interval of the median of p (percentile method)."""
+    rng = random.Random(seed)
+    meds = sorted(statistics.median(rng.choices(p, k=len(p))) for _ in range(n))
+    return meds[int(0.025 * n)], meds[int(0.975 * n) - 1]
+
 def spread(p, fmt):
     if not p:
         return "-"
-    return f"{fmt(statistics.median(p))} [{fmt(min(p))} .. {fmt(max(p))}]"
+    lo, hi = ci(p)
+    return f"{fmt(statistics.median(p))} [{fmt(lo)} .. {fmt(hi)}] ({fmt(min(p))} .. {fmt(max(p))})"
 
 print(f"{'row':24} {'native':>10} {'untraced':>10} {'traced':>10} {'tr/untr':>8} {'untr/nat':>8} {'tr/nat':>8}"
-      f"   paired tr/untr [min .. max]")
+      f"   paired tr/untr: median [95% CI] (min .. max)")
 cpu_rows = []
 for r in rows:
     if r.startswith("cpu_"):
@@ -256,11 +264,12 @@ for r in rows:
           f"{speed(r, m['traced'], m['untraced']):8.3f} {speed(r, m['untraced'], m['native']):8.3f} "
           f"{speed(r, m['traced'], m['native']):8.3f}   {spread(p, lambda x: f'{x:.3f}')}")
 print("ratios are speed ratios (higher is better; latency rows inverted): of the medians over all")
-print("rounds, and paired: median [min .. max] of the ratios measured back to back within each round")
+print("rounds, and paired: median of the ratios measured back to back within each round, its 95 %")
+print("bootstrap confidence interval, and the smallest and largest ratio of a round")
 if cpu_rows:
     print()
     print(f"{'server CPU per request':24} {'untraced':>10} {'traced':>10} {'traced-untr':>12} {'ratio':>8}"
-          f"   paired traced-untr [min .. max]")
+          f"   paired traced-untr: median [95% CI] (min .. max)")
     for r in cpu_rows:
         u, t = med(r, "untraced"), med(r, "traced")
         p = paired(r, lambda _, a, b: a - b)
