@@ -262,9 +262,11 @@ func TestServiceTime(t *testing.T) {
 		c := make(chan struct{})
 		u.tr.GetAttr(c, &ga, &ao)
 	}
-	for i := range u.tr.svc.slots {
-		if k := u.tr.svc.slots[i].key.Load(); k != 0 {
-			t.Fatalf("slot %d still claimed by %#x", i, k)
+	for i := range u.tr.svc.buckets {
+		for j := range u.tr.svc.buckets[i].keys {
+			if k := u.tr.svc.buckets[i].keys[j].Load(); k != 0 {
+				t.Fatalf("slot %d/%d still claimed by %#x", i, j, k)
+			}
 		}
 	}
 }

@@ -85,7 +85,7 @@ func (t *tracer) commit(ev *trace.Event, t0, t1 int64, st fuse.Status) {
 
 // commitSvc is commit with the backend call's times when the node code measured one
 // (see svc.go); it releases the request's slot.
-func (t *tracer) commitSvc(ev *trace.Event, sl *svcSlot, t0, t1 int64, st fuse.Status) {
+func (t *tracer) commitSvc(ev *trace.Event, sl svcRef, t0, t1 int64, st fuse.Status) {
 	t0, t1 = t.svc.finish(sl, t0, t1)
 	t.commit(ev, t0, t1, st)
 }
@@ -576,7 +576,7 @@ func (t *tracer) Writev(cancel <-chan struct{}, in *fuse.WriteIn, data [][]byte)
 	return n, st
 }
 
-func (t *tracer) written(in *fuse.WriteIn, n uint32, sl *svcSlot, t0, t1 int64, st fuse.Status) {
+func (t *tracer) written(in *fuse.WriteIn, n uint32, sl svcRef, t0, t1 int64, st fuse.Status) {
 	ev := event(trace.OpWrite, &in.InHeader)
 	ev.Path = t.nodes.path(in.NodeId)
 	ev.Handle, ev.Offset, ev.Size, ev.Flags = in.Fh, int64(in.Offset), in.Size, in.WriteFlags

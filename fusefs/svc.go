@@ -23,11 +23,9 @@ import (
 // The tracer claims the slot before calling the bridge and releases it after.
 
 // svcSlot holds the service time measured during one request. The request's goroutine is
-// the only user of start and dur while the slot is claimed.
+// the only user of it while the slot's key is claimed.
 type svcSlot struct {
-	key        atomic.Uintptr // the request's cancel channel; 0: free
-	start, dur int64          // monotonic ns; dur < 0: not measured
-	_          [40]byte       // one slot per cache line
+	start, dur int64 // monotonic ns; dur < 0: not measured
 }
 
 // svcWays slots form a bucket; a request's channel hashes to one bucket and takes any free
@@ -39,44 +37,64 @@ const (
 	svcWays    = 8
 )
 
+// svcBucket is the keys of one bucket (each a request's cancel channel, 0 when free) in one
+// cache line, and their slots in two more: a request touches the key line and its own slot,
+// nothing else of the table (the table is cold again by the next request: a FUSE round trip
+// in between evicts it).
+type svcBucket struct {
+	keys  [svcWays]atomic.Uintptr
+	slots [svcWays]svcSlot
+}
+
 // svcTable maps the cancel channels of requests in flight to slots. It is a fixed array:
 // go-fuse makes a new channel whenever it allocates a request or one was interrupted, so
 // a map keyed by channel would grow for as long as the mount lives.
 type svcTable struct {
-	slots [svcBuckets * svcWays]svcSlot
-	probe func(start, dur int64) // tests: sees every measurement
+	buckets [svcBuckets]svcBucket
+	probe   func(start, dur int64) // tests: sees every measurement
 }
+
+// svcRef names a claimed slot (bucket*svcWays + way); noSvc is none.
+type svcRef int32
+
+const noSvc svcRef = -1
 
 // chanKey is the identity of a channel (its address; the slot does not keep it alive,
 // and the request holds it while its slot is claimed).
 func chanKey(c <-chan struct{}) uintptr { return *(*uintptr)(unsafe.Pointer(&c)) }
 
-func (s *svcTable) bucket(k uintptr) []svcSlot {
-	b := int((uint64(k) * 0x9E3779B97F4A7C15) >> 56) // top 8 bits
-	return s.slots[b*svcWays : (b+1)*svcWays]
+func (s *svcTable) bucket(k uintptr) int {
+	return int((uint64(k) * 0x9E3779B97F4A7C15) >> 56) // top 8 bits
 }
 
-// begin claims the request's slot, cleared, or returns nil (no table, no channel, bucket
+// begin claims the request's slot, cleared, or returns noSvc (no table, no channel, bucket
 // full).
-func (s *svcTable) begin(cancel <-chan struct{}) *svcSlot {
+func (s *svcTable) begin(cancel <-chan struct{}) svcRef {
 	if s == nil || cancel == nil {
-		return nil
+		return noSvc
 	}
 	k := chanKey(cancel)
-	b := s.bucket(k)
-	for i := range b {
-		if b[i].key.Load() == k { // still claimed: a request that returned without finish
-			b[i].dur = -1
-			return &b[i]
+	bi := s.bucket(k)
+	b := &s.buckets[bi]
+	free := -1
+	for i := range b.keys {
+		switch b.keys[i].Load() {
+		case k: // still claimed: a request that returned without finish
+			b.slots[i].dur = -1
+			return svcRef(bi*svcWays + i)
+		case 0:
+			if free < 0 {
+				free = i
+			}
 		}
 	}
-	for i := range b {
-		if b[i].key.CompareAndSwap(0, k) {
-			b[i].dur = -1
-			return &b[i]
+	for i := max(free, 0); free >= 0 && i < svcWays; i++ {
+		if b.keys[i].CompareAndSwap(0, k) {
+			b.slots[i].dur = -1
+			return svcRef(bi*svcWays + i)
 		}
 	}
-	return nil
+	return noSvc
 }
 
 // clock is now() when service times are recorded, else 0 (an untraced mount reads no
@@ -100,10 +118,10 @@ func (s *svcTable) measured(ctx context.Context, start int64) {
 		return
 	}
 	k := chanKey(c)
-	b := s.bucket(k)
-	for i := range b {
-		if b[i].key.Load() == k {
-			b[i].start, b[i].dur = start, end-start
+	b := &s.buckets[s.bucket(k)]
+	for i := range b.keys {
+		if b.keys[i].Load() == k {
+			b.slots[i].start, b.slots[i].dur = start, end-start
 			if s.probe != nil {
 				s.probe(start, end-start)
 			}
@@ -114,12 +132,14 @@ func (s *svcTable) measured(ctx context.Context, start int64) {
 
 // finish releases the slot and returns the times to record: the measured backend call if
 // there was one, else the handler's t0 and t1.
-func (s *svcTable) finish(sl *svcSlot, t0, t1 int64) (int64, int64) {
-	if sl == nil {
+func (s *svcTable) finish(r svcRef, t0, t1 int64) (int64, int64) {
+	if r < 0 {
 		return t0, t1
 	}
+	b := &s.buckets[r/svcWays]
+	sl := &b.slots[r%svcWays]
 	start, dur := sl.start, sl.dur
-	sl.key.Store(0)
+	b.keys[r%svcWays].Store(0)
 	if dur < 0 || start < t0 || start+dur > t1 {
 		return t0, t1
 	}
