@@ -48,7 +48,9 @@ type svcBucket struct {
 
 // svcTable maps the cancel channels of requests in flight to slots. It is a fixed array:
 // go-fuse makes a new channel whenever it allocates a request or one was interrupted, so
-// a map keyed by channel would grow for as long as the mount lives.
+// a map keyed by channel would grow for as long as the mount lives. Allocated with new, it
+// is larger than 32 KiB and so page-aligned, and a bucket is 192 bytes: each bucket's keys
+// start a cache line.
 type svcTable struct {
 	buckets [svcBuckets]svcBucket
 	probe   func(start, dur int64) // tests: sees every measurement
