@@ -29,6 +29,9 @@ const (
 	Version2 uint16 = 2
 )
 
+// writeVersion is the format version the Writer writes.
+const writeVersion = Version2
+
 // Target is the traced (or replayed-onto) directory as /proc/self/mountinfo described it.
 type Target struct {
 	Path   string // absolute path the job used

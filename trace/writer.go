@@ -194,7 +194,7 @@ func newWriter(out io.Writer, h Header, o WriterOptions) (*Writer, error) {
 	}
 	w.enc = enc
 
-	h.Version = Version2
+	h.Version = writeVersion
 	if h.WallStart.IsZero() {
 		h.WallStart = time.Now().UTC()
 		h.Origin = Now()
@@ -202,7 +202,7 @@ func newWriter(out io.Writer, h Header, o WriterOptions) (*Writer, error) {
 		h.Origin = Now()
 	}
 	w.origin = h.Origin
-	w.buf = appendPreamble(w.buf[:0], Version2)
+	w.buf = appendPreamble(w.buf[:0], writeVersion)
 	w.raw = appendHeader(w.raw[:0], &h)
 	w.buf = w.appendChunk(w.buf, ChunkHeader, w.raw)
 	if err := w.write(w.buf); err != nil {
@@ -514,7 +514,7 @@ func (w *Writer) flush() {
 				w.opCounts[op]++
 			}
 		}
-		w.raw = appendEvents(w.raw[:0], Version2, w.stage, &w.pred)
+		w.raw = appendEvents(w.raw[:0], writeVersion, w.stage, &w.pred)
 		w.buf = w.appendChunk(w.buf, ChunkEvents, w.raw)
 		w.stage = w.stage[:0]
 	}
