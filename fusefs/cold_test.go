@@ -1,11 +1,6 @@
 package fusefs
 
-import (
-	"io"
-	"testing"
-
-	"github.com/iotap/iotap/trace"
-)
+import "testing"
 
 // evict touches one byte per cache line of buf, pushing the tracer's data out of the CPU
 // caches as a FUSE round trip (two context switches and the kernel's request handling)
@@ -22,12 +17,7 @@ func evict(buf []byte) {
 // bridge, evicts again and times it through the tracer, so both see the same conditions at
 // the same moment. Metrics: untraced-ns/op, traced-ns/op and their difference, delta-ns/op.
 func BenchmarkHotPathCold(b *testing.B) {
-	w, err := trace.NewWriter(io.Discard, trace.Header{Kind: "record"}, trace.WriterOptions{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer func() { _ = w.Close() }()
-	u := map[string]*unitFS{"nop": newUnitFS(b, &nopRecorder{}), "writer": newUnitFS(b, w)}
+	u := benchUnits(b)
 	buf := make([]byte, 1<<20)
 	for _, op := range []string{"lookup", "getattr", "read4k"} {
 		for _, rn := range []string{"nop", "writer"} {

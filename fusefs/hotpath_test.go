@@ -143,12 +143,7 @@ func TestWrapperAllocs(t *testing.T) {
 // BenchmarkHotPath compares the bare bridge with the traced wrapper (no-op recorder and the
 // real trace writer) on a real directory, without FUSE.
 func BenchmarkHotPath(b *testing.B) {
-	w, err := trace.NewWriter(io.Discard, trace.Header{Kind: "record"}, trace.WriterOptions{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer func() { _ = w.Close() }()
-	u := map[string]*unitFS{"nop": newUnitFS(b, &nopRecorder{}), "writer": newUnitFS(b, w)}
+	u := benchUnits(b)
 	for _, op := range []string{"lookup", "getattr", "read4k", "write4k"} {
 		b.Run(op+"/untraced", func(b *testing.B) {
 			fn := u["nop"].ops()[op]
@@ -167,6 +162,17 @@ func BenchmarkHotPath(b *testing.B) {
 			})
 		}
 	}
+}
+
+// benchUnits returns two unit trees for the hot-path benchmarks: "nop" records into a
+// recorder that discards everything, "writer" into a trace writer (closed in b.Cleanup).
+func benchUnits(b *testing.B) map[string]*unitFS {
+	w, err := trace.NewWriter(io.Discard, trace.Header{Kind: "record"}, trace.WriterOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = w.Close() })
+	return map[string]*unitFS{"nop": newUnitFS(b, &nopRecorder{}), "writer": newUnitFS(b, w)}
 }
 
 // BenchmarkWrapper is the cost of recording alone (stub file system underneath).
