@@ -5,6 +5,7 @@ import (
 	"os"
 	"path"
 	"strconv"
+	"sync/atomic"
 
 	"github.com/iotap/iotap/trace"
 )
@@ -21,9 +22,38 @@ type procInfo struct {
 	comm    string
 }
 
+// procCacheSize is the number of slots of the direct-mapped cache in front of the procs map.
+const procCacheSize = 1024
+
+// procSlot caches one thread's attribution: word is tid<<32 | pid<<1 | record, checked the
+// time of its last comm check. A hit reads one cache line and takes no lock (the map's
+// shard lock and buckets were two to three more cold lines per request). Two threads
+// sharing a slot can pair one's word with the other's checked: that moves a comm recheck,
+// a heuristic, never an attribution, which word carries whole.
+type procSlot struct {
+	word    atomic.Uint64
+	checked atomic.Int64
+}
+
 // proc returns the attribution of tid, resolving it from /proc the first time (and re-reading
-// comm every commRecheck). Hits do not allocate.
+// comm every commRecheck). Hits do not allocate. The returned comm is empty on a cache hit.
 func (t *tracer) proc(tid uint32, at int64) procInfo {
+	sl := &t.pcache[tid%procCacheSize]
+	if w := sl.word.Load(); uint32(w>>32) == tid && at-sl.checked.Load() < commRecheck {
+		return procInfo{pid: uint32(w) >> 1, record: w&1 != 0}
+	}
+	p := t.procSlow(tid, at)
+	w := uint64(tid)<<32 | uint64(p.pid)<<1
+	if p.record {
+		w |= 1
+	}
+	sl.word.Store(w)
+	sl.checked.Store(p.checked)
+	return p
+}
+
+// procSlow is proc through the procs map.
+func (t *tracer) procSlow(tid uint32, at int64) procInfo {
 	p, ok := t.procs.get(tid)
 	if ok && at-p.checked < commRecheck {
 		return p

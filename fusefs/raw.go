@@ -17,6 +17,7 @@ import (
 type tracer struct {
 	inner  fuse.RawFileSystem
 	rec    Recorder
+	w      *trace.Writer // rec, when it is the trace writer (called directly)
 	origin int64
 	opts   Options
 
@@ -26,6 +27,7 @@ type tracer struct {
 	nodes   *nodeTable
 	handles *shardedMap[uint64, opener]   // fh → opener, from open/create/opendir replies
 	procs   *shardedMap[uint32, procInfo] // tid → attribution
+	pcache  [procCacheSize]procSlot       // direct-mapped cache in front of procs
 	seen    bitset                        // path ids already described by AddFile (or created)
 	svc     *svcTable                     // service times from the node code (nil: handler times)
 	stats   liveStats
@@ -43,6 +45,7 @@ func newTracer(inner fuse.RawFileSystem, rec Recorder, o Options) *tracer {
 		handles: newShardedMap[uint64, opener](),
 		procs:   newShardedMap[uint32, procInfo](),
 	}
+	t.w, _ = rec.(*trace.Writer)
 	t.nodes = newNodeTable(t.intern)
 	if len(o.UIDs) > 0 {
 		t.uids = make(map[uint32]bool, len(o.UIDs))
@@ -53,13 +56,14 @@ func newTracer(inner fuse.RawFileSystem, rec Recorder, o Options) *tracer {
 	return t
 }
 
+// eventPool holds the copies handed to a Recorder other than the trace writer (an event
+// passed to an interface method escapes to the heap).
 var eventPool = sync.Pool{New: func() any { return new(trace.Event) }}
 
-// event returns a zeroed event from the pool (an event handed to an interface method would
-// otherwise escape to the heap on every request).
-func event(op trace.Op, h *fuse.InHeader) *trace.Event {
-	ev := eventPool.Get().(*trace.Event)
-	*ev = trace.Event{Op: op}
+// event starts the event of a request. It lives on the handler's stack: the trace writer
+// copies it, and a pooled event would be one more cold cache line per request.
+func event(op trace.Op, h *fuse.InHeader) trace.Event {
+	ev := trace.Event{Op: op}
 	if h != nil {
 		ev.Node = h.NodeId
 		ev.Tid = h.Pid
@@ -77,10 +81,17 @@ func (t *tracer) commit(ev *trace.Event, t0, t1 int64, st fuse.Status) {
 		ev.Errno = uint16(st)
 	}
 	t.stats.op(ev.Dur, st != fuse.OK)
-	if t.keep(ev, t1) {
-		t.rec.Append(ev)
+	if !t.keep(ev, t1) {
+		return
 	}
-	eventPool.Put(ev)
+	if t.w != nil {
+		t.w.Append(ev) // a concrete call: ev does not escape
+		return
+	}
+	p := eventPool.Get().(*trace.Event)
+	*p = *ev
+	t.rec.Append(p)
+	eventPool.Put(p)
 }
 
 // commitSvc is commit with the backend call's times when the node code measured one
@@ -192,16 +203,20 @@ func (t *tracer) Lookup(cancel <-chan struct{}, h *fuse.InHeader, name string, o
 	st := t.inner.Lookup(cancel, h, name, out)
 	t1 := now()
 	ev := event(trace.OpLookup, h)
-	ev.Path = t.child(h.NodeId, name)
 	if st == fuse.OK && out.NodeId != 0 {
 		ev.Node2, ev.Ret, ev.Mode = out.NodeId, int64(out.Size), out.Mode
-		t.entry(out.NodeId, h.NodeId, name, ev.Path, &out.Attr, true, t1)
-	} else if st == fuse.OK {
+		var known bool
+		if ev.Path, known = t.nodes.refKnown(out.NodeId, h.NodeId, name); !known {
+			// First sighting under this name (a known node was already described).
+			ev.Path = t.child(h.NodeId, name)
+			t.entry(out.NodeId, h.NodeId, name, ev.Path, &out.Attr, true, t1)
+		}
+	} else if ev.Path = t.child(h.NodeId, name); st == fuse.OK {
 		// A negative entry (node id 0, cached by the kernel): the caller sees ENOENT.
-		t.commitSvc(ev, sl, t0, t1, fuse.ENOENT)
+		t.commitSvc(&ev, sl, t0, t1, fuse.ENOENT)
 		return st
 	}
-	t.commitSvc(ev, sl, t0, t1, st)
+	t.commitSvc(&ev, sl, t0, t1, st)
 	return st
 }
 
@@ -214,7 +229,7 @@ func (t *tracer) Forget(nodeid, nlookup uint64) {
 	ev.Path = t.nodes.path(nodeid)
 	ev.Ret = int64(nlookup)
 	t.nodes.forget(nodeid, nlookup)
-	t.commit(ev, t0, t1, fuse.OK)
+	t.commit(&ev, t0, t1, fuse.OK)
 }
 
 func (t *tracer) GetAttr(cancel <-chan struct{}, in *fuse.GetAttrIn, out *fuse.AttrOut) fuse.Status {
@@ -228,7 +243,7 @@ func (t *tracer) GetAttr(cancel <-chan struct{}, in *fuse.GetAttrIn, out *fuse.A
 	if st == fuse.OK {
 		ev.Ret, ev.Mode = int64(out.Size), out.Mode
 	}
-	t.commitSvc(ev, sl, t0, t1, st)
+	t.commitSvc(&ev, sl, t0, t1, st)
 	return st
 }
 
@@ -249,7 +264,7 @@ func (t *tracer) SetAttr(cancel <-chan struct{}, in *fuse.SetAttrIn, out *fuse.A
 	if in.Valid&fuse.FATTR_MODE != 0 {
 		ev.Mode = in.Mode
 	}
-	t.commitSvc(ev, sl, t0, t1, st)
+	t.commitSvc(&ev, sl, t0, t1, st)
 	return st
 }
 
@@ -264,7 +279,7 @@ func (t *tracer) Mknod(cancel <-chan struct{}, in *fuse.MknodIn, name string, ou
 		ev.Node2, ev.Ret = out.NodeId, int64(out.Size)
 		t.entry(out.NodeId, in.NodeId, name, ev.Path, &out.Attr, false, t1)
 	}
-	t.commit(ev, t0, t1, st)
+	t.commit(&ev, t0, t1, st)
 	return st
 }
 
@@ -280,7 +295,7 @@ func (t *tracer) Mkdir(cancel <-chan struct{}, in *fuse.MkdirIn, name string, ou
 		ev.Node2, ev.Ret = out.NodeId, int64(out.Size)
 		t.entry(out.NodeId, in.NodeId, name, ev.Path, &out.Attr, false, t1)
 	}
-	t.commitSvc(ev, sl, t0, t1, st)
+	t.commitSvc(&ev, sl, t0, t1, st)
 	return st
 }
 
@@ -291,7 +306,7 @@ func (t *tracer) Unlink(cancel <-chan struct{}, h *fuse.InHeader, name string) f
 	t1 := now()
 	ev := event(trace.OpUnlink, h)
 	ev.Path = t.child(h.NodeId, name)
-	t.commitSvc(ev, sl, t0, t1, st)
+	t.commitSvc(&ev, sl, t0, t1, st)
 	return st
 }
 
@@ -302,7 +317,7 @@ func (t *tracer) Rmdir(cancel <-chan struct{}, h *fuse.InHeader, name string) fu
 	t1 := now()
 	ev := event(trace.OpRmdir, h)
 	ev.Path = t.child(h.NodeId, name)
-	t.commitSvc(ev, sl, t0, t1, st)
+	t.commitSvc(&ev, sl, t0, t1, st)
 	return st
 }
 
@@ -319,7 +334,7 @@ func (t *tracer) Rename(cancel <-chan struct{}, in *fuse.RenameIn, oldName strin
 	if st == fuse.OK {
 		t.nodes.rename(ev.Path, ev.Path2, in.NodeId, oldName, in.Newdir, newName, in.Flags&renameExchange != 0)
 	}
-	t.commitSvc(ev, sl, t0, t1, st)
+	t.commitSvc(&ev, sl, t0, t1, st)
 	return st
 }
 
@@ -336,7 +351,7 @@ func (t *tracer) Link(cancel <-chan struct{}, in *fuse.LinkIn, name string, out 
 		ev.Node2, ev.Ret, ev.Mode = out.NodeId, int64(out.Size), out.Mode
 		t.entry(out.NodeId, in.NodeId, name, ev.Path, &out.Attr, false, t1)
 	}
-	t.commit(ev, t0, t1, st)
+	t.commit(&ev, t0, t1, st)
 	return st
 }
 
@@ -351,7 +366,7 @@ func (t *tracer) Symlink(cancel <-chan struct{}, h *fuse.InHeader, pointedTo str
 		ev.Node2, ev.Ret = out.NodeId, int64(out.Size)
 		t.entry(out.NodeId, h.NodeId, linkName, ev.Path, &out.Attr, false, t1)
 	}
-	t.commit(ev, t0, t1, st)
+	t.commit(&ev, t0, t1, st)
 	return st
 }
 
@@ -363,7 +378,7 @@ func (t *tracer) Readlink(cancel <-chan struct{}, h *fuse.InHeader) ([]byte, fus
 	ev := event(trace.OpReadlink, h)
 	ev.Path = t.nodes.path(h.NodeId)
 	ev.Ret = int64(len(out))
-	t.commitSvc(ev, sl, t0, t1, st)
+	t.commitSvc(&ev, sl, t0, t1, st)
 	return out, st
 }
 
@@ -374,7 +389,7 @@ func (t *tracer) Access(cancel <-chan struct{}, in *fuse.AccessIn) fuse.Status {
 	ev := event(trace.OpAccess, &in.InHeader)
 	ev.Path = t.nodes.path(in.NodeId)
 	ev.Flags = in.Mask
-	t.commit(ev, t0, t1, st)
+	t.commit(&ev, t0, t1, st)
 	return st
 }
 
@@ -386,7 +401,7 @@ func (t *tracer) GetXAttr(cancel <-chan struct{}, h *fuse.InHeader, attr string,
 	ev.Path = t.nodes.path(h.NodeId)
 	ev.Size = uint32(len(dest))
 	ev.Ret = int64(sz)
-	t.commit(ev, t0, t1, st)
+	t.commit(&ev, t0, t1, st)
 	return sz, st
 }
 
@@ -398,7 +413,7 @@ func (t *tracer) ListXAttr(cancel <-chan struct{}, h *fuse.InHeader, dest []byte
 	ev.Path = t.nodes.path(h.NodeId)
 	ev.Size = uint32(len(dest))
 	ev.Ret = int64(sz)
-	t.commit(ev, t0, t1, st)
+	t.commit(&ev, t0, t1, st)
 	return sz, st
 }
 
@@ -410,7 +425,7 @@ func (t *tracer) SetXAttr(cancel <-chan struct{}, in *fuse.SetXAttrIn, attr stri
 	ev.Path = t.nodes.path(in.NodeId)
 	ev.Size = in.Size
 	ev.Flags = in.Flags
-	t.commit(ev, t0, t1, st)
+	t.commit(&ev, t0, t1, st)
 	return st
 }
 
@@ -420,7 +435,7 @@ func (t *tracer) RemoveXAttr(cancel <-chan struct{}, h *fuse.InHeader, attr stri
 	t1 := now()
 	ev := event(trace.OpRemovexattr, h)
 	ev.Path = t.nodes.path(h.NodeId)
-	t.commit(ev, t0, t1, st)
+	t.commit(&ev, t0, t1, st)
 	return st
 }
 
@@ -435,9 +450,9 @@ func (t *tracer) Create(cancel <-chan struct{}, in *fuse.CreateIn, name string, 
 	if st == fuse.OK {
 		ev.Node2, ev.Handle, ev.Ret = out.NodeId, out.Fh, int64(out.Size)
 		t.entry(out.NodeId, in.NodeId, name, ev.Path, &out.Attr, false, t1)
-		t.opened(out.Fh, ev, t1)
+		t.opened(out.Fh, &ev, t1)
 	}
-	t.commitSvc(ev, sl, t0, t1, st)
+	t.commitSvc(&ev, sl, t0, t1, st)
 	return st
 }
 
@@ -451,9 +466,9 @@ func (t *tracer) Tmpfile(cancel <-chan struct{}, in *fuse.CreateIn, out *fuse.Cr
 	if st == fuse.OK {
 		ev.Node2, ev.Handle = out.NodeId, out.Fh
 		t.entry(out.NodeId, 0, "", 0, &out.Attr, false, t1)
-		t.opened(out.Fh, ev, t1)
+		t.opened(out.Fh, &ev, t1)
 	}
-	t.commit(ev, t0, t1, st)
+	t.commit(&ev, t0, t1, st)
 	return st
 }
 
@@ -467,9 +482,9 @@ func (t *tracer) Open(cancel <-chan struct{}, in *fuse.OpenIn, out *fuse.OpenOut
 	ev.Flags = in.Flags
 	if st == fuse.OK {
 		ev.Handle = out.Fh
-		t.opened(out.Fh, ev, t1)
+		t.opened(out.Fh, &ev, t1)
 	}
-	t.commitSvc(ev, sl, t0, t1, st)
+	t.commitSvc(&ev, sl, t0, t1, st)
 	return st
 }
 
@@ -485,7 +500,7 @@ func (t *tracer) Read(cancel <-chan struct{}, in *fuse.ReadIn, buf []byte) (fuse
 		ev.Ret = int64(res.Size())
 		t.stats.rbytes.Add(uint64(ev.Ret))
 	}
-	t.commitSvc(ev, sl, t0, t1, st)
+	t.commitSvc(&ev, sl, t0, t1, st)
 	return res, st
 }
 
@@ -499,11 +514,11 @@ func (t *tracer) Lseek(cancel <-chan struct{}, in *fuse.LseekIn, out *fuse.Lseek
 	if st == fuse.OK {
 		ev.Ret = int64(out.Offset)
 	}
-	t.commit(ev, t0, t1, st)
+	t.commit(&ev, t0, t1, st)
 	return st
 }
 
-func (t *tracer) lock(op trace.Op, in *fuse.LkIn) *trace.Event {
+func (t *tracer) lock(op trace.Op, in *fuse.LkIn) trace.Event {
 	ev := event(op, &in.InHeader)
 	ev.Path = t.nodes.path(in.NodeId)
 	ev.Handle, ev.Flags, ev.Offset = in.Fh, in.Lk.Typ, int64(in.Lk.Start)
@@ -521,7 +536,7 @@ func (t *tracer) GetLk(cancel <-chan struct{}, in *fuse.LkIn, out *fuse.LkOut) f
 	if st == fuse.OK {
 		ev.Ret = int64(out.Lk.Typ)
 	}
-	t.commit(ev, t0, t1, st)
+	t.commit(&ev, t0, t1, st)
 	return st
 }
 
@@ -529,7 +544,8 @@ func (t *tracer) SetLk(cancel <-chan struct{}, in *fuse.LkIn) fuse.Status {
 	t0 := now()
 	st := t.inner.SetLk(cancel, in)
 	t1 := now()
-	t.commit(t.lock(trace.OpSetlk, in), t0, t1, st)
+	ev := t.lock(trace.OpSetlk, in)
+	t.commit(&ev, t0, t1, st)
 	return st
 }
 
@@ -537,7 +553,8 @@ func (t *tracer) SetLkw(cancel <-chan struct{}, in *fuse.LkIn) fuse.Status {
 	t0 := now()
 	st := t.inner.SetLkw(cancel, in)
 	t1 := now()
-	t.commit(t.lock(trace.OpSetlkw, in), t0, t1, st)
+	ev := t.lock(trace.OpSetlkw, in)
+	t.commit(&ev, t0, t1, st)
 	return st
 }
 
@@ -548,8 +565,8 @@ func (t *tracer) Release(cancel <-chan struct{}, in *fuse.ReleaseIn) {
 	ev := event(trace.OpRelease, &in.InHeader)
 	ev.Path = t.nodes.path(in.NodeId)
 	ev.Handle, ev.Flags = in.Fh, in.Flags
-	t.asOpener(ev, in.Fh, true)
-	t.commit(ev, t0, t1, fuse.OK)
+	t.asOpener(&ev, in.Fh, true)
+	t.commit(&ev, t0, t1, fuse.OK)
 }
 
 func (t *tracer) Write(cancel <-chan struct{}, in *fuse.WriteIn, data []byte) (uint32, fuse.Status) {
@@ -584,13 +601,13 @@ func (t *tracer) written(in *fuse.WriteIn, n uint32, sl svcRef, t0, t1 int64, st
 		// A write-back of dirty pages (cache=kernel), sent by whichever thread flushed
 		// them: it belongs to the handle's opener.
 		ev.Tid, ev.Pid = 0, 0
-		t.asOpener(ev, in.Fh, false)
+		t.asOpener(&ev, in.Fh, false)
 	}
 	if st == fuse.OK {
 		ev.Ret = int64(n)
 		t.stats.wbytes.Add(uint64(n))
 	}
-	t.commitSvc(ev, sl, t0, t1, st)
+	t.commitSvc(&ev, sl, t0, t1, st)
 }
 
 func (t *tracer) CopyFileRange(cancel <-chan struct{}, in *fuse.CopyFileRangeIn) (uint32, fuse.Status) {
@@ -608,7 +625,7 @@ func (t *tracer) CopyFileRange(cancel <-chan struct{}, in *fuse.CopyFileRangeIn)
 		t.stats.rbytes.Add(uint64(n))
 		t.stats.wbytes.Add(uint64(n))
 	}
-	t.commit(ev, t0, t1, st)
+	t.commit(&ev, t0, t1, st)
 	return n, st
 }
 
@@ -622,7 +639,7 @@ func (t *tracer) Ioctl(cancel <-chan struct{}, in *fuse.IoctlIn, inbuf []byte, o
 	if st == fuse.OK {
 		ev.Ret = int64(out.Result)
 	}
-	t.commit(ev, t0, t1, st)
+	t.commit(&ev, t0, t1, st)
 	return st
 }
 
@@ -633,8 +650,8 @@ func (t *tracer) Flush(cancel <-chan struct{}, in *fuse.FlushIn) fuse.Status {
 	ev := event(trace.OpFlush, &in.InHeader)
 	ev.Path = t.nodes.path(in.NodeId)
 	ev.Handle = in.Fh
-	t.asOpener(ev, in.Fh, false)
-	t.commit(ev, t0, t1, st)
+	t.asOpener(&ev, in.Fh, false)
+	t.commit(&ev, t0, t1, st)
 	return st
 }
 
@@ -645,8 +662,8 @@ func (t *tracer) Fsync(cancel <-chan struct{}, in *fuse.FsyncIn) fuse.Status {
 	ev := event(trace.OpFsync, &in.InHeader)
 	ev.Path = t.nodes.path(in.NodeId)
 	ev.Handle, ev.Flags = in.Fh, in.FsyncFlags
-	t.asOpener(ev, in.Fh, false)
-	t.commit(ev, t0, t1, st)
+	t.asOpener(&ev, in.Fh, false)
+	t.commit(&ev, t0, t1, st)
 	return st
 }
 
@@ -658,7 +675,7 @@ func (t *tracer) Fallocate(cancel <-chan struct{}, in *fuse.FallocateIn) fuse.St
 	ev.Path = t.nodes.path(in.NodeId)
 	ev.Handle, ev.Offset, ev.Flags = in.Fh, int64(in.Offset), in.Mode
 	ev.Size = uint32(min(in.Length, 1<<32-1))
-	t.commit(ev, t0, t1, st)
+	t.commit(&ev, t0, t1, st)
 	return st
 }
 
@@ -672,9 +689,9 @@ func (t *tracer) OpenDir(cancel <-chan struct{}, in *fuse.OpenIn, out *fuse.Open
 	ev.Flags = in.Flags
 	if st == fuse.OK {
 		ev.Handle = out.Fh
-		t.opened(out.Fh, ev, t1)
+		t.opened(out.Fh, &ev, t1)
 	}
-	t.commitSvc(ev, sl, t0, t1, st)
+	t.commitSvc(&ev, sl, t0, t1, st)
 	return st
 }
 
@@ -688,7 +705,7 @@ func (t *tracer) ReadDir(cancel <-chan struct{}, in *fuse.ReadIn, out *fuse.DirE
 	if st == fuse.OK {
 		ev.Ret = int64(len(out.Bytes()))
 	}
-	t.commit(ev, t0, t1, st)
+	t.commit(&ev, t0, t1, st)
 	return st
 }
 
@@ -704,7 +721,7 @@ func (t *tracer) ReadDirPlus(cancel <-chan struct{}, in *fuse.ReadIn, out *fuse.
 		ev.Ret = int64(len(buf))
 		t.plusEntries(in.NodeId, ev.Path, buf, t1)
 	}
-	t.commit(ev, t0, t1, st)
+	t.commit(&ev, t0, t1, st)
 	return st
 }
 
@@ -744,8 +761,8 @@ func (t *tracer) ReleaseDir(in *fuse.ReleaseIn) {
 	ev := event(trace.OpReleasedir, &in.InHeader)
 	ev.Path = t.nodes.path(in.NodeId)
 	ev.Handle, ev.Flags = in.Fh, in.Flags
-	t.asOpener(ev, in.Fh, true)
-	t.commit(ev, t0, t1, fuse.OK)
+	t.asOpener(&ev, in.Fh, true)
+	t.commit(&ev, t0, t1, fuse.OK)
 }
 
 func (t *tracer) FsyncDir(cancel <-chan struct{}, in *fuse.FsyncIn) fuse.Status {
@@ -755,7 +772,7 @@ func (t *tracer) FsyncDir(cancel <-chan struct{}, in *fuse.FsyncIn) fuse.Status 
 	ev := event(trace.OpFsyncdir, &in.InHeader)
 	ev.Path = t.nodes.path(in.NodeId)
 	ev.Handle, ev.Flags = in.Fh, in.FsyncFlags
-	t.commit(ev, t0, t1, st)
+	t.commit(&ev, t0, t1, st)
 	return st
 }
 
@@ -765,7 +782,7 @@ func (t *tracer) StatFs(cancel <-chan struct{}, h *fuse.InHeader, out *fuse.Stat
 	t1 := now()
 	ev := event(trace.OpStatfs, h)
 	ev.Path = t.nodes.path(h.NodeId)
-	t.commit(ev, t0, t1, st)
+	t.commit(&ev, t0, t1, st)
 	return st
 }
 
@@ -779,6 +796,6 @@ func (t *tracer) Statx(cancel <-chan struct{}, in *fuse.StatxIn, out *fuse.Statx
 	if st == fuse.OK {
 		ev.Ret, ev.Mode = int64(out.Size), uint32(out.Mode)
 	}
-	t.commit(ev, t0, t1, st)
+	t.commit(&ev, t0, t1, st)
 	return st
 }

@@ -29,28 +29,27 @@ type svcSlot struct {
 }
 
 // svcWays slots form a bucket; a request's channel hashes to one bucket and takes any free
-// slot of it. 256 buckets of 8 hold far more requests than are ever in flight (go-fuse's
-// readers plus the kernel's background requests); a request that finds its bucket full is
-// recorded with the handler's time.
+// slot of it. 1024 buckets of 2 hold far more requests than are ever in flight (go-fuse's
+// readers plus the kernel's background requests: with 20 in flight, a request finds its
+// bucket full about once in 5000); a request that does is recorded with the handler's time.
 const (
-	svcBuckets = 256
-	svcWays    = 8
+	svcBuckets = 1024
+	svcWays    = 2
 )
 
-// svcBucket is the keys of one bucket (each a request's cancel channel, 0 when free) in one
-// cache line, and their slots in two more: a request touches the key line and its own slot,
-// nothing else of the table (the table is cold again by the next request: a FUSE round trip
-// in between evicts it).
+// svcBucket is the keys of one bucket (each a request's cancel channel, 0 when free) and
+// their slots, in one cache line: a request touches that line and nothing else of the
+// table (which is cold again by the next request: a FUSE round trip in between evicts it).
 type svcBucket struct {
 	keys  [svcWays]atomic.Uintptr
 	slots [svcWays]svcSlot
+	_     [64 - svcWays*24]byte
 }
 
 // svcTable maps the cancel channels of requests in flight to slots. It is a fixed array:
 // go-fuse makes a new channel whenever it allocates a request or one was interrupted, so
 // a map keyed by channel would grow for as long as the mount lives. Allocated with new, it
-// is larger than 32 KiB and so page-aligned, and a bucket is 192 bytes: each bucket's keys
-// start a cache line.
+// is larger than 32 KiB and so page-aligned, and each 64-byte bucket is one cache line.
 type svcTable struct {
 	buckets [svcBuckets]svcBucket
 	probe   func(start, dur int64) // tests: sees every measurement
@@ -66,7 +65,7 @@ const noSvc svcRef = -1
 func chanKey(c <-chan struct{}) uintptr { return *(*uintptr)(unsafe.Pointer(&c)) }
 
 func (s *svcTable) bucket(k uintptr) int {
-	return int((uint64(k) * 0x9E3779B97F4A7C15) >> 56) // top 8 bits
+	return int((uint64(k) * 0x9E3779B97F4A7C15) >> 54) // top 10 bits: svcBuckets
 }
 
 // begin claims the request's slot, cleared, or returns noSvc (no table, no channel, bucket

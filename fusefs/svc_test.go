@@ -1,6 +1,9 @@
 package fusefs
 
-import "testing"
+import (
+	"testing"
+	"unsafe"
+)
 
 // TestSvcBucket: a request whose bucket is full gets no slot and is recorded with the
 // handler's times; a channel still holding a slot (a request that returned without
@@ -18,18 +21,21 @@ func TestSvcBucket(t *testing.T) {
 	if t0, t1 := s.finish(noSvc, 10, 20); t0 != 10 || t1 != 20 {
 		t.Errorf("finish(noSvc) = %d, %d; want the handler's 10, 20", t0, t1)
 	}
-	b.keys[5].Store(chanKey(c))
-	b.slots[5] = svcSlot{start: 1, dur: 2}
+	b.keys[1].Store(chanKey(c))
+	b.slots[1] = svcSlot{start: 1, dur: 2}
 	r := s.begin(c)
-	if r%svcWays != 5 || b.slots[5].dur != -1 {
-		t.Fatalf("claimed again: slot %d, dur %d; want way 5 cleared", r, b.slots[5].dur)
+	if r%svcWays != 1 || b.slots[1].dur != -1 {
+		t.Fatalf("claimed again: slot %d, dur %d; want way 1 cleared", r, b.slots[1].dur)
 	}
-	b.slots[5] = svcSlot{start: 12, dur: 3}
-	if t0, t1 := s.finish(r, 10, 20); t0 != 12 || t1 != 15 || b.keys[5].Load() != 0 {
-		t.Errorf("finish = %d, %d (key %#x); want the measured 12, 15 and the slot freed", t0, t1, b.keys[5].Load())
+	b.slots[1] = svcSlot{start: 12, dur: 3}
+	if t0, t1 := s.finish(r, 10, 20); t0 != 12 || t1 != 15 || b.keys[1].Load() != 0 {
+		t.Errorf("finish = %d, %d (key %#x); want the measured 12, 15 and the slot freed", t0, t1, b.keys[1].Load())
 	}
-	b.keys[2].Store(0)
-	if r := s.begin(c); r%svcWays != 2 {
-		t.Errorf("a free way: got slot %d, want way 2", r)
+	b.keys[0].Store(0)
+	if r := s.begin(c); r%svcWays != 0 {
+		t.Errorf("a free way: got slot %d, want way 0", r)
+	}
+	if sz := unsafe.Sizeof(svcBucket{}); sz != 64 {
+		t.Errorf("a bucket is %d bytes, want one 64-byte cache line", sz)
 	}
 }

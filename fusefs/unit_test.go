@@ -1,7 +1,9 @@
 package fusefs
 
 import (
+	"fmt"
 	"os"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -139,6 +141,16 @@ func TestNodeTable(t *testing.T) {
 	f := intern(d, "f")
 	nt.ref(6, f, 5, "f", false)
 	nt.ref(6, f, 5, "f", false)
+	if nt.path(6) != f || nt.path(6+nodeCacheSize) != 0 {
+		t.Errorf("before rename: %d, and %d for a node sharing its cache slot", nt.path(6), nt.path(6+nodeCacheSize))
+	}
+	if p, ok := nt.refKnown(6, 5, "f"); !ok || p != f {
+		t.Errorf("refKnown(d/f) = %d, %v", p, ok)
+	}
+	if _, ok := nt.refKnown(6, 5, "other"); ok {
+		t.Errorf("refKnown under another name (a hard link) must miss")
+	}
+	nt.forget(6, 1)
 	z := intern(1, "z")
 	nt.rename(d, z, 1, "d", 1, "z", false)
 	if nt.path(5) != z {
@@ -163,4 +175,66 @@ func TestNodeTable(t *testing.T) {
 	if nt.path(1) != trace.RootPath {
 		t.Errorf("root")
 	}
+	if _, ok := nt.refKnown(6, 5, "g"); ok {
+		t.Errorf("refKnown of a forgotten node")
+	}
+}
+
+// TestNodeCacheConcurrent: path lookups racing with renames, re-references and forgets of
+// nodes that share cache slots never return a path the node did not have (run with -race).
+func TestNodeCacheConcurrent(t *testing.T) {
+	var mu sync.Mutex
+	names := map[string]uint32{}
+	intern := func(parent uint32, name string) uint32 {
+		mu.Lock()
+		defer mu.Unlock()
+		k := fmt.Sprint(parent, "/", name)
+		if id, ok := names[k]; ok {
+			return id
+		}
+		names[k] = uint32(100 + len(names))
+		return names[k]
+	}
+	nt := newNodeTable(intern)
+	const nodes = 8
+	node := func(i int) uint64 { return uint64(2 + i*nodeCacheSize) } // all in one slot
+	// Node i is only ever named "a<i>" or "b<i>" in the root.
+	valid := func(i int, p uint32) bool {
+		return p == intern(1, fmt.Sprint("a", i)) || p == intern(1, fmt.Sprint("b", i)) || p == 0
+	}
+	for i := range nodes {
+		nt.ref(node(i), intern(1, fmt.Sprint("a", i)), 1, fmt.Sprint("a", i), false)
+	}
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	for i := range nodes {
+		wg.Add(2)
+		go func() { // renames a<i> <-> b<i> and re-references it
+			defer wg.Done()
+			names := [2]string{fmt.Sprint("a", i), fmt.Sprint("b", i)}
+			for k := 0; k < 2000; k++ {
+				from, to := names[k%2], names[(k+1)%2]
+				nt.rename(intern(1, from), intern(1, to), 1, from, 1, to, false)
+				nt.ref(node(i), intern(1, to), 1, to, false)
+				nt.forget(node(i), 1)
+			}
+		}()
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				if p := nt.path(node(i)); !valid(i, p) {
+					t.Errorf("node %d: path %d is not one of its names", i, p)
+					return
+				}
+			}
+		}()
+	}
+	time.Sleep(200 * time.Millisecond)
+	close(stop)
+	wg.Wait()
 }

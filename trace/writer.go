@@ -110,11 +110,35 @@ type batch struct {
 }
 
 type shard struct {
-	mu     sync.Mutex // guards cur, events, closed
-	cur    *batch
+	mu     sync.Mutex // guards the rest
+	cur    *batch     // the batch being filled, nil when none
+	buf    []Event    // cur.ev, and cur's count: an append touches this line and the slot
+	n      int
 	events uint64
 	closed bool
-	_      [96]byte // pad to 128 bytes: shards never share a cache line (or an adjacent-line prefetch pair)
+	_      [64]byte // pad to 128 bytes: shards never share a cache line (or an adjacent-line prefetch pair)
+}
+
+// install makes the free batch b the shard's current one.
+func (s *shard) install(b *batch) { s.cur, s.buf, s.n = b, b.ev, b.n }
+
+// add appends ev to the current batch and returns the batch if that filled it.
+func (s *shard) add(ev *Event) *batch {
+	s.buf[s.n] = *ev
+	s.n++
+	s.events++
+	if s.n < len(s.buf) {
+		return nil
+	}
+	return s.detach()
+}
+
+// detach takes the current batch, with its count, out of the shard.
+func (s *shard) detach() *batch {
+	b := s.cur
+	b.n = s.n
+	s.cur, s.buf, s.n = nil, nil, 0
+	return b
 }
 
 // Create creates (or truncates) the file at path with mode 0600 and returns a Writer on
@@ -229,12 +253,8 @@ func (w *Writer) shardFor(tid uint32) *shard {
 func (w *Writer) Append(ev *Event) {
 	s := w.shardFor(ev.Tid)
 	s.mu.Lock()
-	if b := s.cur; b != nil && !s.closed {
-		b.ev[b.n] = *ev
-		b.n++
-		s.events++
-		if b.n == len(b.ev) {
-			s.cur = nil
+	if s.cur != nil && !s.closed {
+		if b := s.add(ev); b != nil {
 			w.full <- b // never blocks: the channel holds every batch
 		}
 		s.mu.Unlock()
@@ -283,14 +303,9 @@ func (w *Writer) appendSlow(s *shard, ev *Event) {
 		// Another producer installed a batch meanwhile: use it, give ours back.
 		w.putFree(b)
 	} else {
-		s.cur = b
+		s.install(b)
 	}
-	b = s.cur
-	b.ev[b.n] = *ev
-	b.n++
-	s.events++
-	if b.n == len(b.ev) {
-		s.cur = nil
+	if b := s.add(ev); b != nil {
 		w.full <- b
 	}
 	s.mu.Unlock()
@@ -414,15 +429,13 @@ func (w *Writer) stealPartial(close bool) {
 	for i := range w.shards {
 		s := &w.shards[i]
 		s.mu.Lock()
-		if b := s.cur; b != nil && b.n > 0 {
-			s.cur = nil
-			w.full <- b // never blocks: the channel holds every batch
+		if s.cur != nil && s.n > 0 {
+			w.full <- s.detach() // never blocks: the channel holds every batch
 		}
 		if close {
 			s.closed = true
 			if s.cur != nil {
-				w.putFree(s.cur)
-				s.cur = nil
+				w.putFree(s.detach())
 			}
 		}
 		s.mu.Unlock()
