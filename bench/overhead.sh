@@ -109,19 +109,28 @@ declare -A SRV=([untraced]=${PIDS[0]} [traced]=${PIDS[1]})
 # CPU time in ns used so far by the server behind target $1 (all its threads, also exited ones):
 # benchmount answers SIGUSR1 by renaming a fresh "utime_ns stime_ns" over its cpu file. On a
 # noisy machine, CPU per request separates the tracer's cost from scheduling noise.
+# The file's other fields are the layer's own measurement of its cost (traced server only):
+# requests served, ns they spent in the layer, and ns of that which was the layer's own work.
+# cpu prints "cpu_ns requests in_layer_ns self_ns".
 cpu() {
-  [ "$1" = native ] && { echo 0; return; }
+  [ "$1" = native ] && { echo 0 0 0 0; return; }
   local f=$WORK/$1.cpu
   rm -f "$f"; kill -USR1 "${SRV[$1]}"
   for _ in $(seq 2000); do [ -e "$f" ] && break; sleep 0.005; done
   [ -e "$f" ] || { echo "no answer from the $1 server to SIGUSR1" >&2; exit 1; }
-  awk '{printf "%.0f\n", $1 + $2}' "$f"  # printf: mawk prints big sums with 6 digits
+  awk '{printf "%.0f %.0f %.0f %.0f\n", $1 + $2, $3, $4, $5}' "$f"  # printf: mawk prints big sums with 6 digits
 }
 emit() { echo "$R $1 $2 $3" >>"$RES"; }  # row target value (round R)
-cpurow() { # row target ns_before requests
+cpurow() { # row target "cpu() before" requests
   [ "$2" = native ] && return
   local c1; c1=$(cpu "$2")
-  emit "$1" "$2" "$(awk -v a="$3" -v b="$c1" -v n="$4" 'BEGIN {printf "%.3f", (b - a) / 1000 / (n > 0 ? n : 1)}')"
+  emit "$1" "$2" "$(awk -v a="$3" -v b="$c1" -v n="$4" 'BEGIN {split(a, x, " "); split(b, y, " "); printf "%.3f", (y[1] - x[1]) / 1000 / (n > 0 ? n : 1)}')"
+  [ "$2" = traced ] || return 0
+  local sfx=${1#cpu_us_per_}
+  read -r _ r0 i0 s0 <<<"$3"; read -r _ r1 i1 s1 <<<"$c1"
+  [ $((r1 - r0)) -gt 0 ] || return 0
+  emit "self_ns_per_req_$sfx" traced "$(awk -v s=$((s1 - s0)) -v r=$((r1 - r0)) 'BEGIN {printf "%.1f", s / r}')"
+  emit "self_pct_of_layer_$sfx" traced "$(awk -v s=$((s1 - s0)) -v i=$((i1 - i0)) 'BEGIN {printf "%.3f", (i > 0 ? 100 * s / i : 0)}')"
 }
 
 declare -A DIR=([native]=$BASE/native [untraced]=$WORK/u_mnt [traced]=$WORK/t_mnt)
@@ -250,10 +259,13 @@ def spread(p, fmt):
 
 print(f"{'row':24} {'native':>10} {'untraced':>10} {'traced':>10} {'tr/untr':>8} {'untr/nat':>8} {'tr/nat':>8}"
       f"   paired tr/untr: median [95% CI] (min .. max)")
-cpu_rows = []
+cpu_rows, self_rows = [], []
 for r in rows:
     if r.startswith("cpu_"):
         cpu_rows.append(r)
+        continue
+    if r.startswith("self_"):
+        self_rows.append(r)
         continue
     if r in skipped:
         print(f"{r:24} {'-':>10} {'-':>10} {'-':>10} {'-':>8} {'-':>8} {'-':>8}   - (skipped: no cold cache on tmpfs, or not root)")
@@ -276,5 +288,15 @@ if cpu_rows:
         print(f"{r:24} {u:10.2f} {t:10.2f} {t - u:12.2f} {t / u if u else float('nan'):8.3f}"
               f"   {spread(p, lambda x: f'{x:.2f}')}")
     print("us of server CPU (getrusage: all threads) per fio request or per small file (create+stat+read+unlink)")
+if self_rows:
+    print()
+    print(f"{'layer, own measurement':32} {'traced':>10}   median [95% CI] (min .. max) over rounds")
+    for r in self_rows:
+        p = list(vals[(r, "traced")].values())
+        print(f"{r:32} {med(r, 'traced'):10.2f}   {spread(p, lambda x: f'{x:.2f}')}")
+    print("the traced layer's own work (timing, attribution, recording) per request it served, in ns, and as")
+    print("a % of the time requests spent in the layer (the rest is go-fuse's bridge and the backend)")
 PY
+cleanup; trap - EXIT # the traced server closes its trace and logs its writer's figures
 stat -c 'trace file: %s bytes' "$WORK/overhead.trace"
+awk '/encoder CPU/ {printf "trace writer: %d events; its encoder used %.0f ns of CPU per event\n", $2, $(NF-1) / ($2 > 0 ? $2 : 1)}' "$WORK/traced.log"

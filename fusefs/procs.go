@@ -5,7 +5,10 @@ import (
 	"os"
 	"path"
 	"strconv"
+	"strings"
 	"sync/atomic"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/iotap/iotap/trace"
 )
@@ -66,27 +69,75 @@ func (t *tracer) procSlow(tid uint32, at int64) procInfo {
 			return p
 		}
 	}
+	t0 := now()
 	p = t.resolve(tid, at)
+	t.stats.resolve.Add(uint64(now() - t0))
+	t.stats.threads.Add(1)
 	t.procs.set(tid, p)
 	return p
 }
 
-// resolve reads /proc for tid and records the process side-table entry.
+// resolve reads /proc for tid and records the process side-table entry. It runs on the
+// first request of every new thread, in that request's path, so it reads as little as it
+// can: /proc/<tid>/status (process id, parent, comm as Name) and the exe link.
 func (t *tracer) resolve(tid uint32, at int64) procInfo {
 	pr := trace.Process{Tid: tid, FirstSeen: at - t.origin}
-	status, err := os.ReadFile("/proc/" + strconv.FormatUint(uint64(tid), 10) + "/status")
+	var buf [4096]byte
+	status, err := readProc(tid, "status", buf[:])
 	if err != nil {
 		t.rec.CountError() // the thread is gone already; attribute what we can
+		pr.Comm, _ = readComm(tid)
 	} else {
 		pr.Pid = statusField(status, "Tgid:")
 		pr.PPid = statusField(status, "PPid:")
+		pr.Comm = statusName(status)
+		if strings.IndexByte(pr.Comm, '\\') >= 0 { // escaped by the kernel: read it raw
+			pr.Comm, _ = readComm(tid)
+		}
 	}
-	pr.Comm, _ = readComm(tid)
 	if pr.Pid != 0 {
 		pr.Exe, _ = os.Readlink("/proc/" + strconv.FormatUint(uint64(pr.Pid), 10) + "/exe")
 	}
 	t.rec.AddProcess(pr)
 	return procInfo{pid: pr.Pid, record: t.commOK(pr.Comm), checked: at, comm: pr.Comm}
+}
+
+// readProc reads /proc/<tid>/<name> into buf with three system calls (os.ReadFile adds an
+// fstat and a growing buffer: this runs in a request's path).
+func readProc(tid uint32, name string, buf []byte) ([]byte, error) {
+	fd, err := unix.Open("/proc/"+strconv.FormatUint(uint64(tid), 10)+"/"+name, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = unix.Close(fd) }()
+	n := 0
+	for n < len(buf) {
+		m, err := unix.Read(fd, buf[n:])
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		if m == 0 {
+			break
+		}
+		n += m
+	}
+	return buf[:n], nil
+}
+
+// statusName returns the Name line of /proc/<tid>/status (comm, with \ and control
+// characters escaped by the kernel).
+func statusName(status []byte) string {
+	rest, ok := bytes.CutPrefix(status, []byte("Name:"))
+	if !ok {
+		return ""
+	}
+	if j := bytes.IndexByte(rest, '\n'); j >= 0 {
+		rest = rest[:j]
+	}
+	return string(bytes.TrimLeft(rest, " \t"))
 }
 
 func (t *tracer) commOK(comm string) bool {
@@ -102,7 +153,8 @@ func (t *tracer) commOK(comm string) bool {
 }
 
 func readComm(tid uint32) (string, error) {
-	b, err := os.ReadFile("/proc/" + strconv.FormatUint(uint64(tid), 10) + "/comm")
+	var buf [64]byte
+	b, err := readProc(tid, "comm", buf[:])
 	if err != nil {
 		return "", err
 	}

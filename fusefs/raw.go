@@ -73,8 +73,24 @@ func event(op trace.Op, h *fuse.InHeader) trace.Event {
 	return ev
 }
 
-// commit finishes ev (times, errno, attribution), applies the filters and records it.
+// commit finishes ev (times, errno, attribution), applies the filters and records it,
+// for a request whose handler (the bridge) ran from t0 to t1.
 func (t *tracer) commit(ev *trace.Event, t0, t1 int64, st fuse.Status) {
+	t.record(ev, t0, t1, st)
+	t.cost(t0, t0, t1)
+}
+
+// commitSvc is commit with the backend call's times when the node code measured one
+// (see svc.go); it releases the request's slot. te is when the layer was entered, before
+// it claimed the slot.
+func (t *tracer) commitSvc(ev *trace.Event, sl svcRef, te, t0, t1 int64, st fuse.Status) {
+	s0, s1 := t.svc.finish(sl, t0, t1)
+	t.record(ev, s0, s1, st)
+	t.cost(te, t0, t1)
+}
+
+// record sets ev's times and errno, counts it, and appends it if it passes the filters.
+func (t *tracer) record(ev *trace.Event, t0, t1 int64, st fuse.Status) {
 	ev.Start = t0 - t.origin
 	ev.Dur = t1 - t0
 	if st != fuse.OK {
@@ -94,11 +110,13 @@ func (t *tracer) commit(ev *trace.Event, t0, t1 int64, st fuse.Status) {
 	eventPool.Put(p)
 }
 
-// commitSvc is commit with the backend call's times when the node code measured one
-// (see svc.go); it releases the request's slot.
-func (t *tracer) commitSvc(ev *trace.Event, sl svcRef, t0, t1 int64, st fuse.Status) {
-	t0, t1 = t.svc.finish(sl, t0, t1)
-	t.commit(ev, t0, t1, st)
+// cost accounts a request's time in the layer, from its entry te to now, and the layer's
+// own part of it: everything but the bridge's t0..t1. The two atomic adds after the last
+// clock read are the only work of the layer left out.
+func (t *tracer) cost(te, t0, t1 int64) {
+	tx := now()
+	t.stats.inLayer.Add(uint64(tx - te))
+	t.stats.self.Add(uint64(tx - te - (t1 - t0)))
 }
 
 // keep resolves the caller of ev and applies the uid, comm and path filters.
@@ -198,6 +216,7 @@ func (t *tracer) Init(s *fuse.Server) { t.inner.Init(s) }
 func (t *tracer) OnUnmount() { t.inner.OnUnmount() }
 
 func (t *tracer) Lookup(cancel <-chan struct{}, h *fuse.InHeader, name string, out *fuse.EntryOut) fuse.Status {
+	te := now()
 	sl := t.svc.begin(cancel)
 	t0 := now()
 	st := t.inner.Lookup(cancel, h, name, out)
@@ -213,10 +232,10 @@ func (t *tracer) Lookup(cancel <-chan struct{}, h *fuse.InHeader, name string, o
 		}
 	} else if ev.Path = t.child(h.NodeId, name); st == fuse.OK {
 		// A negative entry (node id 0, cached by the kernel): the caller sees ENOENT.
-		t.commitSvc(&ev, sl, t0, t1, fuse.ENOENT)
+		t.commitSvc(&ev, sl, te, t0, t1, fuse.ENOENT)
 		return st
 	}
-	t.commitSvc(&ev, sl, t0, t1, st)
+	t.commitSvc(&ev, sl, te, t0, t1, st)
 	return st
 }
 
@@ -233,6 +252,7 @@ func (t *tracer) Forget(nodeid, nlookup uint64) {
 }
 
 func (t *tracer) GetAttr(cancel <-chan struct{}, in *fuse.GetAttrIn, out *fuse.AttrOut) fuse.Status {
+	te := now()
 	sl := t.svc.begin(cancel)
 	t0 := now()
 	st := t.inner.GetAttr(cancel, in, out)
@@ -243,11 +263,12 @@ func (t *tracer) GetAttr(cancel <-chan struct{}, in *fuse.GetAttrIn, out *fuse.A
 	if st == fuse.OK {
 		ev.Ret, ev.Mode = int64(out.Size), out.Mode
 	}
-	t.commitSvc(&ev, sl, t0, t1, st)
+	t.commitSvc(&ev, sl, te, t0, t1, st)
 	return st
 }
 
 func (t *tracer) SetAttr(cancel <-chan struct{}, in *fuse.SetAttrIn, out *fuse.AttrOut) fuse.Status {
+	te := now()
 	sl := t.svc.begin(cancel)
 	t0 := now()
 	st := t.inner.SetAttr(cancel, in, out)
@@ -264,7 +285,7 @@ func (t *tracer) SetAttr(cancel <-chan struct{}, in *fuse.SetAttrIn, out *fuse.A
 	if in.Valid&fuse.FATTR_MODE != 0 {
 		ev.Mode = in.Mode
 	}
-	t.commitSvc(&ev, sl, t0, t1, st)
+	t.commitSvc(&ev, sl, te, t0, t1, st)
 	return st
 }
 
@@ -284,6 +305,7 @@ func (t *tracer) Mknod(cancel <-chan struct{}, in *fuse.MknodIn, name string, ou
 }
 
 func (t *tracer) Mkdir(cancel <-chan struct{}, in *fuse.MkdirIn, name string, out *fuse.EntryOut) fuse.Status {
+	te := now()
 	sl := t.svc.begin(cancel)
 	t0 := now()
 	st := t.inner.Mkdir(cancel, in, name, out)
@@ -295,33 +317,36 @@ func (t *tracer) Mkdir(cancel <-chan struct{}, in *fuse.MkdirIn, name string, ou
 		ev.Node2, ev.Ret = out.NodeId, int64(out.Size)
 		t.entry(out.NodeId, in.NodeId, name, ev.Path, &out.Attr, false, t1)
 	}
-	t.commitSvc(&ev, sl, t0, t1, st)
+	t.commitSvc(&ev, sl, te, t0, t1, st)
 	return st
 }
 
 func (t *tracer) Unlink(cancel <-chan struct{}, h *fuse.InHeader, name string) fuse.Status {
+	te := now()
 	sl := t.svc.begin(cancel)
 	t0 := now()
 	st := t.inner.Unlink(cancel, h, name)
 	t1 := now()
 	ev := event(trace.OpUnlink, h)
 	ev.Path = t.child(h.NodeId, name)
-	t.commitSvc(&ev, sl, t0, t1, st)
+	t.commitSvc(&ev, sl, te, t0, t1, st)
 	return st
 }
 
 func (t *tracer) Rmdir(cancel <-chan struct{}, h *fuse.InHeader, name string) fuse.Status {
+	te := now()
 	sl := t.svc.begin(cancel)
 	t0 := now()
 	st := t.inner.Rmdir(cancel, h, name)
 	t1 := now()
 	ev := event(trace.OpRmdir, h)
 	ev.Path = t.child(h.NodeId, name)
-	t.commitSvc(&ev, sl, t0, t1, st)
+	t.commitSvc(&ev, sl, te, t0, t1, st)
 	return st
 }
 
 func (t *tracer) Rename(cancel <-chan struct{}, in *fuse.RenameIn, oldName string, newName string) fuse.Status {
+	te := now()
 	sl := t.svc.begin(cancel)
 	t0 := now()
 	st := t.inner.Rename(cancel, in, oldName, newName)
@@ -334,7 +359,7 @@ func (t *tracer) Rename(cancel <-chan struct{}, in *fuse.RenameIn, oldName strin
 	if st == fuse.OK {
 		t.nodes.rename(ev.Path, ev.Path2, in.NodeId, oldName, in.Newdir, newName, in.Flags&renameExchange != 0)
 	}
-	t.commitSvc(&ev, sl, t0, t1, st)
+	t.commitSvc(&ev, sl, te, t0, t1, st)
 	return st
 }
 
@@ -371,6 +396,7 @@ func (t *tracer) Symlink(cancel <-chan struct{}, h *fuse.InHeader, pointedTo str
 }
 
 func (t *tracer) Readlink(cancel <-chan struct{}, h *fuse.InHeader) ([]byte, fuse.Status) {
+	te := now()
 	sl := t.svc.begin(cancel)
 	t0 := now()
 	out, st := t.inner.Readlink(cancel, h)
@@ -378,7 +404,7 @@ func (t *tracer) Readlink(cancel <-chan struct{}, h *fuse.InHeader) ([]byte, fus
 	ev := event(trace.OpReadlink, h)
 	ev.Path = t.nodes.path(h.NodeId)
 	ev.Ret = int64(len(out))
-	t.commitSvc(&ev, sl, t0, t1, st)
+	t.commitSvc(&ev, sl, te, t0, t1, st)
 	return out, st
 }
 
@@ -440,6 +466,7 @@ func (t *tracer) RemoveXAttr(cancel <-chan struct{}, h *fuse.InHeader, attr stri
 }
 
 func (t *tracer) Create(cancel <-chan struct{}, in *fuse.CreateIn, name string, out *fuse.CreateOut) fuse.Status {
+	te := now()
 	sl := t.svc.begin(cancel)
 	t0 := now()
 	st := t.inner.Create(cancel, in, name, out)
@@ -452,7 +479,7 @@ func (t *tracer) Create(cancel <-chan struct{}, in *fuse.CreateIn, name string, 
 		t.entry(out.NodeId, in.NodeId, name, ev.Path, &out.Attr, false, t1)
 		t.opened(out.Fh, &ev, t1)
 	}
-	t.commitSvc(&ev, sl, t0, t1, st)
+	t.commitSvc(&ev, sl, te, t0, t1, st)
 	return st
 }
 
@@ -473,6 +500,7 @@ func (t *tracer) Tmpfile(cancel <-chan struct{}, in *fuse.CreateIn, out *fuse.Cr
 }
 
 func (t *tracer) Open(cancel <-chan struct{}, in *fuse.OpenIn, out *fuse.OpenOut) fuse.Status {
+	te := now()
 	sl := t.svc.begin(cancel)
 	t0 := now()
 	st := t.inner.Open(cancel, in, out)
@@ -484,11 +512,12 @@ func (t *tracer) Open(cancel <-chan struct{}, in *fuse.OpenIn, out *fuse.OpenOut
 		ev.Handle = out.Fh
 		t.opened(out.Fh, &ev, t1)
 	}
-	t.commitSvc(&ev, sl, t0, t1, st)
+	t.commitSvc(&ev, sl, te, t0, t1, st)
 	return st
 }
 
 func (t *tracer) Read(cancel <-chan struct{}, in *fuse.ReadIn, buf []byte) (fuse.ReadResult, fuse.Status) {
+	te := now()
 	sl := t.svc.begin(cancel)
 	t0 := now()
 	res, st := t.inner.Read(cancel, in, buf)
@@ -500,7 +529,7 @@ func (t *tracer) Read(cancel <-chan struct{}, in *fuse.ReadIn, buf []byte) (fuse
 		ev.Ret = int64(res.Size())
 		t.stats.rbytes.Add(uint64(ev.Ret))
 	}
-	t.commitSvc(&ev, sl, t0, t1, st)
+	t.commitSvc(&ev, sl, te, t0, t1, st)
 	return res, st
 }
 
@@ -570,17 +599,19 @@ func (t *tracer) Release(cancel <-chan struct{}, in *fuse.ReleaseIn) {
 }
 
 func (t *tracer) Write(cancel <-chan struct{}, in *fuse.WriteIn, data []byte) (uint32, fuse.Status) {
+	te := now()
 	sl := t.svc.begin(cancel)
 	t0 := now()
 	n, st := t.inner.Write(cancel, in, data)
 	t1 := now()
-	t.written(in, n, sl, t0, t1, st)
+	t.written(in, n, sl, te, t0, t1, st)
 	return n, st
 }
 
 // Writev is where go-fuse v2.12 sends WRITE first; ENOSYS makes the server retry with Write,
 // so that reply is not recorded (the Write is).
 func (t *tracer) Writev(cancel <-chan struct{}, in *fuse.WriteIn, data [][]byte) (uint32, fuse.Status) {
+	te := now()
 	sl := t.svc.begin(cancel)
 	t0 := now()
 	n, st := t.inner.Writev(cancel, in, data)
@@ -589,11 +620,11 @@ func (t *tracer) Writev(cancel <-chan struct{}, in *fuse.WriteIn, data [][]byte)
 		t.svc.finish(sl, t0, t1)
 		return n, st
 	}
-	t.written(in, n, sl, t0, t1, st)
+	t.written(in, n, sl, te, t0, t1, st)
 	return n, st
 }
 
-func (t *tracer) written(in *fuse.WriteIn, n uint32, sl svcRef, t0, t1 int64, st fuse.Status) {
+func (t *tracer) written(in *fuse.WriteIn, n uint32, sl svcRef, te, t0, t1 int64, st fuse.Status) {
 	ev := event(trace.OpWrite, &in.InHeader)
 	ev.Path = t.nodes.path(in.NodeId)
 	ev.Handle, ev.Offset, ev.Size, ev.Flags = in.Fh, int64(in.Offset), in.Size, in.WriteFlags
@@ -607,7 +638,7 @@ func (t *tracer) written(in *fuse.WriteIn, n uint32, sl svcRef, t0, t1 int64, st
 		ev.Ret = int64(n)
 		t.stats.wbytes.Add(uint64(n))
 	}
-	t.commitSvc(&ev, sl, t0, t1, st)
+	t.commitSvc(&ev, sl, te, t0, t1, st)
 }
 
 func (t *tracer) CopyFileRange(cancel <-chan struct{}, in *fuse.CopyFileRangeIn) (uint32, fuse.Status) {
@@ -680,6 +711,7 @@ func (t *tracer) Fallocate(cancel <-chan struct{}, in *fuse.FallocateIn) fuse.St
 }
 
 func (t *tracer) OpenDir(cancel <-chan struct{}, in *fuse.OpenIn, out *fuse.OpenOut) fuse.Status {
+	te := now()
 	sl := t.svc.begin(cancel)
 	t0 := now()
 	st := t.inner.OpenDir(cancel, in, out)
@@ -691,7 +723,7 @@ func (t *tracer) OpenDir(cancel <-chan struct{}, in *fuse.OpenIn, out *fuse.Open
 		ev.Handle = out.Fh
 		t.opened(out.Fh, &ev, t1)
 	}
-	t.commitSvc(&ev, sl, t0, t1, st)
+	t.commitSvc(&ev, sl, te, t0, t1, st)
 	return st
 }
 

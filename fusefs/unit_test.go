@@ -238,3 +238,38 @@ func TestNodeCacheConcurrent(t *testing.T) {
 	close(stop)
 	wg.Wait()
 }
+
+// slowFS is a file system whose GetAttr takes 1 ms.
+type slowFS struct{ fuse.RawFileSystem }
+
+func (slowFS) GetAttr(<-chan struct{}, *fuse.GetAttrIn, *fuse.AttrOut) fuse.Status {
+	time.Sleep(time.Millisecond)
+	return fuse.OK
+}
+
+// TestLayerCost: the layer counts every request, the time it spent in the layer, and its
+// own part of that, which excludes the time of the bridge underneath.
+func TestLayerCost(t *testing.T) {
+	tr := newTracer(slowFS{fuse.NewDefaultRawFileSystem()}, &nopRecorder{}, Options{})
+	in := fuse.GetAttrIn{InHeader: fuse.InHeader{NodeId: 1, Caller: fuse.Caller{Pid: uint32(syscall.Gettid())}}}
+	var out fuse.AttrOut
+	const n = 20
+	for range n {
+		tr.GetAttr(nil, &in, &out)
+	}
+	tr.Forget(1, 1)
+	c := tr.stats.snapshot().Cost()
+	if c.Requests != n+1 {
+		t.Errorf("requests %d, want %d", c.Requests, n+1)
+	}
+	if c.InLayer < n*time.Millisecond {
+		t.Errorf("in layer %v for %d requests of 1 ms", c.InLayer, n)
+	}
+	if c.Self <= 0 || c.Self > c.InLayer-n*time.Millisecond {
+		t.Errorf("own work %v of %v in the layer: must be positive and exclude the bridge's %d ms", c.Self, c.InLayer, n)
+	}
+	if c.Threads != 1 || c.Resolve <= 0 || c.Resolve > c.Self {
+		t.Errorf("one caller thread: looked up %d, in %v of the own %v", c.Threads, c.Resolve, c.Self)
+	}
+	t.Logf("%+v: %v per request", c, c.Self/time.Duration(c.Requests))
+}

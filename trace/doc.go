@@ -87,7 +87,11 @@
 // uvarint (chunks written before the footer, header included); End varint (ns since
 // Origin); Errors uvarint; WallClose time; OpCounts: uvarint count, then that many
 // uvarints (events per Op, indexed by Op value; trailing zero counts may be omitted).
-// Bytes after the last field are ignored.
+// Then, absent from footers written before they existed (read as zero), the cost of
+// recording: EncodeCPU varint (ns of CPU the encoder used); the layer's Requests uvarint,
+// InLayer varint (ns), Self varint (ns), Threads uvarint and Resolve varint (ns), see
+// LayerCost. Bytes after the last field are
+// ignored.
 //
 // # Side tables
 //

@@ -210,6 +210,12 @@ func appendFooter(dst []byte, f *Footer) []byte {
 	for _, c := range f.OpCounts {
 		dst = binary.AppendUvarint(dst, c)
 	}
+	dst = binary.AppendVarint(dst, int64(f.EncodeCPU))
+	dst = binary.AppendUvarint(dst, f.Layer.Requests)
+	dst = binary.AppendVarint(dst, int64(f.Layer.InLayer))
+	dst = binary.AppendVarint(dst, int64(f.Layer.Self))
+	dst = binary.AppendUvarint(dst, f.Layer.Threads)
+	dst = binary.AppendVarint(dst, int64(f.Layer.Resolve))
 	return dst
 }
 
@@ -226,6 +232,14 @@ func decodeFooter(b []byte, f *Footer) error {
 	f.OpCounts = make([]uint64, n)
 	for i := range f.OpCounts {
 		f.OpCounts[i] = d.uvarint()
+	}
+	if len(d.b) > 0 { // the cost fields, absent from older footers
+		f.EncodeCPU = time.Duration(d.varint())
+		f.Layer.Requests = d.uvarint()
+		f.Layer.InLayer = time.Duration(d.varint())
+		f.Layer.Self = time.Duration(d.varint())
+		f.Layer.Threads = d.uvarint()
+		f.Layer.Resolve = time.Duration(d.varint())
 	}
 	return d.err
 }

@@ -81,4 +81,20 @@ type Footer struct {
 	OpCounts  []uint64 // events per Op, indexed by Op (length NumOps or less)
 	Errors    uint64   // recording failures other than drops (e.g. /proc lookups that failed)
 	WallClose time.Time
+
+	// The cost of recording, measured while recording; zero when not measured, and in
+	// traces written before these fields existed.
+	EncodeCPU time.Duration // CPU time of the writer's encoder: encoding, compression, writes
+	Layer     LayerCost     // what the recording layer measured (Writer.SetLayerCost)
+}
+
+// LayerCost is the recording layer's measurement of its own cost in the mount: how much
+// of the time requests spent in the layer was the layer's own work rather than the
+// backend's and the FUSE bridge's.
+type LayerCost struct {
+	Requests uint64        // requests served, recorded or filtered out
+	InLayer  time.Duration // summed wall time from the layer's entry to the end of its work
+	Self     time.Duration // of which the layer's own work: timing, attribution, recording
+	Threads  uint64        // caller threads the layer looked up in /proc (once each, in a request's path)
+	Resolve  time.Duration // summed time of those lookups, part of Self
 }

@@ -283,6 +283,17 @@ func TestConcurrentAppend(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var buf bytes.Buffer
+			// Observe sees every written event, in each producer's order.
+			observed, seen := 0, map[uint32]int64{}
+			tc.opts.Observe = func(evs []Event) {
+				for _, e := range evs {
+					if e.Offset < seen[e.Tid] {
+						t.Errorf("observed tid %d offset %d after %d", e.Tid, e.Offset, seen[e.Tid])
+					}
+					seen[e.Tid] = e.Offset
+					observed++
+				}
+			}
 			w, err := NewWriter(&buf, Header{}, tc.opts)
 			if err != nil {
 				t.Fatal(err)
@@ -301,10 +312,18 @@ func TestConcurrentAppend(t *testing.T) {
 				}()
 			}
 			wg.Wait()
+			cost := LayerCost{Requests: 7, InLayer: 5000, Self: 300}
+			w.SetLayerCost(cost)
 			if err := w.Close(); err != nil {
 				t.Fatal(err)
 			}
 			st := w.Stats()
+			if uint64(observed) != st.Written {
+				t.Errorf("observed %d events, wrote %d", observed, st.Written)
+			}
+			if st.EncodeCPU <= 0 {
+				t.Errorf("encoder CPU %v after Close", st.EncodeCPU)
+			}
 			if st.Events+st.Dropped != producers*per {
 				t.Errorf("events %d + dropped %d != %d", st.Events, st.Dropped, producers*per)
 			}
@@ -343,7 +362,10 @@ func TestConcurrentAppend(t *testing.T) {
 			}
 			f, _ := r.Footer()
 			if uint64(n) != st.Events || f == nil || f.Events != st.Events || f.Dropped != st.Dropped {
-				t.Errorf("read %d, stats %+v, footer %+v", n, st, f)
+				t.Fatalf("read %d, stats %+v, footer %+v", n, st, f)
+			}
+			if f.Layer != cost || f.EncodeCPU != st.EncodeCPU {
+				t.Errorf("footer cost %+v, encoder %v; want %+v, %v", f.Layer, f.EncodeCPU, cost, st.EncodeCPU)
 			}
 			t.Logf("stats %+v", st)
 		})
@@ -529,5 +551,22 @@ func TestTypeOfMode(t *testing.T) {
 				t.Errorf("TypeOfMode(%o) = %v, want %v", tc.mode, got, tc.want)
 			}
 		})
+	}
+}
+
+// TestFooterWithoutCost: a footer written before the cost fields existed reads with a zero
+// cost; one with them reads them back.
+func TestFooterWithoutCost(t *testing.T) {
+	f := Footer{Events: 3, OpCounts: []uint64{0, 3}, WallClose: time.Unix(1, 0).UTC()}
+	full := appendFooter(nil, &f)
+	old := full[:len(full)-6] // the six cost fields are one byte each when zero
+	var got Footer
+	if err := decodeFooter(old, &got); err != nil || got.Events != 3 || got.EncodeCPU != 0 || got.Layer != (LayerCost{}) {
+		t.Errorf("old footer: %+v, %v", got, err)
+	}
+	f.EncodeCPU, f.Layer = 1234567, LayerCost{Requests: 1 << 40, InLayer: 9e9, Self: 3e8, Threads: 77, Resolve: 5e6}
+	got = Footer{}
+	if err := decodeFooter(appendFooter(nil, &f), &got); err != nil || got.EncodeCPU != f.EncodeCPU || got.Layer != f.Layer {
+		t.Errorf("footer with cost: %+v, %v", got, err)
 	}
 }

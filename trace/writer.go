@@ -22,6 +22,11 @@ type WriterOptions struct {
 	BufferEvents  int           // total in-memory buffer capacity in events (default 1<<18)
 	DropWhenFull  bool          // default false: Append waits for space and the wait is accounted
 	Logger        *slog.Logger  // may be nil
+
+	// Observe, if set, sees every event the writer will write, a batch at a time, on the
+	// encoder goroutine (so off the producers' path) and in each producer's order, within
+	// FlushInterval of its Append. It must not keep the slice.
+	Observe func([]Event)
 }
 
 // Default writer settings.
@@ -39,6 +44,9 @@ type WriterStats struct {
 	Chunks  uint64        // chunks written, all types
 	Bytes   uint64        // bytes written, preamble and frames included
 	Written uint64        // events written to the file (in complete chunks)
+	// EncodeCPU is the CPU time the encoder used (encoding, compression, writes, Observe);
+	// known once Close returns, 0 before.
+	EncodeCPU time.Duration
 }
 
 // Writer writes a trace. Append, Path, Raw, AddProcess, AddFile and CountError are safe
@@ -78,7 +86,9 @@ type Writer struct {
 	nextPath  uint32
 	pendPaths []PathRecord
 
-	sideMu    sync.Mutex // guards pendProcs, pendFiles
+	sideMu    sync.Mutex // guards pendProcs, pendFiles, layer
+	layer     LayerCost
+	encodeCPU atomic.Int64 // ns, set with the footer
 	pendProcs []Process
 	pendFiles []File
 
@@ -354,6 +364,14 @@ func (w *Writer) AddFile(f File) {
 	w.sideMu.Unlock()
 }
 
+// SetLayerCost hands the writer the recording layer's measurement of its own cost, for
+// the footer. The last call before Close wins.
+func (w *Writer) SetLayerCost(c LayerCost) {
+	w.sideMu.Lock()
+	w.layer = c
+	w.sideMu.Unlock()
+}
+
 // CountError counts a recording failure other than a drop; the footer reports it.
 func (w *Writer) CountError() { w.errors.Add(1) }
 
@@ -373,6 +391,8 @@ func (w *Writer) Stats() WriterStats {
 		Chunks:  w.chunks.Load(),
 		Bytes:   w.bytes.Load(),
 		Written: w.written.Load(),
+
+		EncodeCPU: time.Duration(w.encodeCPU.Load()),
 	}
 }
 
@@ -399,8 +419,10 @@ func (w *Writer) Close() error {
 	return w.err
 }
 
-// run is the encoder goroutine.
+// run is the encoder goroutine. It keeps its own OS thread, whose CPU time is then the
+// encoder's alone, for the footer (the thread is woken once per batch or flush interval).
 func (w *Writer) run() {
+	runtime.LockOSThread()
 	defer close(w.done)
 	t := time.NewTicker(w.opts.FlushInterval)
 	defer t.Stop()
@@ -456,6 +478,9 @@ func (w *Writer) drain() {
 
 // take moves a batch's events to the stage, writing chunks as it fills, and frees b.
 func (w *Writer) take(b *batch) {
+	if w.opts.Observe != nil {
+		w.opts.Observe(b.ev[:b.n])
+	}
 	ev := b.ev[:b.n]
 	for len(ev) > 0 {
 		n := copy(w.stage[len(w.stage):cap(w.stage)], ev)
@@ -550,7 +575,12 @@ func (w *Writer) writeFooter() {
 		End:       Now() - w.origin,
 		Errors:    w.errors.Load(),
 		WallClose: time.Now().UTC(),
+		EncodeCPU: threadCPU(),
 	}
+	w.encodeCPU.Store(int64(f.EncodeCPU))
+	w.sideMu.Lock()
+	f.Layer = w.layer
+	w.sideMu.Unlock()
 	last := 0
 	for i, c := range w.opCounts {
 		if c != 0 {

@@ -559,19 +559,6 @@ func runRecordChild(ctx context.Context, e *env) error {
 	return err
 }
 
-// tallyRecorder feeds every recorded event to a Tally as well as to the trace.
-type tallyRecorder struct {
-	*trace.Writer
-	t *tally.Tally
-}
-
-func (r tallyRecorder) Append(ev *trace.Event) {
-	r.t.Add(ev)
-	r.Writer.Append(ev)
-}
-
-var _ fusefs.Recorder = tallyRecorder{}
-
 // session is a mounted tracing layer writing one trace.
 type session struct {
 	spec    *recordSpec
@@ -609,17 +596,24 @@ func openSession(e *env, spec *recordSpec) (*session, error) {
 			return nil, fmt.Errorf("enter target: %w", err)
 		}
 	}
-	w, closeW, err := createTraceAny(context.Background(), spec.Output, h, trace.WriterOptions{DropWhenFull: spec.DropWhenFull, Logger: e.log})
+	// The summary's and the live line's tally is fed by the trace writer's encoder, off the
+	// requests' path: the layer records into the writer directly, as benchmarks measure it.
+	s := &session{spec: spec, e: e}
+	wo := trace.WriterOptions{
+		DropWhenFull: spec.DropWhenFull, Logger: e.log, Observe: s.tally.AddBatch,
+		FlushInterval: flushInterval(spec.StatsInterval),
+	}
+	w, closeW, err := createTraceAny(context.Background(), spec.Output, h, wo)
 	if err != nil {
 		return nil, fmt.Errorf("cannot write the trace: %w", err)
 	}
-	s := &session{spec: spec, w: w, closeW: closeW, e: e}
+	s.w, s.closeW = w, closeW
 	procs := spec.ServerProcs
 	if procs <= 0 {
 		procs = fusefs.DefaultServerProcs()
 	}
 	runtime.GOMAXPROCS(procs)
-	srv, err := fusefs.Mount(spec.MountPoint, spec.Target, tallyRecorder{Writer: w, t: &s.tally}, o)
+	srv, err := fusefs.Mount(spec.MountPoint, spec.Target, w, o)
 	if err != nil {
 		_ = closeW()
 		return nil, explainMountError(spec, err)
@@ -627,6 +621,15 @@ func openSession(e *env, spec *recordSpec) (*session, error) {
 	s.srv = srv
 	s.started = time.Now()
 	return s, nil
+}
+
+// flushInterval is the trace writer's flush interval for a live line every statsInterval:
+// the live line counts the events the encoder has taken, which it does at least this often.
+func flushInterval(statsInterval time.Duration) time.Duration {
+	if statsInterval > 0 && statsInterval < 2*trace.DefaultFlushInterval {
+		return max(statsInterval/2, 10*time.Millisecond)
+	}
+	return trace.DefaultFlushInterval
 }
 
 func explainMountError(spec *recordSpec, err error) error {
@@ -723,9 +726,11 @@ const unmountTimeout = 5 * time.Second
 // close closes the trace and prints the summary.
 func (s *session) close(outcome string) error {
 	elapsed := time.Since(s.started)
+	cost := s.srv.Stats().Cost()
+	s.w.SetLayerCost(cost)
 	err := s.closeW()
 	st := s.w.Stats()
-	writeSummary(s.e.stderr, s.tally.Snapshot(), elapsed, st, s.spec.Output, outcome)
+	writeSummary(s.e.stderr, s.tally.Snapshot(), elapsed, st, cost, s.spec.Output, outcome)
 	if err != nil {
 		return fmt.Errorf("close trace: %w", err)
 	}
@@ -817,7 +822,7 @@ func closeOnExec() error {
 }
 
 // writeSummary prints the one-screen end-of-run summary.
-func writeSummary(w io.Writer, snap tally.Snapshot, elapsed time.Duration, ws trace.WriterStats, path, outcome string) {
+func writeSummary(w io.Writer, snap tally.Snapshot, elapsed time.Duration, ws trace.WriterStats, cost trace.LayerCost, path, outcome string) {
 	ops, errs, rd, wr := snap.Totals()
 	_, _ = fmt.Fprintf(w, "\niotap: %s after %s\n", outcome, elapsed.Round(time.Millisecond))
 	_, _ = fmt.Fprintf(w, "  ops %d (%d failed), read %s, written %s\n", ops, errs, fmtBytes(rd), fmtBytes(wr))
@@ -839,11 +844,34 @@ func writeSummary(w io.Writer, snap tally.Snapshot, elapsed time.Duration, ws tr
 	if ws.Blocked > 0 {
 		_, _ = fmt.Fprintf(w, ", job waited %s for trace buffer space", ws.Blocked.Round(time.Millisecond))
 	}
+	if line := costLine(cost, ws.EncodeCPU, ws.Written); line != "" {
+		_, _ = fmt.Fprintf(w, "\n  %s", line)
+	}
 	_, _ = fmt.Fprintf(w, "\n  trace %s (%s)", path, fmtBytes(ws.Bytes))
 	if rss := peakRSS(); rss > 0 {
 		_, _ = fmt.Fprintf(w, ", recorder peak RSS %s", fmtBytes(rss))
 	}
 	_, _ = fmt.Fprintln(w)
+}
+
+// costLine says what recording cost, as the layer and the writer measured it: the layer's
+// own work per request, against the time requests spent in the layer, and the encoder's
+// CPU per event written. Empty when nothing was measured.
+func costLine(c trace.LayerCost, encodeCPU time.Duration, events uint64) string {
+	if c.Requests == 0 || c.InLayer <= 0 {
+		return ""
+	}
+	n := time.Duration(c.Requests)
+	line := fmt.Sprintf("recording cost: %s of the layer's own work per request, %.1f%% of the %s a request spent in it",
+		fmtDur(c.Self/n), 100*float64(c.Self)/float64(c.InLayer), fmtDur(c.InLayer/n))
+	if c.Threads > 0 {
+		line += fmt.Sprintf("\n    (of which %s: looking up %d new threads in /proc, %s each)",
+			fmtDur(c.Resolve/n), c.Threads, fmtDur(c.Resolve/time.Duration(c.Threads)))
+	}
+	if encodeCPU > 0 && events > 0 {
+		line += fmt.Sprintf("\n    trace encoder: %s of CPU per event", fmtDur(encodeCPU/time.Duration(events)))
+	}
+	return line
 }
 
 // peakRSS returns this process's peak resident set size (VmHWM), or 0.

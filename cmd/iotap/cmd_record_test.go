@@ -119,10 +119,12 @@ type recorded struct {
 }
 
 type traceContents struct {
-	hdr    *trace.Header
-	events []recorded
-	footer bool
-	damage []error
+	hdr       *trace.Header
+	events    []recorded
+	footer    bool
+	cost      trace.LayerCost // from the footer
+	encodeCPU time.Duration
+	damage    []error
 }
 
 func readTrace(t *testing.T, path string) traceContents {
@@ -147,7 +149,10 @@ func readTrace(t *testing.T, path string) traceContents {
 		}
 		tc.events = append(tc.events, rec)
 	}
-	_, tc.footer = r.Footer()
+	var f *trace.Footer
+	if f, tc.footer = r.Footer(); f != nil {
+		tc.cost, tc.encodeCPU = f.Layer, f.EncodeCPU
+	}
 	tc.damage = r.Damage()
 	return tc
 }
@@ -197,7 +202,7 @@ func TestRecordInPlace(t *testing.T) {
 	if st.Mode().Perm() != 0o600 {
 		t.Errorf("trace mode %v, want 0600", st.Mode().Perm())
 	}
-	for _, want := range []string{"job exit 3", "ops ", "trace " + out} {
+	for _, want := range []string{"job exit 3", "ops ", "trace " + out, "recording cost: "} {
 		if !strings.Contains(p.stderr.String(), want) {
 			t.Errorf("summary lacks %q:\n%s", want, p.stderr)
 		}
@@ -205,6 +210,11 @@ func TestRecordInPlace(t *testing.T) {
 	tc := readTrace(t, out)
 	if !tc.footer || len(tc.damage) > 0 {
 		t.Errorf("footer %v damage %v", tc.footer, tc.damage)
+	}
+	// The footer holds the layer's measurement of its own cost: it served at least the
+	// recorded requests, and its own work is part of its time.
+	if c := tc.cost; c.Requests < uint64(len(tc.events)) || c.Self <= 0 || c.Self > c.InLayer || tc.encodeCPU <= 0 {
+		t.Errorf("recording cost %+v, encoder %v, for %d events", c, tc.encodeCPU, len(tc.events))
 	}
 	h := tc.hdr
 	if h.Kind != "record" || h.Target.Path != target || h.Target.FSType == "" || h.Target.Mount == "" ||

@@ -254,7 +254,8 @@ var pageTmpl = template.Must(template.New("page").Funcs(funcs).Parse(`<!DOCTYPE 
 <table><tr><th class="l">trace</th><th class="l">host</th><th class="l">kind</th><th class="l">fs</th><th class="l">target</th><th class="l">cache (fidelity)</th><th class="l">command</th><th class="l">labels</th><th>events</th><th>dropped</th><th class="l">status</th></tr>
 {{range .R.Traces}}<tr><td class="l">{{.File}}</td><td class="l">{{orDash .Host}}</td><td class="l">{{orDash .Kind}}</td><td class="l">{{orDash .Target.FSType}}</td><td class="l">{{orDash .Target.Path}}</td><td class="l">{{if .Cache}}{{.Cache}}{{else}}-{{end}}{{if .Passthrough}} +passthrough{{end}}{{if .Writeback}} +writeback{{end}}</td><td class="path">{{join .Command " "}}</td><td class="l">{{labels .Labels}}</td><td>{{count .Events}}</td><td>{{count .Dropped}}</td><td class="l">{{if .Damage}}<b>DAMAGED</b>: {{join .Damage "; "}}{{else if .Complete}}complete{{else}}no footer{{end}}</td></tr>
 {{end}}</table>
-{{range .R.Warnings}}<div class="warn{{if or (contains . "damaged") (contains . "dropped")}} bad{{end}}">⚠ {{.}}</div>
+{{range $t := .R.Traces}}{{with $t.Cost}}<div class="facts">Recording cost of {{$t.File}}: {{.Summary}}.</div>
+{{end}}{{end}}{{range .R.Warnings}}<div class="warn{{if or (contains . "damaged") (contains . "dropped")}} bad{{end}}">⚠ {{.}}</div>
 {{end}}
 
 <h2>Operations</h2>

@@ -54,6 +54,49 @@ type Trace struct {
 	Recorded     uint64            `json:"recorded"`   // events the footer says were written (0 without a footer)
 	Complete     bool              `json:"complete"`   // a footer was found: the recorder closed cleanly
 	Damage       []string          `json:"damage,omitempty"`
+	Cost         *RecordingCost    `json:"recording_cost,omitempty"` // from the footer, when measured
+}
+
+// RecordingCost is what recording cost, as the layer and the trace writer measured it
+// while recording (the footer's EncodeCPU and Layer).
+type RecordingCost struct {
+	Requests    uint64  `json:"requests"`    // requests the layer served
+	InLayerNs   int64   `json:"in_layer_ns"` // summed time requests spent in the layer
+	SelfNs      int64   `json:"self_ns"`     // of which the layer's own work (timing, attribution, recording)
+	SelfPerReq  float64 `json:"self_ns_per_request"`
+	SelfPct     float64 `json:"self_pct_of_layer"` // SelfNs as a % of InLayerNs
+	EncodeCPUNs int64   `json:"encode_cpu_ns"`     // CPU time of the trace writer's encoder
+	Threads     uint64  `json:"threads"`           // caller threads looked up in /proc
+	ResolveNs   int64   `json:"resolve_ns"`        // time spent on those lookups, part of SelfNs
+}
+
+// Summary is the cost in one line.
+func (c *RecordingCost) Summary() string {
+	s := fmt.Sprintf("%s of the layer's own work per request (%.1f%% of the %s a request spent in the layer)",
+		Dur(int64(c.SelfPerReq)), c.SelfPct, Dur(c.InLayerNs/int64(max(c.Requests, 1))))
+	if c.Threads > 0 {
+		s += fmt.Sprintf(", of which %s looking up %d new threads in /proc (%s each)",
+			Dur(c.ResolveNs/int64(max(c.Requests, 1))), c.Threads, Dur(c.ResolveNs/int64(c.Threads)))
+	}
+	if c.EncodeCPUNs > 0 {
+		s += "; trace encoder " + Dur(c.EncodeCPUNs) + " CPU"
+	}
+	return s
+}
+
+func recordingCost(f *trace.Footer) *RecordingCost {
+	if f == nil || f.Layer.Requests == 0 || f.Layer.InLayer <= 0 {
+		return nil
+	}
+	l := f.Layer
+	return &RecordingCost{
+		Requests: l.Requests, InLayerNs: int64(l.InLayer), SelfNs: int64(l.Self),
+		SelfPerReq:  float64(l.Self) / float64(l.Requests),
+		SelfPct:     100 * float64(l.Self) / float64(l.InLayer),
+		EncodeCPUNs: int64(f.EncodeCPU),
+		Threads:     l.Threads,
+		ResolveNs:   int64(l.Resolve),
+	}
 }
 
 // Target is the traced (or replayed-onto) directory.
@@ -345,6 +388,7 @@ func traceInfo(s *stats.Source) Trace {
 		Recorded:    footerEvents(s),
 		BlockedNs:   footerBlocked(s),
 		Damage:      s.Damage,
+		Cost:        recordingCost(s.Footer),
 	}
 	if len(h.Labels) > 0 {
 		t.Labels = map[string]string{}

@@ -89,6 +89,9 @@ func writeTraces(b *strings.Builder, r *Report) {
 		if tr.BlockedNs > 0 {
 			extra = append(extra, "job blocked on the recorder for "+Dur(tr.BlockedNs))
 		}
+		if tr.Cost != nil {
+			extra = append(extra, "recording cost: "+tr.Cost.Summary())
+		}
 		for _, d := range tr.Damage {
 			extra = append(extra, "damage: "+d)
 		}

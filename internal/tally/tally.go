@@ -104,6 +104,13 @@ func (t *Tally) Add(ev *trace.Event) {
 	}
 }
 
+// AddBatch accounts a batch of events (a trace.WriterOptions.Observe function).
+func (t *Tally) AddBatch(evs []trace.Event) {
+	for i := range evs {
+		t.Add(&evs[i])
+	}
+}
+
 // OpStats is a snapshot of one op's totals.
 type OpStats struct {
 	Op      trace.Op

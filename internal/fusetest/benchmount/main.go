@@ -6,7 +6,8 @@
 //	benchmount smallfiles -dir DIR [-n 1000] [-size 4096]
 //
 // mount serves until SIGINT or SIGTERM and writes the ready file once the mount is up.
-// With -cpufile, every SIGUSR1 makes it write its own CPU time so far, "UTIME_NS STIME_NS",
+// With -cpufile, every SIGUSR1 makes it write its own CPU time so far and the layer's
+// measurement of its own cost, "UTIME_NS STIME_NS REQUESTS IN_LAYER_NS SELF_NS",
 // to FILE (a temporary file renamed over FILE, so a reader never sees a partial line). The
 // figures come from getrusage(RUSAGE_SELF): microsecond resolution, every thread including
 // exited ones. Their sum is the exact time on CPU; the user/system split is estimated by the
@@ -23,6 +24,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/pprof"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -71,7 +73,7 @@ func mount(args []string) error {
 		defer signal.Stop(usr1)
 		go func() {
 			for range usr1 {
-				if err := writeCPU(*cpufile); err != nil {
+				if err := writeCPU(*cpufile, served.Load()); err != nil {
 					fmt.Fprintln(os.Stderr, "benchmount: cpu file:", err)
 				}
 			}
@@ -105,6 +107,7 @@ func mount(args []string) error {
 	if err != nil {
 		return err
 	}
+	served.Store(srv)
 	if *ready != "" {
 		if err := os.WriteFile(*ready, nil, 0o644); err != nil {
 			return err
@@ -126,21 +129,32 @@ func mount(args []string) error {
 	}()
 	srv.Wait()
 	if w != nil {
+		w.SetLayerCost(srv.Stats().Cost())
+		err := w.Close()
 		st := w.Stats()
-		fmt.Fprintf(os.Stderr, "benchmount: %d events, %d dropped, blocked %v\n", st.Events, st.Dropped, st.Blocked)
-		return w.Close()
+		fmt.Fprintf(os.Stderr, "benchmount: %d events, %d dropped, blocked %v, encoder CPU %d ns\n", st.Events, st.Dropped, st.Blocked, st.EncodeCPU.Nanoseconds())
+		return err
 	}
 	return nil
 }
 
-// writeCPU writes the CPU time of this process (all threads, live and exited) as
-// "utime_ns stime_ns" to path, through a temporary file renamed over it.
-func writeCPU(path string) error {
+// served is the mount, once there is one (the cpu file reports its own cost measurement).
+var served atomic.Pointer[fusefs.Server]
+
+// writeCPU writes the CPU time of this process (all threads, live and exited) and the
+// layer's measurement of its own cost so far (zero untraced or before the mount) as
+// "utime_ns stime_ns requests in_layer_ns self_ns" to path, through a temporary file
+// renamed over it.
+func writeCPU(path string, srv *fusefs.Server) error {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
 		return fmt.Errorf("getrusage: %w", err)
 	}
-	line := fmt.Sprintf("%d %d\n", ru.Utime.Nano(), ru.Stime.Nano())
+	var c trace.LayerCost
+	if srv != nil {
+		c = srv.Stats().Cost()
+	}
+	line := fmt.Sprintf("%d %d %d %d %d\n", ru.Utime.Nano(), ru.Stime.Nano(), c.Requests, c.InLayer.Nanoseconds(), c.Self.Nanoseconds())
 	tmp := path + ".tmp"
 	if err := os.WriteFile(tmp, []byte(line), 0o644); err != nil {
 		return err
