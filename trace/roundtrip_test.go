@@ -570,3 +570,33 @@ func TestFooterWithoutCost(t *testing.T) {
 		t.Errorf("footer with cost: %+v, %v", got, err)
 	}
 }
+
+// TestThreadlessOrder: events without a thread (the kernel's own, such as FORGET) share one
+// shard, so they are written in the order they were appended.
+func TestThreadlessOrder(t *testing.T) {
+	var buf bytes.Buffer
+	w, err := NewWriter(&buf, Header{}, WriterOptions{ChunkEvents: 64, BufferEvents: 4096})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 3000
+	for i := range n {
+		w.Append(&Event{Op: OpForget, Node: uint64(i + 1)})
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	r, err := NewReader(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	evs := readAll(t, r)
+	if len(evs) != n {
+		t.Fatalf("read %d events, want %d", len(evs), n)
+	}
+	for i, e := range evs {
+		if e.Node != uint64(i+1) {
+			t.Fatalf("event %d is node %d: out of order", i, e.Node)
+		}
+	}
+}

@@ -71,7 +71,6 @@ type Writer struct {
 
 	shards    []shard
 	shardBits uint
-	rr        atomic.Uint32
 	freeMu    sync.Mutex    // guards freeStk
 	freeStk   []*batch      // batches ready for producers, last returned on top
 	avail     chan struct{} // one token per batch on freeStk: receive one, then popFree
@@ -250,10 +249,10 @@ func newWriter(out io.Writer, h Header, o WriterOptions) (*Writer, error) {
 // Origin returns the monotonic clock reading (Now) that event Start times count from.
 func (w *Writer) Origin() int64 { return w.origin }
 
+// shardFor picks the shard of a thread. Events without a thread (the kernel's own: FORGET)
+// all go to one shard: spread round-robin, each landed in a shard whose batch was cold,
+// which cost a FORGET 1.8 µs of recording in a mount instead of the 0.3 µs of any other.
 func (w *Writer) shardFor(tid uint32) *shard {
-	if tid == 0 {
-		tid = w.rr.Add(1)
-	}
 	return &w.shards[(tid*0x9E3779B1)>>(32-w.shardBits)&(1<<w.shardBits-1)]
 }
 
