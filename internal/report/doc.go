@@ -34,7 +34,9 @@
 //	  command[], labels{key: value}, events (aggregated), dropped (recorder
 //	  drops, from the footer), blocked_ns (time the job waited for the recorder's buffer),
 //	  recorded (events the footer counts), complete (a footer was present), damage[]
-//	  (reader messages)
+//	  (reader messages), recording_cost (when the footer has it: requests, in_layer_ns,
+//	  self_ns, self_ns_per_request, self_share (self_ns / in_layer_ns), encode_cpu_ns,
+//	  threads, resolve_ns; see trace.LayerCost)
 //	warnings[]   human-readable caveats (drops, damage, cache mode, cache=none mixed with
 //	             cache=kernel)
 //	by           "" | "host" | "label:KEY"

@@ -64,16 +64,16 @@ type RecordingCost struct {
 	InLayerNs   int64   `json:"in_layer_ns"` // summed time requests spent in the layer
 	SelfNs      int64   `json:"self_ns"`     // of which the layer's own work (timing, attribution, recording)
 	SelfPerReq  float64 `json:"self_ns_per_request"`
-	SelfPct     float64 `json:"self_pct_of_layer"` // SelfNs as a % of InLayerNs
-	EncodeCPUNs int64   `json:"encode_cpu_ns"`     // CPU time of the trace writer's encoder
-	Threads     uint64  `json:"threads"`           // caller threads looked up in /proc
-	ResolveNs   int64   `json:"resolve_ns"`        // time spent on those lookups, part of SelfNs
+	SelfShare   float64 `json:"self_share"`    // SelfNs / InLayerNs
+	EncodeCPUNs int64   `json:"encode_cpu_ns"` // CPU time of the trace writer's encoder
+	Threads     uint64  `json:"threads"`       // caller threads looked up in /proc
+	ResolveNs   int64   `json:"resolve_ns"`    // time spent on those lookups, part of SelfNs
 }
 
 // Summary is the cost in one line.
 func (c *RecordingCost) Summary() string {
 	s := fmt.Sprintf("%s of the layer's own work per request (%.1f%% of the %s a request spent in the layer)",
-		Dur(int64(c.SelfPerReq)), c.SelfPct, Dur(c.InLayerNs/int64(max(c.Requests, 1))))
+		Dur(int64(c.SelfPerReq)), 100*c.SelfShare, Dur(c.InLayerNs/int64(max(c.Requests, 1))))
 	if c.Threads > 0 {
 		s += fmt.Sprintf(", of which %s looking up %d new threads in /proc (%s each)",
 			Dur(c.ResolveNs/int64(max(c.Requests, 1))), c.Threads, Dur(c.ResolveNs/int64(c.Threads)))
@@ -92,7 +92,7 @@ func recordingCost(f *trace.Footer) *RecordingCost {
 	return &RecordingCost{
 		Requests: l.Requests, InLayerNs: int64(l.InLayer), SelfNs: int64(l.Self),
 		SelfPerReq:  float64(l.Self) / float64(l.Requests),
-		SelfPct:     100 * float64(l.Self) / float64(l.InLayer),
+		SelfShare:   float64(l.Self) / float64(l.InLayer),
 		EncodeCPUNs: int64(f.EncodeCPU),
 		Threads:     l.Threads,
 		ResolveNs:   int64(l.Resolve),

@@ -22,7 +22,7 @@ func TestRecordingCost(t *testing.T) {
 		Threads: 10, Resolve: time.Millisecond,
 	}}
 	c := recordingCost(f)
-	if c == nil || c.SelfPerReq != 2000 || c.SelfPct != 5 || c.Threads != 10 || c.ResolveNs != 1e6 || c.EncodeCPUNs != 3e6 {
+	if c == nil || c.SelfPerReq != 2000 || c.SelfShare != 0.05 || c.Threads != 10 || c.ResolveNs != 1e6 || c.EncodeCPUNs != 3e6 {
 		t.Fatalf("cost %+v", c)
 	}
 	s := c.Summary()
