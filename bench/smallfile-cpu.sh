@@ -6,7 +6,8 @@
 #   n  the tracer recording into a no-op recorder (the layer's bookkeeping alone)
 #   t  the tracer recording into a trace file (bookkeeping + trace writer)
 # Prints each server's CPU time per small file (getrusage through benchmount -cpufile),
-# medians over the rounds, and the paired differences n-u, t-u, t-n.
+# medians over the rounds, and the paired differences n-u, t-u, t-n; then, from the traced
+# server (t, benchmount -costbyop), the layer's own work per operation over all rounds.
 #
 # Usage: bench/smallfile-cpu.sh [-r ROUNDS] [-n FILES] [-d WORKDIR]   (root)
 set -euo pipefail
@@ -30,7 +31,7 @@ declare -A PID
 for m in u n t; do
   mkdir -p "$WORK/backend/o$m" "$WORK/m$m"
   extra=()
-  case $m in n) extra=(-nop) ;; t) extra=(-trace "$WORK/t.iotap") ;; esac
+  case $m in n) extra=(-nop) ;; t) extra=(-trace "$WORK/t.iotap" -costbyop) ;; esac
   "$B" mount "${extra[@]}" -cpufile "$WORK/c$m" -target "$WORK/backend/o$m" -mount "$WORK/m$m" -ready "$WORK/r$m" 2>"$WORK/$m.log" &
   PID[$m]=$!; PIDS+=($!)
 done
@@ -67,3 +68,6 @@ for a, b in (("n", "u"), ("t", "u"), ("t", "n")):
     diffs = [d[r][a] - d[r][b] for r in d]
     print(f"paired {a}-{b}: median {med(diffs):+.1f} us [{min(diffs):+.1f} .. {max(diffs):+.1f}]")
 PY
+cleanup; trap - EXIT # the servers exit; t prints its cost per operation
+echo "the traced layer's own work per operation (requests, ns per request, share of its own work):"
+grep '^cost ' "$WORK/t.log" | sed 's/^cost /  /'

@@ -16,6 +16,8 @@ import (
 	"github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
 	"golang.org/x/sys/unix"
+
+	"github.com/iotap/iotap/trace"
 )
 
 // Server is a mounted layer.
@@ -211,6 +213,28 @@ func (s *Server) Stats() LiveStats {
 		return LiveStats{}
 	}
 	return s.tracer.stats.snapshot()
+}
+
+// CostByOp returns, per operation, the requests served and the layer's own work on them
+// (see LiveStats.Self); nil unless mounted with Options.CostByOp.
+func (s *Server) CostByOp() map[trace.Op]OpCost {
+	if s.tracer == nil || s.tracer.byOp == nil {
+		return nil
+	}
+	m := map[trace.Op]OpCost{}
+	for op := range s.tracer.byOp {
+		c := &s.tracer.byOp[op]
+		if n := c.n.Load(); n > 0 {
+			m[trace.Op(op)] = OpCost{Requests: n, Self: time.Duration(c.self.Load())}
+		}
+	}
+	return m
+}
+
+// OpCost is the layer's own work on the requests of one operation.
+type OpCost struct {
+	Requests uint64
+	Self     time.Duration
 }
 
 // Mountpoint returns the absolute mount point.

@@ -59,6 +59,9 @@ type Options struct {
 	UIDs             []uint32 // record only these callers (fs uid) when non-empty
 	Comms            []string // record only these commands when non-empty
 	FsName           string   // shown in /proc/mounts, default "iotap"
+	// CostByOp also sums the layer's own work per operation (Server.CostByOp), for
+	// benchmarks: one more atomic add per request.
+	CostByOp bool
 }
 
 func (o Options) withDefaults() (Options, error) {

@@ -2,6 +2,7 @@ package fusefs
 
 import (
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"unsafe"
 
@@ -31,6 +32,7 @@ type tracer struct {
 	seen    bitset                        // path ids already described by AddFile (or created)
 	svc     *svcTable                     // service times from the node code (nil: handler times)
 	stats   liveStats
+	byOp    *[trace.NumOps]opCost // with Options.CostByOp
 }
 
 var _ fuse.RawFileSystem = (*tracer)(nil)
@@ -46,6 +48,9 @@ func newTracer(inner fuse.RawFileSystem, rec Recorder, o Options) *tracer {
 		procs:   newShardedMap[uint32, procInfo](),
 	}
 	t.w, _ = rec.(*trace.Writer)
+	if o.CostByOp {
+		t.byOp = new([trace.NumOps]opCost)
+	}
 	t.nodes = newNodeTable(t.intern)
 	if len(o.UIDs) > 0 {
 		t.uids = make(map[uint32]bool, len(o.UIDs))
@@ -77,7 +82,7 @@ func event(op trace.Op, h *fuse.InHeader) trace.Event {
 // for a request whose handler (the bridge) ran from t0 to t1.
 func (t *tracer) commit(ev *trace.Event, t0, t1 int64, st fuse.Status) {
 	t.record(ev, t0, t1, st)
-	t.cost(t0, t0, t1)
+	t.cost(ev.Op, t0, t0, t1)
 }
 
 // commitSvc is commit with the backend call's times when the node code measured one
@@ -86,7 +91,7 @@ func (t *tracer) commit(ev *trace.Event, t0, t1 int64, st fuse.Status) {
 func (t *tracer) commitSvc(ev *trace.Event, sl svcRef, te, t0, t1 int64, st fuse.Status) {
 	s0, s1 := t.svc.finish(sl, t0, t1)
 	t.record(ev, s0, s1, st)
-	t.cost(te, t0, t1)
+	t.cost(ev.Op, te, t0, t1)
 }
 
 // record sets ev's times and errno, counts it, and appends it if it passes the filters.
@@ -113,11 +118,19 @@ func (t *tracer) record(ev *trace.Event, t0, t1 int64, st fuse.Status) {
 // cost accounts a request's time in the layer, from its entry te to now, and the layer's
 // own part of it: everything but the bridge's t0..t1. The two atomic adds after the last
 // clock read are the only work of the layer left out.
-func (t *tracer) cost(te, t0, t1 int64) {
+func (t *tracer) cost(op trace.Op, te, t0, t1 int64) {
 	tx := now()
+	self := uint64(tx - te - (t1 - t0))
 	t.stats.inLayer.Add(uint64(tx - te))
-	t.stats.self.Add(uint64(tx - te - (t1 - t0)))
+	t.stats.self.Add(self)
+	if t.byOp != nil && op < trace.NumOps {
+		t.byOp[op].n.Add(1)
+		t.byOp[op].self.Add(self)
+	}
 }
+
+// opCost is one operation's count and summed own work (ns), with Options.CostByOp.
+type opCost struct{ n, self atomic.Uint64 }
 
 // keep resolves the caller of ev and applies the uid, comm and path filters.
 func (t *tracer) keep(ev *trace.Event, at int64) bool {

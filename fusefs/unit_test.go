@@ -250,7 +250,7 @@ func (slowFS) GetAttr(<-chan struct{}, *fuse.GetAttrIn, *fuse.AttrOut) fuse.Stat
 // TestLayerCost: the layer counts every request, the time it spent in the layer, and its
 // own part of that, which excludes the time of the bridge underneath.
 func TestLayerCost(t *testing.T) {
-	tr := newTracer(slowFS{fuse.NewDefaultRawFileSystem()}, &nopRecorder{}, Options{})
+	tr := newTracer(slowFS{fuse.NewDefaultRawFileSystem()}, &nopRecorder{}, Options{CostByOp: true})
 	in := fuse.GetAttrIn{InHeader: fuse.InHeader{NodeId: 1, Caller: fuse.Caller{Pid: uint32(syscall.Gettid())}}}
 	var out fuse.AttrOut
 	const n = 20
@@ -267,6 +267,11 @@ func TestLayerCost(t *testing.T) {
 	}
 	if c.Self <= 0 || c.Self > c.InLayer-n*time.Millisecond {
 		t.Errorf("own work %v of %v in the layer: must be positive and exclude the bridge's %d ms", c.Self, c.InLayer, n)
+	}
+	// Per operation (Options.CostByOp), the same requests and the same own work.
+	if g, f := &tr.byOp[trace.OpGetattr], &tr.byOp[trace.OpForget]; g.n.Load() != n || f.n.Load() != 1 ||
+		time.Duration(g.self.Load()+f.self.Load()) != c.Self {
+		t.Errorf("by op: getattr %d in %d ns, forget %d in %d ns; total %v", g.n.Load(), g.self.Load(), f.n.Load(), f.self.Load(), c.Self)
 	}
 	if c.Threads != 1 || c.Resolve <= 0 || c.Resolve > c.Self {
 		t.Errorf("one caller thread: looked up %d, in %v of the own %v", c.Threads, c.Resolve, c.Self)

@@ -2,7 +2,7 @@
 // traced into a trace file) and generates the small-file load of the overhead table.
 //
 //	benchmount mount -target DIR -mount MNT [-trace FILE | -nop] [-cache none|kernel] [-ready FILE]
-//	                 [-cpufile FILE] [-cpuprofile FILE] [-memprofile FILE]
+//	                 [-cpufile FILE] [-cpuprofile FILE] [-memprofile FILE] [-costbyop]
 //	benchmount smallfiles -dir DIR [-n 1000] [-size 4096]
 //
 // mount serves until SIGINT or SIGTERM and writes the ready file once the mount is up.
@@ -24,6 +24,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/pprof"
+	"sort"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -64,6 +65,7 @@ func mount(args []string) error {
 	memprofile := fs.String("memprofile", "", "write a heap profile when signalled, before unmounting")
 	procs := fs.Int("procs", fusefs.DefaultServerProcs(), "GOMAXPROCS while serving (iotap's default)")
 	cpufile := fs.String("cpufile", "", "on SIGUSR1, write the process's CPU time (\"utime_ns stime_ns\") to this file")
+	costByOp := fs.Bool("costbyop", false, "sum the layer's own work per operation and print it on exit (traced)")
 	_ = fs.Parse(args) // ExitOnError
 	runtime.GOMAXPROCS(max(1, *procs))
 	// Install the handler before the ready file exists: an unhandled SIGUSR1 would kill us.
@@ -89,7 +91,7 @@ func mount(args []string) error {
 		}
 		defer pprof.StopCPUProfile()
 	}
-	o := fusefs.Options{Cache: fusefs.CacheMode(*cache)}
+	o := fusefs.Options{Cache: fusefs.CacheMode(*cache), CostByOp: *costByOp}
 	var rec fusefs.Recorder
 	var w *trace.Writer
 	if *traceFile != "" {
@@ -128,6 +130,7 @@ func mount(args []string) error {
 		}
 	}()
 	srv.Wait()
+	printCostByOp(srv.CostByOp())
 	if w != nil {
 		w.SetLayerCost(srv.Stats().Cost())
 		err := w.Close()
@@ -136,6 +139,22 @@ func mount(args []string) error {
 		return err
 	}
 	return nil
+}
+
+// printCostByOp prints the layer's own work per operation, the most expensive in total
+// first: "cost OP REQUESTS NS_PER_REQUEST SHARE_OF_ALL".
+func printCostByOp(m map[trace.Op]fusefs.OpCost) {
+	var total time.Duration
+	ops := make([]trace.Op, 0, len(m))
+	for op, c := range m {
+		ops = append(ops, op)
+		total += c.Self
+	}
+	sort.Slice(ops, func(i, j int) bool { return m[ops[i]].Self > m[ops[j]].Self })
+	for _, op := range ops {
+		c := m[op]
+		fmt.Fprintf(os.Stderr, "cost %-12s %9d %7d ns %5.1f%%\n", op, c.Requests, c.Self.Nanoseconds()/int64(c.Requests), 100*float64(c.Self)/float64(max(total, 1)))
+	}
 }
 
 // served is the mount, once there is one (the cpu file reports its own cost measurement).
