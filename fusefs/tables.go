@@ -24,7 +24,7 @@ type nodeRef struct {
 // so the children of a renamed directory get their new paths without a new LOOKUP.
 type nodeTable struct {
 	byNode *shardedMap[uint64, nodeRef]
-	byPath *shardedMap[uint32, uint64]
+	byPath pathNodes
 	gen    atomic.Uint32
 	intern func(parent uint32, name string) uint32 // Recorder.Path (+ filter learning)
 	cache  [nodeCacheSize]nodeSlot                 // node → path, in front of byNode
@@ -83,7 +83,6 @@ func (t *nodeTable) drop(node uint64) {
 func newNodeTable(intern func(uint32, string) uint32) *nodeTable {
 	return &nodeTable{
 		byNode: newShardedMap[uint64, nodeRef](),
-		byPath: newShardedMap[uint32, uint64](),
 		intern: intern,
 	}
 }
@@ -209,12 +208,7 @@ func (t *nodeTable) forget(node, n uint64) {
 	}
 	sh.mu.Unlock()
 	if gone && r.path != 0 {
-		ps := t.byPath.shard(r.path)
-		ps.mu.Lock()
-		if ps.m[r.path] == node {
-			delete(ps.m, r.path)
-		}
-		ps.mu.Unlock()
+		t.byPath.delIf(r.path, node)
 	}
 }
 

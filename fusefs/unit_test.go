@@ -278,3 +278,25 @@ func TestLayerCost(t *testing.T) {
 	}
 	t.Logf("%+v: %v per request", c, c.Self/time.Duration(c.Requests))
 }
+
+// TestPathNodes: ids on several pages, delete only if still the same node, absent ids.
+func TestPathNodes(t *testing.T) {
+	var p pathNodes
+	if n, ok := p.del(5); ok || n != 0 {
+		t.Errorf("del of an absent id: %d, %v", n, ok)
+	}
+	p.delIf(3*pathNodesPage+7, 9) // no page: nothing to do
+	p.set(7, 100)
+	p.set(3*pathNodesPage+7, 101)
+	if p.entry(pathNodesPage+7, false) != nil {
+		t.Errorf("a page between used ones was allocated")
+	}
+	p.delIf(7, 555) // another node holds the id now: kept
+	if n, ok := p.del(7); !ok || n != 100 {
+		t.Errorf("del(7) = %d, %v; want 100", n, ok)
+	}
+	p.delIf(3*pathNodesPage+7, 101)
+	if n, ok := p.del(3*pathNodesPage + 7); ok {
+		t.Errorf("deleted id still maps to %d", n)
+	}
+}
