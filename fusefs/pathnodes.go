@@ -5,26 +5,24 @@ import (
 	"sync/atomic"
 )
 
-// pathNodes maps a path id to the node id the kernel knows under that path (RENAME names
-// its source by directory and name only). Path ids are dense (the recorder assigns them
-// from 1), so it is an array indexed by id, in pages allocated on first use; an entry is
-// read and written with atomics. A create's insert and a forget's delete each touch the
-// page directory and one entry, where a sharded map took a shard lock, the map's header
-// and a bucket: in a mount, 0.8 µs per forget (measured) went to that map. Memory: 8
-// bytes per path id up to the largest, next to the recorder's own record of every path.
-type pathNodes struct {
-	mu    sync.RWMutex // guards the pages slice (not the entries)
-	pages []*[pathNodesPage]atomic.Uint64
+// paged is an array indexed by a dense id, in pages of pagedSize entries allocated on
+// first use. Entries are atomics, read and written without a lock; the lock guards the
+// page directory only. A lookup touches the directory and one entry, where a sharded map
+// takes a shard lock, the map's header and a bucket (in a mount, each of those is a cold
+// cache line and often a cold TLB entry).
+type paged[T any] struct {
+	mu    sync.RWMutex // guards pages (not the entries)
+	pages []*[pagedSize]T
 }
 
-const pathNodesPage = 4096 // ids per page: 32 KiB
+const pagedSize = 4096
 
-// entry returns the slot of id, allocating its page if grow is set (nil otherwise).
-func (p *pathNodes) entry(id uint32, grow bool) *atomic.Uint64 {
-	pg, i := int(id/pathNodesPage), id%pathNodesPage
+// at returns the entry of id, allocating its page if grow is set (nil otherwise).
+func (p *paged[T]) at(id uint64, grow bool) *T {
+	pg, i := id/pagedSize, id%pagedSize
 	p.mu.RLock()
-	var page *[pathNodesPage]atomic.Uint64
-	if pg < len(p.pages) {
+	var page *[pagedSize]T
+	if pg < uint64(len(p.pages)) {
 		page = p.pages[pg]
 	}
 	p.mu.RUnlock()
@@ -33,11 +31,11 @@ func (p *pathNodes) entry(id uint32, grow bool) *atomic.Uint64 {
 			return nil
 		}
 		p.mu.Lock()
-		for len(p.pages) <= pg {
+		for uint64(len(p.pages)) <= pg {
 			p.pages = append(p.pages, nil)
 		}
 		if p.pages[pg] == nil {
-			p.pages[pg] = new([pathNodesPage]atomic.Uint64)
+			p.pages[pg] = new([pagedSize]T)
 		}
 		page = p.pages[pg]
 		p.mu.Unlock()
@@ -45,12 +43,18 @@ func (p *pathNodes) entry(id uint32, grow bool) *atomic.Uint64 {
 	return &page[i]
 }
 
+// pathNodes maps a path id to the node id the kernel knows under that path (RENAME names
+// its source by directory and name only). Path ids are dense (the recorder assigns them
+// from 1): 8 bytes per path id up to the largest, next to the recorder's own record of
+// every path. As a sharded map it cost a forget 0.8 µs in a mount (measured).
+type pathNodes struct{ p paged[atomic.Uint64] }
+
 // set records node under id.
-func (p *pathNodes) set(id uint32, node uint64) { p.entry(id, true).Store(node) }
+func (p *pathNodes) set(id uint32, node uint64) { p.p.at(uint64(id), true).Store(node) }
 
 // del removes id and returns the node it had, if any.
 func (p *pathNodes) del(id uint32) (uint64, bool) {
-	e := p.entry(id, false)
+	e := p.p.at(uint64(id), false)
 	if e == nil {
 		return 0, false
 	}
@@ -60,7 +64,66 @@ func (p *pathNodes) del(id uint32) (uint64, bool) {
 
 // delIf removes id if it still names node.
 func (p *pathNodes) delIf(id uint32, node uint64) {
-	if e := p.entry(id, false); e != nil {
+	if e := p.p.at(uint64(id), false); e != nil {
 		e.CompareAndSwap(node, 0)
 	}
+}
+
+// handleTable maps an open handle to its opener. go-fuse's handles are small integers,
+// reused after release, so they index a paged array; a larger one (another bridge) goes
+// to a map.
+type handleTable struct {
+	small paged[handleSlot]
+	big   *shardedMap[uint64, opener]
+}
+
+// maxSmallHandle bounds the paged part: 1 Mi handles, a directory of 256 pages at most.
+const maxSmallHandle = 1 << 20
+
+// handleSlot is an opener packed in two words: tid<<32 | 1<<31 (in use) | pid, uid<<32 | gid.
+// Its handle has one opener at a time (the kernel sends nothing for a handle after its
+// release), so a reader never sees the two words of different openers.
+type handleSlot struct{ a, b atomic.Uint64 }
+
+const handleInUse = 1 << 31
+
+func newHandleTable() *handleTable {
+	return &handleTable{big: newShardedMap[uint64, opener]()}
+}
+
+func (h *handleTable) set(fh uint64, o opener) {
+	if fh >= maxSmallHandle {
+		h.big.set(fh, o)
+		return
+	}
+	s := h.small.at(fh, true)
+	s.b.Store(uint64(o.uid)<<32 | uint64(o.gid))
+	s.a.Store(uint64(o.tid)<<32 | handleInUse | uint64(o.pid&^handleInUse))
+}
+
+func (h *handleTable) get(fh uint64) (opener, bool) {
+	if fh >= maxSmallHandle {
+		return h.big.get(fh)
+	}
+	s := h.small.at(fh, false)
+	if s == nil {
+		return opener{}, false
+	}
+	a := s.a.Load()
+	if a&handleInUse == 0 {
+		return opener{}, false
+	}
+	b := s.b.Load()
+	return opener{tid: uint32(a >> 32), pid: uint32(a) &^ handleInUse, uid: uint32(b >> 32), gid: uint32(b)}, true
+}
+
+func (h *handleTable) del(fh uint64) (opener, bool) {
+	if fh >= maxSmallHandle {
+		return h.big.del(fh)
+	}
+	o, ok := h.get(fh)
+	if ok {
+		h.small.at(fh, false).a.Store(0)
+	}
+	return o, ok
 }

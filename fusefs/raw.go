@@ -26,7 +26,7 @@ type tracer struct {
 	filter *pathFilter     // nil without path filters
 
 	nodes   *nodeTable
-	handles *shardedMap[uint64, opener]   // fh → opener, from open/create/opendir replies
+	handles *handleTable                  // fh → opener, from open/create/opendir replies
 	procs   *shardedMap[uint32, procInfo] // tid → attribution
 	pcache  [procCacheSize]procSlot       // direct-mapped cache in front of procs
 	seen    bitset                        // path ids already described by AddFile (or created)
@@ -44,7 +44,7 @@ func newTracer(inner fuse.RawFileSystem, rec Recorder, o Options) *tracer {
 		origin:  rec.Origin(),
 		opts:    o,
 		filter:  newPathFilter(o.Include, o.Exclude),
-		handles: newShardedMap[uint64, opener](),
+		handles: newHandleTable(),
 		procs:   newShardedMap[uint32, procInfo](),
 	}
 	t.w, _ = rec.(*trace.Writer)
@@ -190,11 +190,10 @@ func (t *tracer) entry(node uint64, dir uint64, name string, path uint32, a *fus
 
 // opened remembers who opened handle fh.
 func (t *tracer) opened(fh uint64, ev *trace.Event, at int64) {
-	o := opener{tid: ev.Tid, uid: ev.Uid, gid: ev.Gid, record: true}
+	o := opener{tid: ev.Tid, uid: ev.Uid, gid: ev.Gid}
 	if ev.Tid != 0 {
-		p := t.proc(ev.Tid, at)
-		o.pid, o.record = p.pid, p.record
-		ev.Pid = p.pid
+		o.pid = t.proc(ev.Tid, at).pid
+		ev.Pid = o.pid
 	}
 	t.handles.set(fh, o)
 }

@@ -255,5 +255,4 @@ func (t *nodeTable) repath(node uint64, path uint32, dir uint64, name string) bo
 // opener is who opened a handle: RELEASE and RELEASEDIR (pid 0) are attributed to it.
 type opener struct {
 	tid, pid, uid, gid uint32
-	record             bool
 }

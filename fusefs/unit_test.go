@@ -285,18 +285,45 @@ func TestPathNodes(t *testing.T) {
 	if n, ok := p.del(5); ok || n != 0 {
 		t.Errorf("del of an absent id: %d, %v", n, ok)
 	}
-	p.delIf(3*pathNodesPage+7, 9) // no page: nothing to do
+	p.delIf(3*pagedSize+7, 9) // no page: nothing to do
 	p.set(7, 100)
-	p.set(3*pathNodesPage+7, 101)
-	if p.entry(pathNodesPage+7, false) != nil {
+	p.set(3*pagedSize+7, 101)
+	if p.p.at(pagedSize+7, false) != nil {
 		t.Errorf("a page between used ones was allocated")
 	}
 	p.delIf(7, 555) // another node holds the id now: kept
 	if n, ok := p.del(7); !ok || n != 100 {
 		t.Errorf("del(7) = %d, %v; want 100", n, ok)
 	}
-	p.delIf(3*pathNodesPage+7, 101)
-	if n, ok := p.del(3*pathNodesPage + 7); ok {
+	p.delIf(3*pagedSize+7, 101)
+	if n, ok := p.del(3*pagedSize + 7); ok {
 		t.Errorf("deleted id still maps to %d", n)
+	}
+}
+
+// TestHandleTable: an opener comes back whole from the paged part and from the map for
+// handles beyond it; a released handle is gone; a reused one has its new opener.
+func TestHandleTable(t *testing.T) {
+	h := newHandleTable()
+	for _, fh := range []uint64{0, 3, pagedSize + 1, maxSmallHandle + 5} {
+		o := opener{tid: 1<<31 + uint32(fh), pid: 4194303, uid: 1000, gid: 1<<32 - 1}
+		if _, ok := h.get(fh); ok {
+			t.Errorf("fh %d: found before set", fh)
+		}
+		h.set(fh, o)
+		if got, ok := h.get(fh); !ok || got != o {
+			t.Errorf("fh %d: get %+v, %v; want %+v", fh, got, ok, o)
+		}
+		if got, ok := h.del(fh); !ok || got != o {
+			t.Errorf("fh %d: del %+v, %v", fh, got, ok)
+		}
+		if _, ok := h.get(fh); ok {
+			t.Errorf("fh %d: found after release", fh)
+		}
+		o2 := opener{tid: 7, pid: 8, uid: 9, gid: 10}
+		h.set(fh, o2)
+		if got, _ := h.get(fh); got != o2 {
+			t.Errorf("fh %d reused: %+v, want %+v", fh, got, o2)
+		}
 	}
 }
