@@ -1,47 +1,6 @@
 package fusefs
 
-import (
-	"sync"
-	"sync/atomic"
-)
-
-// paged is an array indexed by a dense id, in pages of pagedSize entries allocated on
-// first use. Entries are atomics, read and written without a lock; the lock guards the
-// page directory only. A lookup touches the directory and one entry, where a sharded map
-// takes a shard lock, the map's header and a bucket (in a mount, each of those is a cold
-// cache line and often a cold TLB entry).
-type paged[T any] struct {
-	mu    sync.RWMutex // guards pages (not the entries)
-	pages []*[pagedSize]T
-}
-
-const pagedSize = 4096
-
-// at returns the entry of id, allocating its page if grow is set (nil otherwise).
-func (p *paged[T]) at(id uint64, grow bool) *T {
-	pg, i := id/pagedSize, id%pagedSize
-	p.mu.RLock()
-	var page *[pagedSize]T
-	if pg < uint64(len(p.pages)) {
-		page = p.pages[pg]
-	}
-	p.mu.RUnlock()
-	if page == nil {
-		if !grow {
-			return nil
-		}
-		p.mu.Lock()
-		for uint64(len(p.pages)) <= pg {
-			p.pages = append(p.pages, nil)
-		}
-		if p.pages[pg] == nil {
-			p.pages[pg] = new([pagedSize]T)
-		}
-		page = p.pages[pg]
-		p.mu.Unlock()
-	}
-	return &page[i]
-}
+import "sync/atomic"
 
 // pathNodes maps a path id to the node id the kernel knows under that path (RENAME names
 // its source by directory and name only). Path ids are dense (the recorder assigns them
@@ -109,6 +68,11 @@ func (h *handleTable) get(fh uint64) (opener, bool) {
 	if s == nil {
 		return opener{}, false
 	}
+	return s.opener()
+}
+
+// opener unpacks the slot's opener, if the slot is in use.
+func (s *handleSlot) opener() (opener, bool) {
 	a := s.a.Load()
 	if a&handleInUse == 0 {
 		return opener{}, false
@@ -121,9 +85,13 @@ func (h *handleTable) del(fh uint64) (opener, bool) {
 	if fh >= maxSmallHandle {
 		return h.big.del(fh)
 	}
-	o, ok := h.get(fh)
+	s := h.small.at(fh, false)
+	if s == nil {
+		return opener{}, false
+	}
+	o, ok := s.opener()
 	if ok {
-		h.small.at(fh, false).a.Store(0)
+		s.a.Store(0)
 	}
 	return o, ok
 }

@@ -116,7 +116,7 @@ func (t *tracer) record(ev *trace.Event, t0, t1 int64, st fuse.Status) {
 }
 
 // cost accounts a request's time in the layer, from its entry te to now, and the layer's
-// own part of it: everything but the bridge's t0..t1. The two atomic adds after the last
+// own part of it: everything but the bridge's t0..t1. The atomic adds after the last
 // clock read are the only work of the layer left out.
 func (t *tracer) cost(op trace.Op, te, t0, t1 int64) {
 	tx := now()

@@ -327,3 +327,22 @@ func TestHandleTable(t *testing.T) {
 		}
 	}
 }
+
+// TestBitset: each id is new exactly once, across words and pages.
+func TestBitset(t *testing.T) {
+	var b bitset
+	ids := []uint32{0, 63, 64, pagedSize*64 - 1, pagedSize * 64, 10_000_000}
+	for _, id := range ids {
+		if !b.testAndSet(id) {
+			t.Errorf("id %d: not new the first time", id)
+		}
+	}
+	for _, id := range ids {
+		if b.testAndSet(id) {
+			t.Errorf("id %d: new twice", id)
+		}
+	}
+	if b.testAndSet(65) != true {
+		t.Errorf("a neighbour of set ids was already set")
+	}
+}
