@@ -3,6 +3,7 @@ package fusefs_test
 import (
 	"fmt"
 	"log"
+	"time"
 
 	"github.com/iotap/iotap/fusefs"
 	"github.com/iotap/iotap/trace"
@@ -23,6 +24,7 @@ func Example_mount() {
 	_ = srv.Unmount()
 	srv.Wait()
 	st := srv.Stats()
-	fmt.Println(st.Ops, "ops,", st.BytesRead, "bytes read")
+	fmt.Println(st.Ops, "requests,", st.Self/time.Duration(max(st.Ops, 1)), "of the layer's own work per request")
+	w.SetLayerCost(st.Cost()) // kept in the trace's footer
 	_ = w.Close()
 }

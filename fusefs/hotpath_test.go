@@ -87,11 +87,20 @@ func (u *unitFS) ops() map[string]func(r fuse.RawFileSystem) {
 	rd.NodeId = u.node
 	wr := fuse.WriteIn{InHeader: u.hdr, Fh: u.fh, Offset: 8192, Size: 4096}
 	wr.NodeId = u.node
+	lh := u.hdr
+	// Each request gets the next id, as from the kernel (ids step by 2): the layer times
+	// its own work on the requests whose id it samples.
+	var unique uint64
+	next := func() uint64 { unique += 2; return unique }
 	return map[string]func(r fuse.RawFileSystem){
-		"lookup":  func(r fuse.RawFileSystem) { r.Lookup(u.cancel, &u.hdr, "f", &eo); r.Forget(eo.NodeId, 1) },
-		"getattr": func(r fuse.RawFileSystem) { r.GetAttr(u.cancel, &ga, &ao) },
-		"read4k":  func(r fuse.RawFileSystem) { r.Read(u.cancel, &rd, buf) },
-		"write4k": func(r fuse.RawFileSystem) { r.Writev(u.cancel, &wr, data) },
+		"lookup": func(r fuse.RawFileSystem) {
+			lh.Unique = next()
+			r.Lookup(u.cancel, &lh, "f", &eo)
+			r.Forget(eo.NodeId, 1)
+		},
+		"getattr": func(r fuse.RawFileSystem) { ga.Unique = next(); r.GetAttr(u.cancel, &ga, &ao) },
+		"read4k":  func(r fuse.RawFileSystem) { rd.Unique = next(); r.Read(u.cancel, &rd, buf) },
+		"write4k": func(r fuse.RawFileSystem) { wr.Unique = next(); r.Writev(u.cancel, &wr, data) },
 	}
 }
 

@@ -225,16 +225,17 @@ func (s *Server) CostByOp() map[trace.Op]OpCost {
 	for op := range s.tracer.byOp {
 		c := &s.tracer.byOp[op]
 		if n := c.n.Load(); n > 0 {
-			m[trace.Op(op)] = OpCost{Requests: n, Self: time.Duration(c.self.Load())}
+			m[trace.Op(op)] = OpCost{Requests: n, Sampled: c.sampled.Load(), Self: scale(c.self.Load(), n, c.sampled.Load())}
 		}
 	}
 	return m
 }
 
-// OpCost is the layer's own work on the requests of one operation.
+// OpCost is the layer's own work on the requests of one operation, without /proc lookups:
+// measured on Sampled requests, scaled to all.
 type OpCost struct {
-	Requests uint64
-	Self     time.Duration
+	Requests, Sampled uint64
+	Self              time.Duration
 }
 
 // Mountpoint returns the absolute mount point.

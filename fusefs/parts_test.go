@@ -32,10 +32,10 @@ func BenchmarkPartsCold(b *testing.B) {
 			sink += p
 		}},
 		{"child(intern)", func() { sink += tr.child(1, "f") }},
-		{"proc", func() { sink += tr.proc(tid, now()).pid }},
+		{"proc", func() { c := span{s1: now()}; sink += tr.proc(tid, &c).pid }},
 		{"handles.get", func() { o, _ := tr.handles.get(u.fh); sink += o.pid }},
-		{"svc", func() { tr.svc.finish(tr.svc.begin(u.cancel), 0, 0) }},
-		{"stats.op", func() { tr.stats.op(1000, false) }},
+		{"svc", func() { tr.svc.take(tr.svc.begin(u.cancel), 0) }},
+		{"stats.count", func() { tr.stats.count(tid) }},
 		{"writer.Append", func() { tr.rec.Append(&ev) }},
 	}
 	tlb := make([]byte, 64<<20)

@@ -38,14 +38,20 @@ type procSlot struct {
 	checked atomic.Int64
 }
 
-// proc returns the attribution of tid, resolving it from /proc the first time (and re-reading
-// comm every commRecheck). Hits do not allocate. The returned comm is empty on a cache hit.
-func (t *tracer) proc(tid uint32, at int64) procInfo {
+// proc returns the attribution of tid for request c, resolving it from /proc the first
+// time (and re-reading comm every commRecheck). Hits do not allocate. The returned comm is
+// empty on a cache hit. Time spent in /proc is added to c.slow and to the layer's Resolve.
+func (t *tracer) proc(tid uint32, c *span) procInfo {
+	at := c.s1
 	sl := &t.pcache[tid%procCacheSize]
 	if w := sl.word.Load(); uint32(w>>32) == tid && at-sl.checked.Load() < commRecheck {
 		return procInfo{pid: uint32(w) >> 1, record: w&1 != 0}
 	}
+	t0 := now()
 	p := t.procSlow(tid, at)
+	d := now() - t0
+	c.slow += d
+	t.stats.resolve.Add(uint64(d))
 	w := uint64(tid)<<32 | uint64(p.pid)<<1
 	if p.record {
 		w |= 1
@@ -69,9 +75,7 @@ func (t *tracer) procSlow(tid uint32, at int64) procInfo {
 			return p
 		}
 	}
-	t0 := now()
 	p = t.resolve(tid, at)
-	t.stats.resolve.Add(uint64(now() - t0))
 	t.stats.threads.Add(1)
 	t.procs.set(tid, p)
 	return p

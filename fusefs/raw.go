@@ -33,6 +33,8 @@ type tracer struct {
 	svc     *svcTable                     // service times from the node code (nil: handler times)
 	stats   liveStats
 	byOp    *[trace.NumOps]opCost // with Options.CostByOp
+	// costShift: the layer times its own work on one request in 1<<costShift.
+	costShift uint8
 }
 
 var _ fuse.RawFileSystem = (*tracer)(nil)
@@ -46,6 +48,8 @@ func newTracer(inner fuse.RawFileSystem, rec Recorder, o Options) *tracer {
 		filter:  newPathFilter(o.Include, o.Exclude),
 		handles: newHandleTable(),
 		procs:   newShardedMap[uint32, procInfo](),
+
+		costShift: costSampleShift,
 	}
 	t.w, _ = rec.(*trace.Writer)
 	if o.CostByOp {
@@ -78,31 +82,73 @@ func event(op trace.Op, h *fuse.InHeader) trace.Event {
 	return ev
 }
 
-// commit finishes ev (times, errno, attribution), applies the filters and records it,
-// for a request whose handler (the bridge) ran from t0 to t1.
-func (t *tracer) commit(ev *trace.Event, t0, t1 int64, st fuse.Status) {
-	t.record(ev, t0, t1, st)
-	t.cost(ev.Op, t0, t0, t1)
+// span is one request's clock readings.
+type span struct {
+	te, t0, t1 int64  // layer entry, bridge call (te and the layer's own timing: sampled requests)
+	s0, s1     int64  // the times recorded: the backend call the node code measured, else t0..t1
+	slow       int64  // ns of /proc lookups in the request (excluded from the sampled times)
+	sl         svcRef // service-time slot
+	sampled    bool   // the layer times its own work on this request
 }
 
-// commitSvc is commit with the backend call's times when the node code measured one
-// (see svc.go); it releases the request's slot. te is when the layer was entered, before
-// it claimed the slot.
-func (t *tracer) commitSvc(ev *trace.Event, sl svcRef, te, t0, t1 int64, st fuse.Status) {
-	s0, s1 := t.svc.finish(sl, t0, t1)
-	t.record(ev, s0, s1, st)
-	t.cost(ev.Op, te, t0, t1)
+// enter starts a request whose node code does not measure a backend call. key picks the
+// requests whose own work is timed (see sampled).
+func (t *tracer) enter(key uint64) span {
+	c := span{sl: noSvc, sampled: sampled(key, t.costShift)}
+	c.t0 = now()
+	c.te = c.t0
+	return c
+}
+
+// enterSvc starts a request whose node code may measure the backend call (svc.go): it
+// claims the slot of cancel.
+func (t *tracer) enterSvc(cancel <-chan struct{}, key uint64) span {
+	c := span{sampled: sampled(key, t.costShift)}
+	if c.sampled {
+		c.te = now()
+	}
+	c.sl = t.svc.begin(cancel)
+	c.t0 = now()
+	return c
+}
+
+// leave ends the bridge call: it releases the service-time slot and sets the times to
+// record. When the node code measured the backend call, the bridge's end is read only on a
+// sampled request (the layer's own timing needs it; the event does not).
+func (t *tracer) leave(c *span) {
+	if c.sl != noSvc {
+		if s0, s1, ok := t.svc.take(c.sl, c.t0); ok {
+			c.s0, c.s1 = s0, s1
+			if c.sampled {
+				c.t1 = now()
+			}
+			return
+		}
+	}
+	c.t1 = now()
+	c.s0, c.s1 = c.t0, c.t1
+}
+
+// commit finishes ev (times, errno, attribution), applies the filters and records it.
+func (t *tracer) commit(ev *trace.Event, c *span, st fuse.Status) {
+	t.record(ev, c, st)
+	if c.sampled {
+		t.cost(ev.Op, ev.Tid, c)
+	}
 }
 
 // record sets ev's times and errno, counts it, and appends it if it passes the filters.
-func (t *tracer) record(ev *trace.Event, t0, t1 int64, st fuse.Status) {
-	ev.Start = t0 - t.origin
-	ev.Dur = t1 - t0
+func (t *tracer) record(ev *trace.Event, c *span, st fuse.Status) {
+	ev.Start = c.s0 - t.origin
+	ev.Dur = c.s1 - c.s0
 	if st != fuse.OK {
 		ev.Errno = uint16(st)
 	}
-	t.stats.op(ev.Dur, st != fuse.OK)
-	if !t.keep(ev, t1) {
+	t.stats.count(ev.Tid)
+	if t.byOp != nil && ev.Op < trace.NumOps {
+		t.byOp[ev.Op].n.Add(1)
+	}
+	if !t.keep(ev, c) {
 		return
 	}
 	if t.w != nil {
@@ -115,27 +161,29 @@ func (t *tracer) record(ev *trace.Event, t0, t1 int64, st fuse.Status) {
 	eventPool.Put(p)
 }
 
-// cost accounts a request's time in the layer, from its entry te to now, and the layer's
-// own part of it: everything but the bridge's t0..t1. The atomic adds after the last
-// clock read are the only work of the layer left out.
-func (t *tracer) cost(op trace.Op, te, t0, t1 int64) {
+// cost accounts a sampled request's time in the layer, from its entry te to now, and the
+// layer's own part of it: everything but the bridge's t0..t1, less the /proc lookups
+// (counted apart, on every request). The atomic adds after the last clock read are the
+// only work of the layer left out.
+func (t *tracer) cost(op trace.Op, tid uint32, c *span) {
 	tx := now()
-	self := uint64(tx - te - (t1 - t0))
-	t.stats.inLayer.Add(uint64(tx - te))
-	t.stats.self.Add(self)
+	in := tx - c.te - c.slow
+	self := in - (c.t1 - c.t0)
+	t.stats.timed(tid, in, self)
 	if t.byOp != nil && op < trace.NumOps {
-		t.byOp[op].n.Add(1)
-		t.byOp[op].self.Add(self)
+		t.byOp[op].sampled.Add(1)
+		t.byOp[op].self.Add(uint64(max(self, 0)))
 	}
 }
 
-// opCost is one operation's count and summed own work (ns), with Options.CostByOp.
-type opCost struct{ n, self atomic.Uint64 }
+// opCost is one operation's requests, the sampled ones and their summed own work (ns,
+// without /proc lookups), with Options.CostByOp.
+type opCost struct{ n, sampled, self atomic.Uint64 }
 
 // keep resolves the caller of ev and applies the uid, comm and path filters.
-func (t *tracer) keep(ev *trace.Event, at int64) bool {
+func (t *tracer) keep(ev *trace.Event, c *span) bool {
 	if ev.Tid != 0 && (ev.Pid == 0 || len(t.opts.Comms) > 0) {
-		p := t.proc(ev.Tid, at)
+		p := t.proc(ev.Tid, c)
 		ev.Pid = p.pid
 		if !p.record {
 			return false
@@ -189,10 +237,10 @@ func (t *tracer) entry(node uint64, dir uint64, name string, path uint32, a *fus
 }
 
 // opened remembers who opened handle fh.
-func (t *tracer) opened(fh uint64, ev *trace.Event, at int64) {
+func (t *tracer) opened(fh uint64, ev *trace.Event, c *span) {
 	o := opener{tid: ev.Tid, uid: ev.Uid, gid: ev.Gid}
 	if ev.Tid != 0 {
-		o.pid = t.proc(ev.Tid, at).pid
+		o.pid = t.proc(ev.Tid, c).pid
 		ev.Pid = o.pid
 	}
 	t.handles.set(fh, o)
@@ -228,11 +276,9 @@ func (t *tracer) Init(s *fuse.Server) { t.inner.Init(s) }
 func (t *tracer) OnUnmount() { t.inner.OnUnmount() }
 
 func (t *tracer) Lookup(cancel <-chan struct{}, h *fuse.InHeader, name string, out *fuse.EntryOut) fuse.Status {
-	te := now()
-	sl := t.svc.begin(cancel)
-	t0 := now()
+	c := t.enterSvc(cancel, h.Unique)
 	st := t.inner.Lookup(cancel, h, name, out)
-	t1 := now()
+	t.leave(&c)
 	ev := event(trace.OpLookup, h)
 	if st == fuse.OK && out.NodeId != 0 {
 		ev.Node2, ev.Ret, ev.Mode = out.NodeId, int64(out.Size), out.Mode
@@ -240,51 +286,47 @@ func (t *tracer) Lookup(cancel <-chan struct{}, h *fuse.InHeader, name string, o
 		if ev.Path, known = t.nodes.refKnown(out.NodeId, h.NodeId, name); !known {
 			// First sighting under this name (a known node was already described).
 			ev.Path = t.child(h.NodeId, name)
-			t.entry(out.NodeId, h.NodeId, name, ev.Path, &out.Attr, true, t1)
+			t.entry(out.NodeId, h.NodeId, name, ev.Path, &out.Attr, true, c.s1)
 		}
 	} else if ev.Path = t.child(h.NodeId, name); st == fuse.OK {
 		// A negative entry (node id 0, cached by the kernel): the caller sees ENOENT.
-		t.commitSvc(&ev, sl, te, t0, t1, fuse.ENOENT)
+		t.commit(&ev, &c, fuse.ENOENT)
 		return st
 	}
-	t.commitSvc(&ev, sl, te, t0, t1, st)
+	t.commit(&ev, &c, st)
 	return st
 }
 
 func (t *tracer) Forget(nodeid, nlookup uint64) {
-	t0 := now()
+	c := t.enter(nodeid)
 	t.inner.Forget(nodeid, nlookup)
-	t1 := now()
+	t.leave(&c)
 	ev := event(trace.OpForget, nil)
 	ev.Node = nodeid
 	ev.Path = t.nodes.path(nodeid)
 	ev.Ret = int64(nlookup)
 	t.nodes.forget(nodeid, nlookup)
-	t.commit(&ev, t0, t1, fuse.OK)
+	t.commit(&ev, &c, fuse.OK)
 }
 
 func (t *tracer) GetAttr(cancel <-chan struct{}, in *fuse.GetAttrIn, out *fuse.AttrOut) fuse.Status {
-	te := now()
-	sl := t.svc.begin(cancel)
-	t0 := now()
+	c := t.enterSvc(cancel, in.Unique)
 	st := t.inner.GetAttr(cancel, in, out)
-	t1 := now()
+	t.leave(&c)
 	ev := event(trace.OpGetattr, &in.InHeader)
 	ev.Path = t.nodes.path(in.NodeId)
 	ev.Handle = in.Fh()
 	if st == fuse.OK {
 		ev.Ret, ev.Mode = int64(out.Size), out.Mode
 	}
-	t.commitSvc(&ev, sl, te, t0, t1, st)
+	t.commit(&ev, &c, st)
 	return st
 }
 
 func (t *tracer) SetAttr(cancel <-chan struct{}, in *fuse.SetAttrIn, out *fuse.AttrOut) fuse.Status {
-	te := now()
-	sl := t.svc.begin(cancel)
-	t0 := now()
+	c := t.enterSvc(cancel, in.Unique)
 	st := t.inner.SetAttr(cancel, in, out)
-	t1 := now()
+	t.leave(&c)
 	ev := event(trace.OpSetattr, &in.InHeader)
 	ev.Path = t.nodes.path(in.NodeId)
 	ev.Flags = in.Valid
@@ -297,72 +339,64 @@ func (t *tracer) SetAttr(cancel <-chan struct{}, in *fuse.SetAttrIn, out *fuse.A
 	if in.Valid&fuse.FATTR_MODE != 0 {
 		ev.Mode = in.Mode
 	}
-	t.commitSvc(&ev, sl, te, t0, t1, st)
+	t.commit(&ev, &c, st)
 	return st
 }
 
 func (t *tracer) Mknod(cancel <-chan struct{}, in *fuse.MknodIn, name string, out *fuse.EntryOut) fuse.Status {
-	t0 := now()
+	c := t.enter(in.Unique)
 	st := t.inner.Mknod(cancel, in, name, out)
-	t1 := now()
+	t.leave(&c)
 	ev := event(trace.OpMknod, &in.InHeader)
 	ev.Path = t.child(in.NodeId, name)
 	ev.Mode = in.Mode
 	if st == fuse.OK {
 		ev.Node2, ev.Ret = out.NodeId, int64(out.Size)
-		t.entry(out.NodeId, in.NodeId, name, ev.Path, &out.Attr, false, t1)
+		t.entry(out.NodeId, in.NodeId, name, ev.Path, &out.Attr, false, c.s1)
 	}
-	t.commit(&ev, t0, t1, st)
+	t.commit(&ev, &c, st)
 	return st
 }
 
 func (t *tracer) Mkdir(cancel <-chan struct{}, in *fuse.MkdirIn, name string, out *fuse.EntryOut) fuse.Status {
-	te := now()
-	sl := t.svc.begin(cancel)
-	t0 := now()
+	c := t.enterSvc(cancel, in.Unique)
 	st := t.inner.Mkdir(cancel, in, name, out)
-	t1 := now()
+	t.leave(&c)
 	ev := event(trace.OpMkdir, &in.InHeader)
 	ev.Path = t.child(in.NodeId, name)
 	ev.Mode = in.Mode
 	if st == fuse.OK {
 		ev.Node2, ev.Ret = out.NodeId, int64(out.Size)
-		t.entry(out.NodeId, in.NodeId, name, ev.Path, &out.Attr, false, t1)
+		t.entry(out.NodeId, in.NodeId, name, ev.Path, &out.Attr, false, c.s1)
 	}
-	t.commitSvc(&ev, sl, te, t0, t1, st)
+	t.commit(&ev, &c, st)
 	return st
 }
 
 func (t *tracer) Unlink(cancel <-chan struct{}, h *fuse.InHeader, name string) fuse.Status {
-	te := now()
-	sl := t.svc.begin(cancel)
-	t0 := now()
+	c := t.enterSvc(cancel, h.Unique)
 	st := t.inner.Unlink(cancel, h, name)
-	t1 := now()
+	t.leave(&c)
 	ev := event(trace.OpUnlink, h)
 	ev.Path = t.child(h.NodeId, name)
-	t.commitSvc(&ev, sl, te, t0, t1, st)
+	t.commit(&ev, &c, st)
 	return st
 }
 
 func (t *tracer) Rmdir(cancel <-chan struct{}, h *fuse.InHeader, name string) fuse.Status {
-	te := now()
-	sl := t.svc.begin(cancel)
-	t0 := now()
+	c := t.enterSvc(cancel, h.Unique)
 	st := t.inner.Rmdir(cancel, h, name)
-	t1 := now()
+	t.leave(&c)
 	ev := event(trace.OpRmdir, h)
 	ev.Path = t.child(h.NodeId, name)
-	t.commitSvc(&ev, sl, te, t0, t1, st)
+	t.commit(&ev, &c, st)
 	return st
 }
 
 func (t *tracer) Rename(cancel <-chan struct{}, in *fuse.RenameIn, oldName string, newName string) fuse.Status {
-	te := now()
-	sl := t.svc.begin(cancel)
-	t0 := now()
+	c := t.enterSvc(cancel, in.Unique)
 	st := t.inner.Rename(cancel, in, oldName, newName)
-	t1 := now()
+	t.leave(&c)
 	ev := event(trace.OpRename, &in.InHeader)
 	ev.Path = t.child(in.NodeId, oldName)
 	ev.Path2 = t.child(in.Newdir, newName)
@@ -371,191 +405,182 @@ func (t *tracer) Rename(cancel <-chan struct{}, in *fuse.RenameIn, oldName strin
 	if st == fuse.OK {
 		t.nodes.rename(ev.Path, ev.Path2, in.NodeId, oldName, in.Newdir, newName, in.Flags&renameExchange != 0)
 	}
-	t.commitSvc(&ev, sl, te, t0, t1, st)
+	t.commit(&ev, &c, st)
 	return st
 }
 
 const renameExchange = 2 // RENAME_EXCHANGE
 
 func (t *tracer) Link(cancel <-chan struct{}, in *fuse.LinkIn, name string, out *fuse.EntryOut) fuse.Status {
-	t0 := now()
+	c := t.enter(in.Unique)
 	st := t.inner.Link(cancel, in, name, out)
-	t1 := now()
+	t.leave(&c)
 	ev := event(trace.OpLink, &in.InHeader)
 	ev.Path = t.child(in.NodeId, name)
 	ev.Path2 = t.nodes.path(in.Oldnodeid)
 	if st == fuse.OK {
 		ev.Node2, ev.Ret, ev.Mode = out.NodeId, int64(out.Size), out.Mode
-		t.entry(out.NodeId, in.NodeId, name, ev.Path, &out.Attr, false, t1)
+		t.entry(out.NodeId, in.NodeId, name, ev.Path, &out.Attr, false, c.s1)
 	}
-	t.commit(&ev, t0, t1, st)
+	t.commit(&ev, &c, st)
 	return st
 }
 
 func (t *tracer) Symlink(cancel <-chan struct{}, h *fuse.InHeader, pointedTo string, linkName string, out *fuse.EntryOut) fuse.Status {
-	t0 := now()
+	c := t.enter(h.Unique)
 	st := t.inner.Symlink(cancel, h, pointedTo, linkName, out)
-	t1 := now()
+	t.leave(&c)
 	ev := event(trace.OpSymlink, h)
 	ev.Path = t.child(h.NodeId, linkName)
 	ev.Path2 = t.rec.Raw(pointedTo)
 	if st == fuse.OK {
 		ev.Node2, ev.Ret = out.NodeId, int64(out.Size)
-		t.entry(out.NodeId, h.NodeId, linkName, ev.Path, &out.Attr, false, t1)
+		t.entry(out.NodeId, h.NodeId, linkName, ev.Path, &out.Attr, false, c.s1)
 	}
-	t.commit(&ev, t0, t1, st)
+	t.commit(&ev, &c, st)
 	return st
 }
 
 func (t *tracer) Readlink(cancel <-chan struct{}, h *fuse.InHeader) ([]byte, fuse.Status) {
-	te := now()
-	sl := t.svc.begin(cancel)
-	t0 := now()
+	c := t.enterSvc(cancel, h.Unique)
 	out, st := t.inner.Readlink(cancel, h)
-	t1 := now()
+	t.leave(&c)
 	ev := event(trace.OpReadlink, h)
 	ev.Path = t.nodes.path(h.NodeId)
 	ev.Ret = int64(len(out))
-	t.commitSvc(&ev, sl, te, t0, t1, st)
+	t.commit(&ev, &c, st)
 	return out, st
 }
 
 func (t *tracer) Access(cancel <-chan struct{}, in *fuse.AccessIn) fuse.Status {
-	t0 := now()
+	c := t.enter(in.Unique)
 	st := t.inner.Access(cancel, in)
-	t1 := now()
+	t.leave(&c)
 	ev := event(trace.OpAccess, &in.InHeader)
 	ev.Path = t.nodes.path(in.NodeId)
 	ev.Flags = in.Mask
-	t.commit(&ev, t0, t1, st)
+	t.commit(&ev, &c, st)
 	return st
 }
 
 func (t *tracer) GetXAttr(cancel <-chan struct{}, h *fuse.InHeader, attr string, dest []byte) (uint32, fuse.Status) {
-	t0 := now()
+	c := t.enter(h.Unique)
 	sz, st := t.inner.GetXAttr(cancel, h, attr, dest)
-	t1 := now()
+	t.leave(&c)
 	ev := event(trace.OpGetxattr, h)
 	ev.Path = t.nodes.path(h.NodeId)
 	ev.Size = uint32(len(dest))
 	ev.Ret = int64(sz)
-	t.commit(&ev, t0, t1, st)
+	t.commit(&ev, &c, st)
 	return sz, st
 }
 
 func (t *tracer) ListXAttr(cancel <-chan struct{}, h *fuse.InHeader, dest []byte) (uint32, fuse.Status) {
-	t0 := now()
+	c := t.enter(h.Unique)
 	sz, st := t.inner.ListXAttr(cancel, h, dest)
-	t1 := now()
+	t.leave(&c)
 	ev := event(trace.OpListxattr, h)
 	ev.Path = t.nodes.path(h.NodeId)
 	ev.Size = uint32(len(dest))
 	ev.Ret = int64(sz)
-	t.commit(&ev, t0, t1, st)
+	t.commit(&ev, &c, st)
 	return sz, st
 }
 
 func (t *tracer) SetXAttr(cancel <-chan struct{}, in *fuse.SetXAttrIn, attr string, data []byte) fuse.Status {
-	t0 := now()
+	c := t.enter(in.Unique)
 	st := t.inner.SetXAttr(cancel, in, attr, data)
-	t1 := now()
+	t.leave(&c)
 	ev := event(trace.OpSetxattr, &in.InHeader)
 	ev.Path = t.nodes.path(in.NodeId)
 	ev.Size = in.Size
 	ev.Flags = in.Flags
-	t.commit(&ev, t0, t1, st)
+	t.commit(&ev, &c, st)
 	return st
 }
 
 func (t *tracer) RemoveXAttr(cancel <-chan struct{}, h *fuse.InHeader, attr string) fuse.Status {
-	t0 := now()
+	c := t.enter(h.Unique)
 	st := t.inner.RemoveXAttr(cancel, h, attr)
-	t1 := now()
+	t.leave(&c)
 	ev := event(trace.OpRemovexattr, h)
 	ev.Path = t.nodes.path(h.NodeId)
-	t.commit(&ev, t0, t1, st)
+	t.commit(&ev, &c, st)
 	return st
 }
 
 func (t *tracer) Create(cancel <-chan struct{}, in *fuse.CreateIn, name string, out *fuse.CreateOut) fuse.Status {
-	te := now()
-	sl := t.svc.begin(cancel)
-	t0 := now()
+	c := t.enterSvc(cancel, in.Unique)
 	st := t.inner.Create(cancel, in, name, out)
-	t1 := now()
+	t.leave(&c)
 	ev := event(trace.OpCreate, &in.InHeader)
 	ev.Path = t.child(in.NodeId, name)
 	ev.Flags, ev.Mode = in.Flags, in.Mode
 	if st == fuse.OK {
 		ev.Node2, ev.Handle, ev.Ret = out.NodeId, out.Fh, int64(out.Size)
-		t.entry(out.NodeId, in.NodeId, name, ev.Path, &out.Attr, false, t1)
-		t.opened(out.Fh, &ev, t1)
+		t.entry(out.NodeId, in.NodeId, name, ev.Path, &out.Attr, false, c.s1)
+		t.opened(out.Fh, &ev, &c)
 	}
-	t.commitSvc(&ev, sl, te, t0, t1, st)
+	t.commit(&ev, &c, st)
 	return st
 }
 
 func (t *tracer) Tmpfile(cancel <-chan struct{}, in *fuse.CreateIn, out *fuse.CreateOut) fuse.Status {
-	t0 := now()
+	c := t.enter(in.Unique)
 	st := t.inner.Tmpfile(cancel, in, out)
-	t1 := now()
+	t.leave(&c)
 	ev := event(trace.OpTmpfile, &in.InHeader)
 	ev.Path = t.nodes.path(in.NodeId) // the directory: the file has no name
 	ev.Flags, ev.Mode = in.Flags, in.Mode
 	if st == fuse.OK {
 		ev.Node2, ev.Handle = out.NodeId, out.Fh
-		t.entry(out.NodeId, 0, "", 0, &out.Attr, false, t1)
-		t.opened(out.Fh, &ev, t1)
+		t.entry(out.NodeId, 0, "", 0, &out.Attr, false, c.s1)
+		t.opened(out.Fh, &ev, &c)
 	}
-	t.commit(&ev, t0, t1, st)
+	t.commit(&ev, &c, st)
 	return st
 }
 
 func (t *tracer) Open(cancel <-chan struct{}, in *fuse.OpenIn, out *fuse.OpenOut) fuse.Status {
-	te := now()
-	sl := t.svc.begin(cancel)
-	t0 := now()
+	c := t.enterSvc(cancel, in.Unique)
 	st := t.inner.Open(cancel, in, out)
-	t1 := now()
+	t.leave(&c)
 	ev := event(trace.OpOpen, &in.InHeader)
 	ev.Path = t.nodes.path(in.NodeId)
 	ev.Flags = in.Flags
 	if st == fuse.OK {
 		ev.Handle = out.Fh
-		t.opened(out.Fh, &ev, t1)
+		t.opened(out.Fh, &ev, &c)
 	}
-	t.commitSvc(&ev, sl, te, t0, t1, st)
+	t.commit(&ev, &c, st)
 	return st
 }
 
 func (t *tracer) Read(cancel <-chan struct{}, in *fuse.ReadIn, buf []byte) (fuse.ReadResult, fuse.Status) {
-	te := now()
-	sl := t.svc.begin(cancel)
-	t0 := now()
+	c := t.enterSvc(cancel, in.Unique)
 	res, st := t.inner.Read(cancel, in, buf)
-	t1 := now()
+	t.leave(&c)
 	ev := event(trace.OpRead, &in.InHeader)
 	ev.Path = t.nodes.path(in.NodeId)
 	ev.Handle, ev.Offset, ev.Size = in.Fh, int64(in.Offset), in.Size
 	if st == fuse.OK && res != nil {
 		ev.Ret = int64(res.Size())
-		t.stats.rbytes.Add(uint64(ev.Ret))
 	}
-	t.commitSvc(&ev, sl, te, t0, t1, st)
+	t.commit(&ev, &c, st)
 	return res, st
 }
 
 func (t *tracer) Lseek(cancel <-chan struct{}, in *fuse.LseekIn, out *fuse.LseekOut) fuse.Status {
-	t0 := now()
+	c := t.enter(in.Unique)
 	st := t.inner.Lseek(cancel, in, out)
-	t1 := now()
+	t.leave(&c)
 	ev := event(trace.OpLseek, &in.InHeader)
 	ev.Path = t.nodes.path(in.NodeId)
 	ev.Handle, ev.Offset, ev.Flags = in.Fh, int64(in.Offset), in.Whence
 	if st == fuse.OK {
 		ev.Ret = int64(out.Offset)
 	}
-	t.commit(&ev, t0, t1, st)
+	t.commit(&ev, &c, st)
 	return st
 }
 
@@ -570,73 +595,68 @@ func (t *tracer) lock(op trace.Op, in *fuse.LkIn) trace.Event {
 }
 
 func (t *tracer) GetLk(cancel <-chan struct{}, in *fuse.LkIn, out *fuse.LkOut) fuse.Status {
-	t0 := now()
+	c := t.enter(in.Unique)
 	st := t.inner.GetLk(cancel, in, out)
-	t1 := now()
+	t.leave(&c)
 	ev := t.lock(trace.OpGetlk, in)
 	if st == fuse.OK {
 		ev.Ret = int64(out.Lk.Typ)
 	}
-	t.commit(&ev, t0, t1, st)
+	t.commit(&ev, &c, st)
 	return st
 }
 
 func (t *tracer) SetLk(cancel <-chan struct{}, in *fuse.LkIn) fuse.Status {
-	t0 := now()
+	c := t.enter(in.Unique)
 	st := t.inner.SetLk(cancel, in)
-	t1 := now()
+	t.leave(&c)
 	ev := t.lock(trace.OpSetlk, in)
-	t.commit(&ev, t0, t1, st)
+	t.commit(&ev, &c, st)
 	return st
 }
 
 func (t *tracer) SetLkw(cancel <-chan struct{}, in *fuse.LkIn) fuse.Status {
-	t0 := now()
+	c := t.enter(in.Unique)
 	st := t.inner.SetLkw(cancel, in)
-	t1 := now()
+	t.leave(&c)
 	ev := t.lock(trace.OpSetlkw, in)
-	t.commit(&ev, t0, t1, st)
+	t.commit(&ev, &c, st)
 	return st
 }
 
 func (t *tracer) Release(cancel <-chan struct{}, in *fuse.ReleaseIn) {
-	t0 := now()
+	c := t.enter(in.Unique)
 	t.inner.Release(cancel, in)
-	t1 := now()
+	t.leave(&c)
 	ev := event(trace.OpRelease, &in.InHeader)
 	ev.Path = t.nodes.path(in.NodeId)
 	ev.Handle, ev.Flags = in.Fh, in.Flags
 	t.asOpener(&ev, in.Fh, true)
-	t.commit(&ev, t0, t1, fuse.OK)
+	t.commit(&ev, &c, fuse.OK)
 }
 
 func (t *tracer) Write(cancel <-chan struct{}, in *fuse.WriteIn, data []byte) (uint32, fuse.Status) {
-	te := now()
-	sl := t.svc.begin(cancel)
-	t0 := now()
+	c := t.enterSvc(cancel, in.Unique)
 	n, st := t.inner.Write(cancel, in, data)
-	t1 := now()
-	t.written(in, n, sl, te, t0, t1, st)
+	t.leave(&c)
+	t.written(in, n, &c, st)
 	return n, st
 }
 
 // Writev is where go-fuse v2.12 sends WRITE first; ENOSYS makes the server retry with Write,
 // so that reply is not recorded (the Write is).
 func (t *tracer) Writev(cancel <-chan struct{}, in *fuse.WriteIn, data [][]byte) (uint32, fuse.Status) {
-	te := now()
-	sl := t.svc.begin(cancel)
-	t0 := now()
+	c := t.enterSvc(cancel, in.Unique)
 	n, st := t.inner.Writev(cancel, in, data)
-	t1 := now()
+	t.leave(&c)
 	if st == fuse.ENOSYS {
-		t.svc.finish(sl, t0, t1)
 		return n, st
 	}
-	t.written(in, n, sl, te, t0, t1, st)
+	t.written(in, n, &c, st)
 	return n, st
 }
 
-func (t *tracer) written(in *fuse.WriteIn, n uint32, sl svcRef, te, t0, t1 int64, st fuse.Status) {
+func (t *tracer) written(in *fuse.WriteIn, n uint32, c *span, st fuse.Status) {
 	ev := event(trace.OpWrite, &in.InHeader)
 	ev.Path = t.nodes.path(in.NodeId)
 	ev.Handle, ev.Offset, ev.Size, ev.Flags = in.Fh, int64(in.Offset), in.Size, in.WriteFlags
@@ -648,15 +668,14 @@ func (t *tracer) written(in *fuse.WriteIn, n uint32, sl svcRef, te, t0, t1 int64
 	}
 	if st == fuse.OK {
 		ev.Ret = int64(n)
-		t.stats.wbytes.Add(uint64(n))
 	}
-	t.commitSvc(&ev, sl, te, t0, t1, st)
+	t.commit(&ev, c, st)
 }
 
 func (t *tracer) CopyFileRange(cancel <-chan struct{}, in *fuse.CopyFileRangeIn) (uint32, fuse.Status) {
-	t0 := now()
+	c := t.enter(in.Unique)
 	n, st := t.inner.CopyFileRange(cancel, in)
-	t1 := now()
+	t.leave(&c)
 	ev := event(trace.OpCopyFileRange, &in.InHeader)
 	ev.Path = t.nodes.path(in.NodeId)
 	ev.Path2 = t.nodes.path(in.NodeIdOut)
@@ -665,107 +684,103 @@ func (t *tracer) CopyFileRange(cancel <-chan struct{}, in *fuse.CopyFileRangeIn)
 	ev.Size = uint32(min(in.Len, 1<<32-1))
 	if st == fuse.OK {
 		ev.Ret = int64(n)
-		t.stats.rbytes.Add(uint64(n))
-		t.stats.wbytes.Add(uint64(n))
 	}
-	t.commit(&ev, t0, t1, st)
+	t.commit(&ev, &c, st)
 	return n, st
 }
 
 func (t *tracer) Ioctl(cancel <-chan struct{}, in *fuse.IoctlIn, inbuf []byte, out *fuse.IoctlOut, outbuf []byte) fuse.Status {
-	t0 := now()
+	c := t.enter(in.Unique)
 	st := t.inner.Ioctl(cancel, in, inbuf, out, outbuf)
-	t1 := now()
+	t.leave(&c)
 	ev := event(trace.OpIoctl, &in.InHeader)
 	ev.Path = t.nodes.path(in.NodeId)
 	ev.Handle, ev.Flags, ev.Size = in.Fh, in.Cmd, in.InSize
 	if st == fuse.OK {
 		ev.Ret = int64(out.Result)
 	}
-	t.commit(&ev, t0, t1, st)
+	t.commit(&ev, &c, st)
 	return st
 }
 
 func (t *tracer) Flush(cancel <-chan struct{}, in *fuse.FlushIn) fuse.Status {
-	t0 := now()
+	c := t.enter(in.Unique)
 	st := t.inner.Flush(cancel, in)
-	t1 := now()
+	t.leave(&c)
 	ev := event(trace.OpFlush, &in.InHeader)
 	ev.Path = t.nodes.path(in.NodeId)
 	ev.Handle = in.Fh
 	t.asOpener(&ev, in.Fh, false)
-	t.commit(&ev, t0, t1, st)
+	t.commit(&ev, &c, st)
 	return st
 }
 
 func (t *tracer) Fsync(cancel <-chan struct{}, in *fuse.FsyncIn) fuse.Status {
-	t0 := now()
+	c := t.enter(in.Unique)
 	st := t.inner.Fsync(cancel, in)
-	t1 := now()
+	t.leave(&c)
 	ev := event(trace.OpFsync, &in.InHeader)
 	ev.Path = t.nodes.path(in.NodeId)
 	ev.Handle, ev.Flags = in.Fh, in.FsyncFlags
 	t.asOpener(&ev, in.Fh, false)
-	t.commit(&ev, t0, t1, st)
+	t.commit(&ev, &c, st)
 	return st
 }
 
 func (t *tracer) Fallocate(cancel <-chan struct{}, in *fuse.FallocateIn) fuse.Status {
-	t0 := now()
+	c := t.enter(in.Unique)
 	st := t.inner.Fallocate(cancel, in)
-	t1 := now()
+	t.leave(&c)
 	ev := event(trace.OpFallocate, &in.InHeader)
 	ev.Path = t.nodes.path(in.NodeId)
 	ev.Handle, ev.Offset, ev.Flags = in.Fh, int64(in.Offset), in.Mode
 	ev.Size = uint32(min(in.Length, 1<<32-1))
-	t.commit(&ev, t0, t1, st)
+	t.commit(&ev, &c, st)
 	return st
 }
 
 func (t *tracer) OpenDir(cancel <-chan struct{}, in *fuse.OpenIn, out *fuse.OpenOut) fuse.Status {
-	te := now()
-	sl := t.svc.begin(cancel)
-	t0 := now()
+	c := t.enterSvc(cancel, in.Unique)
 	st := t.inner.OpenDir(cancel, in, out)
-	t1 := now()
+	t.leave(&c)
 	ev := event(trace.OpOpendir, &in.InHeader)
 	ev.Path = t.nodes.path(in.NodeId)
 	ev.Flags = in.Flags
 	if st == fuse.OK {
 		ev.Handle = out.Fh
-		t.opened(out.Fh, &ev, t1)
+		t.opened(out.Fh, &ev, &c)
 	}
-	t.commitSvc(&ev, sl, te, t0, t1, st)
+	t.commit(&ev, &c, st)
 	return st
 }
 
 func (t *tracer) ReadDir(cancel <-chan struct{}, in *fuse.ReadIn, out *fuse.DirEntryList) fuse.Status {
-	t0 := now()
+	c := t.enter(in.Unique)
 	st := t.inner.ReadDir(cancel, in, out)
-	t1 := now()
+	t.leave(&c)
 	ev := event(trace.OpReaddir, &in.InHeader)
 	ev.Path = t.nodes.path(in.NodeId)
 	ev.Handle, ev.Offset, ev.Size = in.Fh, int64(in.Offset), in.Size
 	if st == fuse.OK {
 		ev.Ret = int64(len(out.Bytes()))
 	}
-	t.commit(&ev, t0, t1, st)
+	t.commit(&ev, &c, st)
 	return st
 }
 
 func (t *tracer) ReadDirPlus(cancel <-chan struct{}, in *fuse.ReadIn, out *fuse.DirEntryList) fuse.Status {
-	t0 := now()
+	c := t.enter(in.Unique)
 	st := t.inner.ReadDirPlus(cancel, in, out)
-	t1 := now()
+	t.leave(&c)
 	ev := event(trace.OpReaddirplus, &in.InHeader)
 	ev.Path = t.nodes.path(in.NodeId)
 	ev.Handle, ev.Offset, ev.Size = in.Fh, int64(in.Offset), in.Size
 	if st == fuse.OK {
 		buf := out.Bytes()
 		ev.Ret = int64(len(buf))
-		t.plusEntries(in.NodeId, ev.Path, buf, t1)
+		t.plusEntries(in.NodeId, ev.Path, buf, c.s1)
 	}
-	t.commit(&ev, t0, t1, st)
+	t.commit(&ev, &c, st)
 	return st
 }
 
@@ -799,47 +814,47 @@ func (t *tracer) plusEntries(dir uint64, dirPath uint32, buf []byte, at int64) {
 }
 
 func (t *tracer) ReleaseDir(in *fuse.ReleaseIn) {
-	t0 := now()
+	c := t.enter(in.Unique)
 	t.inner.ReleaseDir(in)
-	t1 := now()
+	t.leave(&c)
 	ev := event(trace.OpReleasedir, &in.InHeader)
 	ev.Path = t.nodes.path(in.NodeId)
 	ev.Handle, ev.Flags = in.Fh, in.Flags
 	t.asOpener(&ev, in.Fh, true)
-	t.commit(&ev, t0, t1, fuse.OK)
+	t.commit(&ev, &c, fuse.OK)
 }
 
 func (t *tracer) FsyncDir(cancel <-chan struct{}, in *fuse.FsyncIn) fuse.Status {
-	t0 := now()
+	c := t.enter(in.Unique)
 	st := t.inner.FsyncDir(cancel, in)
-	t1 := now()
+	t.leave(&c)
 	ev := event(trace.OpFsyncdir, &in.InHeader)
 	ev.Path = t.nodes.path(in.NodeId)
 	ev.Handle, ev.Flags = in.Fh, in.FsyncFlags
-	t.commit(&ev, t0, t1, st)
+	t.commit(&ev, &c, st)
 	return st
 }
 
 func (t *tracer) StatFs(cancel <-chan struct{}, h *fuse.InHeader, out *fuse.StatfsOut) fuse.Status {
-	t0 := now()
+	c := t.enter(h.Unique)
 	st := t.inner.StatFs(cancel, h, out)
-	t1 := now()
+	t.leave(&c)
 	ev := event(trace.OpStatfs, h)
 	ev.Path = t.nodes.path(h.NodeId)
-	t.commit(&ev, t0, t1, st)
+	t.commit(&ev, &c, st)
 	return st
 }
 
 func (t *tracer) Statx(cancel <-chan struct{}, in *fuse.StatxIn, out *fuse.StatxOut) fuse.Status {
-	t0 := now()
+	c := t.enter(in.Unique)
 	st := t.inner.Statx(cancel, in, out)
-	t1 := now()
+	t.leave(&c)
 	ev := event(trace.OpStatx, &in.InHeader)
 	ev.Path = t.nodes.path(in.NodeId)
 	ev.Handle, ev.Flags = in.Fh, in.SxMask
 	if st == fuse.OK {
 		ev.Ret, ev.Mode = int64(out.Size), uint32(out.Mode)
 	}
-	t.commit(&ev, t0, t1, st)
+	t.commit(&ev, &c, st)
 	return st
 }

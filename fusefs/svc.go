@@ -80,7 +80,7 @@ func (s *svcTable) begin(cancel <-chan struct{}) svcRef {
 	free := -1
 	for i := range b.keys {
 		switch b.keys[i].Load() {
-		case k: // still claimed: a request that returned without finish
+		case k: // still claimed: a request that returned without take
 			b.slots[i].dur = -1
 			return svcRef(bi*svcWays + i)
 		case 0:
@@ -131,18 +131,18 @@ func (s *svcTable) measured(ctx context.Context, start int64) {
 	}
 }
 
-// finish releases the slot and returns the times to record: the measured backend call if
-// there was one, else the handler's t0 and t1.
-func (s *svcTable) finish(r svcRef, t0, t1 int64) (int64, int64) {
+// take releases the slot and returns the backend call measured during the request, if
+// there was one (ok). The call must have started after t0, when the tracer claimed the slot.
+func (s *svcTable) take(r svcRef, t0 int64) (start, end int64, ok bool) {
 	if r < 0 {
-		return t0, t1
+		return 0, 0, false
 	}
 	b := &s.buckets[r/svcWays]
 	sl := &b.slots[r%svcWays]
 	start, dur := sl.start, sl.dur
 	b.keys[r%svcWays].Store(0)
-	if dur < 0 || start < t0 || start+dur > t1 {
-		return t0, t1
+	if dur < 0 || start < t0 {
+		return 0, 0, false
 	}
-	return start, start + dur
+	return start, start + dur, true
 }

@@ -7,7 +7,7 @@ import (
 
 // TestSvcBucket: a request whose bucket is full gets no slot and is recorded with the
 // handler's times; a channel still holding a slot (a request that returned without
-// finish) gets the same slot back, cleared.
+// take) gets the same slot back, cleared.
 func TestSvcBucket(t *testing.T) {
 	s := new(svcTable)
 	c := make(chan struct{})
@@ -18,8 +18,8 @@ func TestSvcBucket(t *testing.T) {
 	if r := s.begin(c); r != noSvc {
 		t.Fatalf("full bucket: got slot %d", r)
 	}
-	if t0, t1 := s.finish(noSvc, 10, 20); t0 != 10 || t1 != 20 {
-		t.Errorf("finish(noSvc) = %d, %d; want the handler's 10, 20", t0, t1)
+	if _, _, ok := s.take(noSvc, 10); ok {
+		t.Errorf("take(noSvc) found a measurement")
 	}
 	b.keys[1].Store(chanKey(c))
 	b.slots[1] = svcSlot{start: 1, dur: 2}
@@ -28,8 +28,14 @@ func TestSvcBucket(t *testing.T) {
 		t.Fatalf("claimed again: slot %d, dur %d; want way 1 cleared", r, b.slots[1].dur)
 	}
 	b.slots[1] = svcSlot{start: 12, dur: 3}
-	if t0, t1 := s.finish(r, 10, 20); t0 != 12 || t1 != 15 || b.keys[1].Load() != 0 {
-		t.Errorf("finish = %d, %d (key %#x); want the measured 12, 15 and the slot freed", t0, t1, b.keys[1].Load())
+	if s0, s1, ok := s.take(r, 10); !ok || s0 != 12 || s1 != 15 || b.keys[1].Load() != 0 {
+		t.Errorf("take = %d, %d, %v (key %#x); want the measured 12, 15 and the slot freed", s0, s1, ok, b.keys[1].Load())
+	}
+	// A measurement from before the slot was claimed is not this request's.
+	r = s.begin(c)
+	b.slots[r%svcWays] = svcSlot{start: 5, dur: 3}
+	if _, _, ok := s.take(r, 10); ok || b.keys[r%svcWays].Load() != 0 {
+		t.Errorf("take of a call that started before the request: ok %v", ok)
 	}
 	b.keys[0].Store(0)
 	if r := s.begin(c); r%svcWays != 0 {

@@ -62,26 +62,53 @@ func splitPath(p string) []string {
 	return r
 }
 
-func TestLiveStatsP99(t *testing.T) {
+// TestLiveStatsScale: the sampled sums are extended to all requests; the /proc time is
+// measured on every request and added whole.
+func TestLiveStatsScale(t *testing.T) {
 	var s liveStats
-	for range 990 {
-		s.op(int64(10*time.Microsecond), false)
+	for i := range 1000 {
+		s.count(uint32(i))
+		if i%10 == 0 { // 100 sampled requests, 3 µs in the layer, 1 µs of it own work
+			s.timed(uint32(i), 3000, 1000)
+		}
 	}
-	for range 10 {
-		s.op(int64(3*time.Millisecond), true)
-	}
+	s.resolve.Add(5e6)
+	s.threads.Add(2)
 	ls := s.snapshot()
-	if ls.Ops != 1000 || ls.Errors != 10 || ls.IntervalOps != 1000 {
-		t.Fatalf("%+v", ls)
+	want := LiveStats{Ops: 1000, Sampled: 100, InLayer: 3*time.Millisecond + 5*time.Millisecond,
+		Self: time.Millisecond + 5*time.Millisecond, Threads: 2, Resolve: 5 * time.Millisecond}
+	if ls != want {
+		t.Errorf("snapshot %+v\nwant     %+v", ls, want)
 	}
-	if ls.IntervalP99 < 10*time.Microsecond || ls.IntervalP99 > 20*time.Microsecond {
-		t.Errorf("p99 %v, want the 10 µs bucket (99%% of ops)", ls.IntervalP99)
+	if d := scale(1<<62, 1<<10, 1<<10); d != 1<<62 {
+		t.Errorf("scale of a large sum: %d", d)
 	}
-	if ls.IntervalMax < 3*time.Millisecond || ls.IntervalMax > 5*time.Millisecond {
-		t.Errorf("max %v", ls.IntervalMax)
+	if d := scale(1<<62, 1<<40, 1); d != 1<<63-1 {
+		t.Errorf("scale beyond the range: %d, want the maximum", d)
 	}
-	if ls2 := s.snapshot(); ls2.IntervalOps != 0 || ls2.Ops != 1000 {
-		t.Errorf("next interval %+v", ls2)
+	if d := scale(5, 10, 0); d != 0 {
+		t.Errorf("nothing sampled: %d", d)
+	}
+}
+
+// TestSampled: about one request id in 8 is timed, whatever the kernel's id step; a shift
+// of 0 times every request.
+func TestSampled(t *testing.T) {
+	for _, step := range []uint64{1, 2} {
+		n := 0
+		for u := range uint64(80000) {
+			if sampled(u*step, costSampleShift) {
+				n++
+			}
+		}
+		if n < 9000 || n > 11000 {
+			t.Errorf("step %d: %d of 80000 sampled, want about 10000", step, n)
+		}
+	}
+	for u := range uint64(100) {
+		if !sampled(u, 0) {
+			t.Fatalf("shift 0: request %d not sampled", u)
+		}
 	}
 }
 
@@ -96,11 +123,19 @@ func TestProcResolve(t *testing.T) {
 	rec := &procRecorder{}
 	tr := newTracer(fuse.NewDefaultRawFileSystem(), rec, Options{Comms: []string{"nomatch"}})
 	tid := uint32(syscall.Gettid())
-	p := tr.proc(tid, now())
+	c := span{s1: now()}
+	p := tr.proc(tid, &c)
 	if p.pid != uint32(os.Getpid()) || p.record {
 		t.Errorf("proc %+v, want pid %d and filtered out by comm", p, os.Getpid())
 	}
-	tr.proc(tid, now())
+	if c.slow <= 0 {
+		t.Errorf("the /proc lookup took %d ns of the request", c.slow)
+	}
+	c2 := span{s1: now()}
+	tr.proc(tid, &c2)
+	if c2.slow != 0 {
+		t.Errorf("a cached thread took %d ns of /proc lookups", c2.slow)
+	}
 	if len(rec.procs) != 1 || rec.procs[0].Comm == "" || rec.procs[0].Exe == "" || rec.procs[0].PPid != uint32(os.Getppid()) {
 		t.Errorf("process records %+v", rec.procs)
 	}
@@ -250,33 +285,53 @@ func (slowFS) GetAttr(<-chan struct{}, *fuse.GetAttrIn, *fuse.AttrOut) fuse.Stat
 // TestLayerCost: the layer counts every request, the time it spent in the layer, and its
 // own part of that, which excludes the time of the bridge underneath.
 func TestLayerCost(t *testing.T) {
-	tr := newTracer(slowFS{fuse.NewDefaultRawFileSystem()}, &nopRecorder{}, Options{CostByOp: true})
-	in := fuse.GetAttrIn{InHeader: fuse.InHeader{NodeId: 1, Caller: fuse.Caller{Pid: uint32(syscall.Gettid())}}}
-	var out fuse.AttrOut
-	const n = 20
-	for range n {
-		tr.GetAttr(nil, &in, &out)
+	for _, tc := range []struct {
+		name  string
+		shift uint8
+		n     int
+	}{{"every request", 0, 20}, {"sampled", costSampleShift, 240}} {
+		t.Run(tc.name, func(t *testing.T) {
+			tr := newTracer(slowFS{fuse.NewDefaultRawFileSystem()}, &nopRecorder{}, Options{CostByOp: true})
+			tr.costShift = tc.shift
+			in := fuse.GetAttrIn{InHeader: fuse.InHeader{NodeId: 1, Caller: fuse.Caller{Pid: uint32(syscall.Gettid())}}}
+			var out fuse.AttrOut
+			n := tc.n
+			for i := range n {
+				in.Unique = uint64(2 * i) // the kernel's ids step by 2
+				tr.GetAttr(nil, &in, &out)
+			}
+			tr.Forget(1, 1)
+			ls := tr.stats.snapshot()
+			c := ls.Cost()
+			if c.Requests != uint64(n+1) {
+				t.Errorf("requests %d, want %d", c.Requests, n+1)
+			}
+			if lo, hi := uint64(n+1)>>tc.shift/2, uint64(n+1)>>tc.shift*2; ls.Sampled < max(lo, 1) || ls.Sampled > hi {
+				t.Errorf("%d of %d requests timed, want about 1 in %d", ls.Sampled, n+1, 1<<tc.shift)
+			}
+			ms := time.Duration(n) * time.Millisecond
+			if c.InLayer < ms {
+				t.Errorf("in layer %v for %d requests of 1 ms", c.InLayer, n)
+			}
+			if c.Self <= 0 || c.Self > c.InLayer-ms {
+				t.Errorf("own work %v of %v in the layer: must be positive and exclude the bridge's %v", c.Self, c.InLayer, ms)
+			}
+			// Per operation (Options.CostByOp): every request counted, the same sampled own
+			// work (without the /proc lookup, which is counted apart).
+			g, f := &tr.byOp[trace.OpGetattr], &tr.byOp[trace.OpForget]
+			if g.n.Load() != uint64(n) || f.n.Load() != 1 || g.sampled.Load()+f.sampled.Load() != ls.Sampled {
+				t.Errorf("by op: getattr %d (%d timed), forget %d (%d timed); %d timed in all",
+					g.n.Load(), g.sampled.Load(), f.n.Load(), f.sampled.Load(), ls.Sampled)
+			}
+			if tc.shift == 0 && time.Duration(g.self.Load()+f.self.Load()) != c.Self-c.Resolve {
+				t.Errorf("by op: %d + %d ns of own work; total %v less /proc %v", g.self.Load(), f.self.Load(), c.Self, c.Resolve)
+			}
+			if c.Threads != 1 || c.Resolve <= 0 || c.Resolve > c.Self {
+				t.Errorf("one caller thread: looked up %d, in %v of the own %v", c.Threads, c.Resolve, c.Self)
+			}
+			t.Logf("%+v: %v per request", ls, c.Self/time.Duration(c.Requests))
+		})
 	}
-	tr.Forget(1, 1)
-	c := tr.stats.snapshot().Cost()
-	if c.Requests != n+1 {
-		t.Errorf("requests %d, want %d", c.Requests, n+1)
-	}
-	if c.InLayer < n*time.Millisecond {
-		t.Errorf("in layer %v for %d requests of 1 ms", c.InLayer, n)
-	}
-	if c.Self <= 0 || c.Self > c.InLayer-n*time.Millisecond {
-		t.Errorf("own work %v of %v in the layer: must be positive and exclude the bridge's %d ms", c.Self, c.InLayer, n)
-	}
-	// Per operation (Options.CostByOp), the same requests and the same own work.
-	if g, f := &tr.byOp[trace.OpGetattr], &tr.byOp[trace.OpForget]; g.n.Load() != n || f.n.Load() != 1 ||
-		time.Duration(g.self.Load()+f.self.Load()) != c.Self {
-		t.Errorf("by op: getattr %d in %d ns, forget %d in %d ns; total %v", g.n.Load(), g.self.Load(), f.n.Load(), f.self.Load(), c.Self)
-	}
-	if c.Threads != 1 || c.Resolve <= 0 || c.Resolve > c.Self {
-		t.Errorf("one caller thread: looked up %d, in %v of the own %v", c.Threads, c.Resolve, c.Self)
-	}
-	t.Logf("%+v: %v per request", c, c.Self/time.Duration(c.Requests))
 }
 
 // TestPathNodes: ids on several pages, delete only if still the same node, absent ids.
