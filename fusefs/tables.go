@@ -1,6 +1,7 @@
 package fusefs
 
 import (
+	"hash/maphash"
 	"strings"
 	"sync/atomic"
 
@@ -13,6 +14,7 @@ type nodeRef struct {
 	gen    uint32 // nodeTable.gen when path was computed
 	refs   uint64 // kernel lookup count: +1 per entry reply, -nlookup per FORGET
 	parent uint64 // node id of the directory it was last seen in
+	hash   uint64 // nameHash(name)
 	name   string // its name there
 	isDir  bool
 }
@@ -26,12 +28,18 @@ type nodeTable struct {
 	byNode *shardedMap[uint64, nodeRef]
 	byPath pathNodes
 	gen    atomic.Uint32
+	seed   maphash.Seed
 	intern func(parent uint32, name string) uint32 // Recorder.Path (+ filter learning)
 	cache  [nodeCacheSize]nodeSlot                 // node → path, in front of byNode
 }
 
-// nodeCacheSize is the number of slots of the direct-mapped cache of node paths.
-const nodeCacheSize = 4096
+// nodeCacheSize is the number of slots of the direct-mapped cache of node paths (1 MiB).
+// go-fuse numbers nodes from a counter (in steps of 2 in a create/stat/unlink loop), so
+// the nodes a job uses at one time rarely share a slot: 8192 to 16384 of them fit.
+const (
+	nodeCacheBits = 14
+	nodeCacheSize = 1 << nodeCacheBits
+)
 
 // nodeBusy marks a cache slot being written.
 const nodeBusy = ^uint64(0)
@@ -43,11 +51,39 @@ const nodeBusy = ^uint64(0)
 // Slots are written only by a holder of the node's byNode shard lock (read or write), so a
 // filled value is the map's value at that moment; fills of different nodes sharing a slot
 // exclude each other by swapping node to nodeBusy, and readers check node before and after
-// reading val. A change to a node's path replaces or drops its slot under the write lock.
+// reading the other fields. A change to a node's path replaces or drops its slot under the
+// write lock.
+//
+// A repeated LOOKUP of a node (every stat with 0 s entry timeouts) only adds a kernel
+// reference, which refKnown counts in the slot's refs word without a lock: tag<<refBits |
+// count, where tag is the node id less the slot's index bits. An increment is a CAS on the
+// word holding the node's tag, so it cannot land on another node. The count is moved into
+// byNode under the node's shard lock (by its FORGET, or a locked lookup); a slot whose count
+// is not zero is not given to another node, and a dying node's word is set to deadRefs,
+// which no node's tag matches.
 type nodeSlot struct {
-	node atomic.Uint64 // 0: empty
-	val  atomic.Uint64 // path<<32 | the table's generation when path was computed
+	node   atomic.Uint64 // 0: empty
+	val    atomic.Uint64 // path<<32 | the table's generation when path was computed
+	parent atomic.Uint64 // the directory node the path is in
+	name   atomic.Uint64 // nameHash of the name there
+	refs   atomic.Uint64 // tag<<refBits | references not yet counted in byNode
+	seq    atomic.Uint64 // odd while a fill writes val, parent and name
+	_      [16]byte
 }
+
+const (
+	refBits  = 20
+	refMask  = 1<<refBits - 1
+	maxTag   = 1<<(64-refBits) - 2 // nodes with larger tags take the locked path
+	deadRefs = (maxTag + 1) << refBits
+)
+
+// refTag is the tag of node in its slot's refs word.
+func refTag(node uint64) uint64 { return node >> nodeCacheBits }
+
+// nameHash identifies a name in a directory for refKnown's lock-free check (a 64-bit
+// hash: two names of one node in one directory, hard links, collide once in 2^64).
+func (t *nodeTable) nameHash(name string) uint64 { return maphash.String(t.seed, name) }
 
 // cached returns the path of node if its slot holds it for the current generation.
 func (t *nodeTable) cached(node uint64) (uint32, bool) {
@@ -62,16 +98,81 @@ func (t *nodeTable) cached(node uint64) (uint32, bool) {
 	return uint32(v >> 32), true
 }
 
-// fill caches path for node, computed in generation gen. The caller holds node's shard
-// lock. It gives up if another fill is writing the slot: the cache may miss, never lie.
-func (t *nodeTable) fill(node uint64, path, gen uint32) {
+// fill caches r, node's current entry, in node's slot as of generation gen. The caller
+// holds node's shard lock. It gives up if another fill is writing the slot, or if the slot
+// holds another node with references not yet moved to byNode: the cache may miss, never lie.
+func (t *nodeTable) fill(node uint64, r *nodeRef, gen uint32) {
 	s := &t.cache[node%nodeCacheSize]
 	old := s.node.Load()
 	if old == nodeBusy || !s.node.CompareAndSwap(old, nodeBusy) {
 		return
 	}
-	s.val.Store(uint64(path)<<32 | uint64(gen))
+	if old != node {
+		w := s.refs.Load()
+		if w&refMask != 0 || refTag(node) > maxTag || !s.refs.CompareAndSwap(w, refTag(node)<<refBits) {
+			s.node.Store(old) // unchanged
+			return
+		}
+	}
+	s.seq.Add(1)
+	s.val.Store(uint64(r.path)<<32 | uint64(gen))
+	s.parent.Store(r.parent)
+	s.name.Store(r.hash)
+	s.seq.Add(1)
 	s.node.Store(node)
+}
+
+// refFast is refKnown's lock-free path: if node's slot holds it as dir/name (by hash) with
+// a current path, it counts the reference in the slot and returns the path.
+func (t *nodeTable) refFast(node, dir, hash uint64) (uint32, bool) {
+	s := &t.cache[node%nodeCacheSize]
+	q := s.seq.Load()
+	if q&1 != 0 || s.node.Load() != node {
+		return 0, false
+	}
+	v := s.val.Load()
+	same := s.parent.Load() == dir && s.name.Load() == hash
+	if s.seq.Load() != q || s.node.Load() != node || !same || uint32(v) != t.gen.Load() || v>>32 == 0 {
+		return 0, false
+	}
+	tag := refTag(node)
+	for {
+		w := s.refs.Load()
+		if w>>refBits != tag || w&refMask == refMask {
+			return 0, false // the slot moved on, or the count is full (the locked path takes it)
+		}
+		if s.refs.CompareAndSwap(w, w+1) {
+			return uint32(v >> 32), true
+		}
+	}
+}
+
+// takeRefs moves the references counted in node's slot into r. The caller holds node's
+// shard write lock.
+func (t *nodeTable) takeRefs(node uint64, r *nodeRef) {
+	s := &t.cache[node%nodeCacheSize]
+	for {
+		w := s.refs.Load()
+		if w>>refBits != refTag(node) || w&refMask == 0 {
+			return // not node's word, or nothing pending
+		}
+		if s.refs.CompareAndSwap(w, w&^refMask) {
+			r.refs += w & refMask
+			return
+		}
+	}
+}
+
+// kill marks node's slot word dead before node leaves byNode, so that no lock-free
+// increment can be lost. It reports false if one came after the last takeRefs: the caller
+// takes it and decides again.
+func (t *nodeTable) kill(node uint64) bool {
+	s := &t.cache[node%nodeCacheSize]
+	w := s.refs.Load()
+	if w>>refBits != refTag(node) {
+		return true
+	}
+	return w&refMask == 0 && s.refs.CompareAndSwap(w, deadRefs)
 }
 
 // drop empties node's slot if it holds node. The caller holds node's shard write lock, so
@@ -83,6 +184,7 @@ func (t *nodeTable) drop(node uint64) {
 func newNodeTable(intern func(uint32, string) uint32) *nodeTable {
 	return &nodeTable{
 		byNode: newShardedMap[uint64, nodeRef](),
+		seed:   maphash.MakeSeed(),
 		intern: intern,
 	}
 }
@@ -101,7 +203,7 @@ func (t *nodeTable) path(node uint64) uint32 {
 	gen := t.gen.Load()
 	current := ok && (r.gen == gen || r.parent == 0) // a node without a parent keeps its path
 	if current {
-		t.fill(node, r.path, gen)
+		t.fill(node, &r, gen)
 	}
 	sh.mu.RUnlock()
 	if !ok || current {
@@ -133,7 +235,7 @@ func (t *nodeTable) refresh(node uint64, r nodeRef, depth int) uint32 {
 	if cur, ok := sh.m[node]; ok && cur.parent == r.parent && cur.name == r.name {
 		cur.path, cur.gen = id, gen
 		sh.m[node] = cur
-		t.fill(node, id, gen)
+		t.fill(node, &cur, gen)
 	}
 	sh.mu.Unlock()
 	if id != r.path {
@@ -154,11 +256,11 @@ func (t *nodeTable) ref(node uint64, path uint32, parent uint64, name string, is
 	moved := !known || r.path != path
 	r.refs++
 	r.path, r.gen, r.parent, r.isDir = path, t.gen.Load(), parent, isDir
-	if r.name != name {
-		r.name = strings.Clone(name)
+	if r.name != name || !known {
+		r.name, r.hash = strings.Clone(name), t.nameHash(name)
 	}
 	sh.m[node] = r
-	t.fill(node, r.path, r.gen)
+	t.fill(node, &r, r.gen)
 	sh.mu.Unlock()
 	if path != 0 && moved {
 		// A repeated lookup of a node (every stat with 0 s entry timeouts) changes nothing.
@@ -168,20 +270,26 @@ func (t *nodeTable) ref(node uint64, path uint32, parent uint64, name string, is
 
 // refKnown counts one more kernel reference to node if the table already knows it as
 // dir/name with a current path, and returns that path. A repeated LOOKUP of a known name
-// (every stat with 0 s entry timeouts) then costs one shard of this table instead of the
-// parent's path, the path interning and the shard: the request's cold cache lines are the
-// layer's main cost in a mount.
+// (every stat with 0 s entry timeouts) then costs one slot of the node cache (refFast)
+// instead of the parent's path, the path interning and byNode's shard: the request's cold
+// cache lines are the layer's main cost in a mount.
 func (t *nodeTable) refKnown(node, dir uint64, name string) (uint32, bool) {
 	if node <= 1 {
 		return 0, false
+	}
+	hash := t.nameHash(name)
+	if p, ok := t.refFast(node, dir, hash); ok {
+		return p, true
 	}
 	sh := t.byNode.shard(node)
 	sh.mu.Lock()
 	r, ok := sh.m[node]
 	ok = ok && r.path != 0 && r.parent == dir && r.name == name && r.gen == t.gen.Load()
 	if ok {
+		t.takeRefs(node, &r)
 		r.refs++
 		sh.m[node] = r
+		t.fill(node, &r, r.gen)
 	}
 	sh.mu.Unlock()
 	return r.path, ok
@@ -196,14 +304,18 @@ func (t *nodeTable) forget(node, n uint64) {
 	sh.mu.Lock()
 	r, ok := sh.m[node]
 	gone := false
-	if ok {
-		if r.refs <= n {
+	for ok {
+		t.takeRefs(node, &r)
+		if r.refs > n {
+			r.refs -= n
+			sh.m[node] = r
+			break
+		}
+		if t.kill(node) { // else a lock-free reference came in: take it, decide again
 			delete(sh.m, node)
 			t.drop(node)
 			gone = true
-		} else {
-			r.refs -= n
-			sh.m[node] = r
+			break
 		}
 	}
 	sh.mu.Unlock()
@@ -241,9 +353,9 @@ func (t *nodeTable) repath(node uint64, path uint32, dir uint64, name string) bo
 	sh.mu.Lock()
 	r, ok := sh.m[node]
 	if ok {
-		r.path, r.parent, r.name = path, dir, strings.Clone(name)
+		r.path, r.parent, r.name, r.hash = path, dir, strings.Clone(name), t.nameHash(name)
 		sh.m[node] = r
-		t.fill(node, path, r.gen)
+		t.fill(node, &r, r.gen)
 	}
 	sh.mu.Unlock()
 	if ok {

@@ -3,7 +3,9 @@ package fusefs
 import (
 	"fmt"
 	"os"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -272,6 +274,101 @@ func TestNodeCacheConcurrent(t *testing.T) {
 	time.Sleep(200 * time.Millisecond)
 	close(stop)
 	wg.Wait()
+}
+
+// TestNodeRefsConcurrent: repeated lookups counted without a lock (refFast) and forgets
+// of the same nodes, racing, with nodes sharing one cache slot (their fills evict each
+// other): no reference is lost or invented. The test holds one reference to each node,
+// so every lookup must find it and the node must outlive the goroutines, then go with
+// the test's own forget.
+func TestNodeRefsConcurrent(t *testing.T) {
+	nt := newNodeTable(func(parent uint32, name string) uint32 { return uint32(100 + len(name)) })
+	const nodes = 4
+	node := func(i int) uint64 { return uint64(2 + i*nodeCacheSize) } // all in one slot
+	name := func(i int) string { return strings.Repeat("n", i+1) }
+	for i := range nodes {
+		nt.ref(node(i), uint32(101+i), 1, name(i), false)
+	}
+	var wg sync.WaitGroup
+	for i := range nodes {
+		for range 2 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for k := range 3000 {
+					burst := 1 + k%5
+					for range burst {
+						if p, ok := nt.refKnown(node(i), 1, name(i)); !ok || p != uint32(101+i) {
+							t.Errorf("node %d: lookup %d, %v while referenced", i, p, ok)
+							return
+						}
+					}
+					nt.forget(node(i), uint64(burst))
+				}
+			}()
+		}
+	}
+	wg.Wait()
+	for i := range nodes {
+		if _, ok := nt.byNode.get(node(i)); !ok {
+			t.Fatalf("node %d gone while the test holds a reference: a lock-free reference was lost", i)
+		}
+		nt.forget(node(i), 1)
+		if r, ok := nt.byNode.get(node(i)); ok {
+			t.Errorf("node %d still known after its last forget (%d references left): one was counted twice", i, r.refs)
+		}
+		if _, ok := nt.refKnown(node(i), 1, name(i)); ok {
+			t.Errorf("node %d: lookup of a forgotten node hit", i)
+		}
+	}
+	// The fast path was taken (a slot holds one of the nodes with a zero count).
+	if s := &nt.cache[2]; s.refs.Load()&refMask != 0 {
+		t.Errorf("slot count %d left after all forgets", s.refs.Load()&refMask)
+	}
+}
+
+// TestNodeRefsDying: lookups race with the forget that drops a node's last references, as
+// when the kernel evicts an inode while another lookup of its name is answered. The lookup
+// is done as the tracer does it (refKnown, else ref); after it returns, the node must be in
+// the table, and once everything is forgotten it must be gone.
+func TestNodeRefsDying(t *testing.T) {
+	nt := newNodeTable(func(parent uint32, name string) uint32 { return 7 })
+	const n = 5
+	var outstanding atomic.Uint64 // references the "kernel" holds and may forget
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { // the forgets
+		defer wg.Done()
+		for {
+			if k := outstanding.Swap(0); k > 0 {
+				nt.forget(n, k)
+				continue
+			}
+			select {
+			case <-done:
+				return
+			default:
+			}
+		}
+	}()
+	for range 200000 {
+		if _, ok := nt.refKnown(n, 1, "f"); !ok {
+			nt.ref(n, 7, 1, "f", false)
+		}
+		if _, ok := nt.byNode.get(n); !ok {
+			t.Fatal("a node just looked up is not in the table: its reference was lost")
+		}
+		outstanding.Add(1)
+	}
+	close(done)
+	wg.Wait()
+	if k := outstanding.Swap(0); k > 0 {
+		nt.forget(n, k)
+	}
+	if r, ok := nt.byNode.get(n); ok {
+		t.Errorf("node still known with %d references after all were forgotten", r.refs)
+	}
 }
 
 // slowFS is a file system whose GetAttr takes 1 ms.
