@@ -92,6 +92,7 @@ func (u *unitFS) ops() map[string]func(r fuse.RawFileSystem) {
 	// its own work on the requests whose id it samples.
 	var unique uint64
 	next := func() uint64 { unique += 2; return unique }
+	var held uint64 // relookup's references not yet forgotten
 	return map[string]func(r fuse.RawFileSystem){
 		"lookup": func(r fuse.RawFileSystem) {
 			lh.Unique = next()
@@ -102,9 +103,11 @@ func (u *unitFS) ops() map[string]func(r fuse.RawFileSystem) {
 		// references are forgotten in batches.
 		"relookup": func(r fuse.RawFileSystem) {
 			lh.Unique = next()
-			r.Lookup(u.cancel, &lh, "f", &eo)
-			if lh.Unique%128 == 0 {
-				r.Forget(eo.NodeId, 64)
+			if r.Lookup(u.cancel, &lh, "f", &eo) == fuse.OK {
+				if held++; held == 64 {
+					r.Forget(eo.NodeId, held)
+					held = 0
+				}
 			}
 		},
 		"getattr": func(r fuse.RawFileSystem) { ga.Unique = next(); r.GetAttr(u.cancel, &ga, &ao) },
