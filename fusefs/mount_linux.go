@@ -225,7 +225,8 @@ func (s *Server) CostByOp() map[trace.Op]OpCost {
 	for op := range s.tracer.byOp {
 		c := &s.tracer.byOp[op]
 		if n := c.n.Load(); n > 0 {
-			m[trace.Op(op)] = OpCost{Requests: n, Sampled: c.sampled.Load(), Self: scale(c.self.Load(), n, c.sampled.Load())}
+			m[trace.Op(op)] = OpCost{Requests: n, Sampled: c.sampled.Load(), Self: scale(c.self.Load(), n, c.sampled.Load()),
+				Median: time.Duration(c.median())}
 		}
 	}
 	return m
@@ -236,6 +237,7 @@ func (s *Server) CostByOp() map[trace.Op]OpCost {
 type OpCost struct {
 	Requests, Sampled uint64
 	Self              time.Duration
+	Median            time.Duration // of a sampled request's own work (within 12 %)
 }
 
 // Mountpoint returns the absolute mount point.

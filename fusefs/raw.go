@@ -1,6 +1,7 @@
 package fusefs
 
 import (
+	"math/bits"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -54,6 +55,7 @@ func newTracer(inner fuse.RawFileSystem, rec Recorder, o Options) *tracer {
 	t.w, _ = rec.(*trace.Writer)
 	if o.CostByOp {
 		t.byOp = new([trace.NumOps]opCost)
+		t.costShift = 0
 	}
 	t.nodes = newNodeTable(t.intern)
 	if len(o.UIDs) > 0 {
@@ -171,14 +173,61 @@ func (t *tracer) cost(op trace.Op, tid uint32, c *span) {
 	self := in - (c.t1 - c.t0)
 	t.stats.timed(tid, in, self)
 	if t.byOp != nil && op < trace.NumOps {
-		t.byOp[op].sampled.Add(1)
-		t.byOp[op].self.Add(uint64(max(self, 0)))
+		t.byOp[op].add(self)
 	}
 }
 
 // opCost is one operation's requests, the sampled ones and their summed own work (ns,
-// without /proc lookups), with Options.CostByOp.
-type opCost struct{ n, sampled, self atomic.Uint64 }
+// without /proc lookups), with Options.CostByOp; hist counts the sampled requests by own
+// work, in buckets of a quarter of a power of two, for a median that a few preempted
+// requests do not move.
+type opCost struct {
+	n, sampled, self atomic.Uint64
+	hist             [costBuckets]atomic.Uint64
+}
+
+const costBuckets = 64 * 4
+
+func (c *opCost) add(self int64) {
+	v := uint64(max(self, 0))
+	c.sampled.Add(1)
+	c.self.Add(v)
+	c.hist[costBucket(v)].Add(1)
+}
+
+// costBucket is v's bucket: 4 per power of two (by the two bits below the top one).
+func costBucket(v uint64) int {
+	if v < 4 {
+		return int(v)
+	}
+	e := bits.Len64(v) - 1 // v in [2^e, 2^(e+1))
+	return e*4 + int(v>>(e-2)&3)
+}
+
+// costBucketMid is the middle of bucket b's range.
+func costBucketMid(b int) uint64 {
+	if b < 4 {
+		return uint64(b)
+	}
+	e, q := b/4, uint64(b%4)
+	lo := uint64(1)<<e + q<<(e-2)
+	return lo + uint64(1)<<(e-2)/2
+}
+
+// median is the middle of the bucket holding the median sampled request.
+func (c *opCost) median() uint64 {
+	var total uint64
+	for i := range c.hist {
+		total += c.hist[i].Load()
+	}
+	var cum uint64
+	for i := range c.hist {
+		if cum += c.hist[i].Load(); total > 0 && cum*2 >= total {
+			return costBucketMid(i)
+		}
+	}
+	return 0
+}
 
 // keep resolves the caller of ev and applies the uid, comm and path filters.
 func (t *tracer) keep(ev *trace.Event, c *span) bool {

@@ -389,6 +389,9 @@ func TestLayerCost(t *testing.T) {
 	}{{"every request", 0, 20}, {"sampled", costSampleShift, 240}} {
 		t.Run(tc.name, func(t *testing.T) {
 			tr := newTracer(slowFS{fuse.NewDefaultRawFileSystem()}, &nopRecorder{}, Options{CostByOp: true})
+			if tr.costShift != 0 {
+				t.Errorf("CostByOp times one request in %d, want every request", 1<<tr.costShift)
+			}
 			tr.costShift = tc.shift
 			in := fuse.GetAttrIn{InHeader: fuse.InHeader{NodeId: 1, Caller: fuse.Caller{Pid: uint32(syscall.Gettid())}}}
 			var out fuse.AttrOut
@@ -496,5 +499,30 @@ func TestBitset(t *testing.T) {
 	}
 	if b.testAndSet(65) != true {
 		t.Errorf("a neighbour of set ids was already set")
+	}
+}
+
+// TestCostBuckets: every value falls in the bucket whose range holds it, and the median
+// of a set is within the bucket width of the true one, whatever its tail.
+func TestCostBuckets(t *testing.T) {
+	for _, v := range []uint64{0, 1, 3, 4, 5, 7, 8, 100, 1000, 1023, 1024, 123456, 1 << 40} {
+		b := costBucket(v)
+		mid := costBucketMid(b)
+		if d := float64(mid) - float64(v); v >= 4 && (d > 0.13*float64(v) || d < -0.13*float64(v)) {
+			t.Errorf("value %d: bucket %d, middle %d", v, b, mid)
+		}
+		if v < 4 && mid != v {
+			t.Errorf("value %d: middle %d", v, mid)
+		}
+	}
+	var c opCost
+	for range 99 {
+		c.add(500)
+	}
+	for range 40 {
+		c.add(5_000_000) // preempted requests
+	}
+	if m := c.median(); m < 440 || m > 560 {
+		t.Errorf("median %d, want about 500", m)
 	}
 }

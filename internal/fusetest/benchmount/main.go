@@ -142,7 +142,7 @@ func mount(args []string) error {
 }
 
 // printCostByOp prints the layer's own work per operation, the most expensive in total
-// first: "cost OP REQUESTS NS_PER_REQUEST SHARE_OF_ALL".
+// first: "cost OP REQUESTS NS_PER_REQUEST SHARE_OF_ALL median MEDIAN_NS ns".
 func printCostByOp(m map[trace.Op]fusefs.OpCost) {
 	var total time.Duration
 	ops := make([]trace.Op, 0, len(m))
@@ -153,7 +153,7 @@ func printCostByOp(m map[trace.Op]fusefs.OpCost) {
 	sort.Slice(ops, func(i, j int) bool { return m[ops[i]].Self > m[ops[j]].Self })
 	for _, op := range ops {
 		c := m[op]
-		fmt.Fprintf(os.Stderr, "cost %-12s %9d %7d ns %5.1f%%\n", op, c.Requests, c.Self.Nanoseconds()/int64(c.Requests), 100*float64(c.Self)/float64(max(total, 1)))
+		fmt.Fprintf(os.Stderr, "cost %-12s %9d %7d ns %5.1f%%  median %6d ns\n", op, c.Requests, c.Self.Nanoseconds()/int64(c.Requests), 100*float64(c.Self)/float64(max(total, 1)), c.Median.Nanoseconds())
 	}
 }
 
