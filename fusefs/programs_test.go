@@ -164,7 +164,7 @@ func TestProgramFioVerify(t *testing.T) {
 				mnt, _, rec := mountBoth(t, mode)
 				out := sh(t, "fio --name=verify --directory="+mnt+" --size=32m --rw=randwrite --bsrange=4k-256k "+
 					"--ioengine=psync --direct="+direct+" --verify=crc32c --do_verify=1 --verify_fatal=1 --numjobs=2 "+
-					"--group_reporting --output-format=terse --terse-version=3")
+					"--verify_state_save=0 --group_reporting --output-format=terse --terse-version=3")
 				fields := strings.Split(strings.TrimSpace(string(out)), ";")
 				if len(fields) < 5 || fields[4] != "0" {
 					t.Errorf("fio error field %q: %s", fields[4], out)
