@@ -7,7 +7,6 @@ import (
 	"math/bits"
 	"os"
 	"runtime"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -60,8 +59,8 @@ type WriterStats struct {
 // Free batches are a stack: a producer takes the batch the encoder returned last, which
 // is still in cache, and a light load touches only a few batches of the store.
 //
-// Lock order: shard.mu, then freeMu; pathMu, then nothing; sideMu, then nothing. The
-// encoder takes pathMu and sideMu one at a time, never while holding a shard lock.
+// Lock order: shard.mu, then freeMu; paths.mu, then nothing; sideMu, then nothing. The
+// encoder takes paths.mu and sideMu one at a time, never while holding a shard lock.
 type Writer struct {
 	opts   WriterOptions
 	origin int64
@@ -80,10 +79,7 @@ type Writer struct {
 	closeOnce sync.Once
 	release   func() // unmaps the event store of the batches and the stage (after the encoder stopped)
 
-	pathMu    sync.RWMutex // guards paths, nextPath, pendPaths
-	paths     map[pathKey]uint32
-	nextPath  uint32
-	pendPaths []PathRecord
+	paths *pathIndex
 
 	sideMu    sync.Mutex // guards pendProcs, pendFiles, layer
 	layer     LayerCost
@@ -106,11 +102,6 @@ type Writer struct {
 	pred     offsetPredictor
 	opCounts [NumOps]uint64
 	err      error // first write error; later chunks are discarded
-}
-
-type pathKey struct {
-	parent uint32
-	name   string
 }
 
 type batch struct {
@@ -188,19 +179,16 @@ func newWriter(out io.Writer, h Header, o WriterOptions) (*Writer, error) {
 		o.BufferEvents = DefaultBufferEvents
 	}
 	w := &Writer{
-		opts:     o,
-		log:      o.Logger,
-		out:      out,
-		closing:  make(chan struct{}),
-		done:     make(chan struct{}),
-		paths:    make(map[pathKey]uint32),
-		nextPath: RootPath + 1,
+		opts:    o,
+		log:     o.Logger,
+		out:     out,
+		closing: make(chan struct{}),
+		done:    make(chan struct{}),
+		paths:   newPathIndex(),
 	}
 	if w.log == nil {
 		w.log = slog.New(slog.DiscardHandler)
 	}
-	w.paths[pathKey{}] = RootPath
-	w.pendPaths = append(w.pendPaths, PathRecord{ID: RootPath})
 
 	// Shards: twice the processors, rounded up to a power of two, at most 64.
 	w.shardBits = uint(bits.Len(uint(2*runtime.GOMAXPROCS(0) - 1)))
@@ -326,26 +314,7 @@ func (w *Writer) appendSlow(s *shard, ev *Event) {
 // Path interns the path named name in directory parent and returns its id. The first call
 // for a pair queues a PathRecord that is written before any event appended after Path
 // returns. A hit does not allocate.
-func (w *Writer) Path(parent uint32, name string) uint32 {
-	k := pathKey{parent, name}
-	w.pathMu.RLock()
-	id, ok := w.paths[k]
-	w.pathMu.RUnlock()
-	if ok {
-		return id
-	}
-	w.pathMu.Lock()
-	defer w.pathMu.Unlock()
-	if id, ok := w.paths[k]; ok {
-		return id
-	}
-	id = w.nextPath
-	w.nextPath++
-	k.name = strings.Clone(name)
-	w.paths[k] = id
-	w.pendPaths = append(w.pendPaths, PathRecord{ID: id, Parent: parent, Name: k.name})
-	return id
-}
+func (w *Writer) Path(parent uint32, name string) uint32 { return w.paths.id(parent, name) }
 
 // Raw interns a raw string (a symlink target) as a path record with Parent 0.
 func (w *Writer) Raw(s string) uint32 { return w.Path(0, s) }
@@ -520,10 +489,7 @@ func (w *Writer) popFree() *batch {
 // collected after the events left their batches, so every record an event refers to is
 // written no later than the event.
 func (w *Writer) flush() {
-	w.pathMu.Lock()
-	paths := w.pendPaths
-	w.pendPaths = nil
-	w.pathMu.Unlock()
+	paths := w.paths.take()
 	w.sideMu.Lock()
 	procs, files := w.pendProcs, w.pendFiles
 	w.pendProcs, w.pendFiles = nil, nil
