@@ -25,7 +25,7 @@ type nodeRef struct {
 // node computed in an older generation is recomputed (parent's path + name) on its next use,
 // so the children of a renamed directory get their new paths without a new LOOKUP.
 type nodeTable struct {
-	byNode *shardedMap[uint64, nodeRef]
+	byNode *nodeMap
 	byPath pathNodes
 	gen    atomic.Uint32
 	seed   maphash.Seed
@@ -183,7 +183,7 @@ func (t *nodeTable) drop(node uint64) {
 
 func newNodeTable(intern func(uint32, string) uint32) *nodeTable {
 	return &nodeTable{
-		byNode: newShardedMap[uint64, nodeRef](),
+		byNode: newNodeMap(),
 		seed:   maphash.MakeSeed(),
 		intern: intern,
 	}
@@ -199,7 +199,7 @@ func (t *nodeTable) path(node uint64) uint32 {
 	}
 	sh := t.byNode.shard(node)
 	sh.mu.RLock()
-	r, ok := sh.m[node]
+	r, ok := sh.lookup(node)
 	gen := t.gen.Load()
 	current := ok && (r.gen == gen || r.parent == 0) // a node without a parent keeps its path
 	if current {
@@ -232,9 +232,9 @@ func (t *nodeTable) refresh(node uint64, r nodeRef, depth int) uint32 {
 	id := t.intern(parent, r.name)
 	sh := t.byNode.shard(node)
 	sh.mu.Lock()
-	if cur, ok := sh.m[node]; ok && cur.parent == r.parent && cur.name == r.name {
+	if cur, ok := sh.lookup(node); ok && cur.parent == r.parent && cur.name == r.name {
 		cur.path, cur.gen = id, gen
-		sh.m[node] = cur
+		sh.store(node, cur)
 		t.fill(node, &cur, gen)
 	}
 	sh.mu.Unlock()
@@ -252,14 +252,14 @@ func (t *nodeTable) ref(node uint64, path uint32, parent uint64, name string, is
 	}
 	sh := t.byNode.shard(node)
 	sh.mu.Lock()
-	r, known := sh.m[node]
+	r, known := sh.lookup(node)
 	moved := !known || r.path != path
 	r.refs++
 	r.path, r.gen, r.parent, r.isDir = path, t.gen.Load(), parent, isDir
 	if r.name != name || !known {
 		r.name, r.hash = strings.Clone(name), t.nameHash(name)
 	}
-	sh.m[node] = r
+	sh.store(node, r)
 	t.fill(node, &r, r.gen)
 	sh.mu.Unlock()
 	if path != 0 && moved {
@@ -283,12 +283,12 @@ func (t *nodeTable) refKnown(node, dir uint64, name string) (uint32, bool) {
 	}
 	sh := t.byNode.shard(node)
 	sh.mu.Lock()
-	r, ok := sh.m[node]
+	r, ok := sh.lookup(node)
 	ok = ok && r.path != 0 && r.parent == dir && r.name == name && r.gen == t.gen.Load()
 	if ok {
 		t.takeRefs(node, &r)
 		r.refs++
-		sh.m[node] = r
+		sh.store(node, r)
 		t.fill(node, &r, r.gen)
 	}
 	sh.mu.Unlock()
@@ -302,17 +302,17 @@ func (t *nodeTable) forget(node, n uint64) {
 	}
 	sh := t.byNode.shard(node)
 	sh.mu.Lock()
-	r, ok := sh.m[node]
+	r, ok := sh.lookup(node)
 	gone := false
 	for ok {
 		t.takeRefs(node, &r)
 		if r.refs > n {
 			r.refs -= n
-			sh.m[node] = r
+			sh.store(node, r)
 			break
 		}
 		if t.kill(node) { // else a lock-free reference came in: take it, decide again
-			delete(sh.m, node)
+			sh.remove(node)
 			t.drop(node)
 			gone = true
 			break
@@ -351,10 +351,10 @@ func (t *nodeTable) rename(from, to uint32, oldDir uint64, oldName string, newDi
 func (t *nodeTable) repath(node uint64, path uint32, dir uint64, name string) bool {
 	sh := t.byNode.shard(node)
 	sh.mu.Lock()
-	r, ok := sh.m[node]
+	r, ok := sh.lookup(node)
 	if ok {
 		r.path, r.parent, r.name, r.hash = path, dir, strings.Clone(name), t.nameHash(name)
-		sh.m[node] = r
+		sh.store(node, r)
 		t.fill(node, &r, r.gen)
 	}
 	sh.mu.Unlock()
