@@ -90,11 +90,13 @@ type Footer struct {
 
 // LayerCost is the recording layer's measurement of its own cost in the mount: how much
 // of the time requests spent in the layer was the layer's own work rather than the
-// backend's and the FUSE bridge's.
+// backend's and the FUSE bridge's. iotap's layer times a sample of the requests (one in
+// 8, by the kernel's request id) and scales the sums to all; /proc lookups are timed on
+// every request.
 type LayerCost struct {
 	Requests uint64        // requests served, recorded or filtered out
 	InLayer  time.Duration // summed wall time from the layer's entry to the end of its work
 	Self     time.Duration // of which the layer's own work: timing, attribution, recording
 	Threads  uint64        // caller threads the layer looked up in /proc (once each, in a request's path)
-	Resolve  time.Duration // summed time of those lookups, part of Self
+	Resolve  time.Duration // summed time in /proc (those lookups, comm re-reads), part of Self
 }
