@@ -83,15 +83,12 @@ func (s *liveStats) snapshot() LiveStats {
 		in += sh.inLayer.Load()
 		self += sh.self.Load()
 	}
-	resolve := time.Duration(s.resolve.Load())
-	return LiveStats{
-		Ops:     n,
-		Sampled: sn,
-		InLayer: scale(in, n, sn) + resolve,
-		Self:    scale(self, n, sn) + resolve,
-		Threads: s.threads.Load(),
-		Resolve: resolve,
+	ls := LiveStats{Ops: n, Sampled: sn, Threads: s.threads.Load(), Resolve: time.Duration(s.resolve.Load())}
+	if sn > 0 { // else too few requests to say (a /proc lookup alone would read as 100 %)
+		ls.InLayer = scale(in, n, sn) + ls.Resolve
+		ls.Self = scale(self, n, sn) + ls.Resolve
 	}
+	return ls
 }
 
 // scale returns sum × n / sampled, the sum over sampled requests extended to all n.

@@ -91,6 +91,13 @@ func TestLiveStatsScale(t *testing.T) {
 	if d := scale(5, 10, 0); d != 0 {
 		t.Errorf("nothing sampled: %d", d)
 	}
+	var few liveStats // a few requests, none timed, one thread looked up
+	few.count(1)
+	few.resolve.Add(80e3)
+	few.threads.Add(1)
+	if ls := few.snapshot(); ls.InLayer != 0 || ls.Self != 0 || ls.Resolve != 80*time.Microsecond {
+		t.Errorf("no request timed: %+v; want no time in the layer, the lookup kept apart", ls)
+	}
 }
 
 // TestSampled: about one request id in 8 is timed, whatever the kernel's id step; a shift
