@@ -21,6 +21,16 @@ func evict(buf []byte) {
 	}
 }
 
+// reportDelta reports the summed untraced and traced times (ns) per iteration and their
+// difference, the layer's cost; ns/op, which counts the untimed evictions, is zeroed.
+func reportDelta(b *testing.B, base, traced int64) {
+	n := float64(b.N)
+	b.ReportMetric(float64(base)/n, "untraced-ns/op")
+	b.ReportMetric(float64(traced)/n, "traced-ns/op")
+	b.ReportMetric(float64(traced-base)/n, "delta-ns/op")
+	b.ReportMetric(0, "ns/op")
+}
+
 // BenchmarkHotPathCold is the per-request cost of recording with cold CPU caches, as in a
 // real mount, where the microbenchmarks' warm loops (BenchmarkHotPath) understate it. Each
 // iteration evicts the caches (1 MiB touched, untimed), times the request on the untraced
@@ -46,26 +56,20 @@ func BenchmarkHotPathCold(b *testing.B) {
 					base += t1 - t0
 					traced += now() - t2
 				}
-				n := float64(b.N)
-				b.ReportMetric(float64(base)/n, "untraced-ns/op")
-				b.ReportMetric(float64(traced)/n, "traced-ns/op")
-				b.ReportMetric(float64(traced-base)/n, "delta-ns/op")
-				b.ReportMetric(0, "ns/op")
+				reportDelta(b, base, traced)
 			})
 		}
 	}
 }
 
-// BenchmarkRelookupCold is a repeated LOOKUP of one of 5000 known names (a stat of a file
-// the job has seen, with 0 s entry timeouts), with cold CPU caches: the case refKnown
-// serves without the node table's lock and map. Metrics as BenchmarkHotPathCold's.
-func BenchmarkRelookupCold(b *testing.B) {
-	const n = 5000
+// manyFiles is a unit tier recording into a trace writer over a directory of n empty files,
+// and their names.
+func manyFiles(b *testing.B, n int) (*unitFS, []string) {
 	w, err := trace.NewWriter(io.Discard, trace.Header{Kind: "record"}, trace.WriterOptions{})
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer func() { _ = w.Close() }()
+	b.Cleanup(func() { _ = w.Close() })
 	u := newUnitFS(b, w)
 	names := make([]string, n)
 	for i := range names {
@@ -74,6 +78,15 @@ func BenchmarkRelookupCold(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+	return u, names
+}
+
+// BenchmarkRelookupCold is a repeated LOOKUP of one of 5000 known names (a stat of a file
+// the job has seen, with 0 s entry timeouts), with cold CPU caches: the case refKnown
+// serves without the node table's lock and map. Metrics as BenchmarkHotPathCold's.
+func BenchmarkRelookupCold(b *testing.B) {
+	u, names := manyFiles(b, 5000)
+	n := len(names)
 	var eo fuse.EntryOut
 	h := u.hdr
 	for _, nm := range names { // the first sighting of each: both layers know all names
@@ -99,11 +112,7 @@ func BenchmarkRelookupCold(b *testing.B) {
 			}
 		}
 	}
-	nf := float64(b.N)
-	b.ReportMetric(float64(base)/nf, "untraced-ns/op")
-	b.ReportMetric(float64(traced)/nf, "traced-ns/op")
-	b.ReportMetric(float64(traced-base)/nf, "delta-ns/op")
-	b.ReportMetric(0, "ns/op")
+	reportDelta(b, base, traced)
 }
 
 // BenchmarkForgetCold is the FORGET of the last reference to one of 5000 nodes, with cold
@@ -111,20 +120,8 @@ func BenchmarkRelookupCold(b *testing.B) {
 // the path index. untraced-ns/op is the bridge's forget of one reference, traced-ns/op
 // the tracer's forget of the last one (bridge included); delta-ns/op their difference.
 func BenchmarkForgetCold(b *testing.B) {
-	const n = 5000
-	w, err := trace.NewWriter(io.Discard, trace.Header{Kind: "record"}, trace.WriterOptions{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer func() { _ = w.Close() }()
-	u := newUnitFS(b, w)
-	names := make([]string, n)
-	for i := range names {
-		names[i] = fmt.Sprintf("f%06d", i)
-		if err := os.WriteFile(filepath.Join(u.rootDir, names[i]), nil, 0o644); err != nil {
-			b.Fatal(err)
-		}
-	}
+	u, names := manyFiles(b, 5000)
+	n := len(names)
 	var eo fuse.EntryOut
 	h := u.hdr
 	buf := make([]byte, 1<<20)
@@ -146,9 +143,5 @@ func BenchmarkForgetCold(b *testing.B) {
 		u.tr.Forget(eo.NodeId, 1)
 		traced += now() - t0
 	}
-	nf := float64(b.N)
-	b.ReportMetric(float64(base)/nf, "untraced-ns/op")
-	b.ReportMetric(float64(traced)/nf, "traced-ns/op")
-	b.ReportMetric(float64(traced-base)/nf, "delta-ns/op")
-	b.ReportMetric(0, "ns/op")
+	reportDelta(b, base, traced)
 }
