@@ -19,7 +19,7 @@ shift $((OPTIND - 1))
 REPO=$(cd "$(dirname "$0")/.." && pwd)
 PID=''
 cleanup() {
-  [ -n "$PID" ] && kill -TERM "$PID" 2>/dev/null && wait "$PID" 2>/dev/null || true
+  if [ -n "$PID" ]; then kill -TERM "$PID" 2>/dev/null || true; wait "$PID" 2>/dev/null || true; fi
   umount "$WORK/backend" 2>/dev/null || true
   for x in a b; do git -C "$REPO" worktree remove --force "$WORK/src-$x" 2>/dev/null || true; done
 }
