@@ -17,8 +17,9 @@ type LiveStats struct {
 	// The layer's measurement of its own cost, summed over all requests: the time from its
 	// entry to the end of its work (the reply to the kernel follows), and the part of that
 	// which was the layer's own (timing, attribution, recording) rather than the bridge's
-	// and the backend's. The layer times one request in costSample (chosen by the kernel's
-	// request id) and scales the sums to all requests; Sampled is how many it timed.
+	// and the backend's. The layer times one request in 1<<costSampleShift (8), chosen by
+	// the kernel's request id, and scales the sums to all requests; Sampled is how many it
+	// timed (every request with Options.CostByOp).
 	InLayer, Self time.Duration
 	Sampled       uint64
 	// Caller threads looked up in /proc (in the path of their first request), and the time
