@@ -17,6 +17,11 @@ done
 shift $((OPTIND - 1))
 [ $# -eq 2 ] || { sed -n '2,11p' "$0"; exit 2; }
 REPO=$(cd "$(dirname "$0")/.." && pwd)
+for rev in "$1" "$2"; do
+  [ "$rev" = . ] || git -C "$REPO" rev-parse --verify -q "$rev^{commit}" >/dev/null ||
+    { echo "compare-builds: $rev is not a revision of $REPO" >&2; exit 2; }
+done
+[ "$(id -u)" = 0 ] || { echo "compare-builds: needs root (tmpfs and FUSE mounts)" >&2; exit 2; }
 PID=''
 cleanup() {
   if [ -n "$PID" ]; then kill -TERM "$PID" 2>/dev/null || true; wait "$PID" 2>/dev/null || true; fi
@@ -30,7 +35,7 @@ build() { # label rev
   if [ "$2" = . ]; then
     (cd "$REPO" && go build -o "$WORK/bm-$1" ./internal/fusetest/benchmount)
   else
-    git -C "$REPO" worktree add --detach "$WORK/src-$1" "$2" >/dev/null 2>&1
+    git -C "$REPO" worktree add --detach "$WORK/src-$1" "$2" >/dev/null
     (cd "$WORK/src-$1" && go build -o "$WORK/bm-$1" ./internal/fusetest/benchmount)
   fi
 }
