@@ -41,6 +41,7 @@ type tracer struct {
 var _ fuse.RawFileSystem = (*tracer)(nil)
 
 func newTracer(inner fuse.RawFileSystem, rec Recorder, o Options) *tracer {
+	trace.CalibrateClock()
 	t := &tracer{
 		inner:   inner,
 		rec:     rec,
@@ -142,7 +143,7 @@ func (t *tracer) commit(ev *trace.Event, c *span, st fuse.Status) {
 // record sets ev's times and errno, counts it, and appends it if it passes the filters.
 func (t *tracer) record(ev *trace.Event, c *span, st fuse.Status) {
 	ev.Start = c.s0 - t.origin
-	ev.Dur = c.s1 - c.s0
+	ev.Dur = max(c.s1-c.s0, 0) // the cycle clock of another CPU may be a few ns behind
 	if st != fuse.OK {
 		ev.Errno = uint16(st)
 	}

@@ -122,9 +122,10 @@ func (s *svcTable) measured(ctx context.Context, start int64) {
 	b := &s.buckets[s.bucket(k)]
 	for i := range b.keys {
 		if b.keys[i].Load() == k {
-			b.slots[i].start, b.slots[i].dur = start, end-start
+			d := max(end-start, 0) // the thread may have moved to a CPU whose counter is behind
+			b.slots[i].start, b.slots[i].dur = start, d
 			if s.probe != nil {
-				s.probe(start, end-start)
+				s.probe(start, d)
 			}
 			return
 		}

@@ -213,6 +213,7 @@ func (w *worker) backend(op *Op) Backend {
 // nil). It returns the fidelity summary; the error is non-nil when the replay could not
 // run to the end (cancelled, aborted on divergence, unreadable trace).
 func Run(ctx context.Context, src Source, b Backend, sink Sink, o Options) (*Summary, error) {
+	trace.CalibrateClock()
 	if o.Speed <= 0 {
 		o.Speed = 1
 	}

@@ -168,6 +168,7 @@ func NewWriter(out io.Writer, h Header, o WriterOptions) (*Writer, error) {
 }
 
 func newWriter(out io.Writer, h Header, o WriterOptions) (*Writer, error) {
+	CalibrateClock()
 	if o.FlushInterval <= 0 {
 		o.FlushInterval = DefaultFlushInterval
 	}

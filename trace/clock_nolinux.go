@@ -1,0 +1,5 @@
+//go:build !linux
+
+package trace
+
+func kernelClockIsTSC() bool { return false }
