@@ -4,6 +4,7 @@
 //	benchmount mount -target DIR -mount MNT [-trace FILE | -nop] [-cache none|kernel] [-ready FILE]
 //	                 [-cpufile FILE] [-cpuprofile FILE] [-memprofile FILE] [-costbyop]
 //	benchmount smallfiles -dir DIR [-n 1000] [-size 4096]
+//	benchmount interleave -dirs DIR,DIR[,...] [-n 5000] [-block 50] [-rounds 1] [-size 4096]
 //
 // mount serves until SIGINT or SIGTERM and writes the ready file once the mount is up.
 // With -cpufile, every SIGUSR1 makes it write its own CPU time so far and the layer's
@@ -13,6 +14,8 @@
 // exited ones. Their sum is the exact time on CPU; the user/system split is estimated by the
 // kernel from tick samples.
 // smallfiles prints one line per phase: "create|stat|read|unlink OPS_PER_SEC".
+// interleave runs the same loop on several directories at once, a block of files at a time
+// on each in turn, and compares them block by block (interleave.go).
 package main
 
 import (
@@ -44,6 +47,8 @@ func main() {
 		err = mount(os.Args[2:])
 	case "smallfiles":
 		err = smallFiles(os.Args[2:])
+	case "interleave":
+		err = interleave(os.Args[2:])
 	default:
 		err = fmt.Errorf("unknown subcommand %q", os.Args[1])
 	}
@@ -216,11 +221,25 @@ func smallFiles(args []string) error {
 		fmt.Printf("%s %.0f\n", name, float64(len(names))/time.Since(t0).Seconds())
 		return nil
 	}
+	for _, ph := range smallPhases(buf) {
+		if err := phase(ph.name, ph.fn); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// smallPhase is one phase of the small-file loop, done to one file per call.
+type smallPhase struct {
+	name string
+	fn   func(p string) error
+}
+
+// smallPhases are the loop's phases, in order: create and write size bytes, stat, read
+// size bytes, unlink.
+func smallPhases(buf []byte) []smallPhase {
 	var st syscall.Stat_t
-	for _, ph := range []struct {
-		name string
-		fn   func(p string) error
-	}{
+	return []smallPhase{
 		{"create", func(p string) error {
 			fd, err := syscall.Open(p, syscall.O_CREAT|syscall.O_WRONLY|syscall.O_TRUNC|syscall.O_CLOEXEC, 0o644)
 			if err != nil {
@@ -243,10 +262,5 @@ func smallFiles(args []string) error {
 			return syscall.Close(fd)
 		}},
 		{"unlink", func(p string) error { return syscall.Unlink(p) }},
-	} {
-		if err := phase(ph.name, ph.fn); err != nil {
-			return err
-		}
 	}
-	return nil
 }
