@@ -159,7 +159,7 @@
 // # Crash semantics
 //
 // The writer writes whole chunks with one write call each: at least every FlushInterval
-// (1 s by default) while events are pending, and whenever ChunkEvents events are staged.
+// (1 s by default) while events are pending, and whenever ChunkEvents events are encoded.
 // If the writer is killed (kill -9), every chunk written before is intact; the file ends
 // in a partial chunk or at a chunk boundary and has no footer. A reader returns the
 // events of every complete chunk, reports the cut-off tail (*ChunkError wrapping

@@ -367,73 +367,116 @@ func (p *offsetPredictor) update(h uint64, off, ret int64) {
 // appendEvents appends an events payload of the given format version. A version-1 payload
 // has no Offset2 column: the events' Offset2 values are not written.
 func appendEvents(dst []byte, version uint16, evs []Event, pred *offsetPredictor) []byte {
-	dst = binary.AppendUvarint(dst, uint64(len(evs)))
-	for i := range evs {
-		dst = append(dst, byte(evs[i].Op))
+	c := columnEncoder{version: version, pred: pred}
+	c.reset()
+	c.add(evs)
+	return c.payload(dst)
+}
+
+// numColumns is the number of columns of a version-2 events payload.
+const numColumns = 20
+
+// columnEncoder builds one events payload from blocks of events: each block's values are
+// appended to their column's buffer, and payload joins the columns. The trace writer feeds
+// it each batch as it comes, in blocks that stay in the CPU's first-level cache for the
+// twenty passes; it used to copy every event into a chunk-sized stage (1.8 MB for 16384
+// events) and pass over that twenty times, which streamed the stage through the caches the
+// FUSE requests need.
+type columnEncoder struct {
+	version uint16
+	n       int   // events added since reset
+	prev    int64 // the last event's Start
+	pred    *offsetPredictor
+	cols    [numColumns][]byte
+}
+
+// reset starts a new payload.
+func (c *columnEncoder) reset() {
+	c.n, c.prev = 0, 0
+	c.pred.reset()
+	for i := range c.cols {
+		c.cols[i] = c.cols[i][:0]
 	}
-	var prev int64
+}
+
+// add appends evs to the payload.
+func (c *columnEncoder) add(evs []Event) {
+	c.n += len(evs)
+	col := &c.cols
 	for i := range evs {
-		dst = binary.AppendVarint(dst, evs[i].Start-prev)
+		col[0] = append(col[0], byte(evs[i].Op))
+	}
+	prev := c.prev
+	for i := range evs {
+		col[1] = binary.AppendVarint(col[1], evs[i].Start-prev)
 		prev = evs[i].Start
 	}
+	c.prev = prev
 	for i := range evs {
-		dst = binary.AppendVarint(dst, evs[i].Dur)
+		col[2] = binary.AppendVarint(col[2], evs[i].Dur)
 	}
 	for i := range evs {
-		dst = binary.AppendUvarint(dst, uint64(evs[i].Errno))
+		col[3] = binary.AppendUvarint(col[3], uint64(evs[i].Errno))
 	}
 	for i := range evs {
-		dst = binary.AppendUvarint(dst, uint64(evs[i].Path))
+		col[4] = binary.AppendUvarint(col[4], uint64(evs[i].Path))
 	}
 	for i := range evs {
-		dst = binary.AppendUvarint(dst, uint64(evs[i].Path2))
+		col[5] = binary.AppendUvarint(col[5], uint64(evs[i].Path2))
 	}
 	for i := range evs {
-		dst = binary.AppendUvarint(dst, evs[i].Node)
+		col[6] = binary.AppendUvarint(col[6], evs[i].Node)
 	}
 	for i := range evs {
-		dst = binary.AppendUvarint(dst, evs[i].Node2)
+		col[7] = binary.AppendUvarint(col[7], evs[i].Node2)
 	}
 	for i := range evs {
-		dst = binary.AppendUvarint(dst, evs[i].Handle)
+		col[8] = binary.AppendUvarint(col[8], evs[i].Handle)
 	}
 	for i := range evs {
-		dst = binary.AppendUvarint(dst, evs[i].Handle2)
+		col[9] = binary.AppendUvarint(col[9], evs[i].Handle2)
 	}
-	pred.reset()
 	for i := range evs {
 		e := &evs[i]
-		dst = binary.AppendVarint(dst, e.Offset-pred.predict(e.Handle))
-		pred.update(e.Handle, e.Offset, e.Ret)
+		col[10] = binary.AppendVarint(col[10], e.Offset-c.pred.predict(e.Handle))
+		c.pred.update(e.Handle, e.Offset, e.Ret)
 	}
 	for i := range evs {
-		dst = binary.AppendUvarint(dst, uint64(evs[i].Size))
+		col[11] = binary.AppendUvarint(col[11], uint64(evs[i].Size))
 	}
 	for i := range evs {
-		dst = binary.AppendVarint(dst, evs[i].Ret-int64(evs[i].Size))
+		col[12] = binary.AppendVarint(col[12], evs[i].Ret-int64(evs[i].Size))
 	}
 	for i := range evs {
-		dst = binary.AppendUvarint(dst, uint64(evs[i].Flags))
+		col[13] = binary.AppendUvarint(col[13], uint64(evs[i].Flags))
 	}
 	for i := range evs {
-		dst = binary.AppendUvarint(dst, uint64(evs[i].Mode))
+		col[14] = binary.AppendUvarint(col[14], uint64(evs[i].Mode))
 	}
 	for i := range evs {
-		dst = binary.AppendUvarint(dst, uint64(evs[i].Tid))
+		col[15] = binary.AppendUvarint(col[15], uint64(evs[i].Tid))
 	}
 	for i := range evs {
-		dst = binary.AppendUvarint(dst, uint64(evs[i].Pid))
+		col[16] = binary.AppendUvarint(col[16], uint64(evs[i].Pid))
 	}
 	for i := range evs {
-		dst = binary.AppendUvarint(dst, uint64(evs[i].Uid))
+		col[17] = binary.AppendUvarint(col[17], uint64(evs[i].Uid))
 	}
 	for i := range evs {
-		dst = binary.AppendUvarint(dst, uint64(evs[i].Gid))
+		col[18] = binary.AppendUvarint(col[18], uint64(evs[i].Gid))
 	}
-	if version >= Version2 {
+	if c.version >= Version2 {
 		for i := range evs {
-			dst = binary.AppendVarint(dst, evs[i].Offset2)
+			col[19] = binary.AppendVarint(col[19], evs[i].Offset2)
 		}
+	}
+}
+
+// payload appends the payload of the events added since reset.
+func (c *columnEncoder) payload(dst []byte) []byte {
+	dst = binary.AppendUvarint(dst, uint64(c.n))
+	for i := range c.cols {
+		dst = append(dst, c.cols[i]...)
 	}
 	return dst
 }

@@ -77,7 +77,7 @@ type Writer struct {
 	closing   chan struct{}
 	done      chan struct{}
 	closeOnce sync.Once
-	release   func() // unmaps the event store of the batches and the stage (after the encoder stopped)
+	release   func() // unmaps the event store of the batches (after the encoder stopped)
 
 	paths *pathIndex
 
@@ -96,7 +96,7 @@ type Writer struct {
 
 	// Owned by the encoder goroutine.
 	enc      *zstd.Encoder
-	stage    []Event
+	cols     columnEncoder // the events of the chunk being built
 	raw      []byte
 	buf      []byte
 	pred     offsetPredictor
@@ -201,10 +201,10 @@ func newWriter(out io.Writer, h Header, o WriterOptions) (*Writer, error) {
 	w.freeStk = make([]*batch, 0, nb)
 	w.avail = make(chan struct{}, nb)
 	w.full = make(chan *batch, nb)
-	// One store for the batches and the encoder's stage, outside the Go heap.
-	store, release := newEventStore(nb*bs + o.ChunkEvents)
+	// One store for the batches, outside the Go heap.
+	store, release := newEventStore(nb * bs)
 	w.release = release
-	w.stage = store[nb*bs : nb*bs : nb*bs+o.ChunkEvents]
+	w.cols = columnEncoder{version: writeVersion, pred: &w.pred}
 	for i := range nb {
 		w.putFree(&batch{ev: store[(nb-1-i)*bs : (nb-i)*bs : (nb-i)*bs]}) // the start of the store on top
 	}
@@ -448,17 +448,26 @@ func (w *Writer) drain() {
 	}
 }
 
-// take moves a batch's events to the stage, writing chunks as it fills, and frees b.
+// encodeBlock is the number of events the encoder takes at a time (28 KiB of events).
+const encodeBlock = 256
+
+// take encodes a batch's events into the chunk being built, writing chunks as they fill,
+// and frees b.
 func (w *Writer) take(b *batch) {
 	if w.opts.Observe != nil {
 		w.opts.Observe(b.ev[:b.n])
 	}
 	ev := b.ev[:b.n]
 	for len(ev) > 0 {
-		n := copy(w.stage[len(w.stage):cap(w.stage)], ev)
-		w.stage = w.stage[:len(w.stage)+n]
-		ev = ev[n:]
-		if len(w.stage) == cap(w.stage) {
+		k := min(len(ev), encodeBlock, w.opts.ChunkEvents-w.cols.n)
+		for i := range ev[:k] {
+			if op := ev[i].Op; op < NumOps {
+				w.opCounts[op]++
+			}
+		}
+		w.cols.add(ev[:k])
+		ev = ev[k:]
+		if w.cols.n == w.opts.ChunkEvents {
 			w.flush()
 		}
 	}
@@ -486,7 +495,7 @@ func (w *Writer) popFree() *batch {
 	return b
 }
 
-// flush writes pending side-table records, then the staged events. The side records are
+// flush writes pending side-table records, then the encoded events. The side records are
 // collected after the events left their batches, so every record an event refers to is
 // written no later than the event.
 func (w *Writer) flush() {
@@ -497,8 +506,8 @@ func (w *Writer) flush() {
 	w.sideMu.Unlock()
 
 	if w.err != nil { // the file is broken: count the events as lost, skip the work
-		w.dropped.Add(uint64(len(w.stage)))
-		w.stage = w.stage[:0]
+		w.dropped.Add(uint64(w.cols.n))
+		w.cols.reset()
 		return
 	}
 	w.buf = w.buf[:0]
@@ -514,16 +523,11 @@ func (w *Writer) flush() {
 		w.raw = appendFiles(w.raw[:0], files)
 		w.buf = w.appendChunk(w.buf, ChunkFiles, w.raw)
 	}
-	n := len(w.stage)
+	n := w.cols.n
 	if n > 0 {
-		for i := range w.stage {
-			if op := w.stage[i].Op; op < NumOps {
-				w.opCounts[op]++
-			}
-		}
-		w.raw = appendEvents(w.raw[:0], writeVersion, w.stage, &w.pred)
+		w.raw = w.cols.payload(w.raw[:0])
 		w.buf = w.appendChunk(w.buf, ChunkEvents, w.raw)
-		w.stage = w.stage[:0]
+		w.cols.reset()
 	}
 	if len(w.buf) == 0 {
 		return
