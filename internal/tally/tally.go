@@ -104,10 +104,51 @@ func (t *Tally) Add(ev *trace.Event) {
 	}
 }
 
-// AddBatch accounts a batch of events (a trace.WriterOptions.Observe function).
+// batchSums are one op's totals over a batch.
+type batchSums struct{ count, errors, dur, bytes, max, min uint64 }
+
+// AddBatch accounts a batch of events (a trace.WriterOptions.Observe function). It sums
+// the batch per op first: an event then costs one atomic add (its histogram bucket) instead
+// of four adds and two compare-and-swap loops, on the trace writer's goroutine, which
+// shares the CPU with the FUSE requests. Safe for concurrent use; it does not allocate.
 func (t *Tally) AddBatch(evs []trace.Event) {
+	var sums [trace.NumOps]batchSums
 	for i := range evs {
-		t.Add(&evs[i])
+		ev := &evs[i]
+		if !ev.Op.Valid() {
+			continue
+		}
+		d := uint64(max(ev.Dur, 0))
+		t.ops[ev.Op].buckets[bucketOf(d)].Add(1)
+		s := &sums[ev.Op]
+		if s.count == 0 || d < s.min {
+			s.min = d
+		}
+		s.max = max(s.max, d)
+		s.count++
+		s.dur += d
+		if ev.Errno != 0 {
+			s.errors++
+		} else if ev.Ret > 0 && (ev.Op == trace.OpRead || ev.Op == trace.OpWrite || ev.Op == trace.OpCopyFileRange) {
+			s.bytes += uint64(ev.Ret)
+		}
+	}
+	for op := range sums {
+		s := &sums[op]
+		if s.count == 0 {
+			continue
+		}
+		o := &t.ops[op]
+		o.count.Add(s.count)
+		o.dur.Add(s.dur)
+		if s.errors > 0 {
+			o.errors.Add(s.errors)
+		}
+		if s.bytes > 0 {
+			o.bytes.Add(s.bytes)
+		}
+		storeMax(&o.max, s.max)
+		storeMin(&o.min, s.min)
 	}
 }
 

@@ -2,6 +2,8 @@ package tally
 
 import (
 	"math"
+	"math/rand/v2"
+	"reflect"
 	"sync"
 	"testing"
 	"time"
@@ -76,4 +78,47 @@ func TestAddDoesNotAllocate(t *testing.T) {
 	if n := testing.AllocsPerRun(1000, func() { tl.Add(ev) }); n != 0 {
 		t.Fatalf("Add allocates %v times", n)
 	}
+}
+
+// TestAddBatch checks that a batch accounts exactly as its events one by one.
+func TestAddBatch(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	var evs []trace.Event
+	for range 5000 {
+		ev := trace.Event{Op: trace.Op(rng.IntN(int(trace.NumOps) + 2)), Dur: rng.Int64N(1e7) - 10, Ret: rng.Int64N(1 << 20)}
+		if rng.IntN(10) == 0 {
+			ev.Errno = 2
+		}
+		evs = append(evs, ev)
+	}
+	var one, batch Tally
+	for i := range evs {
+		one.Add(&evs[i])
+	}
+	batch.AddBatch(evs[:1234])
+	batch.AddBatch(evs[1234:])
+	a, b := one.Snapshot(), batch.Snapshot()
+	a.At, b.At = time.Time{}, time.Time{}
+	if !reflect.DeepEqual(a, b) {
+		t.Fatalf("batch tally differs from the events' one by one:\n%+v\n%+v", a.Ops[:2], b.Ops[:2])
+	}
+	if len(a.Ops) < 10 {
+		t.Fatalf("only %d ops seen: the test's events are not varied", len(a.Ops))
+	}
+	if n := testing.AllocsPerRun(100, func() { batch.AddBatch(evs[:100]) }); n != 0 {
+		t.Fatalf("AddBatch allocates %v times", n)
+	}
+}
+
+func BenchmarkAddBatch(b *testing.B) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	evs := make([]trace.Event, 4096)
+	for i := range evs {
+		evs[i] = trace.Event{Op: trace.Op(1 + rng.IntN(12)), Dur: rng.Int64N(1e6), Ret: 4096}
+	}
+	var tl Tally
+	for b.Loop() {
+		tl.AddBatch(evs)
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(evs)), "ns/event")
 }

@@ -33,6 +33,7 @@ import (
 	"time"
 
 	"github.com/iotap/iotap/fusefs"
+	"github.com/iotap/iotap/internal/tally"
 	"github.com/iotap/iotap/trace"
 )
 
@@ -102,7 +103,10 @@ func mount(args []string) error {
 	if *traceFile != "" {
 		h := trace.Header{Kind: "record", FUSE: o.TraceOptions()}
 		var err error
-		if w, err = trace.Create(*traceFile, h, trace.WriterOptions{}); err != nil {
+		// As iotap record: the writer's encoder also feeds the live line's and the
+		// summary's tally.
+		var tl tally.Tally
+		if w, err = trace.Create(*traceFile, h, trace.WriterOptions{Observe: tl.AddBatch}); err != nil {
 			return err
 		}
 		rec = w
