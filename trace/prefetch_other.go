@@ -1,0 +1,7 @@
+//go:build !amd64
+
+package trace
+
+import "unsafe"
+
+func prefetchEvent(unsafe.Pointer) {}
