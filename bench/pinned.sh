@@ -15,25 +15,33 @@
 # Placements (-p): same (servers and load on CPU 0: every cost of the layer is on the
 # request's path), cross (servers on CPU 1, load on CPU 0: as on a larger machine, where
 # the application and the daemon run on different cores), or both.
-# Prints per placement and phase the rate of t (and w) relative to u, and the servers' CPU
-# time per file (getrusage, both servers measured over the same interval).
+# With -A REV a third server a is the tracer built from git revision REV: the two builds are
+# compared within the same instances (t/a), the only way to settle a change of 1 %: runs a
+# few minutes apart differ by that much.
+# Prints per placement and phase the rate of t (and w, a) relative to u, and the servers' CPU
+# time per file (getrusage, all servers measured over the same interval).
 #
 # Usage: bench/pinned.sh [-k INSTANCES] [-n FILES] [-b BLOCK] [-p same|cross|both]
-#                        [-c none|kernel] [-C] [-d WORKDIR]   (root, 2 CPUs or more)
+#                        [-c none|kernel] [-C] [-A REV] [-d WORKDIR]   (root, 2 CPUs or more)
 set -euo pipefail
-K=20 N=2000 BLOCK=50 PLACE=both CACHE=none CONTROL=0 WORK=/var/tmp/iotap-pinned
-while getopts "k:n:b:p:c:Cd:h" o; do
+K=20 N=2000 BLOCK=50 PLACE=both CACHE=none CONTROL=0 REV='' WORK=/var/tmp/iotap-pinned
+while getopts "k:n:b:p:c:CA:d:h" o; do
   case $o in
     k) K=$OPTARG ;; n) N=$OPTARG ;; b) BLOCK=$OPTARG ;; p) PLACE=$OPTARG ;; c) CACHE=$OPTARG ;;
-    C) CONTROL=1 ;; d) WORK=$OPTARG ;; *) sed -n '2,24p' "$0"; exit 2 ;;
+    C) CONTROL=1 ;; A) REV=$OPTARG ;; d) WORK=$OPTARG ;; *) sed -n '2,28p' "$0"; exit 2 ;;
   esac
 done
 case $PLACE in same | cross) PLACES=$PLACE ;; both) PLACES="same cross" ;; *) echo "pinned: -p same|cross|both" >&2; exit 2 ;; esac
 [ "$(id -u)" = 0 ] || { echo "pinned: needs root (tmpfs and FUSE mounts)" >&2; exit 2; }
 [ "$(nproc)" -ge 2 ] || { echo "pinned: needs 2 CPUs" >&2; exit 2; }
 REPO=$(cd "$(dirname "$0")/.." && pwd)
+if [ -n "$REV" ]; then
+  git -C "$REPO" rev-parse --verify -q "$REV^{commit}" >/dev/null ||
+    { echo "pinned: $REV is not a revision of $REPO" >&2; exit 2; }
+fi
 SERVERS="u t"
-[ "$CONTROL" = 1 ] && SERVERS="u t w"
+[ "$CONTROL" = 1 ] && SERVERS="$SERVERS w"
+[ -n "$REV" ] && SERVERS="$SERVERS a"
 PIDS=()
 declare -A PID
 stop() {
@@ -41,12 +49,21 @@ stop() {
   wait 2>/dev/null || true
   PIDS=()
 }
-cleanup() { stop; umount "$WORK/backend" 2>/dev/null || true; }
+cleanup() {
+  stop
+  umount "$WORK/backend" 2>/dev/null || true
+  git -C "$REPO" worktree remove --force "$WORK/src-a" 2>/dev/null || true
+}
 trap cleanup EXIT
+cleanup
 rm -rf "$WORK"; mkdir -p "$WORK/backend"
 mount -t tmpfs -o size=1g tmpfs "$WORK/backend"
 B=$WORK/benchmount
 (cd "$REPO" && go build -o "$B" ./internal/fusetest/benchmount)
+if [ -n "$REV" ]; then
+  git -C "$REPO" worktree add --detach "$WORK/src-a" "$REV" >/dev/null
+  (cd "$WORK/src-a" && go build -o "$WORK/benchmount-a" ./internal/fusetest/benchmount)
+fi
 cpu() { # server -> its CPU time so far, ns
   rm -f "$WORK/c$1"; kill -USR1 "${PID[$1]}"
   for _ in $(seq 200); do [ -s "$WORK/c$1" ] && break; sleep 0.01; done
@@ -59,9 +76,9 @@ for place in $PLACES; do
     dirs=()
     for m in $SERVERS; do
       mkdir -p "$WORK/backend/o$m" "$WORK/m$m"; rm -f "$WORK/r$m"
-      extra=()
-      [ "$m" = t ] && extra=(-trace "$WORK/t.iotap")
-      taskset -c "$SCPU" "$B" mount "${extra[@]}" -cache "$CACHE" -cpufile "$WORK/c$m" \
+      extra=() bin=$B
+      case $m in t) extra=(-trace "$WORK/t.iotap") ;; a) extra=(-trace "$WORK/a.iotap") bin=$WORK/benchmount-a ;; esac
+      taskset -c "$SCPU" "$bin" mount "${extra[@]}" -cache "$CACHE" -cpufile "$WORK/c$m" \
         -target "$WORK/backend/o$m" -mount "$WORK/m$m" -ready "$WORK/r$m" 2>"$WORK/$m.log" &
       PID[$m]=$!; PIDS+=($!)
       dirs+=("$WORK/m$m")
@@ -86,7 +103,7 @@ echo "small files: $K instances of $N files per server, blocks of $BLOCK, --cach
 python3 - "$RES" "$SERVERS" <<'PY'
 import collections, random, statistics, sys
 names = sys.argv[2].split()
-label = {"t": "iotap/untraced", "w": "control/untraced"}
+label = {"t": "iotap/untraced", "w": "control/untraced", "a": "REV's iotap/untraced"}
 ratio = collections.defaultdict(list)  # (place, phase, dir) -> per-instance ratios
 rate = collections.defaultdict(list)   # (place, phase, dir) -> rates
 cpu = collections.defaultdict(dict)    # (place, k) -> dir -> ns per file
@@ -118,4 +135,15 @@ for place in dict.fromkeys(p for p, _, _ in ratio):
         base = statistics.median(cpu[(place, k)][0] for k in ks) / 1000
         lo, hi = ci(rs)
         print(f"  server CPU per file, {label[names[d]]}: {statistics.median(rs):.3f} [{lo:.3f} .. {hi:.3f}], {diff:+.1f} us of {base:.0f} us")
+    if "a" in names:  # this tree's tracer against REV's, instance by instance
+        t, a = names.index("t"), names.index("a")
+        print(f"  this tree / REV, both traced:")
+        for phase in ("create", "stat", "read", "unlink"):
+            xs = [x / y for x, y in zip(ratio[(place, phase, t)], ratio[(place, phase, a)])]
+            lo, hi = ci(xs)
+            print(f"    {phase:6} rate {statistics.median(xs):.4f} [{lo:.4f} .. {hi:.4f}]")
+        ks = [k for (p, k) in cpu if p == place]
+        xs = [cpu[(place, k)][t] / cpu[(place, k)][a] for k in ks]
+        lo, hi = ci(xs)
+        print(f"    server CPU per file {statistics.median(xs):.4f} [{lo:.4f} .. {hi:.4f}]")
 PY
