@@ -10,7 +10,9 @@ type Header struct {
 	Kind      string    // "record" (traced through the FUSE layer) or "replay"
 	WallStart time.Time // wall-clock time (UTC) at Origin
 	// Origin is the monotonic reading (ns, CLOCK_MONOTONIC) that event Start times count
-	// from. It is only meaningful for comparing traces made on the same boot.
+	// from. It is only meaningful for comparing traces made on the same boot. Event times
+	// are read with Now: CLOCK_MONOTONIC, or the CPU's cycle counter calibrated to it
+	// (within microseconds of it; see CalibrateClock).
 	Origin       int64
 	Hostname     string
 	IotapVersion string // iotap version that wrote the trace
