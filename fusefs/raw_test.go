@@ -3,6 +3,7 @@ package fusefs
 import (
 	"reflect"
 	"testing"
+	"unsafe"
 
 	"github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
@@ -54,6 +55,25 @@ func TestFileOffersEveryLoopbackFileOp(t *testing.T) {
 			}
 		case lf.Implements(it) && !ours.Implements(it):
 			t.Errorf("LoopbackFile implements %s but our file does not", it)
+		}
+	}
+}
+
+// TestTracerLayout: what every request reads of the tracer is in its first two lines.
+func TestTracerLayout(t *testing.T) {
+	var tr tracer
+	for name, end := range map[string]uintptr{
+		"comms":  unsafe.Offsetof(tr.comms) + unsafe.Sizeof(tr.comms),
+		"procs":  unsafe.Offsetof(tr.procs) + unsafe.Sizeof(tr.procs),
+		"inner":  unsafe.Offsetof(tr.inner) + unsafe.Sizeof(tr.inner),
+		"filter": unsafe.Offsetof(tr.filter) + unsafe.Sizeof(tr.filter),
+	} {
+		limit := uintptr(128)
+		if name == "comms" || name == "inner" {
+			limit = 64
+		}
+		if end > limit {
+			t.Errorf("tracer.%s ends at byte %d, beyond %d", name, end, limit)
 		}
 	}
 }
