@@ -222,7 +222,7 @@ func TestServiceTime(t *testing.T) {
 	rec := &lastRecorder{}
 	u := newUnitFS(t, rec)
 	last := struct{ start, dur int64 }{dur: -1}
-	u.tr.svc.probe = func(start, dur int64) { last.start, last.dur = start, dur }
+	u.tr.svc.setProbe(func(start, dur int64) { last.start, last.dur = start, dur })
 	check := func(name string, call func() fuse.Status) {
 		t.Helper()
 		last.dur = -1

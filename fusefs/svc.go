@@ -40,10 +40,13 @@ const (
 // svcBucket is the keys of one bucket (each a request's cancel channel, 0 when free) and
 // their slots, in one cache line: a request touches that line and nothing else of the
 // table (which is cold again by the next request: a FUSE round trip in between evicts it).
+// Each bucket holds the tests' probe too, in the line's spare bytes: read from the end of
+// the table, it was one more line per measured request.
 type svcBucket struct {
 	keys  [svcWays]atomic.Uintptr
 	slots [svcWays]svcSlot
-	_     [64 - svcWays*24]byte
+	probe func(start, dur int64) // tests: sees every measurement (setProbe)
+	_     [64 - svcWays*24 - 8]byte
 }
 
 // svcTable maps the cancel channels of requests in flight to slots. It is a fixed array:
@@ -52,7 +55,14 @@ type svcBucket struct {
 // is larger than 32 KiB and so page-aligned, and each 64-byte bucket is one cache line.
 type svcTable struct {
 	buckets [svcBuckets]svcBucket
-	probe   func(start, dur int64) // tests: sees every measurement
+}
+
+// setProbe makes every measurement call probe (tests). It must be set before the table is
+// in use.
+func (s *svcTable) setProbe(probe func(start, dur int64)) {
+	for i := range s.buckets {
+		s.buckets[i].probe = probe
+	}
 }
 
 // svcRef names a claimed slot (bucket*svcWays + way); noSvc is none.
@@ -124,8 +134,8 @@ func (s *svcTable) measured(ctx context.Context, start int64) {
 		if b.keys[i].Load() == k {
 			d := max(end-start, 0) // the thread may have moved to a CPU whose counter is behind
 			b.slots[i].start, b.slots[i].dur = start, d
-			if s.probe != nil {
-				s.probe(start, d)
+			if b.probe != nil {
+				b.probe(start, d)
 			}
 			return
 		}
