@@ -15,7 +15,7 @@
 // kernel from tick samples.
 // smallfiles prints one line per phase: "create|stat|read|unlink OPS_PER_SEC".
 // interleave runs the same loop on several directories at once, a block of files at a time
-// on each in turn, and compares them block by block (interleave.go).
+// on each in turn, and prints each one's rates and their ratios to the first (interleave.go).
 package main
 
 import (
