@@ -99,9 +99,18 @@ func (t *Tally) Add(ev *trace.Event) {
 	storeMin(&o.min, d)
 	if ev.Errno != 0 {
 		o.errors.Add(1)
-	} else if ev.Ret > 0 && (ev.Op == trace.OpRead || ev.Op == trace.OpWrite || ev.Op == trace.OpCopyFileRange) {
-		o.bytes.Add(uint64(ev.Ret))
+	} else if n := dataBytes(ev); n > 0 {
+		o.bytes.Add(n)
 	}
+}
+
+// dataBytes is the bytes a successful event moved: its Ret for read, write and
+// copy_file_range, else 0.
+func dataBytes(ev *trace.Event) uint64 {
+	if ev.Ret > 0 && (ev.Op == trace.OpRead || ev.Op == trace.OpWrite || ev.Op == trace.OpCopyFileRange) {
+		return uint64(ev.Ret)
+	}
+	return 0
 }
 
 // batchSums are one op's totals over a batch.
@@ -129,8 +138,8 @@ func (t *Tally) AddBatch(evs []trace.Event) {
 		s.dur += d
 		if ev.Errno != 0 {
 			s.errors++
-		} else if ev.Ret > 0 && (ev.Op == trace.OpRead || ev.Op == trace.OpWrite || ev.Op == trace.OpCopyFileRange) {
-			s.bytes += uint64(ev.Ret)
+		} else {
+			s.bytes += dataBytes(ev)
 		}
 	}
 	for op := range sums {
