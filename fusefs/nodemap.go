@@ -42,7 +42,8 @@ func (m *nodeMap) get(node uint64) (nodeRef, bool) {
 	return r, ok
 }
 
-// find returns the index of node's entry.
+// find returns the index of node's entry (ok), or of the free entry that ends its probe
+// (not ok; 0 in an empty table).
 func (s *nodeShard) find(node uint64) (uint64, bool) {
 	if len(s.slots) == 0 {
 		return 0, false
@@ -53,7 +54,7 @@ func (s *nodeShard) find(node uint64) (uint64, bool) {
 		case node:
 			return i, true
 		case 0:
-			return 0, false
+			return i, false
 		}
 	}
 }
@@ -71,27 +72,48 @@ func (s *nodeShard) lookup(node uint64) (nodeRef, bool) {
 	return nodeRef{}, false
 }
 
-// store sets node's entry (node > 0).
-func (s *nodeShard) store(node uint64, r nodeRef) {
+// at returns node's entry, or nil. The pointer is valid until the next change of the shard.
+func (s *nodeShard) at(node uint64) *nodeRef {
 	if i, ok := s.find(node); ok {
-		s.slots[i].ref = r
-		return
+		return &s.slots[i].ref
+	}
+	return nil
+}
+
+// entry returns node's entry, adding a zero one if node has none (added): one probe, where
+// a lookup followed by a store took two or three, each a cold line in a mount. The pointer
+// is valid until the next change of the shard.
+func (s *nodeShard) entry(node uint64) (r *nodeRef, added bool) {
+	i, ok := s.find(node)
+	if ok {
+		return &s.slots[i].ref, false
 	}
 	if 4*(s.used+1) > 3*len(s.slots) {
 		s.grow()
+		i = s.put(node, nodeRef{})
+	} else {
+		s.slots[i] = nodeEntry{node: node}
 	}
-	s.put(node, r)
 	s.used++
+	return &s.slots[i].ref, true
 }
 
-// put writes an entry known to be absent into the first free entry of its probe.
-func (s *nodeShard) put(node uint64, r nodeRef) {
+// store sets node's entry (node > 0).
+func (s *nodeShard) store(node uint64, r nodeRef) {
+	p, _ := s.entry(node)
+	*p = r
+}
+
+// put writes an entry known to be absent into the first free entry of its probe, and
+// returns its index.
+func (s *nodeShard) put(node uint64, r nodeRef) uint64 {
 	mask := uint64(len(s.slots) - 1)
 	i := s.start(node, mask)
 	for s.slots[i].node != 0 {
 		i = (i + 1) & mask
 	}
 	s.slots[i] = nodeEntry{node: node, ref: r}
+	return i
 }
 
 func (s *nodeShard) grow() {
@@ -104,13 +126,16 @@ func (s *nodeShard) grow() {
 	}
 }
 
-// remove deletes node's entry, moving later entries of the probe back into the hole
-// (no tombstones: a table of nodes that come and go does not fill up with them).
+// remove deletes node's entry.
 func (s *nodeShard) remove(node uint64) {
-	i, ok := s.find(node)
-	if !ok {
-		return
+	if i, ok := s.find(node); ok {
+		s.removeAt(i)
 	}
+}
+
+// removeAt deletes the entry at index i, moving later entries of the probe back into the
+// hole (no tombstones: a table of nodes that come and go does not fill up with them).
+func (s *nodeShard) removeAt(i uint64) {
 	mask := uint64(len(s.slots) - 1)
 	for {
 		j := i

@@ -252,15 +252,14 @@ func (t *nodeTable) ref(node uint64, path uint32, parent uint64, name string, is
 	}
 	sh := t.byNode.shard(node)
 	sh.mu.Lock()
-	r, known := sh.lookup(node)
-	moved := !known || r.path != path
+	r, added := sh.entry(node)
+	moved := added || r.path != path
 	r.refs++
 	r.path, r.gen, r.parent, r.isDir = path, t.gen.Load(), parent, isDir
-	if r.name != name || !known {
+	if r.name != name || added {
 		r.name, r.hash = strings.Clone(name), t.nameHash(name)
 	}
-	sh.store(node, r)
-	t.fill(node, &r, r.gen)
+	t.fill(node, r, r.gen)
 	sh.mu.Unlock()
 	if path != 0 && moved {
 		// A repeated lookup of a node (every stat with 0 s entry timeouts) changes nothing.
@@ -283,16 +282,17 @@ func (t *nodeTable) refKnown(node, dir uint64, name string) (uint32, bool) {
 	}
 	sh := t.byNode.shard(node)
 	sh.mu.Lock()
-	r, ok := sh.lookup(node)
-	ok = ok && r.path != 0 && r.parent == dir && r.name == name && r.gen == t.gen.Load()
+	var path uint32
+	r := sh.at(node)
+	ok := r != nil && r.path != 0 && r.parent == dir && r.name == name && r.gen == t.gen.Load()
 	if ok {
-		t.takeRefs(node, &r)
+		t.takeRefs(node, r)
 		r.refs++
-		sh.store(node, r)
-		t.fill(node, &r, r.gen)
+		t.fill(node, r, r.gen)
+		path = r.path
 	}
 	sh.mu.Unlock()
-	return r.path, ok
+	return path, ok
 }
 
 // forget drops n kernel references to node; the mapping goes when none is left.
@@ -302,25 +302,25 @@ func (t *nodeTable) forget(node, n uint64) {
 	}
 	sh := t.byNode.shard(node)
 	sh.mu.Lock()
-	r, ok := sh.lookup(node)
-	gone := false
+	i, ok := sh.find(node)
+	var gone uint32 // the path of a node that went (0: none, or it had none)
 	for ok {
-		t.takeRefs(node, &r)
+		r := &sh.slots[i].ref
+		t.takeRefs(node, r)
 		if r.refs > n {
 			r.refs -= n
-			sh.store(node, r)
 			break
 		}
 		if t.kill(node) { // else a lock-free reference came in: take it, decide again
-			sh.remove(node)
+			gone = r.path
+			sh.removeAt(i)
 			t.drop(node)
-			gone = true
 			break
 		}
 	}
 	sh.mu.Unlock()
-	if gone && r.path != 0 {
-		t.byPath.delIf(r.path, node)
+	if gone != 0 {
+		t.byPath.delIf(gone, node)
 	}
 }
 
