@@ -277,6 +277,34 @@ func TestRecordMountIsPrivate(t *testing.T) {
 	}
 }
 
+// TestRecordRuntimeSettings checks that iotap record serves with the Go runtime's lazy
+// freeing (internal/lazyfree) and that the job sees the environment as the user set it.
+func TestRecordRuntimeSettings(t *testing.T) {
+	requireRecord(t)
+	dir := t.TempDir()
+	// The job's parent is iotap's __record-child (in the private mount namespace); the
+	// server is its parent. /proc/PID/environ is the environment a process started with.
+	job := `echo "job GODEBUG=${GODEBUG-unset} saved=${IOTAP_SAVED_GODEBUG-unset}"; ` +
+		`srv=$(cut -d' ' -f4 /proc/$PPID/stat); ` +
+		`tr '\0' '\n' </proc/$srv/environ | grep '^GODEBUG=' || echo "no GODEBUG in iotap's environ"`
+	p := startIotap(t, dir, "record", "-o", filepath.Join(t.TempDir(), "t.iotap"), "--", "sh", "-c", job)
+	_ = p.stdin.Close()
+	code, stdout := p.wait(t)
+	if code != 0 {
+		t.Fatalf("exit %d; stderr: %s", code, p.stderr)
+	}
+	user, ok := os.LookupEnv("GODEBUG")
+	if !ok {
+		user = "unset"
+	}
+	if want := "job GODEBUG=" + user + " saved=unset\n"; !strings.HasPrefix(stdout, want) {
+		t.Errorf("job's environment: %q, want it to start with %q", stdout, want)
+	}
+	if !strings.Contains(stdout, "madvdontneed=0") {
+		t.Errorf("iotap did not start with GODEBUG=madvdontneed=0: %q", stdout)
+	}
+}
+
 func TestRecordJobEnds(t *testing.T) {
 	requireRecord(t)
 	tests := []struct {

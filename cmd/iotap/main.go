@@ -15,6 +15,8 @@ import (
 	"syscall"
 
 	"github.com/spf13/pflag"
+
+	"github.com/iotap/iotap/internal/lazyfree"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -81,6 +83,9 @@ func usageErrorf(format string, a ...any) error {
 }
 
 func main() {
+	if len(os.Args) > 1 && (os.Args[1] == "record" || os.Args[1] == "mount") {
+		lazyfree.Reexec() // before anything else: it may execute iotap again
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	stop()

@@ -33,11 +33,15 @@ import (
 	"time"
 
 	"github.com/iotap/iotap/fusefs"
+	"github.com/iotap/iotap/internal/lazyfree"
 	"github.com/iotap/iotap/internal/tally"
 	"github.com/iotap/iotap/trace"
 )
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "mount" {
+		lazyfree.Reexec() // as iotap record and iotap mount do, so both servers run alike
+	}
 	if len(os.Args) < 2 {
 		fmt.Fprintln(os.Stderr, "usage: benchmount mount|smallfiles ...")
 		os.Exit(2)

@@ -1,0 +1,84 @@
+// Package lazyfree makes a FUSE server's Go runtime release freed memory with MADV_FREE
+// instead of MADV_DONTNEED.
+//
+// go-fuse allocates on every request, so the heap of a busy server turns over every few
+// milliseconds. The runtime's background scavenger returns part of the freed pages to the
+// kernel between collections, and the next allocations fault them back in, zeroed: in a
+// traced mount about one page fault per small file (bench/pinned.sh, --cache kernel).
+// With MADV_FREE the kernel takes those pages only under memory pressure, and until then
+// touching them again costs nothing. The process's RSS then includes the lazily freed
+// pages (about the heap's peak, which stays bounded), as it did with Go 1.12 to 1.15.
+//
+// The runtime reads this setting (GODEBUG=madvdontneed=0) only at startup, and a //go:debug
+// directive cannot set it, so Reexec executes the program again with it. The job that
+// iotap record starts must not inherit the setting: the second run restores GODEBUG as
+// the user had it before it does anything else.
+package lazyfree
+
+import (
+	"os"
+	"runtime"
+	"strings"
+	"syscall"
+)
+
+// saved holds the user's GODEBUG across the exec: "1" and the value if it was set, "0" if
+// it was not.
+const saved = "IOTAP_SAVED_GODEBUG"
+
+// Reexec re-executes the running program with GODEBUG=madvdontneed=0 added, unless this is
+// the re-executed run, the user's GODEBUG already chooses madvdontneed, or the platform is
+// not Linux. In the re-executed run it restores the user's GODEBUG and returns. It returns
+// too if the exec fails; the program then runs with the runtime's default. Call it first
+// thing in main, before any other goroutine starts, and only in commands that serve a
+// mount.
+func Reexec() {
+	if v, ok := os.LookupEnv(saved); ok {
+		restore(v)
+		return
+	}
+	if runtime.GOOS != "linux" {
+		return
+	}
+	user, had := os.LookupEnv("GODEBUG")
+	if strings.Contains(user, "madvdontneed=") {
+		return
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return
+	}
+	mark := "0"
+	debug := "madvdontneed=0"
+	if had {
+		mark = "1" + user
+		if user != "" {
+			debug = user + "," + debug
+		}
+	}
+	env := append(os.Environ(), saved+"="+mark)
+	env = setEnv(env, "GODEBUG", debug)
+	_ = syscall.Exec(exe, os.Args, env) // returns only on failure
+}
+
+// restore puts back the GODEBUG that Reexec saved in mark. The runtime keeps
+// madvdontneed as it read it at startup.
+func restore(mark string) {
+	_ = os.Unsetenv(saved)
+	if v, ok := strings.CutPrefix(mark, "1"); ok {
+		_ = os.Setenv("GODEBUG", v)
+	} else {
+		_ = os.Unsetenv("GODEBUG")
+	}
+}
+
+// setEnv returns env with key set to value (replacing any earlier entries).
+func setEnv(env []string, key, value string) []string {
+	out := env[:0:0]
+	for _, kv := range env {
+		if !strings.HasPrefix(kv, key+"=") {
+			out = append(out, kv)
+		}
+	}
+	return append(out, key+"="+value)
+}
