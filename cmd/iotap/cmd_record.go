@@ -24,6 +24,7 @@ import (
 
 	"github.com/iotap/iotap/fusefs"
 	"github.com/iotap/iotap/internal/job"
+	"github.com/iotap/iotap/internal/lazyfree"
 	"github.com/iotap/iotap/internal/s3store"
 	"github.com/iotap/iotap/internal/sysinfo"
 	"github.com/iotap/iotap/internal/tally"
@@ -473,6 +474,7 @@ func reexecInNamespace(e *env, spec *recordSpec) error {
 	}
 	defer func() { _ = pr.Close() }()
 	cmd := exec.Command("/proc/self/exe", recordChildCommand)
+	cmd.Env = lazyfree.ChildEnv(os.Environ()) // the child serves the mount
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = e.stdin, e.stdout, e.stderr
 	cmd.ExtraFiles = []*os.File{pr}
 	cmd.SysProcAttr = &syscall.SysProcAttr{

@@ -277,31 +277,39 @@ func TestRecordMountIsPrivate(t *testing.T) {
 	}
 }
 
-// TestRecordRuntimeSettings checks that iotap record serves with the Go runtime's lazy
-// freeing (internal/lazyfree) and that the job sees the environment as the user set it.
+// TestRecordRuntimeSettings checks that the process serving the mount runs with the Go
+// runtime's lazy freeing (internal/lazyfree), in place and with --mount-at, and that the
+// job sees the environment as the user set it.
 func TestRecordRuntimeSettings(t *testing.T) {
 	requireRecord(t)
-	dir := t.TempDir()
-	// The job's parent is iotap's __record-child (in the private mount namespace); the
-	// server is its parent. /proc/PID/environ is the environment a process started with.
-	job := `echo "job GODEBUG=${GODEBUG-unset} saved=${IOTAP_SAVED_GODEBUG-unset}"; ` +
-		`srv=$(cut -d' ' -f4 /proc/$PPID/stat); ` +
-		`tr '\0' '\n' </proc/$srv/environ | grep '^GODEBUG=' || echo "no GODEBUG in iotap's environ"`
-	p := startIotap(t, dir, "record", "-o", filepath.Join(t.TempDir(), "t.iotap"), "--", "sh", "-c", job)
-	_ = p.stdin.Close()
-	code, stdout := p.wait(t)
-	if code != 0 {
-		t.Fatalf("exit %d; stderr: %s", code, p.stderr)
-	}
 	user, ok := os.LookupEnv("GODEBUG")
 	if !ok {
 		user = "unset"
 	}
-	if want := "job GODEBUG=" + user + " saved=unset\n"; !strings.HasPrefix(stdout, want) {
-		t.Errorf("job's environment: %q, want it to start with %q", stdout, want)
-	}
-	if !strings.Contains(stdout, "madvdontneed=0") {
-		t.Errorf("iotap did not start with GODEBUG=madvdontneed=0: %q", stdout)
+	// The job's parent serves the mount (in place, iotap's __record-child in the private
+	// mount namespace). /proc/PID/environ is the environment a process started with.
+	job := `echo "job GODEBUG=${GODEBUG-unset} saved=${IOTAP_SAVED_GODEBUG-unset}"; ` +
+		`tr '\0' '\n' </proc/$PPID/environ | grep '^GODEBUG=' || echo "no GODEBUG in the server's environ"`
+	for _, mode := range []string{"in place", "mount-at"} {
+		t.Run(mode, func(t *testing.T) {
+			dir := t.TempDir()
+			args := []string{"record", "-o", filepath.Join(t.TempDir(), "t.iotap")}
+			if mode == "mount-at" {
+				args = append(args, "--target", dir, "--mount-at", t.TempDir())
+			}
+			p := startIotap(t, dir, append(args, "--", "sh", "-c", job)...)
+			_ = p.stdin.Close()
+			code, stdout := p.wait(t)
+			if code != 0 {
+				t.Fatalf("exit %d; stderr: %s", code, p.stderr)
+			}
+			if want := "job GODEBUG=" + user + " saved=unset\n"; !strings.HasPrefix(stdout, want) {
+				t.Errorf("job's environment: %q, want it to start with %q", stdout, want)
+			}
+			if !strings.Contains(stdout, "madvdontneed=0") {
+				t.Errorf("the server did not start with GODEBUG=madvdontneed=0: %q", stdout)
+			}
+		})
 	}
 }
 

@@ -83,7 +83,7 @@ func usageErrorf(format string, a ...any) error {
 }
 
 func main() {
-	if len(os.Args) > 1 && (os.Args[1] == "record" || os.Args[1] == "mount") {
+	if len(os.Args) > 1 && (os.Args[1] == "record" || os.Args[1] == "mount" || os.Args[1] == recordChildCommand) {
 		lazyfree.Reexec() // before anything else: it may execute iotap again
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)

@@ -10,9 +10,10 @@
 // pages (about the heap's peak, which stays bounded), as it did with Go 1.12 to 1.15.
 //
 // The runtime reads this setting (GODEBUG=madvdontneed=0) only at startup, and a //go:debug
-// directive cannot set it, so Reexec executes the program again with it. The job that
-// iotap record starts must not inherit the setting: the second run restores GODEBUG as
-// the user had it before it does anything else.
+// directive cannot set it, so Reexec executes the program again with it, and a process
+// that starts a child to serve a mount gives it ChildEnv. The job that iotap record starts
+// must not inherit the setting: Reexec, first thing in the new process, restores GODEBUG
+// as the user had it.
 package lazyfree
 
 import (
@@ -40,13 +41,29 @@ func Reexec() {
 	if runtime.GOOS != "linux" {
 		return
 	}
-	user, had := os.LookupEnv("GODEBUG")
-	if strings.Contains(user, "madvdontneed=") {
+	if strings.Contains(os.Getenv("GODEBUG"), "madvdontneed=") {
 		return
 	}
 	exe, err := os.Executable()
 	if err != nil {
 		return
+	}
+	_ = syscall.Exec(exe, os.Args, ChildEnv(os.Environ())) // returns only on failure
+}
+
+// ChildEnv returns env (a program's environment, as os.Environ gives it) changed for a
+// child process that serves a mount and calls Reexec first thing: the child starts with
+// lazy freeing and restores env's GODEBUG without executing itself again. If env's
+// GODEBUG already chooses madvdontneed, env is returned as is.
+func ChildEnv(env []string) []string {
+	user, had := "", false
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "GODEBUG="); ok {
+			user, had = v, true
+		}
+	}
+	if strings.Contains(user, "madvdontneed=") {
+		return env
 	}
 	mark := "0"
 	debug := "madvdontneed=0"
@@ -56,9 +73,7 @@ func Reexec() {
 			debug = user + "," + debug
 		}
 	}
-	env := append(os.Environ(), saved+"="+mark)
-	env = setEnv(env, "GODEBUG", debug)
-	_ = syscall.Exec(exe, os.Args, env) // returns only on failure
+	return append(setEnv(env, "GODEBUG", debug), saved+"="+mark)
 }
 
 // restore puts back the GODEBUG that Reexec saved in mark. The runtime keeps
