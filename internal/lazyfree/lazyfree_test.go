@@ -25,17 +25,23 @@ func TestMain(m *testing.M) {
 		os.Exit(m.Run())
 	}
 	Reexec()
-	b := make([]byte, 64<<20)
-	for i := 0; i < len(b); i += 4096 {
-		b[i] = 1
-	}
-	runtime.KeepAlive(b)
-	b = nil
+	touch64MiB()
 	runtime.GC()
 	debug.FreeOSMemory()
 	now, nowSet := os.LookupEnv("GODEBUG")
 	fmt.Printf("start=%t:%s\nnow=%t:%s\nlazyfree=%d\n", atStartSet, atStart, nowSet, now, lazyFree())
 	os.Exit(0)
+}
+
+// touch64MiB allocates 64 MiB, touches every page and drops it.
+//
+//go:noinline
+func touch64MiB() {
+	b := make([]byte, 64<<20)
+	for i := 0; i < len(b); i += 4096 {
+		b[i] = 1
+	}
+	runtime.KeepAlive(b)
 }
 
 // lazyFree returns the bytes of this process's memory freed with MADV_FREE and not yet
