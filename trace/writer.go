@@ -105,14 +105,6 @@ type Writer struct {
 	err      error // first write error; later chunks are discarded
 }
 
-// maxBatchEvents caps a batch at 2048 events (224 KiB): the encoder reads a batch soon
-// after its last events were written, so a smaller one is more likely still in the CPU's
-// cache. With batches of 4096, a traced mount used 1.2 % more server CPU per small file
-// with the application on the same CPU, and 0.6 % more across CPUs (bench/pinned.sh -A);
-// 1024 did as well as 2048, but 512 and 256 lost the gain again in the encoder's extra
-// wake-ups.
-const maxBatchEvents = 2048
-
 type batch struct {
 	ev []Event
 	n  int
@@ -209,7 +201,7 @@ func newWriter(out io.Writer, h Header, o WriterOptions) (*Writer, error) {
 	w.shardBits = min(w.shardBits, 6)
 	ns := 1 << w.shardBits
 	w.shards = make([]shard, ns)
-	bs := max(1, min(o.BufferEvents/(4*ns), maxBatchEvents, o.ChunkEvents))
+	bs := max(1, min(o.BufferEvents/(4*ns), 4096, o.ChunkEvents))
 	nb := max(1, o.BufferEvents/bs)
 	w.freeStk = make([]*batch, 0, nb)
 	w.avail = make(chan struct{}, nb)
