@@ -98,12 +98,6 @@ func (s *nodeShard) entry(node uint64) (r *nodeRef, added bool) {
 	return &s.slots[i].ref, true
 }
 
-// store sets node's entry (node > 0).
-func (s *nodeShard) store(node uint64, r nodeRef) {
-	p, _ := s.entry(node)
-	*p = r
-}
-
 // put writes an entry known to be absent into the first free entry of its probe, and
 // returns its index.
 func (s *nodeShard) put(node uint64, r nodeRef) uint64 {

@@ -95,3 +95,9 @@ func TestNodeMapLayout(t *testing.T) {
 		t.Errorf("shard: %d bytes", n)
 	}
 }
+
+// store sets node's entry (node > 0).
+func (s *nodeShard) store(node uint64, r nodeRef) {
+	p, _ := s.entry(node)
+	*p = r
+}

@@ -232,10 +232,9 @@ func (t *nodeTable) refresh(node uint64, r nodeRef, depth int) uint32 {
 	id := t.intern(parent, r.name)
 	sh := t.byNode.shard(node)
 	sh.mu.Lock()
-	if cur, ok := sh.lookup(node); ok && cur.parent == r.parent && cur.name == r.name {
+	if cur := sh.at(node); cur != nil && cur.parent == r.parent && cur.name == r.name {
 		cur.path, cur.gen = id, gen
-		sh.store(node, cur)
-		t.fill(node, &cur, gen)
+		t.fill(node, cur, gen)
 	}
 	sh.mu.Unlock()
 	if id != r.path {
@@ -351,17 +350,17 @@ func (t *nodeTable) rename(from, to uint32, oldDir uint64, oldName string, newDi
 func (t *nodeTable) repath(node uint64, path uint32, dir uint64, name string) bool {
 	sh := t.byNode.shard(node)
 	sh.mu.Lock()
-	r, ok := sh.lookup(node)
-	if ok {
+	r := sh.at(node)
+	isDir := r != nil && r.isDir
+	if r != nil {
 		r.path, r.parent, r.name, r.hash = path, dir, strings.Clone(name), t.nameHash(name)
-		sh.store(node, r)
-		t.fill(node, &r, r.gen)
+		t.fill(node, r, r.gen)
 	}
 	sh.mu.Unlock()
-	if ok {
+	if r != nil {
 		t.byPath.set(path, node)
 	}
-	return ok && r.isDir
+	return isDir
 }
 
 // opener is who opened a handle: RELEASE and RELEASEDIR (pid 0) are attributed to it.
