@@ -41,14 +41,15 @@ func Reexec() {
 	if runtime.GOOS != "linux" {
 		return
 	}
-	if strings.Contains(os.Getenv("GODEBUG"), "madvdontneed=") {
+	env, changed := lazyEnv(os.Environ())
+	if !changed {
 		return
 	}
 	exe, err := os.Executable()
 	if err != nil {
 		return
 	}
-	_ = syscall.Exec(exe, os.Args, ChildEnv(os.Environ())) // returns only on failure
+	_ = syscall.Exec(exe, os.Args, env) // returns only on failure
 }
 
 // ChildEnv returns env (a program's environment, as os.Environ gives it) changed for a
@@ -56,6 +57,13 @@ func Reexec() {
 // lazy freeing and restores env's GODEBUG without executing itself again. If env's
 // GODEBUG already chooses madvdontneed, env is returned as is.
 func ChildEnv(env []string) []string {
+	env, _ = lazyEnv(env)
+	return env
+}
+
+// lazyEnv returns env with madvdontneed=0 added to GODEBUG and the user's GODEBUG saved,
+// and true; or env and false if its GODEBUG already chooses madvdontneed.
+func lazyEnv(env []string) ([]string, bool) {
 	user, had := "", false
 	for _, kv := range env {
 		if v, ok := strings.CutPrefix(kv, "GODEBUG="); ok {
@@ -63,7 +71,7 @@ func ChildEnv(env []string) []string {
 		}
 	}
 	if strings.Contains(user, "madvdontneed=") {
-		return env
+		return env, false
 	}
 	mark := "0"
 	debug := "madvdontneed=0"
@@ -73,7 +81,7 @@ func ChildEnv(env []string) []string {
 			debug = user + "," + debug
 		}
 	}
-	return append(setEnv(env, "GODEBUG", debug), saved+"="+mark)
+	return append(setEnv(env, "GODEBUG", debug), saved+"="+mark), true
 }
 
 // restore puts back the GODEBUG that Reexec saved in mark. The runtime keeps

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -116,11 +117,5 @@ func TestReexec(t *testing.T) {
 }
 
 func withoutGODEBUG(env []string) []string {
-	var out []string
-	for _, kv := range env {
-		if !strings.HasPrefix(kv, "GODEBUG=") {
-			out = append(out, kv)
-		}
-	}
-	return out
+	return slices.DeleteFunc(env, func(kv string) bool { return strings.HasPrefix(kv, "GODEBUG=") })
 }
