@@ -11,8 +11,8 @@ import (
 // request that names a file by its directory and name: create, unlink, a negative lookup),
 // takes no lock and writes nothing shared: it hashes the pair twice and reads the table's
 // header and one slot. A map behind an RWMutex took the lock word (written by every
-// caller, on every CPU) and three to four lines of the map; comparing the stored name, as
-// this table did until session 6, read one more cold line per hit (the name's bytes).
+// caller, on every CPU) and three to four lines of the map; comparing a stored name would
+// read one more cold line per hit (the name's bytes).
 //
 // A slot identifies its pair by 96 bits of two independent hashes (seeded per process), not
 // by the name: two pairs of a trace are mistaken for each other with a probability of about
