@@ -98,6 +98,11 @@
 // paths: uvarint count, then per record: ID uvarint, Parent uvarint, Name string. ID 1
 // is the traced root (Parent 0, Name ""); a record with Parent 0 and another ID holds a
 // raw string (a symlink target). IDs are never reused; a renamed object gets a new id.
+// A writer whose path index is bounded (Writer.KeepPaths) forgets the pairs no longer in
+// use, and records a pair named again under a new ID: one (parent, name) may have several
+// records. The Reader resolves them to the first: events, Path, PathName and Files report
+// one id per path, and a files record naming a later id is left out when the first id has
+// a record or an event (the object was known before).
 //
 // processes: uvarint count, then per record: Tid, Pid, PPid uvarints; FirstSeen varint;
 // Comm, Exe strings. A later record for the same Tid replaces the earlier one.

@@ -24,13 +24,27 @@ import (
 // The table (16 bytes a slot) doubles when three quarters full: the new table is filled,
 // then published; readers of the old one see every id published before the switch, and a
 // miss is re-checked under mu.
+//
+// Memory is bounded by the paths in use, not by every path a job ever named: once the table
+// has limit slots and a keep function is set (the tracing layer's: ids that name an object
+// the kernel still holds), a full table is compacted instead of doubled. The new table keeps
+// the ids keep reports, the ids assigned last (a caller may hold one it has not registered
+// yet) and the root, and forgets the rest. A forgotten pair named again gets a new id and a
+// new PathRecord: a trace may hold one (parent, name) under several ids, and the Reader
+// reports them all as the first. Only when the kept ids fill more than half the table does it
+// double past limit.
 type pathIndex struct {
 	seed, seed2 maphash.Seed
 	tab         atomic.Pointer[pathTable]
 
-	mu   sync.Mutex // serializes inserts; guards next and pend
-	next uint32
-	pend []PathRecord // records not yet taken by the encoder
+	mu          sync.Mutex // serializes inserts; guards the fields below
+	next        uint32
+	pend        []PathRecord // records not yet taken by the encoder
+	limit       int          // slots from which a full table is compacted (0: never)
+	keep        func(id uint32) bool
+	forgot      func(ids []uint32) // may be nil
+	compactions uint64             // tables compacted
+	evicted     uint64             // ids forgotten by compactions
 }
 
 // pathTable is open-addressed with linear probing, from the second hash's low bits.
@@ -100,7 +114,7 @@ func (x *pathIndex) insert(h1, h2 uint64, parent uint32, name string) uint32 {
 	x.next++
 	t := x.tab.Load()
 	if 4*(t.used+1) > 3*len(t.slots) {
-		t = x.grow(t)
+		t = x.makeRoom(t)
 	}
 	put(t, h1>>32<<32|uint64(id), h2)
 	x.pend = append(x.pend, PathRecord{ID: id, Parent: parent, Name: name})
@@ -117,6 +131,75 @@ func put(t *pathTable, word, h2 uint64) {
 	s.h2 = h2
 	s.word.Store(word)
 	t.used++
+}
+
+// makeRoom publishes a table with room for more pairs than t, a full table: t compacted
+// once it has reached the limit and at most half of it is kept, else t doubled.
+func (x *pathIndex) makeRoom(t *pathTable) *pathTable {
+	if x.keep != nil && x.limit > 0 && len(t.slots) >= x.limit {
+		t = x.compact(t)
+		if 2*t.used <= len(t.slots) {
+			return t
+		}
+	}
+	return x.grow(t)
+}
+
+// compact publishes a table of t's size holding the pairs whose ids are kept: the root's,
+// the last len(t.slots)/8 assigned, and those x.keep reports. The recent ones cover a caller
+// that has interned a path and not yet registered its object where keep looks. Readers
+// still on t keep finding its ids, which remain valid: a forgotten id is only never
+// returned again.
+func (x *pathIndex) compact(t *pathTable) *pathTable {
+	recent := uint32(len(t.slots) / 8)
+	low := uint32(RootPath + 1)
+	if x.next > low+recent {
+		low = x.next - recent
+	}
+	n := &pathTable{mask: t.mask, slots: make([]pathSlot, len(t.slots))}
+	var gone []uint32
+	for i := range t.slots {
+		s := &t.slots[i]
+		v := s.word.Load()
+		if v == 0 {
+			continue
+		}
+		if id := uint32(v); id == RootPath || id >= low || x.keep(id) {
+			put(n, v, s.h2)
+		} else {
+			x.evicted++
+			if x.forgot != nil {
+				gone = append(gone, id)
+			}
+		}
+	}
+	x.compactions++
+	x.tab.Store(n)
+	if x.forgot != nil {
+		x.forgot(gone)
+	}
+	return n
+}
+
+// setLimit makes the index compact its table from limit slots (rounded up to a power of
+// two, at least 1024), keeping the ids keep reports; forgot, if not nil, is given the ids
+// each compaction forgot. Both are called with the index's lock held: they must not intern
+// paths.
+func (x *pathIndex) setLimit(limit int, keep func(id uint32) bool, forgot func(ids []uint32)) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	x.limit = 1 << 10
+	for x.limit < limit {
+		x.limit *= 2
+	}
+	x.keep, x.forgot = keep, forgot
+}
+
+// counts returns the number of compactions, the ids they forgot and the table's slots.
+func (x *pathIndex) counts() (compactions, evicted uint64, slots int) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return x.compactions, x.evicted, len(x.tab.Load().slots)
 }
 
 // grow publishes a table twice the size of t holding t's pairs.

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"io"
 	"os"
 	"slices"
@@ -43,8 +44,16 @@ type Reader struct {
 	done   bool
 	err    error // sticky error from Next
 
-	paths     map[uint32]PathRecord
-	names     map[uint32]string // PathName cache
+	paths map[uint32]PathRecord
+	names map[uint32]string // PathName cache
+	// A writer with a bounded path index may record one (parent, name) under several ids
+	// (pathIndex): the reader reports every event, record and file under the first.
+	firstID   map[uint64]uint32 // hash of (first id of the parent, name) → first id
+	seed      maphash.Seed
+	alias     map[uint32]uint32 // a later id → the first id of its pair
+	touched   bitset            // first ids named by an event so far
+	lateFiles []int             // indexes in files of records that named a later id
+	kept      []File            // Files' last answer, nil when files changed since
 	procs     []Process
 	procIndex map[uint32]int
 	files     []File
@@ -80,6 +89,8 @@ func NewReader(rd io.Reader) (*Reader, error) {
 		br:        bufio.NewReaderSize(rd, 1<<16),
 		paths:     make(map[uint32]PathRecord),
 		names:     make(map[uint32]string),
+		firstID:   make(map[uint64]uint32),
+		seed:      maphash.MakeSeed(),
 		procIndex: make(map[uint32]int),
 	}
 	pre, err := r.br.Peek(preambleSize)
@@ -203,15 +214,16 @@ func (r *Reader) advance() error {
 		switch t {
 		case ChunkEvents:
 			r.events, derr = decodeEvents(payload, r.hdr.Version, r.events, &r.col, &r.pred)
+			r.resolveEvents(r.events)
 			if derr == nil && len(r.events) > 0 {
 				return nil
 			}
 		case ChunkPaths:
-			derr = decodePaths(payload, func(p PathRecord) { r.paths[p.ID] = p })
+			derr = decodePaths(payload, r.addPath)
 		case ChunkProcesses:
 			derr = decodeProcesses(payload, r.addProcess)
 		case ChunkFiles:
-			derr = decodeFiles(payload, func(f File) { r.files = append(r.files, f) })
+			derr = decodeFiles(payload, r.addFile)
 		case ChunkFooter:
 			f := &Footer{}
 			if derr = decodeFooter(payload, f); derr == nil {
@@ -228,6 +240,83 @@ func (r *Reader) advance() error {
 			}
 		}
 	}
+}
+
+// first returns the first id of id's pair (id itself if it is the first).
+func (r *Reader) first(id uint32) uint32 {
+	if f, ok := r.alias[id]; ok {
+		return f
+	}
+	return id
+}
+
+// addPath stores a path record with its parent's first id. A record repeating an earlier
+// pair makes its id an alias of the first one.
+func (r *Reader) addPath(p PathRecord) {
+	p.Parent = r.first(p.Parent)
+	k := maphash.String(r.seed, p.Name) ^ uint64(p.Parent)*0x9E3779B97F4A7C15
+	for ; ; k++ { // a hash shared by two pairs: probe on
+		f, ok := r.firstID[k]
+		if !ok {
+			r.firstID[k] = p.ID
+			break
+		}
+		if fr := r.paths[f]; fr.Parent == p.Parent && fr.Name == p.Name {
+			if f != p.ID {
+				if r.alias == nil {
+					r.alias = make(map[uint32]uint32)
+				}
+				r.alias[p.ID] = f
+			}
+			break
+		}
+	}
+	r.paths[p.ID] = p
+}
+
+// resolveEvents replaces aliases in evs by first ids and notes the paths named.
+func (r *Reader) resolveEvents(evs []Event) {
+	for i := range evs {
+		e := &evs[i]
+		if r.alias != nil {
+			e.Path, e.Path2 = r.first(e.Path), r.first(e.Path2)
+		}
+		r.touched.set(e.Path)
+	}
+}
+
+// addFile keeps a first-seen file record, under the first id of its path. One that named
+// a later id is about an object first seen under the first: Files leaves it out if the
+// first id has a record of its own or is named by an event (the object was there before,
+// or the job made it). Files decides when called, because the writer may write a record
+// before events appended earlier.
+func (r *Reader) addFile(f File) {
+	if fid := r.first(f.Path); fid != f.Path {
+		f.Path = fid
+		r.lateFiles = append(r.lateFiles, len(r.files))
+	}
+	r.files = append(r.files, f)
+	r.kept = nil
+}
+
+// bitset is a set of path ids, in pages of 65536 allocated on first use (a damaged id far
+// beyond the others costs one page and the directory, at most 512 KiB).
+type bitset struct{ pages []*[1024]uint64 }
+
+func (b *bitset) set(i uint32) {
+	p := int(i >> 16)
+	if p >= len(b.pages) {
+		b.pages = append(b.pages, make([]*[1024]uint64, p+1-len(b.pages))...)
+	}
+	if b.pages[p] == nil {
+		b.pages[p] = new([1024]uint64)
+	}
+	b.pages[p][i>>6&1023] |= 1 << (i % 64)
+}
+
+func (b *bitset) has(i uint32) bool {
+	p := int(i >> 16)
+	return p < len(b.pages) && b.pages[p] != nil && b.pages[p][i>>6&1023]&(1<<(i%64)) != 0
 }
 
 func (r *Reader) addProcess(p Process) {
@@ -393,8 +482,30 @@ func (r *Reader) Process(tid uint32) (Process, bool) {
 // Processes returns the process records read so far, in first-seen order.
 func (r *Reader) Processes() []Process { return r.procs }
 
-// Files returns the first-seen file records read so far.
-func (r *Reader) Files() []File { return r.files }
+// Files returns the first-seen file records read so far (see addFile).
+func (r *Reader) Files() []File {
+	if len(r.lateFiles) == 0 {
+		return r.files
+	}
+	if r.kept != nil {
+		return r.kept
+	}
+	var filed bitset
+	late := r.lateFiles
+	kept := make([]File, 0, len(r.files))
+	for i, f := range r.files {
+		if len(late) > 0 && late[0] == i {
+			late = late[1:]
+			if filed.has(f.Path) || r.touched.has(f.Path) {
+				continue
+			}
+		}
+		filed.set(f.Path)
+		kept = append(kept, f)
+	}
+	r.kept = kept
+	return kept
+}
 
 // Footer returns the footer once Next has returned io.EOF, if the trace has one.
 func (r *Reader) Footer() (*Footer, bool) { return r.footer, r.footer != nil }

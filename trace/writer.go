@@ -21,7 +21,11 @@ type WriterOptions struct {
 	ChunkEvents   int           // events per chunk before a flush (default 16384, at most MaxChunkEvents)
 	BufferEvents  int           // total in-memory buffer capacity in events (default 1<<18)
 	DropWhenFull  bool          // default false: Append waits for space and the wait is accounted
-	Logger        *slog.Logger  // may be nil
+	// PathIndexSlots bounds the path index once a keep function is set (KeepPaths): from
+	// this many slots of 16 bytes (default 1<<20, 16 MiB) a full index forgets the paths no
+	// longer in use instead of doubling.
+	PathIndexSlots int
+	Logger         *slog.Logger // may be nil
 
 	// Observe, if set, sees every event the writer will write, a batch at a time, on the
 	// encoder goroutine (so off the producers' path) and in each producer's order, within
@@ -31,9 +35,10 @@ type WriterOptions struct {
 
 // Default writer settings.
 const (
-	DefaultFlushInterval = time.Second
-	DefaultChunkEvents   = 16384
-	DefaultBufferEvents  = 1 << 18
+	DefaultFlushInterval  = time.Second
+	DefaultChunkEvents    = 16384
+	DefaultBufferEvents   = 1 << 18
+	DefaultPathIndexSlots = 1 << 20
 )
 
 // WriterStats are running totals of a Writer.
@@ -47,6 +52,10 @@ type WriterStats struct {
 	// EncodeCPU is the CPU time the encoder used (encoding, compression, writes, Observe);
 	// known once Close returns, 0 before.
 	EncodeCPU time.Duration
+	// The path index: times it forgot the paths no longer in use, ids it forgot, and its
+	// size in slots (16 bytes each).
+	PathCompactions, PathsForgotten uint64
+	PathIndexSlots                  int
 }
 
 // Writer writes a trace. Append, Path, Raw, AddProcess, AddFile and CountError are safe
@@ -183,6 +192,9 @@ func newWriter(out io.Writer, h Header, o WriterOptions) (*Writer, error) {
 	o.ChunkEvents = min(o.ChunkEvents, MaxChunkEvents)
 	if o.BufferEvents <= 0 {
 		o.BufferEvents = DefaultBufferEvents
+	}
+	if o.PathIndexSlots <= 0 {
+		o.PathIndexSlots = DefaultPathIndexSlots
 	}
 	w := &Writer{
 		opts:    o,
@@ -322,6 +334,16 @@ func (w *Writer) appendSlow(s *shard, ev *Event) {
 // returns. A hit does not allocate.
 func (w *Writer) Path(parent uint32, name string) uint32 { return w.paths.id(parent, name) }
 
+// KeepPaths bounds the path index (WriterOptions.PathIndexSlots): from then on a full index
+// keeps the ids keep reports (with the root and the ids assigned last) and forgets the
+// others; a forgotten path named again gets a new id, which readers resolve to the first.
+// forgot, if not nil, is given the ids forgotten, after each compaction. Both are called
+// with the index locked, from whichever goroutine interns a path: they must be safe for
+// concurrent use and must not call Path or Raw.
+func (w *Writer) KeepPaths(keep func(id uint32) bool, forgot func(ids []uint32)) {
+	w.paths.setLimit(w.opts.PathIndexSlots, keep, forgot)
+}
+
 // Raw interns a raw string (a symlink target) as a path record with Parent 0.
 func (w *Writer) Raw(s string) uint32 { return w.Path(0, s) }
 
@@ -361,6 +383,7 @@ func (w *Writer) Stats() WriterStats {
 		ev += s.events
 		s.mu.Unlock()
 	}
+	pc, pf, slots := w.paths.counts()
 	return WriterStats{
 		Events:  ev,
 		Dropped: w.dropped.Load(),
@@ -370,6 +393,8 @@ func (w *Writer) Stats() WriterStats {
 		Written: w.written.Load(),
 
 		EncodeCPU: time.Duration(w.encodeCPU.Load()),
+
+		PathCompactions: pc, PathsForgotten: pf, PathIndexSlots: slots,
 	}
 }
 
