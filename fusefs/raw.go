@@ -458,6 +458,11 @@ func (t *tracer) Rename(cancel <-chan struct{}, in *fuse.RenameIn, oldName strin
 	ev.Flags = in.Flags
 	if st == fuse.OK {
 		t.nodes.rename(ev.Path, ev.Path2, in.NodeId, oldName, in.Newdir, newName, in.Flags&renameExchange != 0)
+		// The object now at the new name is the one the trace knew at the old: a later
+		// lookup of the new name is no first sighting (no File record).
+		if ev.Path2 != 0 {
+			t.seen.testAndSet(ev.Path2)
+		}
 	}
 	t.commit(&ev, &c, st)
 	return st
