@@ -3,6 +3,7 @@ package fusefs
 import (
 	"fmt"
 	"path"
+	"slices"
 	"strings"
 )
 
@@ -18,6 +19,7 @@ type pathFilter struct {
 	include, exclude []string
 	names            *shardedMap[uint32, string] // path id → path relative to the root
 	decided          *shardedMap[uint32, bool]   // path id → record?
+	forgotten        []uint32                    // ids the path index forgot last (forget)
 }
 
 func newPathFilter(include, exclude []string) *pathFilter {
@@ -31,6 +33,20 @@ func newPathFilter(include, exclude []string) *pathFilter {
 	}
 	f.names.set(1, "")
 	return f
+}
+
+// forget is told the ids the recorder's path index has just forgotten (Writer.KeepPaths;
+// called with the index locked, so one call at a time). It drops the names and decisions
+// of the ids forgotten the time before, which no request can still hold, unless they name
+// a node again (live): the filter's memory follows the index's.
+func (f *pathFilter) forget(ids []uint32, live func(uint32) bool) {
+	prev := f.forgotten
+	f.forgotten = ids
+	prev = slices.DeleteFunc(prev, live)
+	if len(prev) > 0 {
+		f.names.delAll(prev)
+		f.decided.delAll(prev)
+	}
 }
 
 // learn remembers the full name of path id id = parent/name.

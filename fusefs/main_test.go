@@ -17,6 +17,7 @@ const workloadEnv = "IOTAP_FUSEFS_WORKLOAD"
 var workloads = map[string]func(dir string) error{
 	"known": knownWorkload,
 	"rw":    rwWorkload,
+	"churn": churnWorkload,
 }
 
 func TestMain(m *testing.M) {

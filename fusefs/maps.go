@@ -53,3 +53,21 @@ func (s *shardedMap[K, V]) del(k K) (V, bool) {
 	sh.mu.Unlock()
 	return v, ok
 }
+
+// delAll removes keys ks and rebuilds the shards' maps (a Go map keeps its peak size after
+// deletes), for removals in bulk.
+func (s *shardedMap[K, V]) delAll(ks []K) {
+	for _, k := range ks {
+		s.del(k)
+	}
+	for i := range s.shards {
+		sh := &s.shards[i]
+		sh.mu.Lock()
+		m := make(map[K]V, len(sh.m))
+		for k, v := range sh.m {
+			m[k] = v
+		}
+		sh.m = m
+		sh.mu.Unlock()
+	}
+}

@@ -1,31 +1,125 @@
 package fusefs
 
-import "sync/atomic"
+import (
+	"sync"
+	"sync/atomic"
+)
 
 // pathNodes maps a path id to the node id the kernel knows under that path (RENAME names
 // its source by directory and name only). Path ids are dense (the recorder assigns them
-// from 1): 8 bytes per path id up to the largest, next to the recorder's own record of
-// every path. As a sharded map it cost a forget 0.8 µs in a mount (measured).
-type pathNodes struct{ p paged[atomic.Uint64] }
+// from 1), so it is an array in pages of nodePageSize entries (as a sharded map it cost a
+// forget 0.8 µs in a mount, measured). A page is allocated on first use and freed when its
+// last entry is deleted: ids only grow, and a job that names new files without end leaves
+// its old pages empty, so memory follows the nodes the kernel holds, not every path seen.
+// The ids it holds are also the ones the recorder's path index must keep (live).
+//
+// Entries are atomics; the read lock is held across an entry's update, so that a page
+// being freed (under the write lock, once its count is 0) cannot take an update with it.
+type pathNodes struct {
+	mu    sync.RWMutex
+	pages []*nodePage
+}
 
-// set records node under id.
-func (p *pathNodes) set(id uint32, node uint64) { p.p.at(uint64(id), true).Store(node) }
+type nodePage struct {
+	used  atomic.Int32 // entries not 0
+	nodes [nodePageSize]atomic.Uint64
+}
+
+const nodePageSize = 1024
+
+// page returns the page of id, nil if it has none. The caller holds mu.
+func (p *pathNodes) page(id uint32) *nodePage {
+	if i := int(id / nodePageSize); i < len(p.pages) {
+		return p.pages[i]
+	}
+	return nil
+}
+
+// set records node (not 0) under id.
+func (p *pathNodes) set(id uint32, node uint64) {
+	p.mu.RLock()
+	if pg := p.page(id); pg != nil {
+		if pg.nodes[id%nodePageSize].Swap(node) == 0 {
+			pg.used.Add(1)
+		}
+		p.mu.RUnlock()
+		return
+	}
+	p.mu.RUnlock()
+	p.mu.Lock()
+	i := int(id / nodePageSize)
+	for len(p.pages) <= i {
+		p.pages = append(p.pages, nil)
+	}
+	pg := p.pages[i]
+	if pg == nil {
+		pg = new(nodePage)
+		p.pages[i] = pg
+	}
+	if pg.nodes[id%nodePageSize].Swap(node) == 0 {
+		pg.used.Add(1)
+	}
+	p.mu.Unlock()
+}
 
 // del removes id and returns the node it had, if any.
 func (p *pathNodes) del(id uint32) (uint64, bool) {
-	e := p.p.at(uint64(id), false)
-	if e == nil {
-		return 0, false
+	p.mu.RLock()
+	pg := p.page(id)
+	var n uint64
+	if pg != nil {
+		n = pg.nodes[id%nodePageSize].Swap(0)
 	}
-	n := e.Swap(0)
+	p.mu.RUnlock()
+	if n != 0 {
+		p.dropOne(pg, id)
+	}
 	return n, n != 0
 }
 
 // delIf removes id if it still names node.
 func (p *pathNodes) delIf(id uint32, node uint64) {
-	if e := p.p.at(uint64(id), false); e != nil {
-		e.CompareAndSwap(node, 0)
+	p.mu.RLock()
+	pg := p.page(id)
+	done := pg != nil && pg.nodes[id%nodePageSize].CompareAndSwap(node, 0)
+	p.mu.RUnlock()
+	if done {
+		p.dropOne(pg, id)
 	}
+}
+
+// dropOne counts an entry of pg (id's page) gone, and frees the page if it was the last.
+func (p *pathNodes) dropOne(pg *nodePage, id uint32) {
+	if pg.used.Add(-1) != 0 {
+		return
+	}
+	p.mu.Lock()
+	if i := int(id / nodePageSize); p.pages[i] == pg && pg.used.Load() == 0 {
+		p.pages[i] = nil
+	}
+	p.mu.Unlock()
+}
+
+// live reports whether id names a node.
+func (p *pathNodes) live(id uint32) bool {
+	p.mu.RLock()
+	pg := p.page(id)
+	ok := pg != nil && pg.nodes[id%nodePageSize].Load() != 0
+	p.mu.RUnlock()
+	return ok
+}
+
+// pagesInUse returns the number of pages allocated.
+func (p *pathNodes) pagesInUse() int {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	n := 0
+	for _, pg := range p.pages {
+		if pg != nil {
+			n++
+		}
+	}
+	return n
 }
 
 // handleTable maps an open handle to its opener. go-fuse's handles are small integers,

@@ -63,6 +63,16 @@ func newTracer(inner fuse.RawFileSystem, rec Recorder, o Options) *tracer {
 		t.costShift = 0
 	}
 	t.nodes = newNodeTable(t.intern)
+	if k, ok := rec.(pathKeeper); ok {
+		// The recorder's path index keeps the paths of the nodes the kernel holds and
+		// forgets the rest when it reaches its limit: memory follows the job's live files,
+		// not every name it ever used.
+		var forgot func([]uint32)
+		if f := t.filter; f != nil {
+			forgot = func(ids []uint32) { f.forget(ids, t.nodes.byPath.live) }
+		}
+		k.KeepPaths(t.nodes.byPath.live, forgot)
+	}
 	if len(o.UIDs) > 0 {
 		t.uids = make(map[uint32]bool, len(o.UIDs))
 		for _, u := range o.UIDs {

@@ -21,3 +21,10 @@ type Recorder interface {
 	// CountError counts a recording failure (never turned into an errno).
 	CountError()
 }
+
+// pathKeeper is a Recorder whose path index can forget paths (trace.Writer): the layer
+// tells it which path ids must keep their id (those of nodes the kernel holds) and hears
+// which ones it forgot.
+type pathKeeper interface {
+	KeepPaths(keep func(id uint32) bool, forgot func(ids []uint32))
+}

@@ -52,6 +52,48 @@ func TestPathFilter(t *testing.T) {
 	}
 }
 
+// TestPathFilterForget: ids the path index forgot are dropped from the filter one
+// compaction later (a request may still hold one just forgotten), unless a node holds them.
+func TestPathFilterForget(t *testing.T) {
+	f := newPathFilter(nil, []string{"tmp"})
+	f.learn(2, 1, "tmp")
+	f.learn(3, 1, "keep")
+	for id := uint32(10); id < 1010; id++ {
+		f.learn(id, 2, fmt.Sprint("f", id))
+		f.ok(id)
+	}
+	f.learn(5, 3, "held")
+	count := func(m *shardedMap[uint32, string]) (n int) {
+		for i := range m.shards {
+			n += len(m.shards[i].m)
+		}
+		return n
+	}
+	live := func(id uint32) bool { return id == 5 }
+	first := []uint32{5}
+	for id := uint32(10); id < 1010; id++ {
+		first = append(first, id)
+	}
+	f.forget(first, live)
+	if n := count(f.names); n != 1004 {
+		t.Fatalf("forgotten ids dropped at once: %d names left, want all 1004", n)
+	}
+	if f.ok(500) || !f.ok(5) {
+		t.Errorf("decisions changed before the drop: ok(500) %v ok(5) %v", f.ok(500), f.ok(5))
+	}
+	f.forget(nil, live)
+	if n := count(f.names); n != 4 { // the root, tmp, keep, held
+		t.Errorf("%d names left after the drop, want 4", n)
+	}
+	if name, _ := f.names.get(5); name != "keep/held" || !f.ok(5) {
+		t.Errorf("the held id lost its name %q or decision", name)
+	}
+	f.learn(2000, 2, "new") // a child of a kept directory still gets its full name
+	if f.ok(2000) {
+		t.Errorf("tmp/new is recorded despite the exclude")
+	}
+}
+
 func splitPath(p string) []string {
 	var r []string
 	start := 0
@@ -441,25 +483,85 @@ func TestLayerCost(t *testing.T) {
 	}
 }
 
-// TestPathNodes: ids on several pages, delete only if still the same node, absent ids.
+// TestPathNodes: ids on several pages, delete only if still the same node, absent ids,
+// live, and pages freed when their last entry goes (memory follows the nodes held).
 func TestPathNodes(t *testing.T) {
 	var p pathNodes
 	if n, ok := p.del(5); ok || n != 0 {
 		t.Errorf("del of an absent id: %d, %v", n, ok)
 	}
-	p.delIf(3*pagedSize+7, 9) // no page: nothing to do
+	p.delIf(3*nodePageSize+7, 9) // no page: nothing to do
 	p.set(7, 100)
-	p.set(3*pagedSize+7, 101)
-	if p.p.at(pagedSize+7, false) != nil {
+	p.set(8, 100) // a hard link's second name
+	p.set(3*nodePageSize+7, 101)
+	if p.page(nodePageSize+7) != nil {
 		t.Errorf("a page between used ones was allocated")
+	}
+	if !p.live(7) || !p.live(3*nodePageSize+7) || p.live(9) || p.live(1<<31) {
+		t.Errorf("live: 7 %v, 3*page+7 %v, 9 %v, 1<<31 %v; want true true false false",
+			p.live(7), p.live(3*nodePageSize+7), p.live(9), p.live(1<<31))
 	}
 	p.delIf(7, 555) // another node holds the id now: kept
 	if n, ok := p.del(7); !ok || n != 100 {
 		t.Errorf("del(7) = %d, %v; want 100", n, ok)
 	}
-	p.delIf(3*pagedSize+7, 101)
-	if n, ok := p.del(3*pagedSize + 7); ok {
+	if p.pagesInUse() != 2 {
+		t.Errorf("%d pages in use, want 2 (id 8 still holds the first)", p.pagesInUse())
+	}
+	p.delIf(3*nodePageSize+7, 101)
+	if n, ok := p.del(3*nodePageSize + 7); ok {
 		t.Errorf("deleted id still maps to %d", n)
+	}
+	p.del(8)
+	if p.pagesInUse() != 0 || p.live(8) {
+		t.Errorf("all entries deleted: %d pages in use, live(8) %v", p.pagesInUse(), p.live(8))
+	}
+	p.set(8, 102) // a freed page comes back
+	if n, ok := p.del(8); !ok || n != 102 {
+		t.Errorf("del(8) after the page's return = %d, %v; want 102", n, ok)
+	}
+
+	// A job naming new paths without end, a few held at a time: pages stay few.
+	for id := uint32(1); id < 100*nodePageSize; id++ {
+		p.set(id, uint64(id))
+		if id > 16 {
+			p.delIf(id-16, uint64(id-16))
+		}
+	}
+	if n := p.pagesInUse(); n > 2 {
+		t.Errorf("16 ids held, %d pages in use", n)
+	}
+}
+
+// TestPathNodesConcurrent: sets and deletes on shared pages while pages are freed and
+// allocated again (run with -race): no update is lost with a freed page.
+func TestPathNodesConcurrent(t *testing.T) {
+	var p pathNodes
+	var wg sync.WaitGroup
+	for w := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for r := range 200 {
+				base := uint32(r%3) * nodePageSize // the workers share three pages
+				for i := range uint32(64) {
+					id := base + uint32(w)*64 + i + 1
+					p.set(id, uint64(id))
+					if !p.live(id) {
+						t.Errorf("id %d set and not live", id)
+						return
+					}
+					if n, ok := p.del(id); !ok || n != uint64(id) {
+						t.Errorf("id %d: del %d, %v", id, n, ok)
+						return
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if n := p.pagesInUse(); n != 0 {
+		t.Errorf("everything deleted, %d pages in use", n)
 	}
 }
 

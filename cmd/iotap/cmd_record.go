@@ -849,6 +849,10 @@ func writeSummary(w io.Writer, snap tally.Snapshot, elapsed time.Duration, ws tr
 	if line := costLine(cost, ws.EncodeCPU, ws.Written); line != "" {
 		_, _ = fmt.Fprintf(w, "\n  %s", line)
 	}
+	if ws.PathCompactions > 0 {
+		_, _ = fmt.Fprintf(w, "\n  path index: %d paths no longer in use forgotten in %d compactions, %s",
+			ws.PathsForgotten, ws.PathCompactions, fmtBytes(uint64(16*ws.PathIndexSlots)))
+	}
 	_, _ = fmt.Fprintf(w, "\n  trace %s (%s)", path, fmtBytes(ws.Bytes))
 	if rss := peakRSS(); rss > 0 {
 		_, _ = fmt.Fprintf(w, ", recorder peak RSS %s", fmtBytes(rss))
