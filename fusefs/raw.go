@@ -69,9 +69,9 @@ func newTracer(inner fuse.RawFileSystem, rec Recorder, o Options) *tracer {
 		// not every name it ever used.
 		var forgot func([]uint32)
 		if f := t.filter; f != nil {
-			forgot = func(ids []uint32) { f.forget(ids, t.nodes.byPath.live) }
+			forgot = func(ids []uint32) { f.forget(ids, t.nodes.byPath.liveSet()) }
 		}
-		k.KeepPaths(t.nodes.byPath.live, forgot)
+		k.KeepPaths(t.nodes.byPath.liveSet, forgot)
 	}
 	if len(o.UIDs) > 0 {
 		t.uids = make(map[uint32]bool, len(o.UIDs))

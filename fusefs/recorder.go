@@ -26,5 +26,5 @@ type Recorder interface {
 // tells it which path ids must keep their id (those of nodes the kernel holds) and hears
 // which ones it forgot.
 type pathKeeper interface {
-	KeepPaths(keep func(id uint32) bool, forgot func(ids []uint32))
+	KeepPaths(keep func() func(id uint32) bool, forgot func(ids []uint32))
 }

@@ -501,6 +501,12 @@ func TestPathNodes(t *testing.T) {
 		t.Errorf("live: 7 %v, 3*page+7 %v, 9 %v, 1<<31 %v; want true true false false",
 			p.live(7), p.live(3*nodePageSize+7), p.live(9), p.live(1<<31))
 	}
+	snap := p.liveSet()
+	for _, id := range []uint32{0, 7, 8, 9, nodePageSize + 7, 3*nodePageSize + 7, 3*nodePageSize + 8, 1 << 31} {
+		if snap(id) != p.live(id) {
+			t.Errorf("liveSet(%d) = %v, live = %v", id, snap(id), p.live(id))
+		}
+	}
 	p.delIf(7, 555) // another node holds the id now: kept
 	if n, ok := p.del(7); !ok || n != 100 {
 		t.Errorf("del(7) = %d, %v; want 100", n, ok)

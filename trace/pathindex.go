@@ -41,7 +41,7 @@ type pathIndex struct {
 	next        uint32
 	pend        []PathRecord // records not yet taken by the encoder
 	limit       int          // slots from which a full table is compacted (0: never)
-	keep        func(id uint32) bool
+	keep        func() func(id uint32) bool
 	forgot      func(ids []uint32) // may be nil
 	compactions uint64             // tables compacted
 	evicted     uint64             // ids forgotten by compactions
@@ -146,7 +146,7 @@ func (x *pathIndex) makeRoom(t *pathTable) *pathTable {
 }
 
 // compact publishes a table of t's size holding the pairs whose ids are kept: the root's,
-// the last len(t.slots)/8 assigned, and those x.keep reports. The recent ones cover a caller
+// the last len(t.slots)/8 assigned, and those x.keep's predicate reports. The recent ones cover a caller
 // that has interned a path and not yet registered its object where keep looks. Readers
 // still on t keep finding its ids, which remain valid: a forgotten id is only never
 // returned again.
@@ -157,6 +157,7 @@ func (x *pathIndex) compact(t *pathTable) *pathTable {
 		low = x.next - recent
 	}
 	n := &pathTable{mask: t.mask, slots: make([]pathSlot, len(t.slots))}
+	keep := x.keep()
 	var gone []uint32
 	for i := range t.slots {
 		s := &t.slots[i]
@@ -164,7 +165,7 @@ func (x *pathIndex) compact(t *pathTable) *pathTable {
 		if v == 0 {
 			continue
 		}
-		if id := uint32(v); id == RootPath || id >= low || x.keep(id) {
+		if id := uint32(v); id == RootPath || id >= low || keep(id) {
 			put(n, v, s.h2)
 		} else {
 			x.evicted++
@@ -182,10 +183,10 @@ func (x *pathIndex) compact(t *pathTable) *pathTable {
 }
 
 // setLimit makes the index compact its table from limit slots (rounded up to a power of
-// two, at least 1024), keeping the ids keep reports; forgot, if not nil, is given the ids
-// each compaction forgot. Both are called with the index's lock held: they must not intern
-// paths.
-func (x *pathIndex) setLimit(limit int, keep func(id uint32) bool, forgot func(ids []uint32)) {
+// two, at least 1024), keeping the ids for which the predicate keep returns (once per
+// compaction) reports true; forgot, if not nil, is given the ids each compaction forgot.
+// Both are called with the index's lock held: they must not intern paths.
+func (x *pathIndex) setLimit(limit int, keep func() func(id uint32) bool, forgot func(ids []uint32)) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	x.limit = 1 << 10

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"slices"
+	"strconv"
 	"sync"
 	"testing"
 )
@@ -88,7 +89,9 @@ func TestPathIndexCompaction(t *testing.T) {
 	x := newPathIndex()
 	var live sync.Map // id → true: "objects the kernel holds"
 	var forgotten []uint32
-	x.setLimit(1000, func(id uint32) bool { _, ok := live.Load(id); return ok },
+	x.setLimit(1000, func() func(uint32) bool {
+		return func(id uint32) bool { _, ok := live.Load(id); return ok }
+	},
 		func(ids []uint32) { forgotten = append(forgotten, ids...) })
 	if x.limit != 1024 {
 		t.Fatalf("limit %d, want 1000 rounded up to 1024", x.limit)
@@ -165,7 +168,9 @@ func TestPathIndexCompaction(t *testing.T) {
 func TestPathIndexCompactionConcurrent(t *testing.T) {
 	x := newPathIndex()
 	var live sync.Map
-	x.setLimit(1024, func(id uint32) bool { _, ok := live.Load(id); return ok }, nil)
+	x.setLimit(1024, func() func(uint32) bool {
+		return func(id uint32) bool { _, ok := live.Load(id); return ok }
+	}, nil)
 	held := make([]uint32, 50)
 	for i := range held {
 		held[i] = x.id(RootPath, fmt.Sprint("held", i))
@@ -223,7 +228,7 @@ func TestReaderResolvesRepeatedPaths(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w.KeepPaths(func(uint32) bool { return false }, nil)
+	w.KeepPaths(func() func(uint32) bool { return func(uint32) bool { return false } }, nil)
 	ev := func(op Op, path uint32) { w.Append(&Event{Op: op, Tid: 1, Path: path}) }
 
 	dir := w.Path(RootPath, "dir")
@@ -280,5 +285,24 @@ func TestReaderResolvesRepeatedPaths(t *testing.T) {
 		if files[i].Path != want[i].Path || files[i].Size != want[i].Size {
 			t.Errorf("file %d: %+v, want %+v", i, files[i], want[i])
 		}
+	}
+}
+
+// BenchmarkCompact: one compaction of a full index at the default limit, keeping the recent
+// eighth and one id in 100 (the predicate itself is free here).
+func BenchmarkCompact(b *testing.B) {
+	x := newPathIndex()
+	x.setLimit(DefaultPathIndexSlots, func() func(uint32) bool {
+		return func(id uint32) bool { return id%100 == 0 }
+	}, nil)
+	x.keep = nil // fill without compacting
+	for i := range 3 * DefaultPathIndexSlots / 4 {
+		x.id(RootPath, strconv.Itoa(i))
+	}
+	x.take()
+	x.keep = func() func(uint32) bool { return func(id uint32) bool { return id%100 == 0 } }
+	full := x.tab.Load()
+	for b.Loop() {
+		x.compact(full)
 	}
 }

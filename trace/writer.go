@@ -335,12 +335,13 @@ func (w *Writer) appendSlow(s *shard, ev *Event) {
 func (w *Writer) Path(parent uint32, name string) uint32 { return w.paths.id(parent, name) }
 
 // KeepPaths bounds the path index (WriterOptions.PathIndexSlots): from then on a full index
-// keeps the ids keep reports (with the root and the ids assigned last) and forgets the
-// others; a forgotten path named again gets a new id, which readers resolve to the first.
-// forgot, if not nil, is given the ids forgotten, after each compaction. Both are called
-// with the index locked, from whichever goroutine interns a path: they must be safe for
-// concurrent use and must not call Path or Raw.
-func (w *Writer) KeepPaths(keep func(id uint32) bool, forgot func(ids []uint32)) {
+// keeps the ids that keep's predicate reports (keep is called once per compaction; with the
+// root and the ids assigned last) and forgets the others; a forgotten path named again gets
+// a new id, which readers resolve to the first. forgot, if not nil, is given the ids
+// forgotten, after each compaction. Both are called with the index locked, from whichever
+// goroutine interns a path: they must be safe for concurrent use and must not call Path or
+// Raw.
+func (w *Writer) KeepPaths(keep func() func(id uint32) bool, forgot func(ids []uint32)) {
 	w.paths.setLimit(w.opts.PathIndexSlots, keep, forgot)
 }
 
