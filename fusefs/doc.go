@@ -72,6 +72,8 @@
 // # Locks
 //
 // LOCK ORDERING: the tracer's shard locks (nodeTable, handle table, process table, seen set,
-// filter cache) are leaves: no code holds one while taking another, calling the inner file
-// system, or calling the Recorder.
+// filter cache, the path → node map) are leaves: no code holds one while taking another,
+// calling the inner file system, or calling the Recorder. The one lock taken around them is
+// the trace writer's path-index lock: a compaction of the index, inside Recorder.Path, takes
+// the path → node map's lock (liveSet) and the filter's shard locks (forget).
 package fusefs
