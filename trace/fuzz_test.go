@@ -32,6 +32,11 @@ func FuzzReader(f *testing.F) {
 	hdr := append(appendPreamble(nil, Version2), rawChunk(ChunkHeader, appendHeader(nil, &h))...)
 	f.Add(hdr)
 	f.Add(append(bytes.Clone(hdr), rawChunk(ChunkPaths, appendPaths(nil, []PathRecord{{ID: 2, Parent: 1, Name: "a"}, {ID: 3, Parent: 2, Name: "b"}}))...))
+	// A pair recorded twice (a bounded path index), a file record and events on the repeat.
+	rep := append(bytes.Clone(hdr), rawChunk(ChunkPaths, appendPaths(nil, []PathRecord{
+		{ID: 2, Parent: 1, Name: "a"}, {ID: 3, Parent: 2, Name: "b"}, {ID: 4, Parent: 1, Name: "a"}, {ID: 5, Parent: 4, Name: "b"}}))...)
+	rep = append(rep, rawChunk(ChunkFiles, appendFiles(nil, []File{{Path: 5, Size: 1}}))...)
+	f.Add(append(rep, rawChunk(ChunkEvents, appendEvents(nil, Version2, []Event{{Op: OpRename, Path: 5, Path2: 4}}, &offsetPredictor{}))...))
 	f.Add(append(bytes.Clone(hdr), rawChunk(ChunkProcesses, appendProcesses(nil, []Process{{Tid: 1, Comm: "x"}}))...))
 	f.Add(append(bytes.Clone(hdr), rawChunk(ChunkFiles, appendFiles(nil, []File{{Path: 2, Size: 5}}))...))
 	f.Add(append(bytes.Clone(hdr), rawChunk(ChunkFooter, appendFooter(nil, &Footer{OpCounts: []uint64{1, 2}}))...))
