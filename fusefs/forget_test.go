@@ -45,15 +45,32 @@ func churnWorkload(dir string) error {
 	if err := os.Mkdir(filepath.Join(dir, "tmp"), 0o755); err != nil {
 		return err
 	}
-	for i := range n {
-		p := filepath.Join(dir, "tmp", fmt.Sprint("f", i))
-		if err := os.WriteFile(p, []byte("x"), 0o644); err != nil {
-			return err
-		}
-		if _, err := os.Stat(p); err != nil {
-			return err
-		}
-		if err := os.Remove(p); err != nil {
+	// IOTAP_CHURN_THREADS threads name new files at once, so that compactions run while
+	// other requests intern paths.
+	threads, _ := strconv.Atoi(os.Getenv("IOTAP_CHURN_THREADS"))
+	errs := make(chan error, max(threads, 1))
+	for t := range max(threads, 1) {
+		go func() {
+			for i := t; i < n; i += max(threads, 1) {
+				p := filepath.Join(dir, "tmp", fmt.Sprint("f", i))
+				if err := os.WriteFile(p, []byte("x"), 0o644); err != nil {
+					errs <- err
+					return
+				}
+				if _, err := os.Stat(p); err != nil {
+					errs <- err
+					return
+				}
+				if err := os.Remove(p); err != nil {
+					errs <- err
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range max(threads, 1) {
+		if err := <-errs; err != nil {
 			return err
 		}
 	}
@@ -93,9 +110,13 @@ func TestBoundedPathIndex(t *testing.T) {
 	t.Run("exclude", func(t *testing.T) {
 		boundedPathIndex(t, fusefs.Options{Exclude: []string{"tmp"}}, []string{"stay", "pre", "keep/renamed"})
 	})
+	t.Run("threads", func(t *testing.T) {
+		boundedPathIndex(t, fusefs.Options{}, []string{"stay", "pre", "tmp/f0", "tmp/f1", "keep/renamed"},
+			"IOTAP_CHURN_THREADS=4")
+	})
 }
 
-func boundedPathIndex(t *testing.T, o fusefs.Options, want []string) {
+func boundedPathIndex(t *testing.T, o fusefs.Options, want []string, env ...string) {
 	file := filepath.Join(t.TempDir(), "churn.trace")
 	w, err := trace.Create(file, trace.Header{Kind: "record", FUSE: o.TraceOptions()},
 		trace.WriterOptions{PathIndexSlots: 1024})
@@ -107,7 +128,7 @@ func boundedPathIndex(t *testing.T, o fusefs.Options, want []string) {
 		t.Fatal(err)
 	}
 	const files = 3000 // about 4 names each (f, a negative lookup's, …): some 15 compactions
-	runWorkload(t, "churn", c.Mnt, "IOTAP_CHURN_FILES="+strconv.Itoa(files))
+	runWorkload(t, "churn", c.Mnt, append(env, "IOTAP_CHURN_FILES="+strconv.Itoa(files))...)
 	if err := c.Server.Unmount(); err != nil {
 		t.Fatal(err)
 	}
