@@ -137,8 +137,9 @@ func (o Options) fsOptions() *fs.Options {
 		mo.ExtraCapabilities |= fuse.CAP_DIRECT_IO_ALLOW_MMAP
 	case CacheKernel:
 		// Writes complete in the page cache and reach the layer when the kernel writes the
-		// dirty pages back, in large requests.
-		mo.ExtraCapabilities |= fuse.CAP_WRITEBACK_CACHE
+		// dirty pages back, in large requests. Without HANDLE_KILLPRIV_V2 the kernel would
+		// send a GETXATTR before every write(2) (see killPriv).
+		mo.ExtraCapabilities |= fuse.CAP_WRITEBACK_CACHE | fuse.CAP_HANDLE_KILLPRIV_V2
 	}
 	var lg *log.Logger
 	if o.Logger != nil && !o.Debug {
