@@ -12,17 +12,20 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// killPriv serves the kernel's FUSE_HANDLE_KILLPRIV_V2 protocol with --cache kernel.
+// killPriv serves the kernel's FUSE_HANDLE_KILLPRIV_V2 protocol.
 //
-// Without it, the kernel asks the file system for the security.capability attribute before
+// With --cache kernel and without it, the kernel asks the file system for the security.capability attribute before
 // every write(2) through the page cache (to know whether the write must drop file
 // capabilities): one GETXATTR round trip per write call, ENODATA on nearly every file. On a
 // genomics job recorded with --cache kernel that was 4,030 of its 5,400 requests (measured),
-// and a dd of 100 blocks of 4 KiB sent 100. With it, the kernel marks the super block
-// SB_NOSEC: an inode is asked once, and the file system takes over dropping set-user-ID and
-// set-group-ID bits where a write, a truncation or an O_TRUNC open by a caller without
-// CAP_FSETID must drop them, flagged in the request (WRITE_KILL_SUIDGID,
-// FATTR_KILL_SUIDGID, OPEN_KILL_SUIDGID).
+// and a dd of 100 blocks of 4 KiB sent 100. With direct I/O (--cache none) the kernel left
+// the bits to the server without saying when, and a root server kept them: a write by an
+// unprivileged user to a set-user-ID file did not clear the bit, as it does natively. With
+// the protocol, the kernel marks the super block SB_NOSEC (an inode is asked once), and
+// flags the writes, truncations and O_TRUNC opens of callers without CAP_FSETID
+// (WRITE_KILL_SUIDGID, FATTR_KILL_SUIDGID, OPEN_KILL_SUIDGID): the server drops the bits
+// there. A server without CAP_FSETID (not root) needs nothing more: its own writes drop
+// them, and Mount does not wrap it.
 //
 // The backing file system already drops them when the writer lacks CAP_FSETID and, for a
 // set-group-ID file without group execute, is not in the file's group; the server, running
@@ -35,7 +38,7 @@ import (
 type killPriv struct{ fuse.RawFileSystem }
 
 func (k killPriv) Write(cancel <-chan struct{}, in *fuse.WriteIn, data []byte) (n uint32, st fuse.Status) {
-	if in.WriteFlags&fuse.WRITE_KILL_SUIDGID == 0 {
+	if !k.mustKill(cancel, in) {
 		return k.RawFileSystem.Write(cancel, in, data)
 	}
 	asCaller(&in.Caller, func() { n, st = k.RawFileSystem.Write(cancel, in, data) })
@@ -43,11 +46,35 @@ func (k killPriv) Write(cancel <-chan struct{}, in *fuse.WriteIn, data []byte) (
 }
 
 func (k killPriv) Writev(cancel <-chan struct{}, in *fuse.WriteIn, data [][]byte) (n uint32, st fuse.Status) {
-	if in.WriteFlags&fuse.WRITE_KILL_SUIDGID == 0 {
+	if !k.mustKill(cancel, in) {
 		return k.RawFileSystem.Writev(cancel, in, data)
 	}
 	asCaller(&in.Caller, func() { n, st = k.RawFileSystem.Writev(cancel, in, data) })
 	return n, st
+}
+
+// mustKill reports whether a write is flagged and its file has a set-user-ID or
+// set-group-ID bit. With direct I/O (--cache none) the kernel flags every write of a caller
+// without CAP_FSETID, so the file's mode is asked first (one fstat): most files have
+// neither bit and take the plain path.
+func (k killPriv) mustKill(cancel <-chan struct{}, in *fuse.WriteIn) bool {
+	if in.WriteFlags&fuse.WRITE_KILL_SUIDGID == 0 {
+		return false
+	}
+	ga := fuse.GetAttrIn{InHeader: in.InHeader, Flags_: fuse.FUSE_GETATTR_FH, Fh_: in.Fh}
+	var out fuse.AttrOut
+	if k.RawFileSystem.GetAttr(cancel, &ga, &out) != fuse.OK {
+		return true // let the backing file system decide on the caller's terms
+	}
+	return out.Mode&(unix.S_ISUID|unix.S_ISGID) != 0
+}
+
+// hasFsetid reports whether this process may keep set-user-ID and set-group-ID bits on
+// writing (CAP_FSETID in its effective set): only then does the server need killPriv.
+func hasFsetid() bool {
+	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	var data [2]unix.CapUserData
+	return unix.Capget(&hdr, &data[0]) == nil && data[0].Effective&(1<<unix.CAP_FSETID) != 0
 }
 
 func (k killPriv) SetAttr(cancel <-chan struct{}, in *fuse.SetAttrIn, out *fuse.AttrOut) (st fuse.Status) {

@@ -14,16 +14,22 @@ import (
 	"github.com/iotap/iotap/trace"
 )
 
-// TestKillPrivKernelCache: with --cache kernel the mount takes over dropping set-user-ID and
+// TestKillPriv: in both cache modes the mount takes over dropping set-user-ID and
 // set-group-ID bits (FUSE_HANDLE_KILLPRIV_V2). Real programs, as an unprivileged user and as
 // root, write, truncate and O_TRUNC-open files with those bits, on the mount and on a native
 // directory of the same file system: the modes afterwards must be the same. And the kernel
 // no longer asks for security.capability before each write: 100 writes of 4 KiB reach the
 // layer with at most one GETXATTR.
-func TestKillPrivKernelCache(t *testing.T) {
+func TestKillPriv(t *testing.T) {
 	if os.Getuid() != 0 {
 		t.Skip("needs root: runs programs as another user on an allow_other mount")
 	}
+	for _, cache := range []fusefs.CacheMode{fusefs.CacheNone, fusefs.CacheKernel} {
+		t.Run(string(cache), func(t *testing.T) { killPriv(t, cache) })
+	}
+}
+
+func killPriv(t *testing.T, cache fusefs.CacheMode) {
 	base := t.TempDir()
 	for _, d := range []string{filepath.Dir(base), base} { // let the other user in
 		if err := os.Chmod(d, 0o755); err != nil {
@@ -38,7 +44,7 @@ func TestKillPrivKernelCache(t *testing.T) {
 		}
 	}
 	rec := fusetest.NewMemRecorder(0)
-	fusetest.MountCase(t, c, rec, fusefs.Options{Cache: fusefs.CacheKernel, AllowOther: true})
+	fusetest.MountCase(t, c, rec, fusefs.Options{Cache: cache, AllowOther: true})
 
 	const nobody = 65534
 	cases := []struct {

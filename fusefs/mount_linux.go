@@ -83,7 +83,7 @@ func Mount(mountpoint, rootDir string, rec Recorder, o Options) (*Server, error)
 	}
 	fo := o.fsOptions()
 	raw := fs.NewNodeFS(root, fo)
-	if o.Cache == CacheKernel {
+	if hasFsetid() {
 		raw = killPriv{raw} // the mount asks for FUSE_HANDLE_KILLPRIV_V2 (fsOptions)
 	}
 	s := &Server{rootFd: rootFd, mountpoint: mnt}

@@ -127,6 +127,10 @@ func (o Options) fsOptions() *fs.Options {
 		DirectMount:         os.Geteuid() == 0,
 		// Kernel passthrough would let reads and writes bypass the layer.
 		DisabledCapabilities: fuse.CAP_PASSTHROUGH,
+		// The server drops set-user-ID and set-group-ID bits where the kernel says so
+		// (killPriv), and the kernel does not ask for security.capability before each
+		// write.
+		ExtraCapabilities: fuse.CAP_HANDLE_KILLPRIV_V2,
 	}
 	if o.AllowOther {
 		mo.Options = append(mo.Options, "default_permissions")
@@ -137,9 +141,8 @@ func (o Options) fsOptions() *fs.Options {
 		mo.ExtraCapabilities |= fuse.CAP_DIRECT_IO_ALLOW_MMAP
 	case CacheKernel:
 		// Writes complete in the page cache and reach the layer when the kernel writes the
-		// dirty pages back, in large requests. Without HANDLE_KILLPRIV_V2 the kernel would
-		// send a GETXATTR before every write(2) (see killPriv).
-		mo.ExtraCapabilities |= fuse.CAP_WRITEBACK_CACHE | fuse.CAP_HANDLE_KILLPRIV_V2
+		// dirty pages back, in large requests.
+		mo.ExtraCapabilities |= fuse.CAP_WRITEBACK_CACHE
 	}
 	var lg *log.Logger
 	if o.Logger != nil && !o.Debug {
