@@ -63,7 +63,7 @@ func (k killPriv) mustKill(cancel <-chan struct{}, in *fuse.WriteIn) bool {
 	}
 	ga := fuse.GetAttrIn{InHeader: in.InHeader, Flags_: fuse.FUSE_GETATTR_FH, Fh_: in.Fh}
 	var out fuse.AttrOut
-	if k.RawFileSystem.GetAttr(cancel, &ga, &out) != fuse.OK {
+	if k.GetAttr(cancel, &ga, &out) != fuse.OK {
 		return true // let the backing file system decide on the caller's terms
 	}
 	return out.Mode&(unix.S_ISUID|unix.S_ISGID) != 0

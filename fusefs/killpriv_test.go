@@ -83,9 +83,10 @@ func killPriv(t *testing.T, cache fusefs.CacheMode) {
 				target := filepath.Join(dir, name)
 				argv := append([]string(nil), tc.argv...)
 				for k := range argv {
-					if argv[k] == "F" {
+					switch argv[k] {
+					case "F":
 						argv[k] = target
-					} else if argv[k] == "of=F" {
+					case "of=F":
 						argv[k] = "of=" + target
 					}
 				}
