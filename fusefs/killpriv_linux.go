@@ -12,29 +12,31 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// killPriv serves the kernel's FUSE_HANDLE_KILLPRIV_V2 protocol.
+// killPriv serves the kernel's FUSE_HANDLE_KILLPRIV_V2 protocol: the file system, not the
+// kernel, drops set-user-ID and set-group-ID bits where a write, a truncation or an O_TRUNC
+// open by a caller without CAP_FSETID must drop them. The kernel flags those requests
+// (WRITE_KILL_SUIDGID, FATTR_KILL_SUIDGID, OPEN_KILL_SUIDGID) and marks the super block
+// SB_NOSEC.
 //
-// With --cache kernel and without it, the kernel asks the file system for the security.capability attribute before
-// every write(2) through the page cache (to know whether the write must drop file
-// capabilities): one GETXATTR round trip per write call, ENODATA on nearly every file. On a
-// genomics job recorded with --cache kernel that was 4,030 of its 5,400 requests (measured),
-// and a dd of 100 blocks of 4 KiB sent 100. With direct I/O (--cache none) the kernel left
-// the bits to the server without saying when, and a root server kept them: a write by an
-// unprivileged user to a set-user-ID file did not clear the bit, as it does natively. With
-// the protocol, the kernel marks the super block SB_NOSEC (an inode is asked once), and
-// flags the writes, truncations and O_TRUNC opens of callers without CAP_FSETID
-// (WRITE_KILL_SUIDGID, FATTR_KILL_SUIDGID, OPEN_KILL_SUIDGID): the server drops the bits
-// there. A server without CAP_FSETID (not root) needs nothing more: its own writes drop
-// them, and Mount does not wrap it.
+// Why iotap asks for it:
+//   - --cache kernel: without it the kernel asks for security.capability before every
+//     write(2) through the page cache (whether the write must drop file capabilities): one
+//     GETXATTR round trip per write call, ENODATA on nearly every file. A genomics job sent
+//     4,030 of them among its 5,400 requests, and dd of 100 blocks of 4 KiB sent 100. With
+//     SB_NOSEC an inode is asked once.
+//   - --cache none: without it the kernel left the bits to the server without saying when,
+//     and a root server kept them, where natively a write by an unprivileged user to a
+//     set-user-ID file clears the bit.
 //
-// The backing file system already drops them when the writer lacks CAP_FSETID and, for a
+// The backing file system drops the bits itself when the writer lacks CAP_FSETID and, for a
 // set-group-ID file without group execute, is not in the file's group; the server, running
 // as root, has CAP_FSETID and is in group 0. So a flagged request runs on a thread of its
 // own with the caller's groups (its file-system gid and the supplementary groups of its
-// /proc status) and without CAP_FSETID, and the backing file system applies its own rules,
-// as it would for the caller. Capabilities, file-system ids and groups are per thread in
-// Linux, and the thread exits with its goroutine. Capabilities themselves
-// (security.capability) are dropped by the backing file system on any write.
+// /proc status) and without CAP_FSETID, and the backing file system applies its rules as
+// for the caller. Capabilities, file-system ids and groups are per thread in Linux, and
+// the thread exits with its goroutine. File capabilities (security.capability) are dropped
+// by the backing file system on any write. A server without CAP_FSETID (not root) needs
+// none of this: its own writes drop the bits, and Mount does not wrap it.
 type killPriv struct{ fuse.RawFileSystem }
 
 func (k killPriv) Write(cancel <-chan struct{}, in *fuse.WriteIn, data []byte) (n uint32, st fuse.Status) {
