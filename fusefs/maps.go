@@ -24,9 +24,10 @@ func newShardedMap[K ~uint32 | ~uint64, V any]() *shardedMap[K, V] {
 	return s
 }
 
-func (s *shardedMap[K, V]) shard(k K) *shard[K, V] {
-	return &s.shards[(uint64(k)*0x9E3779B97F4A7C15)>>58]
-}
+func (s *shardedMap[K, V]) shard(k K) *shard[K, V] { return &s.shards[shardIndex(k)] }
+
+// shardIndex is the shard of key k.
+func shardIndex[K ~uint32 | ~uint64](k K) uint64 { return (uint64(k) * 0x9E3779B97F4A7C15) >> 58 }
 
 func (s *shardedMap[K, V]) get(k K) (V, bool) {
 	sh := s.shard(k)
@@ -54,16 +55,20 @@ func (s *shardedMap[K, V]) del(k K) (V, bool) {
 	return v, ok
 }
 
-// delAll removes keys ks and rebuilds the shards' maps (a Go map keeps its peak size after
-// deletes), for removals in bulk.
+// delAll removes keys ks, for removals in bulk: each shard is locked once, and its map is
+// rebuilt (a Go map keeps its peak size after deletes).
 func (s *shardedMap[K, V]) delAll(ks []K) {
+	var byShard [numShards][]K
 	for _, k := range ks {
-		s.del(k)
+		byShard[shardIndex(k)] = append(byShard[shardIndex(k)], k)
 	}
 	for i := range s.shards {
 		sh := &s.shards[i]
 		sh.mu.Lock()
-		m := make(map[K]V, len(sh.m))
+		for _, k := range byShard[i] {
+			delete(sh.m, k)
+		}
+		m := make(map[K]V, len(sh.m)) // not maps.Clone, which may keep the table's size
 		for k, v := range sh.m {
 			m[k] = v
 		}

@@ -11,7 +11,7 @@ import (
 // forget 0.8 µs in a mount, measured). A page is allocated on first use and freed when its
 // last entry is deleted: ids only grow, and a job that names new files without end leaves
 // its old pages empty, so memory follows the nodes the kernel holds, not every path seen.
-// The ids it holds are also the ones the recorder's path index must keep (live).
+// The ids it holds are also the ones the recorder's path index must keep (liveSet).
 //
 // Entries are atomics; the read lock is held across an entry's update, so that a page
 // being freed (under the write lock, once its count is 0) cannot take an update with it.
@@ -39,9 +39,7 @@ func (p *pathNodes) page(id uint32) *nodePage {
 func (p *pathNodes) set(id uint32, node uint64) {
 	p.mu.RLock()
 	if pg := p.page(id); pg != nil {
-		if pg.nodes[id%nodePageSize].Swap(node) == 0 {
-			pg.used.Add(1)
-		}
+		pg.store(id, node)
 		p.mu.RUnlock()
 		return
 	}
@@ -51,15 +49,18 @@ func (p *pathNodes) set(id uint32, node uint64) {
 	for len(p.pages) <= i {
 		p.pages = append(p.pages, nil)
 	}
-	pg := p.pages[i]
-	if pg == nil {
-		pg = new(nodePage)
-		p.pages[i] = pg
+	if p.pages[i] == nil {
+		p.pages[i] = new(nodePage)
 	}
+	p.pages[i].store(id, node)
+	p.mu.Unlock()
+}
+
+// store records node (not 0) under id, counting a new entry. The caller holds the map's lock.
+func (pg *nodePage) store(id uint32, node uint64) {
 	if pg.nodes[id%nodePageSize].Swap(node) == 0 {
 		pg.used.Add(1)
 	}
-	p.mu.Unlock()
 }
 
 // del removes id and returns the node it had, if any.
@@ -100,15 +101,6 @@ func (p *pathNodes) dropOne(pg *nodePage, id uint32) {
 	p.mu.Unlock()
 }
 
-// live reports whether id names a node.
-func (p *pathNodes) live(id uint32) bool {
-	p.mu.RLock()
-	pg := p.page(id)
-	ok := pg != nil && pg.nodes[id%nodePageSize].Load() != 0
-	p.mu.RUnlock()
-	return ok
-}
-
 // liveSet returns a snapshot of the ids that name a node, as a predicate: a bitmap of the
 // pages in use, built by one pass over them. The path index asks it about most of its ids
 // at a compaction, in hash order: live on each would read a random page per id, a cache
@@ -137,19 +129,6 @@ func (p *pathNodes) liveSet() func(id uint32) bool {
 		j := id % nodePageSize
 		return bm[i][j/64]&(1<<(j%64)) != 0
 	}
-}
-
-// pagesInUse returns the number of pages allocated.
-func (p *pathNodes) pagesInUse() int {
-	p.mu.RLock()
-	defer p.mu.RUnlock()
-	n := 0
-	for _, pg := range p.pages {
-		if pg != nil {
-			n++
-		}
-	}
-	return n
 }
 
 // handleTable maps an open handle to its opener. go-fuse's handles are small integers,

@@ -483,6 +483,28 @@ func TestLayerCost(t *testing.T) {
 	}
 }
 
+// live (for tests) reports whether id names a node.
+func (p *pathNodes) live(id uint32) bool {
+	p.mu.RLock()
+	pg := p.page(id)
+	ok := pg != nil && pg.nodes[id%nodePageSize].Load() != 0
+	p.mu.RUnlock()
+	return ok
+}
+
+// pagesInUse (for tests) returns the number of pages allocated.
+func (p *pathNodes) pagesInUse() int {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	n := 0
+	for _, pg := range p.pages {
+		if pg != nil {
+			n++
+		}
+	}
+	return n
+}
+
 // TestPathNodes: ids on several pages, delete only if still the same node, absent ids,
 // live, and pages freed when their last entry goes (memory follows the nodes held).
 func TestPathNodes(t *testing.T) {
