@@ -90,7 +90,8 @@
 // Then, absent from footers written before they existed (read as zero), the cost of
 // recording: EncodeCPU varint (ns of CPU the encoder used); the layer's Requests uvarint,
 // InLayer varint (ns), Self varint (ns), Threads uvarint and Resolve varint (ns), see
-// LayerCost. Bytes after the last field are
+// LayerCost. Then, only when a write of the trace failed: Lost uvarint (events lost with
+// it, counted in Dropped too) and WriteError string. Bytes after the last field are
 // ignored.
 //
 // # Side tables

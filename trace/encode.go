@@ -216,6 +216,10 @@ func appendFooter(dst []byte, f *Footer) []byte {
 	dst = binary.AppendVarint(dst, int64(f.Layer.Self))
 	dst = binary.AppendUvarint(dst, f.Layer.Threads)
 	dst = binary.AppendVarint(dst, int64(f.Layer.Resolve))
+	if f.Lost != 0 || f.WriteError != "" {
+		dst = binary.AppendUvarint(dst, f.Lost)
+		dst = appendString(dst, f.WriteError)
+	}
 	return dst
 }
 
@@ -240,6 +244,10 @@ func decodeFooter(b []byte, f *Footer) error {
 		f.Layer.Self = time.Duration(d.varint())
 		f.Layer.Threads = d.uvarint()
 		f.Layer.Resolve = time.Duration(d.varint())
+	}
+	if len(d.b) > 0 { // a failed write, absent from older footers and clean traces
+		f.Lost = d.uvarint()
+		f.WriteError = d.str()
 	}
 	return d.err
 }

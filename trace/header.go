@@ -76,7 +76,7 @@ func (h *Header) Label(k string) (string, bool) {
 // writer was killed); its complete chunks are still readable.
 type Footer struct {
 	Events    uint64        // events written
-	Dropped   uint64        // events lost because the buffer was full in drop mode
+	Dropped   uint64        // events not in the trace: the buffer was full in drop mode, or a write failed (Lost)
 	Blocked   time.Duration // time producers spent waiting for buffer space in block mode
 	Chunks    uint64
 	End       int64    // ns since origin of the close
@@ -88,6 +88,14 @@ type Footer struct {
 	// traces written before these fields existed.
 	EncodeCPU time.Duration // CPU time of the writer's encoder: encoding, compression, writes
 	Layer     LayerCost     // what the recording layer measured (Writer.SetLayerCost)
+
+	// A write of the trace that failed (a full disk): the writer cut the file back to the
+	// last chunk written whole, wrote no more events, and closed the trace with this footer.
+	// Lost (part of Dropped) counts the events appended after the last chunk that made it.
+	// Zero and empty when every write succeeded, and in traces written before these fields
+	// existed.
+	Lost       uint64
+	WriteError string
 }
 
 // LayerCost is the recording layer's measurement of its own cost in the mount: how much

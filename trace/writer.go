@@ -44,7 +44,8 @@ const (
 // WriterStats are running totals of a Writer.
 type WriterStats struct {
 	Events  uint64        // events accepted by Append
-	Dropped uint64        // events dropped (buffer full in drop mode, or appended after Close)
+	Dropped uint64        // events dropped (buffer full in drop mode, appended after Close, or Lost)
+	Lost    uint64        // of which lost because a write of the trace failed (Footer.Lost)
 	Blocked time.Duration // time Append spent waiting for buffer space
 	Chunks  uint64        // chunks written, all types
 	Bytes   uint64        // bytes written, preamble and frames included
@@ -103,6 +104,7 @@ type Writer struct {
 	chunks  atomic.Uint64
 	bytes   atomic.Uint64
 	written atomic.Uint64
+	lost    atomic.Uint64 // events dropped because a write failed (part of dropped)
 
 	// Owned by the encoder goroutine.
 	enc      *zstd.Encoder
@@ -110,8 +112,12 @@ type Writer struct {
 	raw      []byte
 	buf      []byte
 	pred     offsetPredictor
-	opCounts [NumOps]uint64
-	err      error // first write error; later chunks are discarded
+	opCounts [NumOps]uint64 // events per op in the chunks written
+	pendOps  [NumOps]uint64 // events per op taken since the last write
+	pending  uint64         // chunks appended to buf since the last write
+	good     int64          // bytes written by whole writes: the end of the last complete chunk
+	err      error          // first write error; later chunks are discarded
+	cut      bool           // after err, the file was cut back to good: a footer may still go there
 }
 
 type batch struct {
@@ -162,12 +168,11 @@ func Create(path string, h Header, o WriterOptions) (*Writer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("trace: create: %w", err)
 	}
-	w, err := newWriter(f, h, o)
+	w, err := newWriter(f, f, h, o)
 	if err != nil {
 		_ = f.Close() // the header write already failed: report that
 		return nil, err
 	}
-	w.file = f
 	return w, nil
 }
 
@@ -178,10 +183,12 @@ func Create(path string, h Header, o WriterOptions) (*Writer, error) {
 // Origin to the current time; a caller that sets WallStart itself should set Origin to
 // Now() read at the same moment (if Origin is zero, NewWriter sets it).
 func NewWriter(out io.Writer, h Header, o WriterOptions) (*Writer, error) {
-	return newWriter(out, h, o)
+	return newWriter(out, nil, h, o)
 }
 
-func newWriter(out io.Writer, h Header, o WriterOptions) (*Writer, error) {
+// newWriter returns a Writer on out; file is out when it is a file Create opened (a failed
+// write is then cut back, see write).
+func newWriter(out io.Writer, file *os.File, h Header, o WriterOptions) (*Writer, error) {
 	CalibrateClock()
 	if o.FlushInterval <= 0 {
 		o.FlushInterval = DefaultFlushInterval
@@ -200,6 +207,7 @@ func newWriter(out io.Writer, h Header, o WriterOptions) (*Writer, error) {
 		opts:    o,
 		log:     o.Logger,
 		out:     out,
+		file:    file,
 		closing: make(chan struct{}),
 		done:    make(chan struct{}),
 		paths:   newPathIndex(),
@@ -388,6 +396,7 @@ func (w *Writer) Stats() WriterStats {
 	return WriterStats{
 		Events:  ev,
 		Dropped: w.dropped.Load(),
+		Lost:    w.lost.Load(),
 		Blocked: time.Duration(w.blocked.Load()),
 		Chunks:  w.chunks.Load(),
 		Bytes:   w.bytes.Load(),
@@ -402,6 +411,12 @@ func (w *Writer) Stats() WriterStats {
 // Close flushes buffered events and side tables, writes the footer and, if Create opened
 // the file, syncs and closes it. It returns the first write error. Appends racing with or
 // following Close are dropped and counted.
+//
+// After a failed write (a full disk) no more events are written; they are counted as
+// dropped and lost (WriterStats.Lost). A file from Create is cut back to the end of its
+// last whole chunk, and Close still writes the footer there, with Lost and the error: the
+// trace then reads without damage and says what it misses. If even the footer does not
+// fit, the trace ends at that chunk without one.
 func (w *Writer) Close() error {
 	w.closeOnce.Do(func() {
 		close(w.closing)
@@ -493,7 +508,7 @@ func (w *Writer) take(b *batch) {
 		k := min(len(ev), encodeBlock, w.opts.ChunkEvents-w.cols.n)
 		for i := range ev[:k] {
 			if op := ev[i].Op; op < NumOps {
-				w.opCounts[op]++
+				w.pendOps[op]++
 			}
 		}
 		w.cols.add(ev[:k])
@@ -537,7 +552,7 @@ func (w *Writer) flush() {
 	w.sideMu.Unlock()
 
 	if w.err != nil { // the file is broken: count the events as lost, skip the work
-		w.dropped.Add(uint64(w.cols.n))
+		w.lose(uint64(w.cols.n))
 		w.cols.reset()
 		return
 	}
@@ -566,8 +581,15 @@ func (w *Writer) flush() {
 	if w.write(w.buf) == nil {
 		w.written.Add(uint64(n))
 	} else {
-		w.dropped.Add(uint64(n))
+		w.lose(uint64(n))
 	}
+}
+
+// lose counts n events that a failed write kept out of the trace.
+func (w *Writer) lose(n uint64) {
+	w.dropped.Add(n)
+	w.lost.Add(n)
+	w.pendOps = [NumOps]uint64{}
 }
 
 func (w *Writer) writeFooter() {
@@ -580,8 +602,15 @@ func (w *Writer) writeFooter() {
 		Errors:    w.errors.Load(),
 		WallClose: time.Now().UTC(),
 		EncodeCPU: threadCPU(),
+		Lost:      w.lost.Load(),
 	}
 	w.encodeCPU.Store(int64(f.EncodeCPU))
+	if w.err != nil {
+		f.WriteError = w.err.Error()
+		if !w.cut {
+			return // nowhere to write it: the trace ends at its last complete chunk
+		}
+	}
 	w.sideMu.Lock()
 	f.Layer = w.layer
 	w.sideMu.Unlock()
@@ -594,7 +623,20 @@ func (w *Writer) writeFooter() {
 	f.OpCounts = append([]uint64(nil), w.opCounts[:last]...)
 	w.raw = appendFooter(w.raw[:0], &f)
 	w.buf = w.appendChunk(w.buf[:0], ChunkFooter, w.raw)
-	_ = w.write(w.buf) // an error stays in w.err for Close
+	if w.err == nil {
+		_ = w.write(w.buf) // an error stays in w.err for Close
+		return
+	}
+	// After a failed write: the footer goes where the last complete chunk ended, in the
+	// room the cut freed (a full disk usually has a partial block there at least). If it
+	// does not fit, the trace ends at that chunk, without a footer, as before.
+	if n, err := w.out.Write(w.buf); err != nil || n < len(w.buf) {
+		_ = w.file.Truncate(w.good)
+		w.log.Error("trace footer not written after the failed write", "err", err)
+		return
+	}
+	w.log.Warn("trace closed after a failed write: it ends with the last chunk written whole",
+		"lost_events", f.Lost, "bytes", w.good)
 }
 
 // appendChunk compresses payload and appends a framed chunk to dst.
@@ -612,12 +654,16 @@ func (w *Writer) appendChunk(dst []byte, t ChunkType, payload []byte) []byte {
 		sum:     crc(stored),
 	})
 	copy(dst[start:], fr[:])
-	w.chunks.Add(1)
+	w.pending++
 	return dst
 }
 
-// write writes b in one call. After the first error nothing more is written.
+// write writes b, whole chunks, in one call. After the first error nothing more is
+// written; a file Create opened is then cut back to the end of the last whole chunk, so
+// that the trace stays readable to there and the footer can follow it (writeFooter).
 func (w *Writer) write(b []byte) error {
+	chunks := w.pending
+	w.pending = 0
 	if w.err != nil {
 		return w.err
 	}
@@ -629,7 +675,19 @@ func (w *Writer) write(b []byte) error {
 	if err != nil {
 		w.err = fmt.Errorf("trace: write: %w", err)
 		w.log.Error("trace write failed; later events are dropped", "err", err)
+		if w.file != nil && n > 0 {
+			_, serr := w.file.Seek(w.good, io.SeekStart)
+			w.cut = serr == nil && w.file.Truncate(w.good) == nil
+		} else {
+			w.cut = w.file != nil
+		}
 		return w.err
 	}
+	w.good += int64(n)
+	w.chunks.Add(chunks)
+	for op, c := range w.pendOps {
+		w.opCounts[op] += c
+	}
+	w.pendOps = [NumOps]uint64{}
 	return nil
 }
