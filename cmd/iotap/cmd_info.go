@@ -183,6 +183,10 @@ func infoOne(ctx context.Context, e *env, o *infoOptions, name string, out *byte
 	if ok {
 		line("footer", "%d events written, %d dropped, %s blocked, %d recording errors, %d chunks",
 			footer.Events, footer.Dropped, footer.Blocked, footer.Errors, footer.Chunks)
+		if footer.Lost > 0 || footer.WriteError != "" {
+			line("write error", "%s: the last %d events were lost (counted in dropped); the trace ends, closed, before them",
+				footer.WriteError, footer.Lost)
+		}
 		if footer.Events != s.events && stopErr == nil {
 			line("note", "footer counts %d events, %d were read", footer.Events, s.events)
 		}

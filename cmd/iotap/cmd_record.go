@@ -733,7 +733,11 @@ func (s *session) close(outcome string) error {
 	err := s.closeW()
 	st := s.w.Stats()
 	writeSummary(s.e.stderr, s.tally.Snapshot(), elapsed, st, cost, s.spec.Output, outcome)
-	if err != nil {
+	switch {
+	case err != nil && st.Lost > 0:
+		return fmt.Errorf("trace incomplete: %w: the %d events after the last chunk written whole were lost (the trace holds the first %d, and says so in its footer)",
+			err, st.Lost, st.Written)
+	case err != nil:
 		return fmt.Errorf("close trace: %w", err)
 	}
 	return nil
@@ -797,10 +801,12 @@ func serve(ctx context.Context, e *env, spec *recordSpec) error {
 	switch {
 	case werr != nil:
 		return werr
+	case code != 0:
+		// The job's failure is the outcome its caller acts on; a trace that could not be
+		// finished is printed, and is the outcome only when the job succeeded.
+		return &exitCodeError{code: code, err: cerr}
 	case cerr != nil:
 		return cerr
-	case code != 0:
-		return &exitCodeError{code: code}
 	}
 	return nil
 }
@@ -843,6 +849,9 @@ func writeSummary(w io.Writer, snap tally.Snapshot, elapsed time.Duration, ws tr
 		}
 	}
 	_, _ = fmt.Fprintf(w, "  events %d written, %d dropped", ws.Written, ws.Dropped)
+	if ws.Lost > 0 {
+		_, _ = fmt.Fprintf(w, " (%d of them when a write of the trace failed)", ws.Lost)
+	}
 	if ws.Blocked > 0 {
 		_, _ = fmt.Fprintf(w, ", job waited %s for trace buffer space", ws.Blocked.Round(time.Millisecond))
 	}

@@ -50,9 +50,11 @@ type Trace struct {
 	Labels       map[string]string `json:"labels,omitempty"`
 	Events       uint64            `json:"events"`
 	Dropped      uint64            `json:"dropped"`
-	BlockedNs    int64             `json:"blocked_ns"` // time the job waited for the recorder's buffer (from the footer)
-	Recorded     uint64            `json:"recorded"`   // events the footer says were written (0 without a footer)
-	Complete     bool              `json:"complete"`   // a footer was found: the recorder closed cleanly
+	Lost         uint64            `json:"lost,omitempty"`        // of the dropped, events lost when a write of the trace failed
+	WriteError   string            `json:"write_error,omitempty"` // that failure (the trace ends, closed, before those events)
+	BlockedNs    int64             `json:"blocked_ns"`            // time the job waited for the recorder's buffer (from the footer)
+	Recorded     uint64            `json:"recorded"`              // events the footer says were written (0 without a footer)
+	Complete     bool              `json:"complete"`              // a footer was found: the recorder closed cleanly
 	Damage       []string          `json:"damage,omitempty"`
 	Cost         *RecordingCost    `json:"recording_cost,omitempty"` // from the footer, when measured
 }
@@ -390,6 +392,9 @@ func traceInfo(s *stats.Source) Trace {
 		Damage:      s.Damage,
 		Cost:        recordingCost(s.Footer),
 	}
+	if f := s.Footer; f != nil {
+		t.Lost, t.WriteError = f.Lost, f.WriteError
+	}
 	if len(h.Labels) > 0 {
 		t.Labels = map[string]string{}
 		for _, l := range h.Labels {
@@ -422,7 +427,11 @@ func warnings(r *Report) []string {
 		if t.BlockedNs > 0 {
 			w = append(w, fmt.Sprintf("%s: the job waited %s for the recorder's buffer: latencies include that wait", t.File, Dur(t.BlockedNs)))
 		}
-		if t.Dropped > 0 {
+		switch {
+		case t.Lost > 0:
+			w = append(w, fmt.Sprintf("%s: the recorder could not write the trace to the end (%s): its last %d events were lost (%d dropped in all): counts and totals are low, and the job's end is missing",
+				t.File, t.WriteError, t.Lost, t.Dropped))
+		case t.Dropped > 0:
 			w = append(w, fmt.Sprintf("%s: %d events were dropped while recording: counts and totals are low", t.File, t.Dropped))
 		}
 		if len(t.Damage) > 0 {

@@ -313,6 +313,8 @@ func TestWarnings(t *testing.T) {
 		want string
 	}{
 		{"dropped", Trace{File: "a", Complete: true, Events: 5, Recorded: 5, Dropped: 7}, "7 events were dropped"},
+		{"cut short", Trace{File: "a", Complete: true, Events: 5, Recorded: 5, Dropped: 9, Lost: 7, WriteError: "no space left on device"},
+			"could not write the trace to the end (no space left on device): its last 7 events were lost (9 dropped in all)"},
 		{"damaged", Trace{File: "a", Damage: []string{"truncated"}}, "trace is damaged (truncated)"},
 		{"no footer", Trace{File: "a"}, "no footer"},
 		{"footer count", Trace{File: "a", Complete: true, Events: 5, Recorded: 9}, "footer counts 9 events but 5 were read"},

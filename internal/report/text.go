@@ -57,6 +57,8 @@ func writeTraces(b *strings.Builder, r *Report) {
 			status = "DAMAGED"
 		case !tr.Complete:
 			status = "no footer"
+		case tr.Lost > 0:
+			status = "cut short"
 		}
 		cache := tr.Cache
 		if cache == "" {

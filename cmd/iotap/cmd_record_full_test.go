@@ -1,0 +1,86 @@
+package main
+
+import (
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/iotap/iotap/trace"
+)
+
+// TestRecordTraceDiskFull records a job whose trace fills its file system (a 256 KiB
+// tmpfs). The job must see nothing of it: same output, its own exit code when it fails.
+// The trace must end cleanly at the last chunk written whole, with a footer saying how many
+// events were lost and why, and the summary, the error and the report must say so too. A
+// job that succeeded makes iotap exit 1: the recording it asked for is incomplete.
+func TestRecordTraceDiskFull(t *testing.T) {
+	requireRecord(t)
+	for _, tc := range []struct{ job, want int }{{0, 1}, {3, 3}} {
+		t.Run("job exit "+strconv.Itoa(tc.job), func(t *testing.T) {
+			dir := t.TempDir()
+			target, full := filepath.Join(dir, "data"), filepath.Join(dir, "full")
+			for _, d := range []string{target, full} {
+				if err := os.Mkdir(d, 0o755); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := unix.Mount("iotap-test", full, "tmpfs", 0, "size=256k"); err != nil {
+				t.Fatalf("mount tmpfs: %v", err)
+			}
+			defer func() { _ = unix.Unmount(full, unix.MNT_DETACH) }()
+			out := filepath.Join(full, "t.iotap")
+			// Builtins only: about ten requests per round, no new processes to look up.
+			script := `i=0; while [ $i -lt 3000 ]; do echo $i > f; read l < f; i=$((i+1)); done; echo "done $l"; exit ` + strconv.Itoa(tc.job)
+			p := startIotap(t, target, "record", "-o", out, "--", "sh", "-c", script)
+			_ = p.stdin.Close()
+			code, stdout := p.wait(t)
+			stderr := p.stderr.String()
+			if code != tc.want || stdout != "done 2999\n" {
+				t.Fatalf("exit %d (want %d), stdout %q; stderr:\n%s", code, tc.want, stdout, stderr)
+			}
+			for _, want := range []string{"when a write of the trace failed", "trace incomplete", "no space left on device"} {
+				if !strings.Contains(stderr, want) {
+					t.Errorf("stderr lacks %q:\n%s", want, stderr)
+				}
+			}
+
+			r, err := trace.Open(out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer func() { _ = r.Close() }()
+			var n uint64
+			for {
+				_, err := r.Next()
+				if err == io.EOF {
+					break
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				n++
+			}
+			f, ok := r.Footer()
+			if d := r.Damage(); len(d) != 0 || !ok {
+				t.Fatalf("damage %v, footer %v", d, ok)
+			}
+			if f.Lost == 0 || f.Events != n || !strings.Contains(f.WriteError, "no space left on device") {
+				t.Errorf("footer %+v after reading %d events", f, n)
+			}
+			if n < 1000 {
+				t.Errorf("only %d events in the trace: the chunks written before the disk filled are missing", n)
+			}
+
+			rep, err := exec.Command(iotapBin, "report", out).CombinedOutput()
+			if err != nil || !strings.Contains(string(rep), "cut short") || !strings.Contains(string(rep), "could not write the trace to the end") {
+				t.Errorf("report: %v\n%s", err, rep)
+			}
+		})
+	}
+}
