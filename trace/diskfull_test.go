@@ -4,7 +4,6 @@ package trace
 
 import (
 	"errors"
-	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -73,18 +72,11 @@ func TestWriteFailureClosesCleanly(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer func() { _ = r.Close() }()
-			var n uint64
+			evs := readAll(t, r)
+			n := uint64(len(evs))
 			ops := map[Op]uint64{}
-			for {
-				ev, err := r.Next()
-				if err == io.EOF {
-					break
-				}
-				if err != nil {
-					t.Fatal(err)
-				}
-				n++
-				ops[ev.Op]++
+			for i := range evs {
+				ops[evs[i].Op]++
 			}
 			if d := r.Damage(); len(d) != 0 {
 				t.Fatalf("damage: %v", d)

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -10,8 +9,6 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
-
-	"github.com/iotap/iotap/trace"
 )
 
 // TestRecordTraceDiskFull records a job whose trace fills its file system (a 256 KiB
@@ -50,25 +47,10 @@ func TestRecordTraceDiskFull(t *testing.T) {
 				}
 			}
 
-			r, err := trace.Open(out)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer func() { _ = r.Close() }()
-			var n uint64
-			for {
-				_, err := r.Next()
-				if err == io.EOF {
-					break
-				}
-				if err != nil {
-					t.Fatal(err)
-				}
-				n++
-			}
-			f, ok := r.Footer()
-			if d := r.Damage(); len(d) != 0 || !ok {
-				t.Fatalf("damage %v, footer %v", d, ok)
+			got := readTrace(t, out)
+			f, n := got.foot, uint64(len(got.events))
+			if len(got.damage) != 0 || f == nil {
+				t.Fatalf("damage %v, footer %v", got.damage, f != nil)
 			}
 			if f.Lost == 0 || f.Events != n || !strings.Contains(f.WriteError, "no space left on device") {
 				t.Errorf("footer %+v after reading %d events", f, n)

@@ -122,6 +122,7 @@ type traceContents struct {
 	hdr       *trace.Header
 	events    []recorded
 	footer    bool
+	foot      *trace.Footer   // nil without one
 	cost      trace.LayerCost // from the footer
 	encodeCPU time.Duration
 	damage    []error
@@ -149,9 +150,8 @@ func readTrace(t *testing.T, path string) traceContents {
 		}
 		tc.events = append(tc.events, rec)
 	}
-	var f *trace.Footer
-	if f, tc.footer = r.Footer(); f != nil {
-		tc.cost, tc.encodeCPU = f.Layer, f.EncodeCPU
+	if tc.foot, tc.footer = r.Footer(); tc.foot != nil {
+		tc.cost, tc.encodeCPU = tc.foot.Layer, tc.foot.EncodeCPU
 	}
 	tc.damage = r.Damage()
 	return tc
