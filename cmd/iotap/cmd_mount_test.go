@@ -83,6 +83,11 @@ func TestMountUnmount(t *testing.T) {
 				t.Fatal(err)
 			}
 		}},
+		{name: "SIGINT", stop: func(t *testing.T, cmd *exec.Cmd, _ string) {
+			if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+				t.Fatal(err)
+			}
+		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -344,26 +345,34 @@ func TestRecordJobEnds(t *testing.T) {
 
 func TestRecordForwardsSIGTERM(t *testing.T) {
 	requireRecord(t)
-	dir := t.TempDir()
-	p := startIotap(t, dir, "record", "-o", filepath.Join(t.TempDir(), "t.iotap"), "--",
-		"sh", "-c", `trap 'echo got TERM; exit 42' TERM; echo ready; while :; do sleep 0.05; done`)
-	if l := p.readLine(t); l != "ready" {
-		t.Fatalf("got %q; stderr %s", l, p.stderr)
-	}
-	// SIGUSR1 is iotap's (a stats line), not the job's: sh would die of it.
-	if err := p.cmd.Process.Signal(syscall.SIGUSR1); err != nil {
-		t.Fatal(err)
-	}
-	time.Sleep(300 * time.Millisecond)
-	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	code, rest := p.wait(t)
-	if code != 42 || rest != "got TERM\n" {
-		t.Fatalf("exit %d output %q, want 42 and the trap's line; stderr: %s", code, rest, p.stderr)
-	}
-	if !strings.Contains(p.stderr.String(), " ops/s ") {
-		t.Errorf("SIGUSR1 printed no stats line:\n%s", p.stderr)
+	for _, sig := range []struct {
+		sig  syscall.Signal
+		name string
+		code int
+	}{{syscall.SIGTERM, "TERM", 42}, {syscall.SIGINT, "INT", 43}} {
+		t.Run(sig.name, func(t *testing.T) {
+			dir := t.TempDir()
+			trap := fmt.Sprintf(`trap 'echo got %s; exit %d' %s; echo ready; while :; do sleep 0.05; done`, sig.name, sig.code, sig.name)
+			p := startIotap(t, dir, "record", "-o", filepath.Join(t.TempDir(), "t.iotap"), "--", "sh", "-c", trap)
+			if l := p.readLine(t); l != "ready" {
+				t.Fatalf("got %q; stderr %s", l, p.stderr)
+			}
+			// SIGUSR1 is iotap's (a stats line), not the job's: sh would die of it.
+			if err := p.cmd.Process.Signal(syscall.SIGUSR1); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(300 * time.Millisecond)
+			if err := p.cmd.Process.Signal(sig.sig); err != nil {
+				t.Fatal(err)
+			}
+			code, rest := p.wait(t)
+			if code != sig.code || rest != "got "+sig.name+"\n" {
+				t.Fatalf("exit %d output %q, want %d and the trap's line; stderr: %s", code, rest, sig.code, p.stderr)
+			}
+			if !strings.Contains(p.stderr.String(), " ops/s ") {
+				t.Errorf("SIGUSR1 printed no stats line:\n%s", p.stderr)
+			}
+		})
 	}
 }
 
