@@ -29,22 +29,31 @@ func TestKillPriv(t *testing.T) {
 	}
 }
 
-func killPriv(t *testing.T, cache fusefs.CacheMode) {
+// otherUserCase makes, in a new directory another user can enter, a native directory and
+// an allow_other mount (in cache mode cache, recording into rec) of a backend directory
+// beside it, both empty, so that programs run as that user can be compared on the two.
+func otherUserCase(t *testing.T, cache fusefs.CacheMode, rec fusefs.Recorder) (native string, c *fusetest.Case) {
+	t.Helper()
 	base := t.TempDir()
 	for _, d := range []string{filepath.Dir(base), base} { // let the other user in
 		if err := os.Chmod(d, 0o755); err != nil {
 			t.Fatal(err)
 		}
 	}
-	native := filepath.Join(base, "native")
-	c := &fusetest.Case{Orig: filepath.Join(base, "orig"), Mnt: filepath.Join(base, "mnt")}
+	native = filepath.Join(base, "native")
+	c = &fusetest.Case{Orig: filepath.Join(base, "orig"), Mnt: filepath.Join(base, "mnt")}
 	for _, d := range []string{native, c.Orig, c.Mnt} {
 		if err := os.Mkdir(d, 0o755); err != nil {
 			t.Fatal(err)
 		}
 	}
-	rec := fusetest.NewMemRecorder(0)
 	fusetest.MountCase(t, c, rec, fusefs.Options{Cache: cache, AllowOther: true})
+	return native, c
+}
+
+func killPriv(t *testing.T, cache fusefs.CacheMode) {
+	rec := fusetest.NewMemRecorder(0)
+	native, c := otherUserCase(t, cache, rec)
 
 	const nobody = 65534
 	cases := []struct {

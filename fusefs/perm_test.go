@@ -28,20 +28,8 @@ func TestAllowOtherPermissions(t *testing.T) {
 }
 
 func allowOtherPermissions(t *testing.T, cache fusefs.CacheMode) {
-	base := t.TempDir()
-	for _, d := range []string{filepath.Dir(base), base} { // let the other user in
-		if err := os.Chmod(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	native := filepath.Join(base, "native")
-	c := &fusetest.Case{Orig: filepath.Join(base, "orig"), Mnt: filepath.Join(base, "mnt")}
-	for _, d := range []string{native, c.Orig, c.Mnt} {
-		if err := os.Mkdir(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for _, root := range []string{native, c.Orig} { // root's files, made before the mount
+	native, c := otherUserCase(t, cache, fusetest.NewMemRecorder(0))
+	for _, root := range []string{native, c.Orig} { // root's files, made in the backend
 		for _, f := range []struct {
 			name string
 			mode os.FileMode
@@ -58,7 +46,6 @@ func allowOtherPermissions(t *testing.T, cache fusefs.CacheMode) {
 			t.Fatal(err)
 		}
 	}
-	fusetest.MountCase(t, c, fusetest.NewMemRecorder(0), fusefs.Options{Cache: cache, AllowOther: true})
 
 	const nobody = 65534
 	cases := []struct {
