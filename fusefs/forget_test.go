@@ -2,7 +2,6 @@ package fusefs_test
 
 import (
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -143,21 +142,10 @@ func boundedPathIndex(t *testing.T, o fusefs.Options, want []string, env ...stri
 			st.PathCompactions, st.PathsForgotten, st.PathIndexSlots, files/2)
 	}
 
-	r, err := trace.Open(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = r.Close() }()
+	r, evs := readTraceFile(t, file)
 	ids := map[string]map[uint32]bool{} // path → ids events name it by
 	var sawRename, sawWrite bool
-	for {
-		e, err := r.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
+	for _, e := range evs {
 		if e.Path == 0 {
 			continue
 		}

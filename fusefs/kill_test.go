@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"errors"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -97,20 +96,9 @@ func TestKill9(t *testing.T) {
 		t.Fatal("job hung after the server was killed")
 	}
 
-	r, err := trace.Open(file)
-	if err != nil {
-		t.Fatalf("open killed trace: %v", err)
-	}
-	defer func() { _ = r.Close() }()
+	r, evs := readTraceFile(t, file)
 	reads := 0
-	for {
-		e, err := r.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			t.Fatalf("read killed trace: %v", err)
-		}
+	for _, e := range evs {
 		if e.Op == trace.OpRead {
 			reads++
 		}

@@ -20,12 +20,16 @@ import (
 // directory of the same file system: the modes afterwards must be the same. And the kernel
 // no longer asks for security.capability before each write: 100 writes of 4 KiB reach the
 // layer with at most one GETXATTR.
-func TestKillPriv(t *testing.T) {
+func TestKillPriv(t *testing.T) { asOtherUser(t, killPriv) }
+
+// asOtherUser runs f in both cache modes; f runs programs as another user on an
+// allow_other mount (otherUserCase), which needs root.
+func asOtherUser(t *testing.T, f func(*testing.T, fusefs.CacheMode)) {
 	if os.Getuid() != 0 {
 		t.Skip("needs root: runs programs as another user on an allow_other mount")
 	}
 	for _, cache := range []fusefs.CacheMode{fusefs.CacheNone, fusefs.CacheKernel} {
-		t.Run(string(cache), func(t *testing.T) { killPriv(t, cache) })
+		t.Run(string(cache), func(t *testing.T) { f(t, cache) })
 	}
 }
 

@@ -2,12 +2,15 @@ package fusefs_test
 
 import (
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"testing"
+
+	"github.com/iotap/iotap/trace"
 )
 
 // workloadEnv selects a workload when the test binary is re-executed as a child process
@@ -93,3 +96,25 @@ func rwWorkload(dir string) error {
 }
 
 const rwFileSize = 64 << 20
+
+// readTraceFile reads the trace at path to its end. It returns the reader (for its path
+// table, files and footer; closed when the test ends) and every event.
+func readTraceFile(t *testing.T, path string) (*trace.Reader, []trace.Event) {
+	t.Helper()
+	r, err := trace.Open(path)
+	if err != nil {
+		t.Fatalf("open trace: %v", err)
+	}
+	t.Cleanup(func() { _ = r.Close() })
+	var evs []trace.Event
+	for {
+		e, err := r.Next()
+		if err == io.EOF {
+			return r, evs
+		}
+		if err != nil {
+			t.Fatalf("read trace %s: %v", path, err)
+		}
+		evs = append(evs, *e)
+	}
+}

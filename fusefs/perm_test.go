@@ -18,14 +18,7 @@ import (
 // lists through the root-run layer what they could not natively. Real programs run as an
 // unprivileged user on the mount and on a native copy of the same tree; each must succeed or
 // fail alike, with the same error, and the private files must stay out of reach.
-func TestAllowOtherPermissions(t *testing.T) {
-	if os.Getuid() != 0 {
-		t.Skip("needs root: runs programs as another user on an allow_other mount")
-	}
-	for _, cache := range []fusefs.CacheMode{fusefs.CacheNone, fusefs.CacheKernel} {
-		t.Run(string(cache), func(t *testing.T) { allowOtherPermissions(t, cache) })
-	}
-}
+func TestAllowOtherPermissions(t *testing.T) { asOtherUser(t, allowOtherPermissions) }
 
 func allowOtherPermissions(t *testing.T, cache fusefs.CacheMode) {
 	native, c := otherUserCase(t, cache, fusetest.NewMemRecorder(0))

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -102,24 +101,9 @@ func TestTraceRoundTrip(t *testing.T) {
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
-	r, err := trace.Open(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = r.Close() }()
+	r, evs := readTraceFile(t, file)
 	if r.Header().FUSE.Cache != "none" || !r.Header().FUSE.DirectIO {
 		t.Errorf("header FUSE options %+v", r.Header().FUSE)
-	}
-	var evs []trace.Event
-	for {
-		e, err := r.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		evs = append(evs, *e)
 	}
 	if f, ok := r.Footer(); !ok || f.Events != uint64(len(evs)) || f.Errors != 0 {
 		t.Errorf("footer %+v (ok %v), %d events read", f, ok, len(evs))
