@@ -357,11 +357,13 @@ func replayOnce(ctx context.Context, e *env, o *replayOptions, tracePath, base s
 			}
 		}
 	}
-	if f, ok := r.Footer(); ok && f.Dropped > f.Lost && rep == 0 {
-		_, _ = fmt.Fprintf(e.stderr, "iotap replay: the recording dropped %d events (buffer full): ops on their handles and paths may diverge\n", f.Dropped-f.Lost)
-	}
-	if f, ok := r.Footer(); ok && f.Lost > 0 && rep == 0 {
-		_, _ = fmt.Fprintf(e.stderr, "iotap replay: the recording ends early: its last %d events were lost when the trace could not be written (%s)\n", f.Lost, f.WriteError)
+	if f, ok := r.Footer(); ok && rep == 0 {
+		if f.Dropped > f.Lost {
+			_, _ = fmt.Fprintf(e.stderr, "iotap replay: the recording dropped %d events (buffer full): ops on their handles and paths may diverge\n", f.Dropped-f.Lost)
+		}
+		if f.Lost > 0 {
+			_, _ = fmt.Fprintf(e.stderr, "iotap replay: the recording ends early: its last %d events were lost when the trace could not be written (%s)\n", f.Lost, f.WriteError)
+		}
 	}
 	if err := replay.WriteRequests(b, base+".requests.json"); err != nil && runErr == nil {
 		runErr = err
