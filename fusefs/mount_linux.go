@@ -261,7 +261,7 @@ func Available() error {
 	_ = f.Close()
 	if err == nil && (st.Mode&unix.S_IFMT != unix.S_IFCHR || unix.Major(st.Rdev) != 10 || unix.Minor(st.Rdev) != 229) {
 		// A container may bind another file there; mounting would then fail with EINVAL.
-		return fmt.Errorf("/dev/fuse is not the FUSE device (a character device 10:229 is expected; pass --device /dev/fuse to the container)")
+		return errors.New("/dev/fuse is not the FUSE device (a character device 10:229 is expected; pass --device /dev/fuse to the container)")
 	}
 	if os.Geteuid() == 0 {
 		return nil
