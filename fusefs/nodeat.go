@@ -27,9 +27,19 @@ func (n *node) child(name string) string {
 }
 
 // statAt is lstat relative to the root descriptor, with the birth time (the loopback's
-// inode generation).
+// inode generation), for a LOOKUP or the entry a MKDIR returns.
+//
+// It does not make a network file system revalidate the attributes (AT_STATX_DONT_SYNC):
+// the path walk itself revalidates each name as the kernel sees fit (a FUSE backend with a
+// 0 s entry timeout is asked again on every walk), which is all a native path walk costs.
+// A synchronised statx would add a GETATTR the application never made, and a client that
+// caches GETATTR replies (MooseFS's mfsmount keeps them about a second) would then answer
+// the application's own later stat from that cache: a directory's size, which MooseFS
+// updates as files below it are written, would lag by up to a second where natively it
+// does not (tar then reports "file changed as we read it"). The application's own stat
+// arrives as a GETATTR and is synchronised (Getattr).
 func (b *backing) statAt(p string, st *syscall.Stat_t, x *unix.Statx_t) error {
-	if err := unix.Statx(b.rootFd, p, unix.AT_SYMLINK_NOFOLLOW, unix.STATX_BASIC_STATS|unix.STATX_BTIME, x); err != nil {
+	if err := unix.Statx(b.rootFd, p, unix.AT_SYMLINK_NOFOLLOW|unix.AT_STATX_DONT_SYNC, unix.STATX_BASIC_STATS|unix.STATX_BTIME, x); err != nil {
 		return err
 	}
 	statFromStatx(x, st)
