@@ -5,7 +5,7 @@
 # request) on a private tmpfs, in alternating order, runs the loop twice on each, and keeps
 # the loop's rates and the layer's own work per operation. Prints the paired ratio B/A of
 # each phase's rate (median over rounds, min and max) and, per operation, the mean and the
-# median own work of every round (builds from before the median existed print mean/0).
+# median own work of every round (a build without the median prints mean/0).
 #
 # Usage: bench/compare-builds.sh [-r ROUNDS] [-n FILES] [-c none|kernel] [-d WORKDIR] REV_A REV_B
 # REV_* is any git revision; "." is the working tree. Needs root (tmpfs, FUSE).

@@ -18,7 +18,7 @@ import (
 // set-group-ID bits (FUSE_HANDLE_KILLPRIV_V2). Real programs, as an unprivileged user and as
 // root, write, truncate and O_TRUNC-open files with those bits, on the mount and on a native
 // directory of the same file system: the modes afterwards must be the same. And the kernel
-// no longer asks for security.capability before each write: 100 writes of 4 KiB reach the
+// does not ask for security.capability before each write: 100 writes of 4 KiB reach the
 // layer with at most one GETXATTR.
 func TestKillPriv(t *testing.T) { asOtherUser(t, killPriv) }
 

@@ -30,7 +30,7 @@ const procCacheSize = 1024
 
 // procSlot caches one thread's attribution: word is tid<<32 | pid<<1 | record, checked the
 // time of its last comm check. A hit reads one cache line and takes no lock (the map's
-// shard lock and buckets were two to three more cold lines per request). Two threads
+// shard lock and buckets would be two to three more cold lines per request). Two threads
 // sharing a slot can pair one's word with the other's checked: that moves a comm recheck,
 // a heuristic, never an attribution, which word carries whole.
 type procSlot struct {

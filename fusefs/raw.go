@@ -18,7 +18,7 @@ import (
 // (TestTracerDefinesEveryRawMethod enforces it).
 type tracer struct {
 	// What every request reads, in the struct's first 128 bytes: spread over the struct,
-	// behind the 16 KiB caller cache, these fields were five to six cache lines, which a
+	// behind the 16 KiB caller cache, these fields would take five to six cache lines, which a
 	// mount's kernel and application work evict between two requests.
 	inner     fuse.RawFileSystem
 	w         *trace.Writer // rec, when it is the trace writer (called directly)

@@ -41,7 +41,7 @@ const (
 // their slots, in one cache line: a request touches that line and nothing else of the
 // table (which is cold again by the next request: a FUSE round trip in between evicts it).
 // Each bucket holds the tests' probe too, in the line's spare bytes: read from the end of
-// the table, it was one more line per measured request.
+// the table, it would be one more line per measured request.
 type svcBucket struct {
 	keys  [svcWays]atomic.Uintptr
 	slots [svcWays]svcSlot

@@ -322,7 +322,7 @@ func TestReplayDivergedExitStatus(t *testing.T) {
 	}
 }
 
-// TestReplayRecordedPrograms records real programs whose replay used to diverge, replays
+// TestReplayRecordedPrograms records real programs whose replay is easy to get wrong, replays
 // the recording onto a fresh directory, and compares the two without --force:
 //   - a shell redirection (`> file`) opened by the shell and written by the command it
 //     forked, closed by the shell right after;
