@@ -23,8 +23,8 @@ func Example_mount() {
 	// ... run the job, then:
 	_ = srv.Unmount()
 	srv.Wait()
-	st := srv.Stats()
+	st := srv.Cost()
 	fmt.Println(st.Ops, "requests,", st.Self/time.Duration(max(st.Ops, 1)), "of the layer's own work per request")
-	w.SetLayerCost(st.Cost()) // kept in the trace's footer
+	w.SetLayerCost(st.LayerCost()) // kept in the trace's footer
 	_ = w.Close()
 }

@@ -209,17 +209,17 @@ func (s *Server) Wait() {
 	}
 }
 
-// Stats returns the live counters and starts a new latency interval. It is zero for an
-// untraced mount.
-func (s *Server) Stats() LiveStats {
+// Cost returns the layer's request count and its measurement of its own cost so far. It is
+// zero for an untraced mount.
+func (s *Server) Cost() CostCounters {
 	if s.tracer == nil {
-		return LiveStats{}
+		return CostCounters{}
 	}
-	return s.tracer.stats.snapshot()
+	return s.tracer.counters.snapshot()
 }
 
 // CostByOp returns, per operation, the requests served and the layer's own work on them
-// (see LiveStats.Self); nil unless mounted with Options.CostByOp.
+// (see CostCounters.Self); nil unless mounted with Options.CostByOp.
 func (s *Server) CostByOp() map[trace.Op]OpCost {
 	if s.tracer == nil || s.tracer.byOp == nil {
 		return nil

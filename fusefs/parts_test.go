@@ -35,7 +35,7 @@ func BenchmarkPartsCold(b *testing.B) {
 		{"proc", func() { c := span{s1: now()}; sink += tr.proc(tid, &c).pid }},
 		{"handles.get", func() { o, _ := tr.handles.get(u.fh); sink += o.pid }},
 		{"svc", func() { tr.svc.take(tr.svc.begin(u.cancel), 0) }},
-		{"stats.count", func() { tr.stats.count(tid) }},
+		{"counters.count", func() { tr.counters.count(tid) }},
 		{"writer.Append", func() { tr.rec.Append(&ev) }},
 	}
 	tlb := make([]byte, 64<<20)

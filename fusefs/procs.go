@@ -51,7 +51,7 @@ func (t *tracer) proc(tid uint32, c *span) procInfo {
 	p := t.procSlow(tid, at)
 	d := now() - t0
 	c.slow += d
-	t.stats.resolve.Add(uint64(d))
+	t.counters.resolve.Add(uint64(d))
 	w := uint64(tid)<<32 | uint64(p.pid)<<1
 	if p.record {
 		w |= 1
@@ -76,7 +76,7 @@ func (t *tracer) procSlow(tid uint32, at int64) procInfo {
 		}
 	}
 	p = t.resolve(tid, at)
-	t.stats.threads.Add(1)
+	t.counters.threads.Add(1)
 	t.procs.set(tid, p)
 	return p
 }

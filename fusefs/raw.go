@@ -35,10 +35,10 @@ type tracer struct {
 	handles *handleTable                  // fh → opener, from open/create/opendir replies
 	procs   *shardedMap[uint32, procInfo] // tid → attribution
 
-	opts   Options
-	pcache [procCacheSize]procSlot // direct-mapped cache in front of procs
-	seen   bitset                  // path ids already described by AddFile (or created)
-	stats  liveStats
+	opts     Options
+	pcache   [procCacheSize]procSlot // direct-mapped cache in front of procs
+	seen     bitset                  // path ids already described by AddFile (or created)
+	counters costCounters
 }
 
 var _ fuse.RawFileSystem = (*tracer)(nil)
@@ -161,7 +161,7 @@ func (t *tracer) record(ev *trace.Event, c *span, st fuse.Status) {
 	if st != fuse.OK {
 		ev.Errno = uint16(st)
 	}
-	t.stats.count(ev.Tid)
+	t.counters.count(ev.Tid)
 	if t.byOp != nil && ev.Op < trace.NumOps {
 		t.byOp[ev.Op].n.Add(1)
 	}
@@ -186,7 +186,7 @@ func (t *tracer) cost(op trace.Op, tid uint32, c *span) {
 	tx := now()
 	in := tx - c.te - c.slow
 	self := in - (c.t1 - c.t0)
-	t.stats.timed(tid, in, self)
+	t.counters.timed(tid, in, self)
 	if t.byOp != nil && op < trace.NumOps {
 		t.byOp[op].add(self)
 	}

@@ -8,10 +8,10 @@ import (
 	"github.com/iotap/iotap/trace"
 )
 
-// LiveStats is the layer's count of requests and its measurement of its own cost since the
-// mount. (Operation counts, bytes and latencies are the trace writer's: iotap's live line
-// and summary read them from the events, off the requests' path.)
-type LiveStats struct {
+// CostCounters are the layer's count of requests and its measurement of its own cost since
+// the mount. (Operation counts, bytes and latencies are the trace writer's: iotap's live
+// line and summary read them from the events, off the requests' path.)
+type CostCounters struct {
 	Ops uint64 // requests served
 
 	// The layer's measurement of its own cost, summed over all requests: the time from its
@@ -29,8 +29,8 @@ type LiveStats struct {
 	Resolve time.Duration
 }
 
-// Cost returns the layer's cost as the trace footer stores it.
-func (s LiveStats) Cost() trace.LayerCost {
+// LayerCost returns the layer's cost as the trace footer stores it.
+func (s CostCounters) LayerCost() trace.LayerCost {
 	return trace.LayerCost{Requests: s.Ops, InLayer: s.InLayer, Self: s.Self, Threads: s.Threads, Resolve: s.Resolve}
 }
 
@@ -57,17 +57,17 @@ type statShard struct {
 	_       [32]byte
 }
 
-// liveStats is updated by every request with atomics only.
-type liveStats struct {
+// costCounters is updated by every request with atomics only.
+type costCounters struct {
 	req              [statShards]statShard
 	threads, resolve atomic.Uint64 // callers looked up in /proc, and ns spent doing it
 }
 
 // count counts a request of caller thread tid.
-func (s *liveStats) count(tid uint32) { s.req[tid%statShards].n.Add(1) }
+func (s *costCounters) count(tid uint32) { s.req[tid%statShards].n.Add(1) }
 
 // timed adds a sampled request's time in the layer and own work, without /proc lookups.
-func (s *liveStats) timed(tid uint32, inLayer, self int64) {
+func (s *costCounters) timed(tid uint32, inLayer, self int64) {
 	sh := &s.req[tid%statShards]
 	sh.sampled.Add(1)
 	sh.inLayer.Add(uint64(max(inLayer, 0)))
@@ -75,7 +75,7 @@ func (s *liveStats) timed(tid uint32, inLayer, self int64) {
 }
 
 // snapshot sums the counters and scales the sampled times to all requests.
-func (s *liveStats) snapshot() LiveStats {
+func (s *costCounters) snapshot() CostCounters {
 	var n, sn, in, self uint64
 	for i := range s.req {
 		sh := &s.req[i]
@@ -84,7 +84,7 @@ func (s *liveStats) snapshot() LiveStats {
 		in += sh.inLayer.Load()
 		self += sh.self.Load()
 	}
-	ls := LiveStats{Ops: n, Sampled: sn, Threads: s.threads.Load(), Resolve: time.Duration(s.resolve.Load())}
+	ls := CostCounters{Ops: n, Sampled: sn, Threads: s.threads.Load(), Resolve: time.Duration(s.resolve.Load())}
 	if sn > 0 { // else too few requests to say (a /proc lookup alone would read as 100 %)
 		ls.InLayer = scale(in, n, sn) + ls.Resolve
 		ls.Self = scale(self, n, sn) + ls.Resolve

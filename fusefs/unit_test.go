@@ -106,10 +106,10 @@ func splitPath(p string) []string {
 	return r
 }
 
-// TestLiveStatsScale: the sampled sums are extended to all requests; the /proc time is
+// TestCostCountersScale: the sampled sums are extended to all requests; the /proc time is
 // measured on every request and added whole.
-func TestLiveStatsScale(t *testing.T) {
-	var s liveStats
+func TestCostCountersScale(t *testing.T) {
+	var s costCounters
 	for i := range 1000 {
 		s.count(uint32(i))
 		if i%10 == 0 { // 100 sampled requests, 3 µs in the layer, 1 µs of it own work
@@ -119,7 +119,7 @@ func TestLiveStatsScale(t *testing.T) {
 	s.resolve.Add(5e6)
 	s.threads.Add(2)
 	ls := s.snapshot()
-	want := LiveStats{Ops: 1000, Sampled: 100, InLayer: 3*time.Millisecond + 5*time.Millisecond,
+	want := CostCounters{Ops: 1000, Sampled: 100, InLayer: 3*time.Millisecond + 5*time.Millisecond,
 		Self: time.Millisecond + 5*time.Millisecond, Threads: 2, Resolve: 5 * time.Millisecond}
 	if ls != want {
 		t.Errorf("snapshot %+v\nwant     %+v", ls, want)
@@ -133,7 +133,7 @@ func TestLiveStatsScale(t *testing.T) {
 	if d := scale(5, 10, 0); d != 0 {
 		t.Errorf("nothing sampled: %d", d)
 	}
-	var few liveStats // a few requests, none timed, one thread looked up
+	var few costCounters // a few requests, none timed, one thread looked up
 	few.count(1)
 	few.resolve.Add(80e3)
 	few.threads.Add(1)
@@ -450,8 +450,8 @@ func TestLayerCost(t *testing.T) {
 				tr.GetAttr(nil, &in, &out)
 			}
 			tr.Forget(1, 1)
-			ls := tr.stats.snapshot()
-			c := ls.Cost()
+			ls := tr.counters.snapshot()
+			c := ls.LayerCost()
 			if c.Requests != uint64(n+1) {
 				t.Errorf("requests %d, want %d", c.Requests, n+1)
 			}

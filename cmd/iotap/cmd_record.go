@@ -728,7 +728,7 @@ const unmountTimeout = 5 * time.Second
 // close closes the trace and prints the summary.
 func (s *session) close(outcome string) error {
 	elapsed := time.Since(s.started)
-	cost := s.srv.Stats().Cost()
+	cost := s.srv.Cost().LayerCost()
 	s.w.SetLayerCost(cost)
 	err := s.closeW()
 	st := s.w.Stats()

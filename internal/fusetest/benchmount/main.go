@@ -145,7 +145,7 @@ func mount(args []string) error {
 	srv.Wait()
 	printCostByOp(srv.CostByOp())
 	if w != nil {
-		w.SetLayerCost(srv.Stats().Cost())
+		w.SetLayerCost(srv.Cost().LayerCost())
 		err := w.Close()
 		st := w.Stats()
 		fmt.Fprintf(os.Stderr, "benchmount: %d events, %d dropped, blocked %v, encoder CPU %d ns\n", st.Events, st.Dropped, st.Blocked, st.EncodeCPU.Nanoseconds())
@@ -184,7 +184,7 @@ func writeCPU(path string, srv *fusefs.Server) error {
 	}
 	var c trace.LayerCost
 	if srv != nil {
-		c = srv.Stats().Cost()
+		c = srv.Cost().LayerCost()
 	}
 	line := fmt.Sprintf("%d %d %d %d %d\n", ru.Utime.Nano(), ru.Stime.Nano(), c.Requests, c.InLayer.Nanoseconds(), c.Self.Nanoseconds())
 	tmp := path + ".tmp"
