@@ -59,10 +59,12 @@ cleanup
 rm -rf "$WORK"; mkdir -p "$WORK/backend"
 mount -t tmpfs -o size=1g tmpfs "$WORK/backend"
 B=$WORK/benchmount
-(cd "$REPO" && go build -o "$B" ./internal/fusetest/benchmount)
+(cd "$REPO" && go build -o "$B" ./internal/cmd/benchmount)
 if [ -n "$REV" ]; then
   git -C "$REPO" worktree add --detach "$WORK/src-a" "$REV" >/dev/null
-  (cd "$WORK/src-a" && go build -o "$WORK/benchmount-a" ./internal/fusetest/benchmount)
+  # Revisions that keep benchmount under internal/fusetest build it from there.
+  bm=./internal/cmd/benchmount; [ -d "$WORK/src-a/internal/cmd/benchmount" ] || bm=./internal/fusetest/benchmount
+  (cd "$WORK/src-a" && go build -o "$WORK/benchmount-a" "$bm")
 fi
 cpu() { # server -> its CPU time so far, ns
   rm -f "$WORK/c$1"; kill -USR1 "${PID[$1]}"
