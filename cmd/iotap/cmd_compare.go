@@ -13,17 +13,20 @@ import (
 	"github.com/iotap/iotap/trace/stats"
 )
 
-func init() {
-	register(&command{
-		name:    "compare",
-		summary: "compare traces of the same work on different storage, per operation, against the first",
-		usage:   "[flags] BASELINE OTHER [OTHER...]  (each a trace, a directory of traces or a glob)",
-		setup: func(fs *pflag.FlagSet) func(context.Context, *env, []string) error {
-			opts := &compareOptions{}
-			opts.AddFlags(fs)
-			return func(ctx context.Context, e *env, args []string) error { return runCompare(ctx, e, opts, args) }
+// compareCommands returns the compare subcommand.
+func compareCommands() []*command {
+	return []*command{
+		{
+			name:    "compare",
+			summary: "compare traces of the same work on different storage, per operation, against the first",
+			usage:   "[flags] BASELINE OTHER [OTHER...]  (each a trace, a directory of traces or a glob)",
+			setup: func(fs *pflag.FlagSet) func(context.Context, *env, []string) error {
+				opts := &compareOptions{}
+				opts.AddFlags(fs)
+				return func(ctx context.Context, e *env, args []string) error { return runCompare(ctx, e, opts, args) }
+			},
 		},
-	})
+	}
 }
 
 type compareOptions struct {

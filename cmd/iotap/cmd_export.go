@@ -19,17 +19,20 @@ import (
 	"github.com/iotap/iotap/trace"
 )
 
-func init() {
-	register(&command{
-		name:    "export",
-		summary: "export a trace's events as JSON lines or CSV (one event per line, stable field names)",
-		usage:   "[flags] TRACE",
-		setup: func(fs *pflag.FlagSet) func(context.Context, *env, []string) error {
-			opts := &exportOptions{}
-			opts.AddFlags(fs)
-			return func(ctx context.Context, e *env, args []string) error { return runExport(ctx, e, opts, args) }
+// exportCommands returns the export subcommand.
+func exportCommands() []*command {
+	return []*command{
+		{
+			name:    "export",
+			summary: "export a trace's events as JSON lines or CSV (one event per line, stable field names)",
+			usage:   "[flags] TRACE",
+			setup: func(fs *pflag.FlagSet) func(context.Context, *env, []string) error {
+				opts := &exportOptions{}
+				opts.AddFlags(fs)
+				return func(ctx context.Context, e *env, args []string) error { return runExport(ctx, e, opts, args) }
+			},
 		},
-	})
+	}
 }
 
 // exportFields are the exported columns, in order. They are a stable interface: never

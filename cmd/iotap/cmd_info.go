@@ -15,17 +15,20 @@ import (
 	"github.com/iotap/iotap/trace"
 )
 
-func init() {
-	register(&command{
-		name:    "info",
-		summary: "show a trace's header, operation counts, duration, drops and damage",
-		usage:   "[flags] TRACE...",
-		setup: func(fs *pflag.FlagSet) func(context.Context, *env, []string) error {
-			opts := &infoOptions{}
-			opts.AddFlags(fs)
-			return func(ctx context.Context, e *env, args []string) error { return runInfo(ctx, e, opts, args) }
+// infoCommands returns the info subcommand.
+func infoCommands() []*command {
+	return []*command{
+		{
+			name:    "info",
+			summary: "show a trace's header, operation counts, duration, drops and damage",
+			usage:   "[flags] TRACE...",
+			setup: func(fs *pflag.FlagSet) func(context.Context, *env, []string) error {
+				opts := &infoOptions{}
+				opts.AddFlags(fs)
+				return func(ctx context.Context, e *env, args []string) error { return runInfo(ctx, e, opts, args) }
+			},
 		},
-	})
+	}
 }
 
 type infoOptions struct {

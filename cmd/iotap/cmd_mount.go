@@ -14,25 +14,28 @@ import (
 	"github.com/iotap/iotap/internal/sysinfo"
 )
 
-func init() {
-	register(&command{
-		name:    "mount",
-		summary: "serve a traced view of --target at --mount-at until unmounted or interrupted",
-		usage:   "--target DIR --mount-at DIR2 [-o TRACE] [flags]",
-		setup: func(fs *pflag.FlagSet) func(context.Context, *env, []string) error {
-			opts := &mountOptions{}
-			opts.AddFlags(fs)
-			return func(ctx context.Context, e *env, args []string) error { return runMount(ctx, e, opts, args) }
+// mountCommands returns the mount and unmount subcommands.
+func mountCommands() []*command {
+	return []*command{
+		{
+			name:    "mount",
+			summary: "serve a traced view of --target at --mount-at until unmounted or interrupted",
+			usage:   "--target DIR --mount-at DIR2 [-o TRACE] [flags]",
+			setup: func(fs *pflag.FlagSet) func(context.Context, *env, []string) error {
+				opts := &mountOptions{}
+				opts.AddFlags(fs)
+				return func(ctx context.Context, e *env, args []string) error { return runMount(ctx, e, opts, args) }
+			},
 		},
-	})
-	register(&command{
-		name:    "unmount",
-		summary: "unmount a traced view made by 'iotap mount' (its trace is then closed)",
-		usage:   "DIR",
-		setup: func(fs *pflag.FlagSet) func(context.Context, *env, []string) error {
-			return func(ctx context.Context, e *env, args []string) error { return runUnmount(ctx, e, args) }
+		{
+			name:    "unmount",
+			summary: "unmount a traced view made by 'iotap mount' (its trace is then closed)",
+			usage:   "DIR",
+			setup: func(fs *pflag.FlagSet) func(context.Context, *env, []string) error {
+				return func(ctx context.Context, e *env, args []string) error { return runUnmount(ctx, e, args) }
+			},
 		},
-	})
+	}
 }
 
 // mountOptions are the flags of `iotap mount`.

@@ -31,26 +31,29 @@ import (
 	"github.com/iotap/iotap/trace"
 )
 
-func init() {
-	register(&command{
-		name:    "record",
-		summary: "run a command with its I/O under --target traced, and write the trace",
-		usage:   "[flags] -- COMMAND [ARGS...]",
-		setup: func(fs *pflag.FlagSet) func(context.Context, *env, []string) error {
-			opts := &recordOptions{}
-			opts.AddFlags(fs)
-			return func(ctx context.Context, e *env, args []string) error { return runRecord(ctx, e, opts, args) }
+// recordCommands returns the record subcommand and the hidden one it re-executes itself as.
+func recordCommands() []*command {
+	return []*command{
+		{
+			name:    "record",
+			summary: "run a command with its I/O under --target traced, and write the trace",
+			usage:   "[flags] -- COMMAND [ARGS...]",
+			setup: func(fs *pflag.FlagSet) func(context.Context, *env, []string) error {
+				opts := &recordOptions{}
+				opts.AddFlags(fs)
+				return func(ctx context.Context, e *env, args []string) error { return runRecord(ctx, e, opts, args) }
+			},
 		},
-	})
-	register(&command{
-		name:    recordChildCommand,
-		summary: "internal: the recorder inside its private mount namespace",
-		usage:   "(internal)",
-		hidden:  true,
-		setup: func(fs *pflag.FlagSet) func(context.Context, *env, []string) error {
-			return func(ctx context.Context, e *env, args []string) error { return runRecordChild(ctx, e) }
+		{
+			name:    recordChildCommand,
+			summary: "internal: the recorder inside its private mount namespace",
+			usage:   "(internal)",
+			hidden:  true,
+			setup: func(fs *pflag.FlagSet) func(context.Context, *env, []string) error {
+				return func(ctx context.Context, e *env, args []string) error { return runRecordChild(ctx, e) }
+			},
 		},
-	})
+	}
 }
 
 // recordChildCommand is the hidden subcommand `record` re-executes itself as, inside a new

@@ -27,17 +27,20 @@ import (
 	"github.com/iotap/iotap/trace/stats"
 )
 
-func init() {
-	register(&command{
-		name:    "replay",
-		summary: "re-drive a recorded trace on other storage and measure it",
-		usage:   "[flags] TRACE --target DIR [--target DIR...]",
-		setup: func(fs *pflag.FlagSet) func(context.Context, *env, []string) error {
-			opts := &replayOptions{}
-			opts.AddFlags(fs)
-			return func(ctx context.Context, e *env, args []string) error { return runReplay(ctx, e, opts, args) }
+// replayCommands returns the replay subcommand.
+func replayCommands() []*command {
+	return []*command{
+		{
+			name:    "replay",
+			summary: "re-drive a recorded trace on other storage and measure it",
+			usage:   "[flags] TRACE --target DIR [--target DIR...]",
+			setup: func(fs *pflag.FlagSet) func(context.Context, *env, []string) error {
+				opts := &replayOptions{}
+				opts.AddFlags(fs)
+				return func(ctx context.Context, e *env, args []string) error { return runReplay(ctx, e, opts, args) }
+			},
 		},
-	})
+	}
 }
 
 type replayOptions struct {

@@ -24,17 +24,20 @@ import (
 	"github.com/iotap/iotap/trace/stats"
 )
 
-func init() {
-	register(&command{
-		name:    "report",
-		summary: "report latency percentiles per operation, processes, files, intervals and access patterns of traces",
-		usage:   "[flags] TRACE|DIR|GLOB...",
-		setup: func(fs *pflag.FlagSet) func(context.Context, *env, []string) error {
-			opts := &reportOptions{}
-			opts.AddFlags(fs)
-			return func(ctx context.Context, e *env, args []string) error { return runReport(ctx, e, opts, args) }
+// reportCommands returns the report subcommand.
+func reportCommands() []*command {
+	return []*command{
+		{
+			name:    "report",
+			summary: "report latency percentiles per operation, processes, files, intervals and access patterns of traces",
+			usage:   "[flags] TRACE|DIR|GLOB...",
+			setup: func(fs *pflag.FlagSet) func(context.Context, *env, []string) error {
+				opts := &reportOptions{}
+				opts.AddFlags(fs)
+				return func(ctx context.Context, e *env, args []string) error { return runReport(ctx, e, opts, args) }
+			},
 		},
-	})
+	}
 }
 
 type reportOptions struct {

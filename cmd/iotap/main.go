@@ -40,28 +40,31 @@ type env struct {
 	log    *slog.Logger
 }
 
-// command is one subcommand. Each lives in its own cmd_<name>.go file, which registers it
-// from an init function.
+// command is one subcommand. Each lives in its own cmd_<name>.go file, whose xxxCommands
+// function returns it; commandList lists them all.
 type command struct {
 	name    string
 	summary string
 	usage   string // argument synopsis after the command name
-	// flags returns a fresh flag set bound to a fresh options struct, and the function
+	// setup binds the flags of a fresh options struct to fs, and returns the function
 	// that runs the command with those options.
 	setup  func(fs *pflag.FlagSet) func(ctx context.Context, e *env, args []string) error
-	hidden bool
+	hidden bool // not listed in --help (the recorder's internal child)
 }
 
-var commands = map[string]*command{}
-
-func register(c *command) {
-	if _, dup := commands[c.name]; dup {
-		panic("iotap: command registered twice: " + c.name)
+// commandList returns every subcommand of iotap.
+func commandList() []*command {
+	var all []*command
+	for _, cs := range [][]*command{
+		recordCommands(), mountCommands(), reportCommands(), compareCommands(),
+		replayCommands(), infoCommands(), exportCommands(),
+	} {
+		all = append(all, cs...)
 	}
-	commands[c.name] = c
+	return all
 }
 
-// exitError carries a specific exit code (a wrapped job's, or 127 for a missing command).
+// exitCodeError carries a specific exit code (a wrapped job's, or 127 for a missing command).
 type exitCodeError struct {
 	code int
 	err  error
@@ -104,6 +107,10 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		stderr: stderr,
 		log:    slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level})),
 	}
+	commands := map[string]*command{}
+	for _, c := range commandList() {
+		commands[c.name] = c
+	}
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
 		if len(args) > 1 {
 			if c, ok := commands[args[1]]; ok {
@@ -113,7 +120,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 				return exitOK
 			}
 		}
-		printHelp(stdout)
+		printHelp(stdout, commands)
 		if len(args) == 0 {
 			return exitUsage
 		}
@@ -178,7 +185,7 @@ func newFlagSet(c *command) *pflag.FlagSet {
 	return fs
 }
 
-func printHelp(w io.Writer) {
+func printHelp(w io.Writer, commands map[string]*command) {
 	_, _ = fmt.Fprintf(w, "iotap %s: record a job's filesystem I/O, report its latencies, replay it on other storage.\n\n", version)
 	_, _ = fmt.Fprintln(w, "Usage: iotap <command> [flags] [args]")
 	_, _ = fmt.Fprintln(w, "\nCommands:")

@@ -66,3 +66,31 @@ func TestExitCodeMapping(t *testing.T) {
 		})
 	}
 }
+
+// TestCommandList: every subcommand has a unique name, a summary and a usage line, binds its
+// flags without conflict, and --help lists exactly the ones that are not hidden.
+func TestCommandList(t *testing.T) {
+	var help bytes.Buffer
+	run(context.Background(), []string{"help"}, strings.NewReader(""), &help, io.Discard)
+	seen := map[string]bool{}
+	for _, c := range commandList() {
+		if seen[c.name] {
+			t.Errorf("command %q listed twice", c.name)
+		}
+		seen[c.name] = true
+		if c.summary == "" || c.usage == "" || c.setup == nil {
+			t.Errorf("command %q lacks a summary, usage or setup", c.name)
+		}
+		if c.setup(newFlagSet(c)) == nil {
+			t.Errorf("command %q: setup returned no run function", c.name)
+		}
+		if listed := strings.Contains(help.String(), "\n  "+c.name+" "); listed == c.hidden {
+			t.Errorf("command %q: hidden %v, listed in help %v", c.name, c.hidden, listed)
+		}
+	}
+	for _, want := range []string{"record", "mount", "unmount", "report", "compare", "replay", "info", "export", recordChildCommand} {
+		if !seen[want] {
+			t.Errorf("command %q missing", want)
+		}
+	}
+}
