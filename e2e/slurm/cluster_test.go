@@ -82,7 +82,7 @@ func lookPath(b string) (string, error) {
 // work is the directory all nodes share (outside /tmp) with the built binaries.
 type work struct {
 	dir  string // shared work dir
-	bin  string // dir holding iotap and slurmshard
+	bin  string // dir holding the iotap binary
 	repo string // repository root
 }
 
@@ -108,7 +108,7 @@ var (
 	buildErr  error
 )
 
-// workDir builds the binaries once per test binary into a fresh directory outside /tmp.
+// workDir builds iotap once per test binary into a fresh directory outside /tmp.
 func workDir(t *testing.T) *work {
 	t.Helper()
 	buildOnce.Do(func() {
@@ -136,13 +136,11 @@ func workDir(t *testing.T) *work {
 			buildErr = fmt.Errorf("the go command is needed to build iotap for the nodes: %w", err)
 			return
 		}
-		for _, pkg := range []string{"./cmd/iotap", "./internal/cmd/slurmshard"} {
-			cmd := exec.Command(goBin, "build", "-o", w.bin+"/", pkg)
-			cmd.Dir = repo
-			if out, err := cmd.CombinedOutput(); err != nil {
-				buildErr = fmt.Errorf("go build %s: %v\n%s", pkg, err, out)
-				return
-			}
+		cmd := exec.Command(goBin, "build", "-o", w.bin+"/", "./cmd/iotap")
+		cmd.Dir = repo
+		if out, err := cmd.CombinedOutput(); err != nil {
+			buildErr = fmt.Errorf("go build ./cmd/iotap: %v\n%s", err, out)
+			return
 		}
 		theWork = w
 	})
