@@ -9,6 +9,7 @@ import (
 
 	"github.com/iotap/iotap/fusefs"
 	"github.com/iotap/iotap/internal/fusetest"
+	"github.com/iotap/iotap/internal/testenv"
 )
 
 func init() {
@@ -25,9 +26,8 @@ func init() {
 // over /dev/fuse.
 func TestAvailableWrongDevice(t *testing.T) {
 	fusetest.Require(t)
-	if _, err := exec.LookPath("unshare"); err != nil || os.Geteuid() != 0 {
-		t.Skip("needs root and unshare(1) for a private mount namespace")
-	}
+	testenv.Root(t, testenv.FUSE, "binds a file over /dev/fuse in a private mount namespace")
+	testenv.Programs(t, testenv.FUSE, "unshare")
 	for _, tc := range []struct{ bind, want string }{
 		{"", "<nil>"}, // the real device: no error
 		{"/dev/null", "/dev/fuse is not the FUSE device"},

@@ -11,6 +11,7 @@ import (
 
 	"github.com/iotap/iotap/fusefs"
 	"github.com/iotap/iotap/internal/fusetest"
+	"github.com/iotap/iotap/internal/testenv"
 	"github.com/iotap/iotap/trace"
 )
 
@@ -27,9 +28,10 @@ print(os.copy_file_range(s, d, count, off_in, off_out))
 // (python3 in a child process) is recorded with both: the input offset in Offset, the
 // output offset in Offset2, with and without the kernel's page cache.
 func TestTraceCopyFileRangeOffsets(t *testing.T) {
+	testenv.Programs(t, testenv.FUSE, "python3")
 	python, err := exec.LookPath("python3")
 	if err != nil {
-		t.Skip("python3 not installed")
+		t.Fatal(err)
 	}
 	const size, count, offIn, offOut = 100000, 10000, 5000, 70000
 	forModes(t, func(t *testing.T, mode fusefs.CacheMode) {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/iotap/iotap/fusefs"
 	"github.com/iotap/iotap/internal/fusetest"
+	"github.com/iotap/iotap/internal/testenv"
 	"github.com/iotap/iotap/trace"
 )
 
@@ -100,9 +101,7 @@ func churnWorkload(dir string) error {
 // With an exclude pattern, the path filter's memory is bounded alike and its decisions
 // hold across compactions.
 func TestBoundedPathIndex(t *testing.T) {
-	if os.Getuid() != 0 {
-		t.Skip("needs root: the workload drops the kernel's caches")
-	}
+	testenv.Root(t, testenv.FUSE, "the workload drops the kernel's caches")
 	t.Run("all", func(t *testing.T) {
 		boundedPathIndex(t, fusefs.Options{}, []string{"stay", "pre", "tmp/f0", "tmp/f1", "keep/renamed"})
 	})

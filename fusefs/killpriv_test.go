@@ -11,6 +11,7 @@ import (
 
 	"github.com/iotap/iotap/fusefs"
 	"github.com/iotap/iotap/internal/fusetest"
+	"github.com/iotap/iotap/internal/testenv"
 	"github.com/iotap/iotap/trace"
 )
 
@@ -25,9 +26,7 @@ func TestKillPriv(t *testing.T) { asOtherUser(t, killPriv) }
 // asOtherUser runs f in both cache modes; f runs programs as another user on an
 // allow_other mount (otherUserCase), which needs root.
 func asOtherUser(t *testing.T, f func(*testing.T, fusefs.CacheMode)) {
-	if os.Getuid() != 0 {
-		t.Skip("needs root: runs programs as another user on an allow_other mount")
-	}
+	testenv.Root(t, testenv.FUSE, "runs programs as another user on an allow_other mount")
 	for _, cache := range []fusefs.CacheMode{fusefs.CacheNone, fusefs.CacheKernel} {
 		t.Run(string(cache), func(t *testing.T) { f(t, cache) })
 	}

@@ -12,13 +12,12 @@ import (
 
 	"github.com/iotap/iotap/fusefs"
 	"github.com/iotap/iotap/internal/fusetest"
+	"github.com/iotap/iotap/internal/testenv"
 )
 
 func need(t *testing.T, prog string) {
 	t.Helper()
-	if _, err := exec.LookPath(prog); err != nil {
-		t.Skipf("%s not installed: %v", prog, err)
-	}
+	testenv.Programs(t, testenv.FUSE, prog)
 }
 
 // sh runs a shell script in a child process and returns its stdout.

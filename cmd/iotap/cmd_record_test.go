@@ -17,6 +17,7 @@ import (
 
 	"github.com/iotap/iotap/internal/fusetest"
 	"github.com/iotap/iotap/internal/sysinfo"
+	"github.com/iotap/iotap/internal/testenv"
 	"github.com/iotap/iotap/trace"
 )
 
@@ -28,12 +29,7 @@ func requireRecord(t *testing.T) {
 		t.Fatal("the iotap binary could not be built (see TestMain output)")
 	}
 	fusetest.Require(t)
-	if os.Geteuid() != 0 {
-		if os.Getenv(fusetest.RequireEnv) == "1" {
-			t.Fatalf("in-place record needs root (%s=1)", fusetest.RequireEnv)
-		}
-		t.Skip("in-place record needs root (CAP_SYS_ADMIN for a private mount namespace)")
-	}
+	testenv.Root(t, testenv.FUSE, "in-place record makes a private mount namespace (CAP_SYS_ADMIN)")
 }
 
 // iotapProc is a running iotap binary.

@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/iotap/iotap/internal/s3test"
+	"github.com/iotap/iotap/internal/testenv"
 	"github.com/iotap/iotap/replay"
 	"github.com/iotap/iotap/trace"
 )
@@ -160,11 +161,7 @@ func TestReplayCommandErrors(t *testing.T) {
 // divergence.
 func TestReplayRecordedAA(t *testing.T) {
 	requireRecord(t)
-	for _, p := range []string{"tar", "sqlite3"} {
-		if _, err := exec.LookPath(p); err != nil {
-			t.Skipf("%s not installed", p)
-		}
-	}
+	testenv.Programs(t, testenv.FUSE, "tar", "sqlite3")
 	dir := t.TempDir()
 	work := filepath.Join(dir, "work")
 	src := filepath.Join(dir, "src")
@@ -332,11 +329,7 @@ func TestReplayDivergedExitStatus(t *testing.T) {
 //   - rm -rf of a name the next command creates.
 func TestReplayRecordedPrograms(t *testing.T) {
 	requireRecord(t)
-	for _, p := range []string{"awk", "cp", "seq"} {
-		if _, err := exec.LookPath(p); err != nil {
-			t.Skipf("%s not installed", p)
-		}
-	}
+	testenv.Programs(t, testenv.FUSE, "awk", "cp", "seq")
 	dir := t.TempDir()
 	work := filepath.Join(dir, "work")
 	mustDo(t, os.MkdirAll(work, 0o755))

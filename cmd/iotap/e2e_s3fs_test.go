@@ -10,23 +10,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/iotap/iotap/internal/fusetest"
 	"github.com/iotap/iotap/internal/s3test"
+	"github.com/iotap/iotap/internal/testenv"
 	"github.com/iotap/iotap/trace"
 )
-
-// requireTools skips (or fails with IOTAP_REQUIRE_FUSE=1) when a program is missing.
-func requireTools(t *testing.T, names ...string) {
-	t.Helper()
-	for _, n := range names {
-		if _, err := exec.LookPath(n); err != nil {
-			if os.Getenv(fusetest.RequireEnv) == "1" {
-				t.Fatalf("%s not installed and %s=1 (scripts/install-deps.sh installs it)", n, fusetest.RequireEnv)
-			}
-			t.Skipf("%s not installed (scripts/install-deps.sh installs it)", n)
-		}
-	}
-}
 
 // workloadScript is the genomics-like job shared with scripts/demo.sh.
 func workloadScript(t *testing.T) string {
@@ -46,7 +33,7 @@ func workloadScript(t *testing.T) string {
 // same run's on a local directory without iotap, and that the trace holds the expected ops.
 func TestRecordS3FSGenomics(t *testing.T) {
 	requireRecord(t)
-	requireTools(t, "s3fs", "samtools", "sqlite3", "tar", "awk")
+	testenv.Programs(t, testenv.FUSE, "s3fs", "samtools", "sqlite3", "tar", "awk")
 	script := workloadScript(t)
 	dir := t.TempDir()
 

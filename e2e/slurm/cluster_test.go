@@ -15,10 +15,8 @@ import (
 	"time"
 
 	"github.com/iotap/iotap/fusefs"
+	"github.com/iotap/iotap/internal/testenv"
 )
-
-// RequireEnv turns the skips for a missing Slurm (or root, or FUSE) into failures.
-const RequireEnv = "IOTAP_REQUIRE_SLURM"
 
 // Settings of the test cluster. SLURMLAB_DIR may be overridden from the environment (not
 // under /tmp: every node replaces /tmp by its own).
@@ -32,18 +30,14 @@ var nodes = []string{"n1", "n2"}
 // skipOrFail skips t naming why, or fails it under IOTAP_REQUIRE_SLURM=1.
 func skipOrFail(t *testing.T, format string, args ...any) {
 	t.Helper()
-	msg := fmt.Sprintf(format, args...)
-	if os.Getenv(RequireEnv) == "1" {
-		t.Fatalf("Slurm tests required (%s=1) but cannot run: %s", RequireEnv, msg)
-	}
-	t.Skipf("%s (set %s=1 to fail instead)", msg, RequireEnv)
+	testenv.Skip(t, testenv.Slurm, format, args...)
 }
 
 // requireSlurm skips (or fails) unless this machine can run the test cluster.
 func requireSlurm(t *testing.T) {
 	t.Helper()
-	if testing.Short() && os.Getenv(RequireEnv) != "1" {
-		t.Skip("Slurm end-to-end tests start a cluster: skipped with -short")
+	if testing.Short() && !testenv.Slurm.Required() {
+		t.Skip("-short: the Slurm end-to-end tests start a cluster")
 	}
 	if runtime.GOOS != "linux" {
 		skipOrFail(t, "the Slurm test cluster needs Linux")

@@ -2,7 +2,7 @@
 // fusefs.Recorder.
 //
 // Mount tests call Mount, which skips the test (naming the reason) when FUSE is not usable
-// here, or fails it instead when IOTAP_REQUIRE_FUSE=1.
+// here, or fails it instead when IOTAP_REQUIRE_FUSE=1 (package testenv).
 package fusetest
 
 import (
@@ -11,19 +11,14 @@ import (
 	"testing"
 
 	"github.com/iotap/iotap/fusefs"
+	"github.com/iotap/iotap/internal/testenv"
 )
-
-// RequireEnv is the environment variable that turns skips for missing FUSE into failures.
-const RequireEnv = "IOTAP_REQUIRE_FUSE"
 
 // Require skips t (or fails it when IOTAP_REQUIRE_FUSE=1) if this process cannot mount FUSE.
 func Require(t testing.TB) {
 	t.Helper()
 	if err := fusefs.Available(); err != nil {
-		if os.Getenv(RequireEnv) == "1" {
-			t.Fatalf("FUSE required (%s=1) but not usable: %v", RequireEnv, err)
-		}
-		t.Skipf("FUSE not usable: %v (set %s=1 to fail instead)", err, RequireEnv)
+		testenv.Skip(t, testenv.FUSE, "FUSE not usable: %v", err)
 	}
 }
 

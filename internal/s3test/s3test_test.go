@@ -8,6 +8,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"testing"
+
+	"github.com/iotap/iotap/internal/testenv"
 )
 
 func TestServerListsBuckets(t *testing.T) {
@@ -40,18 +42,8 @@ func TestServerListsBuckets(t *testing.T) {
 
 // TestS3FS mounts a bucket with s3fs and round-trips a file through it.
 func TestS3FS(t *testing.T) {
-	if _, err := exec.LookPath("s3fs"); err != nil {
-		if os.Getenv("IOTAP_REQUIRE_FUSE") == "1" {
-			t.Fatal("s3fs not installed and IOTAP_REQUIRE_FUSE=1")
-		}
-		t.Skip("s3fs not installed (apt-get install s3fs)")
-	}
-	if os.Geteuid() != 0 {
-		if os.Getenv("IOTAP_REQUIRE_FUSE") == "1" {
-			t.Fatal("needs root to mount s3fs and IOTAP_REQUIRE_FUSE=1")
-		}
-		t.Skip("needs root to mount s3fs")
-	}
+	testenv.Programs(t, testenv.FUSE, "s3fs")
+	testenv.Root(t, testenv.FUSE, "mounts s3fs")
 	s, err := Start(Options{Buckets: []string{"data"}})
 	if err != nil {
 		t.Fatal(err)
