@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -41,12 +42,29 @@ func mountCommands() []*command {
 // mountOptions are the flags of `iotap mount`.
 type mountOptions struct {
 	layerOptions
+	ReadyFD int // -1: none
 }
 
 // AddFlags registers the flags of `iotap mount`.
 func (o *mountOptions) AddFlags(fs *pflag.FlagSet) {
 	o.addFlags(fs, "the directory `dir` to trace (required)")
 	fs.StringVar(&o.MountAt, "mount-at", "", "serve the traced view at `dir` (required)")
+	fs.IntVar(&o.ReadyFD, "ready-fd", -1, "once the view serves, write \"ready\" and a newline to the inherited file descriptor `n` (3 or more) and close it; "+
+		"if mounting fails it is closed without a line")
+}
+
+// readyFile takes over the inherited descriptor fd for `iotap mount --ready-fd`. Programs
+// iotap starts do not inherit it, so the reader sees end-of-file as soon as iotap closes it
+// or exits.
+func readyFile(fd int) (*os.File, error) {
+	if fd < 3 {
+		return nil, usageErrorf("--ready-fd %d: want an inherited descriptor of 3 or more (0-2 are stdin, stdout, stderr)", fd)
+	}
+	if _, err := unix.FcntlInt(uintptr(fd), unix.F_GETFD, 0); err != nil {
+		return nil, usageErrorf("--ready-fd %d: not an open file descriptor: %v", fd, err)
+	}
+	unix.CloseOnExec(fd)
+	return os.NewFile(uintptr(fd), "ready-fd"), nil
 }
 
 func runMount(ctx context.Context, e *env, opts *mountOptions, args []string) error {
@@ -55,6 +73,15 @@ func runMount(ctx context.Context, e *env, opts *mountOptions, args []string) er
 	}
 	if opts.Target == "" || opts.MountAt == "" {
 		return usageErrorf("--target and --mount-at are both required")
+	}
+	var ready *os.File
+	if opts.ReadyFD >= 0 {
+		f, err := readyFile(opts.ReadyFD)
+		if err != nil {
+			return err
+		}
+		ready = f
+		defer func() { _ = ready.Close() }() // without a line, if the mount failed
 	}
 	spec, err := prepare(&opts.layerOptions, "mount")
 	if err != nil {
@@ -69,6 +96,13 @@ func runMount(ctx context.Context, e *env, opts *mountOptions, args []string) er
 	}
 	_, _ = fmt.Fprintf(e.stderr, "iotap: serving %s at %s, trace %s; stop with Ctrl-C or 'iotap unmount %s'\n",
 		spec.Target, spec.MountPoint, spec.Output, spec.MountPoint)
+	if ready != nil {
+		if _, err := fmt.Fprintln(ready, "ready"); err != nil {
+			e.log.Warn("mount: write the ready line", "fd", opts.ReadyFD, "err", err)
+		}
+		_ = ready.Close()
+		ready = nil
+	}
 	stopLive := make(chan struct{})
 	s.startLive(stopLive)
 	gone := make(chan struct{})

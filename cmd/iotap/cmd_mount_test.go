@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -32,13 +34,15 @@ func mountDirs(t *testing.T) (target, mnt, out string) {
 	return target, mnt, out
 }
 
-// startMount runs `iotap mount` and returns once the mount is serving.
+// startMount runs `iotap mount` and returns once the mount is serving: iotap says so on
+// the pipe it gets as --ready-fd 3.
 func startMount(t *testing.T, target, mnt, out string) *exec.Cmd {
 	t.Helper()
-	cmd := exec.Command(iotapBin, "mount", "--target", target, "--mount-at", mnt, "-o", out)
+	cmd := exec.Command(iotapBin, "mount", "--target", target, "--mount-at", mnt, "-o", out, "--ready-fd", "3")
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
+	line, err := startReady(cmd)
+	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
@@ -48,16 +52,65 @@ func startMount(t *testing.T, target, mnt, out string) *exec.Cmd {
 			_ = exec.Command("umount", "-l", mnt).Run()
 		}
 	})
-	// The mount appears in this process's table once iotap serves it.
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		if m, ok, _ := sysinfo.IsMountPoint(mnt); ok && m.FSType == "fuse.iotap" {
-			return cmd
+	if line != "ready\n" {
+		t.Fatalf("iotap mount did not report ready (read %q); stderr: %s", line, stderr.String())
+	}
+	if m, ok, err := sysinfo.IsMountPoint(mnt); !ok || m.FSType != "fuse.iotap" {
+		t.Fatalf("ready, but %s is not an iotap mount: %+v %v", mnt, m, err)
+	}
+	return cmd
+}
+
+// startReady starts cmd with a pipe as its descriptor 3 and returns what cmd writes there
+// before closing it (or exiting), read for at most 20 s.
+func startReady(cmd *exec.Cmd) (string, error) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		return "", err
+	}
+	defer func() { _ = r.Close() }()
+	cmd.ExtraFiles = []*os.File{w}
+	err = cmd.Start()
+	_ = w.Close() // the child holds the write end now
+	if err != nil {
+		return "", err
+	}
+	if err := r.SetReadDeadline(time.Now().Add(20 * time.Second)); err != nil {
+		return "", err
+	}
+	b, err := io.ReadAll(r)
+	if err != nil {
+		return string(b), fmt.Errorf("read the ready descriptor: %w", err)
+	}
+	return string(b), nil
+}
+
+// TestMountReadyFD: --ready-fd names an inherited descriptor; a mount that fails closes it
+// without a line, so the reader is not left waiting.
+func TestMountReadyFD(t *testing.T) {
+	requireRecord(t)
+	target, mnt, out := mountDirs(t)
+	t.Run("mount fails", func(t *testing.T) {
+		cmd := exec.Command(iotapBin, "mount", "--target", target, "--mount-at", filepath.Join(mnt, "missing"), "-o", out, "--ready-fd", "3")
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		line, err := startReady(cmd)
+		werr := cmd.Wait()
+		if err != nil || line != "" || werr == nil {
+			t.Fatalf("read %q (%v), exit %v, want no line and a failure; stderr: %s", line, err, werr, stderr.String())
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("iotap mount did not mount %s; stderr: %s", mnt, stderr.String())
-		}
-		time.Sleep(20 * time.Millisecond)
+	})
+	for _, tc := range []struct{ name, fd, want string }{
+		{"not open", "987", "--ready-fd 987: not an open file descriptor"},
+		{"stdout", "1", "--ready-fd 1: want an inherited descriptor of 3 or more"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var stderr bytes.Buffer
+			code := run(context.Background(), []string{"mount", "--target", target, "--mount-at", mnt, "-o", out, "--ready-fd", tc.fd}, nil, &stderr, &stderr)
+			if code != exitUsage || !strings.Contains(stderr.String(), tc.want) {
+				t.Errorf("exit %d, stderr %q; want %d and %q", code, stderr.String(), exitUsage, tc.want)
+			}
+		})
 	}
 }
 
