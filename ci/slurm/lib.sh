@@ -16,7 +16,8 @@
 #   SLURMLAB_PRIVATE_TMP 1: with NS=1, each node gets a private /tmp
 #                       (bind of $SLURMLAB_DIR/nodes/<node>/tmp)     [1]
 #   SLURMLAB_INSTALL    1: apt-get install slurm-wlm munge if missing [0]
-#   SLURMLAB_TIMEOUT    seconds to wait for the nodes to be idle     [60]
+#   SLURMLAB_TIMEOUT    seconds to wait for slurmctld to answer, then    [60]
+#                       for the nodes to be idle
 #   SLURMLAB_KEEP       stop.sh: 1 keeps $SLURMLAB_DIR (logs)        [0]
 
 SLURMLAB_DIR=${SLURMLAB_DIR:-/run/iotap-slurmlab}

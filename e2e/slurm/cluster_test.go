@@ -11,6 +11,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -18,8 +19,10 @@ import (
 	"github.com/iotap/iotap/internal/testenv"
 )
 
-// Settings of the test cluster. SLURMLAB_DIR may be overridden from the environment (not
-// under /tmp: every node replaces /tmp by its own).
+// Settings of the test cluster. From the environment, SLURMLAB_DIR moves its state (not
+// under /tmp: every node replaces /tmp by its own), and SLURMLAB_CTLD_PORT and
+// SLURMLAB_PORT_BASE choose its ports (slurmctld's, and node i's slurmd on BASE+i; defaults
+// in ci/slurm/lib.sh) when those are taken on this machine.
 const (
 	defaultLabDir = "/run/iotap-slurmtest"
 	nodeCount     = 2
@@ -176,12 +179,18 @@ func startCluster(t *testing.T, w *work, proctrack string) *cluster {
 		"SLURM_CONF="+filepath.Join(dir, "slurm.conf"),
 		"PATH="+os.Getenv("PATH")+":/usr/sbin:/sbin",
 	)
+	for _, k := range []string{"SLURMLAB_CTLD_PORT", "SLURMLAB_PORT_BASE"} {
+		if v := os.Getenv(k); v != "" {
+			c.env = append(c.env, k+"="+v)
+		}
+	}
 	if out, err := c.script("stop.sh"); err != nil {
 		t.Fatalf("stop a leftover cluster: %v\n%s", err, out)
 	}
 	t0 := time.Now()
 	out, err := c.script("start.sh")
 	if err != nil {
+		c.dumpLogs(t)
 		_, _ = c.script("stop.sh")
 		t.Fatalf("start the cluster (%s): %v\n%s", proctrack, err, out)
 	}
@@ -201,13 +210,23 @@ func startCluster(t *testing.T, w *work, proctrack string) *cluster {
 	return c
 }
 
+// script runs one of the ci/slurm scripts and returns its output. One that runs too long
+// gets SIGTERM (start.sh then prints the daemons' logs), and its output is returned even if
+// a daemon it started still holds the pipe.
 func (c *cluster) script(name string) (string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, filepath.Join(c.scripts, name))
 	cmd.Env = c.env
-	out, err := cmd.CombinedOutput()
-	return string(out), err
+	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
+	cmd.WaitDelay = 10 * time.Second
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := cmd.Run()
+	if ctx.Err() != nil {
+		err = fmt.Errorf("%s: no result after 3 minutes: %w", name, err)
+	}
+	return out.String(), err
 }
 
 // dumpLogs logs the tails of the cluster's logs (on failure, before stop.sh removes them).

@@ -7,5 +7,6 @@
 //
 // They need root, slurm-wlm and munge (apt-get install slurm-wlm munge) and /dev/fuse.
 // Without them the tests skip, naming what is missing; with IOTAP_REQUIRE_SLURM=1 they
-// fail instead. See docs/slurm.md.
+// fail instead. SLURMLAB_CTLD_PORT and SLURMLAB_PORT_BASE choose the cluster's ports.
+// See docs/slurm.md.
 package slurm
