@@ -31,8 +31,8 @@ const (
 	exitNotFound = 127
 )
 
-// env is what a command needs from the process: its streams, a logger, and hooks that
-// tests replace.
+// env is what a command needs from the process: its streams and a logger (tests pass
+// buffers).
 type env struct {
 	stdin  io.Reader
 	stdout io.Writer
