@@ -18,26 +18,19 @@ import (
 	"time"
 
 	"github.com/iotap/iotap/fusefs"
+	"github.com/iotap/iotap/internal/testenv"
 )
-
-// RequireEnv turns the skips for a missing MooseFS (or root, FUSE, workload tools) into
-// failures.
-const RequireEnv = "IOTAP_REQUIRE_MOOSEFS"
 
 // skipOrFail skips t naming why, or fails it under IOTAP_REQUIRE_MOOSEFS=1.
 func skipOrFail(t *testing.T, format string, args ...any) {
 	t.Helper()
-	msg := fmt.Sprintf(format, args...)
-	if os.Getenv(RequireEnv) == "1" {
-		t.Fatalf("MooseFS tests required (%s=1) but cannot run: %s", RequireEnv, msg)
-	}
-	t.Skipf("%s (set %s=1 to fail instead)", msg, RequireEnv)
+	testenv.Skip(t, testenv.MooseFS, format, args...)
 }
 
 // requireMooseFS skips (or fails) unless this machine can run the MooseFS lab and the job.
 func requireMooseFS(t *testing.T) {
 	t.Helper()
-	if testing.Short() && os.Getenv(RequireEnv) != "1" {
+	if testing.Short() && !testenv.MooseFS.Required() {
 		t.Skip("MooseFS end-to-end tests start a MooseFS cluster: skipped with -short")
 	}
 	if runtime.GOOS != "linux" {

@@ -160,7 +160,7 @@ func (j *jobs) testReplayOntoLocal(t *testing.T) {
 // it, so compare needs --force there.
 func (j *jobs) testCompare(t *testing.T) {
 	if j.localRepMfs == "" || j.mfsRepLo == "" {
-		t.Skip("the replays did not run")
+		t.Fatal("the replays did not run (see the replay subtests)")
 	}
 	r := mustRun(t, j.w.dir, time.Minute, nil, j.w.iotap, "compare", j.localTrace, j.localRepMfs+".t1.r1.iotap", j.localRepMfs+".t2.r1.iotap")
 	t.Logf("iotap compare local.iotap replay-local.t1.r1.iotap (MooseFS) replay-local.t2.r1.iotap (local):\n%s", firstLines(r.stdout, 40))

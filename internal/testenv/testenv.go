@@ -23,6 +23,8 @@ const (
 	FUSE Requirement = "IOTAP_REQUIRE_FUSE"
 	// Slurm covers the end-to-end tests on a local Slurm cluster (e2e/slurm).
 	Slurm Requirement = "IOTAP_REQUIRE_SLURM"
+	// MooseFS covers the end-to-end tests on a local MooseFS cluster (e2e/moosefs).
+	MooseFS Requirement = "IOTAP_REQUIRE_MOOSEFS"
 )
 
 // Required reports whether r's variable is set to 1.
