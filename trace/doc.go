@@ -98,7 +98,9 @@
 //
 // paths: uvarint count, then per record: ID uvarint, Parent uvarint, Name string. ID 1
 // is the traced root (Parent 0, Name ""); a record with Parent 0 and another ID holds a
-// raw string (a symlink target). IDs are never reused; a renamed object gets a new id.
+// raw string (a symlink target). IDs are assigned from 1 up and never reused; a renamed
+// object gets a new id. A Parent other than 0 is an id below the record's own (a writer
+// names a directory before its entries), so the records never loop.
 // A writer whose path index is bounded (Writer.KeepPaths) forgets the pairs no longer in
 // use, and records a pair named again under a new ID: one (parent, name) may have several
 // records. The Reader resolves them to the first: events, Path, PathName and Files report
@@ -110,6 +112,31 @@
 //
 // files: uvarint count, then per record: Path uvarint; Type byte (FileType); Mode
 // uvarint; Size varint; Seen varint; Nlink uvarint.
+//
+// # Limits
+//
+// What a writer never writes, a reader treats as a corrupt chunk (the chunk's remaining
+// records are skipped):
+//
+//   - a name, symlink target, Comm or Exe longer than MaxName (4096 bytes, PATH_MAX: the
+//     kernel passes no longer one);
+//   - a path record whose id was recorded before, whose Parent is not 0 and not below its
+//     ID, or whose path, joined from the records with "/", is longer than MaxPath (8192
+//     bytes: the layer reaches files through paths relative to the traced root, at most
+//     PATH_MAX, and a failed lookup adds one name);
+//   - side tables that would make the reader hold more than SideTableBytes (64 MiB) plus
+//     SideTableRatio (64) bytes per byte of trace read so far. A record counts its name,
+//     its joined path and a fixed cost for the maps that index it (about 100 bytes); a
+//     recording stays far below the limit;
+//   - an event whose Op is not a known operation, or whose Dur is negative;
+//   - an events chunk with an event naming a path id that has no record yet (its events
+//     are still returned);
+//   - an events, paths or files chunk whose stored bytes repeat an earlier chunk's (events
+//     carry their start times and records their ids: a writer never writes one twice).
+//     The repeat is skipped.
+//
+// At the end of a trace with a footer, the reader compares the footer's Chunks, Events and
+// OpCounts with what it read; a difference is reported as ErrMismatch.
 //
 // # Events payload
 //
@@ -176,5 +203,6 @@
 // Damage as a *ChunkError with its offset; reading continues with the next chunk (after
 // the damaged payload when its frame was valid, else at the next offset that holds a
 // valid frame). Reader.SetStrict(true) makes Next return the error instead. A reader
-// never allocates more than the frame limits allow for any input.
+// never allocates more than the frame limits (one chunk's stored and decompressed bytes)
+// and the side-table limit (see "Limits") allow, for any input.
 package trace

@@ -75,8 +75,15 @@ func (d *dec) byte1() byte {
 	return v
 }
 
-func (d *dec) str() string {
+func (d *dec) str() string { return d.strMax(1<<63 - 1) }
+
+// strMax reads a string of at most limit bytes: a longer one fails before it is copied.
+func (d *dec) strMax(limit uint64) string {
 	n := d.uvarint()
+	if n > limit {
+		d.fail(fmt.Errorf("string of %d bytes exceeds the limit of %d", n, limit))
+		return ""
+	}
 	if n > uint64(len(d.b)) {
 		d.fail(fmt.Errorf("string length %d exceeds the %d bytes left", n, len(d.b)))
 		return ""
@@ -264,16 +271,20 @@ func appendPaths(dst []byte, recs []PathRecord) []byte {
 	return dst
 }
 
-func decodePaths(b []byte, fn func(PathRecord)) error {
+// decodePaths calls fn for each record of a paths payload, and stops at the first error,
+// its own or fn's. Names longer than MaxName are errors.
+func decodePaths(b []byte, fn func(PathRecord) error) error {
 	d := dec{b: b}
 	n := d.count(3)
 	for i := 0; i < n && d.err == nil; i++ {
-		r := PathRecord{ID: d.u32(), Parent: d.u32(), Name: d.str()}
+		r := PathRecord{ID: d.u32(), Parent: d.u32(), Name: d.strMax(MaxName)}
 		if d.err == nil {
 			if r.ID == 0 {
 				return errors.New("path record with id 0")
 			}
-			fn(r)
+			if err := fn(r); err != nil {
+				return err
+			}
 		}
 	}
 	return d.err
@@ -292,13 +303,17 @@ func appendProcesses(dst []byte, ps []Process) []byte {
 	return dst
 }
 
-func decodeProcesses(b []byte, fn func(Process)) error {
+// decodeProcesses calls fn for each record of a processes payload, and stops at the first
+// error, its own or fn's. Strings longer than MaxName are errors.
+func decodeProcesses(b []byte, fn func(Process) error) error {
 	d := dec{b: b}
 	n := d.count(6)
 	for i := 0; i < n && d.err == nil; i++ {
-		p := Process{Tid: d.u32(), Pid: d.u32(), PPid: d.u32(), FirstSeen: d.varint(), Comm: d.str(), Exe: d.str()}
+		p := Process{Tid: d.u32(), Pid: d.u32(), PPid: d.u32(), FirstSeen: d.varint(), Comm: d.strMax(MaxName), Exe: d.strMax(MaxName)}
 		if d.err == nil {
-			fn(p)
+			if err := fn(p); err != nil {
+				return err
+			}
 		}
 	}
 	return d.err
@@ -317,13 +332,17 @@ func appendFiles(dst []byte, fs []File) []byte {
 	return dst
 }
 
-func decodeFiles(b []byte, fn func(File)) error {
+// decodeFiles calls fn for each record of a files payload, and stops at the first error,
+// its own or fn's.
+func decodeFiles(b []byte, fn func(File) error) error {
 	d := dec{b: b}
 	n := d.count(6)
 	for i := 0; i < n && d.err == nil; i++ {
 		f := File{Path: d.u32(), Type: FileType(d.byte1()), Mode: d.u32(), Size: d.varint(), Seen: d.varint(), Nlink: d.u32()}
 		if d.err == nil {
-			fn(f)
+			if err := fn(f); err != nil {
+				return err
+			}
 		}
 	}
 	return d.err
@@ -546,7 +565,11 @@ func decodeEvents(b []byte, version uint16, evs []Event, col *[]uint64, pred *of
 	c := (*col)[:n]
 	b = d.b
 	for i := range evs {
-		evs[i] = Event{Op: Op(b[i])}
+		op := Op(b[i])
+		if !op.Valid() {
+			return evs[:0], fmt.Errorf("event %d: op %d is not an operation", i, op)
+		}
+		evs[i] = Event{Op: op}
 	}
 	b = b[n:]
 	var err error
@@ -582,6 +605,9 @@ func decodeEvents(b []byte, version uint16, evs []Event, col *[]uint64, pred *of
 	}
 	for i, v := range c {
 		evs[i].Dur = unzig(v)
+		if evs[i].Dur < 0 {
+			return evs[:0], fmt.Errorf("event %d: negative duration %d ns", i, evs[i].Dur)
+		}
 	}
 	if !column() {
 		return fail()

@@ -22,6 +22,22 @@ const (
 	// MaxChunkEvents bounds the number of events in one events chunk.
 	MaxChunkEvents = 1 << 17
 
+	// MaxName bounds a side-table string: a path record's name (one component, or a
+	// symlink target) and a process's command name and executable. The kernel hands the
+	// layer no longer name: PATH_MAX is 4096 bytes with the terminating NUL.
+	MaxName = 4096
+	// MaxPath bounds a path as PathName joins it from its records. The layer reaches
+	// every file through its path relative to the traced root, which the kernel limits to
+	// PATH_MAX; a failed lookup under the deepest directory adds one more name.
+	MaxPath = 2 * MaxName
+	// SideTableBytes and SideTableRatio bound what a Reader holds for the side tables
+	// (records, their joined paths, and the maps that index them): at most SideTableBytes
+	// plus SideTableRatio bytes per byte of trace read so far. A recording's side tables
+	// stay far below: a path record costs a few bytes of the file and about a hundred
+	// bytes of memory plus its name and path.
+	SideTableBytes = 64 << 20
+	SideTableRatio = 64
+
 	flagZstd = 1 << 0
 )
 
@@ -69,6 +85,9 @@ var (
 	// ErrNoFooter is reported by Reader.Damage when a trace ends without a footer: the
 	// writer did not close cleanly (it was killed, or the disk filled up).
 	ErrNoFooter = errors.New("trace: no footer (writer did not close cleanly)")
+	// ErrMismatch is reported by Reader.Damage when the chunks read disagree with the
+	// footer's counts (a chunk deleted or repeated with valid checksums).
+	ErrMismatch = errors.New("trace: chunks do not match the footer")
 )
 
 // ChunkError describes a damaged chunk: its file offset, its type if the frame could be

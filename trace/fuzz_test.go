@@ -2,7 +2,9 @@ package trace
 
 import (
 	"bytes"
+	"hash/maphash"
 	"os"
+	"strings"
 	"testing"
 )
 
@@ -40,6 +42,20 @@ func FuzzReader(f *testing.F) {
 	f.Add(append(bytes.Clone(hdr), rawChunk(ChunkProcesses, appendProcesses(nil, []Process{{Tid: 1, Comm: "x"}}))...))
 	f.Add(append(bytes.Clone(hdr), rawChunk(ChunkFiles, appendFiles(nil, []File{{Path: 2, Size: 5}}))...))
 	f.Add(append(bytes.Clone(hdr), rawChunk(ChunkFooter, appendFooter(nil, &Footer{OpCounts: []uint64{1, 2}}))...))
+	// Side tables and chunk sequences no writer produces: a name past MaxName, records
+	// that loop, a path past MaxPath, a repeated events chunk, a footer whose counts
+	// disagree, op 255.
+	f.Add(append(bytes.Clone(hdr), rawChunk(ChunkPaths, appendPaths(nil, []PathRecord{{ID: 2, Parent: 1, Name: strings.Repeat("x", MaxName+1)}}))...))
+	f.Add(append(bytes.Clone(hdr), rawChunk(ChunkPaths, appendPaths(nil, []PathRecord{{ID: 2, Parent: 3, Name: "a"}, {ID: 3, Parent: 2, Name: "b"}}))...))
+	deep := []PathRecord{{ID: 2, Parent: 1, Name: strings.Repeat("d", MaxName)}, {ID: 3, Parent: 2, Name: strings.Repeat("e", MaxName)}}
+	f.Add(append(bytes.Clone(hdr), rawChunk(ChunkPaths, appendPaths(nil, deep))...))
+	evc := rawChunk(ChunkEvents, appendEvents(nil, Version2, []Event{{Op: OpGetattr, Path: 2, Dur: 3}}, &offsetPredictor{}))
+	dup := append(append(bytes.Clone(hdr), rawChunk(ChunkPaths, appendPaths(nil, []PathRecord{{ID: 2, Parent: 1, Name: "a"}}))...), evc...)
+	f.Add(append(bytes.Clone(dup), evc...))
+	f.Add(append(dup, rawChunk(ChunkFooter, appendFooter(nil, &Footer{Events: 2, Chunks: 2, OpCounts: []uint64{0, 0, 0, 2}}))...))
+	op255 := appendEvents(nil, Version2, []Event{{Op: OpGetattr, Path: 1}}, &offsetPredictor{})
+	op255[1] = 255
+	f.Add(append(bytes.Clone(hdr), rawChunk(ChunkEvents, op255)...))
 	f.Add([]byte(magic))
 	f.Add([]byte{})
 
@@ -58,8 +74,14 @@ func FuzzReader(f *testing.F) {
 			if i > len(data) {
 				t.Fatalf("%d events from %d bytes", i, len(data))
 			}
-			_ = r.PathName(e.Path)
-			_ = r.PathName(e.Path2)
+			if !e.Op.Valid() || e.Dur < 0 {
+				t.Fatalf("event %d: op %d, duration %d", i, e.Op, e.Dur)
+			}
+			for _, id := range []uint32{e.Path, e.Path2} {
+				if n := r.PathName(id); len(n) > MaxPath {
+					t.Fatalf("path %d: %d bytes", id, len(n))
+				}
+			}
 			_, _ = r.Process(e.Tid)
 		}
 		r.Footer()
@@ -68,6 +90,9 @@ func FuzzReader(f *testing.F) {
 		}
 		r.Processes()
 		r.Files()
+		if limit := SideTableBytes + SideTableRatio*r.off; r.side > limit {
+			t.Fatalf("side tables hold %d bytes, limit %d", r.side, limit)
+		}
 	})
 }
 
@@ -87,6 +112,8 @@ func FuzzPayload(f *testing.F) {
 	evs2 := append(evs1, Event{Op: OpCopyFileRange, Handle: 1, Handle2: 2, Offset: 20, Offset2: -3})
 	f.Add(byte(ChunkEvents)|versionBit, appendEvents(nil, Version2, evs2, &offsetPredictor{}))
 	f.Add(byte(ChunkPaths), appendPaths(nil, []PathRecord{{ID: 2, Parent: 1, Name: "a"}}))
+	f.Add(byte(ChunkPaths), appendPaths(nil, []PathRecord{{ID: 2, Parent: 3, Name: "a"}, {ID: 3, Parent: 2, Name: "b"}, {ID: 4, Parent: 3, Name: "c"}}))
+	f.Add(byte(ChunkPaths), appendPaths(nil, []PathRecord{{ID: 2, Parent: 1, Name: strings.Repeat("d", MaxName)}, {ID: 3, Parent: 2, Name: strings.Repeat("e", MaxName)}, {ID: 3, Parent: 1, Name: "again"}}))
 	f.Add(byte(ChunkProcesses), appendProcesses(nil, []Process{{Tid: 1, Comm: "x", Exe: "/x"}}))
 	f.Add(byte(ChunkFiles), appendFiles(nil, []File{{Path: 2, Size: 5}}))
 	f.Add(byte(ChunkFooter), appendFooter(nil, &Footer{OpCounts: []uint64{1, 2}}))
@@ -122,11 +149,23 @@ func FuzzPayload(f *testing.F) {
 				}
 			}
 		case ChunkPaths:
-			_ = decodePaths(b, func(PathRecord) {})
+			// Whatever the records, the reader's table never loops and never joins a path
+			// longer than MaxPath.
+			r := &Reader{paths: map[uint32]pathEntry{}, names: map[uint32]string{}, firstID: map[uint64]uint32{}, seed: maphash.MakeSeed()}
+			var ids []uint32
+			_ = decodePaths(b, func(p PathRecord) error {
+				ids = append(ids, p.ID, p.Parent)
+				return r.addPath(p)
+			})
+			for _, id := range ids {
+				if n := r.PathName(id); len(n) > MaxPath {
+					t.Fatalf("path %d: %d bytes", id, len(n))
+				}
+			}
 		case ChunkProcesses:
-			_ = decodeProcesses(b, func(Process) {})
+			_ = decodeProcesses(b, func(Process) error { return nil })
 		case ChunkFiles:
-			_ = decodeFiles(b, func(File) {})
+			_ = decodeFiles(b, func(File) error { return nil })
 		default:
 			var f Footer
 			_ = decodeFooter(b, &f)

@@ -16,8 +16,14 @@ import (
 	"github.com/klauspost/compress/zstd"
 )
 
-// maxPathDepth bounds the parent chain PathName follows (corrupt tables may loop).
-const maxPathDepth = 4096
+// Memory the Reader counts for each side-table entry besides its strings (map entries,
+// bitset pages), for the SideTableBytes limit.
+const (
+	pathCost = 96      // paths, firstID and names entries
+	procCost = 96      // procs and procIndex entries
+	fileCost = 64      // a File and the room append keeps for it
+	pageCost = 2 << 13 // a page of known and one of touched
+)
 
 // Reader reads a trace as a stream, one chunk in memory at a time. Side tables (paths,
 // processes, files) accumulate as their chunks go by.
@@ -44,8 +50,9 @@ type Reader struct {
 	done   bool
 	err    error // sticky error from Next
 
-	paths map[uint32]PathRecord
+	paths map[uint32]pathEntry
 	names map[uint32]string // PathName cache
+	known bitset            // ids with a path record
 	// A writer with a bounded path index may record one (parent, name) under several ids
 	// (pathIndex): the reader reports every event, record and file under the first.
 	firstID   map[uint64]uint32 // hash of (first id of the parent, name) → first id
@@ -57,6 +64,21 @@ type Reader struct {
 	procs     []Process
 	procIndex map[uint32]int
 	files     []File
+
+	side     int64            // side-table bytes held, as counted against the limit
+	chunks   uint64           // chunks read after the header, before the footer, header included
+	nEvents  uint64           // events decoded
+	opCounts [NumOps]uint64   // events decoded per op
+	seen     map[uint64]int64 // hash of a side-table or events chunk's stored bytes → its offset
+	footOff  int64            // the footer chunk's offset
+}
+
+// pathEntry is a path record as the Reader keeps it, with the length of the path PathName
+// joins for it.
+type pathEntry struct {
+	parent uint32
+	plen   uint32
+	name   string
 }
 
 // Open opens the trace at path; "-" reads standard input.
@@ -87,7 +109,8 @@ func Open(path string) (*Reader, error) {
 func NewReader(rd io.Reader) (*Reader, error) {
 	r := &Reader{
 		br:        bufio.NewReaderSize(rd, 1<<16),
-		paths:     make(map[uint32]PathRecord),
+		paths:     make(map[uint32]pathEntry),
+		seen:      make(map[uint64]int64),
 		names:     make(map[uint32]string),
 		firstID:   make(map[uint64]uint32),
 		seed:      maphash.MakeSeed(),
@@ -140,6 +163,7 @@ func NewReader(rd io.Reader) (*Reader, error) {
 		r.dec.Close()
 		return nil, &ChunkError{Offset: off, Type: t, Reason: err.Error(), Err: ErrCorrupt}
 	}
+	r.chunks = 1
 	return r, nil
 }
 
@@ -182,8 +206,9 @@ func (r *Reader) advance() error {
 			r.done = true
 			if r.footer == nil {
 				r.damage = append(r.damage, ErrNoFooter)
+				return io.EOF
 			}
-			return io.EOF
+			return r.checkFooter()
 		}
 		if err != nil {
 			if errors.Is(err, ErrTruncated) {
@@ -197,6 +222,9 @@ func (r *Reader) advance() error {
 				}
 				return io.EOF
 			}
+			if r.footer == nil && t != 0 {
+				r.chunks++ // a chunk the writer wrote, damaged since
+			}
 			r.damage = append(r.damage, err)
 			if r.strict {
 				return err
@@ -209,28 +237,40 @@ func (r *Reader) advance() error {
 			if r.strict {
 				return err
 			}
+		} else if t != ChunkFooter {
+			r.chunks++
 		}
-		var derr error
-		switch t {
-		case ChunkEvents:
-			r.events, derr = decodeEvents(payload, r.hdr.Version, r.events, &r.col, &r.pred)
-			r.resolveEvents(r.events)
-			if derr == nil && len(r.events) > 0 {
-				return nil
+		derr := r.repeated(t, off)
+		if derr == nil {
+			switch t {
+			case ChunkEvents:
+				r.events, derr = decodeEvents(payload, r.hdr.Version, r.events, &r.col, &r.pred)
+				if derr == nil {
+					derr = r.resolveEvents(r.events)
+				}
+				if derr != nil && r.strict {
+					r.events = r.events[:0]
+				}
+				if len(r.events) > 0 && (derr == nil || !r.strict) {
+					if derr != nil {
+						r.damage = append(r.damage, &ChunkError{Offset: off, Type: t, Reason: derr.Error(), Err: ErrCorrupt})
+					}
+					return nil
+				}
+			case ChunkPaths:
+				derr = decodePaths(payload, r.addPath)
+			case ChunkProcesses:
+				derr = decodeProcesses(payload, r.addProcess)
+			case ChunkFiles:
+				derr = decodeFiles(payload, r.addFile)
+			case ChunkFooter:
+				f := &Footer{}
+				if derr = decodeFooter(payload, f); derr == nil && r.footer == nil {
+					r.footer, r.footOff = f, off
+				}
+			case ChunkHeader:
+				derr = errors.New("second header chunk")
 			}
-		case ChunkPaths:
-			derr = decodePaths(payload, r.addPath)
-		case ChunkProcesses:
-			derr = decodeProcesses(payload, r.addProcess)
-		case ChunkFiles:
-			derr = decodeFiles(payload, r.addFile)
-		case ChunkFooter:
-			f := &Footer{}
-			if derr = decodeFooter(payload, f); derr == nil {
-				r.footer = f
-			}
-		case ChunkHeader:
-			derr = errors.New("second header chunk")
 		}
 		if derr != nil {
 			err := &ChunkError{Offset: off, Type: t, Reason: derr.Error(), Err: ErrCorrupt}
@@ -242,6 +282,65 @@ func (r *Reader) advance() error {
 	}
 }
 
+// repeated reports an events, paths or files chunk whose stored bytes equal an earlier
+// chunk's: a writer never writes one twice (events carry their start times, records their
+// ids), so a repeat is a copy that would count its events or records twice.
+func (r *Reader) repeated(t ChunkType, off int64) error {
+	if t != ChunkEvents && t != ChunkPaths && t != ChunkFiles {
+		return nil
+	}
+	h := maphash.Bytes(r.seed, r.stored) ^ uint64(t)
+	if first, ok := r.seen[h]; ok {
+		return fmt.Errorf("repeats the chunk at offset %d; skipped", first)
+	}
+	r.seen[h] = off
+	return nil
+}
+
+// checkFooter compares the footer's counts with what was read, at the end of the trace.
+// A mismatch goes to Damage (and is Next's error in strict mode); else it returns io.EOF.
+func (r *Reader) checkFooter() error {
+	f := r.footer
+	var why []string
+	if f.Chunks != r.chunks {
+		why = append(why, fmt.Sprintf("%d chunks before it, %d were read", f.Chunks, r.chunks))
+	}
+	if f.Events != r.nEvents {
+		why = append(why, fmt.Sprintf("%d events, %d were read", f.Events, r.nEvents))
+	} else {
+		for op, n := range r.opCounts {
+			var want uint64
+			if op < len(f.OpCounts) {
+				want = f.OpCounts[op]
+			}
+			if want != n {
+				why = append(why, fmt.Sprintf("%d %s events, %d were read", want, Op(op), n))
+				break
+			}
+		}
+	}
+	if len(why) == 0 {
+		return io.EOF
+	}
+	err := &ChunkError{Offset: r.footOff, Type: ChunkFooter, Reason: "footer counts " + strings.Join(why, "; "), Err: ErrMismatch}
+	r.damage = append(r.damage, err)
+	if r.strict {
+		return err
+	}
+	return io.EOF
+}
+
+// charge counts n more side-table bytes, or fails if they would pass the limit.
+func (r *Reader) charge(n int64) error {
+	limit := SideTableBytes + SideTableRatio*r.off
+	if r.side+n > limit {
+		return fmt.Errorf("side tables would hold more than %d bytes, the limit for the %d bytes of trace read (%d + %d per byte)",
+			limit, r.off, SideTableBytes, SideTableRatio)
+	}
+	r.side += n
+	return nil
+}
+
 // first returns the first id of id's pair (id itself if it is the first).
 func (r *Reader) first(id uint32) uint32 {
 	if f, ok := r.alias[id]; ok {
@@ -251,9 +350,35 @@ func (r *Reader) first(id uint32) uint32 {
 }
 
 // addPath stores a path record with its parent's first id. A record repeating an earlier
-// pair makes its id an alias of the first one.
-func (r *Reader) addPath(p PathRecord) {
+// pair makes its id an alias of the first one. A record that no writer writes is an error:
+// an id seen before, a parent id not below the record's (a writer names a parent first, so
+// paths never loop), a path longer than MaxPath, or more than the side-table limit.
+func (r *Reader) addPath(p PathRecord) error {
+	if r.known.has(p.ID) {
+		return fmt.Errorf("path id %d recorded twice", p.ID)
+	}
+	if p.Parent >= p.ID {
+		return fmt.Errorf("path id %d names parent %d, not an earlier id", p.ID, p.Parent)
+	}
 	p.Parent = r.first(p.Parent)
+	plen := len(p.Name)
+	if p.Parent != 0 && p.Parent != RootPath {
+		if pe, ok := r.paths[p.Parent]; ok {
+			plen += int(pe.plen) + 1
+		} else {
+			plen += len(unknownPath(p.Parent)) + 1
+		}
+	}
+	if plen > MaxPath {
+		return fmt.Errorf("path id %d is %d bytes long, more than the limit of %d", p.ID, plen, MaxPath)
+	}
+	cost := int64(pathCost + len(p.Name) + plen)
+	if !r.known.hasPage(p.ID) {
+		cost += pageCost
+	}
+	if err := r.charge(cost); err != nil {
+		return err
+	}
 	k := maphash.String(r.seed, p.Name) ^ uint64(p.Parent)*0x9E3779B97F4A7C15
 	for ; ; k++ { // a hash shared by two pairs: probe on
 		f, ok := r.firstID[k]
@@ -261,7 +386,7 @@ func (r *Reader) addPath(p PathRecord) {
 			r.firstID[k] = p.ID
 			break
 		}
-		if fr := r.paths[f]; fr.Parent == p.Parent && fr.Name == p.Name {
+		if fr := r.paths[f]; fr.parent == p.Parent && fr.name == p.Name {
 			if f != p.ID {
 				if r.alias == nil {
 					r.alias = make(map[uint32]uint32)
@@ -271,18 +396,39 @@ func (r *Reader) addPath(p PathRecord) {
 			break
 		}
 	}
-	r.paths[p.ID] = p
+	r.paths[p.ID] = pathEntry{parent: p.Parent, plen: uint32(plen), name: p.Name}
+	r.known.set(p.ID)
+	return nil
 }
 
-// resolveEvents replaces aliases in evs by first ids and notes the paths named.
-func (r *Reader) resolveEvents(evs []Event) {
+// resolveEvents replaces aliases in evs by first ids, notes the paths named and counts the
+// events. It returns an error for events that name a path id with no record: a writer
+// writes a record before any event that names it.
+func (r *Reader) resolveEvents(evs []Event) error {
+	var missing, first uint32
 	for i := range evs {
 		e := &evs[i]
+		r.opCounts[e.Op]++ // decodeEvents checked Op
 		if r.alias != nil {
 			e.Path, e.Path2 = r.first(e.Path), r.first(e.Path2)
 		}
-		r.touched.set(e.Path)
+		for _, id := range [2]uint32{e.Path, e.Path2} {
+			if id != 0 && !r.known.has(id) {
+				if missing == 0 {
+					first = id
+				}
+				missing++
+			}
+		}
+		if e.Path != 0 && r.known.has(e.Path) {
+			r.touched.set(e.Path)
+		}
 	}
+	r.nEvents += uint64(len(evs))
+	if missing > 0 {
+		return fmt.Errorf("events name path ids with no record %d times (first: id %d)", missing, first)
+	}
+	return nil
 }
 
 // addFile keeps a first-seen file record, under the first id of its path. One that named
@@ -290,13 +436,17 @@ func (r *Reader) resolveEvents(evs []Event) {
 // first id has a record of its own or is named by an event (the object was there before,
 // or the job made it). Files decides when called, because the writer may write a record
 // before events appended earlier.
-func (r *Reader) addFile(f File) {
+func (r *Reader) addFile(f File) error {
+	if err := r.charge(fileCost); err != nil {
+		return err
+	}
 	if fid := r.first(f.Path); fid != f.Path {
 		f.Path = fid
 		r.lateFiles = append(r.lateFiles, len(r.files))
 	}
 	r.files = append(r.files, f)
 	r.kept = nil
+	return nil
 }
 
 // bitset is a set of path ids, in pages of 65536 allocated on first use (a damaged id far
@@ -314,18 +464,28 @@ func (b *bitset) set(i uint32) {
 	b.pages[p][i>>6&1023] |= 1 << (i % 64)
 }
 
+// hasPage reports whether i's page is allocated.
+func (b *bitset) hasPage(i uint32) bool {
+	p := int(i >> 16)
+	return p < len(b.pages) && b.pages[p] != nil
+}
+
 func (b *bitset) has(i uint32) bool {
 	p := int(i >> 16)
 	return p < len(b.pages) && b.pages[p] != nil && b.pages[p][i>>6&1023]&(1<<(i%64)) != 0
 }
 
-func (r *Reader) addProcess(p Process) {
+func (r *Reader) addProcess(p Process) error {
 	if i, ok := r.procIndex[p.Tid]; ok {
 		r.procs[i] = p
-		return
+		return nil
+	}
+	if err := r.charge(int64(procCost + len(p.Comm) + len(p.Exe))); err != nil {
+		return err
 	}
 	r.procIndex[p.Tid] = len(r.procs)
 	r.procs = append(r.procs, p)
+	return nil
 }
 
 // readChunk reads one chunk and returns its type and decompressed payload (valid until the
@@ -382,6 +542,9 @@ func (r *Reader) readChunk() (ChunkType, []byte, error) {
 	}
 	payload := r.stored
 	if f.flags&flagZstd != 0 {
+		if cap(r.raw) < int(f.raw) { // room for what the frame promises (≤ MaxChunkRaw) at once
+			r.raw = make([]byte, 0, f.raw)
+		}
 		out, err := r.dec.DecodeAll(r.stored, r.raw[:0])
 		if err != nil {
 			return f.typ, nil, &ChunkError{Offset: start, Type: f.typ, Reason: "decompress: " + err.Error(), Err: ErrCorrupt}
@@ -422,7 +585,8 @@ func (r *Reader) resync() (int64, error) {
 
 // PathName returns the path of id relative to the traced root ("" for the root itself),
 // or "?" followed by the id if the trace has no record of it (yet). A Parent-0 record
-// other than the root (a symlink target) returns its raw text.
+// other than the root (a symlink target) returns its raw text. A path is at most MaxPath
+// bytes long, and the paths PathName keeps count against the side-table limit (addPath).
 func (r *Reader) PathName(id uint32) string {
 	if id == RootPath {
 		return ""
@@ -430,44 +594,26 @@ func (r *Reader) PathName(id uint32) string {
 	if s, ok := r.names[id]; ok {
 		return s
 	}
-	rec, ok := r.paths[id]
+	e, ok := r.paths[id]
 	if !ok {
-		return "?" + strconv.FormatUint(uint64(id), 10)
+		return unknownPath(id) // not kept: an unknown id costs no memory
 	}
-	var s string
-	switch rec.Parent {
-	case 0, RootPath:
-		s = rec.Name
-	default:
-		// Walk up iteratively; corrupt tables may loop or reference unknown parents.
-		parts := []string{rec.Name}
-		p := rec.Parent
-		for depth := 0; p != RootPath && p != 0; depth++ {
-			if cached, ok := r.names[p]; ok {
-				parts = append(parts, cached)
-				break
-			}
-			pr, ok := r.paths[p]
-			if !ok || depth >= maxPathDepth {
-				parts = append(parts, "?"+strconv.FormatUint(uint64(p), 10))
-				break
-			}
-			parts = append(parts, pr.Name)
-			p = pr.Parent
-		}
-		for i, j := 0, len(parts)-1; i < j; i, j = i+1, j-1 {
-			parts[i], parts[j] = parts[j], parts[i]
-		}
-		s = strings.Join(parts, "/")
+	s := e.name
+	if e.parent != 0 && e.parent != RootPath {
+		// Parents have lower ids and each level adds a byte: the recursion ends within
+		// MaxPath levels.
+		s = r.PathName(e.parent) + "/" + e.name
 	}
 	r.names[id] = s
 	return s
 }
 
+func unknownPath(id uint32) string { return "?" + strconv.FormatUint(uint64(id), 10) }
+
 // Path returns the path record with id, if the trace has one so far.
 func (r *Reader) Path(id uint32) (PathRecord, bool) {
-	p, ok := r.paths[id]
-	return p, ok
+	e, ok := r.paths[id]
+	return PathRecord{ID: id, Parent: e.parent, Name: e.name}, ok
 }
 
 // Process returns the latest record for thread tid.

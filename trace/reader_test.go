@@ -3,6 +3,7 @@ package trace
 import (
 	"bytes"
 	"errors"
+	"hash/maphash"
 	"io"
 	"io/fs"
 	"os"
@@ -117,12 +118,12 @@ func TestDamage(t *testing.T) {
 		strictErr error
 	}{
 		{"clean", good, 1000, nil, "", true, nil},
-		{"payload-bit", flip(ev3 + frameSize + 10), 900, []error{ErrCorrupt}, "payload checksum mismatch", true, ErrCorrupt},
-		{"frame-bit", flip(ev3 + 2), 900, []error{ErrCorrupt}, "frame checksum mismatch; skipped", true, ErrCorrupt},
-		{"unknown-type", insert(ev3, rawChunk(9, []byte("future"))), 1000, []error{ErrCorrupt}, "unknown chunk type", true, ErrCorrupt},
+		{"payload-bit", flip(ev3 + frameSize + 10), 900, []error{ErrCorrupt, ErrMismatch}, "payload checksum mismatch", true, ErrCorrupt},
+		{"frame-bit", flip(ev3 + 2), 900, []error{ErrCorrupt, ErrMismatch}, "frame checksum mismatch; skipped", true, ErrCorrupt},
+		{"unknown-type", insert(ev3, rawChunk(9, []byte("future"))), 1000, []error{ErrCorrupt, ErrMismatch}, "unknown chunk type", true, ErrCorrupt},
 		{"absurd-length", insert(ev3, appendFrame(nil, frame{payload: 1 << 31, typ: ChunkEvents, flags: flagZstd, raw: 10})), 1000, []error{ErrCorrupt}, "exceeds limit", true, ErrCorrupt},
-		{"bad-zstd", insert(ev3, append(appendFrame(nil, frame{payload: 4, typ: ChunkEvents, flags: flagZstd, raw: 10, sum: crc([]byte("junk"))}), "junk"...)), 1000, []error{ErrCorrupt}, "decompress", true, ErrCorrupt},
-		{"bad-events", insert(ev3, rawChunk(ChunkEvents, []byte{5, 1, 2})), 1000, []error{ErrCorrupt}, "count 5 exceeds", true, ErrCorrupt},
+		{"bad-zstd", insert(ev3, append(appendFrame(nil, frame{payload: 4, typ: ChunkEvents, flags: flagZstd, raw: 10, sum: crc([]byte("junk"))}), "junk"...)), 1000, []error{ErrCorrupt, ErrMismatch}, "decompress", true, ErrCorrupt},
+		{"bad-events", insert(ev3, rawChunk(ChunkEvents, []byte{5, 1, 2})), 1000, []error{ErrCorrupt, ErrMismatch}, "count 5 exceeds", true, ErrCorrupt},
 		{"garbage-between", insert(ev3, []byte("garbage garbage garbage")), 1000, []error{ErrCorrupt}, "skipped 23 bytes", true, ErrCorrupt},
 		{"cut-in-chunk", good[:ev3+frameSize+5], 300, []error{ErrTruncated, ErrNoFooter}, "payload has 5 of", false, ErrTruncated},
 		{"cut-in-frame", good[:ev3+7], 300, []error{ErrTruncated, ErrNoFooter}, "7 bytes left", false, ErrTruncated},
@@ -223,19 +224,38 @@ func TestTruncateEverywhere(t *testing.T) {
 	}
 }
 
-func TestPathNameLoops(t *testing.T) {
-	r := &Reader{paths: map[uint32]PathRecord{}, names: map[uint32]string{}}
-	r.paths[5] = PathRecord{ID: 5, Parent: 6, Name: "a"}
-	r.paths[6] = PathRecord{ID: 6, Parent: 5, Name: "b"}
-	r.paths[7] = PathRecord{ID: 7, Parent: 99, Name: "c"}
-	r.paths[8] = PathRecord{ID: 8, Parent: 7, Name: "d"}
-	if got := r.PathName(5); !strings.HasSuffix(got, "b/a") {
-		t.Errorf("loop: %q", got)
+// TestPathRecordsChecked: records no writer writes are refused (a parent that is not an
+// earlier id, which is how a table could loop; an id twice), and a missing parent shows as
+// its id.
+func TestPathRecordsChecked(t *testing.T) {
+	r := &Reader{paths: map[uint32]pathEntry{}, names: map[uint32]string{}, firstID: map[uint64]uint32{}, seed: maphash.MakeSeed()}
+	for _, tc := range []struct {
+		rec  PathRecord
+		fail string
+	}{
+		{PathRecord{ID: 5, Parent: 6, Name: "a"}, "not an earlier id"},
+		{PathRecord{ID: 6, Parent: 6, Name: "b"}, "not an earlier id"},
+		{PathRecord{ID: 100, Parent: 99, Name: "c"}, ""},
+		{PathRecord{ID: 101, Parent: 100, Name: "d"}, ""},
+		{PathRecord{ID: 101, Parent: 100, Name: "e"}, "recorded twice"},
+		{PathRecord{ID: 102, Parent: 101, Name: strings.Repeat("x", MaxPath-len("?99/c/d/")+1)}, "more than the limit"},
+		{PathRecord{ID: 103, Parent: 101, Name: strings.Repeat("x", MaxPath-len("?99/c/d/"))}, ""},
+	} {
+		err := r.addPath(tc.rec)
+		if (err == nil) != (tc.fail == "") || err != nil && !strings.Contains(err.Error(), tc.fail) {
+			t.Errorf("%+v: error %v, want %q", tc.rec.ID, err, tc.fail)
+		}
 	}
-	if got := r.PathName(8); got != "?99/c/d" {
+	if got := r.PathName(101); got != "?99/c/d" {
 		t.Errorf("unknown parent: %q", got)
 	}
-	if got := r.PathName(7); got != "?99/c" {
+	if got := r.PathName(100); got != "?99/c" {
 		t.Errorf("unknown parent: %q", got)
+	}
+	if got := r.PathName(103); len(got) != MaxPath {
+		t.Errorf("longest path: %d bytes", len(got))
+	}
+	if got := r.PathName(5); got != "?5" {
+		t.Errorf("refused record: %q", got)
 	}
 }

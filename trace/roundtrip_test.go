@@ -75,8 +75,8 @@ func TestRoundTrip(t *testing.T) {
 	w.AddFile(File{Path: 2, Type: TypeDir, Mode: 0o755, Seen: 5, Nlink: 2})
 	mix.run(5000)
 	link := w.Raw("../target/of/symlink")
-	w.Append(&Event{Op: OpSymlink, Path: 3, Path2: link, Start: 1 << 40, Dur: -1, Offset: -5, Ret: -1, Node: 1<<64 - 1, Handle: 1<<64 - 1, Errno: 65535, Mode: 1<<32 - 1})
-	want = append(want, Event{Op: OpSymlink, Path: 3, Path2: link, Start: 1 << 40, Dur: -1, Offset: -5, Ret: -1, Node: 1<<64 - 1, Handle: 1<<64 - 1, Errno: 65535, Mode: 1<<32 - 1})
+	w.Append(&Event{Op: OpSymlink, Path: 3, Path2: link, Start: 1 << 40, Dur: 1<<63 - 1, Offset: -5, Ret: -1, Node: 1<<64 - 1, Handle: 1<<64 - 1, Errno: 65535, Mode: 1<<32 - 1})
+	want = append(want, Event{Op: OpSymlink, Path: 3, Path2: link, Start: 1 << 40, Dur: 1<<63 - 1, Offset: -5, Ret: -1, Node: 1<<64 - 1, Handle: 1<<64 - 1, Errno: 65535, Mode: 1<<32 - 1})
 	w.CountError()
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
@@ -204,8 +204,13 @@ func TestOffset2(t *testing.T) {
 		h := testHeader()
 		b := appendPreamble(nil, Version1)
 		b = append(b, rawChunk(ChunkHeader, appendHeader(nil, &h))...)
+		b = append(b, rawChunk(ChunkPaths, appendPaths(nil, []PathRecord{{ID: 2, Parent: 1, Name: "in"}, {ID: 3, Parent: 1, Name: "out"}}))...)
 		b = append(b, rawChunk(ChunkEvents, appendEvents(nil, Version1, want, &offsetPredictor{}))...)
-		b = append(b, rawChunk(ChunkFooter, appendFooter(nil, &Footer{Events: uint64(len(want))}))...)
+		foot := Footer{Events: uint64(len(want)), Chunks: 3, OpCounts: make([]uint64, NumOps)}
+		for _, e := range want {
+			foot.OpCounts[e.Op]++
+		}
+		b = append(b, rawChunk(ChunkFooter, appendFooter(nil, &foot))...)
 		r, err := NewReader(bytes.NewReader(b))
 		if err != nil {
 			t.Fatal(err)

@@ -1,0 +1,247 @@
+// Package tracecraft builds trace files chunk by chunk, for tests that feed readers
+// hostile or damaged input: chunks with valid checksums but contents a writer never
+// produces (a name of 60 MiB, a repeated events chunk, a missing paths chunk). It encodes
+// the frame as trace/doc.go specifies it, independently of the trace package's writer.
+package tracecraft
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"strings"
+
+	"github.com/klauspost/compress/zstd"
+
+	"github.com/iotap/iotap/trace"
+)
+
+const (
+	magic     = "\x89iotap\r\n"
+	frameSize = 20
+	flagZstd  = 1
+)
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// Chunk is one chunk of a trace: its type and its payload after decompression.
+type Chunk struct {
+	Type    trace.ChunkType
+	Payload []byte
+}
+
+// Split parses a well-formed trace file into its version and chunks.
+func Split(file []byte) (version uint16, chunks []Chunk, err error) {
+	if len(file) < len(magic)+4 || string(file[:len(magic)]) != magic {
+		return 0, nil, errors.New("tracecraft: not a trace")
+	}
+	version = binary.LittleEndian.Uint16(file[len(magic):])
+	dec, err := zstd.NewReader(nil)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer dec.Close()
+	for off := len(magic) + 4; off < len(file); {
+		if len(file)-off < frameSize {
+			return 0, nil, fmt.Errorf("tracecraft: frame cut short at offset %d", off)
+		}
+		f := file[off : off+frameSize]
+		n := int(binary.LittleEndian.Uint32(f))
+		if off+frameSize+n > len(file) {
+			return 0, nil, fmt.Errorf("tracecraft: payload cut short at offset %d", off)
+		}
+		p := file[off+frameSize : off+frameSize+n]
+		if f[5]&flagZstd != 0 {
+			if p, err = dec.DecodeAll(p, nil); err != nil {
+				return 0, nil, fmt.Errorf("tracecraft: chunk at offset %d: %w", off, err)
+			}
+		} else {
+			p = append([]byte(nil), p...)
+		}
+		chunks = append(chunks, Chunk{Type: trace.ChunkType(f[4]), Payload: p})
+		off += frameSize + n
+	}
+	return version, chunks, nil
+}
+
+// Preamble returns the 12 bytes that open a trace of the given format version.
+func Preamble(version uint16) []byte {
+	b := append([]byte(magic), 0, 0, 0, 0)
+	binary.LittleEndian.PutUint16(b[len(magic):], version)
+	return b
+}
+
+// Frame returns a chunk of type t holding payload, zstd-compressed if compress is set,
+// with valid checksums.
+func Frame(t trace.ChunkType, payload []byte, compress bool) []byte {
+	stored, flags := payload, byte(0)
+	if compress {
+		enc, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedDefault), zstd.WithEncoderCRC(false))
+		if err != nil {
+			panic(err) // only for invalid options
+		}
+		stored, flags = enc.EncodeAll(payload, nil), flagZstd
+		_ = enc.Close()
+	}
+	b := binary.LittleEndian.AppendUint32(nil, uint32(len(stored)))
+	b = append(b, byte(t), flags, 0, 0)
+	b = binary.LittleEndian.AppendUint32(b, uint32(len(payload)))
+	b = binary.LittleEndian.AppendUint32(b, crc32.Checksum(stored, castagnoli))
+	b = binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, castagnoli))
+	return append(b, stored...)
+}
+
+// Join returns a trace file of the given version made of chunks, each compressed.
+func Join(version uint16, chunks []Chunk) []byte {
+	b := Preamble(version)
+	for _, c := range chunks {
+		b = append(b, Frame(c.Type, c.Payload, true)...)
+	}
+	return b
+}
+
+// Paths returns the payload of a paths chunk holding recs.
+func Paths(recs []trace.PathRecord) []byte {
+	b := binary.AppendUvarint(nil, uint64(len(recs)))
+	for _, r := range recs {
+		b = binary.AppendUvarint(b, uint64(r.ID))
+		b = binary.AppendUvarint(b, uint64(r.Parent))
+		b = binary.AppendUvarint(b, uint64(len(r.Name)))
+		b = append(b, r.Name...)
+	}
+	return b
+}
+
+// Recorded returns a well-formed trace written by trace.Writer with one lookup event per id
+// in ids (1 µs apart, each naming that path id) and no path records but the root's.
+func Recorded(ids []uint32) ([]byte, error) {
+	var buf bytes.Buffer
+	w, err := trace.NewWriter(&buf, trace.Header{Kind: "record"}, trace.WriterOptions{})
+	if err != nil {
+		return nil, err
+	}
+	for i, id := range ids {
+		w.Append(&trace.Event{Op: trace.OpLookup, Start: int64(i) * 1000, Dur: 500, Path: id, Tid: 7, Pid: 7})
+	}
+	if err := w.Close(); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// WithPaths returns file with its paths chunks replaced by one chunk per payload in paths,
+// placed right after the header.
+func WithPaths(file []byte, paths ...[]byte) ([]byte, error) {
+	v, chunks, err := Split(file)
+	if err != nil {
+		return nil, err
+	}
+	out := []Chunk{chunks[0]}
+	for _, p := range paths {
+		out = append(out, Chunk{Type: trace.ChunkPaths, Payload: p})
+	}
+	for _, c := range chunks[1:] {
+		if c.Type != trace.ChunkPaths {
+			out = append(out, c)
+		}
+	}
+	return Join(v, out), nil
+}
+
+// LongName returns a trace whose paths name one directory with a name of nameLen bytes
+// and children under it, each named by an event: a reader that joined the names would
+// hold children × nameLen bytes. It is a few kilobytes long.
+func LongName(nameLen, children int) ([]byte, error) {
+	recs := []trace.PathRecord{{ID: 2, Parent: 1, Name: strings.Repeat("a", nameLen)}}
+	ids := make([]uint32, children)
+	for i := range ids {
+		ids[i] = uint32(3 + i)
+		recs = append(recs, trace.PathRecord{ID: ids[i], Parent: 2, Name: fmt.Sprintf("c%d", i)})
+	}
+	rec, err := Recorded(ids)
+	if err != nil {
+		return nil, err
+	}
+	return WithPaths(rec, Paths(recs))
+}
+
+// ManyPaths returns a trace with chunks paths chunks, each holding as many records with
+// distinct ids and names of nameLen bytes as fit in perChunk raw bytes. A reader that kept
+// them all would hold about chunks × perChunk bytes. Each chunk is compressed as soon as it
+// is made: making the trace takes the memory of one chunk.
+func ManyPaths(chunks, perChunk, nameLen int) ([]byte, error) {
+	rec, err := Recorded([]uint32{2})
+	if err != nil {
+		return nil, err
+	}
+	v, cs, err := Split(rec)
+	if err != nil {
+		return nil, err
+	}
+	out := append(Preamble(v), Frame(cs[0].Type, cs[0].Payload, true)...)
+	name := strings.Repeat("n", nameLen)
+	id := uint32(2)
+	var recs []trace.PathRecord
+	for range chunks {
+		recs = recs[:0]
+		for size := 0; size+nameLen+12 < perChunk; size += nameLen + 12 {
+			recs = append(recs, trace.PathRecord{ID: id, Parent: 1, Name: name})
+			id++
+		}
+		out = append(out, Frame(trace.ChunkPaths, Paths(recs), true)...)
+	}
+	for _, c := range cs[1:] {
+		if c.Type != trace.ChunkPaths {
+			out = append(out, Frame(c.Type, c.Payload, true)...)
+		}
+	}
+	return out, nil
+}
+
+// Damaged returns variants of file (a trace Recorded or written by trace.Writer, with a
+// paths chunk and at least one events chunk) whose every chunk has valid checksums but
+// whose contents no writer produces, by name:
+//
+//	paths-deleted     the paths chunks left out: events name ids with no record
+//	events-repeated   the first events chunk written twice
+//	op-255            the first event's op is 255
+//	path-cycle        two records name each other as parent
+func Damaged(file []byte) (map[string][]byte, error) {
+	v, cs, err := Split(file)
+	if err != nil {
+		return nil, err
+	}
+	ev := -1
+	for i, c := range cs {
+		if c.Type == trace.ChunkEvents {
+			ev = i
+			break
+		}
+	}
+	if ev < 0 {
+		return nil, errors.New("tracecraft: no events chunk")
+	}
+	var noPaths []Chunk
+	for _, c := range cs {
+		if c.Type != trace.ChunkPaths {
+			noPaths = append(noPaths, c)
+		}
+	}
+	repeated := append(append(append([]Chunk(nil), cs[:ev+1]...), cs[ev]), cs[ev+1:]...)
+	op := append([]Chunk(nil), cs...)
+	p := append([]byte(nil), cs[ev].Payload...)
+	_, n := binary.Uvarint(p) // the op column follows the event count, one byte an event
+	p[n] = 255
+	op[ev].Payload = p
+	cycle, err := WithPaths(file, Paths([]trace.PathRecord{{ID: 2, Parent: 3, Name: "a"}, {ID: 3, Parent: 2, Name: "b"}}))
+	if err != nil {
+		return nil, err
+	}
+	return map[string][]byte{
+		"paths-deleted":   Join(v, noPaths),
+		"events-repeated": Join(v, repeated),
+		"op-255":          Join(v, op),
+		"path-cycle":      cycle,
+	}, nil
+}
