@@ -848,7 +848,7 @@ func (w *worker) account(op *Op, start, end, ret int64, errno syscall.Errno) {
 	}
 	if e.sink != nil {
 		ev := trace.Event{
-			Start: start - e.origin, Dur: end - start, Offset: op.Offset, Ret: ret, Offset2: op.Offset2,
+			Start: start - e.origin, Dur: max(end-start, 0), Offset: op.Offset, Ret: ret, Offset2: op.Offset2,
 			Handle: op.Handle, Handle2: op.Handle2, Path: op.OutPath, Path2: op.OutPath2, Size: uint32(min(op.Size, 1<<32-1)),
 			Flags: op.Flags, Mode: op.Mode, Tid: op.Tid, Pid: op.Pid, Errno: uint16(errno), Op: rec,
 		}
