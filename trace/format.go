@@ -87,7 +87,7 @@ var (
 	ErrNoFooter = errors.New("trace: no footer (writer did not close cleanly)")
 	// ErrMismatch is reported by Reader.Damage when the chunks read disagree with the
 	// footer's counts (a chunk deleted or repeated with valid checksums).
-	ErrMismatch = errors.New("trace: chunks do not match the footer")
+	ErrMismatch = errors.New("chunks do not match the footer")
 )
 
 // ChunkError describes a damaged chunk: its file offset, its type if the frame could be

@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/pflag"
 	"golang.org/x/sys/unix"
 
+	"github.com/iotap/iotap/internal/termsafe"
 	"github.com/iotap/iotap/trace"
 )
 
@@ -62,6 +63,12 @@ func exportCommands() []*command {
 //	handle2     second handle (copy_file_range output)
 //	offset2     copy_file_range output offset (0 for other ops, and in format-version-1
 //	            traces, which did not record it)
+//
+// Names are bytes, not necessarily UTF-8. CSV writes them unchanged. JSON strings must be
+// UTF-8, so a byte that is not part of a valid UTF-8 sequence, 0xXY, is written as the
+// escape \udcXY (a lone low surrogate, as Python's surrogateescape does): no UTF-8 name
+// holds one, so every name reads back to its bytes, and \xff and \xfe stay apart. In
+// Python: json.loads(line)["path"].encode("utf-8", "surrogateescape").
 var exportFields = []string{
 	"op", "start_ns", "dur_ns", "path", "path2", "node", "handle", "offset", "size", "ret",
 	"errno", "errno_name", "tid", "pid", "comm", "uid", "gid", "flags", "mode", "node2", "handle2",
@@ -170,7 +177,7 @@ func runExport(ctx context.Context, e *env, o *exportOptions, args []string) (er
 	if d := r.Damage(); len(d) > 0 {
 		var msg strings.Builder
 		for _, x := range d {
-			fmt.Fprintf(&msg, "iotap export: %s: damaged: %v\n", args[0], x)
+			fmt.Fprintf(&msg, "iotap export: %s: damaged: %s\n", termsafe.Name(args[0]), termsafe.Text(x.Error()))
 		}
 		_, _ = io.WriteString(e.stderr, msg.String()) // diagnostics: the exit code says it too
 		if stopErr != nil {
@@ -289,8 +296,8 @@ func (x *exporter) appendJSON(b []byte, ev *trace.Event) []byte {
 	return append(b, "}\n"...)
 }
 
-// appendJSONString appends s as a JSON string. Invalid UTF-8 becomes U+FFFD, as
-// encoding/json does.
+// appendJSONString appends s as a JSON string. A byte of invalid UTF-8, 0xXY, becomes the
+// escape \udcXY (see exportFields).
 func appendJSONString(b []byte, s string) []byte {
 	const hex = "0123456789abcdef"
 	b = append(b, '"')
@@ -316,7 +323,7 @@ func appendJSONString(b []byte, s string) []byte {
 		}
 		r, n := utf8.DecodeRuneInString(s[i:])
 		if r == utf8.RuneError && n == 1 {
-			b = append(b, `\ufffd`...)
+			b = append(b, '\\', 'u', 'd', 'c', hex[c>>4], hex[c&0xf])
 		} else {
 			b = append(b, s[i:i+n]...)
 		}

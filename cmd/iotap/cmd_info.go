@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/iotap/iotap/internal/termsafe"
 	"github.com/iotap/iotap/trace"
 )
 
@@ -60,7 +61,7 @@ func runInfo(ctx context.Context, e *env, o *infoOptions, args []string) error {
 		if err != nil {
 			return err
 		}
-		if _, err := e.stdout.Write(out.Bytes()); err != nil {
+		if _, err := io.WriteString(e.stdout, termsafe.Text(out.String())); err != nil {
 			return fmt.Errorf("write output: %w", err)
 		}
 		if d {
@@ -147,28 +148,33 @@ func infoOne(ctx context.Context, e *env, o *infoOptions, name string, out *byte
 	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	// Writes to w fail only through Flush (it writes to a bytes.Buffer), checked below.
 	line := func(k, format string, a ...any) { _, _ = fmt.Fprintf(w, "%s:\t%s\n", k, fmt.Sprintf(format, a...)) }
-	line("trace", "%s (format version %d)", name, h.Version)
-	line("kind", "%s", orDash(h.Kind))
-	line("host", "%s", orDash(h.Hostname))
-	line("kernel", "%s", orDash(h.Kernel))
-	line("iotap", "%s", orDash(h.IotapVersion))
+	q := termsafe.Name
+	line("trace", "%s (format version %d)", q(name), h.Version)
+	line("kind", "%s", orDash(q(h.Kind)))
+	line("host", "%s", orDash(q(h.Hostname)))
+	line("kernel", "%s", orDash(q(h.Kernel)))
+	line("iotap", "%s", orDash(q(h.IotapVersion)))
 	if !h.WallStart.IsZero() {
 		line("started", "%s", h.WallStart.UTC().Format(time.RFC3339Nano))
 	}
 	t := h.Target
 	if t.Path != "" || t.FSType != "" {
-		line("target", "%s (%s from %s, mounted on %s)", orDash(t.Path), orDash(t.FSType), orDash(t.Source), orDash(t.Mount))
+		line("target", "%s (%s from %s, mounted on %s)", orDash(q(t.Path)), orDash(q(t.FSType)), orDash(q(t.Source)), orDash(q(t.Mount)))
 	}
 	if f := describeFUSE(h.FUSE); f != "" {
 		line("fuse", "%s", f)
 	}
 	if len(h.Command) > 0 {
-		line("command", "%s", strings.Join(h.Command, " "))
+		c := make([]string, len(h.Command))
+		for i, a := range h.Command {
+			c[i] = q(a)
+		}
+		line("command", "%s", strings.Join(c, " "))
 	}
 	if len(h.Labels) > 0 {
 		ls := make([]string, len(h.Labels))
 		for i, l := range h.Labels {
-			ls[i] = l.Key + "=" + l.Value
+			ls[i] = q(l.Key) + "=" + q(l.Value)
 		}
 		line("labels", "%s", strings.Join(ls, " "))
 	}
@@ -188,7 +194,7 @@ func infoOne(ctx context.Context, e *env, o *infoOptions, name string, out *byte
 			footer.Events, footer.Dropped, footer.Blocked, footer.Errors, footer.Chunks)
 		if footer.Lost > 0 || footer.WriteError != "" {
 			line("write error", "%s: the last %d events were lost (counted in dropped); the trace ends, closed, before them",
-				footer.WriteError, footer.Lost)
+				q(footer.WriteError), footer.Lost)
 		}
 		if footer.Events != s.events && stopErr == nil {
 			line("note", "footer counts %d events, %d were read", footer.Events, s.events)

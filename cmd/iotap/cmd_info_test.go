@@ -100,7 +100,7 @@ func TestInfo(t *testing.T) {
 			"footer:", "none (the writer did not close cleanly)", "damage: 2 problem(s)", "truncated at offset", "no footer"},
 			stderr: "trace damaged"},
 		{name: "corrupt", args: []string{fx["corrupt"]}, code: exitDamaged, stdout: []string{
-			"events:", "9", "damage: 1 problem(s)", "corrupt chunk at offset", "(events): payload checksum mismatch"}},
+			"events:", "9", "damage: 2 problem(s)", "corrupt chunk at offset", "(events): payload checksum mismatch", "footer counts 25 events, 9 were read"}},
 		{name: "corrupt-strict", args: []string{"--strict", fx["corrupt"]}, code: exitDamaged, stdout: []string{
 			"events:   0", "stopped at the first damaged chunk (--strict)"}},
 		{name: "missing", args: []string{fx["missing"]}, code: exitError, stderr: "missing.iotap does not exist"},

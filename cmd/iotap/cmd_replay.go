@@ -22,6 +22,7 @@ import (
 	"github.com/iotap/iotap/internal/report"
 	"github.com/iotap/iotap/internal/s3store"
 	"github.com/iotap/iotap/internal/sysinfo"
+	"github.com/iotap/iotap/internal/termsafe"
 	"github.com/iotap/iotap/replay"
 	"github.com/iotap/iotap/trace"
 	"github.com/iotap/iotap/trace/stats"
@@ -180,7 +181,7 @@ func runReplay(ctx context.Context, e *env, o *replayOptions, args []string) err
 		}
 		_, _ = fmt.Fprintf(e.stdout, "dry run: %d ops cannot reproduce their recorded outcome:\n", n)
 		for _, p := range problems {
-			_, _ = fmt.Fprintf(e.stdout, "  %s\n", p)
+			_, _ = fmt.Fprintf(e.stdout, "  %s\n", termsafe.Text(p.String()))
 		}
 		if n > len(problems) {
 			_, _ = fmt.Fprintf(e.stdout, "  ... and %d more\n", n-len(problems))
@@ -267,8 +268,10 @@ func runReplay(ctx context.Context, e *env, o *replayOptions, args []string) err
 				Timing: timing, Speed: o.Speed, RoundTrip: roundTrip, ThinkSpin: o.ThinkCPU == "spin", OnDiverge: policy, Plan: po, FillRandom: fill, Log: e.log,
 			}, rep)
 			if sum != nil {
-				_, _ = fmt.Fprintf(e.stdout, "run %d/%d, target %d: %s\n", rep+1, o.Repeat, i+1, base+".iotap")
-				sum.Print(e.stdout)
+				var out strings.Builder
+				_, _ = fmt.Fprintf(&out, "run %d/%d, target %d: %s\n", rep+1, o.Repeat, i+1, base+".iotap")
+				sum.Print(&out)
+				_, _ = io.WriteString(e.stdout, termsafe.Text(out.String())) // the examples name the job's files
 				results[i] = append(results[i], base+".iotap")
 				diverged += sum.Divergences
 				runs++
@@ -365,7 +368,7 @@ func replayOnce(ctx context.Context, e *env, o *replayOptions, tracePath, base s
 			_, _ = fmt.Fprintf(e.stderr, "iotap replay: the recording dropped %d events (buffer full): ops on their handles and paths may diverge\n", f.Dropped-f.Lost)
 		}
 		if f.Lost > 0 {
-			_, _ = fmt.Fprintf(e.stderr, "iotap replay: the recording ends early: its last %d events were lost when the trace could not be written (%s)\n", f.Lost, f.WriteError)
+			_, _ = fmt.Fprintf(e.stderr, "iotap replay: the recording ends early: its last %d events were lost when the trace could not be written (%s)\n", f.Lost, termsafe.Name(f.WriteError))
 		}
 	}
 	if err := replay.WriteRequests(b, base+".requests.json"); err != nil && runErr == nil {

@@ -19,6 +19,7 @@ import (
 
 	"github.com/iotap/iotap/internal/report"
 	"github.com/iotap/iotap/internal/s3store"
+	"github.com/iotap/iotap/internal/termsafe"
 	"github.com/iotap/iotap/replay"
 	"github.com/iotap/iotap/trace"
 	"github.com/iotap/iotap/trace/stats"
@@ -235,7 +236,7 @@ func loadTraces(ctx context.Context, e *env, files []string, so stats.Options) (
 		if d := s.Sources[0].Damage; len(d) > 0 {
 			damaged = append(damaged, files[i])
 			for _, x := range d {
-				_, _ = fmt.Fprintf(e.stderr, "iotap: %s: damaged: %s\n", files[i], x)
+				_, _ = fmt.Fprintf(e.stderr, "iotap: %s: damaged: %s\n", termsafe.Name(files[i]), termsafe.Text(x))
 			}
 		}
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/iotap/iotap/internal/lazyfree"
+	"github.com/iotap/iotap/internal/termsafe"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -155,22 +156,24 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 // where errors become exit codes.
 func exitCode(stderr io.Writer, name string, err error) int {
 	var ec *exitCodeError
+	// Messages may name files of the traced job: escaped for the terminal.
+	say := func(err error) { _, _ = fmt.Fprintf(stderr, "iotap %s: %s\n", name, termsafe.Text(err.Error())) }
 	switch {
 	case err == nil:
 		return exitOK
 	case errors.As(err, &ec):
 		if ec.err != nil {
-			_, _ = fmt.Fprintf(stderr, "iotap %s: %v\n", name, ec.err)
+			say(ec.err)
 		}
 		return ec.code
 	case errors.Is(err, errUsage):
-		_, _ = fmt.Fprintf(stderr, "iotap %s: %v\n", name, err)
+		say(err)
 		return exitUsage
 	case errors.Is(err, errDamaged):
-		_, _ = fmt.Fprintf(stderr, "iotap %s: %v\n", name, err)
+		say(err)
 		return exitDamaged
 	default:
-		_, _ = fmt.Fprintf(stderr, "iotap %s: %v\n", name, err)
+		say(err)
 		return exitError
 	}
 }

@@ -11,6 +11,7 @@ import (
 
 	"gonum.org/v1/plot/vg"
 
+	"github.com/iotap/iotap/internal/termsafe"
 	"github.com/iotap/iotap/trace"
 	"github.com/iotap/iotap/trace/stats"
 )
@@ -301,7 +302,7 @@ func fmtRatio(r float64) string {
 // WriteCompareText renders c for a terminal.
 func WriteCompareText(w io.Writer, c *Comparison) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "iotap compare: %d sides, baseline %s; ratios are side / baseline (>1 = slower)\n\n", len(c.Sides), c.Sides[0].Name)
+	fmt.Fprintf(&b, "iotap compare: %d sides, baseline %s; ratios are side / baseline (>1 = slower)\n\n", len(c.Sides), termsafe.Name(c.Sides[0].Name))
 	t := newTable("side", "kind", "host", "fs", "cache", "events", "duration", "job I/O time", "ratio", "work time", "ratio", "data share")
 	for _, s := range c.Sides {
 		var kinds, hosts, fss, caches []string
@@ -360,7 +361,7 @@ func WriteCompareText(w io.Writer, c *Comparison) error {
 	}
 	writeChanges("most slower (time lost against the baseline)", c.Slower)
 	writeChanges("most faster (time gained against the baseline)", c.Faster)
-	_, err := io.WriteString(w, b.String())
+	_, err := io.WriteString(w, termsafe.Text(b.String()))
 	return err
 }
 

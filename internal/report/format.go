@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"strings"
+
+	"github.com/iotap/iotap/internal/termsafe"
 )
 
 // Dur formats nanoseconds for people: 812ns, 15.2µs, 1.30ms, 2.10s, 3m05s.
@@ -100,7 +102,14 @@ func newTable(header ...string) *table {
 	return &table{rows: [][]string{header}, left: map[int]bool{0: true}}
 }
 
-func (t *table) add(cells ...string) { t.rows = append(t.rows, cells) }
+// add appends a row. Cells are escaped for a terminal: they may hold file names, commands
+// and labels from the traced job.
+func (t *table) add(cells ...string) {
+	for i, c := range cells {
+		cells[i] = termsafe.Name(c)
+	}
+	t.rows = append(t.rows, cells)
+}
 
 func (t *table) String() string {
 	var w []int

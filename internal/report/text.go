@@ -6,6 +6,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/iotap/iotap/internal/termsafe"
 )
 
 // maxTextIntervals bounds the interval rows printed in text form.
@@ -32,7 +34,7 @@ func WriteText(w io.Writer, r *Report) error {
 	writeSummaryLines(&b, v)
 	for _, g := range r.Groups {
 		fmt.Fprintf(&b, "\n-- %s: %d trace(s), %s events over %s; job I/O time %s\n",
-			g.Name, len(g.Traces), Count(g.Events), Dur(g.DurationNs), Dur(g.TotalNs))
+			termsafe.Name(g.Name), len(g.Traces), Count(g.Events), Dur(g.DurationNs), Dur(g.TotalNs))
 		writeOpTable(&b, g)
 		writeSummaryLines(&b, g)
 	}
@@ -44,7 +46,7 @@ func WriteText(w io.Writer, r *Report) error {
 	}
 	b.WriteString("\n== Details ==\n")
 	writeDetails(&b, v)
-	_, err := io.WriteString(w, b.String())
+	_, err := io.WriteString(w, termsafe.Text(b.String()))
 	return err
 }
 
@@ -74,7 +76,7 @@ func writeTraces(b *strings.Builder, r *Report) {
 	for _, tr := range r.Traces {
 		var extra []string
 		if len(tr.Command) > 0 {
-			extra = append(extra, "command: "+strings.Join(tr.Command, " "))
+			extra = append(extra, "command: "+quoteAll(tr.Command))
 		}
 		if len(tr.Labels) > 0 {
 			keys := make([]string, 0, len(tr.Labels))
@@ -84,7 +86,7 @@ func writeTraces(b *strings.Builder, r *Report) {
 			sort.Strings(keys)
 			var ls []string
 			for _, k := range keys {
-				ls = append(ls, k+"="+tr.Labels[k])
+				ls = append(ls, termsafe.Name(k)+"="+termsafe.Name(tr.Labels[k]))
 			}
 			extra = append(extra, "labels: "+strings.Join(ls, " "))
 		}
@@ -98,10 +100,19 @@ func writeTraces(b *strings.Builder, r *Report) {
 			extra = append(extra, "damage: "+d)
 		}
 		if len(extra) > 0 {
-			fmt.Fprintf(b, "  %s: %s\n", tr.File, strings.Join(extra, "; "))
+			fmt.Fprintf(b, "  %s: %s\n", termsafe.Name(tr.File), strings.Join(extra, "; "))
 		}
 	}
 	b.WriteString("\n")
+}
+
+// quoteAll joins words with spaces, each escaped for a terminal.
+func quoteAll(words []string) string {
+	q := make([]string, len(words))
+	for i, w := range words {
+		q[i] = termsafe.Name(w)
+	}
+	return strings.Join(q, " ")
 }
 
 func orDash(s string) string {
@@ -226,7 +237,7 @@ func writeDetails(b *strings.Builder, v *View) {
 	if v.Unused.Count > 0 {
 		fmt.Fprintf(b, "\nfiles opened but never read or written (%s)\n", Count(uint64(v.Unused.Count)))
 		for _, p := range v.Unused.Paths {
-			fmt.Fprintf(b, "  %s\n", displayPath(p))
+			fmt.Fprintf(b, "  %s\n", termsafe.Name(displayPath(p)))
 		}
 		if v.Unused.Count > len(v.Unused.Paths) {
 			fmt.Fprintf(b, "  ... %d more\n", v.Unused.Count-len(v.Unused.Paths))
