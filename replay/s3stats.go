@@ -18,6 +18,8 @@ import (
 	"github.com/aws/smithy-go"
 	"github.com/aws/smithy-go/middleware"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
+
+	"github.com/iotap/iotap/internal/private"
 )
 
 // RequestCounter is implemented by backends that turn filesystem calls into requests of
@@ -146,7 +148,7 @@ func WriteRequests(b Backend, path string) error {
 	if err != nil {
 		return fmt.Errorf("replay: encode request counts: %w", err)
 	}
-	if err := os.WriteFile(path, append(js, '\n'), 0o644); err != nil {
+	if err := private.WriteFile(path, append(js, '\n')); err != nil {
 		return fmt.Errorf("replay: write request counts: %w", err)
 	}
 	return nil

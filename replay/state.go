@@ -45,15 +45,25 @@ type State struct {
 	RoundTripSamples uint64
 }
 
-// Problem is an op whose recorded outcome the starting state cannot reproduce.
+// Problem is an op whose recorded outcome the starting state cannot reproduce, or (Seq 0)
+// Count ops the replay refuses or skips, for one reason.
 type Problem struct {
-	Seq  uint64
-	Op   string
-	Name string
-	What string
+	Seq   uint64
+	Op    string
+	Name  string
+	What  string
+	Count int // ops the problem stands for when Seq is 0
 }
 
-func (p Problem) String() string { return fmt.Sprintf("op %d %s %q: %s", p.Seq, p.Op, p.Name, p.What) }
+// Ops returns the number of ops p stands for.
+func (p Problem) Ops() int { return max(1, p.Count) }
+
+func (p Problem) String() string {
+	if p.Seq == 0 {
+		return p.What
+	}
+	return fmt.Sprintf("op %d %s %q: %s", p.Seq, p.Op, p.Name, p.What)
+}
 
 type mnode struct {
 	typ      trace.FileType
@@ -123,7 +133,7 @@ func (m *model) problem(op *Op, format string, a ...any) {
 func (m *model) need(op *Op, name string, typ trace.FileType) *mnode {
 	if n, ok := m.nodes[name]; ok {
 		if typ == trace.TypeDir && n.typ != trace.TypeDir && n.typ != trace.TypeUnknown {
-			m.problem(op, "needs a directory, finds a %v", typeName(n.typ))
+			m.problem(op, "needs a directory, finds %s", typeName(n.typ))
 		}
 		if n.typ == trace.TypeUnknown {
 			n.typ = typ
@@ -488,7 +498,9 @@ func DeriveState(src Source, po PlanOptions) (*State, error) {
 }
 
 // Check replays the trace on a model of the starting state (no I/O) and returns the ops
-// whose recorded outcome cannot be reproduced from it, with the total count.
+// whose recorded outcome cannot be reproduced from it, with the total count. Events the
+// replay refuses (a path that leaves the root, or a path id without a record) count too,
+// as one Problem each kind, Seq 0.
 func Check(src Source, st *State, po PlanOptions) ([]Problem, int, error) {
 	p := newPlanner(src, po)
 	m := newModel(false)
@@ -506,7 +518,16 @@ func Check(src Source, st *State, po PlanOptions) ([]Problem, int, error) {
 		}
 		m.apply(op)
 	}
-	return m.problems, m.nprob, nil
+	n := m.nprob
+	if e := p.Stats.Escapes; e > 0 {
+		m.problems = append([]Problem{{Op: "any", Count: int(e), What: fmt.Sprintf("%d ops name a path that leaves the root (absolute, \"..\"): the replay refuses them", e)}}, m.problems...)
+		n += int(e)
+	}
+	if u := p.Stats.Unknown; u > 0 {
+		m.problems = append([]Problem{{Op: "any", Count: int(u), What: fmt.Sprintf("%d ops name a path the trace has no record of: the replay skips them", u)}}, m.problems...)
+		n += int(u)
+	}
+	return m.problems, n, nil
 }
 
 // Prepare creates the starting state under b's root, which must be empty. Written data

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"io/fs"
+	"os"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -440,6 +441,27 @@ func TestWriteError(t *testing.T) {
 	st := w.Stats()
 	if st.Written+st.Dropped != 10000 || st.Dropped == 0 {
 		t.Errorf("stats %+v: want every event written or dropped", st)
+	}
+}
+
+// TestCreatePrivate: a trace written over a file readable by others is 0600, like a new one.
+func TestCreatePrivate(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "t.iotap")
+	if err := os.WriteFile(p, []byte("old"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(p, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	w, err := Create(p, Header{}, WriterOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := os.Stat(p); err != nil || st.Mode().Perm() != 0o600 {
+		t.Errorf("mode %v (%v), want 0600", st.Mode().Perm(), err)
 	}
 }
 

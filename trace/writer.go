@@ -13,6 +13,8 @@ import (
 	"unsafe"
 
 	"github.com/klauspost/compress/zstd"
+
+	"github.com/iotap/iotap/internal/private"
 )
 
 // WriterOptions tune a Writer. The zero value gives the defaults.
@@ -161,10 +163,11 @@ func (s *shard) detach() *batch {
 	return b
 }
 
-// Create creates (or truncates) the file at path with mode 0600 and returns a Writer on
-// it. Close closes the file.
+// Create creates (or truncates) the file at path with mode 0600 (an existing file gets
+// 0600 too: a trace names every path of the job) and returns a Writer on it. Close closes
+// the file.
 func Create(path string, h Header, o WriterOptions) (*Writer, error) {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	f, err := private.OpenFile(path, os.O_WRONLY|os.O_TRUNC)
 	if err != nil {
 		return nil, fmt.Errorf("trace: create: %w", err)
 	}

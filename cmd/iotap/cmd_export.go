@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/pflag"
 	"golang.org/x/sys/unix"
 
+	"github.com/iotap/iotap/internal/private"
 	"github.com/iotap/iotap/internal/termsafe"
 	"github.com/iotap/iotap/trace"
 )
@@ -111,7 +112,7 @@ func runExport(ctx context.Context, e *env, o *exportOptions, args []string) (er
 	out := e.stdout
 	var file *os.File
 	if o.Output != "" && o.Output != "-" {
-		file, err = os.OpenFile(o.Output, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+		file, err = private.OpenFile(o.Output, os.O_WRONLY|os.O_TRUNC)
 		if err != nil {
 			return fmt.Errorf("create output: %w", err)
 		}

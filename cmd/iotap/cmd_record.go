@@ -25,6 +25,7 @@ import (
 	"github.com/iotap/iotap/fusefs"
 	"github.com/iotap/iotap/internal/job"
 	"github.com/iotap/iotap/internal/lazyfree"
+	"github.com/iotap/iotap/internal/private"
 	"github.com/iotap/iotap/internal/s3store"
 	"github.com/iotap/iotap/internal/sysinfo"
 	"github.com/iotap/iotap/internal/tally"
@@ -401,7 +402,7 @@ func createOutput(path string) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return fmt.Errorf("cannot write the trace: %w", err)
 	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE, 0o600)
+	f, err := private.OpenFile(path, os.O_WRONLY)
 	if err != nil {
 		return fmt.Errorf("cannot write the trace: %w", err)
 	}

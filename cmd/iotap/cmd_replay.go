@@ -19,6 +19,7 @@ import (
 	"github.com/spf13/pflag"
 	"golang.org/x/term"
 
+	"github.com/iotap/iotap/internal/private"
 	"github.com/iotap/iotap/internal/report"
 	"github.com/iotap/iotap/internal/s3store"
 	"github.com/iotap/iotap/internal/sysinfo"
@@ -180,11 +181,13 @@ func runReplay(ctx context.Context, e *env, o *replayOptions, args []string) err
 			return nil
 		}
 		_, _ = fmt.Fprintf(e.stdout, "dry run: %d ops cannot reproduce their recorded outcome:\n", n)
+		shown := 0
 		for _, p := range problems {
 			_, _ = fmt.Fprintf(e.stdout, "  %s\n", termsafe.Text(p.String()))
+			shown += p.Ops()
 		}
-		if n > len(problems) {
-			_, _ = fmt.Fprintf(e.stdout, "  ... and %d more\n", n-len(problems))
+		if n > shown {
+			_, _ = fmt.Fprintf(e.stdout, "  ... and %d more\n", n-shown)
 		}
 		return nil
 	}
@@ -206,10 +209,20 @@ func runReplay(ctx context.Context, e *env, o *replayOptions, args []string) err
 	if prefix == "" {
 		prefix = strings.TrimSuffix(tracePath, ".iotap") + ".replay"
 	}
-	absTrace, _ := filepath.Abs(tracePath)
-	absPrefix, _ := filepath.Abs(prefix)
+	if err := checkOutputDir(prefix); err != nil {
+		return usageErrorf("-o %s: %v", prefix, err)
+	}
+	absTrace := resolvePath(tracePath)
+	absPrefix := filepath.Join(resolvePath(filepath.Dir(prefix)), filepath.Base(prefix))
 	for i, t := range o.Targets {
 		if !strings.HasPrefix(t, "s3://") {
+			// A symbolic link is refused, not followed: replay deletes what is in its target
+			// (with --scratch) and acts inside it, and a link may lead anywhere.
+			if lt := strings.TrimRight(t, "/"); lt != "" {
+				if fi, err := os.Lstat(lt); err == nil && fi.Mode()&os.ModeSymlink != 0 {
+					return usageErrorf("--target %s is a symbolic link to %s: replay empties its target and acts inside it; name the directory itself", t, resolvePath(t))
+				}
+			}
 			fi, err := os.Stat(t)
 			if err != nil {
 				return usageErrorf("--target %s: %v", t, err)
@@ -218,7 +231,7 @@ func runReplay(ctx context.Context, e *env, o *replayOptions, args []string) err
 				return usageErrorf("--target %s: not a directory", t)
 			}
 			// Replay empties its targets: neither the trace nor the results may live there.
-			if abs, err := filepath.Abs(t); err == nil && o.Prepare != "skip" {
+			if abs := resolvePath(t); o.Prepare != "skip" {
 				if sysinfo.Within(absTrace, abs) {
 					return usageErrorf("--target %s holds the trace %s, and replay empties its targets", t, tracePath)
 				}
@@ -296,6 +309,37 @@ func runReplay(ctx context.Context, e *env, o *replayOptions, args []string) err
 	return nil
 }
 
+// checkOutputDir checks that the directory of the result prefix exists and can be
+// written, before any target is touched.
+func checkOutputDir(prefix string) error {
+	dir := filepath.Dir(prefix)
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return fmt.Errorf("results directory: %w", err)
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("results directory %s is not a directory", dir)
+	}
+	f, err := os.CreateTemp(dir, ".iotap-probe-*")
+	if err != nil {
+		return fmt.Errorf("results directory %s cannot be written: %w", dir, err)
+	}
+	_ = f.Close()
+	return os.Remove(f.Name())
+}
+
+// resolvePath returns p absolute, with symbolic links resolved where it exists.
+func resolvePath(p string) string {
+	abs, err := filepath.Abs(p)
+	if err != nil {
+		return p
+	}
+	if r, err := filepath.EvalSymlinks(abs); err == nil {
+		return r
+	}
+	return abs
+}
+
 func openTrace(path string) (*trace.Reader, error) {
 	r, err := trace.Open(path)
 	if err != nil {
@@ -358,7 +402,7 @@ func replayOnce(ctx context.Context, e *env, o *replayOptions, tracePath, base s
 	}
 	if sum != nil {
 		if js, err := json.MarshalIndent(sum, "", "  "); err == nil {
-			if err := os.WriteFile(base+".json", append(js, '\n'), 0o644); err != nil && runErr == nil {
+			if err := private.WriteFile(base+".json", append(js, '\n')); err != nil && runErr == nil {
 				runErr = fmt.Errorf("replay: write summary: %w", err)
 			}
 		}

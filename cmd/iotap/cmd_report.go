@@ -17,6 +17,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/iotap/iotap/internal/private"
 	"github.com/iotap/iotap/internal/report"
 	"github.com/iotap/iotap/internal/s3store"
 	"github.com/iotap/iotap/internal/termsafe"
@@ -151,7 +152,7 @@ func writeOutput(e *env, file string, data []byte) error {
 		_, err := e.stdout.Write(data)
 		return err
 	}
-	if err := os.WriteFile(file, data, 0o644); err != nil {
+	if err := private.WriteFile(file, data); err != nil {
 		return fmt.Errorf("write report: %w", err)
 	}
 	return nil
