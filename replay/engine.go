@@ -348,6 +348,7 @@ func Run(ctx context.Context, src Source, b Backend, sink Sink, o Options) (*Sum
 		sum.ReplaySpan = time.Duration(end - e.runStart)
 	}
 	sum.finish()
+	sum.Interrupted = ctx.Err() != nil
 	if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) {
 		return sum, cause
 	}
@@ -500,15 +501,27 @@ func (e *engine) replayTime(rec int64) int64 {
 	return e.runStart + int64(float64(rec-e.traceStart)/e.speed)
 }
 
-// sleepUntil waits for the monotonic time t: a blocking sleep until the spin margin
-// before it, then a spin. The margin adapts to the sleeps' observed overshoot (fast up,
-// slow down), between 10 µs and 2 ms.
+// maxSleep bounds one blocking sleep, so that a cancelled run ends soon even when a
+// thread waits out a long think time (a slow --speed stretches them).
+const maxSleep = int64(100 * time.Millisecond)
+
+// sleepUntil waits for the monotonic time t, or until the run is cancelled: blocking
+// sleeps of at most maxSleep until the spin margin before t, then a spin. The margin adapts
+// to the sleeps' observed overshoot (fast up, slow down), between 10 µs and 2 ms.
 func (w *worker) sleepUntil(t int64) {
 	for {
 		n := now()
 		d := t - n
 		if d <= 0 {
 			return
+		}
+		if d > w.margin+maxSleep {
+			ts := unix.NsecToTimespec(maxSleep)
+			_ = unix.Nanosleep(&ts, nil)
+			if w.e.ctx.Err() != nil {
+				return
+			}
+			continue
 		}
 		if d > w.margin {
 			want := d - w.margin
@@ -557,7 +570,7 @@ func (w *worker) one(op *Op) {
 	}
 	if w.e.opts.Timing == TimingThink && (op.Think < 0 || w.lastEnd == 0) {
 		// A thread's first op moves with the drift of the others: poll it while far away.
-		for d := due - now(); d > int64(2*time.Millisecond); d = due - now() {
+		for d := due - now(); d > int64(2*time.Millisecond) && w.e.ctx.Err() == nil; d = due - now() {
 			time.Sleep(min(time.Duration(d)-time.Millisecond, time.Millisecond))
 			due = w.due(op)
 		}
@@ -569,6 +582,10 @@ func (w *worker) one(op *Op) {
 func (w *worker) oneAt(op *Op, due int64) {
 	if due > 0 {
 		w.sleepUntil(due)
+	}
+	if w.e.ctx.Err() != nil { // cancelled while it waited: not issued
+		w.complete(op)
+		return
 	}
 	waited, ok := w.waitDeps(op)
 	if !ok {

@@ -130,6 +130,7 @@ type Summary struct {
 	ReplayedRead, ReplayedWrite         int64
 	ImplicitOpens, ImplicitOpenFailures uint64
 	Escapes                             uint64 // ops refused because their path left the root
+	Interrupted                         bool   // the run was cancelled before the trace's end
 
 	// Issue lag: actual issue time minus the time the op became due (its scheduled time,
 	// or when its ordering dependencies completed if later).

@@ -653,6 +653,21 @@ func (r *Reader) Files() []File {
 	return kept
 }
 
+// EventsRead returns the number of events decoded so far.
+func (r *Reader) EventsRead() uint64 { return r.nEvents }
+
+// CutShort reports whether every damage found so far is a cut-off tail (ErrTruncated,
+// ErrNoFooter): the trace was not closed cleanly (its writer was killed, or its disk
+// filled), but what it holds is intact. False for a trace without damage.
+func (r *Reader) CutShort() bool {
+	for _, d := range r.damage {
+		if !errors.Is(d, ErrTruncated) && !errors.Is(d, ErrNoFooter) {
+			return false
+		}
+	}
+	return len(r.damage) > 0
+}
+
 // Footer returns the footer once Next has returned io.EOF, if the trace has one.
 func (r *Reader) Footer() (*Footer, bool) { return r.footer, r.footer != nil }
 

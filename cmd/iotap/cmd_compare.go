@@ -52,7 +52,7 @@ func runCompare(ctx context.Context, e *env, o *compareOptions, args []string) e
 	default:
 		return usageErrorf("--format %q: want text, json or html", o.Format)
 	}
-	if o.Tolerance < 0 || o.Tolerance >= 1 {
+	if !(o.Tolerance >= 0 && o.Tolerance < 1) { // NaN fails too
 		return usageErrorf("--tolerance %g: want a fraction in [0, 1)", o.Tolerance)
 	}
 	var sides []*stats.Stats

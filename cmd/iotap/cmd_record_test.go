@@ -419,6 +419,20 @@ cat f1 2>&1; echo done`
 	if n != 5 {
 		t.Errorf("trace has %d creates, want 5 (flushed before the kill); events:\n%s", n, tc.dump())
 	}
+	// The killed recording replays up to its last flush: cut short is not corrupt.
+	tgt := filepath.Join(dir, "replayed")
+	if err := os.Mkdir(tgt, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr := runIotap(t, nil, "replay", "--target", tgt, "-o", filepath.Join(dir, "res"), out)
+	if code != exitDamaged || !strings.Contains(stderr, "was cut short") || !strings.Contains(stdout, "run 1/1") {
+		t.Errorf("replay of the killed recording: exit %d; stdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	for i := 1; i <= 5; i++ {
+		if _, err := os.Stat(filepath.Join(tgt, fmt.Sprintf("f%d", i))); err != nil {
+			t.Errorf("replay of the killed recording: %v", err)
+		}
+	}
 }
 
 // TestRecordErrors runs the checks made before anything is mounted, in process.

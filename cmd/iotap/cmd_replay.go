@@ -58,6 +58,7 @@ type replayOptions struct {
 	Prepare    string
 	Fill       string
 	Scratch    bool
+	Force      bool
 	DryRun     bool
 	NoFold     bool
 	Progress   string
@@ -78,6 +79,7 @@ func (o *replayOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.Prepare, "prepare", "auto", "starting state `mode`: auto (create it before each run), skip (the target already holds it), only (create it and stop)")
 	fs.StringVar(&o.Fill, "fill", "zero", "`kind` of data in prepared files and replayed writes: zero or random")
 	fs.BoolVar(&o.Scratch, "scratch", false, "the targets are scratch areas: their contents may be deleted")
+	fs.BoolVar(&o.Force, "force", false, "replay the readable events of a corrupt trace (a trace only cut short, without its footer, is replayed without it)")
 	fs.BoolVar(&o.DryRun, "dry-run", false, "derive the starting state and report ops whose preconditions cannot be met; touch no target")
 	fs.BoolVar(&o.NoFold, "no-fold", false, "replay every lookup as its own lstat instead of folding kernel path walks")
 	fs.StringVar(&o.Shard, "shard", "", "`auto`: as one task of a Slurm step (srun), replay this task's share of the traces in TRACE|DIR|GLOB..., each onto --target/<trace name> and into -o DIR/<trace name>, all tasks starting together after preparing (docs/slurm.md)")
@@ -124,8 +126,8 @@ func runReplay(ctx context.Context, e *env, o *replayOptions, args []string) err
 	if err != nil {
 		return usageErrorf("--on-diverge: %v", err)
 	}
-	if o.Speed <= 0 {
-		return usageErrorf("--speed %g: want a positive factor", o.Speed)
+	if !(o.Speed >= minSpeed && o.Speed <= maxSpeed) { // NaN fails too
+		return usageErrorf("--speed %g: want a factor from %g to %g", o.Speed, minSpeed, maxSpeed)
 	}
 	if o.ThinkCPU != "sleep" && o.ThinkCPU != "spin" {
 		return usageErrorf("--think-cpu %q: want sleep or spin", o.ThinkCPU)
@@ -152,9 +154,22 @@ func runReplay(ctx context.Context, e *env, o *replayOptions, args []string) err
 	}
 	po := replay.PlanOptions{NoFold: o.NoFold}
 
-	// Pass 1: the starting state.
-	st, err := deriveState(tracePath, po)
+	// Pass 1: the starting state, and what is wrong with the trace.
+	st, damage, err := deriveState(tracePath, po)
 	if err != nil {
+		return err
+	}
+	if damage.err != nil {
+		if !damage.cut && !o.Force {
+			return fmt.Errorf("%w: %v\nreplay refuses a corrupt trace: --force replays its readable events", errDamaged, damage.err)
+		}
+		_, _ = fmt.Fprintf(e.stderr, "iotap replay: %s\n", termsafe.Text(damage.note))
+	}
+	// A replay of a damaged trace runs to its end, then exits with the damage.
+	damaged := func(err error) error {
+		if err == nil && damage.err != nil {
+			return fmt.Errorf("%w: %v (replayed the %d readable events)", errDamaged, damage.err, damage.events)
+		}
 		return err
 	}
 	_, _ = fmt.Fprintf(e.stdout, "starting state: %d directories, %d files (%s), %d symlinks; %d replay ops\n",
@@ -178,7 +193,7 @@ func runReplay(ctx context.Context, e *env, o *replayOptions, args []string) err
 		}
 		if n == 0 {
 			_, _ = fmt.Fprintln(e.stdout, "dry run: every op's recorded outcome is reproducible from the starting state")
-			return nil
+			return damaged(nil)
 		}
 		_, _ = fmt.Fprintf(e.stdout, "dry run: %d ops cannot reproduce their recorded outcome:\n", n)
 		shown := 0
@@ -189,7 +204,7 @@ func runReplay(ctx context.Context, e *env, o *replayOptions, args []string) err
 		if n > shown {
 			_, _ = fmt.Fprintf(e.stdout, "  ... and %d more\n", n-shown)
 		}
-		return nil
+		return damaged(nil)
 	}
 	raiseNoFile(e)
 
@@ -284,17 +299,23 @@ func runReplay(ctx context.Context, e *env, o *replayOptions, args []string) err
 				var out strings.Builder
 				_, _ = fmt.Fprintf(&out, "run %d/%d, target %d: %s\n", rep+1, o.Repeat, i+1, base+".iotap")
 				sum.Print(&out)
+				if sum.Interrupted {
+					_, _ = fmt.Fprintf(&out, "  INTERRUPTED  the run stopped before the trace's end: %d of its %d replay ops were issued\n", sum.ReplayedOps, st.Ops)
+				}
 				_, _ = io.WriteString(e.stdout, termsafe.Text(out.String())) // the examples name the job's files
 				results[i] = append(results[i], base+".iotap")
 				diverged += sum.Divergences
 				runs++
+			}
+			if errors.Is(err, context.Canceled) {
+				return errors.New("interrupted: the result trace and summary above cover the ops replayed until then")
 			}
 			if err != nil {
 				return err
 			}
 		}
 		if o.Prepare == "only" {
-			return nil
+			return damaged(nil)
 		}
 	}
 	if len(backends) > 1 {
@@ -306,7 +327,7 @@ func runReplay(ctx context.Context, e *env, o *replayOptions, args []string) err
 		// Warn, not fail: the replay ran to the end and measured the target (--on-diverge=abort fails).
 		_, _ = fmt.Fprintf(e.stderr, "iotap replay: %d ops diverged from the trace in %d runs (see the summaries)\n", diverged, runs)
 	}
-	return nil
+	return damaged(nil)
 }
 
 // checkOutputDir checks that the directory of the result prefix exists and can be
@@ -348,20 +369,51 @@ func openTrace(path string) (*trace.Reader, error) {
 	return r, nil
 }
 
-func deriveState(path string, po replay.PlanOptions) (*replay.State, error) {
+// Replay --speed bounds: beyond them a scaled think time or start offset loses its
+// meaning (it overflows, or rounds to nothing).
+const (
+	minSpeed = 1e-3
+	maxSpeed = 1e6
+)
+
+// traceDamage is what reading a whole trace found wrong with it.
+type traceDamage struct {
+	err    error  // the first damage, nil if none
+	cut    bool   // only the tail is missing: the writer was killed or its disk filled
+	note   string // what a replay of it does, for the user
+	events uint64 // events readable
+}
+
+func deriveState(path string, po replay.PlanOptions) (*replay.State, traceDamage, error) {
 	r, err := openTrace(path)
 	if err != nil {
-		return nil, err
+		return nil, traceDamage{}, err
 	}
 	defer func() { _ = r.Close() }()
 	st, err := replay.DeriveState(r, po)
 	if err != nil {
-		return nil, err
+		return nil, traceDamage{}, err
 	}
-	if d := r.Damage(); len(d) > 0 {
-		return st, fmt.Errorf("%w: %v", errDamaged, d[0])
+	d := traceDamage{cut: r.CutShort(), events: r.EventsRead()}
+	dmg := r.Damage()
+	if len(dmg) == 0 {
+		return st, d, nil
 	}
-	return st, nil
+	d.err = dmg[0]
+	if d.cut {
+		lost := "it ends at a chunk boundary"
+		for _, x := range dmg {
+			if errors.Is(x, trace.ErrTruncated) {
+				lost = fmt.Sprintf("its last chunk is cut off (%v)", x)
+			}
+		}
+		d.note = fmt.Sprintf("%s was cut short (no footer: its recorder was killed, or its disk filled); %s. Replaying the %d events before the cut: what the job did after it is missing from the trace and from the replay",
+			path, lost, d.events)
+	} else {
+		d.note = fmt.Sprintf("%s is corrupt (%d problems, the first: %v); --force: replaying the %d readable events, the corrupt chunks' events are missing",
+			path, len(dmg), dmg[0], d.events)
+	}
+	return st, d, nil
 }
 
 // replayOnce runs one replay onto b, writing base.iotap, base.json (fidelity summary) and,
@@ -421,10 +473,7 @@ func replayOnce(ctx context.Context, e *env, o *replayOptions, tracePath, base s
 	if runErr != nil && errors.Is(runErr, replay.ErrDiverged) {
 		return sum, &exitCodeError{code: exitError, err: runErr}
 	}
-	if d := r.Damage(); len(d) > 0 && runErr == nil {
-		runErr = fmt.Errorf("%w: %v", errDamaged, d[0])
-	}
-	return sum, runErr
+	return sum, runErr // damage was found, and said, by deriveState
 }
 
 // startProgress shows a progress bar on stderr when it is a terminal (or always).
