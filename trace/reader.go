@@ -23,6 +23,7 @@ const (
 	procCost = 96      // procs and procIndex entries
 	fileCost = 64      // a File and the room append keeps for it
 	pageCost = 2 << 13 // a page of known and one of touched
+	seenCost = 48      // a seen entry (a chunk's hash)
 )
 
 // Reader reads a trace as a stream, one chunk in memory at a time. Side tables (paths,
@@ -292,6 +293,9 @@ func (r *Reader) repeated(t ChunkType, off int64) error {
 	h := maphash.Bytes(r.seed, r.stored) ^ uint64(t)
 	if first, ok := r.seen[h]; ok {
 		return fmt.Errorf("repeats the chunk at offset %d; skipped", first)
+	}
+	if err := r.charge(seenCost); err != nil {
+		return err
 	}
 	r.seen[h] = off
 	return nil

@@ -13,8 +13,6 @@ import (
 	"unsafe"
 
 	"github.com/klauspost/compress/zstd"
-
-	"github.com/iotap/iotap/internal/private"
 )
 
 // WriterOptions tune a Writer. The zero value gives the defaults.
@@ -167,8 +165,12 @@ func (s *shard) detach() *batch {
 // 0600 too: a trace names every path of the job) and returns a Writer on it. Close closes
 // the file.
 func Create(path string, h Header, o WriterOptions) (*Writer, error) {
-	f, err := private.OpenFile(path, os.O_WRONLY|os.O_TRUNC)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
 	if err != nil {
+		return nil, fmt.Errorf("trace: create: %w", err)
+	}
+	if err := makePrivate(f); err != nil {
+		_ = f.Close() // nothing written yet
 		return nil, fmt.Errorf("trace: create: %w", err)
 	}
 	w, err := newWriter(f, f, h, o)
@@ -177,6 +179,19 @@ func Create(path string, h Header, o WriterOptions) (*Writer, error) {
 		return nil, err
 	}
 	return w, nil
+}
+
+// makePrivate gives a regular file mode 0600 (O_CREAT's mode applies to a new file only).
+// Other files (a pipe, /dev/null) keep theirs.
+func makePrivate(f *os.File) error {
+	st, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	if !st.Mode().IsRegular() || st.Mode().Perm() == 0o600 {
+		return nil
+	}
+	return f.Chmod(0o600)
 }
 
 // NewWriter returns a Writer on out. It writes the preamble and the header chunk

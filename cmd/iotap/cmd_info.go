@@ -196,9 +196,6 @@ func infoOne(ctx context.Context, e *env, o *infoOptions, name string, out *byte
 			line("write error", "%s: the last %d events were lost (counted in dropped); the trace ends, closed, before them",
 				q(footer.WriteError), footer.Lost)
 		}
-		if footer.Events != s.events && stopErr == nil {
-			line("note", "footer counts %d events, %d were read", footer.Events, s.events)
-		}
 	} else {
 		line("footer", "none (the writer did not close cleanly)")
 	}

@@ -187,8 +187,11 @@ func TestReplayEndsOnSignal(t *testing.T) {
 				t.Fatal(err)
 			}
 			t0 := time.Now()
-			exited := make(chan error, 1)
-			go func() { exited <- cmd.Wait() }()
+			exited := make(chan struct{})
+			go func() {
+				_ = cmd.Wait() // the exit code is checked below
+				close(exited)
+			}()
 			select {
 			case <-exited:
 			case <-time.After(20 * time.Second):
