@@ -155,7 +155,10 @@ func runReplay(ctx context.Context, e *env, o *replayOptions, args []string) err
 	po := replay.PlanOptions{NoFold: o.NoFold}
 
 	// Pass 1: the starting state, and what is wrong with the trace.
-	st, damage, err := deriveState(tracePath, po)
+	st, damage, err := deriveState(ctx, tracePath, po)
+	if errors.Is(err, context.Canceled) {
+		return errors.New("interrupted while reading the trace")
+	}
 	if err != nil {
 		return err
 	}
@@ -186,8 +189,11 @@ func runReplay(ctx context.Context, e *env, o *replayOptions, args []string) err
 		if err != nil {
 			return err
 		}
-		problems, n, err := replay.Check(r, st, po)
+		problems, n, err := replay.Check(cancellable{r, ctx}, st, po)
 		_ = r.Close()
+		if errors.Is(err, context.Canceled) {
+			return errors.New("interrupted: dry run not finished")
+		}
 		if err != nil {
 			return err
 		}
@@ -384,13 +390,29 @@ type traceDamage struct {
 	events uint64 // events readable
 }
 
-func deriveState(path string, po replay.PlanOptions) (*replay.State, traceDamage, error) {
+// cancellable is a trace whose Next fails once ctx is done: the passes over a trace that
+// issue no I/O (the starting state, the dry run) end on SIGINT and SIGTERM too.
+type cancellable struct {
+	*trace.Reader
+	ctx context.Context
+}
+
+func (c cancellable) Next() (*trace.Event, error) {
+	select {
+	case <-c.ctx.Done():
+		return nil, c.ctx.Err()
+	default:
+		return c.Reader.Next()
+	}
+}
+
+func deriveState(ctx context.Context, path string, po replay.PlanOptions) (*replay.State, traceDamage, error) {
 	r, err := openTrace(path)
 	if err != nil {
 		return nil, traceDamage{}, err
 	}
 	defer func() { _ = r.Close() }()
-	st, err := replay.DeriveState(r, po)
+	st, err := replay.DeriveState(cancellable{r, ctx}, po)
 	if err != nil {
 		return nil, traceDamage{}, err
 	}

@@ -234,3 +234,50 @@ func TestReplayEndsOnSignal(t *testing.T) {
 		})
 	}
 }
+
+// TestReplayPassesEndOnSignal: the passes over the trace that issue no I/O (the starting
+// state, the dry run) end within a second of SIGINT too, on a trace that takes them long.
+func TestReplayPassesEndOnSignal(t *testing.T) {
+	if iotapBin == "" {
+		t.Fatal("no iotap binary (see TestMain)")
+	}
+	tr := filepath.Join(t.TempDir(), "threads.iotap")
+	w, err := trace.Create(tr, trace.Header{Kind: "record"}, trace.WriterOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 2_000_000 { // one read each on two million threads: seconds of planning
+		w.Append(&trace.Event{Op: trace.OpRead, Start: int64(i), Dur: 1, Path: trace.RootPath, Tid: uint32(i + 1), Pid: uint32(i + 1), Handle: uint64(i + 1), Size: 1, Ret: 1})
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(iotapBin, "replay", "--dry-run", tr)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond) // inside pass 1: reading alone takes longer
+	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Now()
+	exited := make(chan struct{})
+	go func() {
+		_ = cmd.Wait() // the exit code is checked below
+		close(exited)
+	}()
+	select {
+	case <-exited:
+	case <-time.After(20 * time.Second):
+		_ = cmd.Process.Kill()
+		<-exited
+		t.Fatal("the dry run was still running 20 s after SIGINT")
+	}
+	took := time.Since(t0)
+	t.Logf("ended %v after SIGINT, exit %d: %s", took, cmd.ProcessState.ExitCode(), &stderr)
+	if took > time.Second || cmd.ProcessState.ExitCode() != exitError || !strings.Contains(stderr.String(), "interrupted") {
+		t.Errorf("ended %v after SIGINT with exit %d, want within 1 s, exit %d, interrupted", took, cmd.ProcessState.ExitCode(), exitError)
+	}
+}
