@@ -211,7 +211,8 @@ Exit codes:
   0    success
   1    the command failed
   2    bad flags or arguments
-  3    the trace was read but is damaged (truncated or corrupt chunks)
+  3    the trace was read but is damaged (cut short, or corrupt chunks); the output covers
+       its readable part (replay: up to a cut; a corrupt trace only with --force)
   127  record: the job's command was not found
   N    record: the job's own exit code (128+signal if it was killed)
 `
