@@ -1,0 +1,242 @@
+// A recording session: the trace writer and the mounted layer, the job run under them,
+// and taking both down.
+
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"runtime"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/iotap/iotap/fusefs"
+	"github.com/iotap/iotap/internal/job"
+	"github.com/iotap/iotap/internal/sysinfo"
+	"github.com/iotap/iotap/internal/tally"
+	"github.com/iotap/iotap/trace"
+	"golang.org/x/sys/unix"
+)
+
+// session is a mounted tracing layer writing one trace.
+type session struct {
+	spec    *recordSpec
+	w       *trace.Writer
+	closeW  func() error // closes w and, for an s3:// trace, completes the upload
+	srv     *fusefs.Server
+	tally   tally.Tally
+	started time.Time
+	e       *env
+}
+
+// openSession writes the header, creates the trace and mounts the layer. In place, it
+// first moves into the target so that the layer reaches the real directory through the
+// working directory, under the mount it is about to put on top.
+func openSession(e *env, spec *recordSpec) (*session, error) {
+	h := trace.Header{
+		Kind:         "record",
+		WallStart:    time.Now().UTC(),
+		Origin:       trace.Now(),
+		Hostname:     sysinfo.Hostname(),
+		IotapVersion: version,
+		Kernel:       sysinfo.KernelRelease(),
+		Target:       trace.Target{Path: spec.Target},
+		Command:      spec.Argv,
+		Labels:       spec.Labels,
+	}
+	if m, err := sysinfo.MountOf(spec.Target); err == nil {
+		h.Target.FSType, h.Target.Source, h.Target.Mount = m.FSType, m.Source, m.MountPoint
+	}
+	o := spec.fuseOptions(e)
+	h.FUSE = o.TraceOptions()
+	if spec.InPlace {
+		// Hold the real directory before covering it (fusefs also opens it by descriptor).
+		if err := os.Chdir(spec.Target); err != nil {
+			return nil, fmt.Errorf("enter target: %w", err)
+		}
+	}
+	// The summary's and the live line's tally is fed by the trace writer's encoder, off the
+	// requests' path: the layer records into the writer directly, as benchmarks measure it.
+	s := &session{spec: spec, e: e}
+	wo := trace.WriterOptions{
+		DropWhenFull: spec.DropWhenFull, Logger: e.log, Observe: s.tally.AddBatch,
+		FlushInterval: flushInterval(spec.StatsInterval),
+	}
+	w, closeW, err := createTraceAny(context.Background(), spec.Output, h, wo)
+	if err != nil {
+		return nil, fmt.Errorf("cannot write the trace: %w", err)
+	}
+	s.w, s.closeW = w, closeW
+	procs := spec.ServerProcs
+	if procs <= 0 {
+		procs = fusefs.DefaultServerProcs()
+	}
+	runtime.GOMAXPROCS(procs)
+	srv, err := fusefs.Mount(spec.MountPoint, spec.Target, w, o)
+	if err != nil {
+		_ = closeW()
+		return nil, explainMountError(spec, err)
+	}
+	s.srv = srv
+	s.started = time.Now()
+	return s, nil
+}
+
+// flushInterval is the trace writer's flush interval for a live line every statsInterval:
+// the live line counts the events the encoder has taken, which it does at least this often.
+func flushInterval(statsInterval time.Duration) time.Duration {
+	if statsInterval > 0 && statsInterval < 2*trace.DefaultFlushInterval {
+		return max(statsInterval/2, 10*time.Millisecond)
+	}
+	return trace.DefaultFlushInterval
+}
+
+func explainMountError(spec *recordSpec, err error) error {
+	switch {
+	case errors.Is(err, syscall.EPERM) || errors.Is(err, syscall.EACCES):
+		return fmt.Errorf("mount %s: not permitted (needs root, or /dev/fuse access and fusermount3 for --mount-at): %w", spec.MountPoint, err)
+	case errors.Is(err, syscall.EBUSY):
+		return fmt.Errorf("mount %s: mount point busy: %w", spec.MountPoint, err)
+	case errors.Is(err, syscall.ENOTDIR):
+		return fmt.Errorf("mount %s: mount point is not a directory: %w", spec.MountPoint, err)
+	}
+	return fmt.Errorf("mount %s: %w", spec.MountPoint, err)
+}
+
+// unmount takes the layer down. If something still uses it, it is detached lazily and
+// given a moment to drain; the trace is closed either way. It never blocks for long: a
+// request stuck in the backend (a hung network file system) must not keep the trace open.
+func (s *session) unmount() {
+	res := make(chan error, 1)
+	go func() { res <- s.srv.Unmount() }()
+	var err error
+	select {
+	case err = <-res:
+	case <-time.After(unmountTimeout):
+		err = errors.New("unmount timed out")
+	}
+	if err != nil {
+		s.e.log.Debug("unmount failed, detaching", "mountpoint", s.spec.MountPoint, "err", err)
+		if derr := unix.Unmount(s.spec.MountPoint, unix.MNT_DETACH); derr != nil && !errors.Is(derr, unix.EINVAL) {
+			_, _ = fmt.Fprintf(s.e.stderr, "iotap: unmount %s: %v\n", s.spec.MountPoint, derr)
+			return
+		}
+	}
+	done := make(chan struct{})
+	go func() { s.srv.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(unmountTimeout):
+		_, _ = fmt.Fprintf(s.e.stderr, "iotap: %s is still in use (or its backend hangs); closing the trace anyway\n", s.spec.MountPoint)
+	}
+}
+
+// unmountTimeout bounds each step of taking the layer down.
+const unmountTimeout = 5 * time.Second
+
+// close closes the trace and prints the summary.
+func (s *session) close(outcome string) error {
+	elapsed := time.Since(s.started)
+	cost := s.srv.Cost().LayerCost()
+	s.w.SetLayerCost(cost)
+	err := s.closeW()
+	st := s.w.Stats()
+	writeSummary(s.e.stderr, s.tally.Snapshot(), elapsed, st, cost, s.spec.Output, outcome)
+	switch {
+	case err != nil && st.Lost > 0:
+		return fmt.Errorf("trace incomplete: %w: the %d events after the last chunk written whole were lost (the trace holds the first %d, and says so in its footer)",
+			err, st.Lost, st.Written)
+	case err != nil:
+		return fmt.Errorf("close trace: %w", err)
+	}
+	return nil
+}
+
+// serve mounts the layer, runs the job (record) and takes everything down. It returns the
+// job's exit status as an *exitCodeError.
+func serve(ctx context.Context, e *env, spec *recordSpec) error {
+	s, err := openSession(e, spec)
+	if err != nil {
+		return err
+	}
+	stopLive := make(chan struct{})
+	s.startLive(stopLive)
+
+	// go-fuse opens /dev/fuse without O_CLOEXEC: a job holding it would keep the connection
+	// alive after iotap dies, and hang on its own requests instead of getting ENOTCONN.
+	if err := closeOnExec(); err != nil {
+		e.log.Warn("could not mark descriptors close-on-exec", "err", err)
+	}
+	// Enter the job's directory here rather than in the forked job, so the job's first
+	// requests come after its exec and are attributed to the job's program.
+	// Then step back out (through a descriptor: in place, the old directory is covered), so
+	// that iotap itself does not keep the mount busy.
+	jobDir := spec.Dir
+	back, berr := os.Open(".")
+	if berr == nil {
+		defer func() { _ = back.Close() }()
+		if err := os.Chdir(spec.Dir); err == nil {
+			jobDir = ""
+		}
+	}
+	cmd, err := job.Start(job.Spec{
+		Argv: spec.Argv, Dir: jobDir, Env: job.EnvWithPWD(os.Environ(), spec.Dir),
+		Stdin: e.stdin, Stdout: e.stdout, Stderr: e.stderr,
+	})
+	if jobDir == "" {
+		if cerr := back.Chdir(); cerr != nil {
+			_ = os.Chdir("/")
+		}
+	}
+	if err != nil {
+		close(stopLive)
+		s.unmount()
+		code := 1
+		var se *job.StartError
+		if errors.As(err, &se) {
+			code, err = se.Code, describeStartError(se)
+		}
+		if cerr := s.close(fmt.Sprintf("job not started (exit %d)", code)); cerr != nil {
+			_, _ = fmt.Fprintf(e.stderr, "iotap %s: %v\n", spec.Kind, cerr)
+		}
+		return &exitCodeError{code: code, err: err}
+	}
+	stop := job.Forward(cmd.Process)
+	code, werr := job.Wait(cmd)
+	stop()
+	close(stopLive)
+	s.unmount()
+	cerr := s.close("job " + job.Describe(cmd.ProcessState))
+	switch {
+	case werr != nil:
+		return werr
+	case code != 0:
+		// The job's failure is the outcome its caller acts on; a trace that could not be
+		// finished is printed, and is the outcome only when the job succeeded.
+		return &exitCodeError{code: code, err: cerr}
+	case cerr != nil:
+		return cerr
+	}
+	return nil
+}
+
+// closeOnExec marks every descriptor above stderr close-on-exec.
+func closeOnExec() error {
+	err := unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC)
+	if err == nil {
+		return nil
+	}
+	ents, rerr := os.ReadDir("/proc/self/fd")
+	if rerr != nil {
+		return fmt.Errorf("close_range: %v; list fds: %w", err, rerr)
+	}
+	for _, ent := range ents {
+		if fd, err := strconv.Atoi(ent.Name()); err == nil && fd > 2 {
+			unix.CloseOnExec(fd)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,166 @@
+// What a recording prints: the live stats line and the end-of-run summary.
+
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/iotap/iotap/internal/tally"
+	"github.com/iotap/iotap/trace"
+)
+
+// startLive starts printing a stats line every --stats-interval, and one at once on
+// SIGUSR1 (the line then covers the time since the last one), until stop is closed. The
+// signal is caught before startLive returns, so a SIGUSR1 sent after that cannot kill iotap.
+func (s *session) startLive(stop <-chan struct{}) {
+	usr1 := make(chan os.Signal, 1)
+	signal.Notify(usr1, syscall.SIGUSR1)
+	go s.live(stop, usr1)
+}
+
+func (s *session) live(stop <-chan struct{}, usr1 chan os.Signal) {
+	defer signal.Stop(usr1)
+	var tick <-chan time.Time
+	if s.spec.StatsInterval > 0 {
+		t := time.NewTicker(s.spec.StatsInterval)
+		defer t.Stop()
+		tick = t.C
+	}
+	prev := s.tally.Snapshot()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-tick:
+		case <-usr1:
+		}
+		cur := s.tally.Snapshot()
+		_, _ = fmt.Fprintln(s.e.stderr, liveLine(cur.Sub(prev), cur.At.Sub(prev.At), s.w.Stats().Dropped))
+		prev = cur
+	}
+}
+
+func liveLine(d tally.Snapshot, dt time.Duration, dropped uint64) string {
+	ops, errs, rd, wr := d.Totals()
+	sec := dt.Seconds()
+	if sec <= 0 {
+		sec = 1
+	}
+	line := fmt.Sprintf("iotap: %8.0f ops/s  read %7.1f MB/s  write %7.1f MB/s  p99 %s",
+		float64(ops)/sec, float64(rd)/sec/1e6, float64(wr)/sec/1e6, fmtDur(d.Quantile(0.99)))
+	if errs > 0 {
+		line += fmt.Sprintf("  errors %d", errs)
+	}
+	if dropped > 0 {
+		line += fmt.Sprintf("  dropped %d", dropped)
+	}
+	return line
+}
+
+// writeSummary prints the one-screen end-of-run summary.
+func writeSummary(w io.Writer, snap tally.Snapshot, elapsed time.Duration, ws trace.WriterStats, cost trace.LayerCost, path, outcome string) {
+	ops, errs, rd, wr := snap.Totals()
+	_, _ = fmt.Fprintf(w, "\niotap: %s after %s\n", outcome, elapsed.Round(time.Millisecond))
+	_, _ = fmt.Fprintf(w, "  ops %d (%d failed), read %s, written %s\n", ops, errs, fmtBytes(rd), fmtBytes(wr))
+	if by := snap.ByTime(); len(by) > 0 {
+		_, _ = fmt.Fprintf(w, "  %-14s %10s %10s %10s %10s %10s\n", "op", "count", "total", "p50", "p99", "bytes")
+		for i, o := range by {
+			if i == 8 {
+				_, _ = fmt.Fprintf(w, "  ... %d more ops\n", len(by)-i)
+				break
+			}
+			b := ""
+			if o.Bytes > 0 {
+				b = fmtBytes(o.Bytes)
+			}
+			_, _ = fmt.Fprintf(w, "  %-14s %10d %10s %10s %10s %10s\n", o.Op, o.Count, fmtDur(o.Dur), fmtDur(o.Quantile(0.5)), fmtDur(o.Quantile(0.99)), b)
+		}
+	}
+	_, _ = fmt.Fprintf(w, "  events %d written, %d dropped", ws.Written, ws.Dropped)
+	if ws.Lost > 0 {
+		_, _ = fmt.Fprintf(w, " (%d of them when a write of the trace failed)", ws.Lost)
+	}
+	if ws.Blocked > 0 {
+		_, _ = fmt.Fprintf(w, ", job waited %s for trace buffer space", ws.Blocked.Round(time.Millisecond))
+	}
+	if line := costLine(cost, ws.EncodeCPU, ws.Written); line != "" {
+		_, _ = fmt.Fprintf(w, "\n  %s", line)
+	}
+	if ws.PathCompactions > 0 {
+		_, _ = fmt.Fprintf(w, "\n  path index: %d paths no longer in use forgotten in %d compactions, %s",
+			ws.PathsForgotten, ws.PathCompactions, fmtBytes(uint64(16*ws.PathIndexSlots)))
+	}
+	_, _ = fmt.Fprintf(w, "\n  trace %s (%s)", path, fmtBytes(ws.Bytes))
+	if rss := peakRSS(); rss > 0 {
+		_, _ = fmt.Fprintf(w, ", recorder peak RSS %s", fmtBytes(rss))
+	}
+	_, _ = fmt.Fprintln(w)
+}
+
+// costLine says what recording cost, as the layer and the writer measured it: the layer's
+// own work per request, against the time requests spent in the layer, and the encoder's
+// CPU per event written. Empty when nothing was measured.
+func costLine(c trace.LayerCost, encodeCPU time.Duration, events uint64) string {
+	if c.Requests == 0 || c.InLayer <= 0 {
+		return ""
+	}
+	n := time.Duration(c.Requests)
+	line := fmt.Sprintf("recording cost: %s of the layer's own work per request, %.1f%% of the %s a request spent in it",
+		fmtDur(c.Self/n), 100*float64(c.Self)/float64(c.InLayer), fmtDur(c.InLayer/n))
+	if c.Threads > 0 {
+		line += fmt.Sprintf("\n    (of which %s: looking up %d new threads in /proc, %s each)",
+			fmtDur(c.Resolve/n), c.Threads, fmtDur(c.Resolve/time.Duration(c.Threads)))
+	}
+	if encodeCPU > 0 && events > 0 {
+		line += fmt.Sprintf("\n    trace encoder: %s of CPU per event", fmtDur(encodeCPU/time.Duration(events)))
+	}
+	return line
+}
+
+// peakRSS returns this process's peak resident set size (VmHWM), or 0.
+func peakRSS() uint64 {
+	data, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, l := range strings.Split(string(data), "\n") {
+		if v, ok := strings.CutPrefix(l, "VmHWM:"); ok {
+			kb, err := strconv.ParseUint(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			if err == nil {
+				return kb << 10
+			}
+		}
+	}
+	return 0
+}
+
+func fmtBytes(n uint64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.2f GiB", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d B", n)
+}
+
+func fmtDur(d time.Duration) string {
+	switch {
+	case d >= time.Second:
+		return fmt.Sprintf("%.2fs", d.Seconds())
+	case d >= time.Millisecond:
+		return fmt.Sprintf("%.2fms", float64(d)/1e6)
+	case d >= time.Microsecond:
+		return fmt.Sprintf("%.1fµs", float64(d)/1e3)
+	}
+	return fmt.Sprintf("%dns", int64(d))
+}
