@@ -11,6 +11,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/iotap/iotap/internal/tracetest"
 	"github.com/iotap/iotap/trace"
 )
 
@@ -27,18 +28,18 @@ func shmBase(tb testing.TB) string {
 // statTrace makes a trace of threads issuing lstat-style lookups of existing files at a
 // fixed total rate (ops per second), interleaved round robin.
 func statTrace(tb testing.TB, threads, ops int, rate float64) []byte {
-	b := newTB(tb)
+	b := tracetest.New(tb)
 	gap := int64(1e9 / rate)
 	for i := 0; i < threads; i++ {
-		b.w.AddFile(trace.File{Path: b.path(fmt.Sprintf("d%d/f", i)), Type: trace.TypeFile, Mode: 0o644, Size: 10})
+		b.W.AddFile(trace.File{Path: b.Path(fmt.Sprintf("d%d/f", i)), Type: trace.TypeFile, Mode: 0o644, Size: 10})
 	}
 	for i := 0; i < ops; i++ {
 		tid := uint32(1 + i%threads)
-		b.at(tid, 1e9+int64(i)*gap)
+		b.At(tid, 1e9+int64(i)*gap)
 		name := fmt.Sprintf("d%d/f", i%threads)
-		b.ev(tid, trace.OpGetattr, name, 2000, 0, func(e *trace.Event) { e.Mode = unix.S_IFREG | 0o644; e.Ret = 10 })
+		b.Ev(tid, trace.OpGetattr, name, 2000, 0, func(e *trace.Event) { e.Mode = unix.S_IFREG | 0o644; e.Ret = 10 })
 	}
-	return b.bytes()
+	return b.Bytes()
 }
 
 // BenchmarkScheduleLag replays 10,000 ops/s in original timing mode and reports the
@@ -53,11 +54,11 @@ func BenchmarkScheduleLag(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		b.StopTimer()
 		_, d := target(b, base)
-		st, err := DeriveState(readerOf(b, data), PlanOptions{})
+		st, err := DeriveState(tracetest.Reader(b, data), PlanOptions{})
 		must(b, err)
 		must(b, Prepare(context.Background(), d, st, false))
 		b.StartTimer()
-		sum, err := Run(context.Background(), readerOf(b, data), d, nil, Options{Timing: TimingOriginal})
+		sum, err := Run(context.Background(), tracetest.Reader(b, data), d, nil, Options{Timing: TimingOriginal})
 		must(b, err)
 		if sum.Divergences != 0 || sum.ReplayedOps != ops {
 			b.Fatalf("replayed %d ops, %d divergences: %v", sum.ReplayedOps, sum.Divergences, sum.Examples)
@@ -84,28 +85,28 @@ func logLoad(b *testing.B) {
 // metaTrace makes a metadata-only trace: each thread creates, stats and removes files in
 // its own directory (create+close, lstat ×3, unlink per file).
 func metaTrace(tb testing.TB, threads, files int) []byte {
-	b := newTB(tb)
+	b := tracetest.New(tb)
 	for t := 0; t < threads; t++ {
 		tid := uint32(1 + t)
-		b.at(tid, 1e9)
+		b.At(tid, 1e9)
 		dir := fmt.Sprintf("t%d", t)
-		b.ev(tid, trace.OpMkdir, dir, 1000, 0, func(e *trace.Event) { e.Mode = 0o755 })
+		b.Ev(tid, trace.OpMkdir, dir, 1000, 0, func(e *trace.Event) { e.Mode = 0o755 })
 		for i := 0; i < files; i++ {
 			name := fmt.Sprintf("%s/f%d", dir, i)
-			b.fh++
-			fh := b.fh
-			b.ev(tid, trace.OpCreate, name, 1000, 0, func(e *trace.Event) {
+			b.FH++
+			fh := b.FH
+			b.Ev(tid, trace.OpCreate, name, 1000, 0, func(e *trace.Event) {
 				e.Handle, e.Flags, e.Mode = fh, unix.O_WRONLY|unix.O_CREAT, 0o644
 			})
-			b.ev(tid, trace.OpRelease, name, 1000, 0, func(e *trace.Event) { e.Handle = fh })
+			b.Ev(tid, trace.OpRelease, name, 1000, 0, func(e *trace.Event) { e.Handle = fh })
 			for k := 0; k < 3; k++ {
-				b.ev(tid, trace.OpGetattr, name, 1000, 0, func(e *trace.Event) { e.Mode = unix.S_IFREG | 0o644 })
+				b.Ev(tid, trace.OpGetattr, name, 1000, 0, func(e *trace.Event) { e.Mode = unix.S_IFREG | 0o644 })
 			}
-			b.ev(tid, trace.OpUnlink, name, 1000, 0, nil)
-			b.lookup(tid, name, syscall.ENOENT, 0, 0)
+			b.Ev(tid, trace.OpUnlink, name, 1000, 0, nil)
+			b.Lookup(tid, name, syscall.ENOENT, 0, 0)
 		}
 	}
-	return b.bytes()
+	return b.Bytes()
 }
 
 // BenchmarkAFAPMetadata replays a metadata-only trace as fast as possible onto tmpfs and
@@ -124,7 +125,7 @@ func BenchmarkAFAPMetadata(b *testing.B) {
 		must(b, err)
 		b.StartTimer()
 		t0 := time.Now()
-		sum, err := Run(context.Background(), readerOf(b, data), d, w, Options{Timing: TimingAFAP})
+		sum, err := Run(context.Background(), tracetest.Reader(b, data), d, w, Options{Timing: TimingAFAP})
 		elapsed += time.Since(t0)
 		must(b, err)
 		b.StopTimer()

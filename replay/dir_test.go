@@ -9,6 +9,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/iotap/iotap/internal/tracetest"
 	"github.com/iotap/iotap/trace"
 )
 
@@ -120,16 +121,16 @@ func TestDirConfinement(t *testing.T) {
 // TestReplayRefusesEscapingPaths replays a trace whose path table names things outside
 // the root: the ops are refused and counted, nothing outside is touched.
 func TestReplayRefusesEscapingPaths(t *testing.T) {
-	b := newTB(t)
+	b := tracetest.New(t)
 	root, d := target(t, "")
 	outside := filepath.Dir(root)
 	// A raw path record ".." under the root, and a name with a slash in it.
-	up := b.w.Path(trace.RootPath, "..")
-	abs := b.w.Path(trace.RootPath, "/tmp")
-	b.ev(1, trace.OpMkdir, "-", 1000, 1000, func(e *trace.Event) { e.Path = b.w.Path(up, "evil"); e.Mode = 0o755 })
-	b.ev(1, trace.OpMkdir, "-", 1000, 1000, func(e *trace.Event) { e.Path = b.w.Path(abs, "evil2"); e.Mode = 0o755 })
-	b.ev(1, trace.OpMkdir, "ok", 1000, 1000, func(e *trace.Event) { e.Mode = 0o755 })
-	data := b.bytes()
+	up := b.W.Path(trace.RootPath, "..")
+	abs := b.W.Path(trace.RootPath, "/tmp")
+	b.Ev(1, trace.OpMkdir, "-", 1000, 1000, func(e *trace.Event) { e.Path = b.W.Path(up, "evil"); e.Mode = 0o755 })
+	b.Ev(1, trace.OpMkdir, "-", 1000, 1000, func(e *trace.Event) { e.Path = b.W.Path(abs, "evil2"); e.Mode = 0o755 })
+	b.Ev(1, trace.OpMkdir, "ok", 1000, 1000, func(e *trace.Event) { e.Mode = 0o755 })
+	data := b.Bytes()
 	sum := replayOnto(t, data, d, nil, Options{Timing: TimingAFAP})
 	if sum.Escapes != 2 {
 		t.Fatalf("escapes = %d, want 2", sum.Escapes)

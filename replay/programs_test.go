@@ -12,6 +12,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/iotap/iotap/internal/tracetest"
 	"github.com/iotap/iotap/trace"
 )
 
@@ -25,27 +26,27 @@ import (
 // (flush), the shell restores its stdout (flush, release) right after. awk's last write
 // must be issued before the shell's close, although the planner holds it for merging.
 func TestRedirectionWrittenByChild(t *testing.T) {
-	b := newTB(t)
-	fh := b.create(1, "out")
-	b.ev(1, trace.OpFlush, "out", 2000, 0, func(e *trace.Event) { e.Handle = fh })
-	b.at(2, b.clock[1]+50000)
-	b.ev(2, trace.OpGetattr, "out", 3000, 1000, func(e *trace.Event) { e.Mode = unix.S_IFREG | 0o644 })
+	b := tracetest.New(t)
+	fh := b.Create(1, "out")
+	b.Ev(1, trace.OpFlush, "out", 2000, 0, func(e *trace.Event) { e.Handle = fh })
+	b.At(2, b.Clock[1]+50000)
+	b.Ev(2, trace.OpGetattr, "out", 3000, 1000, func(e *trace.Event) { e.Mode = unix.S_IFREG | 0o644 })
 	const piece = 4096
 	var off int64
 	for i := 0; i < 20; i++ {
-		b.rw(2, trace.OpWrite, "out", fh, off, piece, piece)
+		b.RW(2, trace.OpWrite, "out", fh, off, piece, piece)
 		off += piece
 	}
-	b.rw(2, trace.OpWrite, "out", fh, off, 1000, 1000) // the tail, held for merging
+	b.RW(2, trace.OpWrite, "out", fh, off, 1000, 1000) // the tail, held for merging
 	off += 1000
-	b.ev(2, trace.OpFlush, "out", 2000, 0, func(e *trace.Event) { e.Handle = fh })
-	b.at(1, b.clock[2]+20000) // within the fold window: nothing expires the held write
-	b.close(1, "out", fh)
-	b.at(3, b.clock[1]+20000)
-	fr := b.open(3, "out", unix.O_RDONLY)
-	b.rw(3, trace.OpRead, "out", fr, 0, 1<<20, off)
-	b.close(3, "out", fr)
-	data := b.bytes()
+	b.Ev(2, trace.OpFlush, "out", 2000, 0, func(e *trace.Event) { e.Handle = fh })
+	b.At(1, b.Clock[2]+20000) // within the fold window: nothing expires the held write
+	b.Close(1, "out", fh)
+	b.At(3, b.Clock[1]+20000)
+	fr := b.Open(3, "out", unix.O_RDONLY)
+	b.RW(3, trace.OpRead, "out", fr, 0, 1<<20, off)
+	b.Close(3, "out", fr)
+	data := b.Bytes()
 	for _, timing := range []Timing{TimingAFAP, TimingThink} {
 		t.Run(timing.String(), func(t *testing.T) {
 			root, d := target(t, "")
@@ -78,34 +79,34 @@ func (n noCopy) Open(ctx context.Context, name string, flags int, perm uint32) (
 func TestCopyFileRange(t *testing.T) {
 	const size = 300000
 	build := func(t *testing.T, preexisting bool) []byte {
-		b := newTB(t)
+		b := tracetest.New(t)
 		if !preexisting {
-			fw := b.create(1, "src")
+			fw := b.Create(1, "src")
 			for off := int64(0); off < size; off += 100000 {
-				b.rw(1, trace.OpWrite, "src", fw, off, 100000, 100000)
+				b.RW(1, trace.OpWrite, "src", fw, off, 100000, 100000)
 			}
-			b.close(1, "src", fw)
+			b.Close(1, "src", fw)
 		}
-		b.at(2, b.clock[1]+100000)
-		b.ev(2, trace.OpLookup, "src", 3000, 1000, func(e *trace.Event) { e.Mode, e.Ret = unix.S_IFREG|0o644, size })
-		b.fh++
-		in := b.fh
-		b.ev(2, trace.OpOpen, "src", 5000, 1000, func(e *trace.Event) { e.Handle, e.Flags = in, unix.O_RDONLY })
-		out := b.create(2, "dst")
-		b.ev(2, trace.OpIoctl, "dst", 2000, 1000, func(e *trace.Event) { e.Handle, e.Errno = out, uint16(syscall.EOPNOTSUPP) }) // FICLONE
-		b.ev(2, trace.OpCopyFileRange, "src", 200000, 1000, func(e *trace.Event) {
-			e.Path2, e.Handle, e.Handle2, e.Size, e.Ret = b.path("dst"), in, out, 1<<30, size
+		b.At(2, b.Clock[1]+100000)
+		b.Ev(2, trace.OpLookup, "src", 3000, 1000, func(e *trace.Event) { e.Mode, e.Ret = unix.S_IFREG|0o644, size })
+		b.FH++
+		in := b.FH
+		b.Ev(2, trace.OpOpen, "src", 5000, 1000, func(e *trace.Event) { e.Handle, e.Flags = in, unix.O_RDONLY })
+		out := b.Create(2, "dst")
+		b.Ev(2, trace.OpIoctl, "dst", 2000, 1000, func(e *trace.Event) { e.Handle, e.Errno = out, uint16(syscall.EOPNOTSUPP) }) // FICLONE
+		b.Ev(2, trace.OpCopyFileRange, "src", 200000, 1000, func(e *trace.Event) {
+			e.Path2, e.Handle, e.Handle2, e.Size, e.Ret = b.Path("dst"), in, out, 1<<30, size
 		})
-		b.ev(2, trace.OpCopyFileRange, "src", 2000, 1000, func(e *trace.Event) { // cp's last call: end of file
-			e.Path2, e.Handle, e.Handle2, e.Offset, e.Offset2, e.Size, e.Ret = b.path("dst"), in, out, size, size, 1<<30, 0
+		b.Ev(2, trace.OpCopyFileRange, "src", 2000, 1000, func(e *trace.Event) { // cp's last call: end of file
+			e.Path2, e.Handle, e.Handle2, e.Offset, e.Offset2, e.Size, e.Ret = b.Path("dst"), in, out, size, size, 1<<30, 0
 		})
-		b.close(2, "dst", out)
-		b.close(2, "src", in)
-		b.at(3, b.clock[2]+100000)
-		fr := b.open(3, "dst", unix.O_RDONLY)
-		b.rw(3, trace.OpRead, "dst", fr, 0, 1<<20, size)
-		b.close(3, "dst", fr)
-		return b.bytes()
+		b.Close(2, "dst", out)
+		b.Close(2, "src", in)
+		b.At(3, b.Clock[2]+100000)
+		fr := b.Open(3, "dst", unix.O_RDONLY)
+		b.RW(3, trace.OpRead, "dst", fr, 0, 1<<20, size)
+		b.Close(3, "dst", fr)
+		return b.Bytes()
 	}
 	type backendFn func(d *Dir) Backend
 	var copies atomic.Int32
@@ -154,13 +155,13 @@ func TestCopyFileRange(t *testing.T) {
 // TestNameRecreatedByAnotherThread: `rm -rf d && mkdir d`: rm's lookups of the missing
 // name, held for folding, must be issued before mkdir (another process) creates it.
 func TestNameRecreatedByAnotherThread(t *testing.T) {
-	b := newTB(t)
-	b.lookup(1, "d", syscall.ENOENT, 0, 0)
-	b.lookup(1, "d", syscall.ENOENT, 0, 0)
-	b.at(2, b.clock[1]+500000) // within the fold window of rm's lookups
-	b.lookup(2, "d", syscall.ENOENT, 0, 0)
-	b.ev(2, trace.OpMkdir, "d", 50000, 1000, func(e *trace.Event) { e.Mode = 0o755 })
-	data := b.bytes()
+	b := tracetest.New(t)
+	b.Lookup(1, "d", syscall.ENOENT, 0, 0)
+	b.Lookup(1, "d", syscall.ENOENT, 0, 0)
+	b.At(2, b.Clock[1]+500000) // within the fold window of rm's lookups
+	b.Lookup(2, "d", syscall.ENOENT, 0, 0)
+	b.Ev(2, trace.OpMkdir, "d", 50000, 1000, func(e *trace.Event) { e.Mode = 0o755 })
+	data := b.Bytes()
 	for run := 0; run < 20; run++ {
 		_, d := target(t, "")
 		sum := replayOnto(t, data, d, nil, Options{Timing: TimingAFAP})
@@ -197,12 +198,12 @@ func TestBackendDifferences(t *testing.T) {
 		{"other errno", syscall.ENODATA, syscall.EACCES, 0, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			b := newTB(t)
-			fh := b.create(1, "f")
-			b.close(1, "f", fh)
-			b.ev(1, trace.OpGetxattr, "f", 3000, 1000, func(e *trace.Event) { e.Size, e.Errno = 64, uint16(tc.recorded) })
+			b := tracetest.New(t)
+			fh := b.Create(1, "f")
+			b.Close(1, "f", fh)
+			b.Ev(1, trace.OpGetxattr, "f", 3000, 1000, func(e *trace.Event) { e.Size, e.Errno = 64, uint16(tc.recorded) })
 			_, d := target(t, "")
-			sum := replayOnto(t, b.bytes(), xattrAnswer{d, tc.target}, nil, Options{Timing: TimingAFAP})
+			sum := replayOnto(t, b.Bytes(), xattrAnswer{d, tc.target}, nil, Options{Timing: TimingAFAP})
 			if sum.BackendDifferences != tc.unsupported || sum.Divergences != tc.diverged {
 				t.Errorf("backend differences %d, divergences %d; want %d, %d (%v %v)", sum.BackendDifferences,
 					sum.Divergences, tc.unsupported, tc.diverged, sum.BackendExamples, sum.Examples)
@@ -216,32 +217,32 @@ func TestBackendDifferences(t *testing.T) {
 // offsets (0, then the end of a); a version-1 trace has only the input offsets (0 both
 // times), so the output offset comes from where the handle's last copy ended.
 func TestCopyFileRangeOutputPosition(t *testing.T) {
-	b := newTB(t)
+	b := tracetest.New(t)
 	sizes := map[string]int64{"a": 100000, "b": 50000}
 	for _, n := range []string{"a", "b"} {
-		fw := b.create(1, n)
-		b.rw(1, trace.OpWrite, n, fw, 0, uint32(sizes[n]), sizes[n])
-		b.close(1, n, fw)
+		fw := b.Create(1, n)
+		b.RW(1, trace.OpWrite, n, fw, 0, uint32(sizes[n]), sizes[n])
+		b.Close(1, n, fw)
 	}
-	b.at(2, b.clock[1]+100000)
-	out := b.create(2, "c")
+	b.At(2, b.Clock[1]+100000)
+	out := b.Create(2, "c")
 	var pos int64
 	for _, n := range []string{"a", "b"} {
-		in := b.open(2, n, unix.O_RDONLY)
-		b.ev(2, trace.OpCopyFileRange, n, 50000, 1000, func(e *trace.Event) {
-			e.Path2, e.Handle, e.Handle2, e.Offset2, e.Size, e.Ret = b.path("c"), in, out, pos, 1<<30, sizes[n]
+		in := b.Open(2, n, unix.O_RDONLY)
+		b.Ev(2, trace.OpCopyFileRange, n, 50000, 1000, func(e *trace.Event) {
+			e.Path2, e.Handle, e.Handle2, e.Offset2, e.Size, e.Ret = b.Path("c"), in, out, pos, 1<<30, sizes[n]
 		})
 		pos += sizes[n]
-		b.close(2, n, in)
+		b.Close(2, n, in)
 	}
-	b.close(2, "c", out)
-	data := b.bytes()
+	b.Close(2, "c", out)
+	data := b.Bytes()
 	for _, tc := range []struct {
 		name string
 		open func() Source
 	}{
-		{"version 2", func() Source { return readerOf(t, data) }},
-		{"version 1", func() Source { return asVersion1(readerOf(t, data)) }},
+		{"version 2", func() Source { return tracetest.Reader(t, data) }},
+		{"version 1", func() Source { return asVersion1(tracetest.Reader(t, data)) }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			root, d := target(t, "")
@@ -271,24 +272,24 @@ func TestCopyFileRangeOutputOffset(t *testing.T) {
 		wantSize   = offOut + count
 		wantSizeV1 = head + count
 	)
-	b := newTB(t)
-	fa := b.create(1, "a")
-	b.rw(1, trace.OpWrite, "a", fa, 0, asize, asize)
-	b.close(1, "a", fa)
-	b.at(2, b.clock[1]+100000)
-	out := b.createFlags(2, "c", unix.O_RDWR|unix.O_CREAT|unix.O_TRUNC)
-	b.rw(2, trace.OpWrite, "c", out, 0, head, head)
-	in := b.open(2, "a", unix.O_RDONLY)
-	b.ev(2, trace.OpCopyFileRange, "a", 50000, 1000, func(e *trace.Event) {
-		e.Path2, e.Handle, e.Handle2, e.Offset, e.Offset2, e.Size, e.Ret = b.path("c"), in, out, offIn, offOut, count, count
+	b := tracetest.New(t)
+	fa := b.Create(1, "a")
+	b.RW(1, trace.OpWrite, "a", fa, 0, asize, asize)
+	b.Close(1, "a", fa)
+	b.At(2, b.Clock[1]+100000)
+	out := b.CreateFlags(2, "c", unix.O_RDWR|unix.O_CREAT|unix.O_TRUNC)
+	b.RW(2, trace.OpWrite, "c", out, 0, head, head)
+	in := b.Open(2, "a", unix.O_RDONLY)
+	b.Ev(2, trace.OpCopyFileRange, "a", 50000, 1000, func(e *trace.Event) {
+		e.Path2, e.Handle, e.Handle2, e.Offset, e.Offset2, e.Size, e.Ret = b.Path("c"), in, out, offIn, offOut, count, count
 	})
-	b.close(2, "a", in)
-	b.rw(2, trace.OpRead, "c", out, offOut, 1<<20, count)
-	b.close(2, "c", out)
-	data := b.bytes()
+	b.Close(2, "a", in)
+	b.RW(2, trace.OpRead, "c", out, offOut, 1<<20, count)
+	b.Close(2, "c", out)
+	data := b.Bytes()
 
 	t.Run("plan", func(t *testing.T) {
-		p := newPlanner(readerOf(t, data), PlanOptions{})
+		p := newPlanner(tracetest.Reader(t, data), PlanOptions{})
 		var copies int
 		for {
 			op, err := p.next()
@@ -326,7 +327,7 @@ func TestCopyFileRangeOutputOffset(t *testing.T) {
 			t.Errorf("c[%d:] is not a[%d:%d] (%v)", offOut, offIn, offIn+count, err)
 		}
 		var got []int64
-		r := readerOf(t, rt.Bytes())
+		r := tracetest.Reader(t, rt.Bytes())
 		for {
 			e, err := r.Next()
 			if err == io.EOF {
@@ -343,7 +344,7 @@ func TestCopyFileRangeOutputOffset(t *testing.T) {
 	})
 	t.Run("version 1", func(t *testing.T) {
 		root, d := target(t, "")
-		sum := replaySource(t, func() Source { return asVersion1(readerOf(t, data)) }, d, nil, Options{Timing: TimingAFAP})
+		sum := replaySource(t, func() Source { return asVersion1(tracetest.Reader(t, data)) }, d, nil, Options{Timing: TimingAFAP})
 		if fi, err := os.Stat(filepath.Join(root, "c")); err != nil || fi.Size() != wantSizeV1 {
 			t.Fatalf("c: %v %v, want %d bytes", fi, err, wantSizeV1)
 		}

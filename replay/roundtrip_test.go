@@ -9,41 +9,42 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/iotap/iotap/internal/tracetest"
 	"github.com/iotap/iotap/trace"
 )
 
 // roundTripTrace: one thread opens and stats n files, each a two-lookup path walk with
 // rtt between the kernel's requests, and 1 ms of application time between calls.
 func roundTripTrace(t testing.TB, fuse bool, n int, rtt int64) []byte {
-	b := newTB(t)
+	b := tracetest.New(t)
 	if fuse {
-		b = newTBFUSE(t)
+		b = tracetest.NewFUSE(t)
 	}
 	for i := 0; i < n; i++ {
 		name := fmt.Sprintf("d/f%d", i)
-		b.w.AddFile(trace.File{Path: b.path(name), Type: trace.TypeFile, Mode: 0o644, Size: 10})
-		b.ev(1, trace.OpLookup, "d", 3000, rtt, func(e *trace.Event) { e.Mode = unix.S_IFDIR | 0o755 })
-		b.ev(1, trace.OpLookup, name, 3000, rtt, func(e *trace.Event) { e.Mode = unix.S_IFREG | 0o644; e.Ret = 10 })
-		b.ev(1, trace.OpGetattr, name, 2000, int64(time.Millisecond), func(e *trace.Event) { e.Mode = unix.S_IFREG | 0o644; e.Ret = 10 })
+		b.W.AddFile(trace.File{Path: b.Path(name), Type: trace.TypeFile, Mode: 0o644, Size: 10})
+		b.Ev(1, trace.OpLookup, "d", 3000, rtt, func(e *trace.Event) { e.Mode = unix.S_IFDIR | 0o755 })
+		b.Ev(1, trace.OpLookup, name, 3000, rtt, func(e *trace.Event) { e.Mode = unix.S_IFREG | 0o644; e.Ret = 10 })
+		b.Ev(1, trace.OpGetattr, name, 2000, int64(time.Millisecond), func(e *trace.Event) { e.Mode = unix.S_IFREG | 0o644; e.Ret = 10 })
 	}
-	return b.bytes()
+	return b.Bytes()
 }
 
 // TestRoundTripEstimate: the planner finds the recording layer's round trip in the gaps
 // after path-walk lookups of a FUSE recording, and none in a trace that is not one.
 func TestRoundTripEstimate(t *testing.T) {
 	const rtt = 30_000
-	st, err := DeriveState(readerOf(t, roundTripTrace(t, true, 50, rtt)), PlanOptions{})
+	st, err := DeriveState(tracetest.Reader(t, roundTripTrace(t, true, 50, rtt)), PlanOptions{})
 	must(t, err)
 	if d := st.RoundTrip - rtt; d < -rttBucket || d > rttBucket || st.RoundTripSamples < 50 {
 		t.Errorf("round trip %v from %d samples, want %v", st.RoundTrip, st.RoundTripSamples, time.Duration(rtt))
 	}
-	st, err = DeriveState(readerOf(t, roundTripTrace(t, false, 50, rtt)), PlanOptions{})
+	st, err = DeriveState(tracetest.Reader(t, roundTripTrace(t, false, 50, rtt)), PlanOptions{})
 	must(t, err)
 	if st.RoundTrip != 0 {
 		t.Errorf("round trip %v estimated for a trace not recorded through FUSE", st.RoundTrip)
 	}
-	st, err = DeriveState(readerOf(t, roundTripTrace(t, true, 3, rtt)), PlanOptions{})
+	st, err = DeriveState(tracetest.Reader(t, roundTripTrace(t, true, 3, rtt)), PlanOptions{})
 	must(t, err)
 	if st.RoundTrip != 0 {
 		t.Errorf("round trip %v from only %d samples", st.RoundTrip, st.RoundTripSamples)
@@ -69,20 +70,20 @@ func TestThinkAfter(t *testing.T) {
 // ended starts after it in the replay too, moved with it.
 func TestThinkRoundTrip(t *testing.T) {
 	const n, rtt = 100, 600_000 // 0.6 ms round trips: large against timer noise
-	b := newTBFUSE(t)
+	b := tracetest.NewFUSE(t)
 	for i := 0; i < n; i++ {
 		name := fmt.Sprintf("f%d", i)
-		b.w.AddFile(trace.File{Path: b.path(name), Type: trace.TypeFile, Mode: 0o644, Size: 10})
-		b.ev(1, trace.OpLookup, name, 3000, rtt, func(e *trace.Event) { e.Mode = unix.S_IFREG | 0o644; e.Ret = 10 })
-		b.ev(1, trace.OpGetattr, name, 2000, rtt+100_000, func(e *trace.Event) { e.Mode = unix.S_IFREG | 0o644; e.Ret = 10 })
+		b.W.AddFile(trace.File{Path: b.Path(name), Type: trace.TypeFile, Mode: 0o644, Size: 10})
+		b.Ev(1, trace.OpLookup, name, 3000, rtt, func(e *trace.Event) { e.Mode = unix.S_IFREG | 0o644; e.Ret = 10 })
+		b.Ev(1, trace.OpGetattr, name, 2000, rtt+100_000, func(e *trace.Event) { e.Mode = unix.S_IFREG | 0o644; e.Ret = 10 })
 	}
-	end := b.clock[1]
-	b.at(2, end+int64(time.Millisecond))
+	end := b.Clock[1]
+	b.At(2, end+int64(time.Millisecond))
 	for i := 0; i < 10; i++ {
-		b.ev(2, trace.OpGetattr, "f0", 2000, rtt+100_000, func(e *trace.Event) { e.Mode = unix.S_IFREG | 0o644; e.Ret = 10 })
+		b.Ev(2, trace.OpGetattr, "f0", 2000, rtt+100_000, func(e *trace.Event) { e.Mode = unix.S_IFREG | 0o644; e.Ret = 10 })
 	}
-	data := b.bytes()
-	st, err := DeriveState(readerOf(t, data), PlanOptions{})
+	data := b.Bytes()
+	st, err := DeriveState(tracetest.Reader(t, data), PlanOptions{})
 	must(t, err)
 	if st.RoundTrip < 550*time.Microsecond || st.RoundTrip > 650*time.Microsecond {
 		t.Fatalf("estimated round trip %v, want about 600µs", st.RoundTrip)
@@ -91,7 +92,7 @@ func TestThinkRoundTrip(t *testing.T) {
 	for i, o := range []Options{{Timing: TimingThink}, {Timing: TimingThink, RoundTrip: st.RoundTrip}} {
 		_, d := target(t, "")
 		must(t, Prepare(context.Background(), d, st, false))
-		sum, err := Run(context.Background(), readerOf(t, data), d, nil, o)
+		sum, err := Run(context.Background(), tracetest.Reader(t, data), d, nil, o)
 		must(t, err)
 		if sum.Divergences != 0 {
 			t.Fatalf("divergences: %v", sum.Examples)
@@ -115,30 +116,29 @@ func TestThinkRoundTrip(t *testing.T) {
 // trips are taken out, and so does the script.
 func TestThinkWaitsForChild(t *testing.T) {
 	const rtt = 500_000
-	b := newTBFUSE(t)
-	b.procs[1], b.procs[2] = true, true
-	b.w.AddProcess(trace.Process{Tid: 1, Pid: 1, PPid: 0, Comm: "sh"})
-	b.w.AddProcess(trace.Process{Tid: 2, Pid: 2, PPid: 1, Comm: "cmd"})
-	b.w.AddFile(trace.File{Path: b.path("f"), Type: trace.TypeFile, Mode: 0o644, Size: 10})
+	b := tracetest.NewFUSE(t)
+	b.AddProcess(trace.Process{Tid: 1, Pid: 1, PPid: 0, Comm: "sh"})
+	b.AddProcess(trace.Process{Tid: 2, Pid: 2, PPid: 1, Comm: "cmd"})
+	b.W.AddFile(trace.File{Path: b.Path("f"), Type: trace.TypeFile, Mode: 0o644, Size: 10})
 	stat := func(e *trace.Event) { e.Mode = unix.S_IFREG | 0o644; e.Ret = 10 }
 	pid := func(p uint32) func(e *trace.Event) { return func(e *trace.Event) { stat(e); e.Pid = p } }
 	// Path-walk gaps for the estimate: lookup, then getattr rtt later.
-	b.ev(1, trace.OpLookup, "f", 3000, rtt, pid(1))
-	b.ev(1, trace.OpGetattr, "f", 2000, 0, pid(1))
-	start := b.clock[1] + int64(time.Millisecond)
-	b.at(2, start)
+	b.Ev(1, trace.OpLookup, "f", 3000, rtt, pid(1))
+	b.Ev(1, trace.OpGetattr, "f", 2000, 0, pid(1))
+	start := b.Clock[1] + int64(time.Millisecond)
+	b.At(2, start)
 	for i := 0; i < 100; i++ {
-		b.ev(2, trace.OpLookup, "f", 3000, rtt, pid(2))
-		b.ev(2, trace.OpGetattr, "f", 2000, rtt+50_000, pid(2))
+		b.Ev(2, trace.OpLookup, "f", 3000, rtt, pid(2))
+		b.Ev(2, trace.OpGetattr, "f", 2000, rtt+50_000, pid(2))
 	}
-	b.at(1, b.clock[2]+int64(time.Millisecond)) // the shell resumes 1 ms after its command's last op
-	b.ev(1, trace.OpGetattr, "f", 2000, 0, pid(1))
-	data := b.bytes()
-	st, err := DeriveState(readerOf(t, data), PlanOptions{})
+	b.At(1, b.Clock[2]+int64(time.Millisecond)) // the shell resumes 1 ms after its command's last op
+	b.Ev(1, trace.OpGetattr, "f", 2000, 0, pid(1))
+	data := b.Bytes()
+	st, err := DeriveState(tracetest.Reader(t, data), PlanOptions{})
 	must(t, err)
 	_, d := target(t, "")
 	must(t, Prepare(context.Background(), d, st, false))
-	sum, err := Run(context.Background(), readerOf(t, data), d, nil, Options{Timing: TimingThink, RoundTrip: st.RoundTrip})
+	sum, err := Run(context.Background(), tracetest.Reader(t, data), d, nil, Options{Timing: TimingThink, RoundTrip: st.RoundTrip})
 	must(t, err)
 	if sum.Divergences != 0 {
 		t.Fatalf("divergences: %v", sum.Examples)
@@ -156,22 +156,22 @@ func TestThinkWaitsForChild(t *testing.T) {
 // recorded ones did.
 func TestPrepareHoles(t *testing.T) {
 	const mib = 1 << 20
-	b := newTB(t)
-	b.w.AddFile(trace.File{Path: b.path("sparse"), Type: trace.TypeFile, Mode: 0o644, Size: 4 * mib})
-	fh := b.open(1, "sparse", unix.O_RDONLY)
+	b := tracetest.New(t)
+	b.W.AddFile(trace.File{Path: b.Path("sparse"), Type: trace.TypeFile, Mode: 0o644, Size: 4 * mib})
+	fh := b.Open(1, "sparse", unix.O_RDONLY)
 	seek := func(off int64, whence uint32, ret int64, errno syscall.Errno) {
-		b.ev(1, trace.OpLseek, "sparse", 2000, 1000, func(e *trace.Event) {
+		b.Ev(1, trace.OpLseek, "sparse", 2000, 1000, func(e *trace.Event) {
 			e.Handle, e.Offset, e.Flags, e.Ret, e.Errno = fh, off, whence, ret, uint16(errno)
 		})
 	}
 	seek(0, unix.SEEK_DATA, mib, 0)
 	seek(mib, unix.SEEK_HOLE, 2*mib, 0)
-	b.rw(1, trace.OpRead, "sparse", fh, mib, 65536, 65536)
+	b.RW(1, trace.OpRead, "sparse", fh, mib, 65536, 65536)
 	seek(2*mib, unix.SEEK_DATA, 3*mib, 0)
 	seek(3*mib, unix.SEEK_HOLE, 4*mib, 0)
-	b.close(1, "sparse", fh)
-	data := b.bytes()
-	st, err := DeriveState(readerOf(t, data), PlanOptions{})
+	b.Close(1, "sparse", fh)
+	data := b.Bytes()
+	st, err := DeriveState(tracetest.Reader(t, data), PlanOptions{})
 	must(t, err)
 	root, d := target(t, "")
 	sum := replayOnto(t, data, d, nil, Options{Timing: TimingAFAP})
@@ -188,12 +188,12 @@ func TestPrepareHoles(t *testing.T) {
 // TestThinkSpin: with ThinkSpin a thread's think time keeps a CPU busy (the replay's CPU
 // time covers most of its span) and the timing is that of think mode.
 func TestThinkSpin(t *testing.T) {
-	b := newTB(t)
-	b.w.AddFile(trace.File{Path: b.path("f"), Type: trace.TypeFile, Mode: 0o644, Size: 10})
+	b := tracetest.New(t)
+	b.W.AddFile(trace.File{Path: b.Path("f"), Type: trace.TypeFile, Mode: 0o644, Size: 10})
 	for i := 0; i < 50; i++ {
-		b.ev(1, trace.OpGetattr, "f", 2000, 4_000_000, func(e *trace.Event) { e.Mode = unix.S_IFREG | 0o644; e.Ret = 10 })
+		b.Ev(1, trace.OpGetattr, "f", 2000, 4_000_000, func(e *trace.Event) { e.Mode = unix.S_IFREG | 0o644; e.Ret = 10 })
 	}
-	data := b.bytes()
+	data := b.Bytes()
 	var cpus [2]time.Duration
 	for i, spin := range []bool{false, true} {
 		_, d := target(t, "")
@@ -220,19 +220,19 @@ func TestThinkSpin(t *testing.T) {
 // and a create that started earlier can get it; the late release belongs to the old file
 // (its path says so), not to the new holder of the number.
 func TestHandleReusedBeforeRelease(t *testing.T) {
-	b := newTB(t)
+	b := tracetest.New(t)
 	stat := func(fh uint64) func(e *trace.Event) {
 		return func(e *trace.Event) { e.Handle, e.Flags, e.Mode = fh, unix.O_WRONLY|unix.O_CREAT, unix.S_IFREG|0o644 }
 	}
-	b.at(1, 1_000_000).ev(1, trace.OpCreate, "a", 10_000, 0, stat(3))
-	b.at(1, 1_020_000).ev(1, trace.OpWrite, "a", 10_000, 0, func(e *trace.Event) { e.Handle, e.Size, e.Ret = 3, 100, 100 })
-	b.at(1, 1_040_000).ev(1, trace.OpFlush, "a", 2_000, 0, func(e *trace.Event) { e.Handle = 3 })
-	b.at(1, 1_050_000).ev(1, trace.OpCreate, "b", 300_000, 0, stat(3)) // gets 3 at its end
-	b.at(1, 1_100_000).ev(1, trace.OpRelease, "a", 5_000, 0, func(e *trace.Event) { e.Handle = 3 })
-	b.at(1, 1_400_000).ev(1, trace.OpWrite, "b", 10_000, 0, func(e *trace.Event) { e.Handle, e.Size, e.Ret = 3, 200, 200 })
-	b.at(1, 1_420_000).ev(1, trace.OpFlush, "b", 2_000, 0, func(e *trace.Event) { e.Handle = 3 })
-	b.at(1, 1_430_000).ev(1, trace.OpRelease, "b", 2_000, 0, func(e *trace.Event) { e.Handle = 3 })
-	data := b.bytes()
+	b.At(1, 1_000_000).Ev(1, trace.OpCreate, "a", 10_000, 0, stat(3))
+	b.At(1, 1_020_000).Ev(1, trace.OpWrite, "a", 10_000, 0, func(e *trace.Event) { e.Handle, e.Size, e.Ret = 3, 100, 100 })
+	b.At(1, 1_040_000).Ev(1, trace.OpFlush, "a", 2_000, 0, func(e *trace.Event) { e.Handle = 3 })
+	b.At(1, 1_050_000).Ev(1, trace.OpCreate, "b", 300_000, 0, stat(3)) // gets 3 at its end
+	b.At(1, 1_100_000).Ev(1, trace.OpRelease, "a", 5_000, 0, func(e *trace.Event) { e.Handle = 3 })
+	b.At(1, 1_400_000).Ev(1, trace.OpWrite, "b", 10_000, 0, func(e *trace.Event) { e.Handle, e.Size, e.Ret = 3, 200, 200 })
+	b.At(1, 1_420_000).Ev(1, trace.OpFlush, "b", 2_000, 0, func(e *trace.Event) { e.Handle = 3 })
+	b.At(1, 1_430_000).Ev(1, trace.OpRelease, "b", 2_000, 0, func(e *trace.Event) { e.Handle = 3 })
+	data := b.Bytes()
 	root, d := target(t, "")
 	sum := replayOnto(t, data, d, nil, Options{Timing: TimingAFAP})
 	if sum.Divergences != 0 || sum.ImplicitOpens != 0 {
@@ -249,7 +249,7 @@ func TestHandleReusedBeforeRelease(t *testing.T) {
 // TestHandleReusedSameName: the same, with the old file deleted and the new one created
 // under the same name (sqlite's journal): node ids tell the two incarnations apart.
 func TestHandleReusedSameName(t *testing.T) {
-	b := newTB(t)
+	b := tracetest.New(t)
 	create := func(node uint64) func(e *trace.Event) {
 		return func(e *trace.Event) {
 			e.Handle, e.Flags, e.Mode, e.Node, e.Node2 = 1, unix.O_WRONLY|unix.O_CREAT, unix.S_IFREG|0o644, 1, node
@@ -259,16 +259,16 @@ func TestHandleReusedSameName(t *testing.T) {
 		return func(e *trace.Event) { e.Handle, e.Node = 1, node; f(e) }
 	}
 	nop := func(*trace.Event) {}
-	b.at(1, 1_000_000).ev(1, trace.OpCreate, "j", 10_000, 0, create(10))
-	b.at(1, 1_020_000).ev(1, trace.OpWrite, "j", 10_000, 0, on(10, func(e *trace.Event) { e.Size, e.Ret = 100, 100 }))
-	b.at(1, 1_040_000).ev(1, trace.OpFlush, "j", 2_000, 0, on(10, nop))
-	b.at(1, 1_045_000).ev(1, trace.OpUnlink, "j", 2_000, 0, func(e *trace.Event) { e.Node = 1 })
-	b.at(1, 1_050_000).ev(1, trace.OpCreate, "j", 300_000, 0, create(11))
-	b.at(1, 1_100_000).ev(1, trace.OpRelease, "j", 5_000, 0, on(10, nop))
-	b.at(1, 1_400_000).ev(1, trace.OpWrite, "j", 10_000, 0, on(11, func(e *trace.Event) { e.Size, e.Ret = 200, 200 }))
-	b.at(1, 1_420_000).ev(1, trace.OpFlush, "j", 2_000, 0, on(11, nop))
-	b.at(1, 1_430_000).ev(1, trace.OpRelease, "j", 2_000, 0, on(11, nop))
-	data := b.bytes()
+	b.At(1, 1_000_000).Ev(1, trace.OpCreate, "j", 10_000, 0, create(10))
+	b.At(1, 1_020_000).Ev(1, trace.OpWrite, "j", 10_000, 0, on(10, func(e *trace.Event) { e.Size, e.Ret = 100, 100 }))
+	b.At(1, 1_040_000).Ev(1, trace.OpFlush, "j", 2_000, 0, on(10, nop))
+	b.At(1, 1_045_000).Ev(1, trace.OpUnlink, "j", 2_000, 0, func(e *trace.Event) { e.Node = 1 })
+	b.At(1, 1_050_000).Ev(1, trace.OpCreate, "j", 300_000, 0, create(11))
+	b.At(1, 1_100_000).Ev(1, trace.OpRelease, "j", 5_000, 0, on(10, nop))
+	b.At(1, 1_400_000).Ev(1, trace.OpWrite, "j", 10_000, 0, on(11, func(e *trace.Event) { e.Size, e.Ret = 200, 200 }))
+	b.At(1, 1_420_000).Ev(1, trace.OpFlush, "j", 2_000, 0, on(11, nop))
+	b.At(1, 1_430_000).Ev(1, trace.OpRelease, "j", 2_000, 0, on(11, nop))
+	data := b.Bytes()
 	root, d := target(t, "")
 	sum := replayOnto(t, data, d, nil, Options{Timing: TimingAFAP})
 	if sum.Divergences != 0 || sum.ImplicitOpens != 0 {

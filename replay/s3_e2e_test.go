@@ -9,6 +9,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/iotap/iotap/internal/tracetest"
 	"github.com/iotap/iotap/trace"
 )
 
@@ -17,9 +18,9 @@ import (
 // directory replays without divergence; on S3 every divergence is a call the profile
 // refused, counted as such, and the request tallies are written as a sidecar.
 func TestS3EndToEnd(t *testing.T) {
-	b := newTB(t)
-	workload(b, 8)
-	data := b.bytes()
+	b := tracetest.New(t)
+	tracetest.Workload(b, 8)
+	data := b.Bytes()
 	srv := s3Server(t)
 	ctx := context.Background()
 
@@ -35,7 +36,7 @@ func TestS3EndToEnd(t *testing.T) {
 	}
 	out := t.TempDir()
 	for i, be := range backends {
-		st, err := DeriveState(readerOf(t, data), PlanOptions{})
+		st, err := DeriveState(tracetest.Reader(t, data), PlanOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -47,7 +48,7 @@ func TestS3EndToEnd(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		sum, err := Run(ctx, readerOf(t, data), be, w, Options{Timing: TimingAFAP, OnDiverge: DivergeIgnore})
+		sum, err := Run(ctx, tracetest.Reader(t, data), be, w, Options{Timing: TimingAFAP, OnDiverge: DivergeIgnore})
 		must(t, w.Close())
 		if err != nil {
 			t.Fatalf("%s: %v", TargetPath(be), err)
