@@ -9,8 +9,9 @@ import (
 	"github.com/iotap/iotap/trace"
 )
 
-// Backend is one replay target: a mounted directory today, an S3 bucket later. The engine
-// talks to storage only through this interface and File.
+// Backend is one replay target: a mounted directory (Dir), or another kind of storage in a
+// package of its own (replay/s3: a key prefix of an S3 bucket). The engine talks to storage
+// only through this interface and File.
 //
 // # Who calls what
 //
@@ -22,7 +23,9 @@ import (
 // come from other workers (a handle shared by threads), never concurrently with Close.
 //
 // Prepare-time calls (IsEmpty, Reset, and the Mkdir/Open/WriteAt/Symlink calls that build
-// the starting state) happen before any replayed op and from one goroutine.
+// the starting state) happen before any replayed op and from one goroutine. BeginPhase is
+// called from one goroutine between the parts of a run (see PrepareTarget), never while
+// another call is in flight.
 //
 // # Names
 //
@@ -69,6 +72,12 @@ type Backend interface {
 	Reset(ctx context.Context) error
 	// Close releases the backend's resources. Files must be closed first.
 	Close() error
+	// BeginPhase tells the backend which part of a run the calls that follow belong to:
+	// PhasePrepare (building the starting state) or PhaseReplay. A backend that counts
+	// requests of its own tallies them by phase (see RequestCounter); one that cannot
+	// express every call may build the starting state in a way of its own while preparing
+	// (S3 makes directories as marker objects whatever its profile). Others ignore it.
+	BeginPhase(phase string)
 
 	Lstat(ctx context.Context, name string) (Attr, error)
 	Access(ctx context.Context, name string, mask uint32) error
@@ -133,6 +142,12 @@ type File interface {
 type RangeCopier interface {
 	CopyRange(ctx context.Context, dst File, offIn, offOut, n int64) (int64, error)
 }
+
+// Phases of a run, for Backend.BeginPhase.
+const (
+	PhasePrepare = "prepare"
+	PhaseReplay  = "replay"
+)
 
 // LockCmd selects what File.Lock does.
 type LockCmd uint8

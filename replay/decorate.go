@@ -37,6 +37,9 @@ func (d *decorated) call(ctx context.Context, m, name string, idem bool, fn func
 
 func (d *decorated) Target() trace.Target { return d.b.Target() }
 func (d *decorated) Close() error         { return d.b.Close() }
+
+// BeginPhase passes the phase to the decorated backend: it is not a call to decorate.
+func (d *decorated) BeginPhase(phase string) { d.b.BeginPhase(phase) }
 func (d *decorated) IsEmpty(ctx context.Context) (bool, error) {
 	var ok bool
 	err := d.call(ctx, "IsEmpty", "", true, func(ctx context.Context) (err error) { ok, err = d.b.IsEmpty(ctx); return })

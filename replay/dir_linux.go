@@ -88,8 +88,8 @@ func OpenDir(path string) (*Dir, error) {
 // Target implements Backend.
 func (d *Dir) Target() trace.Target { return d.target }
 
-// Path returns the absolute path of the root.
-func (d *Dir) Path() string { return d.path }
+// BeginPhase implements Backend: a directory prepares and replays alike.
+func (d *Dir) BeginPhase(string) {}
 
 // Close implements Backend. Closing a view (see From) does nothing.
 func (d *Dir) Close() error {
@@ -156,7 +156,7 @@ func (d *Dir) dirFD(name string) (int, error) {
 func (d *Dir) forget(name string) {
 	d.mu.Lock()
 	for k, fd := range d.dirs {
-		if isUnder(k, name) {
+		if IsUnder(k, name) {
 			delete(d.dirs, k)
 			d.dead = append(d.dead, fd)
 		}
@@ -196,7 +196,7 @@ func (d *Dir) parentAt(name string) (int, string, error) {
 	if err := CheckName(name); err != nil {
 		return -1, "", err
 	}
-	dir, base := splitName(name)
+	dir, base := SplitName(name)
 	fd, err := d.dirFD(dir)
 	return fd, base, err
 }

@@ -380,7 +380,7 @@ func (e *engine) outPath(m map[string]uint32, name string, id uint32) uint32 {
 	if v, ok := m[name]; ok {
 		return v
 	}
-	dir, base := splitName(name)
+	dir, base := SplitName(name)
 	parent := e.outPath(m, dir, 1)
 	v := e.sink.Path(parent, base)
 	m[name] = v

@@ -33,8 +33,9 @@ func CheckName(name string) error {
 	return nil
 }
 
-// splitName splits a checked name into its parent directory and last component.
-func splitName(name string) (dir, base string) {
+// SplitName splits a checked name into its parent directory ("" at the top) and last
+// component.
+func SplitName(name string) (dir, base string) {
 	i := strings.LastIndexByte(name, '/')
 	if i < 0 {
 		return "", name
@@ -44,12 +45,13 @@ func splitName(name string) (dir, base string) {
 
 // parentOf returns the parent directory of name ("" for a top-level name and the root).
 func parentOf(name string) string {
-	d, _ := splitName(name)
+	d, _ := SplitName(name)
 	return d
 }
 
-// isUnder reports whether name is dir or below dir.
-func isUnder(name, dir string) bool {
+// IsUnder reports whether the checked name is dir or below dir (everything is below the
+// root, "").
+func IsUnder(name, dir string) bool {
 	if dir == "" {
 		return true
 	}

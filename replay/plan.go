@@ -539,7 +539,7 @@ func (p *planner) feed1(ev *trace.Event) {
 		// A lookup of an ancestor of this one was a path walk step: fold it.
 		walk := parentOf(pi.name)
 		reqs, dur := t.dropHeld(p, func(h *Op) bool {
-			if h.Kind == KStat && h.Rec == trace.OpLookup && isUnder(pi.name, h.Name) && h.Name != pi.name {
+			if h.Kind == KStat && h.Rec == trace.OpLookup && IsUnder(pi.name, h.Name) && h.Name != pi.name {
 				if len(h.Walk) < len(walk) {
 					walk = h.Walk
 				}
@@ -570,13 +570,13 @@ func (p *planner) feed1(ev *trace.Event) {
 			if h.Kind != KStat || h.Rec != trace.OpLookup || ev.Start-(h.Start+h.Dur) > p.opts.FoldWindow {
 				return false
 			}
-			if isUnder(pi.name, h.Name) {
+			if IsUnder(pi.name, h.Name) {
 				if len(h.Walk) < len(walk) {
 					walk = h.Walk
 				}
 				return true
 			}
-			return pi2 != nil && isUnder(pi2.name, h.Name)
+			return pi2 != nil && IsUnder(pi2.name, h.Name)
 		})
 	}
 	// The kernel probes security.capability (getxattr, size 0) and refreshes attributes
@@ -862,7 +862,7 @@ func (p *planner) releaseUnder(tid uint32, name string, start int64) {
 		}
 		t := p.threads[o]
 		for i := range t.held {
-			if isUnder(t.held[i].Name, name) && t.held[i].Start <= start {
+			if IsUnder(t.held[i].Name, name) && t.held[i].Start <= start {
 				p.release(o)
 				break
 			}

@@ -389,7 +389,7 @@ func (m *model) apply(op *Op) {
 
 func (m *model) delTree(name string) {
 	for k := range m.nodes {
-		if k != "" && isUnder(k, name) {
+		if k != "" && IsUnder(k, name) {
 			m.del(k)
 		}
 	}
@@ -402,7 +402,7 @@ func (m *model) move(from, to string) {
 	}
 	var moved []kv
 	for k, n := range m.nodes {
-		if k != "" && isUnder(k, from) {
+		if k != "" && IsUnder(k, from) {
 			moved = append(moved, kv{k, n})
 		}
 	}
@@ -661,7 +661,7 @@ func (m *model) endListing(h uint64) {
 	pl := pendingList{listing: *l, names: map[string]bool{}}
 	for k := range m.nodes {
 		if k != "" && parentOf(k) == l.dir {
-			_, base := splitName(k)
+			_, base := SplitName(k)
 			pl.names[base] = true
 		}
 	}
@@ -683,7 +683,7 @@ func (m *model) estimateListings(known map[string]bool) {
 	for _, pl := range m.pending {
 		for name := range known {
 			if parentOf(name) == pl.dir {
-				_, base := splitName(name)
+				_, base := SplitName(name)
 				pl.names[base] = true
 			}
 		}

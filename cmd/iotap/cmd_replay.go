@@ -25,6 +25,7 @@ import (
 	"github.com/iotap/iotap/internal/sysinfo"
 	"github.com/iotap/iotap/internal/termsafe"
 	"github.com/iotap/iotap/replay"
+	replays3 "github.com/iotap/iotap/replay/s3"
 	"github.com/iotap/iotap/trace"
 	"github.com/iotap/iotap/trace/stats"
 )
@@ -62,7 +63,7 @@ type replayOptions struct {
 	DryRun     bool
 	NoFold     bool
 	Progress   string
-	S3         replay.TargetOptions
+	S3         replays3.Options
 	Shard      string
 }
 
@@ -216,11 +217,12 @@ func runReplay(ctx context.Context, e *env, o *replayOptions, args []string) err
 
 	// Open and check the targets before touching any of them.
 	backends := make([]replay.Backend, len(o.Targets))
+	counters := make([]replay.RequestCounter, len(o.Targets))
 	defer func() {
 		for _, b := range backends {
 			if b != nil {
 				if err := b.Close(); err != nil {
-					e.log.Warn("replay: close target", "target", replay.TargetPath(b), "err", err)
+					e.log.Warn("replay: close target", "target", b.Target().Path, "err", err)
 				}
 			}
 		}
@@ -236,7 +238,7 @@ func runReplay(ctx context.Context, e *env, o *replayOptions, args []string) err
 	absTrace := resolvePath(tracePath)
 	absPrefix := filepath.Join(resolvePath(filepath.Dir(prefix)), filepath.Base(prefix))
 	for i, t := range o.Targets {
-		if !strings.HasPrefix(t, "s3://") {
+		if !s3store.IsURL(t) {
 			// A symbolic link is refused, not followed: replay deletes what is in its target
 			// (with --scratch) and acts inside it, and a link may lead anywhere.
 			if lt := strings.TrimRight(t, "/"); lt != "" {
@@ -261,11 +263,11 @@ func runReplay(ctx context.Context, e *env, o *replayOptions, args []string) err
 				}
 			}
 		}
-		b, err := replay.OpenTarget(ctx, t, o.S3)
+		b, rc, err := openTarget(ctx, t, o.S3)
 		if err != nil {
 			return err
 		}
-		backends[i] = b
+		backends[i], counters[i] = b, rc
 		if o.Prepare == "skip" {
 			continue
 		}
@@ -290,7 +292,7 @@ func runReplay(ctx context.Context, e *env, o *replayOptions, args []string) err
 					return err
 				}
 				if o.Prepare == "only" {
-					_, _ = fmt.Fprintf(e.stdout, "prepared %s\n", replay.TargetPath(b))
+					_, _ = fmt.Fprintf(e.stdout, "prepared %s\n", b.Target().Path)
 					continue
 				}
 			}
@@ -298,7 +300,7 @@ func runReplay(ctx context.Context, e *env, o *replayOptions, args []string) err
 				dropCaches(e)
 			}
 			base := fmt.Sprintf("%s.t%d.r%d", prefix, i+1, rep+1)
-			sum, err := replayOnce(ctx, e, o, tracePath, base, b, st, replay.Options{
+			sum, err := replayOnce(ctx, e, o, tracePath, base, b, counters[i], st, replay.Options{
 				Timing: timing, Speed: o.Speed, RoundTrip: roundTrip, ThinkSpin: o.ThinkCPU == "spin", OnDiverge: policy, Plan: po, FillRandom: fill, Log: e.log,
 			}, rep)
 			if sum != nil {
@@ -365,6 +367,23 @@ func resolvePath(p string) string {
 		return r
 	}
 	return abs
+}
+
+// openTarget opens a --target: s3://bucket/prefix for the S3 backend, which also counts
+// its requests, or a directory.
+func openTarget(ctx context.Context, spec string, o replays3.Options) (replay.Backend, replay.RequestCounter, error) {
+	if s3store.IsURL(spec) {
+		b, err := replays3.Open(ctx, spec, o)
+		if err != nil {
+			return nil, nil, err
+		}
+		return b, b, nil
+	}
+	d, err := replay.OpenDir(spec)
+	if err != nil {
+		return nil, nil, err
+	}
+	return d, nil, nil
 }
 
 func openTrace(path string) (*trace.Reader, error) {
@@ -439,8 +458,8 @@ func deriveState(ctx context.Context, path string, po replay.PlanOptions) (*repl
 }
 
 // replayOnce runs one replay onto b, writing base.iotap, base.json (fidelity summary) and,
-// for a backend that counts requests (S3), base.requests.json.
-func replayOnce(ctx context.Context, e *env, o *replayOptions, tracePath, base string, b replay.Backend, st *replay.State, ro replay.Options, rep int) (*replay.Summary, error) {
+// for a backend that counts requests (rc not nil: S3), base.requests.json.
+func replayOnce(ctx context.Context, e *env, o *replayOptions, tracePath, base string, b replay.Backend, rc replay.RequestCounter, st *replay.State, ro replay.Options, rep int) (*replay.Summary, error) {
 	r, err := openTrace(tracePath)
 	if err != nil {
 		return nil, err
@@ -468,7 +487,7 @@ func replayOnce(ctx context.Context, e *env, o *replayOptions, tracePath, base s
 	}
 	var done atomic.Uint64
 	ro.Progress = &done
-	stop := startProgress(e, o.Progress, int64(st.Ops), fmt.Sprintf("%s run %d", replay.TargetPath(b), rep+1), &done)
+	stop := startProgress(e, o.Progress, int64(st.Ops), fmt.Sprintf("%s run %d", b.Target().Path, rep+1), &done)
 	sum, runErr := replay.Run(ctx, r, b, w, ro)
 	stop()
 	if err := w.Close(); err != nil && runErr == nil {
@@ -489,8 +508,10 @@ func replayOnce(ctx context.Context, e *env, o *replayOptions, tracePath, base s
 			_, _ = fmt.Fprintf(e.stderr, "iotap replay: the recording ends early: its last %d events were lost when the trace could not be written (%s)\n", f.Lost, termsafe.Name(f.WriteError))
 		}
 	}
-	if err := replay.WriteRequests(b, base+".requests.json"); err != nil && runErr == nil {
-		runErr = err
+	if rc != nil {
+		if err := replay.WriteRequests(base+".requests.json", rc.TakeRequests()); err != nil && runErr == nil {
+			runErr = err
+		}
 	}
 	if runErr != nil && errors.Is(runErr, replay.ErrDiverged) {
 		return sum, &exitCodeError{code: exitError, err: runErr}

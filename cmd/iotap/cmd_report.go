@@ -83,9 +83,9 @@ func runReport(ctx context.Context, e *env, o *reportOptions, args []string) err
 	if _, err := report.GroupKey(o.By, &trace.Header{}); err != nil {
 		return usageErrorf("--by %q: want host or label:KEY", o.By)
 	}
-	var prices replay.Prices
+	var prices report.Prices
 	if o.Prices != "" {
-		p, err := replay.ParsePrices(o.Prices)
+		p, err := report.ParsePrices(o.Prices)
 		if err != nil {
 			return usageErrorf("--s3-prices: %v", err)
 		}
@@ -290,7 +290,7 @@ func describeOpenError(file string, err error) error {
 // writeRequestSidecars appends, for each replay trace with a request sidecar next to it
 // (PREFIX.tN.rM.requests.json, written by replays on s3:// targets), the S3 requests each
 // filesystem call issued in the replay phase, with retries, throttles and an optional cost.
-func writeRequestSidecars(w io.Writer, files []string, prices replay.Prices) error {
+func writeRequestSidecars(w io.Writer, files []string, prices report.Prices) error {
 	for _, f := range files {
 		if f == "-" || s3store.IsURL(f) {
 			continue
@@ -310,7 +310,7 @@ func writeRequestSidecars(w io.Writer, files []string, prices replay.Prices) err
 			if _, err := fmt.Fprintf(w, "\n%s\n", filepath.Base(f)); err != nil {
 				return err
 			}
-			replay.PrintRequests(w, ph, prices)
+			report.WriteRequests(w, ph, prices)
 		}
 	}
 	return nil

@@ -1,5 +1,5 @@
 // Package s3store stores and fetches iotap traces on S3 and builds the S3 clients that
-// iotap uses (trace storage here, the replay target in package replay).
+// iotap uses (trace storage here, the replay target in package replay/s3).
 //
 // # URLs
 //

@@ -1,4 +1,4 @@
-package replay
+package s3
 
 import (
 	"bytes"
@@ -6,17 +6,18 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
-	"syscall"
 	"testing"
 
+	"github.com/iotap/iotap/internal/report"
 	"github.com/iotap/iotap/internal/tracetest"
+	"github.com/iotap/iotap/replay"
 	"github.com/iotap/iotap/trace"
 )
 
-// TestS3EndToEnd replays one synthetic trace (the workload of TestAA) through the engine
-// onto a local directory and onto S3 with the mountpoint, s3fs and sdk profiles. The
-// directory replays without divergence; on S3 every divergence is a call the profile
-// refused, counted as such, and the request tallies are written as a sidecar.
+// TestS3EndToEnd replays one synthetic trace (the workload of the replay package's TestAA)
+// through the engine onto a local directory and onto S3 with the mountpoint, s3fs and sdk
+// profiles. The directory replays without divergence; on S3 every divergence is a call
+// the profile refused, counted as such, and the request tallies are written as a sidecar.
 func TestS3EndToEnd(t *testing.T) {
 	b := tracetest.New(t)
 	tracetest.Workload(b, 8)
@@ -24,10 +25,18 @@ func TestS3EndToEnd(t *testing.T) {
 	srv := s3Server(t)
 	ctx := context.Background()
 
-	_, dir := target(t, "")
-	backends := []Backend{dir}
+	root := filepath.Join(t.TempDir(), "root")
+	if err := os.Mkdir(root, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	dir, err := replay.OpenDir(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = dir.Close() }()
+	backends := []replay.Backend{dir}
 	for _, p := range Profiles {
-		s, err := OpenS3(ctx, "s3://data/e2e-"+p, s3Opts(srv.URL, p))
+		s, err := Open(ctx, "s3://data/e2e-"+p, s3Opts(srv.URL, p))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -36,39 +45,43 @@ func TestS3EndToEnd(t *testing.T) {
 	}
 	out := t.TempDir()
 	for i, be := range backends {
-		st, err := DeriveState(tracetest.Reader(t, data), PlanOptions{})
+		path := be.Target().Path
+		st, err := replay.DeriveState(tracetest.Reader(t, data), replay.PlanOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := PrepareTarget(ctx, be, st, false); err != nil {
-			t.Fatalf("%s: prepare: %v", TargetPath(be), err)
+		if err := replay.PrepareTarget(ctx, be, st, false); err != nil {
+			t.Fatalf("%s: prepare: %v", path, err)
 		}
 		var rt bytes.Buffer
 		w, err := trace.NewWriter(&rt, trace.Header{Kind: "replay", Target: be.Target()}, trace.WriterOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		sum, err := Run(ctx, tracetest.Reader(t, data), be, w, Options{Timing: TimingAFAP, OnDiverge: DivergeIgnore})
-		must(t, w.Close())
+		sum, err := replay.Run(ctx, tracetest.Reader(t, data), be, w, replay.Options{Timing: replay.TimingAFAP, OnDiverge: replay.DivergeIgnore})
+		if cerr := w.Close(); cerr != nil {
+			t.Fatal(cerr)
+		}
 		if err != nil {
-			t.Fatalf("%s: %v", TargetPath(be), err)
+			t.Fatalf("%s: %v", path, err)
 		}
 		var sb bytes.Buffer
 		sum.Print(&sb)
 		t.Logf("target %d:\n%s", i, sb.String())
 		if sum.ReplayedOps != sum.RecordedOps {
-			t.Errorf("%s: replayed %d of %d ops", TargetPath(be), sum.ReplayedOps, sum.RecordedOps)
+			t.Errorf("%s: replayed %d of %d ops", path, sum.ReplayedOps, sum.RecordedOps)
 		}
-		s3b, ok := be.(*S3)
+		s3b, ok := be.(*Backend)
 		if !ok {
 			if sum.Divergences != 0 {
 				t.Errorf("directory: %d divergences: %v", sum.Divergences, sum.Examples)
 			}
 			continue
 		}
+		prof := s3b.prof.name()
 		phases := s3b.Requests()
 		last := phases[len(phases)-1]
-		if last.Phase != "replay" {
+		if last.Phase != replay.PhaseReplay {
 			t.Fatalf("last phase %q", last.Phase)
 		}
 		var refused, s3Reqs uint64
@@ -79,18 +92,18 @@ func TestS3EndToEnd(t *testing.T) {
 			}
 		}
 		sb.Reset()
-		prices, _ := ParsePrices("GET=0.0004/1000,PUT=0.005/1000")
-		PrintRequests(&sb, last, prices)
+		prices, _ := report.ParsePrices("GET=0.0004/1000,PUT=0.005/1000")
+		report.WriteRequests(&sb, last, prices)
 		t.Logf("%s", sb.String())
 		if s3Reqs == 0 {
-			t.Errorf("%s: no requests counted", s3b.prof.name)
+			t.Errorf("%s: no requests counted", prof)
 		}
 		// Every divergence on S3 comes from a refused call or from an op whose recorded
 		// outcome depended on one (a chmod'ed mode, a symlink that was not made).
 		if sum.Divergences > 0 && refused == 0 {
-			t.Errorf("%s: %d divergences but no refused calls: %v", s3b.prof.name, sum.Divergences, sum.Examples)
+			t.Errorf("%s: %d divergences but no refused calls: %v", prof, sum.Divergences, sum.Examples)
 		}
-		switch s3b.prof.name {
+		switch prof {
 		case "s3fs":
 			// s3fs does everything this workload does except the xattr read (ENODATA both).
 			if refused != 0 {
@@ -101,24 +114,17 @@ func TestS3EndToEnd(t *testing.T) {
 				t.Errorf("mountpoint refused nothing (the workload renames, chmods and symlinks)")
 			}
 		}
-		side := filepath.Join(out, s3b.prof.name+".requests.json")
-		if err := WriteRequests(be, side); err != nil {
+		side := filepath.Join(out, prof+".requests.json")
+		if err := replay.WriteRequests(side, s3b.TakeRequests()); err != nil {
 			t.Fatal(err)
 		}
 		var doc struct {
 			Schema string
-			Phases []RequestStats
+			Phases []replay.RequestStats
 		}
 		js, _ := os.ReadFile(side)
 		if err := json.Unmarshal(js, &doc); err != nil || doc.Schema != "iotap.requests/v1" || len(doc.Phases) < 2 {
 			t.Errorf("sidecar: %v %+v", err, doc)
 		}
 	}
-	if err := WriteRequests(dir, filepath.Join(out, "dir.json")); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(filepath.Join(out, "dir.json")); err == nil {
-		t.Error("a directory backend wrote a request sidecar")
-	}
-	_ = syscall.ENOENT
 }

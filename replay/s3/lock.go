@@ -1,4 +1,4 @@
-package replay
+package s3
 
 import (
 	"context"
@@ -6,23 +6,25 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/iotap/iotap/replay"
 )
 
-// s3LockTable keeps byte-range locks of an S3 backend's open files the way the kernel keeps
+// lockTable keeps byte-range locks of the backend's open files the way the kernel keeps
 // them for a FUSE mount whose daemon has no lock handler (Mountpoint, s3fs): locally,
 // conflicting between open files, and issuing no request.
-type s3LockTable struct {
+type lockTable struct {
 	mu    sync.Mutex // guards locks
-	locks map[string][]s3HeldLock
+	locks map[string][]heldLock
 }
 
-type s3HeldLock struct {
-	owner      *s3File
+type heldLock struct {
+	owner      *file
 	write      bool
 	start, end int64 // [start, end)
 }
 
-func s3LockRange(start, length int64) (int64, int64) {
+func lockRange(start, length int64) (int64, int64) {
 	if length <= 0 {
 		return start, math.MaxInt64
 	}
@@ -31,7 +33,7 @@ func s3LockRange(start, length int64) (int64, int64) {
 
 // conflict reports whether another owner holds a lock on name that conflicts with
 // (write, [start, end)); l.mu held.
-func (l *s3LockTable) conflict(name string, owner *s3File, write bool, start, end int64) bool {
+func (l *lockTable) conflict(name string, owner *file, write bool, start, end int64) bool {
 	for _, h := range l.locks[name] {
 		if h.owner != owner && h.start < end && start < h.end && (write || h.write) {
 			return true
@@ -41,18 +43,18 @@ func (l *s3LockTable) conflict(name string, owner *s3File, write bool, start, en
 }
 
 // release drops owner's locks on [start, end) of name, splitting ranges; l.mu held.
-func (l *s3LockTable) release(name string, owner *s3File, start, end int64) {
-	var out []s3HeldLock
+func (l *lockTable) release(name string, owner *file, start, end int64) {
+	var out []heldLock
 	for _, h := range l.locks[name] {
 		if h.owner != owner || h.end <= start || end <= h.start {
 			out = append(out, h)
 			continue
 		}
 		if h.start < start {
-			out = append(out, s3HeldLock{owner: owner, write: h.write, start: h.start, end: start})
+			out = append(out, heldLock{owner: owner, write: h.write, start: h.start, end: start})
 		}
 		if end < h.end {
-			out = append(out, s3HeldLock{owner: owner, write: h.write, start: end, end: h.end})
+			out = append(out, heldLock{owner: owner, write: h.write, start: end, end: h.end})
 		}
 	}
 	if len(out) == 0 {
@@ -62,16 +64,16 @@ func (l *s3LockTable) release(name string, owner *s3File, start, end int64) {
 	}
 }
 
-func (l *s3LockTable) lock(ctx context.Context, f *s3File, cmd LockCmd, typ int16, start, length int64) error {
-	s, e := s3LockRange(start, length)
+func (l *lockTable) lock(ctx context.Context, f *file, cmd replay.LockCmd, typ int16, start, length int64) error {
+	s, e := lockRange(start, length)
 	write := typ == syscall.F_WRLCK
 	for {
 		l.mu.Lock()
 		if l.locks == nil {
-			l.locks = map[string][]s3HeldLock{}
+			l.locks = map[string][]heldLock{}
 		}
 		switch {
-		case cmd == LockGet:
+		case cmd == replay.LockGet:
 			l.mu.Unlock()
 			return nil
 		case typ == syscall.F_UNLCK:
@@ -80,12 +82,12 @@ func (l *s3LockTable) lock(ctx context.Context, f *s3File, cmd LockCmd, typ int1
 			return nil
 		case !l.conflict(f.name, f, write, s, e):
 			l.release(f.name, f, s, e)
-			l.locks[f.name] = append(l.locks[f.name], s3HeldLock{owner: f, write: write, start: s, end: e})
+			l.locks[f.name] = append(l.locks[f.name], heldLock{owner: f, write: write, start: s, end: e})
 			l.mu.Unlock()
 			return nil
 		}
 		l.mu.Unlock()
-		if cmd != LockWait {
+		if cmd != replay.LockWait {
 			return syscall.EAGAIN
 		}
 		select {
@@ -97,7 +99,7 @@ func (l *s3LockTable) lock(ctx context.Context, f *s3File, cmd LockCmd, typ int1
 }
 
 // dropAll releases every lock of f (at close).
-func (l *s3LockTable) dropAll(f *s3File) {
+func (l *lockTable) dropAll(f *file) {
 	l.mu.Lock()
 	if l.locks != nil {
 		l.release(f.name, f, 0, math.MaxInt64)

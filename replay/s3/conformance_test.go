@@ -1,4 +1,4 @@
-package replay_test
+package s3_test
 
 import (
 	"context"
@@ -14,11 +14,12 @@ import (
 	"github.com/iotap/iotap/internal/s3test"
 	"github.com/iotap/iotap/replay"
 	"github.com/iotap/iotap/replay/backendtest"
+	"github.com/iotap/iotap/replay/s3"
 )
 
 // TestS3Conformance runs the backend suite on the s3fs profile, the one that maps every
 // call the suite makes (the mountpoint and sdk profiles refuse reads of a file being
-// written and in-place changes by design; their own tests in s3_test.go check them).
+// written and in-place changes by design; their own tests in backend_test.go check them).
 func TestS3Conformance(t *testing.T) {
 	srv, err := s3test.Start(s3test.Options{Buckets: []string{"data"}})
 	if err != nil {
@@ -27,7 +28,7 @@ func TestS3Conformance(t *testing.T) {
 	defer func() { _ = srv.Close() }()
 	var n atomic.Int32
 	backendtest.Run(t, backendtest.Caps{Symlinks: true, Rename: true, Locks: true, Modes: true}, func(t *testing.T) replay.Backend {
-		b, err := replay.OpenS3(context.Background(), fmt.Sprintf("s3://data/conf-%d", n.Add(1)), replay.TargetOptions{
+		b, err := s3.Open(context.Background(), fmt.Sprintf("s3://data/conf-%d", n.Add(1)), s3.Options{
 			Profile: "s3fs", Endpoint: srv.URL, Region: "us-east-1", ProbeTimeout: 5 * time.Second,
 			Credentials: credentials.NewStaticCredentialsProvider(s3test.AccessKey, s3test.SecretKey, ""),
 		})
@@ -49,8 +50,8 @@ func TestS3ConformanceReal(t *testing.T) {
 	var n atomic.Int32
 	run := time.Now().UTC().Format("20060102T150405")
 	backendtest.Run(t, backendtest.Caps{Symlinks: true, Rename: true, Locks: true, Modes: true}, func(t *testing.T) replay.Backend {
-		b, err := replay.OpenS3(context.Background(), fmt.Sprintf("%s/iotap-test-%s-%d", strings.TrimSuffix(base, "/"), run, n.Add(1)),
-			replay.TargetOptions{Profile: "s3fs", Endpoint: os.Getenv("IOTAP_S3_TEST_ENDPOINT")})
+		b, err := s3.Open(context.Background(), fmt.Sprintf("%s/iotap-test-%s-%d", strings.TrimSuffix(base, "/"), run, n.Add(1)),
+			s3.Options{Profile: "s3fs", Endpoint: os.Getenv("IOTAP_S3_TEST_ENDPOINT")})
 		if err != nil {
 			t.Fatal(err)
 		}

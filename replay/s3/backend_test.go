@@ -1,4 +1,4 @@
-package replay
+package s3
 
 import (
 	"context"
@@ -21,6 +21,7 @@ import (
 
 	"github.com/iotap/iotap/internal/s3store"
 	"github.com/iotap/iotap/internal/s3test"
+	"github.com/iotap/iotap/replay"
 )
 
 // s3Server starts a local S3 server with bucket "data" for the test.
@@ -34,16 +35,16 @@ func s3Server(t *testing.T) *s3test.Server {
 	return srv
 }
 
-func s3Opts(endpoint, s3Profile string) TargetOptions {
-	return TargetOptions{
+func s3Opts(endpoint, s3Profile string) Options {
+	return Options{
 		Profile: s3Profile, Endpoint: endpoint, Region: "us-east-1", ProbeTimeout: 5 * time.Second,
 		Credentials: credentials.NewStaticCredentialsProvider(s3test.AccessKey, s3test.SecretKey, ""),
 	}
 }
 
-func openS3(t *testing.T, endpoint, s3Profile, prefix string) *S3 {
+func openS3(t *testing.T, endpoint, s3Profile, prefix string) *Backend {
 	t.Helper()
-	b, err := OpenS3(context.Background(), "s3://data/"+prefix, s3Opts(endpoint, s3Profile))
+	b, err := Open(context.Background(), "s3://data/"+prefix, s3Opts(endpoint, s3Profile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,7 +54,7 @@ func openS3(t *testing.T, endpoint, s3Profile, prefix string) *S3 {
 
 // s3Reqs returns the request counts of op in the current phase ("Type" -> count), with
 // "bytes:Type" for payload bytes and "refused" for refused calls.
-func s3Reqs(b *S3, op string) map[string]int64 {
+func s3Reqs(b *Backend, op string) map[string]int64 {
 	all := b.Requests()
 	cur := all[len(all)-1]
 	m := map[string]int64{}
@@ -74,23 +75,23 @@ func s3Reqs(b *S3, op string) map[string]int64 {
 	return m
 }
 
-func s3WantReqs(t *testing.T, b *S3, op string, want map[string]int64) {
+func s3WantReqs(t *testing.T, b *Backend, op string, want map[string]int64) {
 	t.Helper()
 	got := s3Reqs(b, op)
 	for k, v := range want {
 		if got[k] != v {
-			t.Errorf("%s profile, %s: %s = %d, want %d (all: %v)", b.prof.name, op, k, got[k], v, got)
+			t.Errorf("%s profile, %s: %s = %d, want %d (all: %v)", b.prof.name(), op, k, got[k], v, got)
 		}
 	}
 	for k, v := range got {
 		if _, ok := want[k]; !ok && !strings.HasPrefix(k, "bytes:") {
-			t.Errorf("%s profile, %s: unexpected %s = %d (all: %v)", b.prof.name, op, k, v, got)
+			t.Errorf("%s profile, %s: unexpected %s = %d (all: %v)", b.prof.name(), op, k, v, got)
 		}
 	}
 }
 
 // s3WriteObj writes size bytes to name in writes of chunk bytes.
-func s3WriteObj(t *testing.T, b Backend, name string, size, chunk int64) {
+func s3WriteObj(t *testing.T, b replay.Backend, name string, size, chunk int64) {
 	t.Helper()
 	ctx := context.Background()
 	f, err := b.Open(ctx, name, syscall.O_WRONLY|syscall.O_CREAT|syscall.O_TRUNC, 0o644)
@@ -110,7 +111,7 @@ func s3WriteObj(t *testing.T, b Backend, name string, size, chunk int64) {
 }
 
 // s3ReadAll reads name sequentially in chunk-byte reads and returns the bytes read.
-func s3ReadAll(t *testing.T, b Backend, name string, chunk int) int64 {
+func s3ReadAll(t *testing.T, b replay.Backend, name string, chunk int) int64 {
 	t.Helper()
 	ctx := context.Background()
 	f, err := b.Open(ctx, name, syscall.O_RDONLY, 0)
@@ -142,17 +143,17 @@ func TestS3Mountpoint(t *testing.T) {
 
 	// Writes: one multipart upload of 8 MiB parts, completed at close.
 	b.BeginPhase("write")
-	s3WriteObj(t, b, "big", 20*s3MiB, s3MiB)
+	s3WriteObj(t, b, "big", 20*mib, mib)
 	s3WantReqs(t, b, "open", map[string]int64{"HeadObject": 1, "ListObjectsV2": 1})
-	s3WantReqs(t, b, "write", map[string]int64{"CreateMultipartUpload": 1, "UploadPart": 2, "bytes:UploadPart": 16 * s3MiB})
-	s3WantReqs(t, b, "close", map[string]int64{"UploadPart": 1, "CompleteMultipartUpload": 1, "bytes:UploadPart": 4 * s3MiB})
+	s3WantReqs(t, b, "write", map[string]int64{"CreateMultipartUpload": 1, "UploadPart": 2, "bytes:UploadPart": 16 * mib})
+	s3WantReqs(t, b, "close", map[string]int64{"UploadPart": 1, "CompleteMultipartUpload": 1, "bytes:UploadPart": 4 * mib})
 
 	// Sequential read of 20 MiB: windows of 1.125, 2.25, 4.5, 8 MiB, then the last 4.125.
 	b.BeginPhase("read")
-	if n := s3ReadAll(t, b, "big", 128*s3KiB); n != 20*s3MiB {
-		t.Fatalf("read %d bytes, want %d", n, 20*s3MiB)
+	if n := s3ReadAll(t, b, "big", 128*kib); n != 20*mib {
+		t.Fatalf("read %d bytes, want %d", n, 20*mib)
 	}
-	s3WantReqs(t, b, "read", map[string]int64{"GetObject": 5, "bytes:GetObject": 20 * s3MiB})
+	s3WantReqs(t, b, "read", map[string]int64{"GetObject": 5, "bytes:GetObject": 20 * mib})
 
 	// A far backward seek restarts the stream at the first window.
 	b.BeginPhase("seek")
@@ -161,14 +162,14 @@ func TestS3Mountpoint(t *testing.T) {
 		t.Fatal(err)
 	}
 	buf := make([]byte, 4096)
-	for _, off := range []int64{18 * s3MiB, 0} {
+	for _, off := range []int64{18 * mib, 0} {
 		if n, err := f.ReadAt(ctx, buf, off); err != nil || n != len(buf) {
 			t.Fatalf("read at %d: %d, %v", off, n, err)
 		}
 	}
 	_ = f.Close(ctx)
 	// Each start fetches the first window only (the reads stay in its first half).
-	s3WantReqs(t, b, "read", map[string]int64{"GetObject": 2, "bytes:GetObject": 2 * (s3MiB + 128*s3KiB)})
+	s3WantReqs(t, b, "read", map[string]int64{"GetObject": 2, "bytes:GetObject": 2 * (mib + 128*kib)})
 
 	// A forward seek within 16 MiB reads through: windows 1.125, 2.25, 4.5 MiB.
 	b.BeginPhase("forward")
@@ -176,31 +177,31 @@ func TestS3Mountpoint(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, off := range []int64{0, 5 * s3MiB} {
+	for _, off := range []int64{0, 5 * mib} {
 		if n, err := f.ReadAt(ctx, buf, off); err != nil || n != len(buf) {
 			t.Fatalf("read at %d: %d, %v", off, n, err)
 		}
 	}
 	_ = f.Close(ctx)
-	s3WantReqs(t, b, "read", map[string]int64{"GetObject": 3, "bytes:GetObject": 7*s3MiB + 7*128*s3KiB})
+	s3WantReqs(t, b, "read", map[string]int64{"GetObject": 3, "bytes:GetObject": 7*mib + 7*128*kib})
 
 	// Stat: HeadObject and ListObjectsV2(max-keys 1) per lookup.
 	b.BeginPhase("stat")
-	if a, err := b.Lstat(ctx, "big"); err != nil || a.Size != 20*s3MiB || a.Mode&syscall.S_IFMT != syscall.S_IFREG {
+	if a, err := b.Lstat(ctx, "big"); err != nil || a.Size != 20*mib || a.Mode&syscall.S_IFMT != syscall.S_IFREG {
 		t.Fatalf("lstat big: %+v %v", a, err)
 	}
-	if _, err := b.Lstat(ctx, "missing"); Errno(err) != syscall.ENOENT {
+	if _, err := b.Lstat(ctx, "missing"); replay.Errno(err) != syscall.ENOENT {
 		t.Fatalf("lstat missing: %v, want ENOENT", err)
 	}
 	s3WantReqs(t, b, "lstat", map[string]int64{"HeadObject": 2, "ListObjectsV2": 2})
 
 	// What Mountpoint cannot do fails as Mountpoint fails, with no request.
 	b.BeginPhase("refused")
-	if err := b.Rename(ctx, "big", "big2", 0); Errno(err) != syscall.EPERM {
+	if err := b.Rename(ctx, "big", "big2", 0); replay.Errno(err) != syscall.EPERM {
 		t.Errorf("rename: %v, want EPERM", err)
 	}
 	s3WantReqs(t, b, "rename", map[string]int64{"refused": 1})
-	if _, err := b.Open(ctx, "big", syscall.O_WRONLY, 0); Errno(err) != syscall.EPERM {
+	if _, err := b.Open(ctx, "big", syscall.O_WRONLY, 0); replay.Errno(err) != syscall.EPERM {
 		t.Errorf("open existing for writing without O_TRUNC: %v, want EPERM", err)
 	}
 	w, err := b.Open(ctx, "new", syscall.O_WRONLY|syscall.O_CREAT, 0o644)
@@ -210,7 +211,7 @@ func TestS3Mountpoint(t *testing.T) {
 	if _, err := w.WriteAt(ctx, buf, 0); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := w.WriteAt(ctx, buf, 100000); Errno(err) != syscall.EINVAL {
+	if _, err := w.WriteAt(ctx, buf, 100000); replay.Errno(err) != syscall.EINVAL {
 		t.Errorf("out-of-order write: %v, want EINVAL", err)
 	}
 	// Visible (locally) while written, then as an object after close.
@@ -222,10 +223,10 @@ func TestS3Mountpoint(t *testing.T) {
 	}
 	s3WantReqs(t, b, "write", map[string]int64{"refused": 1})
 	s3WantReqs(t, b, "close", map[string]int64{"CreateMultipartUpload": 1, "UploadPart": 1, "CompleteMultipartUpload": 1})
-	if err := b.Chmod(ctx, "big", 0o600); Errno(err) != syscall.EPERM {
+	if err := b.Chmod(ctx, "big", 0o600); replay.Errno(err) != syscall.EPERM {
 		t.Errorf("chmod: %v, want EPERM", err)
 	}
-	if err := b.Symlink(ctx, "big", "ln"); Errno(err) != syscall.EPERM {
+	if err := b.Symlink(ctx, "big", "ln"); replay.Errno(err) != syscall.EPERM {
 		t.Errorf("symlink: %v, want EPERM", err)
 	}
 
@@ -246,7 +247,7 @@ func TestS3Mountpoint(t *testing.T) {
 	s3WantReqs(t, b, "mkdir", map[string]int64{"HeadObject": 1, "ListObjectsV2": 1})
 }
 
-func s3ReadNames(t *testing.T, d File) []string {
+func s3ReadNames(t *testing.T, d replay.File) []string {
 	t.Helper()
 	ctx := context.Background()
 	buf := make([]byte, 4096)
@@ -309,7 +310,7 @@ func TestS3S3FS(t *testing.T) {
 		t.Fatal(err)
 	}
 	s3WantReqs(t, b, "rename", map[string]int64{"CopyObject": 1, "DeleteObject": 1})
-	if _, err := b.Lstat(ctx, "d/a"); Errno(err) != syscall.ENOENT {
+	if _, err := b.Lstat(ctx, "d/a"); replay.Errno(err) != syscall.ENOENT {
 		t.Errorf("lstat of the old name: %v, want ENOENT", err)
 	}
 	if a, err := b.Lstat(ctx, "d/z"); err != nil || a.Size != 1000 {
@@ -318,13 +319,13 @@ func TestS3S3FS(t *testing.T) {
 
 	// Writes: an empty object at create, the data at close; 10 MiB parts above 10 MiB.
 	b.BeginPhase("write")
-	s3WriteObj(t, b, "small", 3*s3MiB, s3MiB)
+	s3WriteObj(t, b, "small", 3*mib, mib)
 	s3WantReqs(t, b, "open", map[string]int64{"HeadObject": 2, "ListObjectsV2": 1, "PutObject": 1})
 	s3WantReqs(t, b, "write", map[string]int64{})
-	s3WantReqs(t, b, "close", map[string]int64{"PutObject": 1, "bytes:PutObject": 3 * s3MiB})
+	s3WantReqs(t, b, "close", map[string]int64{"PutObject": 1, "bytes:PutObject": 3 * mib})
 	b.BeginPhase("write-big")
-	s3WriteObj(t, b, "big", 25*s3MiB, s3MiB)
-	s3WantReqs(t, b, "close", map[string]int64{"CreateMultipartUpload": 1, "UploadPart": 3, "CompleteMultipartUpload": 1, "bytes:UploadPart": 25 * s3MiB})
+	s3WriteObj(t, b, "big", 25*mib, mib)
+	s3WantReqs(t, b, "close", map[string]int64{"CreateMultipartUpload": 1, "UploadPart": 3, "CompleteMultipartUpload": 1, "bytes:UploadPart": 25 * mib})
 
 	// Random writes into an existing object: download, then upload at close.
 	b.BeginPhase("modify")
@@ -338,7 +339,7 @@ func TestS3S3FS(t *testing.T) {
 	if err := f.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
-	s3WantReqs(t, b, "open", map[string]int64{"GetObject": 1, "bytes:GetObject": 3 * s3MiB})
+	s3WantReqs(t, b, "open", map[string]int64{"GetObject": 1, "bytes:GetObject": 3 * mib})
 	s3WantReqs(t, b, "close", map[string]int64{"PutObject": 1})
 
 	// Reads fetch only what was not fetched before.
@@ -347,14 +348,14 @@ func TestS3S3FS(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	buf := make([]byte, s3MiB)
-	for _, off := range []int64{0, s3MiB, 0, s3MiB / 2} {
-		if n, err := r.ReadAt(ctx, buf, off); err != nil || n != s3MiB {
+	buf := make([]byte, mib)
+	for _, off := range []int64{0, mib, 0, mib / 2} {
+		if n, err := r.ReadAt(ctx, buf, off); err != nil || n != mib {
 			t.Fatalf("read at %d: %d %v", off, n, err)
 		}
 	}
 	_ = r.Close(ctx)
-	s3WantReqs(t, b, "read", map[string]int64{"GetObject": 2, "bytes:GetObject": 2 * s3MiB})
+	s3WantReqs(t, b, "read", map[string]int64{"GetObject": 2, "bytes:GetObject": 2 * mib})
 
 	// chmod: CopyObject onto itself with the mode in metadata.
 	b.BeginPhase("chmod")
@@ -365,7 +366,7 @@ func TestS3S3FS(t *testing.T) {
 	if a, err := b.Lstat(ctx, "small"); err != nil || a.Mode != syscall.S_IFREG|0o600 {
 		t.Errorf("mode after chmod: %o %v", a.Mode, err)
 	}
-	if err := b.Link(ctx, "small", "hard"); Errno(err) != syscall.ENOTSUP {
+	if err := b.Link(ctx, "small", "hard"); replay.Errno(err) != syscall.ENOTSUP {
 		t.Errorf("link: %v, want ENOTSUP", err)
 	}
 }
@@ -376,19 +377,19 @@ func TestS3SDK(t *testing.T) {
 	ctx := context.Background()
 
 	b.BeginPhase("write")
-	s3WriteObj(t, b, "small", 3*s3MiB, s3MiB)
-	s3WantReqs(t, b, "close", map[string]int64{"PutObject": 1, "bytes:PutObject": 3 * s3MiB})
+	s3WriteObj(t, b, "small", 3*mib, mib)
+	s3WantReqs(t, b, "close", map[string]int64{"PutObject": 1, "bytes:PutObject": 3 * mib})
 	b.BeginPhase("write-big")
-	s3WriteObj(t, b, "big", 12*s3MiB, s3MiB)
-	s3WantReqs(t, b, "write", map[string]int64{"CreateMultipartUpload": 1, "UploadPart": 2, "bytes:UploadPart": 10 * s3MiB})
-	s3WantReqs(t, b, "close", map[string]int64{"UploadPart": 1, "CompleteMultipartUpload": 1, "bytes:UploadPart": 2 * s3MiB})
+	s3WriteObj(t, b, "big", 12*mib, mib)
+	s3WantReqs(t, b, "write", map[string]int64{"CreateMultipartUpload": 1, "UploadPart": 2, "bytes:UploadPart": 10 * mib})
+	s3WantReqs(t, b, "close", map[string]int64{"UploadPart": 1, "CompleteMultipartUpload": 1, "bytes:UploadPart": 2 * mib})
 
 	// One ranged GET per read.
 	b.BeginPhase("read")
-	if n := s3ReadAll(t, b, "big", s3MiB); n != 12*s3MiB {
+	if n := s3ReadAll(t, b, "big", mib); n != 12*mib {
 		t.Fatalf("read %d bytes", n)
 	}
-	s3WantReqs(t, b, "read", map[string]int64{"GetObject": 12, "bytes:GetObject": 12 * s3MiB})
+	s3WantReqs(t, b, "read", map[string]int64{"GetObject": 12, "bytes:GetObject": 12 * mib})
 	s3WantReqs(t, b, "open", map[string]int64{"HeadObject": 1})
 
 	b.BeginPhase("rename")
@@ -396,7 +397,7 @@ func TestS3SDK(t *testing.T) {
 		t.Fatal(err)
 	}
 	s3WantReqs(t, b, "rename", map[string]int64{"HeadObject": 1, "CopyObject": 1, "DeleteObject": 1})
-	if err := b.Chmod(ctx, "moved", 0o600); Errno(err) != syscall.ENOTSUP {
+	if err := b.Chmod(ctx, "moved", 0o600); replay.Errno(err) != syscall.ENOTSUP {
 		t.Errorf("chmod: %v, want ENOTSUP", err)
 	}
 	s3WantReqs(t, b, "chmod", map[string]int64{"refused": 1})
@@ -405,13 +406,13 @@ func TestS3SDK(t *testing.T) {
 	dir := t.TempDir()
 	for i, want := range [][]string{{"open", "write", "write-big", "read", "rename"}, {"run2"}} {
 		if i == 1 {
-			BeginPhase(Decorate(b, Chain()), "run2")
+			replay.Decorate(b, replay.Chain()).BeginPhase("run2")
 		}
 		path := fmt.Sprintf("%s/%d.json", dir, i)
-		if err := WriteRequests(b, path); err != nil {
+		if err := replay.WriteRequests(path, b.TakeRequests()); err != nil {
 			t.Fatal(err)
 		}
-		ph, err := ReadRequests(path)
+		ph, err := replay.ReadRequests(path)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -433,7 +434,7 @@ func TestS3Cleanup(t *testing.T) {
 		o := s3Opts(srv.URL, "sdk")
 		o.Keep = keep
 		prefix := "clean-" + map[bool]string{false: "delete", true: "keep"}[keep]
-		b, err := OpenS3(ctx, "s3://data/"+prefix, o)
+		b, err := Open(ctx, "s3://data/"+prefix, o)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -446,7 +447,7 @@ func TestS3Cleanup(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := f.WriteAt(ctx, make([]byte, 6*s3MiB), 0); err != nil {
+		if _, err := f.WriteAt(ctx, make([]byte, 6*mib), 0); err != nil {
 			t.Fatal(err)
 		}
 		if err := b.Close(); err != nil {
@@ -490,10 +491,10 @@ func TestS3BadInput(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			o := s3Opts(tt.endpoint, "mountpoint")
 			start := time.Now()
-			b, err := OpenS3(ctx, tt.spec, o)
+			b, err := Open(ctx, tt.spec, o)
 			if err == nil {
 				_ = b.Close()
-				t.Fatalf("OpenS3(%q) succeeded", tt.spec)
+				t.Fatalf("Open(%q) succeeded", tt.spec)
 			}
 			if !errors.Is(err, tt.want) {
 				t.Errorf("error %v, want one wrapping %v", err, tt.want)
@@ -506,14 +507,14 @@ func TestS3BadInput(t *testing.T) {
 			}
 		})
 	}
-	if _, err := OpenS3(ctx, "s3://data/p", TargetOptions{Profile: "goofys"}); err == nil || !strings.Contains(err.Error(), "unknown S3 profile") {
+	if _, err := Open(ctx, "s3://data/p", Options{Profile: "goofys"}); err == nil || !strings.Contains(err.Error(), "unknown S3 profile") {
 		t.Errorf("unknown profile: %v", err)
 	}
 	// Names that would leave the prefix are refused before any request.
 	b := openS3(t, srv.URL, "s3fs", "esc")
 	for _, n := range []string{"../x", "a/../../x", "/abs"} {
-		if _, err := b.Lstat(ctx, n); !errors.Is(err, ErrEscape) {
-			t.Errorf("lstat %q: %v, want ErrEscape", n, err)
+		if _, err := b.Lstat(ctx, n); !errors.Is(err, replay.ErrEscape) {
+			t.Errorf("lstat %q: %v, want replay.ErrEscape", n, err)
 		}
 	}
 }
@@ -532,12 +533,12 @@ func TestS3Classify(t *testing.T) {
 		{"SlowDown", s3store.ErrThrottled, syscall.EIO},
 	} {
 		t.Run(tt.code, func(t *testing.T) {
-			s := &S3{}
+			s := &Backend{}
 			err := s.cls("get k", &smithy.GenericAPIError{Code: tt.code, Message: "m"})
 			if !errors.Is(err, tt.want) {
 				t.Errorf("%v does not wrap %v", err, tt.want)
 			}
-			if got := Errno(err); got != tt.errno {
+			if got := replay.Errno(err); got != tt.errno {
 				t.Errorf("errno %v, want %v", got, tt.errno)
 			}
 			var ae smithy.APIError
@@ -546,7 +547,7 @@ func TestS3Classify(t *testing.T) {
 			}
 		})
 	}
-	if err := (&S3{}).cls("get", &smithy.GenericAPIError{Code: "SlowDown"}); !errors.Is(err, ErrTransient) {
+	if err := (&Backend{}).cls("get", &smithy.GenericAPIError{Code: "SlowDown"}); !errors.Is(err, replay.ErrTransient) {
 		t.Errorf("SlowDown is not transient: %v", err)
 	}
 }
@@ -572,7 +573,7 @@ func TestS3Throttling(t *testing.T) {
 	defer ts.Close()
 	o := s3Opts(ts.URL, "sdk")
 	o.MaxAttempts = 5
-	b, err := OpenS3(context.Background(), "s3://data/thr", o)
+	b, err := Open(context.Background(), "s3://data/thr", o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -597,7 +598,7 @@ func TestS3Throttling(t *testing.T) {
 	t.Logf("requests %d, throttled %d, retries %d", n.Load(), throttled, retries)
 }
 
-// TestS3DeniedAndSilent checks the errors of OpenS3 for an endpoint that denies access
+// TestS3DeniedAndSilent checks the errors of Open for an endpoint that denies access
 // (a proxy answering 403 AccessDenied) and one that accepts connections but never
 // answers: both are clear, and the silent one does not hang past ProbeTimeout.
 func TestS3DeniedAndSilent(t *testing.T) {
@@ -608,8 +609,8 @@ func TestS3DeniedAndSilent(t *testing.T) {
 	}))
 	defer denied.Close()
 	ctx := context.Background()
-	_, err := OpenS3(ctx, "s3://data/p", s3Opts(denied.URL, "sdk"))
-	if !errors.Is(err, fs.ErrPermission) || Errno(err) != syscall.EACCES || !strings.Contains(err.Error(), "access denied") {
+	_, err := Open(ctx, "s3://data/p", s3Opts(denied.URL, "sdk"))
+	if !errors.Is(err, fs.ErrPermission) || replay.Errno(err) != syscall.EACCES || !strings.Contains(err.Error(), "access denied") {
 		t.Errorf("access denied: %v", err)
 	}
 
@@ -630,7 +631,7 @@ func TestS3DeniedAndSilent(t *testing.T) {
 	o := s3Opts("http://"+ln.Addr().String(), "sdk")
 	o.ProbeTimeout = time.Second
 	start := time.Now()
-	_, err = OpenS3(ctx, "s3://data/p", o)
+	_, err = Open(ctx, "s3://data/p", o)
 	if err == nil {
 		t.Fatal("a silent endpoint was accepted")
 	}

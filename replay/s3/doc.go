@@ -1,0 +1,40 @@
+// Package s3 is the replay backend for a key prefix of an S3 bucket: filesystem calls
+// become the S3 requests that one S3 client would issue for them.
+//
+// # Profiles
+//
+// A profile is the mapping of one client, a type in its own file implementing the
+// profile interface (profile.go), chosen with Options.Profile:
+//
+//   - "mountpoint" (mountpoint.go): Mountpoint for Amazon S3. Sequential writes only,
+//     prefetched reads, no rename, links, metadata or in-place changes.
+//   - "s3fs" (s3fs.go): s3fs-fuse. A stat cache, writes through a local copy uploaded at
+//     fsync and close, rename and metadata by CopyObject, symlinks as objects.
+//   - "sdk" (sdk.go): an application calling the SDK directly. One request per call,
+//     streamed uploads, rename by copy, nothing else.
+//
+// The Backend does what every profile shares: it checks names, times each call and counts
+// its requests, answers the calls that no client sends to S3 (statfs, fstat, seek, and
+// locks, which the kernel keeps for a FUSE client without a lock handler, conflicting
+// between open files), and keeps the files being written and the directories a profile
+// holds locally. Calls a profile cannot do return a *RefusedError (counted as refused)
+// that unwraps to the errno that client returns. Read data is not kept (Mountpoint's
+// prefetched bytes read as zeros): the replay checks sizes, not contents.
+//
+// # Requests
+//
+// Every call is timed and its requests counted by S3 operation (with payload bytes,
+// retries and 503 SlowDown responses) through a middleware on the SDK client, by phase
+// (replay.Backend.BeginPhase); Backend implements replay.RequestCounter, and `iotap
+// report` prints the tallies.
+//
+// While preparing (phase "prepare"), directories are made as name/ marker objects and
+// symlinks as objects holding their target for every profile, and chmod is accepted
+// without a request, so that any profile can start from the same state.
+//
+// # Confinement
+//
+// Every key is the prefix plus a name checked with replay.CheckName: nothing outside the
+// prefix is read or written. Close deletes the objects this backend created unless Keep
+// was set, and aborts multipart uploads left open.
+package s3

@@ -1,0 +1,116 @@
+package s3
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"syscall"
+)
+
+// sdk is the profile of an application that uses the SDK directly:
+//
+//   - stat = HeadObject (ListObjectsV2 if that misses, for directories);
+//   - each read one ranged GET;
+//   - writes streamed as the SDK upload manager does: one PutObject below 5 MiB,
+//     otherwise 5 MiB parts;
+//   - unlink = DeleteObject, without a lookup; mkdir = PutObject of name/;
+//   - rename = CopyObject + DeleteObject;
+//   - no metadata, links or in-place updates (ENOTSUP; hard links and special files EPERM).
+type sdk struct {
+	b         *Backend
+	partSize  int64 // multipart part size
+	singlePut int64 // objects smaller than this are uploaded with one PutObject
+	noXattrs
+}
+
+func newSDK(b *Backend) *sdk {
+	return &sdk{b: b, partSize: 5 * mib, singlePut: 5 * mib, noXattrs: noXattrs{b}}
+}
+
+func (p *sdk) name() string { return "sdk" }
+
+func (p *sdk) lookup(ctx context.Context, name string) (entry, error) {
+	b := p.b
+	e, _, err := b.head(ctx, b.key(name))
+	if errors.Is(err, fs.ErrNotExist) {
+		var any bool
+		any, err = b.listAny(ctx, b.dirKey(name), 1)
+		if err == nil && !any {
+			err = fmt.Errorf("replay: s3 lookup %q: %w", name, fs.ErrNotExist)
+		}
+		e = dirEntry
+	}
+	return e, err
+}
+
+func (p *sdk) forget(string) {}
+func (p *sdk) reset()        {}
+
+func (p *sdk) mkdir(ctx context.Context, name string, perm uint32) error {
+	return p.b.put(ctx, p.b.dirKey(name), bytes.NewReader(nil), 0, nil)
+}
+
+func (p *sdk) mknod(ctx context.Context, name string, mode uint32) error {
+	return p.b.refuse("mknod", syscall.EPERM, "no special files")
+}
+
+func (p *sdk) remove(ctx context.Context, name string) error {
+	return p.b.del(ctx, p.b.key(name))
+}
+
+func (p *sdk) rename(ctx context.Context, from, to string, flags uint32) error {
+	return p.b.renameByCopy(ctx, from, to, flags)
+}
+
+func (p *sdk) link(ctx context.Context, existing, name string) error {
+	return p.b.refuse("link", syscall.EPERM, "no hard links")
+}
+
+func (p *sdk) symlink(ctx context.Context, target, name string) error {
+	return p.b.refuse("symlink", syscall.EPERM, "no symbolic links")
+}
+
+func (p *sdk) readlink(ctx context.Context, name string, buf []byte) (int, error) {
+	return 0, p.b.refuse("readlink", syscall.ENOTSUP, "no symbolic links")
+}
+
+func (p *sdk) truncate(ctx context.Context, name string, size int64) error {
+	return p.b.refuse("truncate", syscall.ENOTSUP, "no in-place updates")
+}
+
+func (p *sdk) setMeta(ctx context.Context, op, name string, mode uint32, setMode bool) error {
+	if p.b.preparing.Load() {
+		return nil
+	}
+	return p.b.refuse(op, syscall.ENOTSUP, "no metadata mapping")
+}
+
+func (p *sdk) open(ctx context.Context, h *file, e entry, exists bool, flags int) (*file, error) {
+	if flags&accMode == syscall.O_RDONLY {
+		return h, nil
+	}
+	if exists && flags&syscall.O_TRUNC == 0 {
+		return nil, p.b.refuse("open", syscall.ENOTSUP, "no in-place updates")
+	}
+	return p.b.startStream(h, p.partSize, p.singlePut), nil
+}
+
+func (p *sdk) read(ctx context.Context, f *file, buf []byte, off, stop int64) (int, error) {
+	got, err := p.b.get(ctx, f.key, off, stop-off, buf)
+	if err != nil {
+		return 0, err
+	}
+	return int(min(got, stop-off)), nil
+}
+
+func (p *sdk) readdir(ctx context.Context, f *file, ents []dirent) {}
+
+func (p *sdk) fsync(ctx context.Context, f *file) error { return nil }
+
+func (p *sdk) release(ctx context.Context, f *file) error { return f.finishUpload(ctx) }
+
+func (p *sdk) resize() error {
+	return p.b.refuse("ftruncate", syscall.ENOTSUP, "no in-place updates")
+}
