@@ -25,6 +25,7 @@ import (
 	"github.com/iotap/iotap/internal/sysinfo"
 	"github.com/iotap/iotap/internal/termsafe"
 	"github.com/iotap/iotap/replay"
+	"github.com/iotap/iotap/replay/requests"
 	replays3 "github.com/iotap/iotap/replay/s3"
 	"github.com/iotap/iotap/trace"
 	"github.com/iotap/iotap/trace/stats"
@@ -509,7 +510,7 @@ func replayOnce(ctx context.Context, e *env, o *replayOptions, tracePath, base s
 		}
 	}
 	if rc != nil {
-		if err := replay.WriteRequests(base+".requests.json", rc.TakeRequests()); err != nil && runErr == nil {
+		if err := requests.Write(base+".requests.json", rc.TakeRequests()); err != nil && runErr == nil {
 			runErr = err
 		}
 	}

@@ -21,7 +21,7 @@ import (
 	"github.com/iotap/iotap/internal/report"
 	"github.com/iotap/iotap/internal/s3store"
 	"github.com/iotap/iotap/internal/termsafe"
-	"github.com/iotap/iotap/replay"
+	"github.com/iotap/iotap/replay/requests"
 	"github.com/iotap/iotap/trace"
 	"github.com/iotap/iotap/trace/stats"
 )
@@ -299,7 +299,7 @@ func writeRequestSidecars(w io.Writer, files []string, prices report.Prices) err
 		if _, err := os.Stat(side); err != nil {
 			continue
 		}
-		phases, err := replay.ReadRequests(side)
+		phases, err := requests.Read(side)
 		if err != nil {
 			return err
 		}

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/iotap/iotap/replay"
+	"github.com/iotap/iotap/replay/requests"
 )
 
 // Prices is a per-request price table, keyed by S3 operation name or by the billing
@@ -61,7 +61,7 @@ func (p Prices) price(typ string) float64 {
 }
 
 // Cost estimates the price of a phase's requests.
-func (p Prices) Cost(rs *replay.RequestStats) float64 {
+func (p Prices) Cost(rs *requests.Phase) float64 {
 	var c float64
 	for _, t := range rs.Total {
 		c += float64(t.Count) * p.price(t.Type)
@@ -72,7 +72,7 @@ func (p Prices) Cost(rs *replay.RequestStats) float64 {
 // WriteRequests writes a phase's request tally as a table: per filesystem call, its count,
 // mean latency and the requests it issued; then totals, retries and throttles, and the
 // estimated cost if prices is non-nil.
-func WriteRequests(w io.Writer, rs replay.RequestStats, prices Prices) {
+func WriteRequests(w io.Writer, rs requests.Phase, prices Prices) {
 	_, _ = fmt.Fprintf(w, "S3 requests, %s phase (%s profile)\n", rs.Phase, rs.Profile)
 	_, _ = fmt.Fprintf(w, "  %-12s %8s %8s %12s  %s\n", "call", "count", "refused", "mean", "requests (count, bytes)")
 	for _, o := range rs.Ops {

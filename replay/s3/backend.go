@@ -20,6 +20,7 @@ import (
 
 	"github.com/iotap/iotap/internal/s3store"
 	"github.com/iotap/iotap/replay"
+	"github.com/iotap/iotap/replay/requests"
 	"github.com/iotap/iotap/trace"
 )
 
@@ -178,10 +179,10 @@ func (b *Backend) BeginPhase(phase string) {
 }
 
 // Requests returns the tallies of all phases so far, oldest first.
-func (b *Backend) Requests() []replay.RequestStats {
+func (b *Backend) Requests() []requests.Phase {
 	b.tmu.Lock()
 	defer b.tmu.Unlock()
-	out := make([]replay.RequestStats, 0, len(b.phases))
+	out := make([]requests.Phase, 0, len(b.phases))
 	for _, t := range b.phases {
 		out = append(out, t.snapshot(b.prof.name()))
 	}
@@ -189,10 +190,10 @@ func (b *Backend) Requests() []replay.RequestStats {
 }
 
 // TakeRequests implements replay.RequestCounter.
-func (b *Backend) TakeRequests() []replay.RequestStats {
+func (b *Backend) TakeRequests() []requests.Phase {
 	b.tmu.Lock()
 	defer b.tmu.Unlock()
-	var out []replay.RequestStats
+	var out []requests.Phase
 	for _, t := range b.phases[min(b.taken, len(b.phases)):] {
 		out = append(out, t.snapshot(b.prof.name()))
 	}

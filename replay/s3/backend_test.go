@@ -22,6 +22,7 @@ import (
 	"github.com/iotap/iotap/internal/s3store"
 	"github.com/iotap/iotap/internal/s3test"
 	"github.com/iotap/iotap/replay"
+	"github.com/iotap/iotap/replay/requests"
 )
 
 // s3Server starts a local S3 server with bucket "data" for the test.
@@ -409,10 +410,10 @@ func TestS3SDK(t *testing.T) {
 			replay.Decorate(b, replay.Chain()).BeginPhase("run2")
 		}
 		path := fmt.Sprintf("%s/%d.json", dir, i)
-		if err := replay.WriteRequests(path, b.TakeRequests()); err != nil {
+		if err := requests.Write(path, b.TakeRequests()); err != nil {
 			t.Fatal(err)
 		}
-		ph, err := replay.ReadRequests(path)
+		ph, err := requests.Read(path)
 		if err != nil {
 			t.Fatal(err)
 		}

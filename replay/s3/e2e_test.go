@@ -11,6 +11,7 @@ import (
 	"github.com/iotap/iotap/internal/report"
 	"github.com/iotap/iotap/internal/tracetest"
 	"github.com/iotap/iotap/replay"
+	"github.com/iotap/iotap/replay/requests"
 	"github.com/iotap/iotap/trace"
 )
 
@@ -115,12 +116,12 @@ func TestS3EndToEnd(t *testing.T) {
 			}
 		}
 		side := filepath.Join(out, prof+".requests.json")
-		if err := replay.WriteRequests(side, s3b.TakeRequests()); err != nil {
+		if err := requests.Write(side, s3b.TakeRequests()); err != nil {
 			t.Fatal(err)
 		}
 		var doc struct {
 			Schema string
-			Phases []replay.RequestStats
+			Phases []requests.Phase
 		}
 		js, _ := os.ReadFile(side)
 		if err := json.Unmarshal(js, &doc); err != nil || doc.Schema != "iotap.requests/v1" || len(doc.Phases) < 2 {

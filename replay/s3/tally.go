@@ -12,8 +12,7 @@ import (
 	"github.com/aws/smithy-go"
 	"github.com/aws/smithy-go/middleware"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
-
-	"github.com/iotap/iotap/replay"
+	"github.com/iotap/iotap/replay/requests"
 )
 
 // tally accumulates one phase. mu guards everything in it.
@@ -27,7 +26,7 @@ type tally struct {
 type opAcc struct {
 	count, errors, refused uint64
 	time                   time.Duration
-	reqs                   map[string]*replay.ReqTally
+	reqs                   map[string]*requests.ReqTally
 }
 
 func newTally(phase string) *tally {
@@ -46,16 +45,16 @@ type opRef struct {
 func (t *tally) acc(op string) *opAcc {
 	a := t.ops[op]
 	if a == nil {
-		a = &opAcc{reqs: map[string]*replay.ReqTally{}}
+		a = &opAcc{reqs: map[string]*requests.ReqTally{}}
 		t.ops[op] = a
 	}
 	return a
 }
 
-func (a *opAcc) req(typ string) *replay.ReqTally {
+func (a *opAcc) req(typ string) *requests.ReqTally {
 	r := a.reqs[typ]
 	if r == nil {
-		r = &replay.ReqTally{Type: typ}
+		r = &requests.ReqTally{Type: typ}
 		a.reqs[typ] = r
 	}
 	return r
@@ -88,18 +87,18 @@ func addBytes(ctx context.Context, typ string, n int64) {
 	ref.t.mu.Unlock()
 }
 
-func (t *tally) snapshot(profile string) replay.RequestStats {
+func (t *tally) snapshot(profile string) requests.Phase {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	rs := replay.RequestStats{Phase: t.phase, Profile: profile, Retries: t.retries, Throttled: t.throttled}
-	total := map[string]*replay.ReqTally{}
+	rs := requests.Phase{Phase: t.phase, Profile: profile, Retries: t.retries, Throttled: t.throttled}
+	total := map[string]*requests.ReqTally{}
 	for name, a := range t.ops {
-		ot := replay.OpTally{Op: name, Count: a.count, Errors: a.errors, Refused: a.refused, Time: a.time}
+		ot := requests.OpTally{Op: name, Count: a.count, Errors: a.errors, Refused: a.refused, Time: a.time}
 		for _, r := range a.reqs {
 			ot.Requests = append(ot.Requests, *r)
 			tt := total[r.Type]
 			if tt == nil {
-				tt = &replay.ReqTally{Type: r.Type}
+				tt = &requests.ReqTally{Type: r.Type}
 				total[r.Type] = tt
 			}
 			tt.Count += r.Count

@@ -1,4 +1,9 @@
-package replay
+// Package requests holds what a replay target's own requests cost (S3 requests of the
+// replay/s3 backend): tallies per phase of a run and per filesystem call, which a
+// replay.RequestCounter returns, and the sidecar file next to a replay trace
+// (base.requests.json, schema "iotap.requests/v1") they are written to. It does not
+// depend on the replay engine, so that reports read sidecars without it.
+package requests
 
 import (
 	"encoding/json"
@@ -9,19 +14,8 @@ import (
 	"github.com/iotap/iotap/internal/private"
 )
 
-// RequestCounter is implemented by backends that turn filesystem calls into requests of
-// their own (S3), counted by phase (see Backend.BeginPhase). The engine does not need it:
-// the replay command takes the tallies after each run and writes them next to the replay
-// trace (WriteRequests); `iotap report` prints them.
-type RequestCounter interface {
-	// TakeRequests returns the tallies of the phases begun since the previous call, oldest
-	// first, so that each phase is taken once (with --repeat, each run's sidecar holds that
-	// run's phases).
-	TakeRequests() []RequestStats
-}
-
-// RequestStats is what one phase of a run cost in backend requests, per filesystem call.
-type RequestStats struct {
+// Phase is what one phase of a run cost in backend requests, per filesystem call.
+type Phase struct {
 	Phase   string
 	Profile string     // how filesystem calls were mapped to requests
 	Ops     []OpTally  // by filesystem call, sorted by name
@@ -53,16 +47,16 @@ type ReqTally struct {
 	Throttled uint64
 }
 
-// requestsSchema names the format of a request sidecar.
-const requestsSchema = "iotap.requests/v1"
+// schema names the format of a request sidecar.
+const schema = "iotap.requests/v1"
 
-// WriteRequests writes request tallies to path as JSON (schema "iotap.requests/v1"): the
+// Write writes request tallies to path as JSON (schema "iotap.requests/v1"): the
 // sidecar of a replay trace (base + ".requests.json").
-func WriteRequests(path string, phases []RequestStats) error {
+func Write(path string, phases []Phase) error {
 	doc := struct {
 		Schema string
-		Phases []RequestStats
-	}{requestsSchema, phases}
+		Phases []Phase
+	}{schema, phases}
 	js, err := json.MarshalIndent(doc, "", "  ")
 	if err != nil {
 		return fmt.Errorf("replay: encode request counts: %w", err)
@@ -73,21 +67,21 @@ func WriteRequests(path string, phases []RequestStats) error {
 	return nil
 }
 
-// ReadRequests reads a request sidecar written by WriteRequests.
-func ReadRequests(path string) ([]RequestStats, error) {
+// Read reads a request sidecar written by Write.
+func Read(path string) ([]Phase, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("replay: read request counts: %w", err)
 	}
 	var doc struct {
 		Schema string
-		Phases []RequestStats
+		Phases []Phase
 	}
 	if err := json.Unmarshal(data, &doc); err != nil {
 		return nil, fmt.Errorf("replay: read request counts %s: %w", path, err)
 	}
-	if doc.Schema != requestsSchema {
-		return nil, fmt.Errorf("replay: read request counts %s: schema %q, want %s", path, doc.Schema, requestsSchema)
+	if doc.Schema != schema {
+		return nil, fmt.Errorf("replay: read request counts %s: schema %q, want %s", path, doc.Schema, schema)
 	}
 	return doc.Phases, nil
 }
