@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"runtime"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -883,7 +882,7 @@ func (w *worker) diverge(op *Op, ret int64, errno syscall.Errno) {
 	case DivergeWarn:
 		if e.warned.Add(1) <= 10 {
 			e.log.Warn("replay diverged", "op", op.Rec.String(), "call", op.Kind.String(), "path", op.Name,
-				"want_errno", syscall.Errno(op.WantErrno).Error(), "got_errno", errText(errno),
+				"want_errno", errText(syscall.Errno(op.WantErrno)), "got_errno", errText(errno),
 				"want_bytes", op.WantRet, "got_bytes", ret)
 		}
 	case DivergeAbort:
@@ -906,9 +905,10 @@ func unsupported(e syscall.Errno) bool {
 	return e == syscall.ENOTSUP || e == syscall.ENOSYS
 }
 
+// errText names an outcome in divergence messages: "ok" or the errno's name.
 func errText(e syscall.Errno) string {
 	if e == 0 {
 		return "ok"
 	}
-	return strings.ToUpper(unix.ErrnoName(e))
+	return trace.ErrnoName(uint16(e))
 }

@@ -10,11 +10,9 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"syscall"
 	"unicode/utf8"
 
 	"github.com/spf13/pflag"
-	"golang.org/x/sys/unix"
 
 	"github.com/iotap/iotap/internal/private"
 	"github.com/iotap/iotap/internal/termsafe"
@@ -204,16 +202,6 @@ func (x *exporter) commOf(tid uint32) string {
 	return p.Comm
 }
 
-func errnoName(n uint16) string {
-	if n == 0 {
-		return ""
-	}
-	if s := unix.ErrnoName(syscall.Errno(n)); s != "" {
-		return s
-	}
-	return "E" + strconv.Itoa(int(n))
-}
-
 func (x *exporter) path2(ev *trace.Event) string {
 	if ev.Path2 == 0 {
 		return ""
@@ -235,7 +223,7 @@ func (x *exporter) record(ev *trace.Event, rec []string) {
 	rec[8] = u(uint64(ev.Size))
 	rec[9] = i(ev.Ret)
 	rec[10] = u(uint64(ev.Errno))
-	rec[11] = errnoName(ev.Errno)
+	rec[11] = trace.ErrnoName(ev.Errno)
 	rec[12] = u(uint64(ev.Tid))
 	rec[13] = u(uint64(ev.Pid))
 	rec[14] = x.commOf(ev.Tid)
@@ -273,7 +261,7 @@ func (x *exporter) appendJSON(b []byte, ev *trace.Event) []byte {
 	b = append(b, `,"errno":`...)
 	b = strconv.AppendUint(b, uint64(ev.Errno), 10)
 	b = append(b, `,"errno_name":`...)
-	b = appendJSONString(b, errnoName(ev.Errno))
+	b = appendJSONString(b, trace.ErrnoName(ev.Errno))
 	b = append(b, `,"tid":`...)
 	b = strconv.AppendUint(b, uint64(ev.Tid), 10)
 	b = append(b, `,"pid":`...)

@@ -19,6 +19,7 @@ import (
 	"github.com/spf13/pflag"
 	"golang.org/x/term"
 
+	"github.com/iotap/iotap/internal/format"
 	"github.com/iotap/iotap/internal/private"
 	"github.com/iotap/iotap/internal/report"
 	"github.com/iotap/iotap/internal/s3store"
@@ -178,7 +179,7 @@ func runReplay(ctx context.Context, e *env, o *replayOptions, args []string) err
 		return err
 	}
 	_, _ = fmt.Fprintf(e.stdout, "starting state: %d directories, %d files (%s), %d symlinks; %d replay ops\n",
-		st.Dirs, st.Files, humanBytes(st.Bytes), st.Symlinks, st.Ops)
+		st.Dirs, st.Files, format.Bytes(uint64(st.Bytes)), st.Symlinks, st.Ops)
 	if o.RoundTrip == "auto" {
 		roundTrip = st.RoundTrip
 		if timing == replay.TimingThink && st.RoundTrip > 0 {
@@ -613,19 +614,6 @@ func dropCaches(e *env) {
 		dropWarned = true
 		_, _ = fmt.Fprintf(e.stderr, "iotap replay: --drop-caches: %v (runs continue with a warm cache)\n", err)
 	}
-}
-
-func humanBytes(n int64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	div, exp := int64(unit), 0
-	for m := n / unit; m >= unit; m /= unit {
-		div *= unit
-		exp++
-	}
-	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
 }
 
 // downloadTrace copies an s3:// trace to a temporary file: replay reads its trace twice

@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/iotap/iotap/internal/format"
 	"github.com/iotap/iotap/internal/tally"
 	"github.com/iotap/iotap/trace"
 )
@@ -54,7 +55,7 @@ func liveLine(d tally.Snapshot, dt time.Duration, dropped uint64) string {
 		sec = 1
 	}
 	line := fmt.Sprintf("iotap: %8.0f ops/s  read %7.1f MB/s  write %7.1f MB/s  p99 %s",
-		float64(ops)/sec, float64(rd)/sec/1e6, float64(wr)/sec/1e6, fmtDur(d.Quantile(0.99)))
+		float64(ops)/sec, float64(rd)/sec/1e6, float64(wr)/sec/1e6, format.Dur(int64(d.Quantile(0.99))))
 	if errs > 0 {
 		line += fmt.Sprintf("  errors %d", errs)
 	}
@@ -68,7 +69,7 @@ func liveLine(d tally.Snapshot, dt time.Duration, dropped uint64) string {
 func writeSummary(w io.Writer, snap tally.Snapshot, elapsed time.Duration, ws trace.WriterStats, cost trace.LayerCost, path, outcome string) {
 	ops, errs, rd, wr := snap.Totals()
 	_, _ = fmt.Fprintf(w, "\niotap: %s after %s\n", outcome, elapsed.Round(time.Millisecond))
-	_, _ = fmt.Fprintf(w, "  ops %d (%d failed), read %s, written %s\n", ops, errs, fmtBytes(rd), fmtBytes(wr))
+	_, _ = fmt.Fprintf(w, "  ops %d (%d failed), read %s, written %s\n", ops, errs, format.Bytes(rd), format.Bytes(wr))
 	if by := snap.ByTime(); len(by) > 0 {
 		_, _ = fmt.Fprintf(w, "  %-14s %10s %10s %10s %10s %10s\n", "op", "count", "total", "p50", "p99", "bytes")
 		for i, o := range by {
@@ -78,9 +79,9 @@ func writeSummary(w io.Writer, snap tally.Snapshot, elapsed time.Duration, ws tr
 			}
 			b := ""
 			if o.Bytes > 0 {
-				b = fmtBytes(o.Bytes)
+				b = format.Bytes(o.Bytes)
 			}
-			_, _ = fmt.Fprintf(w, "  %-14s %10d %10s %10s %10s %10s\n", o.Op, o.Count, fmtDur(o.Dur), fmtDur(o.Quantile(0.5)), fmtDur(o.Quantile(0.99)), b)
+			_, _ = fmt.Fprintf(w, "  %-14s %10d %10s %10s %10s %10s\n", o.Op, o.Count, format.Dur(int64(o.Dur)), format.Dur(int64(o.Quantile(0.5))), format.Dur(int64(o.Quantile(0.99))), b)
 		}
 	}
 	_, _ = fmt.Fprintf(w, "  events %d written, %d dropped", ws.Written, ws.Dropped)
@@ -95,11 +96,11 @@ func writeSummary(w io.Writer, snap tally.Snapshot, elapsed time.Duration, ws tr
 	}
 	if ws.PathCompactions > 0 {
 		_, _ = fmt.Fprintf(w, "\n  path index: %d paths no longer in use forgotten in %d compactions, %s",
-			ws.PathsForgotten, ws.PathCompactions, fmtBytes(uint64(16*ws.PathIndexSlots)))
+			ws.PathsForgotten, ws.PathCompactions, format.Bytes(uint64(16*ws.PathIndexSlots)))
 	}
-	_, _ = fmt.Fprintf(w, "\n  trace %s (%s)", path, fmtBytes(ws.Bytes))
+	_, _ = fmt.Fprintf(w, "\n  trace %s (%s)", path, format.Bytes(ws.Bytes))
 	if rss := peakRSS(); rss > 0 {
-		_, _ = fmt.Fprintf(w, ", recorder peak RSS %s", fmtBytes(rss))
+		_, _ = fmt.Fprintf(w, ", recorder peak RSS %s", format.Bytes(rss))
 	}
 	_, _ = fmt.Fprintln(w)
 }
@@ -113,13 +114,13 @@ func costLine(c trace.LayerCost, encodeCPU time.Duration, events uint64) string 
 	}
 	n := time.Duration(c.Requests)
 	line := fmt.Sprintf("recording cost: %s of the layer's own work per request, %.1f%% of the %s a request spent in it",
-		fmtDur(c.Self/n), 100*float64(c.Self)/float64(c.InLayer), fmtDur(c.InLayer/n))
+		format.Dur(int64(c.Self/n)), 100*float64(c.Self)/float64(c.InLayer), format.Dur(int64(c.InLayer/n)))
 	if c.Threads > 0 {
 		line += fmt.Sprintf("\n    (of which %s: looking up %d new threads in /proc, %s each)",
-			fmtDur(c.Resolve/n), c.Threads, fmtDur(c.Resolve/time.Duration(c.Threads)))
+			format.Dur(int64(c.Resolve/n)), c.Threads, format.Dur(int64(c.Resolve/time.Duration(c.Threads))))
 	}
 	if encodeCPU > 0 && events > 0 {
-		line += fmt.Sprintf("\n    trace encoder: %s of CPU per event", fmtDur(encodeCPU/time.Duration(events)))
+		line += fmt.Sprintf("\n    trace encoder: %s of CPU per event", format.Dur(int64(encodeCPU/time.Duration(events))))
 	}
 	return line
 }
@@ -139,28 +140,4 @@ func peakRSS() uint64 {
 		}
 	}
 	return 0
-}
-
-func fmtBytes(n uint64) string {
-	switch {
-	case n >= 1<<30:
-		return fmt.Sprintf("%.2f GiB", float64(n)/(1<<30))
-	case n >= 1<<20:
-		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
-	case n >= 1<<10:
-		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
-	}
-	return fmt.Sprintf("%d B", n)
-}
-
-func fmtDur(d time.Duration) string {
-	switch {
-	case d >= time.Second:
-		return fmt.Sprintf("%.2fs", d.Seconds())
-	case d >= time.Millisecond:
-		return fmt.Sprintf("%.2fms", float64(d)/1e6)
-	case d >= time.Microsecond:
-		return fmt.Sprintf("%.1fµs", float64(d)/1e3)
-	}
-	return fmt.Sprintf("%dns", int64(d))
 }

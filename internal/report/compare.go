@@ -11,6 +11,7 @@ import (
 
 	"gonum.org/v1/plot/vg"
 
+	"github.com/iotap/iotap/internal/format"
 	"github.com/iotap/iotap/internal/termsafe"
 	"github.com/iotap/iotap/trace"
 	"github.com/iotap/iotap/trace/stats"
@@ -313,7 +314,7 @@ func WriteCompareText(w io.Writer, c *Comparison) error {
 			caches = append(caches, tr.Cache)
 		}
 		t.add(s.Name, orDash(strings.Join(dedup(kinds), ",")), orDash(strings.Join(dedup(hosts), ",")), orDash(strings.Join(dedup(fss), ",")), orDash(strings.Join(dedup(caches), ",")),
-			Count(s.Events), Dur(s.DurationNs), Dur(s.TotalNs), fmtRatio(s.Ratio), Dur(s.WorkNs), fmtRatio(s.WorkRatio), Pct(s.DataShare))
+			format.Count(s.Events), format.Dur(s.DurationNs), format.Dur(s.TotalNs), fmtRatio(s.Ratio), format.Dur(s.WorkNs), fmtRatio(s.WorkRatio), format.Pct(s.DataShare))
 	}
 	b.WriteString(t.String())
 	if len(c.Excluded) > 0 {
@@ -333,7 +334,7 @@ func WriteCompareText(w io.Writer, c *Comparison) error {
 			if s.Ratio != nil {
 				r = *s.Ratio
 			}
-			cells := []string{c.Sides[i].Name, Count(s.Count), Count(s.Errors), Dur(s.P50), Dur(s.P99), Dur(int64(s.MeanNs)), Dur(s.TotalNs)}
+			cells := []string{c.Sides[i].Name, format.Count(s.Count), format.Count(s.Errors), format.Dur(s.P50), format.Dur(s.P99), format.Dur(int64(s.MeanNs)), format.Dur(s.TotalNs)}
 			if i == 0 {
 				cells = append(cells, "base", "base", "base", "base")
 			} else {
@@ -355,7 +356,7 @@ func WriteCompareText(w io.Writer, c *Comparison) error {
 			if d < 0 {
 				sign, d = "-", -d
 			}
-			t.add(ch.Side, ch.Op, Dur(ch.BaseNs), Dur(ch.TotalNs), sign+Dur(d), fmtRatio(ch.MeanRatio), fmtRatio(ch.P99Ratio))
+			t.add(ch.Side, ch.Op, format.Dur(ch.BaseNs), format.Dur(ch.TotalNs), sign+format.Dur(d), fmtRatio(ch.MeanRatio), fmtRatio(ch.P99Ratio))
 		}
 		b.WriteString(t.String())
 	}
@@ -404,9 +405,9 @@ var compareTmpl = template.Must(template.New("compare").Funcs(funcs).Funcs(templ
 	"side":  func(c *Comparison, i int) string { return c.Sides[i].Name },
 	"delta": func(ns int64) string {
 		if ns > 0 {
-			return "+" + Dur(ns)
+			return "+" + format.Dur(ns)
 		}
-		return Dur(ns)
+		return format.Dur(ns)
 	},
 }).Parse(`<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">

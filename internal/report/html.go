@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/iotap/iotap/internal/format"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
@@ -149,7 +150,7 @@ func reportFigures(v *View, groups []*View) ([]figure, error) {
 		}
 	}
 	for i, o := range ops {
-		p, err := histPlot(fmt.Sprintf("%s latency histogram (%s ops)", o.Op, Count(o.Count)), o.Hist, color8(i))
+		p, err := histPlot(fmt.Sprintf("%s latency histogram (%s ops)", o.Op, format.Count(o.Count)), o.Hist, color8(i))
 		if err != nil {
 			return nil, err
 		}
@@ -191,17 +192,17 @@ func errnoList(m map[string]uint64) string {
 	})
 	var parts []string
 	for _, k := range ks {
-		parts = append(parts, fmt.Sprintf("%s %s", k, Count(m[k])))
+		parts = append(parts, fmt.Sprintf("%s %s", k, format.Count(m[k])))
 	}
 	return strings.Join(parts, ", ")
 }
 
 var funcs = template.FuncMap{
-	"dur":   Dur,
-	"bytes": Bytes,
-	"pct":   Pct,
-	"count": Count,
-	"durf":  func(f float64) string { return Dur(int64(f)) },
+	"dur":   format.Dur,
+	"bytes": format.Bytes,
+	"pct":   format.Pct,
+	"count": format.Count,
+	"durf":  func(f float64) string { return format.Dur(int64(f)) },
 	"join":  strings.Join,
 	"labels": func(m map[string]string) string {
 		var parts []string
@@ -217,7 +218,7 @@ var funcs = template.FuncMap{
 		var parts []string
 		for _, c := range cs {
 			if c.Class != "data" {
-				parts = append(parts, c.Class+" "+Pct(c.Share))
+				parts = append(parts, c.Class+" "+format.Pct(c.Share))
 			}
 		}
 		return strings.Join(parts, ", ")

@@ -8,8 +8,8 @@ import (
 	"time"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
-	"golang.org/x/sys/unix"
 
+	"github.com/iotap/iotap/internal/format"
 	"github.com/iotap/iotap/trace"
 	"github.com/iotap/iotap/trace/stats"
 )
@@ -75,13 +75,13 @@ type RecordingCost struct {
 // Summary is the cost in one line.
 func (c *RecordingCost) Summary() string {
 	s := fmt.Sprintf("%s of the layer's own work per request (%.1f%% of the %s a request spent in the layer)",
-		Dur(int64(c.SelfPerReq)), 100*c.SelfShare, Dur(c.InLayerNs/int64(max(c.Requests, 1))))
+		format.Dur(int64(c.SelfPerReq)), 100*c.SelfShare, format.Dur(c.InLayerNs/int64(max(c.Requests, 1))))
 	if c.Threads > 0 {
 		s += fmt.Sprintf(", of which %s looking up %d new threads in /proc (%s each)",
-			Dur(c.ResolveNs/int64(max(c.Requests, 1))), c.Threads, Dur(c.ResolveNs/int64(c.Threads)))
+			format.Dur(c.ResolveNs/int64(max(c.Requests, 1))), c.Threads, format.Dur(c.ResolveNs/int64(c.Threads)))
 	}
 	if c.EncodeCPUNs > 0 {
-		s += "; trace encoder " + Dur(c.EncodeCPUNs) + " CPU"
+		s += "; trace encoder " + format.Dur(c.EncodeCPUNs) + " CPU"
 	}
 	return s
 }
@@ -425,7 +425,7 @@ func warnings(r *Report) []string {
 			w = append(w, fmt.Sprintf("%s: the footer counts %d events but %d were read", t.File, t.Recorded, t.Events))
 		}
 		if t.BlockedNs > 0 {
-			w = append(w, fmt.Sprintf("%s: the job waited %s for the recorder's buffer: latencies include that wait", t.File, Dur(t.BlockedNs)))
+			w = append(w, fmt.Sprintf("%s: the job waited %s for the recorder's buffer: latencies include that wait", t.File, format.Dur(t.BlockedNs)))
 		}
 		switch {
 		case t.Lost > 0:
@@ -532,14 +532,6 @@ func histBins(h *hdrhistogram.Histogram) []HistBin {
 	return out
 }
 
-// ErrnoName returns the symbolic name of an errno ("ENOENT"), or "errno N".
-func ErrnoName(e uint16) string {
-	if n := unix.ErrnoName(unix.Errno(e)); n != "" {
-		return n
-	}
-	return fmt.Sprintf("errno %d", e)
-}
-
 func buildView(name string, s *stats.Stats, traces []int, o Options) *View {
 	v := &View{Name: name, Traces: traces, Events: s.Events, Dropped: s.Dropped(), TotalNs: s.TotalNs()}
 	if st, en := s.Span(); !st.IsZero() {
@@ -565,7 +557,7 @@ func buildView(name string, s *stats.Stats, traces []int, o Options) *View {
 		if len(op.Errnos) > 0 {
 			row.Errnos = map[string]uint64{}
 			for e, n := range op.Errnos {
-				row.Errnos[ErrnoName(e)] += n
+				row.Errnos[trace.ErrnoName(e)] += n
 			}
 		}
 		v.Ops = append(v.Ops, row)

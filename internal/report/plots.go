@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/iotap/iotap/internal/format"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/plotutil"
@@ -67,7 +68,7 @@ func (durTicks) Ticks(min, max float64) []plot.Tick {
 			}
 			t := plot.Tick{Value: v}
 			if m == 1 {
-				t.Label = Dur(int64(v))
+				t.Label = format.Dur(int64(v))
 			}
 			ts = append(ts, t)
 		}
@@ -86,7 +87,7 @@ func (bytesTicks) Ticks(min, max float64) []plot.Tick {
 				ts[i].Label = ""
 				continue
 			}
-			ts[i].Label = Bytes(uint64(ts[i].Value))
+			ts[i].Label = format.Bytes(uint64(ts[i].Value))
 		}
 	}
 	return ts
@@ -281,7 +282,7 @@ func offsetPlot(t OffsetTrack) (*plot.Plot, error) {
 	if t.Stride > 1 {
 		sub = fmt.Sprintf(", 1 in %d ops", t.Stride)
 	}
-	p := newPlot(fmt.Sprintf("%s: %s (%s%s)", title, kind, Bytes(t.Bytes), sub), "time since start (s)", "offset")
+	p := newPlot(fmt.Sprintf("%s: %s (%s%s)", title, kind, format.Bytes(t.Bytes), sub), "time since start (s)", "offset")
 	p.X.Tick.Marker = numTicks{}
 	p.Y.Tick.Marker = bytesTicks{}
 	var rd, wr plotter.XYs

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"flag"
 	"io"
-	"math"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -284,25 +283,6 @@ func TestHTMLSelfContained(t *testing.T) {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("report HTML lacks %q", want)
 		}
-	}
-}
-
-func TestDur(t *testing.T) {
-	tests := []struct {
-		name string
-		ns   int64
-		want string
-	}{
-		{"zero", 0, "0"}, {"ns", 812, "812ns"}, {"us", 15_240, "15.2µs"}, {"ms", 1_300_000, "1.30ms"},
-		{"s", 2_100_000_000, "2.10s"}, {"min", 185_000_000_000, "3m05s"}, {"h", 7_260_000_000_000, "2h01m"},
-		{"neg", -1500, "-1.50µs"}, {"min int64", math.MinInt64, "-2562047h47m"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if got := Dur(tt.ns); got != tt.want {
-				t.Errorf("Dur(%d) = %q, want %q", tt.ns, got, tt.want)
-			}
-		})
 	}
 }
 

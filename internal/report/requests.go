@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/iotap/iotap/internal/format"
 	"github.com/iotap/iotap/replay/requests"
 )
 
@@ -84,7 +85,7 @@ func WriteRequests(w io.Writer, rs requests.Phase, prices Prices) {
 		for _, r := range o.Requests {
 			p := fmt.Sprintf("%s %d", r.Type, r.Count)
 			if r.Bytes > 0 {
-				p += " (" + s3HumanSize(r.Bytes) + ")"
+				p += " (" + format.Bytes(uint64(r.Bytes)) + ")"
 			}
 			if r.Retries > 0 || r.Throttled > 0 {
 				p += fmt.Sprintf(" [%d retries, %d throttled]", r.Retries, r.Throttled)
@@ -108,16 +109,4 @@ func WriteRequests(w io.Writer, rs requests.Phase, prices Prices) {
 	if prices != nil {
 		_, _ = fmt.Fprintf(w, "  est. cost    $%.6f\n", prices.Cost(&rs))
 	}
-}
-
-func s3HumanSize(n int64) string {
-	switch {
-	case n >= 1<<30:
-		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
-	case n >= 1<<20:
-		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
-	case n >= 1<<10:
-		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
-	}
-	return fmt.Sprintf("%d B", n)
 }

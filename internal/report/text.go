@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/iotap/iotap/internal/format"
 	"github.com/iotap/iotap/internal/termsafe"
 )
 
@@ -18,7 +19,7 @@ func WriteText(w io.Writer, r *Report) error {
 	var b strings.Builder
 	v := r.Total
 	fmt.Fprintf(&b, "iotap report: %d trace(s), %s events over %s; job I/O time %s (sum of op durations)\n",
-		len(r.Traces), Count(v.Events), Dur(v.DurationNs), Dur(v.TotalNs))
+		len(r.Traces), format.Count(v.Events), format.Dur(v.DurationNs), format.Dur(v.TotalNs))
 	if !v.Start.IsZero() {
 		fmt.Fprintf(&b, "first op at %s\n", v.Start.Format(time.RFC3339Nano))
 	}
@@ -34,7 +35,7 @@ func WriteText(w io.Writer, r *Report) error {
 	writeSummaryLines(&b, v)
 	for _, g := range r.Groups {
 		fmt.Fprintf(&b, "\n-- %s: %d trace(s), %s events over %s; job I/O time %s\n",
-			termsafe.Name(g.Name), len(g.Traces), Count(g.Events), Dur(g.DurationNs), Dur(g.TotalNs))
+			termsafe.Name(g.Name), len(g.Traces), format.Count(g.Events), format.Dur(g.DurationNs), format.Dur(g.TotalNs))
 		writeOpTable(&b, g)
 		writeSummaryLines(&b, g)
 	}
@@ -70,7 +71,7 @@ func writeTraces(b *strings.Builder, r *Report) {
 			cache += "+passthrough"
 		}
 		t.add(tr.File, orDash(tr.Host), orDash(tr.Kind), orDash(tr.Target.FSType), orDash(tr.Target.Path), cache,
-			Count(tr.Events), Count(tr.Dropped), status)
+			format.Count(tr.Events), format.Count(tr.Dropped), status)
 	}
 	b.WriteString(t.String())
 	for _, tr := range r.Traces {
@@ -91,7 +92,7 @@ func writeTraces(b *strings.Builder, r *Report) {
 			extra = append(extra, "labels: "+strings.Join(ls, " "))
 		}
 		if tr.BlockedNs > 0 {
-			extra = append(extra, "job blocked on the recorder for "+Dur(tr.BlockedNs))
+			extra = append(extra, "job blocked on the recorder for "+format.Dur(tr.BlockedNs))
 		}
 		if tr.Cost != nil {
 			extra = append(extra, "recording cost: "+tr.Cost.Summary())
@@ -131,10 +132,10 @@ func writeOpTable(b *strings.Builder, v *View) {
 	for _, o := range v.Ops {
 		bytes := "-"
 		if o.Bytes > 0 {
-			bytes = Bytes(o.Bytes)
+			bytes = format.Bytes(o.Bytes)
 		}
-		t.add(o.Op, Count(o.Count), Count(o.Errors), bytes, Dur(o.TotalNs), Pct(o.Share), Dur(int64(o.MeanNs)),
-			Dur(o.P50), Dur(o.P90), Dur(o.P99), Dur(o.P999), Dur(o.MaxNs))
+		t.add(o.Op, format.Count(o.Count), format.Count(o.Errors), bytes, format.Dur(o.TotalNs), format.Pct(o.Share), format.Dur(int64(o.MeanNs)),
+			format.Dur(o.P50), format.Dur(o.P90), format.Dur(o.P99), format.Dur(o.P999), format.Dur(o.MaxNs))
 	}
 	b.WriteString(t.String())
 }
@@ -143,33 +144,33 @@ func writeSummaryLines(b *strings.Builder, v *View) {
 	var cl []string
 	for _, c := range v.Classes {
 		if c.Class != "data" {
-			cl = append(cl, fmt.Sprintf("%s %s", c.Class, Pct(c.Share)))
+			cl = append(cl, fmt.Sprintf("%s %s", c.Class, format.Pct(c.Share)))
 		}
 	}
-	fmt.Fprintf(b, "\njob I/O time: data %s, metadata %s (%s)\n", Pct(v.Patterns.DataShare), Pct(v.Patterns.MetaShare), strings.Join(cl, ", "))
+	fmt.Fprintf(b, "\njob I/O time: data %s, metadata %s (%s)\n", format.Pct(v.Patterns.DataShare), format.Pct(v.Patterns.MetaShare), strings.Join(cl, ", "))
 	p := v.Patterns
 	if p.ReadBytes > 0 || p.SeqReads+p.RandReads > 0 {
 		fmt.Fprintf(b, "reads: %s, %s sequential by bytes (%s seq / %s random ops)",
-			Bytes(p.ReadBytes), Pct(p.SeqReadShare), Count(p.SeqReads), Count(p.RandReads))
+			format.Bytes(p.ReadBytes), format.Pct(p.SeqReadShare), format.Count(p.SeqReads), format.Count(p.RandReads))
 		if p.RereadBytes > 0 {
 			lb := ""
 			if p.RereadApprox {
 				lb = " at least"
 			}
-			fmt.Fprintf(b, "; re-read%s %s of already read ranges (%s of reads: a cache would help)", lb, Bytes(p.RereadBytes), Pct(share(int64(p.RereadBytes), int64(p.ReadBytes))))
+			fmt.Fprintf(b, "; re-read%s %s of already read ranges (%s of reads: a cache would help)", lb, format.Bytes(p.RereadBytes), format.Pct(share(int64(p.RereadBytes), int64(p.ReadBytes))))
 		}
 		b.WriteString("\n")
 	}
 	if p.WriteBytes > 0 || p.SeqWrites+p.RandWrites > 0 {
 		fmt.Fprintf(b, "writes: %s, %s sequential by bytes (%s seq / %s random ops)\n",
-			Bytes(p.WriteBytes), Pct(p.SeqWriteShare), Count(p.SeqWrites), Count(p.RandWrites))
+			format.Bytes(p.WriteBytes), format.Pct(p.SeqWriteShare), format.Count(p.SeqWrites), format.Count(p.RandWrites))
 	}
 	if v.TTFB != nil {
 		fmt.Fprintf(b, "time to first byte (open to first read done): n=%s p50 %s p99 %s max %s\n",
-			Count(v.TTFB.Count), Dur(v.TTFB.P50), Dur(v.TTFB.P99), Dur(v.TTFB.MaxNs))
+			format.Count(v.TTFB.Count), format.Dur(v.TTFB.P50), format.Dur(v.TTFB.P99), format.Dur(v.TTFB.MaxNs))
 	}
 	if v.Unused.Count > 0 {
-		fmt.Fprintf(b, "files opened but never read or written: %s\n", Count(uint64(v.Unused.Count)))
+		fmt.Fprintf(b, "files opened but never read or written: %s\n", format.Count(uint64(v.Unused.Count)))
 	}
 }
 
@@ -191,7 +192,7 @@ func writeDetails(b *strings.Builder, v *View) {
 		})
 		var parts []string
 		for _, n := range names {
-			parts = append(parts, fmt.Sprintf("%s %s", n, Count(o.Errnos[n])))
+			parts = append(parts, fmt.Sprintf("%s %s", n, format.Count(o.Errnos[n])))
 		}
 		errs = append(errs, fmt.Sprintf("  %-12s %s\n", o.Op, strings.Join(parts, ", ")))
 	}
@@ -209,7 +210,7 @@ func writeDetails(b *strings.Builder, v *View) {
 		fmt.Fprintf(b, "\n%s\n", x.name)
 		t := newTable("size", "count", "bytes", "mean", "p50", "p90", "p99", "p99.9")
 		for _, r := range x.rows {
-			t.add(r.Bucket, Count(r.Count), Bytes(r.Bytes), Dur(int64(r.MeanNs)), Dur(r.P50), Dur(r.P90), Dur(r.P99), Dur(r.P999))
+			t.add(r.Bucket, format.Count(r.Count), format.Bytes(r.Bytes), format.Dur(int64(r.MeanNs)), format.Dur(r.P50), format.Dur(r.P90), format.Dur(r.P99), format.Dur(r.P999))
 		}
 		b.WriteString(t.String())
 	}
@@ -218,15 +219,15 @@ func writeDetails(b *strings.Builder, v *View) {
 		t := newTable("count", "mean", "p50", "p90", "p99", "p99.9", "max")
 		t.left = map[int]bool{}
 		l := v.TTFB
-		t.add(Count(l.Count), Dur(int64(l.MeanNs)), Dur(l.P50), Dur(l.P90), Dur(l.P99), Dur(l.P999), Dur(l.MaxNs))
+		t.add(format.Count(l.Count), format.Dur(int64(l.MeanNs)), format.Dur(l.P50), format.Dur(l.P90), format.Dur(l.P99), format.Dur(l.P999), format.Dur(l.MaxNs))
 		b.WriteString(t.String())
 	}
 	if len(v.Processes) > 0 {
 		b.WriteString("\nprocesses by time\n")
 		t := newTable("comm", "pid", "host", "ops", "errors", "total", "share", "meta", "data", "read", "written")
 		for _, p := range v.Processes {
-			t.add(orDash(p.Comm), fmt.Sprint(p.Pid), orDash(p.Host), Count(p.Ops), Count(p.Errors), Dur(p.TotalNs), Pct(p.Share),
-				Dur(p.MetaNs), Dur(p.DataNs), Bytes(p.ReadBytes), Bytes(p.WriteBytes))
+			t.add(orDash(p.Comm), fmt.Sprint(p.Pid), orDash(p.Host), format.Count(p.Ops), format.Count(p.Errors), format.Dur(p.TotalNs), format.Pct(p.Share),
+				format.Dur(p.MetaNs), format.Dur(p.DataNs), format.Bytes(p.ReadBytes), format.Bytes(p.WriteBytes))
 		}
 		b.WriteString(t.String())
 	}
@@ -235,7 +236,7 @@ func writeDetails(b *strings.Builder, v *View) {
 	writeFiles(b, "directories by time", v.DirsByTime)
 	writeFiles(b, "directories by bytes", v.DirsByBytes)
 	if v.Unused.Count > 0 {
-		fmt.Fprintf(b, "\nfiles opened but never read or written (%s)\n", Count(uint64(v.Unused.Count)))
+		fmt.Fprintf(b, "\nfiles opened but never read or written (%s)\n", format.Count(uint64(v.Unused.Count)))
 		for _, p := range v.Unused.Paths {
 			fmt.Fprintf(b, "  %s\n", termsafe.Name(displayPath(p)))
 		}
@@ -255,17 +256,17 @@ func writeFiles(b *strings.Builder, title string, rows []FileRow) {
 	for _, f := range rows {
 		seq := "-"
 		if f.ReadOps+f.WriteOps > 0 {
-			seq = Pct(f.SeqShare)
+			seq = format.Pct(f.SeqShare)
 		}
 		rr := "-"
 		if f.RereadBytes > 0 {
-			rr = Bytes(f.RereadBytes)
+			rr = format.Bytes(f.RereadBytes)
 			if f.RereadApprox {
 				rr = ">=" + rr
 			}
 		}
-		t.add(f.Path, Count(f.Ops), Dur(f.TotalNs), Pct(f.Share), Dur(f.MetaNs), Dur(f.DataNs), Bytes(f.ReadBytes),
-			Bytes(f.WriteBytes), seq, rr, orDash(f.TopSize), Count(f.Opens), Count(f.UnusedOpens))
+		t.add(f.Path, format.Count(f.Ops), format.Dur(f.TotalNs), format.Pct(f.Share), format.Dur(f.MetaNs), format.Dur(f.DataNs), format.Bytes(f.ReadBytes),
+			format.Bytes(f.WriteBytes), seq, rr, orDash(f.TopSize), format.Count(f.Opens), format.Count(f.UnusedOpens))
 	}
 	b.WriteString(t.String())
 }
@@ -277,10 +278,10 @@ func writeIntervals(b *strings.Builder, in *Intervals) {
 	// At most maxTextIntervals rows: group k consecutive intervals per row.
 	k := (len(in.Points) + maxTextIntervals - 1) / maxTextIntervals
 	if k == 1 {
-		fmt.Fprintf(b, "\nper interval (%s each, from %s; p99 within 12.5%%)\n", Dur(in.WidthNs), in.Start.Format(time.RFC3339))
+		fmt.Fprintf(b, "\nper interval (%s each, from %s; p99 within 12.5%%)\n", format.Dur(in.WidthNs), in.Start.Format(time.RFC3339))
 	} else {
 		fmt.Fprintf(b, "\nper interval (%s each, from %s, %d per row: rates are averages, p99 and max the worst of the row)\n",
-			Dur(in.WidthNs), in.Start.Format(time.RFC3339), k)
+			format.Dur(in.WidthNs), in.Start.Format(time.RFC3339), k)
 	}
 	t := newTable("t", "ops/s", "read MB/s", "write MB/s", "p99", "max", "errors")
 	for i := 0; i < len(in.Points); i += k {
@@ -294,7 +295,7 @@ func writeIntervals(b *strings.Builder, in *Intervals) {
 			r.MaxNs = max(r.MaxNs, p.MaxNs)
 			r.Errors += p.Errors
 		}
-		t.add(secs(g[0].T, in.WidthNs), fmt.Sprintf("%.1f", r.OpsPerSec), fmt.Sprintf("%.2f", r.ReadMBps), fmt.Sprintf("%.2f", r.WriteMBps), Dur(r.P99), Dur(r.MaxNs), Count(r.Errors))
+		t.add(secs(g[0].T, in.WidthNs), fmt.Sprintf("%.1f", r.OpsPerSec), fmt.Sprintf("%.2f", r.ReadMBps), fmt.Sprintf("%.2f", r.WriteMBps), format.Dur(r.P99), format.Dur(r.MaxNs), format.Count(r.Errors))
 	}
 	b.WriteString(t.String())
 	// The slowest intervals, so stalls show even when the table is cut.
@@ -310,7 +311,7 @@ func writeIntervals(b *strings.Builder, in *Intervals) {
 	sort.SliceStable(idx, func(a, c int) bool { return in.Points[idx[a]].MaxNs > in.Points[idx[c]].MaxNs })
 	var parts []string
 	for _, i := range idx[:min(5, len(idx))] {
-		parts = append(parts, fmt.Sprintf("%s (max %s, p99 %s)", secs(in.Points[i].T, in.WidthNs), Dur(in.Points[i].MaxNs), Dur(in.Points[i].P99)))
+		parts = append(parts, fmt.Sprintf("%s (max %s, p99 %s)", secs(in.Points[i].T, in.WidthNs), format.Dur(in.Points[i].MaxNs), format.Dur(in.Points[i].P99)))
 	}
 	fmt.Fprintf(b, "slowest intervals (longest op): %s\n", strings.Join(parts, ", "))
 }
