@@ -1,7 +1,6 @@
 package fusefs
 
 import (
-	"math/bits"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -9,6 +8,7 @@ import (
 
 	"github.com/hanwen/go-fuse/v2/fuse"
 
+	"github.com/iotap/iotap/internal/loghist"
 	"github.com/iotap/iotap/trace"
 )
 
@@ -210,23 +210,17 @@ func (c *opCost) add(self int64) {
 	c.hist[costBucket(v)].Add(1)
 }
 
-// costBucket is v's bucket: 4 per power of two (by the two bits below the top one).
-func costBucket(v uint64) int {
-	if v < 4 {
-		return int(v)
-	}
-	e := bits.Len64(v) - 1 // v in [2^e, 2^(e+1))
-	return e*4 + int(v>>(e-2)&3)
-}
+// costBits sets the cost histogram's resolution: 2^costBits buckets per power of two
+// (package loghist).
+const costBits = 2
+
+// costBucket is v's bucket.
+func costBucket(v uint64) int { return loghist.Bucket(v, costBits) }
 
 // costBucketMid is the middle of bucket b's range.
 func costBucketMid(b int) uint64 {
-	if b < 4 {
-		return uint64(b)
-	}
-	e, q := b/4, uint64(b%4)
-	lo := uint64(1)<<e + q<<(e-2)
-	return lo + uint64(1)<<(e-2)/2
+	lo := loghist.Low(b, costBits)
+	return lo + (loghist.High(b, costBits)-lo+1)/2
 }
 
 // median is the middle of the bucket holding the median sampled request.

@@ -3,16 +3,16 @@ package replay
 import (
 	"fmt"
 	"io"
-	"math/bits"
 	"sort"
 	"strings"
 	"time"
 
+	"github.com/iotap/iotap/internal/loghist"
 	"github.com/iotap/iotap/trace"
 )
 
-// hist is a small log-linear histogram of non-negative ns values (16 sub-buckets per
-// power of two: about 6% resolution). It is used by one goroutine; merge afterwards.
+// hist is a small log-linear histogram of non-negative ns values (package loghist: 16
+// buckets per power of two, about 6% resolution). It is used by one goroutine; merge afterwards.
 type hist struct {
 	n      uint64
 	max    int64
@@ -20,21 +20,10 @@ type hist struct {
 	counts [64 * 16]uint64
 }
 
-func histBucket(v int64) int {
-	if v < 16 {
-		return int(max(v, 0))
-	}
-	e := bits.Len64(uint64(v)) - 5 // v >> e is in [16, 32)
-	return (e+1)*16 + int(uint64(v)>>uint(e)) - 16
-}
+// histBits sets hist's resolution: 2^histBits buckets per power of two (package loghist).
+const histBits = 4
 
-func histLow(i int) int64 {
-	if i < 16 {
-		return int64(i)
-	}
-	e := i/16 - 1
-	return int64(16+i%16) << uint(e)
-}
+func histBucket(v int64) int { return loghist.Bucket(uint64(max(v, 0)), histBits) }
 
 func (h *hist) record(v int64) {
 	v = max(v, 0)
@@ -64,7 +53,7 @@ func (h *hist) quantile(q float64) time.Duration {
 	for i, c := range h.counts {
 		seen += c
 		if seen >= rank {
-			return time.Duration(min(histLow(i+1)-1, h.max))
+			return time.Duration(min(int64(loghist.High(i, histBits)), h.max))
 		}
 	}
 	return time.Duration(h.max)

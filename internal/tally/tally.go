@@ -3,52 +3,25 @@
 // line and the end-of-run summary of `iotap record`; the full statistics come from reading
 // the trace (package trace/stats).
 //
-// The histogram is log-linear: 8 buckets per power of two, so a quantile is within 12.5% of
+// The histogram is log-linear (package loghist): 8 buckets per power of two, so a quantile is within 12.5% of
 // the true value. Updating costs a handful of uncontended atomic adds and never allocates.
 package tally
 
 import (
-	"math/bits"
 	"sort"
 	"sync/atomic"
 	"time"
 
+	"github.com/iotap/iotap/internal/loghist"
 	"github.com/iotap/iotap/trace"
 )
 
+// subBits sets the histogram's resolution: 2^subBits buckets per power of two (see
+// package loghist).
 const (
 	subBits    = 3
-	subBuckets = 1 << subBits
-	numBuckets = (64-subBits+1)*subBuckets + subBuckets
+	numBuckets = (65 - subBits) << subBits // loghist.Buckets(subBits), as a constant
 )
-
-// bucketOf maps a duration in ns to its bucket.
-func bucketOf(v uint64) int {
-	if v < subBuckets {
-		return int(v)
-	}
-	exp := bits.Len64(v) - 1
-	mant := (v >> (exp - subBits)) & (subBuckets - 1)
-	return (exp-subBits+1)*subBuckets + int(mant)
-}
-
-// bucketLow is the smallest value of bucket i; bucketHigh the largest.
-func bucketLow(i int) uint64 {
-	if i < subBuckets {
-		return uint64(i)
-	}
-	exp := i/subBuckets + subBits - 1
-	mant := uint64(i % subBuckets)
-	return (subBuckets + mant) << (exp - subBits)
-}
-
-func bucketHigh(i int) uint64 {
-	if i < subBuckets {
-		return uint64(i)
-	}
-	exp := i/subBuckets + subBits - 1
-	return bucketLow(i) + (1 << (exp - subBits)) - 1
-}
 
 type opTally struct {
 	count   atomic.Uint64
@@ -94,7 +67,7 @@ func (t *Tally) Add(ev *trace.Event) {
 	o.count.Add(1)
 	d := uint64(max(ev.Dur, 0))
 	o.dur.Add(d)
-	o.buckets[bucketOf(d)].Add(1)
+	o.buckets[loghist.Bucket(d, subBits)].Add(1)
 	storeMax(&o.max, d)
 	storeMin(&o.min, d)
 	if ev.Errno != 0 {
@@ -128,7 +101,7 @@ func (t *Tally) AddBatch(evs []trace.Event) {
 			continue
 		}
 		d := uint64(max(ev.Dur, 0))
-		t.ops[ev.Op].buckets[bucketOf(d)].Add(1)
+		t.ops[ev.Op].buckets[loghist.Bucket(d, subBits)].Add(1)
 		s := &sums[ev.Op]
 		if s.count == 0 || d < s.min {
 			s.min = d
@@ -194,7 +167,7 @@ func quantile(b []uint64, n uint64, q float64) time.Duration {
 	for i, c := range b {
 		seen += c
 		if seen >= rank {
-			lo, hi := bucketLow(i), bucketHigh(i)
+			lo, hi := loghist.Low(i, subBits), loghist.High(i, subBits)
 			return time.Duration(lo + (hi-lo)/2)
 		}
 	}

@@ -1,36 +1,19 @@
 package tally
 
 import (
-	"math"
 	"math/rand/v2"
 	"reflect"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/iotap/iotap/internal/loghist"
 	"github.com/iotap/iotap/trace"
 )
 
 func TestBuckets(t *testing.T) {
-	prevHigh := int64(-1)
-	for i := 0; i < numBuckets; i++ {
-		lo, hi := bucketLow(i), bucketHigh(i)
-		if i > 0 && lo == 0 {
-			break // past 2^64
-		}
-		if int64(lo) != prevHigh+1 && prevHigh >= 0 && lo > 0 {
-			t.Fatalf("bucket %d starts at %d, previous ended at %d", i, lo, prevHigh)
-		}
-		if bucketOf(lo) != i || bucketOf(hi) != i {
-			t.Fatalf("bucket %d: [%d,%d] maps to %d,%d", i, lo, hi, bucketOf(lo), bucketOf(hi))
-		}
-		prevHigh = int64(hi)
-		if hi >= math.MaxInt64/2 {
-			break
-		}
-	}
-	if b := bucketOf(math.MaxUint64); b >= numBuckets {
-		t.Fatalf("max value bucket %d out of range %d", b, numBuckets)
+	if numBuckets != loghist.Buckets(subBits) {
+		t.Fatalf("numBuckets %d, want loghist.Buckets(%d) = %d", numBuckets, subBits, loghist.Buckets(subBits))
 	}
 }
 

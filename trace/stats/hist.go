@@ -1,9 +1,8 @@
 package stats
 
 import (
-	"math/bits"
-
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+	"github.com/iotap/iotap/internal/loghist"
 )
 
 // Histogram range, in nanoseconds.
@@ -44,7 +43,7 @@ func mergeHist(dst **hdrhistogram.Histogram, src *hdrhistogram.Histogram) {
 	(*dst).Merge(src)
 }
 
-// LogHist is a small log-linear latency histogram: 8 buckets per power of two of
+// LogHist is a small log-linear latency histogram (package loghist): 8 buckets per power of two of
 // microseconds, from 1 µs to about 2.4 h. It is exact to within 12.5 % and costs 1 KiB,
 // which is why the per-interval series uses it instead of an HDR histogram.
 type LogHist [NumLogBuckets]uint32
@@ -52,30 +51,20 @@ type LogHist [NumLogBuckets]uint32
 // NumLogBuckets is the number of buckets of a LogHist.
 const NumLogBuckets = 256
 
+// logBits sets LogHist's resolution: 2^logBits buckets per power of two (package loghist).
+const logBits = 3
+
 func logBucket(ns int64) int {
 	us := uint64(0)
 	if ns > 0 {
 		us = uint64(ns) / 1000
 	}
-	if us < 8 {
-		return int(us)
-	}
-	e := bits.Len64(us) - 1 // >= 3
-	i := (e-2)*8 + int((us>>(e-3))&7)
-	if i >= NumLogBuckets {
-		return NumLogBuckets - 1
-	}
-	return i
+	return min(loghist.Bucket(us, logBits), NumLogBuckets-1)
 }
 
 // logBucketUpper returns the smallest value in ns above bucket i (its exclusive upper bound).
 func logBucketUpper(i int) int64 {
-	if i < 8 {
-		return int64(i+1) * 1000
-	}
-	e := i/8 + 2
-	m := uint64(i%8) + 8 + 1
-	return int64(m<<(e-3)) * 1000
+	return int64(loghist.High(i, logBits)+1) * 1000
 }
 
 // Add records one duration.
