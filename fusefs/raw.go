@@ -461,7 +461,7 @@ func (t *tracer) Rename(cancel <-chan struct{}, in *fuse.RenameIn, oldName strin
 	ev.Node2 = in.Newdir
 	ev.Flags = in.Flags
 	if st == fuse.OK {
-		t.nodes.rename(ev.Path, ev.Path2, in.NodeId, oldName, in.Newdir, newName, in.Flags&renameExchange != 0)
+		t.nodes.rename(ev.Path, ev.Path2, in.NodeId, oldName, in.Newdir, newName, in.Flags&trace.RenameExchange != 0)
 		// The object now at the new name is the one the trace knew at the old: a later
 		// lookup of the new name is no first sighting (no File record).
 		if ev.Path2 != 0 {
@@ -472,7 +472,6 @@ func (t *tracer) Rename(cancel <-chan struct{}, in *fuse.RenameIn, oldName strin
 	return st
 }
 
-const renameExchange = 2 // RENAME_EXCHANGE
 
 func (t *tracer) Link(cancel <-chan struct{}, in *fuse.LinkIn, name string, out *fuse.EntryOut) fuse.Status {
 	c := t.enter(in.Unique)

@@ -681,7 +681,7 @@ func (w *worker) exec(op *Op) (start, ret int64, errno syscall.Errno) {
 		n, err = f.ReadDir(ctx, w.rbuf(sz), op.Offset)
 		ret = int64(n)
 	case KFsync:
-		err = f.Sync(ctx, op.Flags&1 != 0)
+		err = f.Sync(ctx, op.Flags&trace.FsyncDatasync != 0)
 	case KFallocate:
 		err = f.Allocate(ctx, op.Flags, op.Offset, op.Size)
 	case KFtruncate:

@@ -637,20 +637,19 @@ func (p *planner) feed1(ev *trace.Event) {
 	case trace.OpLookup: // NoFold
 		op.Kind = KStat
 	case trace.OpSetattr:
-		const fMode, fUID, fGID, fSize, fAtime, fMtime, fAtimeNow, fMtimeNow = 1, 2, 4, 8, 16, 32, 128, 256
 		switch {
-		case ev.Flags&fSize != 0:
+		case ev.Flags&trace.SetattrSize != 0:
 			op.Kind, op.Size = KTruncate, ev.Offset
 			if fh, ok := p.byPath[ev.Path]; ok {
 				if h := p.handles[fh]; h != nil && h.worker == ev.Tid && !h.dir {
 					op.Kind, op.Handle, op.Slot = KFtruncate, fh, h.slot
 				}
 			}
-		case ev.Flags&fMode != 0:
+		case ev.Flags&trace.SetattrMode != 0:
 			op.Kind = KChmod
-		case ev.Flags&(fAtime|fMtime|fAtimeNow|fMtimeNow) != 0:
+		case ev.Flags&trace.SetattrTimes != 0:
 			op.Kind = KUtimes
-		case ev.Flags&(fUID|fGID) != 0:
+		case ev.Flags&(trace.SetattrUID|trace.SetattrGID) != 0:
 			op.Kind = KChown
 		default:
 			op.Kind = KSkip // only bits replay cannot express (ctime, lock owner, kill-priv)

@@ -200,8 +200,7 @@ func (m *model) grow(n *mnode, size int64, observedEOF bool) {
 // seekHole learns holes of a starting-state file from lseek(SEEK_DATA): data is found at
 // the answer, so [offset, answer) is a hole; ENXIO means no data from offset to the end.
 func (m *model) seekHole(op *Op) {
-	const seekData = 3
-	if op.Flags != seekData || !m.derive {
+	if op.Flags != trace.SeekData || !m.derive {
 		return
 	}
 	n := m.nodes[op.Name]

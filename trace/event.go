@@ -167,8 +167,9 @@ func (o Op) Class() Class {
 //   - Ret: bytes done (read, write, copy_file_range, getxattr, listxattr, readlink, readdir
 //     bytes of entries), or the resulting offset (lseek); for lookup-like ops the size of
 //     the object found.
-//   - Flags: open/create flags (O_*), rename flags, setattr valid mask, fsync flags,
-//     fallocate mode, lseek whence, access mask, lock type.
+//   - Flags: open/create flags (O_*), rename flags (Rename*), setattr valid mask
+//     (Setattr*), fsync flags (FsyncDatasync), fallocate mode, lseek whence (SeekData,
+//     SeekHole), access mask, lock type.
 //   - Mode: create/mkdir/mknod mode; for lookup-like ops the mode of the object found.
 //   - Tid/Pid: calling thread and its thread group. Requests the kernel issues on its own
 //     (release, forget, write-backs) carry the opener's ids when known, else 0.

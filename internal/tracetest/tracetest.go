@@ -204,9 +204,9 @@ func Workload(b *Builder, nfiles int) {
 		b.RW(tar, trace.OpWrite, name, w, mib, 1000, 1000)
 		b.Close(tar, name, w)
 		b.Walk(tar, name, 0, unix.S_IFREG|0o644, mib+1000)
-		b.Ev(tar, trace.OpSetattr, name, 4000, 1000, func(e *trace.Event) { e.Flags = 1; e.Mode = 0o640 })
+		b.Ev(tar, trace.OpSetattr, name, 4000, 1000, func(e *trace.Event) { e.Flags = trace.SetattrMode; e.Mode = 0o640 })
 		b.Lookup(tar, name, 0, unix.S_IFREG|0o640, mib+1000)
-		b.Ev(tar, trace.OpSetattr, name, 4000, 1000, func(e *trace.Event) { e.Flags = 16 | 32 })
+		b.Ev(tar, trace.OpSetattr, name, 4000, 1000, func(e *trace.Event) { e.Flags = trace.SetattrAtime | trace.SetattrMtime })
 	}
 	b.Walk(tar, "out/link", syscall.ENOENT, 0, 0)
 	b.Ev(tar, trace.OpSymlink, "out/link", 9000, 1000, func(e *trace.Event) { e.Path2 = b.W.Raw("d0/f0") })
@@ -222,11 +222,11 @@ func Workload(b *Builder, nfiles int) {
 	b.Ev(db, trace.OpFsync, "app.db", 50000, 1000, func(e *trace.Event) { e.Handle = d })
 	j := b.Create(db, "app.db-journal")
 	b.RW(db, trace.OpWrite, "app.db-journal", j, 0, 512, 512)
-	b.Ev(db, trace.OpFsync, "app.db-journal", 50000, 1000, func(e *trace.Event) { e.Handle = j; e.Flags = 1 })
+	b.Ev(db, trace.OpFsync, "app.db-journal", 50000, 1000, func(e *trace.Event) { e.Handle = j; e.Flags = trace.FsyncDatasync })
 	for p := int64(0); p < 16; p += 3 {
 		b.RW(db, trace.OpRead, "app.db", d, p*4096, 4096, 4096)
 	}
-	b.Ev(db, trace.OpSetattr, "app.db", 4000, 1000, func(e *trace.Event) { e.Flags = 8; e.Offset = 8 * 4096 })
+	b.Ev(db, trace.OpSetattr, "app.db", 4000, 1000, func(e *trace.Event) { e.Flags = trace.SetattrSize; e.Offset = 8 * 4096 })
 	b.Close(db, "app.db-journal", j)
 	b.Walk(db, "app.db-journal", 0, unix.S_IFREG|0o644, 512)
 	b.Ev(db, trace.OpUnlink, "app.db-journal", 9000, 1000, nil)

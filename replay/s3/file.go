@@ -13,6 +13,7 @@ import (
 	"syscall"
 
 	"github.com/iotap/iotap/replay"
+	"github.com/iotap/iotap/trace"
 )
 
 // file is an open file or directory of the S3 backend. What a handle holds depends on
@@ -299,12 +300,12 @@ func (f *file) Seek(ctx context.Context, off int64, whence int) (int64, error) {
 		return off, nil
 	case io.SeekEnd:
 		return f.size + off, nil
-	case 3: // SEEK_DATA
+	case trace.SeekData:
 		if off >= f.size {
 			return 0, syscall.ENXIO
 		}
 		return off, nil
-	case 4: // SEEK_HOLE
+	case trace.SeekHole:
 		if off >= f.size {
 			return 0, syscall.ENXIO
 		}

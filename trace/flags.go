@@ -1,0 +1,41 @@
+package trace
+
+// Bits and values of Event.Flags, by op. They are the FUSE protocol's (and, for rename and
+// lseek, the system calls') values as the kernel sent them, named here so that readers of
+// traces need not know the protocol; fusefs checks them against go-fuse's constants.
+
+// Setattr: the valid mask (FATTR_*), the attributes the request sets.
+const (
+	SetattrMode        = 1 << 0  // FATTR_MODE: chmod
+	SetattrUID         = 1 << 1  // FATTR_UID: chown
+	SetattrGID         = 1 << 2  // FATTR_GID: chown
+	SetattrSize        = 1 << 3  // FATTR_SIZE: truncate (Event.Offset is the new size)
+	SetattrAtime       = 1 << 4  // FATTR_ATIME: utimes
+	SetattrMtime       = 1 << 5  // FATTR_MTIME: utimes
+	SetattrFH          = 1 << 6  // FATTR_FH: the request names an open handle
+	SetattrAtimeNow    = 1 << 7  // FATTR_ATIME_NOW: utimes to now
+	SetattrMtimeNow    = 1 << 8  // FATTR_MTIME_NOW: utimes to now
+	SetattrLockOwner   = 1 << 9  // FATTR_LOCKOWNER
+	SetattrCtime       = 1 << 10 // FATTR_CTIME
+	SetattrKillSUIDGID = 1 << 11 // FATTR_KILL_SUIDGID: clear set-id bits (with a size change)
+
+	// SetattrTimes are the bits of a time update.
+	SetattrTimes = SetattrAtime | SetattrMtime | SetattrAtimeNow | SetattrMtimeNow
+)
+
+// Fsync and fsyncdir: FsyncDatasync (FUSE_FSYNC_FDATASYNC) marks fdatasync.
+const FsyncDatasync = 1 << 0
+
+// Rename: the renameat2 flags.
+const (
+	RenameNoReplace = 1 << 0 // RENAME_NOREPLACE
+	RenameExchange  = 1 << 1 // RENAME_EXCHANGE
+	RenameWhiteout  = 1 << 2 // RENAME_WHITEOUT
+)
+
+// Lseek: the whence values FUSE forwards (SEEK_SET, SEEK_CUR and SEEK_END are answered
+// by the kernel).
+const (
+	SeekData = 3 // SEEK_DATA
+	SeekHole = 4 // SEEK_HOLE
+)
