@@ -472,7 +472,6 @@ func (t *tracer) Rename(cancel <-chan struct{}, in *fuse.RenameIn, oldName strin
 	return st
 }
 
-
 func (t *tracer) Link(cancel <-chan struct{}, in *fuse.LinkIn, name string, out *fuse.EntryOut) fuse.Status {
 	c := t.enter(in.Unique)
 	st := t.inner.Link(cancel, in, name, out)
