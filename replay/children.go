@@ -48,7 +48,7 @@ func (pt *procTree) refresh(src Source) {
 // plan sets op.Child and op.ChildEnd when a descendant of op's process ended an op after
 // the thread's previous op (prevEnd), then records op as the latest op of its ancestors'
 // descendants.
-func (pt *procTree) plan(src Source, op *Op, prevEnd int64) {
+func (pt *procTree) plan(src Source, op *replayOp, prevEnd int64) {
 	if op.Pid == 0 {
 		return
 	}
@@ -92,7 +92,7 @@ func (t *progressTable) get(pid uint32) *pidProgress {
 }
 
 // done records the completion of op at end (monotonic ns).
-func (t *progressTable) done(op *Op, end int64) {
+func (t *progressTable) done(op *replayOp, end int64) {
 	if op.Pid == 0 {
 		return
 	}
@@ -112,7 +112,7 @@ func (p *pidProgress) reached(recEnd int64) (int64, bool) {
 
 // waitChild blocks until op's descendant has completed its op ending at op.ChildEnd and
 // returns when that happened in the replay (false: the run was cancelled).
-func (w *worker) waitChild(op *Op) (int64, bool) {
+func (w *worker) waitChild(op *replayOp) (int64, bool) {
 	p := w.e.progress.get(op.Child)
 	if at, ok := p.reached(op.ChildEnd); ok {
 		return at, true
@@ -128,9 +128,9 @@ func (w *worker) waitChild(op *Op) (int64, bool) {
 
 // childDue is when an op that waited for a descendant is due: the descendant's op
 // completed at at; the recorded time from it to the op follows, without round trips.
-func (w *worker) childDue(op *Op, at int64) int64 {
+func (w *worker) childDue(op *replayOp, at int64) int64 {
 	gap := op.Start - op.ChildEnd
-	cut := thinkAfter(&Op{Think: gap, Reqs: op.Reqs, FoldDur: op.FoldDur}, int64(w.e.opts.RoundTrip))
+	cut := thinkAfter(&replayOp{Think: gap, Reqs: op.Reqs, FoldDur: op.FoldDur}, int64(w.e.opts.RoundTrip))
 	w.st.thinkCut += gap - cut
 	return at + int64(float64(cut)/w.e.speed)
 }

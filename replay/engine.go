@@ -181,7 +181,7 @@ func (e *engine) counter(res uint32) *atomic.Uint32 {
 type worker struct {
 	e       *engine
 	id      uint32
-	ch      chan Op
+	ch      chan replayOp
 	lastEnd int64 // monotonic ns the previous op completed
 	margin  int64 // current spin margin: a high quantile of this thread's sleep overshoot
 	buf     []byte
@@ -192,7 +192,7 @@ type worker struct {
 
 // backend returns the backend to issue op with: a view that starts the path walk where
 // the recorded call's did, when the backend supports it.
-func (w *worker) backend(op *Op) Backend {
+func (w *worker) backend(op *replayOp) Backend {
 	wk := w.e.walker
 	if wk == nil || op.Walk == "" {
 		return w.e.b
@@ -290,7 +290,7 @@ func Run(ctx context.Context, src Source, b Backend, sink Sink, o Options) (*Sum
 		lastRec = max(lastRec, op.Start+op.Dur)
 		if sink != nil {
 			op.OutPath = e.outPathID(outByID, outPaths, op.Name, op.PathID)
-			if op.Kind == KSymlink {
+			if op.Kind == kSymlink {
 				op.OutPath2 = sink.Raw(op.Name2)
 			} else if op.Name2 != "" {
 				op.OutPath2 = e.outPathID(outByID, outPaths, op.Name2, op.PathID2)
@@ -311,7 +311,7 @@ func Run(ctx context.Context, src Source, b Backend, sink Sink, o Options) (*Sum
 				// which the garbage collector's share of Ps gets out of hand).
 				runtime.GOMAXPROCS(n)
 			}
-			w = &worker{e: e, id: op.Worker, ch: make(chan Op, o.QueueDepth), margin: int64(o.SpinMargin)}
+			w = &worker{e: e, id: op.Worker, ch: make(chan replayOp, o.QueueDepth), margin: int64(o.SpinMargin)}
 			w.st.init()
 			workers[op.Worker] = w
 			wg.Add(1)
@@ -404,7 +404,7 @@ func (w *worker) run() {
 	}
 }
 
-func (w *worker) complete(op *Op) {
+func (w *worker) complete(op *replayOp) {
 	e := w.e
 	for i := 0; i < int(op.NDeps); i++ {
 		e.counter(op.Deps[i].Res).Add(1)
@@ -447,7 +447,7 @@ func (e *engine) await(ready func() bool) bool {
 // waitDeps blocks until every resource op must follow has completed enough ops. It
 // returns when the last dependency was seen complete (0 if none had to be waited for),
 // and false when the run was cancelled.
-func (w *worker) waitDeps(op *Op) (readyAt int64, ok bool) {
+func (w *worker) waitDeps(op *replayOp) (readyAt int64, ok bool) {
 	e := w.e
 	var t0 int64
 	for i := 0; i < int(op.NDeps); i++ {
@@ -475,7 +475,7 @@ func (w *worker) waitDeps(op *Op) (readyAt int64, ok bool) {
 }
 
 // due returns the monotonic time op should be issued at (0: now).
-func (w *worker) due(op *Op) int64 {
+func (w *worker) due(op *replayOp) int64 {
 	e := w.e
 	switch e.opts.Timing {
 	case TimingAFAP:
@@ -548,7 +548,7 @@ func (w *worker) sleepUntil(t int64) {
 	}
 }
 
-func (w *worker) one(op *Op) {
+func (w *worker) one(op *replayOp) {
 	if w.e.opts.Timing == TimingThink && op.Child != 0 && w.lastEnd != 0 {
 		at, ok := w.waitChild(op)
 		if !ok {
@@ -578,7 +578,7 @@ func (w *worker) one(op *Op) {
 }
 
 // oneAt issues op at due (0: now), after its dependencies.
-func (w *worker) oneAt(op *Op, due int64) {
+func (w *worker) oneAt(op *replayOp, due int64) {
 	if due > 0 {
 		w.sleepUntil(due)
 	}
@@ -615,20 +615,20 @@ func (w *worker) oneAt(op *Op, due int64) {
 }
 
 // exec issues op and returns when it was issued, the byte count and the errno.
-func (w *worker) exec(op *Op) (start, ret int64, errno syscall.Errno) {
+func (w *worker) exec(op *replayOp) (start, ret int64, errno syscall.Errno) {
 	e := w.e
 	ctx := e.ctx
 	b := w.backend(op)
 	var err error
 	var n int
 	var f, f2 File
-	if op.Slot >= 0 && op.Kind != KOpen {
+	if op.Slot >= 0 && op.Kind != kOpen {
 		f = e.files.at(uint32(op.Slot)).f
 		if f == nil {
 			return now(), 0, syscall.EBADF
 		}
 	}
-	if op.Kind == KCopy {
+	if op.Kind == kCopy {
 		if op.Slot2 >= 0 {
 			f2 = e.files.at(uint32(op.Slot2)).f
 		}
@@ -638,19 +638,19 @@ func (w *worker) exec(op *Op) (start, ret int64, errno syscall.Errno) {
 	}
 	start = now()
 	switch op.Kind {
-	case KSkip:
+	case kSkip:
 		return start, op.WantRet, syscall.Errno(op.WantErrno)
-	case KStat:
+	case kStat:
 		var a Attr
 		a, err = b.Lstat(ctx, op.Name)
 		ret = a.Size
-	case KFstat:
+	case kFstat:
 		var a Attr
 		a, err = f.Stat(ctx)
 		ret = a.Size
-	case KAccess:
+	case kAccess:
 		err = b.Access(ctx, op.Name, op.Flags)
-	case KOpen:
+	case kOpen:
 		f, err = b.Open(ctx, op.Name, int(op.Flags), op.Mode)
 		if op.Implicit && err != nil {
 			for _, fl := range [...]int{unix.O_RDONLY, unix.O_WRONLY} {
@@ -664,37 +664,37 @@ func (w *worker) exec(op *Op) (start, ret int64, errno syscall.Errno) {
 		} else if err == nil {
 			_ = f.Close(ctx) // the trace recorded a failure here: nothing refers to the handle
 		}
-	case KClose:
+	case kClose:
 		err = f.Close(ctx)
 		e.files.at(uint32(op.Slot)).f = nil
-	case KRead:
+	case kRead:
 		n, err = f.ReadAt(ctx, w.rbuf(op.Size), op.Offset)
 		ret = int64(n)
-	case KWrite:
+	case kWrite:
 		n, err = f.WriteAt(ctx, w.data(op.Size), op.Offset)
 		ret = int64(n)
-	case KReaddir:
+	case kReaddir:
 		sz := op.Size
 		if sz < 4096 {
 			sz = 4096
 		}
 		n, err = f.ReadDir(ctx, w.rbuf(sz), op.Offset)
 		ret = int64(n)
-	case KFsync:
+	case kFsync:
 		err = f.Sync(ctx, op.Flags&trace.FsyncDatasync != 0)
-	case KFallocate:
+	case kFallocate:
 		err = f.Allocate(ctx, op.Flags, op.Offset, op.Size)
-	case KFtruncate:
+	case kFtruncate:
 		err = f.Truncate(ctx, op.Size)
-	case KTruncate:
+	case kTruncate:
 		err = b.Truncate(ctx, op.Name, op.Size)
-	case KChmod:
+	case kChmod:
 		err = b.Chmod(ctx, op.Name, op.Mode)
-	case KUtimes:
+	case kUtimes:
 		err = b.Utimes(ctx, op.Name)
-	case KChown:
+	case kChown:
 		err = b.Chown(ctx, op.Name)
-	case KLock:
+	case kLock:
 		cmd := LockSet
 		switch op.Rec {
 		case trace.OpGetlk:
@@ -703,38 +703,38 @@ func (w *worker) exec(op *Op) (start, ret int64, errno syscall.Errno) {
 			cmd = LockWait
 		}
 		err = f.Lock(ctx, cmd, int16(op.Flags), op.Offset, op.Size)
-	case KMkdir:
+	case kMkdir:
 		err = b.Mkdir(ctx, op.Name, op.Mode)
-	case KMknod:
+	case kMknod:
 		err = b.Mknod(ctx, op.Name, op.Mode)
-	case KUnlink:
+	case kUnlink:
 		err = b.Remove(ctx, op.Name)
-	case KRmdir:
+	case kRmdir:
 		err = b.Rmdir(ctx, op.Name)
-	case KRename:
+	case kRename:
 		err = b.Rename(ctx, op.Name, op.Name2, op.Flags)
-	case KLink:
+	case kLink:
 		err = b.Link(ctx, op.Name2, op.Name)
-	case KSymlink:
+	case kSymlink:
 		err = b.Symlink(ctx, op.Name2, op.Name)
-	case KReadlink:
+	case kReadlink:
 		n, err = b.Readlink(ctx, op.Name, w.rbuf(max(op.Size, 4096)))
 		ret = int64(n)
-	case KStatfs:
+	case kStatfs:
 		err = b.Statfs(ctx)
-	case KGetxattr:
+	case kGetxattr:
 		n, err = b.Getxattr(ctx, op.Name, xattrName, w.rbuf(op.Size))
 		ret = int64(n)
-	case KListxattr:
+	case kListxattr:
 		n, err = b.Listxattr(ctx, op.Name, w.rbuf(op.Size))
 		ret = int64(n)
-	case KSetxattr:
+	case kSetxattr:
 		err = b.Setxattr(ctx, op.Name, xattrName, w.data(op.Size), 0)
-	case KRemovexattr:
+	case kRemovexattr:
 		err = b.Removexattr(ctx, op.Name, xattrName)
-	case KLseek:
+	case kLseek:
 		ret, err = f.Seek(ctx, op.Offset, int(op.Flags))
-	case KCopy:
+	case kCopy:
 		ret, err = w.copyRange(ctx, f, f2, op.Offset, op.Offset2, op.Size)
 	}
 	if err != nil {
@@ -809,7 +809,7 @@ func (w *worker) data(n int64) []byte {
 
 // account compares the result with the trace, updates the worker's totals and writes the
 // replay event.
-func (w *worker) account(op *Op, start, end, ret int64, errno syscall.Errno) {
+func (w *worker) account(op *replayOp, start, end, ret int64, errno syscall.Errno) {
 	e := w.e
 	st := &w.st
 	_ = e
@@ -825,15 +825,15 @@ func (w *worker) account(op *Op, start, end, ret int64, errno syscall.Errno) {
 	st.ops[rec].recorded++
 	st.recIO += op.Dur
 	switch op.Kind {
-	case KRead:
+	case kRead:
 		st.recRead += op.WantRet
-	case KWrite:
+	case kWrite:
 		st.recWrite += op.WantRet
-	case KCopy: // read and written, as the trace statistics count it
+	case kCopy: // read and written, as the trace statistics count it
 		st.recRead += op.WantRet
 		st.recWrite += op.WantRet
 	}
-	if op.Kind == KSkip {
+	if op.Kind == kSkip {
 		st.ops[rec].skipped++
 		return
 	}
@@ -841,11 +841,11 @@ func (w *worker) account(op *Op, start, end, ret int64, errno syscall.Errno) {
 	st.ioTime += end - start
 	if errno == 0 {
 		switch op.Kind {
-		case KRead:
+		case kRead:
 			st.read += ret
-		case KWrite:
+		case kWrite:
 			st.write += ret
-		case KCopy:
+		case kCopy:
 			st.read += ret
 			st.write += ret
 		}
@@ -868,14 +868,14 @@ func (w *worker) account(op *Op, start, end, ret int64, errno syscall.Errno) {
 			Handle: op.Handle, Handle2: op.Handle2, Path: op.OutPath, Path2: op.OutPath2, Size: uint32(min(op.Size, 1<<32-1)),
 			Flags: op.Flags, Mode: op.Mode, Tid: op.Tid, Pid: op.Pid, Errno: uint16(errno), Op: rec,
 		}
-		if op.Kind == KSetxattr || op.Kind == KTruncate || op.Kind == KFtruncate {
+		if op.Kind == kSetxattr || op.Kind == kTruncate || op.Kind == kFtruncate {
 			ev.Size = uint32(min(max(op.Size, 0), 1<<32-1))
 		}
 		e.sink.Append(&ev)
 	}
 }
 
-func (w *worker) diverge(op *Op, ret int64, errno syscall.Errno) {
+func (w *worker) diverge(op *replayOp, ret int64, errno syscall.Errno) {
 	e := w.e
 	switch e.opts.OnDiverge {
 	case DivergeIgnore:

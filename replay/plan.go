@@ -18,43 +18,43 @@ type Source interface {
 	Processes() []trace.Process
 }
 
-// Kind is the system call (or backend method) a replayed Op issues.
-type Kind uint8
+// opKind is the system call (or backend method) a replayOp issues.
+type opKind uint8
 
 // Replay op kinds. See the package documentation for the FUSE op each comes from.
 const (
-	KSkip      Kind = iota // counted, not issued (locks, ioctl, chown, ...)
-	KStat                  // lstat(path)
-	KFstat                 // fstat(fd)
-	KAccess                // faccessat(path, mask, AT_SYMLINK_NOFOLLOW)
-	KOpen                  // openat2(path, flags, mode)
-	KClose                 // close(fd)
-	KRead                  // pread(fd, size, off)
-	KWrite                 // pwrite(fd, size, off)
-	KReaddir               // getdents64(fd)
-	KFsync                 // fsync / fdatasync
-	KFallocate             // fallocate(fd, mode, off, len)
-	KFtruncate             // ftruncate(fd, size)
-	KTruncate              // open + ftruncate + close
-	KChmod                 // fchmodat
-	KUtimes                // utimensat(now)
-	KMkdir
-	KMknod
-	KUnlink
-	KRmdir
-	KRename
-	KLink
-	KSymlink
-	KReadlink
-	KStatfs
-	KGetxattr
-	KListxattr
-	KSetxattr
-	KRemovexattr
-	KLseek
-	KChown // lchown to the replaying user
-	KLock  // fcntl(F_OFD_GETLK / F_OFD_SETLK / F_OFD_SETLKW)
-	KCopy  // copy_file_range(fd, fd2), or pread+pwrite where the backend cannot copy
+	kSkip      opKind = iota // counted, not issued (locks, ioctl, chown, ...)
+	kStat                    // lstat(path)
+	kFstat                   // fstat(fd)
+	kAccess                  // faccessat(path, mask, AT_SYMLINK_NOFOLLOW)
+	kOpen                    // openat2(path, flags, mode)
+	kClose                   // close(fd)
+	kRead                    // pread(fd, size, off)
+	kWrite                   // pwrite(fd, size, off)
+	kReaddir                 // getdents64(fd)
+	kFsync                   // fsync / fdatasync
+	kFallocate               // fallocate(fd, mode, off, len)
+	kFtruncate               // ftruncate(fd, size)
+	kTruncate                // open + ftruncate + close
+	kChmod                   // fchmodat
+	kUtimes                  // utimensat(now)
+	kMkdir
+	kMknod
+	kUnlink
+	kRmdir
+	kRename
+	kLink
+	kSymlink
+	kReadlink
+	kStatfs
+	kGetxattr
+	kListxattr
+	kSetxattr
+	kRemovexattr
+	kLseek
+	kChown // lchown to the replaying user
+	kLock  // fcntl(F_OFD_GETLK / F_OFD_SETLK / F_OFD_SETLKW)
+	kCopy  // copy_file_range(fd, fd2), or pread+pwrite where the backend cannot copy
 	numKinds
 )
 
@@ -63,7 +63,7 @@ var kindNames = [numKinds]string{"skip", "lstat", "fstat", "access", "open", "cl
 	"unlink", "rmdir", "rename", "link", "symlink", "readlink", "statfs", "getxattr", "listxattr",
 	"setxattr", "removexattr", "lseek", "chown", "fcntl-lock", "copy_file_range"}
 
-func (k Kind) String() string {
+func (k opKind) String() string {
 	if k < numKinds {
 		return kindNames[k]
 	}
@@ -73,16 +73,16 @@ func (k Kind) String() string {
 // maxDeps is the most resources one op orders on.
 const maxDeps = 5
 
-// Dep says: before this op starts, Need ops on resource Res must have completed.
-type Dep struct {
+// opDep says: before this op starts, Need ops on resource Res must have completed.
+type opDep struct {
 	Res  uint32
 	Need uint32
 }
 
-// Op is one replay unit: the system call standing for one or more recorded events.
-type Op struct {
+// replayOp is one replay unit: the system call standing for one or more recorded events.
+type replayOp struct {
 	Seq    uint64   // dispatch order, from 1
-	Kind   Kind     // what to issue
+	Kind   opKind   // what to issue
 	Rec    trace.Op // op code written to the replay trace (the recorded primary event's)
 	Worker uint32   // traced thread whose worker issues it
 	Tid    uint32   // recorded caller
@@ -102,7 +102,7 @@ type Op struct {
 	Handle uint64 // recorded handle
 	Slot   int32  // index of the handle's open file in the engine's table, -1 none
 	// Handle2, Slot2 and Offset2 are copy_file_range's output handle, its open file and
-	// the output offset (KCopy only).
+	// the output offset (kCopy only).
 	Handle2 uint64
 	Slot2   int32
 	Offset2 int64
@@ -128,7 +128,7 @@ type Op struct {
 	ChildEnd int64
 
 	NDeps uint8
-	Deps  [maxDeps]Dep
+	Deps  [maxDeps]opDep
 }
 
 // PlanOptions tune how recorded FUSE events are folded into replay ops.
@@ -198,8 +198,8 @@ type handleState struct {
 }
 
 type threadState struct {
-	held    []Op // lookups waiting to be folded, then at most one mergeable data op last
-	listed  bool // in planner.holding
+	held    []replayOp // lookups waiting to be folded, then at most one mergeable data op last
+	listed  bool       // in planner.holding
 	lastEnd int64
 	started bool
 }
@@ -241,7 +241,7 @@ type planner struct {
 	cur     trace.Event
 	slotRes []resState // by slot
 
-	out   []Op // ready ops, FIFO
+	out   []replayOp // ready ops, FIFO
 	outAt int
 	opSeq uint64
 
@@ -305,7 +305,7 @@ func (p *planner) path(id uint32) *pathInfo {
 }
 
 // next returns the next op in dispatch order, or io.EOF.
-func (p *planner) next() (*Op, error) {
+func (p *planner) next() (*replayOp, error) {
 	for p.outAt >= len(p.out) {
 		p.out, p.outAt = p.out[:0], 0
 		ev, err := p.nextEvent()
@@ -538,8 +538,8 @@ func (p *planner) feed1(ev *trace.Event) {
 	if ev.Op == trace.OpLookup && !p.opts.NoFold {
 		// A lookup of an ancestor of this one was a path walk step: fold it.
 		walk := parentOf(pi.name)
-		reqs, dur := t.dropHeld(p, func(h *Op) bool {
-			if h.Kind == KStat && h.Rec == trace.OpLookup && IsUnder(pi.name, h.Name) && h.Name != pi.name {
+		reqs, dur := t.dropHeld(p, func(h *replayOp) bool {
+			if h.Kind == kStat && h.Rec == trace.OpLookup && IsUnder(pi.name, h.Name) && h.Name != pi.name {
 				if len(h.Walk) < len(walk) {
 					walk = h.Walk
 				}
@@ -547,11 +547,11 @@ func (p *planner) feed1(ev *trace.Event) {
 			}
 			return false
 		})
-		if n := len(t.held); n > 0 && t.held[n-1].Kind != KStat {
+		if n := len(t.held); n > 0 && t.held[n-1].Kind != kStat {
 			p.release(ev.Tid) // a held data op ends when the thread does something else
 		}
 		op := p.base(ev, pi, nil)
-		op.Kind, op.Walk = KStat, walk
+		op.Kind, op.Walk = kStat, walk
 		op.fold(reqs, dur)
 		t.held = append(t.held, op)
 		if len(t.held) > 32 {
@@ -566,8 +566,8 @@ func (p *planner) feed1(ev *trace.Event) {
 	var foldReqs int
 	var foldDur int64
 	if len(t.held) > 0 {
-		foldReqs, foldDur = t.dropHeld(p, func(h *Op) bool {
-			if h.Kind != KStat || h.Rec != trace.OpLookup || ev.Start-(h.Start+h.Dur) > p.opts.FoldWindow {
+		foldReqs, foldDur = t.dropHeld(p, func(h *replayOp) bool {
+			if h.Kind != kStat || h.Rec != trace.OpLookup || ev.Start-(h.Start+h.Dur) > p.opts.FoldWindow {
 				return false
 			}
 			if IsUnder(pi.name, h.Name) {
@@ -583,7 +583,7 @@ func (p *planner) feed1(ev *trace.Event) {
 	// (getattr) before a chown, truncate or write that may have to drop privileges: a
 	// replayed setattr or write makes it do so again.
 	if (ev.Op == trace.OpSetattr || ev.Op == trace.OpWrite) && len(t.held) > 0 && !p.opts.NoFold {
-		r, d := t.dropHeld(p, func(h *Op) bool {
+		r, d := t.dropHeld(p, func(h *replayOp) bool {
 			return (h.Rec == trace.OpGetxattr || h.Rec == trace.OpGetattr) && h.Name == pi.name &&
 				ev.Start-(h.Start+h.Dur) <= p.opts.FoldWindow
 		})
@@ -592,7 +592,7 @@ func (p *planner) feed1(ev *trace.Event) {
 	if ev.Op == trace.OpGetattr && !p.opts.NoFold {
 		if n := len(t.held); n > 0 && t.held[n-1].Rec == trace.OpGetxattr && t.held[n-1].Name == pi.name {
 			op := p.base(ev, pi, nil)
-			op.Kind = KStat
+			op.Kind = kStat
 			t.held = append(t.held, op)
 			return
 		}
@@ -628,51 +628,51 @@ func (p *planner) feed1(ev *trace.Event) {
 	op.fold(foldReqs, foldDur)
 	switch ev.Op {
 	case trace.OpGetattr, trace.OpStatx:
-		op.Kind = KStat
+		op.Kind = kStat
 		if fh, ok := p.byPath[ev.Path]; ok {
 			if h := p.handles[fh]; h != nil && h.worker == ev.Tid {
-				op.Kind, op.Handle, op.Slot = KFstat, fh, h.slot
+				op.Kind, op.Handle, op.Slot = kFstat, fh, h.slot
 			}
 		}
 	case trace.OpLookup: // NoFold
-		op.Kind = KStat
+		op.Kind = kStat
 	case trace.OpSetattr:
 		switch {
 		case ev.Flags&trace.SetattrSize != 0:
-			op.Kind, op.Size = KTruncate, ev.Offset
+			op.Kind, op.Size = kTruncate, ev.Offset
 			if fh, ok := p.byPath[ev.Path]; ok {
 				if h := p.handles[fh]; h != nil && h.worker == ev.Tid && !h.dir {
-					op.Kind, op.Handle, op.Slot = KFtruncate, fh, h.slot
+					op.Kind, op.Handle, op.Slot = kFtruncate, fh, h.slot
 				}
 			}
 		case ev.Flags&trace.SetattrMode != 0:
-			op.Kind = KChmod
+			op.Kind = kChmod
 		case ev.Flags&trace.SetattrTimes != 0:
-			op.Kind = KUtimes
+			op.Kind = kUtimes
 		case ev.Flags&(trace.SetattrUID|trace.SetattrGID) != 0:
-			op.Kind = KChown
+			op.Kind = kChown
 		default:
-			op.Kind = KSkip // only bits replay cannot express (ctime, lock owner, kill-priv)
+			op.Kind = kSkip // only bits replay cannot express (ctime, lock owner, kill-priv)
 		}
 	case trace.OpReadlink:
-		op.Kind, op.CheckRet = KReadlink, true
+		op.Kind, op.CheckRet = kReadlink, true
 	case trace.OpSymlink:
-		op.Kind = KSymlink
+		op.Kind = kSymlink
 		op.Name2 = p.src.PathName(ev.Path2)
 	case trace.OpMknod:
-		op.Kind = KMknod
+		op.Kind = kMknod
 	case trace.OpMkdir:
-		op.Kind = KMkdir
+		op.Kind = kMkdir
 	case trace.OpUnlink:
-		op.Kind = KUnlink
+		op.Kind = kUnlink
 	case trace.OpRmdir:
-		op.Kind = KRmdir
+		op.Kind = kRmdir
 	case trace.OpRename:
-		op.Kind = KRename
+		op.Kind = kRename
 	case trace.OpLink:
-		op.Kind = KLink
+		op.Kind = kLink
 	case trace.OpOpen, trace.OpCreate, trace.OpOpendir, trace.OpTmpfile:
-		op.Kind = KOpen
+		op.Kind = kOpen
 		switch ev.Op {
 		case trace.OpCreate:
 			op.Flags |= unix.O_CREAT
@@ -692,30 +692,30 @@ func (p *planner) feed1(ev *trace.Event) {
 		trace.OpFsyncdir, trace.OpFallocate, trace.OpLseek, trace.OpGetlk, trace.OpSetlk, trace.OpSetlkw:
 		switch ev.Op {
 		case trace.OpGetlk, trace.OpSetlk, trace.OpSetlkw:
-			op.Kind = KLock
+			op.Kind = kLock
 		case trace.OpRead:
-			op.Kind, op.CheckRet = KRead, true
+			op.Kind, op.CheckRet = kRead, true
 		case trace.OpWrite:
-			op.Kind, op.CheckRet = KWrite, true
+			op.Kind, op.CheckRet = kWrite, true
 		case trace.OpReaddir, trace.OpReaddirplus:
-			op.Kind = KReaddir
+			op.Kind = kReaddir
 		case trace.OpFsync, trace.OpFsyncdir:
-			op.Kind = KFsync
+			op.Kind = kFsync
 		case trace.OpFallocate:
-			op.Kind = KFallocate
+			op.Kind = kFallocate
 		case trace.OpLseek:
-			op.Kind, op.CheckRet = KLseek, true
+			op.Kind, op.CheckRet = kLseek, true
 		}
 		h := p.handles[ev.Handle]
 		if h == nil {
-			h = p.implicitOpen(ev, ev.Handle, ev.Path, pi, op.Kind == KReaddir)
+			h = p.implicitOpen(ev, ev.Handle, ev.Path, pi, op.Kind == kReaddir)
 		}
 		op.Slot = h.slot
 		if ev.Op == trace.OpWrite && ev.Errno == 0 {
 			h.pos = ev.Offset + ev.Ret
 		}
 	case trace.OpCopyFileRange:
-		op.Kind, op.CheckRet = KCopy, true
+		op.Kind, op.CheckRet = kCopy, true
 		h := p.handles[ev.Handle]
 		if h == nil {
 			h = p.implicitOpen(ev, ev.Handle, ev.Path, pi, false)
@@ -740,26 +740,26 @@ func (p *planner) feed1(ev *trace.Event) {
 			h2.pos = op.Offset2 + ev.Ret
 		}
 	case trace.OpStatfs:
-		op.Kind = KStatfs
+		op.Kind = kStatfs
 		op.Name, op.PathID = "", 0
 	case trace.OpGetxattr:
-		op.Kind = KGetxattr
+		op.Kind = kGetxattr
 	case trace.OpListxattr:
-		op.Kind = KListxattr
+		op.Kind = kListxattr
 	case trace.OpSetxattr:
-		op.Kind = KSetxattr
+		op.Kind = kSetxattr
 	case trace.OpRemovexattr:
-		op.Kind = KRemovexattr
+		op.Kind = kRemovexattr
 	case trace.OpAccess:
-		op.Kind = KAccess
+		op.Kind = kAccess
 	default: // ioctl, bmap, poll, ...
-		op.Kind = KSkip
+		op.Kind = kSkip
 	}
-	if op.Kind == KGetxattr && op.Size == 0 && !p.opts.NoFold && len(t.held) == 0 {
+	if op.Kind == kGetxattr && op.Size == 0 && !p.opts.NoFold && len(t.held) == 0 {
 		t.held = append(t.held, op) // maybe the kernel's privilege probe: see above
 		return
 	}
-	if op.Kind == KRead || op.Kind == KWrite {
+	if op.Kind == kRead || op.Kind == kWrite {
 		if n := len(t.held); n == 0 { // hold it: the next piece may merge into it
 			t.held = append(t.held, op)
 			return
@@ -770,7 +770,7 @@ func (p *planner) feed1(ev *trace.Event) {
 
 // dropHeld folds the held ops fn accepts (counting them as folded), returning the recorded requests and time they
 // stood for (to be charged to the op they fold into).
-func (t *threadState) dropHeld(p *planner, fn func(*Op) bool) (reqs int, dur int64) {
+func (t *threadState) dropHeld(p *planner, fn func(*replayOp) bool) (reqs int, dur int64) {
 	j := 0
 	for i := range t.held {
 		if h := &t.held[i]; fn(h) {
@@ -787,13 +787,13 @@ func (t *threadState) dropHeld(p *planner, fn func(*Op) bool) (reqs int, dur int
 }
 
 // fold charges folded requests to op.
-func (op *Op) fold(reqs int, dur int64) {
+func (op *replayOp) fold(reqs int, dur int64) {
 	op.Reqs = uint16(min(int(op.Reqs)+reqs, 1<<16-1))
 	op.FoldDur += dur
 }
 
-func (p *planner) base(ev *trace.Event, pi, pi2 *pathInfo) Op {
-	op := Op{
+func (p *planner) base(ev *trace.Event, pi, pi2 *pathInfo) replayOp {
+	op := replayOp{
 		Rec: ev.Op, Worker: ev.Tid, Tid: ev.Tid, Pid: ev.Pid, Start: ev.Start, Dur: ev.Dur,
 		Name: pi.name, PathID: ev.Path, Handle: ev.Handle, Slot: -1, Slot2: -1,
 		Offset: ev.Offset, Size: int64(ev.Size), Flags: ev.Flags, Mode: ev.Mode,
@@ -815,7 +815,7 @@ func (p *planner) allocSlot() int32 {
 	return p.nSlots - 1
 }
 
-func (p *planner) opened(op *Op, dir bool, node uint64) {
+func (p *planner) opened(op *replayOp, dir bool, node uint64) {
 	if old := p.handles[op.Handle]; old != nil { // handle reused before its release was seen
 		if prev := p.superseded[op.Handle]; prev != nil {
 			p.freeSlot = append(p.freeSlot, prev.slot) // two reuses: the oldest is lost
@@ -831,7 +831,7 @@ func (p *planner) opened(op *Op, dir bool, node uint64) {
 // implicitOpen adds an open of pi for handle fh, which the trace uses but never opened.
 func (p *planner) implicitOpen(ev *trace.Event, fh uint64, pathID uint32, pi *pathInfo, dir bool) *handleState {
 	op := p.base(ev, pi, nil)
-	op.Kind, op.Rec, op.Implicit, op.Handle, op.PathID = KOpen, trace.OpOpen, true, fh, pathID
+	op.Kind, op.Rec, op.Implicit, op.Handle, op.PathID = kOpen, trace.OpOpen, true, fh, pathID
 	op.Flags, op.WantErrno, op.WantRet, op.CheckRet, op.Dur, op.Events = unix.O_RDWR, 0, 0, false, 0, 0
 	if dir {
 		op.Flags = unix.O_RDONLY | unix.O_DIRECTORY
@@ -877,7 +877,7 @@ func (p *planner) releaseOn(s int32) {
 	for _, tid := range p.holding {
 		t := p.threads[tid]
 		for i := range t.held {
-			if h := &t.held[i]; h.Slot == s || (h.Kind == KCopy && h.Slot2 == s) {
+			if h := &t.held[i]; h.Slot == s || (h.Kind == kCopy && h.Slot2 == s) {
 				p.release(tid)
 				break
 			}
@@ -925,7 +925,7 @@ func (p *planner) close(ev *trace.Event) {
 	p.release(h.worker)
 	pi := p.path(h.pathID)
 	op := p.base(ev, pi, nil)
-	op.Kind, op.Worker, op.Slot = KClose, h.worker, h.slot
+	op.Kind, op.Worker, op.Slot = kClose, h.worker, h.slot
 	op.WantErrno, op.WantRet = ev.Errno, 0
 	if h.flushed { // the application's close() is what flush timed
 		op.Rec, op.Dur, op.WantErrno = trace.OpFlush, h.flushDur, h.flushErr
@@ -942,7 +942,7 @@ func (p *planner) close(ev *trace.Event) {
 
 // emit assigns the op its sequence number, think time and ordering dependencies and
 // queues it.
-func (p *planner) emit(op *Op) {
+func (p *planner) emit(op *replayOp) {
 	p.opSeq++
 	op.Seq = p.opSeq
 	t := p.thread(op.Worker)
@@ -954,17 +954,17 @@ func (p *planner) emit(op *Op) {
 	p.procs.plan(p.src, op, t.lastEnd)
 	t.lastEnd = max(t.lastEnd, op.Start+op.Dur)
 	op.NDeps = 0
-	if op.Kind != KStatfs {
+	if op.Kind != kStatfs {
 		if pi := p.paths[op.PathID]; pi != nil && !pi.bad {
 			p.dep(op, pi.res)
 			if mutatesParent(op) && pi.name != "" {
 				p.dep(op, pi.parentRes)
 			}
 		}
-		if op.Name2 != "" && op.Kind != KSymlink {
+		if op.Name2 != "" && op.Kind != kSymlink {
 			if pi := p.paths[op.PathID2]; pi != nil && !pi.bad {
 				p.dep(op, pi.res)
-				if op.Kind == KRename || op.Kind == KLink {
+				if op.Kind == kRename || op.Kind == kLink {
 					p.dep(op, pi.parentRes)
 				}
 			}
@@ -973,17 +973,17 @@ func (p *planner) emit(op *Op) {
 	if op.Slot >= 0 {
 		p.dep(op, slotRes(op.Slot))
 	}
-	if op.Kind == KCopy && op.Slot2 >= 0 && op.Slot2 != op.Slot {
+	if op.Kind == kCopy && op.Slot2 >= 0 && op.Slot2 != op.Slot {
 		p.dep(op, slotRes(op.Slot2))
 	}
 	p.out = append(p.out, *op)
 }
 
-func mutatesParent(op *Op) bool {
+func mutatesParent(op *replayOp) bool {
 	switch op.Kind {
-	case KMkdir, KMknod, KUnlink, KRmdir, KRename, KLink, KSymlink:
+	case kMkdir, kMknod, kUnlink, kRmdir, kRename, kLink, kSymlink:
 		return true
-	case KOpen:
+	case kOpen:
 		return op.Flags&unix.O_CREAT != 0 && op.WantErrno == 0
 	}
 	return false
@@ -994,7 +994,7 @@ func slotRes(s int32) uint32 { return ^uint32(s) }
 
 // dep adds an ordering dependency of op on resource r (overlap-aware: ops on r whose
 // recorded run overlapped this op's start are not waited for).
-func (p *planner) dep(op *Op, r uint32) {
+func (p *planner) dep(op *replayOp, r uint32) {
 	for i := 0; i < int(op.NDeps); i++ {
 		if op.Deps[i].Res == r {
 			return
@@ -1023,10 +1023,10 @@ func (p *planner) dep(op *Op, r uint32) {
 	rs.started++
 	rs.pending = append(rs.pending, op.Start+op.Dur)
 	if need > 0 && int(op.NDeps) < maxDeps {
-		op.Deps[op.NDeps] = Dep{Res: r, Need: need}
+		op.Deps[op.NDeps] = opDep{Res: r, Need: need}
 		op.NDeps++
 	} else if need == 0 && int(op.NDeps) < maxDeps {
-		op.Deps[op.NDeps] = Dep{Res: r, Need: 0}
+		op.Deps[op.NDeps] = opDep{Res: r, Need: 0}
 		op.NDeps++ // still counted on completion
 	}
 }

@@ -297,7 +297,7 @@ func TestCopyFileRangeOutputOffset(t *testing.T) {
 				break
 			}
 			must(t, err)
-			if op.Kind == KCopy {
+			if op.Kind == kCopy {
 				copies++
 				if op.Offset != offIn || op.Offset2 != offOut || op.Size != count {
 					t.Errorf("copy op offset %d, offset2 %d, size %d; want %d, %d, %d", op.Offset, op.Offset2, op.Size, offIn, offOut, count)

@@ -168,7 +168,7 @@ func TestFolding(t *testing.T) {
 	tracetest.Workload(b, 2)
 	data := b.Bytes()
 	p := newPlanner(tracetest.Reader(t, data), PlanOptions{})
-	kinds := map[Kind]int{}
+	kinds := map[opKind]int{}
 	for {
 		op, err := p.next()
 		if err == io.EOF {
@@ -176,17 +176,17 @@ func TestFolding(t *testing.T) {
 		}
 		must(t, err)
 		kinds[op.Kind]++
-		if op.Kind == KClose && op.Worker == 0 {
+		if op.Kind == kClose && op.Worker == 0 {
 			t.Fatalf("close of handle %d scheduled on the kernel's tid 0", op.Handle)
 		}
 	}
 	// Standalone lookups of missing names become lstat; walk lookups disappear.
 	// workload(2): stats: getattr(1) + 2 getattr (ls) + app.db-wal + missing/file + out/link? (folded into readlink)
-	if kinds[KStat] != 2+2 || kinds[KFstat] != 1 {
-		t.Errorf("lstat count = %d, want 4, fstat %d, want 1 (%v)", kinds[KStat], kinds[KFstat], kinds)
+	if kinds[kStat] != 2+2 || kinds[kFstat] != 1 {
+		t.Errorf("lstat count = %d, want 4, fstat %d, want 1 (%v)", kinds[kStat], kinds[kFstat], kinds)
 	}
-	if kinds[KRead] != 3+1+6+1 {
-		t.Errorf("pread count = %d, want 11", kinds[KRead])
+	if kinds[kRead] != 3+1+6+1 {
+		t.Errorf("pread count = %d, want 11", kinds[kRead])
 	}
 	if p.Stats.Folded[trace.OpRelease] == 0 || p.Stats.Folded[trace.OpLookup] == 0 || p.Stats.Folded[trace.OpForget] != 1 {
 		t.Errorf("folded: %v", p.Stats.Folded)

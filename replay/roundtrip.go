@@ -77,6 +77,6 @@ func recordedThroughFUSE(h *trace.Header) bool {
 // thinkAfter returns how long after its predecessor op's end an op is due in think mode:
 // the recorded gap without the requests folded into the op and without the recording
 // layer's round trip for each request it stands for.
-func thinkAfter(op *Op, rtt int64) int64 {
+func thinkAfter(op *replayOp, rtt int64) int64 {
 	return max(op.Think-op.FoldDur-int64(op.Reqs)*rtt, 0)
 }

@@ -52,7 +52,7 @@ func TestRoundTripEstimate(t *testing.T) {
 }
 
 func TestThinkAfter(t *testing.T) {
-	op := &Op{Think: 200_000, Reqs: 3, FoldDur: 10_000}
+	op := &replayOp{Think: 200_000, Reqs: 3, FoldDur: 10_000}
 	if got := thinkAfter(op, 30_000); got != 100_000 {
 		t.Errorf("think %d, want 100000", got)
 	}

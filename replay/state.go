@@ -122,7 +122,7 @@ func (m *model) touch(name string, t int64) {
 	}
 }
 
-func (m *model) problem(op *Op, format string, a ...any) {
+func (m *model) problem(op *replayOp, format string, a ...any) {
 	m.nprob++
 	if len(m.problems) < 100 {
 		m.problems = append(m.problems, Problem{Seq: op.Seq, Op: op.Rec.String(), Name: op.Name, What: fmt.Sprintf(format, a...)})
@@ -130,7 +130,7 @@ func (m *model) problem(op *Op, format string, a ...any) {
 }
 
 // need makes sure name exists with type typ (TypeUnknown: any) for an op that succeeded.
-func (m *model) need(op *Op, name string, typ trace.FileType) *mnode {
+func (m *model) need(op *replayOp, name string, typ trace.FileType) *mnode {
 	if n, ok := m.nodes[name]; ok {
 		if typ == trace.TypeDir && n.typ != trace.TypeDir && n.typ != trace.TypeUnknown {
 			m.problem(op, "needs a directory, finds %s", typeName(n.typ))
@@ -178,7 +178,7 @@ func typeName(t trace.FileType) string {
 
 // absent checks, in check mode, that name does not exist for an op that recorded ENOENT
 // or a successful create.
-func (m *model) absent(op *Op, name string) {
+func (m *model) absent(op *replayOp, name string) {
 	if m.derive {
 		return
 	}
@@ -199,7 +199,7 @@ func (m *model) grow(n *mnode, size int64, observedEOF bool) {
 
 // seekHole learns holes of a starting-state file from lseek(SEEK_DATA): data is found at
 // the answer, so [offset, answer) is a hole; ENXIO means no data from offset to the end.
-func (m *model) seekHole(op *Op) {
+func (m *model) seekHole(op *replayOp) {
 	if op.Flags != trace.SeekData || !m.derive {
 		return
 	}
@@ -217,18 +217,18 @@ func (m *model) seekHole(op *Op) {
 }
 
 // apply plays one op's recorded outcome on the model.
-func (m *model) apply(op *Op) {
+func (m *model) apply(op *replayOp) {
 	ok := op.WantErrno == 0
 	name := op.Name
 	enoent := op.WantErrno == uint16(syscall.ENOENT)
 	exist := op.WantErrno == uint16(syscall.EEXIST)
 	switch op.Kind {
-	case KClose:
+	case kClose:
 		m.endListing(op.Handle)
-	case KSkip, KStatfs, KFsync, KLock:
-	case KLseek:
+	case kSkip, kStatfs, kFsync, kLock:
+	case kLseek:
 		m.seekHole(op)
-	case KStat:
+	case kStat:
 		if ok {
 			n := m.need(op, name, trace.TypeOfMode(op.Mode))
 			if n != nil && n.typ == trace.TypeFile && (op.Rec == trace.OpLookup || op.Rec == trace.OpGetattr) {
@@ -237,14 +237,14 @@ func (m *model) apply(op *Op) {
 		} else if enoent {
 			m.absent(op, name)
 		}
-	case KAccess, KReadlink, KGetxattr, KListxattr, KSetxattr, KRemovexattr, KChmod, KChown, KUtimes, KFstat:
+	case kAccess, kReadlink, kGetxattr, kListxattr, kSetxattr, kRemovexattr, kChmod, kChown, kUtimes, kFstat:
 		if ok {
 			typ := trace.TypeUnknown
-			if op.Kind == KReadlink {
+			if op.Kind == kReadlink {
 				typ = trace.TypeSymlink
 			}
 			n := m.need(op, name, typ)
-			if op.Kind == KReadlink && n != nil && n.entry != nil && !n.modified && n.entry.Target == "" && op.WantRet > 0 && op.WantRet < 4096 {
+			if op.Kind == kReadlink && n != nil && n.entry != nil && !n.modified && n.entry.Target == "" && op.WantRet > 0 && op.WantRet < 4096 {
 				// The target text is not recorded, its length is: a placeholder of that
 				// length makes readlink return the recorded byte count.
 				n.entry.Target = symlinkPlaceholder(int(op.WantRet))
@@ -252,13 +252,13 @@ func (m *model) apply(op *Op) {
 		} else if enoent {
 			m.absent(op, name)
 		}
-	case KTruncate, KFtruncate:
+	case kTruncate, kFtruncate:
 		if ok {
 			if n := m.need(op, name, trace.TypeFile); n != nil {
 				n.modified, n.size = true, op.Size
 			}
 		}
-	case KOpen:
+	case kOpen:
 		dir := op.Flags&unix.O_DIRECTORY != 0 || op.Rec == trace.OpOpendir
 		switch {
 		case ok && op.Flags&unix.O_CREAT != 0 && op.Rec == trace.OpCreate:
@@ -283,7 +283,7 @@ func (m *model) apply(op *Op) {
 		case enoent && op.Flags&unix.O_CREAT == 0:
 			m.absent(op, name)
 		}
-	case KRead:
+	case kRead:
 		if ok {
 			if n := m.need(op, name, trace.TypeFile); n != nil {
 				m.grow(n, op.Offset+op.WantRet, op.WantRet < op.Size)
@@ -292,7 +292,7 @@ func (m *model) apply(op *Op) {
 				}
 			}
 		}
-	case KCopy:
+	case kCopy:
 		if ok {
 			if n := m.need(op, name, trace.TypeFile); n != nil {
 				m.grow(n, op.Offset+op.WantRet, op.WantRet < op.Size)
@@ -302,14 +302,14 @@ func (m *model) apply(op *Op) {
 				n.size = max(n.size, op.Offset2+op.WantRet)
 			}
 		}
-	case KWrite, KFallocate:
+	case kWrite, kFallocate:
 		if ok {
 			if n := m.need(op, name, trace.TypeFile); n != nil {
 				n.modified = true
 				n.size = max(n.size, op.Offset+op.Size)
 			}
 		}
-	case KReaddir:
+	case kReaddir:
 		if ok {
 			m.need(op, name, trace.TypeDir)
 			l := m.listings[op.Handle]
@@ -322,23 +322,23 @@ func (m *model) apply(op *Op) {
 				m.endListing(op.Handle)
 			}
 		}
-	case KMkdir, KMknod, KSymlink:
+	case kMkdir, kMknod, kSymlink:
 		if ok {
 			m.need(op, parentOf(name), trace.TypeDir)
 			m.absent(op, name)
 			m.touch(name, op.Start)
 			typ := trace.TypeDir
 			switch op.Kind {
-			case KMknod:
+			case kMknod:
 				typ = trace.TypeOfMode(op.Mode)
-			case KSymlink:
+			case kSymlink:
 				typ = trace.TypeSymlink
 			}
 			m.add(name, &mnode{typ: typ, modified: true})
 		} else if exist {
 			m.need(op, name, trace.TypeUnknown)
 		}
-	case KLink:
+	case kLink:
 		if ok {
 			src := m.need(op, op.Name2, trace.TypeUnknown)
 			m.need(op, parentOf(name), trace.TypeDir)
@@ -352,7 +352,7 @@ func (m *model) apply(op *Op) {
 		} else if exist {
 			m.need(op, name, trace.TypeUnknown)
 		}
-	case KUnlink:
+	case kUnlink:
 		if ok {
 			m.need(op, name, trace.TypeUnknown)
 			m.touch(name, op.Start)
@@ -360,7 +360,7 @@ func (m *model) apply(op *Op) {
 		} else if enoent {
 			m.absent(op, name)
 		}
-	case KRmdir:
+	case kRmdir:
 		if ok {
 			m.need(op, name, trace.TypeDir)
 			if !m.derive && m.children[name] > 0 {
@@ -371,7 +371,7 @@ func (m *model) apply(op *Op) {
 		} else if enoent {
 			m.absent(op, name)
 		}
-	case KRename:
+	case kRename:
 		if ok {
 			n := m.need(op, name, trace.TypeUnknown)
 			m.need(op, parentOf(op.Name2), trace.TypeDir)
@@ -444,7 +444,7 @@ func DeriveState(src Source, po PlanOptions) (*State, error) {
 		}
 		e := m.initial[name]
 		if e == nil {
-			if m.need(&Op{Name: name}, parentOf(name), trace.TypeDir) == nil && parentOf(name) != "" {
+			if m.need(&replayOp{Name: name}, parentOf(name), trace.TypeDir) == nil && parentOf(name) != "" {
 				continue
 			}
 			e = &Entry{Name: name, Type: f.Type}
