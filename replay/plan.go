@@ -487,6 +487,8 @@ func (p *planner) feed(ev *trace.Event) {
 	}
 }
 
+// feed1 plans one event: it folds kernel-generated requests into the op they belong to,
+// merges split reads and writes, and holds or emits the resulting op.
 func (p *planner) feed1(ev *trace.Event) {
 	p.Stats.Events++
 	if p.fuse {
@@ -495,20 +497,7 @@ func (p *planner) feed1(ev *trace.Event) {
 	if ev.Op < trace.NumOps {
 		p.Stats.ByOp[ev.Op]++
 	}
-	switch ev.Op {
-	case trace.OpForget:
-		p.Stats.Folded[ev.Op]++
-		return
-	case trace.OpFlush:
-		if h := p.handleOf(ev); h != nil {
-			h.flushed, h.flushErr, h.flushDur = true, ev.Errno, ev.Dur
-			// A close ends the reads and writes held for merging on the handle.
-			p.releaseOn(h.slot)
-		}
-		p.Stats.Folded[ev.Op]++
-		return
-	case trace.OpRelease, trace.OpReleasedir:
-		p.close(ev)
+	if p.feedEnd(ev) {
 		return
 	}
 	if ev.Op == trace.OpWrite && ev.Errno == 0 {
@@ -516,57 +505,134 @@ func (p *planner) feed1(ev *trace.Event) {
 			h.pos = ev.Offset + ev.Ret // also for a piece merged below
 		}
 	}
-	pi := p.path(ev.Path)
+	pi, pi2, ok := p.eventPaths(ev)
+	if !ok {
+		return
+	}
+	t := p.thread(ev.Tid)
+	if ev.Op == trace.OpLookup && !p.opts.NoFold {
+		p.holdLookup(ev, t, pi)
+		return
+	}
+	walk, foldReqs, foldDur := p.foldWalk(ev, t, pi, pi2)
+	if ev.Op == trace.OpGetattr && !p.opts.NoFold {
+		if n := len(t.held); n > 0 && t.held[n-1].Rec == trace.OpGetxattr && t.held[n-1].Name == pi.name {
+			op := p.base(ev, pi, nil)
+			op.Kind = kStat
+			t.held = append(t.held, op)
+			return
+		}
+	}
+	// Another thread's held ops on a name this op creates or removes happened before it:
+	// issue them first, or they would see the name the other way (rm's lookup of a
+	// directory the next command creates).
+	if changesName(ev.Op) && ev.Errno == 0 && len(p.holding) > 0 {
+		p.releaseUnder(ev.Tid, pi.name, ev.Start)
+		if pi2 != nil {
+			p.releaseUnder(ev.Tid, pi2.name, ev.Start)
+		}
+	}
+	if p.mergePiece(ev, t) {
+		return
+	}
+	p.release(ev.Tid)
+
+	op := p.base(ev, pi, pi2)
+	op.Walk = walk
+	op.fold(foldReqs, foldDur)
+	if !p.setKind(ev, &op, pi, pi2) {
+		return
+	}
+	if op.Kind == kGetxattr && op.Size == 0 && !p.opts.NoFold && len(t.held) == 0 {
+		t.held = append(t.held, op) // maybe the kernel's privilege probe: see foldWalk
+		return
+	}
+	if op.Kind == kRead || op.Kind == kWrite {
+		if n := len(t.held); n == 0 { // hold it: the next piece may merge into it
+			t.held = append(t.held, op)
+			return
+		}
+	}
+	p.emit(&op)
+}
+
+// feedEnd takes the events that end a handle or a node rather than become an op of their
+// own (forget, flush, release), and reports whether ev was one.
+func (p *planner) feedEnd(ev *trace.Event) bool {
+	switch ev.Op {
+	case trace.OpForget:
+		p.Stats.Folded[ev.Op]++
+		return true
+	case trace.OpFlush:
+		if h := p.handleOf(ev); h != nil {
+			h.flushed, h.flushErr, h.flushDur = true, ev.Errno, ev.Dur
+			// A close ends the reads and writes held for merging on the handle.
+			p.releaseOn(h.slot)
+		}
+		p.Stats.Folded[ev.Op]++
+		return true
+	case trace.OpRelease, trace.OpReleasedir:
+		p.close(ev)
+		return true
+	}
+	return false
+}
+
+// eventPaths returns ev's paths (pi2 for a second operand other than a symlink's target),
+// or false, counting the event, when one is unknown or leaves the root.
+func (p *planner) eventPaths(ev *trace.Event) (pi, pi2 *pathInfo, ok bool) {
+	pi = p.path(ev.Path)
 	if pi.bad && ev.Op != trace.OpStatfs {
 		if ev.Path == 0 || (len(pi.name) > 0 && pi.name[0] == '?') {
 			p.Stats.Unknown++
 		} else {
 			p.Stats.Escapes++
 		}
-		return
+		return nil, nil, false
 	}
-	var pi2 *pathInfo
 	if ev.Path2 != 0 && ev.Op != trace.OpSymlink {
 		pi2 = p.path(ev.Path2)
 		if pi2.bad {
 			p.Stats.Escapes++
-			return
+			return nil, nil, false
 		}
 	}
-	t := p.thread(ev.Tid)
+	return pi, pi2, true
+}
 
-	if ev.Op == trace.OpLookup && !p.opts.NoFold {
-		// A lookup of an ancestor of this one was a path walk step: fold it.
-		walk := parentOf(pi.name)
-		reqs, dur := t.dropHeld(p, func(h *replayOp) bool {
-			if h.Kind == kStat && h.Rec == trace.OpLookup && IsUnder(pi.name, h.Name) && h.Name != pi.name {
-				if len(h.Walk) < len(walk) {
-					walk = h.Walk
-				}
-				return true
-			}
-			return false
-		})
-		if n := len(t.held); n > 0 && t.held[n-1].Kind != kStat {
-			p.release(ev.Tid) // a held data op ends when the thread does something else
-		}
-		op := p.base(ev, pi, nil)
-		op.Kind, op.Walk = kStat, walk
-		op.fold(reqs, dur)
-		t.held = append(t.held, op)
-		if len(t.held) > 32 {
-			p.emit(&t.held[0])
-			t.held = append(t.held[:0], t.held[1:]...)
-		}
-		return
-	}
-
-	// Fold held lookups that were this op's own path walk.
+// holdLookup holds a lookup: it may be a step of the path walk of the thread's next op.
+// A held lookup of an ancestor of this one was a step of this one's walk: it is folded.
+func (p *planner) holdLookup(ev *trace.Event, t *threadState, pi *pathInfo) {
 	walk := parentOf(pi.name)
-	var foldReqs int
-	var foldDur int64
+	reqs, dur := t.dropHeld(p, func(h *replayOp) bool {
+		if h.Kind == kStat && h.Rec == trace.OpLookup && IsUnder(pi.name, h.Name) && h.Name != pi.name {
+			if len(h.Walk) < len(walk) {
+				walk = h.Walk
+			}
+			return true
+		}
+		return false
+	})
+	if n := len(t.held); n > 0 && t.held[n-1].Kind != kStat {
+		p.release(ev.Tid) // a held data op ends when the thread does something else
+	}
+	op := p.base(ev, pi, nil)
+	op.Kind, op.Walk = kStat, walk
+	op.fold(reqs, dur)
+	t.held = append(t.held, op)
+	if len(t.held) > 32 {
+		p.emit(&t.held[0])
+		t.held = append(t.held[:0], t.held[1:]...)
+	}
+}
+
+// foldWalk folds the held requests that were part of ev's call: the lookups of its path
+// walk (within FoldWindow), and the kernel's privilege probe before a setattr or write. It
+// returns the directory the walk started from and the requests and time folded.
+func (p *planner) foldWalk(ev *trace.Event, t *threadState, pi, pi2 *pathInfo) (walk string, reqs int, dur int64) {
+	walk = parentOf(pi.name)
 	if len(t.held) > 0 {
-		foldReqs, foldDur = t.dropHeld(p, func(h *replayOp) bool {
+		reqs, dur = t.dropHeld(p, func(h *replayOp) bool {
 			if h.Kind != kStat || h.Rec != trace.OpLookup || ev.Start-(h.Start+h.Dur) > p.opts.FoldWindow {
 				return false
 			}
@@ -587,45 +653,36 @@ func (p *planner) feed1(ev *trace.Event) {
 			return (h.Rec == trace.OpGetxattr || h.Rec == trace.OpGetattr) && h.Name == pi.name &&
 				ev.Start-(h.Start+h.Dur) <= p.opts.FoldWindow
 		})
-		foldReqs, foldDur = foldReqs+r, foldDur+d
+		reqs, dur = reqs+r, dur+d
 	}
-	if ev.Op == trace.OpGetattr && !p.opts.NoFold {
-		if n := len(t.held); n > 0 && t.held[n-1].Rec == trace.OpGetxattr && t.held[n-1].Name == pi.name {
-			op := p.base(ev, pi, nil)
-			op.Kind = kStat
-			t.held = append(t.held, op)
-			return
-		}
-	}
-	// Another thread's held ops on a name this op creates or removes happened before it:
-	// issue them first, or they would see the name the other way (rm's lookup of a
-	// directory the next command creates).
-	if changesName(ev.Op) && ev.Errno == 0 && len(p.holding) > 0 {
-		p.releaseUnder(ev.Tid, pi.name, ev.Start)
-		if pi2 != nil {
-			p.releaseUnder(ev.Tid, pi2.name, ev.Start)
-		}
-	}
-	// Merge a split read or write into the held piece.
-	if (ev.Op == trace.OpRead || ev.Op == trace.OpWrite) && len(t.held) > 0 {
-		h := &t.held[len(t.held)-1]
-		if h.Rec == ev.Op && h.Handle == ev.Handle && h.WantErrno == 0 && ev.Errno == 0 &&
-			h.WantRet == h.Size && h.Offset+h.Size == ev.Offset && h.Size >= 64<<10 && h.Size%4096 != 0 &&
-			ev.Start-(h.Start+h.Dur) <= p.opts.MergeGap {
-			h.Size += int64(ev.Size)
-			h.WantRet += ev.Ret
-			h.Dur = ev.End() - h.Start
-			h.Events++
-			p.Stats.Merged++
-			p.Stats.Folded[ev.Op]++
-			return
-		}
-	}
-	p.release(ev.Tid)
+	return walk, reqs, dur
+}
 
-	op := p.base(ev, pi, pi2)
-	op.Walk = walk
-	op.fold(foldReqs, foldDur)
+// mergePiece merges a read or write into the thread's held piece of the same buffer (a
+// large request the kernel split, e.g. 1 MiB as 1048560+16 bytes with an unaligned
+// buffer), and reports whether it did.
+func (p *planner) mergePiece(ev *trace.Event, t *threadState) bool {
+	if (ev.Op != trace.OpRead && ev.Op != trace.OpWrite) || len(t.held) == 0 {
+		return false
+	}
+	h := &t.held[len(t.held)-1]
+	if h.Rec == ev.Op && h.Handle == ev.Handle && h.WantErrno == 0 && ev.Errno == 0 &&
+		h.WantRet == h.Size && h.Offset+h.Size == ev.Offset && h.Size >= 64<<10 && h.Size%4096 != 0 &&
+		ev.Start-(h.Start+h.Dur) <= p.opts.MergeGap {
+		h.Size += int64(ev.Size)
+		h.WantRet += ev.Ret
+		h.Dur = ev.End() - h.Start
+		h.Events++
+		p.Stats.Merged++
+		p.Stats.Folded[ev.Op]++
+		return true
+	}
+	return false
+}
+
+// setKind chooses the call op replays for ev, with the handles it uses. It returns false
+// when the op cannot be replayed (counted).
+func (p *planner) setKind(ev *trace.Event, op *replayOp, pi, pi2 *pathInfo) bool {
 	switch ev.Op {
 	case trace.OpGetattr, trace.OpStatx:
 		op.Kind = kStat
@@ -637,23 +694,7 @@ func (p *planner) feed1(ev *trace.Event) {
 	case trace.OpLookup: // NoFold
 		op.Kind = kStat
 	case trace.OpSetattr:
-		switch {
-		case ev.Flags&trace.SetattrSize != 0:
-			op.Kind, op.Size = kTruncate, ev.Offset
-			if fh, ok := p.byPath[ev.Path]; ok {
-				if h := p.handles[fh]; h != nil && h.worker == ev.Tid && !h.dir {
-					op.Kind, op.Handle, op.Slot = kFtruncate, fh, h.slot
-				}
-			}
-		case ev.Flags&trace.SetattrMode != 0:
-			op.Kind = kChmod
-		case ev.Flags&trace.SetattrTimes != 0:
-			op.Kind = kUtimes
-		case ev.Flags&(trace.SetattrUID|trace.SetattrGID) != 0:
-			op.Kind = kChown
-		default:
-			op.Kind = kSkip // only bits replay cannot express (ctime, lock owner, kill-priv)
-		}
+		p.setattrKind(ev, op)
 	case trace.OpReadlink:
 		op.Kind, op.CheckRet = kReadlink, true
 	case trace.OpSymlink:
@@ -672,73 +713,12 @@ func (p *planner) feed1(ev *trace.Event) {
 	case trace.OpLink:
 		op.Kind = kLink
 	case trace.OpOpen, trace.OpCreate, trace.OpOpendir, trace.OpTmpfile:
-		op.Kind = kOpen
-		switch ev.Op {
-		case trace.OpCreate:
-			op.Flags |= unix.O_CREAT
-		case trace.OpOpendir:
-			op.Flags = unix.O_RDONLY | unix.O_DIRECTORY
-		}
-		if ev.Errno == 0 {
-			node := ev.Node // open, opendir: the node opened
-			if ev.Op == trace.OpCreate || ev.Op == trace.OpTmpfile {
-				node = ev.Node2 // the node created
-			}
-			p.opened(&op, ev.Op == trace.OpOpendir, node)
-		} else {
-			op.Slot = -1
-		}
+		p.openKind(ev, op)
 	case trace.OpRead, trace.OpWrite, trace.OpReaddir, trace.OpReaddirplus, trace.OpFsync,
 		trace.OpFsyncdir, trace.OpFallocate, trace.OpLseek, trace.OpGetlk, trace.OpSetlk, trace.OpSetlkw:
-		switch ev.Op {
-		case trace.OpGetlk, trace.OpSetlk, trace.OpSetlkw:
-			op.Kind = kLock
-		case trace.OpRead:
-			op.Kind, op.CheckRet = kRead, true
-		case trace.OpWrite:
-			op.Kind, op.CheckRet = kWrite, true
-		case trace.OpReaddir, trace.OpReaddirplus:
-			op.Kind = kReaddir
-		case trace.OpFsync, trace.OpFsyncdir:
-			op.Kind = kFsync
-		case trace.OpFallocate:
-			op.Kind = kFallocate
-		case trace.OpLseek:
-			op.Kind, op.CheckRet = kLseek, true
-		}
-		h := p.handles[ev.Handle]
-		if h == nil {
-			h = p.implicitOpen(ev, ev.Handle, ev.Path, pi, op.Kind == kReaddir)
-		}
-		op.Slot = h.slot
-		if ev.Op == trace.OpWrite && ev.Errno == 0 {
-			h.pos = ev.Offset + ev.Ret
-		}
+		p.handleKind(ev, op, pi)
 	case trace.OpCopyFileRange:
-		op.Kind, op.CheckRet = kCopy, true
-		h := p.handles[ev.Handle]
-		if h == nil {
-			h = p.implicitOpen(ev, ev.Handle, ev.Path, pi, false)
-		}
-		op.Slot = h.slot
-		if pi2 == nil {
-			p.Stats.Unknown++
-			return
-		}
-		h2 := p.handles[ev.Handle2]
-		if h2 == nil {
-			h2 = p.implicitOpen(ev, ev.Handle2, ev.Path2, pi2, false)
-		}
-		op.Handle2, op.Slot2, op.Offset2 = ev.Handle2, h2.slot, ev.Offset2
-		if !p.off2 {
-			// A version-1 trace has the input offset only. cp and cat copy with the
-			// output's file position (no output offset): where the output handle's last
-			// write or copy ended (cp: the input offset; `cat a b > c`: the end of a).
-			op.Offset2 = h2.pos
-		}
-		if ev.Errno == 0 {
-			h2.pos = op.Offset2 + ev.Ret
-		}
+		return p.copyKind(ev, op, pi, pi2)
 	case trace.OpStatfs:
 		op.Kind = kStatfs
 		op.Name, op.PathID = "", 0
@@ -755,17 +735,109 @@ func (p *planner) feed1(ev *trace.Event) {
 	default: // ioctl, bmap, poll, ...
 		op.Kind = kSkip
 	}
-	if op.Kind == kGetxattr && op.Size == 0 && !p.opts.NoFold && len(t.held) == 0 {
-		t.held = append(t.held, op) // maybe the kernel's privilege probe: see above
+	return true
+}
+
+// setattrKind chooses the call of a setattr by the attribute it sets: truncate (ftruncate
+// on a handle the thread holds), chmod, utimes or chown.
+func (p *planner) setattrKind(ev *trace.Event, op *replayOp) {
+	switch {
+	case ev.Flags&trace.SetattrSize != 0:
+		op.Kind, op.Size = kTruncate, ev.Offset
+		if fh, ok := p.byPath[ev.Path]; ok {
+			if h := p.handles[fh]; h != nil && h.worker == ev.Tid && !h.dir {
+				op.Kind, op.Handle, op.Slot = kFtruncate, fh, h.slot
+			}
+		}
+	case ev.Flags&trace.SetattrMode != 0:
+		op.Kind = kChmod
+	case ev.Flags&trace.SetattrTimes != 0:
+		op.Kind = kUtimes
+	case ev.Flags&(trace.SetattrUID|trace.SetattrGID) != 0:
+		op.Kind = kChown
+	default:
+		op.Kind = kSkip // only bits replay cannot express (ctime, lock owner, kill-priv)
+	}
+}
+
+// openKind makes op the open of an open, create, opendir or tmpfile request, with the
+// handle it opens.
+func (p *planner) openKind(ev *trace.Event, op *replayOp) {
+	op.Kind = kOpen
+	switch ev.Op {
+	case trace.OpCreate:
+		op.Flags |= unix.O_CREAT
+	case trace.OpOpendir:
+		op.Flags = unix.O_RDONLY | unix.O_DIRECTORY
+	}
+	if ev.Errno != 0 {
+		op.Slot = -1
 		return
 	}
-	if op.Kind == kRead || op.Kind == kWrite {
-		if n := len(t.held); n == 0 { // hold it: the next piece may merge into it
-			t.held = append(t.held, op)
-			return
-		}
+	node := ev.Node // open, opendir: the node opened
+	if ev.Op == trace.OpCreate || ev.Op == trace.OpTmpfile {
+		node = ev.Node2 // the node created
 	}
-	p.emit(&op)
+	p.opened(op, ev.Op == trace.OpOpendir, node)
+}
+
+// handleKind chooses the call of a request on an open handle, opening the handle
+// implicitly if the trace never showed its open.
+func (p *planner) handleKind(ev *trace.Event, op *replayOp, pi *pathInfo) {
+	switch ev.Op {
+	case trace.OpGetlk, trace.OpSetlk, trace.OpSetlkw:
+		op.Kind = kLock
+	case trace.OpRead:
+		op.Kind, op.CheckRet = kRead, true
+	case trace.OpWrite:
+		op.Kind, op.CheckRet = kWrite, true
+	case trace.OpReaddir, trace.OpReaddirplus:
+		op.Kind = kReaddir
+	case trace.OpFsync, trace.OpFsyncdir:
+		op.Kind = kFsync
+	case trace.OpFallocate:
+		op.Kind = kFallocate
+	case trace.OpLseek:
+		op.Kind, op.CheckRet = kLseek, true
+	}
+	h := p.handles[ev.Handle]
+	if h == nil {
+		h = p.implicitOpen(ev, ev.Handle, ev.Path, pi, op.Kind == kReaddir)
+	}
+	op.Slot = h.slot
+	if ev.Op == trace.OpWrite && ev.Errno == 0 {
+		h.pos = ev.Offset + ev.Ret
+	}
+}
+
+// copyKind makes op a copy_file_range between its two handles; false if the output's
+// path is unknown.
+func (p *planner) copyKind(ev *trace.Event, op *replayOp, pi, pi2 *pathInfo) bool {
+	op.Kind, op.CheckRet = kCopy, true
+	h := p.handles[ev.Handle]
+	if h == nil {
+		h = p.implicitOpen(ev, ev.Handle, ev.Path, pi, false)
+	}
+	op.Slot = h.slot
+	if pi2 == nil {
+		p.Stats.Unknown++
+		return false
+	}
+	h2 := p.handles[ev.Handle2]
+	if h2 == nil {
+		h2 = p.implicitOpen(ev, ev.Handle2, ev.Path2, pi2, false)
+	}
+	op.Handle2, op.Slot2, op.Offset2 = ev.Handle2, h2.slot, ev.Offset2
+	if !p.off2 {
+		// A version-1 trace has the input offset only. cp and cat copy with the
+		// output's file position (no output offset): where the output handle's last
+		// write or copy ended (cp: the input offset; `cat a b > c`: the end of a).
+		op.Offset2 = h2.pos
+	}
+	if ev.Errno == 0 {
+		h2.pos = op.Offset2 + ev.Ret
+	}
+	return true
 }
 
 // dropHeld folds the held ops fn accepts (counting them as folded), returning the recorded requests and time they

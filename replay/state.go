@@ -218,170 +218,186 @@ func (m *model) seekHole(op *replayOp) {
 
 // apply plays one op's recorded outcome on the model.
 func (m *model) apply(op *replayOp) {
-	ok := op.WantErrno == 0
-	name := op.Name
-	enoent := op.WantErrno == uint16(syscall.ENOENT)
-	exist := op.WantErrno == uint16(syscall.EEXIST)
 	switch op.Kind {
 	case kClose:
 		m.endListing(op.Handle)
 	case kSkip, kStatfs, kFsync, kLock:
 	case kLseek:
 		m.seekHole(op)
-	case kStat:
-		if ok {
-			n := m.need(op, name, trace.TypeOfMode(op.Mode))
-			if n != nil && n.typ == trace.TypeFile && (op.Rec == trace.OpLookup || op.Rec == trace.OpGetattr) {
-				m.grow(n, op.WantRet, false)
-			}
-		} else if enoent {
-			m.absent(op, name)
-		}
-	case kAccess, kReadlink, kGetxattr, kListxattr, kSetxattr, kRemovexattr, kChmod, kChown, kUtimes, kFstat:
-		if ok {
-			typ := trace.TypeUnknown
-			if op.Kind == kReadlink {
-				typ = trace.TypeSymlink
-			}
-			n := m.need(op, name, typ)
-			if op.Kind == kReadlink && n != nil && n.entry != nil && !n.modified && n.entry.Target == "" && op.WantRet > 0 && op.WantRet < 4096 {
-				// The target text is not recorded, its length is: a placeholder of that
-				// length makes readlink return the recorded byte count.
-				n.entry.Target = symlinkPlaceholder(int(op.WantRet))
-			}
-		} else if enoent {
-			m.absent(op, name)
-		}
-	case kTruncate, kFtruncate:
-		if ok {
-			if n := m.need(op, name, trace.TypeFile); n != nil {
-				n.modified, n.size = true, op.Size
-			}
-		}
+	case kStat, kAccess, kReadlink, kGetxattr, kListxattr, kSetxattr, kRemovexattr, kChmod, kChown, kUtimes, kFstat:
+		m.applyLookup(op)
 	case kOpen:
-		dir := op.Flags&unix.O_DIRECTORY != 0 || op.Rec == trace.OpOpendir
-		switch {
-		case ok && op.Flags&unix.O_CREAT != 0 && op.Rec == trace.OpCreate:
-			m.need(op, parentOf(name), trace.TypeDir)
-			if _, had := m.nodes[name]; !had {
-				m.touch(name, op.Start)
-				m.add(name, &mnode{typ: trace.TypeFile, modified: true})
-			}
-		case ok:
-			typ := trace.TypeFile
-			if dir {
-				typ = trace.TypeDir
-			} else if op.Implicit {
-				typ = trace.TypeUnknown
-			}
-			n := m.need(op, name, typ)
-			if n != nil && op.Flags&unix.O_TRUNC != 0 {
-				n.modified, n.size = true, 0
-			}
-		case exist:
-			m.need(op, name, trace.TypeUnknown)
-		case enoent && op.Flags&unix.O_CREAT == 0:
-			m.absent(op, name)
+		m.applyOpen(op)
+	case kTruncate, kFtruncate, kRead, kCopy, kWrite, kFallocate, kReaddir:
+		if op.WantErrno == 0 {
+			m.applyData(op)
+		}
+	case kMkdir, kMknod, kSymlink, kLink:
+		m.applyCreate(op)
+	case kUnlink, kRmdir, kRename:
+		m.applyRemove(op)
+	}
+}
+
+// applyLookup applies a call that needs name to exist (or, failed with ENOENT, not to).
+func (m *model) applyLookup(op *replayOp) {
+	name := op.Name
+	switch {
+	case op.WantErrno == uint16(syscall.ENOENT):
+		m.absent(op, name)
+	case op.WantErrno != 0:
+	case op.Kind == kStat:
+		n := m.need(op, name, trace.TypeOfMode(op.Mode))
+		if n != nil && n.typ == trace.TypeFile && (op.Rec == trace.OpLookup || op.Rec == trace.OpGetattr) {
+			m.grow(n, op.WantRet, false)
+		}
+	case op.Kind == kReadlink:
+		n := m.need(op, name, trace.TypeSymlink)
+		if n != nil && n.entry != nil && !n.modified && n.entry.Target == "" && op.WantRet > 0 && op.WantRet < 4096 {
+			// The target text is not recorded, its length is: a placeholder of that
+			// length makes readlink return the recorded byte count.
+			n.entry.Target = symlinkPlaceholder(int(op.WantRet))
+		}
+	default:
+		m.need(op, name, trace.TypeUnknown)
+	}
+}
+
+// applyOpen applies an open: a create makes the file, O_TRUNC empties it.
+func (m *model) applyOpen(op *replayOp) {
+	name := op.Name
+	ok := op.WantErrno == 0
+	switch {
+	case ok && op.Flags&unix.O_CREAT != 0 && op.Rec == trace.OpCreate:
+		m.need(op, parentOf(name), trace.TypeDir)
+		if _, had := m.nodes[name]; !had {
+			m.touch(name, op.Start)
+			m.add(name, &mnode{typ: trace.TypeFile, modified: true})
+		}
+	case ok:
+		typ := trace.TypeFile
+		if op.Flags&unix.O_DIRECTORY != 0 || op.Rec == trace.OpOpendir {
+			typ = trace.TypeDir
+		} else if op.Implicit {
+			typ = trace.TypeUnknown
+		}
+		n := m.need(op, name, typ)
+		if n != nil && op.Flags&unix.O_TRUNC != 0 {
+			n.modified, n.size = true, 0
+		}
+	case op.WantErrno == uint16(syscall.EEXIST):
+		m.need(op, name, trace.TypeUnknown)
+	case op.WantErrno == uint16(syscall.ENOENT) && op.Flags&unix.O_CREAT == 0:
+		m.absent(op, name)
+	}
+}
+
+// applyData applies a successful call on a file's data or a directory's listing: what it
+// read tells the file's size, what it wrote changes it.
+func (m *model) applyData(op *replayOp) {
+	name := op.Name
+	switch op.Kind {
+	case kTruncate, kFtruncate:
+		if n := m.need(op, name, trace.TypeFile); n != nil {
+			n.modified, n.size = true, op.Size
 		}
 	case kRead:
-		if ok {
-			if n := m.need(op, name, trace.TypeFile); n != nil {
-				m.grow(n, op.Offset+op.WantRet, op.WantRet < op.Size)
-				if !m.derive && !n.modified && n.typ == trace.TypeFile && op.Offset+op.WantRet > n.size {
-					m.problem(op, "reads to %d, file is %d bytes", op.Offset+op.WantRet, n.size)
-				}
+		if n := m.need(op, name, trace.TypeFile); n != nil {
+			m.grow(n, op.Offset+op.WantRet, op.WantRet < op.Size)
+			if !m.derive && !n.modified && n.typ == trace.TypeFile && op.Offset+op.WantRet > n.size {
+				m.problem(op, "reads to %d, file is %d bytes", op.Offset+op.WantRet, n.size)
 			}
 		}
 	case kCopy:
-		if ok {
-			if n := m.need(op, name, trace.TypeFile); n != nil {
-				m.grow(n, op.Offset+op.WantRet, op.WantRet < op.Size)
-			}
-			if n := m.need(op, op.Name2, trace.TypeFile); n != nil {
-				n.modified = true
-				n.size = max(n.size, op.Offset2+op.WantRet)
-			}
+		if n := m.need(op, name, trace.TypeFile); n != nil {
+			m.grow(n, op.Offset+op.WantRet, op.WantRet < op.Size)
+		}
+		if n := m.need(op, op.Name2, trace.TypeFile); n != nil {
+			n.modified = true
+			n.size = max(n.size, op.Offset2+op.WantRet)
 		}
 	case kWrite, kFallocate:
-		if ok {
-			if n := m.need(op, name, trace.TypeFile); n != nil {
-				n.modified = true
-				n.size = max(n.size, op.Offset+op.Size)
-			}
+		if n := m.need(op, name, trace.TypeFile); n != nil {
+			n.modified = true
+			n.size = max(n.size, op.Offset+op.Size)
 		}
 	case kReaddir:
-		if ok {
-			m.need(op, name, trace.TypeDir)
-			l := m.listings[op.Handle]
-			if l == nil {
-				l = &listing{dir: name, plus: op.Rec == trace.OpReaddirplus, fromStart: op.Offset == 0}
-				m.listings[op.Handle] = l
-			}
-			l.bytes += op.WantRet
-			if op.WantRet == 0 {
-				m.endListing(op.Handle)
-			}
+		m.need(op, name, trace.TypeDir)
+		l := m.listings[op.Handle]
+		if l == nil {
+			l = &listing{dir: name, plus: op.Rec == trace.OpReaddirplus, fromStart: op.Offset == 0}
+			m.listings[op.Handle] = l
 		}
-	case kMkdir, kMknod, kSymlink:
-		if ok {
-			m.need(op, parentOf(name), trace.TypeDir)
-			m.absent(op, name)
-			m.touch(name, op.Start)
-			typ := trace.TypeDir
-			switch op.Kind {
-			case kMknod:
-				typ = trace.TypeOfMode(op.Mode)
-			case kSymlink:
-				typ = trace.TypeSymlink
-			}
-			m.add(name, &mnode{typ: typ, modified: true})
-		} else if exist {
-			m.need(op, name, trace.TypeUnknown)
+		l.bytes += op.WantRet
+		if op.WantRet == 0 {
+			m.endListing(op.Handle)
 		}
+	}
+}
+
+// applyCreate applies mkdir, mknod, symlink and link: the name did not exist, its parent
+// did; failed with EEXIST, the name existed.
+func (m *model) applyCreate(op *replayOp) {
+	name := op.Name
+	if op.WantErrno == uint16(syscall.EEXIST) {
+		m.need(op, name, trace.TypeUnknown)
+		return
+	}
+	if op.WantErrno != 0 {
+		return
+	}
+	var src *mnode
+	if op.Kind == kLink {
+		src = m.need(op, op.Name2, trace.TypeUnknown)
+	}
+	m.need(op, parentOf(name), trace.TypeDir)
+	m.absent(op, name)
+	m.touch(name, op.Start)
+	n := &mnode{typ: trace.TypeDir, modified: true}
+	switch op.Kind {
+	case kMknod:
+		n.typ = trace.TypeOfMode(op.Mode)
+	case kSymlink:
+		n.typ = trace.TypeSymlink
 	case kLink:
-		if ok {
-			src := m.need(op, op.Name2, trace.TypeUnknown)
-			m.need(op, parentOf(name), trace.TypeDir)
-			m.absent(op, name)
-			m.touch(name, op.Start)
-			n := &mnode{typ: trace.TypeFile, modified: true}
-			if src != nil {
-				n.typ, n.size = src.typ, src.size
-			}
-			m.add(name, n)
-		} else if exist {
-			m.need(op, name, trace.TypeUnknown)
+		n.typ = trace.TypeFile
+		if src != nil {
+			n.typ, n.size = src.typ, src.size
 		}
+	}
+	m.add(name, n)
+}
+
+// applyRemove applies unlink, rmdir and rename: the name existed (or, failed with
+// ENOENT, did not) and is gone or moved.
+func (m *model) applyRemove(op *replayOp) {
+	name := op.Name
+	if op.WantErrno == uint16(syscall.ENOENT) {
+		m.absent(op, name)
+		return
+	}
+	if op.WantErrno != 0 {
+		return
+	}
+	switch op.Kind {
 	case kUnlink:
-		if ok {
-			m.need(op, name, trace.TypeUnknown)
-			m.touch(name, op.Start)
-			m.del(name)
-		} else if enoent {
-			m.absent(op, name)
-		}
+		m.need(op, name, trace.TypeUnknown)
+		m.touch(name, op.Start)
+		m.del(name)
 	case kRmdir:
-		if ok {
-			m.need(op, name, trace.TypeDir)
-			if !m.derive && m.children[name] > 0 {
-				m.problem(op, "directory is not empty at this point (%d entries)", m.children[name])
-			}
-			m.touch(name, op.Start)
-			m.delTree(name)
-		} else if enoent {
-			m.absent(op, name)
+		m.need(op, name, trace.TypeDir)
+		if !m.derive && m.children[name] > 0 {
+			m.problem(op, "directory is not empty at this point (%d entries)", m.children[name])
 		}
+		m.touch(name, op.Start)
+		m.delTree(name)
 	case kRename:
-		if ok {
-			n := m.need(op, name, trace.TypeUnknown)
-			m.need(op, parentOf(op.Name2), trace.TypeDir)
-			m.touch(name, op.Start)
-			m.touch(op.Name2, op.Start)
-			if n != nil {
-				m.move(name, op.Name2)
-			}
-		} else if enoent {
-			m.absent(op, name)
+		n := m.need(op, name, trace.TypeUnknown)
+		m.need(op, parentOf(op.Name2), trace.TypeDir)
+		m.touch(name, op.Start)
+		m.touch(op.Name2, op.Start)
+		if n != nil {
+			m.move(name, op.Name2)
 		}
 	}
 }
