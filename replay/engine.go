@@ -213,34 +213,11 @@ func (w *worker) backend(op *replayOp) Backend {
 // run to the end (cancelled, aborted on divergence, unreadable trace).
 func Run(ctx context.Context, src Source, b Backend, sink Sink, o Options) (*Summary, error) {
 	trace.CalibrateClock()
-	if o.Speed <= 0 {
-		o.Speed = 1
-	}
-	if o.SpinMargin <= 0 {
-		o.SpinMargin = 50 * time.Microsecond
-	}
-	if o.QueueDepth <= 0 {
-		o.QueueDepth = 256
-	}
-	if o.Log == nil {
-		o.Log = slog.New(slog.DiscardHandler)
-	}
+	o.defaults()
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
-	e := &engine{ctx: ctx, cancel: cancel, b: b, sink: sink, opts: o, log: o.Log, speed: o.Speed}
-	e.cond = sync.NewCond(&e.mu)
-	e.walker, _ = b.(Walker)
-	e.fill = make([]byte, 1<<20)
-	if o.FillRandom {
-		r := rand.New(rand.NewPCG(1, 2))
-		for i := 0; i+8 <= len(e.fill); i += 8 {
-			v := r.Uint64()
-			for j := 0; j < 8; j++ {
-				e.fill[i+j] = byte(v >> (8 * j))
-			}
-		}
-	}
+	e := newEngine(ctx, cancel, b, sink, o)
 	if sink != nil {
 		e.origin = sink.Origin()
 		for _, p := range src.Processes() {
@@ -255,80 +232,7 @@ func Run(ctx context.Context, src Source, b Backend, sink Sink, o Options) (*Sum
 	defer stop()
 
 	p := newPlanner(src, o.Plan)
-	outPaths := map[string]uint32{"": trace.RootPath}
-	outByID := map[uint32]uint32{} // recorded path id -> replay trace path id
-	workers := map[uint32]*worker{}
-	var wg sync.WaitGroup
-	var planErr error
-	first := true
-	sum := &Summary{Timing: o.Timing.String(), Speed: o.Speed, Target: b.Target()}
-	if o.Timing == TimingThink {
-		sum.RoundTrip = o.RoundTrip
-	}
-	var procsSeen int
-	var lastRec int64
-	for {
-		op, err := p.next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			planErr = fmt.Errorf("replay: read trace: %w", err)
-			break
-		}
-		if ctx.Err() != nil {
-			break
-		}
-		if first {
-			first = false
-			e.traceStart = op.Start
-			e.runStart = now()
-			if o.Timing != TimingAFAP {
-				e.runStart += int64(2 * time.Millisecond) // time for the first workers to start
-			}
-		}
-		lastRec = max(lastRec, op.Start+op.Dur)
-		if sink != nil {
-			op.OutPath = e.outPathID(outByID, outPaths, op.Name, op.PathID)
-			if op.Kind == kSymlink {
-				op.OutPath2 = sink.Raw(op.Name2)
-			} else if op.Name2 != "" {
-				op.OutPath2 = e.outPathID(outByID, outPaths, op.Name2, op.PathID2)
-			}
-			if ps := src.Processes(); len(ps) > procsSeen {
-				for _, pr := range ps[procsSeen:] {
-					sink.AddProcess(pr)
-				}
-				procsSeen = len(ps)
-			}
-		}
-		w := workers[op.Worker]
-		if w == nil {
-			if n := len(workers) + 3; o.Timing != TimingAFAP && n <= maxProcs && runtime.GOMAXPROCS(0) < n {
-				// Timed workers sleep in nanosleep on their own threads, each keeping its P
-				// until sysmon takes it back (20 µs to 10 ms later): give every worker a P
-				// so that a worker that wakes up never waits for one (up to maxProcs, beyond
-				// which the garbage collector's share of Ps gets out of hand).
-				runtime.GOMAXPROCS(n)
-			}
-			w = &worker{e: e, id: op.Worker, ch: make(chan replayOp, o.QueueDepth), margin: int64(o.SpinMargin)}
-			w.st.init()
-			workers[op.Worker] = w
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				w.run()
-			}()
-		}
-		select {
-		case w.ch <- *op:
-		case <-ctx.Done():
-		}
-	}
-	for _, w := range workers {
-		close(w.ch)
-	}
-	wg.Wait()
+	workers, lastRec, planErr := e.dispatch(p, src)
 	end := now()
 	// Close files the trace left open (handles opened before it ended).
 	for s := int32(0); s < p.Slots(); s++ {
@@ -337,12 +241,14 @@ func Run(ctx context.Context, src Source, b Backend, sink Sink, o Options) (*Sum
 			fb.f = nil
 		}
 	}
-	sum.Fold = p.Stats
+	sum := &Summary{Timing: o.Timing.String(), Speed: o.Speed, Target: b.Target(), Fold: p.Stats, Threads: len(workers)}
+	if o.Timing == TimingThink {
+		sum.RoundTrip = o.RoundTrip
+	}
 	for _, w := range workers {
 		sum.add(&w.st)
 	}
-	sum.Threads = len(workers)
-	if !first {
+	if len(workers) > 0 {
 		sum.RecordedSpan = time.Duration(lastRec - e.traceStart)
 		sum.ReplaySpan = time.Duration(end - e.runStart)
 	}
@@ -355,6 +261,118 @@ func Run(ctx context.Context, src Source, b Backend, sink Sink, o Options) (*Sum
 		return sum, planErr
 	}
 	return sum, ctx.Err()
+}
+
+// defaults fills in the options left zero.
+func (o *Options) defaults() {
+	if o.Speed <= 0 {
+		o.Speed = 1
+	}
+	if o.SpinMargin <= 0 {
+		o.SpinMargin = 50 * time.Microsecond
+	}
+	if o.QueueDepth <= 0 {
+		o.QueueDepth = 256
+	}
+	if o.Log == nil {
+		o.Log = slog.New(slog.DiscardHandler)
+	}
+}
+
+func newEngine(ctx context.Context, cancel context.CancelCauseFunc, b Backend, sink Sink, o Options) *engine {
+	e := &engine{ctx: ctx, cancel: cancel, b: b, sink: sink, opts: o, log: o.Log, speed: o.Speed}
+	e.cond = sync.NewCond(&e.mu)
+	e.walker, _ = b.(Walker)
+	e.fill = make([]byte, 1<<20)
+	if o.FillRandom {
+		r := rand.New(rand.NewPCG(1, 2))
+		for i := 0; i+8 <= len(e.fill); i += 8 {
+			v := r.Uint64()
+			for j := 0; j < 8; j++ {
+				e.fill[i+j] = byte(v >> (8 * j))
+			}
+		}
+	}
+	return e
+}
+
+// dispatch hands the planner's ops to one worker per traced thread, started at its first
+// op, until the trace ends or the run is cancelled; then it waits for the workers. It
+// returns them and the recorded end of the last op.
+func (e *engine) dispatch(p *planner, src Source) (workers map[uint32]*worker, lastRec int64, err error) {
+	outPaths := map[string]uint32{"": trace.RootPath}
+	outByID := map[uint32]uint32{} // recorded path id -> replay trace path id
+	var procsSeen int
+	workers = map[uint32]*worker{}
+	var wg sync.WaitGroup
+	defer func() {
+		for _, w := range workers {
+			close(w.ch)
+		}
+		wg.Wait()
+	}()
+	for {
+		op, err := p.next()
+		if err == io.EOF {
+			return workers, lastRec, nil
+		}
+		if err != nil {
+			return workers, lastRec, fmt.Errorf("replay: read trace: %w", err)
+		}
+		if e.ctx.Err() != nil {
+			return workers, lastRec, nil
+		}
+		if len(workers) == 0 {
+			e.traceStart = op.Start
+			e.runStart = now()
+			if e.opts.Timing != TimingAFAP {
+				e.runStart += int64(2 * time.Millisecond) // time for the first workers to start
+			}
+		}
+		lastRec = max(lastRec, op.Start+op.Dur)
+		if e.sink != nil {
+			op.OutPath = e.outPathID(outByID, outPaths, op.Name, op.PathID)
+			if op.Kind == kSymlink {
+				op.OutPath2 = e.sink.Raw(op.Name2)
+			} else if op.Name2 != "" {
+				op.OutPath2 = e.outPathID(outByID, outPaths, op.Name2, op.PathID2)
+			}
+			if ps := src.Processes(); len(ps) > procsSeen {
+				for _, pr := range ps[procsSeen:] {
+					e.sink.AddProcess(pr)
+				}
+				procsSeen = len(ps)
+			}
+		}
+		w := workers[op.Worker]
+		if w == nil {
+			w = e.startWorker(op.Worker, len(workers)+1, &wg)
+			workers[op.Worker] = w
+		}
+		select {
+		case w.ch <- *op:
+		case <-e.ctx.Done():
+		}
+	}
+}
+
+// startWorker starts the worker of thread id, the nth.
+func (e *engine) startWorker(id uint32, n int, wg *sync.WaitGroup) *worker {
+	if n += 2; e.opts.Timing != TimingAFAP && n <= maxProcs && runtime.GOMAXPROCS(0) < n {
+		// Timed workers sleep in nanosleep on their own threads, each keeping its P
+		// until sysmon takes it back (20 µs to 10 ms later): give every worker a P
+		// so that a worker that wakes up never waits for one (up to maxProcs, beyond
+		// which the garbage collector's share of Ps gets out of hand).
+		runtime.GOMAXPROCS(n)
+	}
+	w := &worker{e: e, id: id, ch: make(chan replayOp, e.opts.QueueDepth), margin: int64(e.opts.SpinMargin)}
+	w.st.init()
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		w.run()
+	}()
+	return w
 }
 
 // outPathID is outPath with a cache by recorded path id (no string hashing on a hit).
@@ -619,8 +637,6 @@ func (w *worker) exec(op *replayOp) (start, ret int64, errno syscall.Errno) {
 	e := w.e
 	ctx := e.ctx
 	b := w.backend(op)
-	var err error
-	var n int
 	var f, f2 File
 	if op.Slot >= 0 && op.Kind != kOpen {
 		f = e.files.at(uint32(op.Slot)).f
@@ -636,37 +652,57 @@ func (w *worker) exec(op *replayOp) (start, ret int64, errno syscall.Errno) {
 			return now(), 0, syscall.EBADF
 		}
 	}
+	var err error
 	start = now()
 	switch op.Kind {
 	case kSkip:
 		return start, op.WantRet, syscall.Errno(op.WantErrno)
-	case kStat:
-		var a Attr
-		a, err = b.Lstat(ctx, op.Name)
-		ret = a.Size
+	case kOpen:
+		err = w.execOpen(ctx, op, b)
+	case kFstat, kClose, kRead, kWrite, kReaddir, kFsync, kFallocate, kFtruncate, kLock, kLseek, kCopy:
+		ret, err = w.execFile(ctx, op, f, f2)
+	default:
+		ret, err = w.execName(ctx, op, b)
+	}
+	if err != nil {
+		errno = Errno(err)
+		if errors.Is(err, ErrEscape) {
+			w.st.escapes++
+		}
+	}
+	return start, ret, errno
+}
+
+// execOpen opens op's file into its slot. An implicit open (a handle opened before the
+// trace began) falls back to read-only, then write-only.
+func (w *worker) execOpen(ctx context.Context, op *replayOp, b Backend) error {
+	f, err := b.Open(ctx, op.Name, int(op.Flags), op.Mode)
+	if op.Implicit && err != nil {
+		for _, fl := range [...]int{unix.O_RDONLY, unix.O_WRONLY} {
+			if f, err = b.Open(ctx, op.Name, fl|int(op.Flags&unix.O_DIRECTORY), 0); err == nil {
+				break
+			}
+		}
+	}
+	if err == nil && op.Slot >= 0 {
+		w.e.files.at(uint32(op.Slot)).f = f
+	} else if err == nil {
+		_ = f.Close(ctx) // the trace recorded a failure here: nothing refers to the handle
+	}
+	return err
+}
+
+// execFile issues a call on the open file f (f2: copy_file_range's output).
+func (w *worker) execFile(ctx context.Context, op *replayOp, f, f2 File) (ret int64, err error) {
+	var n int
+	switch op.Kind {
 	case kFstat:
 		var a Attr
 		a, err = f.Stat(ctx)
 		ret = a.Size
-	case kAccess:
-		err = b.Access(ctx, op.Name, op.Flags)
-	case kOpen:
-		f, err = b.Open(ctx, op.Name, int(op.Flags), op.Mode)
-		if op.Implicit && err != nil {
-			for _, fl := range [...]int{unix.O_RDONLY, unix.O_WRONLY} {
-				if f, err = b.Open(ctx, op.Name, fl|int(op.Flags&unix.O_DIRECTORY), 0); err == nil {
-					break
-				}
-			}
-		}
-		if err == nil && op.Slot >= 0 {
-			e.files.at(uint32(op.Slot)).f = f
-		} else if err == nil {
-			_ = f.Close(ctx) // the trace recorded a failure here: nothing refers to the handle
-		}
 	case kClose:
 		err = f.Close(ctx)
-		e.files.at(uint32(op.Slot)).f = nil
+		w.e.files.at(uint32(op.Slot)).f = nil
 	case kRead:
 		n, err = f.ReadAt(ctx, w.rbuf(op.Size), op.Offset)
 		ret = int64(n)
@@ -674,11 +710,7 @@ func (w *worker) exec(op *replayOp) (start, ret int64, errno syscall.Errno) {
 		n, err = f.WriteAt(ctx, w.data(op.Size), op.Offset)
 		ret = int64(n)
 	case kReaddir:
-		sz := op.Size
-		if sz < 4096 {
-			sz = 4096
-		}
-		n, err = f.ReadDir(ctx, w.rbuf(sz), op.Offset)
+		n, err = f.ReadDir(ctx, w.rbuf(max(op.Size, 4096)), op.Offset)
 		ret = int64(n)
 	case kFsync:
 		err = f.Sync(ctx, op.Flags&trace.FsyncDatasync != 0)
@@ -686,14 +718,6 @@ func (w *worker) exec(op *replayOp) (start, ret int64, errno syscall.Errno) {
 		err = f.Allocate(ctx, op.Flags, op.Offset, op.Size)
 	case kFtruncate:
 		err = f.Truncate(ctx, op.Size)
-	case kTruncate:
-		err = b.Truncate(ctx, op.Name, op.Size)
-	case kChmod:
-		err = b.Chmod(ctx, op.Name, op.Mode)
-	case kUtimes:
-		err = b.Utimes(ctx, op.Name)
-	case kChown:
-		err = b.Chown(ctx, op.Name)
 	case kLock:
 		cmd := LockSet
 		switch op.Rec {
@@ -703,6 +727,33 @@ func (w *worker) exec(op *replayOp) (start, ret int64, errno syscall.Errno) {
 			cmd = LockWait
 		}
 		err = f.Lock(ctx, cmd, int16(op.Flags), op.Offset, op.Size)
+	case kLseek:
+		ret, err = f.Seek(ctx, op.Offset, int(op.Flags))
+	case kCopy:
+		ret, err = w.copyRange(ctx, f, f2, op.Offset, op.Offset2, op.Size)
+	}
+	return ret, err
+}
+
+// execName issues a call on a name through b, the backend view that starts its path walk
+// where the recorded call's did.
+func (w *worker) execName(ctx context.Context, op *replayOp, b Backend) (ret int64, err error) {
+	var n int
+	switch op.Kind {
+	case kStat:
+		var a Attr
+		a, err = b.Lstat(ctx, op.Name)
+		ret = a.Size
+	case kAccess:
+		err = b.Access(ctx, op.Name, op.Flags)
+	case kTruncate:
+		err = b.Truncate(ctx, op.Name, op.Size)
+	case kChmod:
+		err = b.Chmod(ctx, op.Name, op.Mode)
+	case kUtimes:
+		err = b.Utimes(ctx, op.Name)
+	case kChown:
+		err = b.Chown(ctx, op.Name)
 	case kMkdir:
 		err = b.Mkdir(ctx, op.Name, op.Mode)
 	case kMknod:
@@ -732,18 +783,8 @@ func (w *worker) exec(op *replayOp) (start, ret int64, errno syscall.Errno) {
 		err = b.Setxattr(ctx, op.Name, xattrName, w.data(op.Size), 0)
 	case kRemovexattr:
 		err = b.Removexattr(ctx, op.Name, xattrName)
-	case kLseek:
-		ret, err = f.Seek(ctx, op.Offset, int(op.Flags))
-	case kCopy:
-		ret, err = w.copyRange(ctx, f, f2, op.Offset, op.Offset2, op.Size)
 	}
-	if err != nil {
-		errno = Errno(err)
-		if errors.Is(err, ErrEscape) {
-			w.st.escapes++
-		}
-	}
-	return start, ret, errno
+	return ret, err
 }
 
 // copyRange copies n bytes from src at offIn to dst at offOut: in the backend when src
