@@ -121,44 +121,13 @@ func runReplay(ctx context.Context, e *env, o *replayOptions, args []string) err
 		defer cleanup()
 		tracePath = local
 	}
-	timing, err := replay.ParseTiming(o.Timing)
+	ro, err := o.runOptions(e)
 	if err != nil {
-		return usageErrorf("--timing: %v", err)
+		return err
 	}
-	policy, err := replay.ParseDivergePolicy(o.OnDiverge)
-	if err != nil {
-		return usageErrorf("--on-diverge: %v", err)
-	}
-	if !(o.Speed >= minSpeed && o.Speed <= maxSpeed) { // NaN fails too
-		return usageErrorf("--speed %g: want a factor from %g to %g", o.Speed, minSpeed, maxSpeed)
-	}
-	if o.ThinkCPU != "sleep" && o.ThinkCPU != "spin" {
-		return usageErrorf("--think-cpu %q: want sleep or spin", o.ThinkCPU)
-	}
-	var roundTrip time.Duration
-	if o.RoundTrip != "auto" {
-		if roundTrip, err = time.ParseDuration(o.RoundTrip); err != nil || roundTrip < 0 {
-			return usageErrorf("--round-trip %q: want auto or a duration such as 30us", o.RoundTrip)
-		}
-	}
-	if o.Repeat < 1 {
-		return usageErrorf("--repeat %d: want at least 1", o.Repeat)
-	}
-	switch o.Prepare {
-	case "auto", "skip", "only":
-	default:
-		return usageErrorf("--prepare %q: want auto, skip or only", o.Prepare)
-	}
-	if o.Fill != "zero" && o.Fill != "random" {
-		return usageErrorf("--fill %q: want zero or random", o.Fill)
-	}
-	if len(o.Targets) == 0 && !o.DryRun {
-		return usageErrorf("replay needs at least one --target")
-	}
-	po := replay.PlanOptions{NoFold: o.NoFold}
 
 	// Pass 1: the starting state, and what is wrong with the trace.
-	st, damage, err := deriveState(ctx, tracePath, po)
+	st, damage, err := deriveState(ctx, tracePath, ro.Plan)
 	if errors.Is(err, context.Canceled) {
 		return errors.New("interrupted while reading the trace")
 	}
@@ -181,55 +150,17 @@ func runReplay(ctx context.Context, e *env, o *replayOptions, args []string) err
 	_, _ = fmt.Fprintf(e.stdout, "starting state: %d directories, %d files (%s), %d symlinks; %d replay ops\n",
 		st.Dirs, st.Files, format.Bytes(uint64(st.Bytes)), st.Symlinks, st.Ops)
 	if o.RoundTrip == "auto" {
-		roundTrip = st.RoundTrip
-		if timing == replay.TimingThink && st.RoundTrip > 0 {
+		ro.RoundTrip = st.RoundTrip
+		if ro.Timing == replay.TimingThink && st.RoundTrip > 0 {
 			_, _ = fmt.Fprintf(e.stdout, "recording layer round trip: %v per request (median of %d path-walk gaps), not waited for again\n",
 				st.RoundTrip, st.RoundTripSamples)
 		}
 	}
 	if o.DryRun {
-		r, err := openTrace(tracePath)
-		if err != nil {
-			return err
-		}
-		problems, n, err := replay.Check(cancellable{r, ctx}, st, po)
-		_ = r.Close()
-		if errors.Is(err, context.Canceled) {
-			return errors.New("interrupted: dry run not finished")
-		}
-		if err != nil {
-			return err
-		}
-		if n == 0 {
-			_, _ = fmt.Fprintln(e.stdout, "dry run: every op's recorded outcome is reproducible from the starting state")
-			return damaged(nil)
-		}
-		_, _ = fmt.Fprintf(e.stdout, "dry run: %d ops cannot reproduce their recorded outcome:\n", n)
-		shown := 0
-		for _, p := range problems {
-			_, _ = fmt.Fprintf(e.stdout, "  %s\n", termsafe.Text(p.String()))
-			shown += p.Ops()
-		}
-		if n > shown {
-			_, _ = fmt.Fprintf(e.stdout, "  ... and %d more\n", n-shown)
-		}
-		return damaged(nil)
+		return damaged(dryRun(ctx, e, tracePath, st, ro.Plan))
 	}
 	raiseNoFile(e)
 
-	// Open and check the targets before touching any of them.
-	backends := make([]replay.Backend, len(o.Targets))
-	counters := make([]replay.RequestCounter, len(o.Targets))
-	defer func() {
-		for _, b := range backends {
-			if b != nil {
-				if err := b.Close(); err != nil {
-					e.log.Warn("replay: close target", "target", b.Target().Path, "err", err)
-				}
-			}
-		}
-	}()
-	o.S3.Log = e.log
 	prefix := o.Output
 	if prefix == "" {
 		prefix = strings.TrimSuffix(tracePath, ".iotap") + ".replay"
@@ -237,64 +168,190 @@ func runReplay(ctx context.Context, e *env, o *replayOptions, args []string) err
 	if err := checkOutputDir(prefix); err != nil {
 		return usageErrorf("-o %s: %v", prefix, err)
 	}
+	targets, err := openTargets(ctx, e, o, tracePath, prefix)
+	defer closeTargets(e, targets)
+	if err != nil {
+		return err
+	}
+	results, diverged, runs, err := replayTargets(ctx, e, o, tracePath, prefix, targets, st, ro)
+	if err != nil {
+		return err
+	}
+	if o.Prepare == "only" {
+		return damaged(nil)
+	}
+	if len(targets) > 1 {
+		if err := compareTargets(ctx, e, o.Targets, results); err != nil {
+			return err
+		}
+	}
+	if diverged > 0 && ro.OnDiverge == replay.DivergeWarn {
+		// Warn, not fail: the replay ran to the end and measured the target (--on-diverge=abort fails).
+		_, _ = fmt.Fprintf(e.stderr, "iotap replay: %d ops diverged from the trace in %d runs (see the summaries)\n", diverged, runs)
+	}
+	return damaged(nil)
+}
+
+// runOptions checks the flags that shape a run and returns the engine's options (the
+// round trip still to be estimated when --round-trip is auto).
+func (o *replayOptions) runOptions(e *env) (replay.Options, error) {
+	timing, err := replay.ParseTiming(o.Timing)
+	if err != nil {
+		return replay.Options{}, usageErrorf("--timing: %v", err)
+	}
+	policy, err := replay.ParseDivergePolicy(o.OnDiverge)
+	if err != nil {
+		return replay.Options{}, usageErrorf("--on-diverge: %v", err)
+	}
+	if !(o.Speed >= minSpeed && o.Speed <= maxSpeed) { // NaN fails too
+		return replay.Options{}, usageErrorf("--speed %g: want a factor from %g to %g", o.Speed, minSpeed, maxSpeed)
+	}
+	if o.ThinkCPU != "sleep" && o.ThinkCPU != "spin" {
+		return replay.Options{}, usageErrorf("--think-cpu %q: want sleep or spin", o.ThinkCPU)
+	}
+	var roundTrip time.Duration
+	if o.RoundTrip != "auto" {
+		if roundTrip, err = time.ParseDuration(o.RoundTrip); err != nil || roundTrip < 0 {
+			return replay.Options{}, usageErrorf("--round-trip %q: want auto or a duration such as 30us", o.RoundTrip)
+		}
+	}
+	if o.Repeat < 1 {
+		return replay.Options{}, usageErrorf("--repeat %d: want at least 1", o.Repeat)
+	}
+	switch o.Prepare {
+	case "auto", "skip", "only":
+	default:
+		return replay.Options{}, usageErrorf("--prepare %q: want auto, skip or only", o.Prepare)
+	}
+	if o.Fill != "zero" && o.Fill != "random" {
+		return replay.Options{}, usageErrorf("--fill %q: want zero or random", o.Fill)
+	}
+	if len(o.Targets) == 0 && !o.DryRun {
+		return replay.Options{}, usageErrorf("replay needs at least one --target")
+	}
+	return replay.Options{
+		Timing: timing, Speed: o.Speed, RoundTrip: roundTrip, ThinkSpin: o.ThinkCPU == "spin", OnDiverge: policy,
+		Plan: replay.PlanOptions{NoFold: o.NoFold}, FillRandom: o.Fill == "random", Log: e.log,
+	}, nil
+}
+
+// dryRun plays the trace on a model of the starting state and lists the ops whose
+// recorded outcome cannot be reproduced (--dry-run).
+func dryRun(ctx context.Context, e *env, tracePath string, st *replay.State, po replay.PlanOptions) error {
+	r, err := openTrace(tracePath)
+	if err != nil {
+		return err
+	}
+	problems, n, err := replay.Check(cancellable{r, ctx}, st, po)
+	_ = r.Close()
+	if errors.Is(err, context.Canceled) {
+		return errors.New("interrupted: dry run not finished")
+	}
+	if err != nil {
+		return err
+	}
+	if n == 0 {
+		_, _ = fmt.Fprintln(e.stdout, "dry run: every op's recorded outcome is reproducible from the starting state")
+		return nil
+	}
+	_, _ = fmt.Fprintf(e.stdout, "dry run: %d ops cannot reproduce their recorded outcome:\n", n)
+	shown := 0
+	for _, p := range problems {
+		_, _ = fmt.Fprintf(e.stdout, "  %s\n", termsafe.Text(p.String()))
+		shown += p.Ops()
+	}
+	if n > shown {
+		_, _ = fmt.Fprintf(e.stdout, "  ... and %d more\n", n-shown)
+	}
+	return nil
+}
+
+// replayTarget is an opened --target.
+type replayTarget struct {
+	b replay.Backend
+	// requests counts the backend's own requests (S3); nil for a directory.
+	requests replay.RequestCounter
+}
+
+// openTargets opens and checks every target before touching any of them: a directory
+// must exist, be no symbolic link and hold neither the trace nor the results (replay
+// empties its targets), and a target must be empty unless --scratch or --prepare=skip.
+// The targets opened are returned with the error too, for closeTargets.
+func openTargets(ctx context.Context, e *env, o *replayOptions, tracePath, prefix string) ([]replayTarget, error) {
+	var targets []replayTarget
+	s3o := o.S3
+	s3o.Log = e.log
 	absTrace := resolvePath(tracePath)
 	absPrefix := filepath.Join(resolvePath(filepath.Dir(prefix)), filepath.Base(prefix))
-	for i, t := range o.Targets {
+	for _, t := range o.Targets {
 		if !s3store.IsURL(t) {
 			// A symbolic link is refused, not followed: replay deletes what is in its target
 			// (with --scratch) and acts inside it, and a link may lead anywhere.
 			if lt := strings.TrimRight(t, "/"); lt != "" {
 				if fi, err := os.Lstat(lt); err == nil && fi.Mode()&os.ModeSymlink != 0 {
-					return usageErrorf("--target %s is a symbolic link to %s: replay empties its target and acts inside it; name the directory itself", t, resolvePath(t))
+					return targets, usageErrorf("--target %s is a symbolic link to %s: replay empties its target and acts inside it; name the directory itself", t, resolvePath(t))
 				}
 			}
 			fi, err := os.Stat(t)
 			if err != nil {
-				return usageErrorf("--target %s: %v", t, err)
+				return targets, usageErrorf("--target %s: %v", t, err)
 			}
 			if !fi.IsDir() {
-				return usageErrorf("--target %s: not a directory", t)
+				return targets, usageErrorf("--target %s: not a directory", t)
 			}
 			// Replay empties its targets: neither the trace nor the results may live there.
 			if abs := resolvePath(t); o.Prepare != "skip" {
 				if sysinfo.Within(absTrace, abs) {
-					return usageErrorf("--target %s holds the trace %s, and replay empties its targets", t, tracePath)
+					return targets, usageErrorf("--target %s holds the trace %s, and replay empties its targets", t, tracePath)
 				}
 				if sysinfo.Within(absPrefix, abs) {
-					return usageErrorf("--target %s would hold the results (%s.*), and replay empties its targets: choose -o elsewhere", t, prefix)
+					return targets, usageErrorf("--target %s would hold the results (%s.*), and replay empties its targets: choose -o elsewhere", t, prefix)
 				}
 			}
 		}
-		b, rc, err := openTarget(ctx, t, o.S3)
+		b, rc, err := openTarget(ctx, t, s3o)
 		if err != nil {
-			return err
+			return targets, err
 		}
-		backends[i], counters[i] = b, rc
+		targets = append(targets, replayTarget{b: b, requests: rc})
 		if o.Prepare == "skip" {
 			continue
 		}
 		empty, err := b.IsEmpty(ctx)
 		if err != nil {
-			return fmt.Errorf("replay: target %s: %w", t, err)
+			return targets, fmt.Errorf("replay: target %s: %w", t, err)
 		}
 		if !empty && !o.Scratch {
-			return usageErrorf("--target %s is not empty: replay deletes what is there before each run; pass --scratch if it is a scratch area", t)
+			return targets, usageErrorf("--target %s is not empty: replay deletes what is there before each run; pass --scratch if it is a scratch area", t)
 		}
 	}
-	fill := o.Fill == "random"
-	results := make([][]string, len(backends))
-	var diverged, runs uint64
+	return targets, nil
+}
+
+func closeTargets(e *env, targets []replayTarget) {
+	for _, t := range targets {
+		if err := t.b.Close(); err != nil {
+			e.log.Warn("replay: close target", "target", t.b.Target().Path, "err", err)
+		}
+	}
+}
+
+// replayTargets prepares and replays each target --repeat times, targets interleaved,
+// printing each run's summary. It returns each target's replay traces and the
+// divergences and runs counted.
+func replayTargets(ctx context.Context, e *env, o *replayOptions, tracePath, prefix string, targets []replayTarget, st *replay.State, ro replay.Options) (results [][]string, diverged, runs uint64, err error) {
+	results = make([][]string, len(targets))
 	for rep := 0; rep < o.Repeat; rep++ {
-		for i, b := range backends {
+		for i, t := range targets {
 			if err := ctx.Err(); err != nil {
-				return err
+				return results, diverged, runs, err
 			}
 			if o.Prepare != "skip" {
-				if err := replay.PrepareTarget(ctx, b, st, fill); err != nil {
-					return err
+				if err := replay.PrepareTarget(ctx, t.b, st, ro.FillRandom); err != nil {
+					return results, diverged, runs, err
 				}
 				if o.Prepare == "only" {
-					_, _ = fmt.Fprintf(e.stdout, "prepared %s\n", b.Target().Path)
+					_, _ = fmt.Fprintf(e.stdout, "prepared %s\n", t.b.Target().Path)
 					continue
 				}
 			}
@@ -302,9 +359,7 @@ func runReplay(ctx context.Context, e *env, o *replayOptions, args []string) err
 				dropCaches(e)
 			}
 			base := fmt.Sprintf("%s.t%d.r%d", prefix, i+1, rep+1)
-			sum, err := replayOnce(ctx, e, o, tracePath, base, b, counters[i], st, replay.Options{
-				Timing: timing, Speed: o.Speed, RoundTrip: roundTrip, ThinkSpin: o.ThinkCPU == "spin", OnDiverge: policy, Plan: po, FillRandom: fill, Log: e.log,
-			}, rep)
+			sum, err := replayOnce(ctx, e, o, tracePath, base, t, st, ro, rep)
 			if sum != nil {
 				var out strings.Builder
 				_, _ = fmt.Fprintf(&out, "run %d/%d, target %d: %s\n", rep+1, o.Repeat, i+1, base+".iotap")
@@ -318,26 +373,17 @@ func runReplay(ctx context.Context, e *env, o *replayOptions, args []string) err
 				runs++
 			}
 			if errors.Is(err, context.Canceled) {
-				return errors.New("interrupted: the result trace and summary above cover the ops replayed until then")
+				return results, diverged, runs, errors.New("interrupted: the result trace and summary above cover the ops replayed until then")
 			}
 			if err != nil {
-				return err
+				return results, diverged, runs, err
 			}
 		}
 		if o.Prepare == "only" {
-			return damaged(nil)
+			return results, diverged, runs, nil
 		}
 	}
-	if len(backends) > 1 {
-		if err := compareTargets(ctx, e, o.Targets, results); err != nil {
-			return err
-		}
-	}
-	if diverged > 0 && policy == replay.DivergeWarn {
-		// Warn, not fail: the replay ran to the end and measured the target (--on-diverge=abort fails).
-		_, _ = fmt.Fprintf(e.stderr, "iotap replay: %d ops diverged from the trace in %d runs (see the summaries)\n", diverged, runs)
-	}
-	return damaged(nil)
+	return results, diverged, runs, nil
 }
 
 // checkOutputDir checks that the directory of the result prefix exists and can be
@@ -459,9 +505,10 @@ func deriveState(ctx context.Context, path string, po replay.PlanOptions) (*repl
 	return st, d, nil
 }
 
-// replayOnce runs one replay onto b, writing base.iotap, base.json (fidelity summary) and,
-// for a backend that counts requests (rc not nil: S3), base.requests.json.
-func replayOnce(ctx context.Context, e *env, o *replayOptions, tracePath, base string, b replay.Backend, rc replay.RequestCounter, st *replay.State, ro replay.Options, rep int) (*replay.Summary, error) {
+// replayOnce runs one replay onto t, writing base.iotap, base.json (fidelity summary) and,
+// for a backend that counts requests (S3), base.requests.json.
+func replayOnce(ctx context.Context, e *env, o *replayOptions, tracePath, base string, t replayTarget, st *replay.State, ro replay.Options, rep int) (*replay.Summary, error) {
+	b := t.b
 	r, err := openTrace(tracePath)
 	if err != nil {
 		return nil, err
@@ -510,8 +557,8 @@ func replayOnce(ctx context.Context, e *env, o *replayOptions, tracePath, base s
 			_, _ = fmt.Fprintf(e.stderr, "iotap replay: the recording ends early: its last %d events were lost when the trace could not be written (%s)\n", f.Lost, termsafe.Name(f.WriteError))
 		}
 	}
-	if rc != nil {
-		if err := requests.Write(base+".requests.json", rc.TakeRequests()); err != nil && runErr == nil {
+	if t.requests != nil {
+		if err := requests.Write(base+".requests.json", t.requests.TakeRequests()); err != nil && runErr == nil {
 			runErr = err
 		}
 	}
