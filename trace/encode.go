@@ -546,6 +546,11 @@ func unzig(u uint64) int64 { return int64(u>>1) ^ -int64(u&1) }
 // decodeEvents decodes an events payload of the given format version into evs (reusing
 // its storage) and returns it. col is scratch space for one column, reused across calls.
 // Version-1 payloads have no Offset2 column: Offset2 is 0.
+//
+// It reads the columns in the order of the format (doc.go, "Events payload"), each
+// with a loop of plain stores into one field: reading every trace goes through it
+// (BenchmarkDecode), and a field chosen per column through a callback or an index would
+// cost a call or a switch per value. Its length is the number of columns.
 func decodeEvents(b []byte, version uint16, evs []Event, col *[]uint64, pred *offsetPredictor) ([]Event, error) {
 	d := dec{b: b}
 	n := d.count(eventColumns(version))

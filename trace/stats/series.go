@@ -15,6 +15,28 @@ type Slot struct {
 	Lat        LogHist // latency of all ops that started in the interval
 }
 
+// add counts one op that started in the interval.
+func (s *Slot) add(dur int64, failed bool) {
+	s.Ops++
+	s.BusyNs += dur
+	s.MaxNs = max(s.MaxNs, dur)
+	s.Lat.Add(dur)
+	if failed {
+		s.Errors++
+	}
+}
+
+// transfer counts a read or write of n bytes.
+func (s *Slot) transfer(write bool, n uint64) {
+	if write {
+		s.WriteOps++
+		s.WriteBytes += n
+	} else {
+		s.ReadOps++
+		s.ReadBytes += n
+	}
+}
+
 func (s *Slot) merge(o *Slot) {
 	s.Ops += o.Ops
 	s.Errors += o.Errors
