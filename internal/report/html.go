@@ -1,6 +1,7 @@
 package report
 
 import (
+	"cmp"
 	"fmt"
 	"html/template"
 	"io"
@@ -18,7 +19,6 @@ import (
 type figure struct {
 	Title string
 	SVG   template.HTML
-	Wide  bool
 }
 
 // maxPlotOps bounds the operations plotted (the busiest by total time).
@@ -40,18 +40,7 @@ func WriteHTML(w io.Writer, r *Report) error {
 }
 
 func reportFigures(v *View, groups []*View) ([]figure, error) {
-	var figs []figure
-	add := func(p *plot.Plot, wd, ht vg.Length, wide bool) error {
-		if p == nil {
-			return nil
-		}
-		s, err := svg(p, wd, ht)
-		if err != nil {
-			return err
-		}
-		figs = append(figs, figure{Title: p.Title.Text, SVG: template.HTML(s), Wide: wide})
-		return nil
-	}
+	var s figureSet
 	ops := v.Ops[:min(len(v.Ops), maxPlotOps)]
 	var names []string
 	var bins [][]HistBin
@@ -61,71 +50,11 @@ func reportFigures(v *View, groups []*View) ([]figure, error) {
 	}
 	if len(ops) > 0 {
 		p, err := cdfPlot("Latency CDF per operation", names, bins, false)
-		if err != nil {
-			return nil, err
-		}
-		if err := add(p, 16*vg.Centimeter, 10*vg.Centimeter, false); err != nil {
-			return nil, err
-		}
+		s.add(p, err, 16*vg.Centimeter, 10*vg.Centimeter)
 		p, err = tailPlot("Latency tail: share of ops slower than x", names, bins)
-		if err != nil {
-			return nil, err
-		}
-		if err := add(p, 16*vg.Centimeter, 10*vg.Centimeter, false); err != nil {
-			return nil, err
-		}
+		s.add(p, err, 16*vg.Centimeter, 10*vg.Centimeter)
 	}
-	// Throughput and p99 over time.
-	if pts := v.Intervals.Points; len(pts) > 0 {
-		var ops, rd, wr, p99, mx plotter.XYs
-		for _, pt := range pts {
-			ops = append(ops, plotter.XY{X: pt.T, Y: pt.OpsPerSec})
-			rd = append(rd, plotter.XY{X: pt.T, Y: pt.ReadMBps})
-			wr = append(wr, plotter.XY{X: pt.T, Y: pt.WriteMBps})
-			l99, lmx := math.NaN(), math.NaN() // no ops: a gap, not a fast interval
-			if pt.Ops > 0 {
-				l99, lmx = float64(max(pt.P99, 1000)), float64(max(pt.MaxNs, 1000))
-			}
-			p99 = append(p99, plotter.XY{X: pt.T, Y: l99})
-			mx = append(mx, plotter.XY{X: pt.T, Y: lmx})
-		}
-		// Close the last step so the final interval has a width.
-		end := pts[len(pts)-1].T + float64(v.Intervals.WidthNs)/1e9
-		last := pts[len(pts)-1]
-		ops = append(ops, plotter.XY{X: end, Y: last.OpsPerSec})
-		rd = append(rd, plotter.XY{X: end, Y: last.ReadMBps})
-		wr = append(wr, plotter.XY{X: end, Y: last.WriteMBps})
-		p99 = append(p99, plotter.XY{X: end, Y: p99[len(p99)-1].Y})
-		mx = append(mx, plotter.XY{X: end, Y: mx[len(mx)-1].Y})
-		p, err := seriesPlot("Throughput over time: MB/s", "MB/s", []string{"read MB/s", "write MB/s"}, []plotter.XYs{rd, wr})
-		if err != nil {
-			return nil, err
-		}
-		p.X.Min, p.X.Max = 0, end
-		if err := add(p, 16*vg.Centimeter, 8*vg.Centimeter, false); err != nil {
-			return nil, err
-		}
-		p, err = seriesPlot("Operations per second", "ops/s", []string{"ops/s"}, []plotter.XYs{ops})
-		if err != nil {
-			return nil, err
-		}
-		p.X.Min, p.X.Max = 0, end
-		if err := add(p, 16*vg.Centimeter, 8*vg.Centimeter, false); err != nil {
-			return nil, err
-		}
-		p, err = seriesPlot("Latency per interval, all ops (log scale): p99 and max", "latency", []string{"p99", "max"}, []plotter.XYs{p99, mx})
-		if err != nil {
-			return nil, err
-		}
-		p.Y.Scale = plot.LogScale{}
-		p.Y.Tick.Marker = durTicks{}
-		p.Y.Min = 1000
-		p.Y.Max *= 8 // undo the linear headroom; a decade of headroom for the legend
-		p.X.Min, p.X.Max = 0, end
-		if err := add(p, 16*vg.Centimeter, 8*vg.Centimeter, false); err != nil {
-			return nil, err
-		}
-	}
+	s.intervals(v)
 	// With --by: the busiest operations' CDFs, one line per group.
 	for _, o := range ops[:min(len(ops), 2)] {
 		if len(groups) < 2 {
@@ -142,32 +71,89 @@ func reportFigures(v *View, groups []*View) ([]figure, error) {
 			}
 		}
 		p, err := cdfPlot(o.Op+" latency CDF by "+groupKind(groups[0].Name), gn, gb, true)
-		if err != nil {
-			return nil, err
-		}
-		if err := add(p, 16*vg.Centimeter, 10*vg.Centimeter, false); err != nil {
-			return nil, err
-		}
+		s.add(p, err, 16*vg.Centimeter, 10*vg.Centimeter)
 	}
 	for i, o := range ops {
 		p, err := histPlot(fmt.Sprintf("%s latency histogram (%s ops)", o.Op, format.Count(o.Count)), o.Hist, color8(i))
-		if err != nil {
-			return nil, err
-		}
-		if err := add(p, 12*vg.Centimeter, 7*vg.Centimeter, false); err != nil {
-			return nil, err
-		}
+		s.add(p, err, 12*vg.Centimeter, 7*vg.Centimeter)
 	}
 	for _, t := range v.Offsets[:min(len(v.Offsets), 4)] {
 		p, err := offsetPlot(t)
-		if err != nil {
-			return nil, err
-		}
-		if err := add(p, 16*vg.Centimeter, 8*vg.Centimeter, false); err != nil {
-			return nil, err
-		}
+		s.add(p, err, 16*vg.Centimeter, 8*vg.Centimeter)
 	}
-	return figs, nil
+	return s.figs, s.err
+}
+
+// figureSet collects rendered figures; the first error, from building a plot or
+// rendering it, ends the set.
+type figureSet struct {
+	figs []figure
+	err  error
+}
+
+// add renders p (built with err) at w x h; a nil plot adds nothing.
+func (s *figureSet) add(p *plot.Plot, err error, w, h vg.Length) {
+	if s.err != nil || err != nil {
+		s.err = cmp.Or(s.err, err)
+		return
+	}
+	if p == nil {
+		return
+	}
+	svg, err := svg(p, w, h)
+	if err != nil {
+		s.err = err
+		return
+	}
+	s.figs = append(s.figs, figure{Title: p.Title.Text, SVG: template.HTML(svg)})
+}
+
+// intervals adds the figures over time: throughput, ops per second, and the p99 and max
+// latency per interval.
+func (s *figureSet) intervals(v *View) {
+	pts := v.Intervals.Points
+	if len(pts) == 0 {
+		return
+	}
+	var ops, rd, wr, p99, mx plotter.XYs
+	for _, pt := range pts {
+		ops = append(ops, plotter.XY{X: pt.T, Y: pt.OpsPerSec})
+		rd = append(rd, plotter.XY{X: pt.T, Y: pt.ReadMBps})
+		wr = append(wr, plotter.XY{X: pt.T, Y: pt.WriteMBps})
+		l99, lmx := math.NaN(), math.NaN() // no ops: a gap, not a fast interval
+		if pt.Ops > 0 {
+			l99, lmx = float64(max(pt.P99, 1000)), float64(max(pt.MaxNs, 1000))
+		}
+		p99 = append(p99, plotter.XY{X: pt.T, Y: l99})
+		mx = append(mx, plotter.XY{X: pt.T, Y: lmx})
+	}
+	// Close the last step so the final interval has a width.
+	end := pts[len(pts)-1].T + float64(v.Intervals.WidthNs)/1e9
+	last := pts[len(pts)-1]
+	ops = append(ops, plotter.XY{X: end, Y: last.OpsPerSec})
+	rd = append(rd, plotter.XY{X: end, Y: last.ReadMBps})
+	wr = append(wr, plotter.XY{X: end, Y: last.WriteMBps})
+	p99 = append(p99, plotter.XY{X: end, Y: p99[len(p99)-1].Y})
+	mx = append(mx, plotter.XY{X: end, Y: mx[len(mx)-1].Y})
+	p, err := seriesPlot("Throughput over time: MB/s", "MB/s", []string{"read MB/s", "write MB/s"}, []plotter.XYs{rd, wr})
+	if err == nil {
+		p.X.Min, p.X.Max = 0, end
+	}
+	s.add(p, err, 16*vg.Centimeter, 8*vg.Centimeter)
+	p, err = seriesPlot("Operations per second", "ops/s", []string{"ops/s"}, []plotter.XYs{ops})
+	if err == nil {
+		p.X.Min, p.X.Max = 0, end
+	}
+	s.add(p, err, 16*vg.Centimeter, 8*vg.Centimeter)
+	p, err = seriesPlot("Latency per interval, all ops (log scale): p99 and max", "latency", []string{"p99", "max"}, []plotter.XYs{p99, mx})
+	if err == nil {
+		p.Y.Scale = plot.LogScale{}
+		p.Y.Tick.Marker = durTicks{}
+		p.Y.Min = 1000
+		p.Y.Max *= 8 // undo the linear headroom; a decade of headroom for the legend
+		p.X.Min, p.X.Max = 0, end
+	}
+	s.add(p, err, 16*vg.Centimeter, 8*vg.Centimeter)
 }
 
 func sortedKeys(m map[string]string) []string {
