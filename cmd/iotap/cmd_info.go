@@ -124,26 +124,68 @@ func infoOne(ctx context.Context, e *env, o *infoOptions, name string, out *byte
 	}
 	defer func() { _ = closeTrace() }() // read-only
 	r.SetStrict(o.Strict)
-	s := traceSummary{tids: map[uint32]struct{}{}}
-	var stopErr error
+	s, stopErr, err := summarize(ctx, r, name, o.Strict)
+	if err != nil {
+		return false, err
+	}
+	if err := writeInfoFields(out, name, r, &s, stopErr); err != nil {
+		return false, err
+	}
+	if s.events > 0 {
+		out.WriteByte('\n')
+		fmt.Fprintf(out, "%-16s %12s %10s %16s\n", "op", "count", "errors", "bytes")
+		for op := range trace.NumOps {
+			if s.counts[op] == 0 {
+				continue
+			}
+			b := ""
+			if s.bytes[op] > 0 {
+				b = fmt.Sprint(s.bytes[op])
+			}
+			fmt.Fprintf(out, "%-16s %12d %10d %16s\n", trace.Op(op), s.counts[op], s.errors[op], b)
+		}
+	}
+
+	dmg := r.Damage()
+	if len(dmg) == 0 {
+		out.WriteString("\ndamage: none\n")
+		return false, nil
+	}
+	fmt.Fprintf(out, "\ndamage: %d problem(s)\n", len(dmg))
+	for _, d := range dmg {
+		fmt.Fprintf(out, "  %v\n", d)
+	}
+	if stopErr != nil {
+		out.WriteString("  stopped at the first damaged chunk (--strict)\n")
+	}
+	return true, nil
+}
+
+// summarize reads every event of r (trace name). With strict, a damaged chunk stops the
+// reading: it is returned as stopErr, with what was read before it.
+func summarize(ctx context.Context, r *trace.Reader, name string, strict bool) (s traceSummary, stopErr, err error) {
+	s = traceSummary{tids: map[uint32]struct{}{}}
 	for n := 0; ; n++ {
 		if n&0xffff == 0 && ctx.Err() != nil {
-			return false, ctx.Err()
+			return s, nil, ctx.Err()
 		}
 		ev, err := r.Next()
 		if err == io.EOF {
-			break
+			return s, nil, nil
 		}
 		if err != nil {
-			if !o.Strict || (!errors.Is(err, trace.ErrCorrupt) && !errors.Is(err, trace.ErrTruncated)) {
-				return false, fmt.Errorf("read trace %s: %w", name, err)
+			if !strict || (!errors.Is(err, trace.ErrCorrupt) && !errors.Is(err, trace.ErrTruncated)) {
+				return s, nil, fmt.Errorf("read trace %s: %w", name, err)
 			}
-			stopErr = err
-			break
+			return s, err, nil
 		}
 		s.add(ev)
 	}
+}
 
+// writeInfoFields writes the header, the events' span and the footer of trace name, one
+// aligned "field: value" line each.
+func writeInfoFields(out *bytes.Buffer, name string, r *trace.Reader, s *traceSummary, stopErr error) error {
 	h := r.Header()
 	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	// Writes to w fail only through Flush (it writes to a bytes.Buffer), checked below.
@@ -199,38 +241,7 @@ func infoOne(ctx context.Context, e *env, o *infoOptions, name string, out *byte
 	} else {
 		line("footer", "none (the writer did not close cleanly)")
 	}
-	if err := w.Flush(); err != nil {
-		return false, err
-	}
-
-	if s.events > 0 {
-		out.WriteByte('\n')
-		fmt.Fprintf(out, "%-16s %12s %10s %16s\n", "op", "count", "errors", "bytes")
-		for op := range trace.NumOps {
-			if s.counts[op] == 0 {
-				continue
-			}
-			b := ""
-			if s.bytes[op] > 0 {
-				b = fmt.Sprint(s.bytes[op])
-			}
-			fmt.Fprintf(out, "%-16s %12d %10d %16s\n", trace.Op(op), s.counts[op], s.errors[op], b)
-		}
-	}
-
-	dmg := r.Damage()
-	if len(dmg) == 0 {
-		out.WriteString("\ndamage: none\n")
-		return false, nil
-	}
-	fmt.Fprintf(out, "\ndamage: %d problem(s)\n", len(dmg))
-	for _, d := range dmg {
-		fmt.Fprintf(out, "  %v\n", d)
-	}
-	if stopErr != nil {
-		out.WriteString("  stopped at the first damaged chunk (--strict)\n")
-	}
-	return true, nil
+	return w.Flush()
 }
 
 func orDash(s string) string {
