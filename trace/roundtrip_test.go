@@ -50,6 +50,10 @@ func readAll(t testing.TB, r *Reader) []Event {
 	}
 }
 
+// TestRoundTrip writes a generated mix of events, one event with extreme field values,
+// paths, processes and a file record, and reads all of them back unchanged. It is long
+// because it checks everything one trace holds against what was written: header, events,
+// writer stats, footer with its per-op counts, and the path, process and file tables.
 func TestRoundTrip(t *testing.T) {
 	var buf bytes.Buffer
 	h := testHeader()

@@ -31,6 +31,8 @@ func workloadScript(t *testing.T) string {
 // TestRecordS3FSGenomics runs a real pipeline (samtools, tar, sqlite3) through `iotap
 // record` over an s3fs mount of a local S3 server, and checks that every output equals the
 // same run's on a local directory without iotap, and that the trace holds the expected ops.
+// It is one long scenario on purpose: the steps share the server, the mount and the
+// reference run, each costing seconds to set up.
 func TestRecordS3FSGenomics(t *testing.T) {
 	requireRecord(t)
 	testenv.Programs(t, testenv.FUSE, "s3fs", "samtools", "sqlite3", "tar", "awk")

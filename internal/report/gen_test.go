@@ -24,7 +24,8 @@ type workload struct {
 
 // genTrace writes the workload as a trace file with trace.Writer. Event times are
 // synthetic and deterministic; the writer's footer carries a wall clock that reports
-// do not show.
+// do not show. It is long because it is the workload's script, phase after phase in
+// time order, each a few lines that the golden reports depend on.
 func genTrace(path string, wl workload) error {
 	f, err := os.Create(path)
 	if err != nil {

@@ -137,6 +137,10 @@ func s3ReadAll(t *testing.T, b replay.Backend, name string, chunk int) int64 {
 	return total
 }
 
+// TestS3Mountpoint checks the requests of the mountpoint profile call by call: writes,
+// sequential and seeking reads, stat, the calls Mountpoint refuses, and local mkdir. One
+// backend goes through the phases in order (each begins a tally of its own) because the
+// later ones read the objects the first wrote.
 func TestS3Mountpoint(t *testing.T) {
 	srv := s3Server(t)
 	b := openS3(t, srv.URL, "mountpoint", "mp")

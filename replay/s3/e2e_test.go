@@ -79,53 +79,60 @@ func TestS3EndToEnd(t *testing.T) {
 			}
 			continue
 		}
-		prof := s3b.prof.name()
-		phases := s3b.Requests()
-		last := phases[len(phases)-1]
-		if last.Phase != replay.PhaseReplay {
-			t.Fatalf("last phase %q", last.Phase)
+		checkS3Replay(t, s3b, sum, out)
+	}
+}
+
+// checkS3Replay checks what one replay on S3 counted: requests were issued, every
+// divergence comes from a call the profile refused, and the tallies make a sidecar.
+func checkS3Replay(t *testing.T, s3b *Backend, sum *replay.Summary, out string) {
+	t.Helper()
+	prof := s3b.prof.name()
+	phases := s3b.Requests()
+	last := phases[len(phases)-1]
+	if last.Phase != replay.PhaseReplay {
+		t.Fatalf("last phase %q", last.Phase)
+	}
+	var refused, s3Reqs uint64
+	for _, o := range last.Ops {
+		refused += o.Refused
+		for _, r := range o.Requests {
+			s3Reqs += r.Count
 		}
-		var refused, s3Reqs uint64
-		for _, o := range last.Ops {
-			refused += o.Refused
-			for _, r := range o.Requests {
-				s3Reqs += r.Count
-			}
+	}
+	var sb bytes.Buffer
+	prices, _ := report.ParsePrices("GET=0.0004/1000,PUT=0.005/1000")
+	report.WriteRequests(&sb, last, prices)
+	t.Logf("%s", sb.String())
+	if s3Reqs == 0 {
+		t.Errorf("%s: no requests counted", prof)
+	}
+	// Every divergence on S3 comes from a refused call or from an op whose recorded
+	// outcome depended on one (a chmod'ed mode, a symlink that was not made).
+	if sum.Divergences > 0 && refused == 0 {
+		t.Errorf("%s: %d divergences but no refused calls: %v", prof, sum.Divergences, sum.Examples)
+	}
+	switch prof {
+	case "s3fs":
+		// s3fs does everything this workload does except the xattr read (ENODATA both).
+		if refused != 0 {
+			t.Errorf("s3fs refused %d calls", refused)
 		}
-		sb.Reset()
-		prices, _ := report.ParsePrices("GET=0.0004/1000,PUT=0.005/1000")
-		report.WriteRequests(&sb, last, prices)
-		t.Logf("%s", sb.String())
-		if s3Reqs == 0 {
-			t.Errorf("%s: no requests counted", prof)
+	case "mountpoint":
+		if refused == 0 {
+			t.Errorf("mountpoint refused nothing (the workload renames, chmods and symlinks)")
 		}
-		// Every divergence on S3 comes from a refused call or from an op whose recorded
-		// outcome depended on one (a chmod'ed mode, a symlink that was not made).
-		if sum.Divergences > 0 && refused == 0 {
-			t.Errorf("%s: %d divergences but no refused calls: %v", prof, sum.Divergences, sum.Examples)
-		}
-		switch prof {
-		case "s3fs":
-			// s3fs does everything this workload does except the xattr read (ENODATA both).
-			if refused != 0 {
-				t.Errorf("s3fs refused %d calls", refused)
-			}
-		case "mountpoint":
-			if refused == 0 {
-				t.Errorf("mountpoint refused nothing (the workload renames, chmods and symlinks)")
-			}
-		}
-		side := filepath.Join(out, prof+".requests.json")
-		if err := requests.Write(side, s3b.TakeRequests()); err != nil {
-			t.Fatal(err)
-		}
-		var doc struct {
-			Schema string
-			Phases []requests.Phase
-		}
-		js, _ := os.ReadFile(side)
-		if err := json.Unmarshal(js, &doc); err != nil || doc.Schema != "iotap.requests/v1" || len(doc.Phases) < 2 {
-			t.Errorf("sidecar: %v %+v", err, doc)
-		}
+	}
+	side := filepath.Join(out, prof+".requests.json")
+	if err := requests.Write(side, s3b.TakeRequests()); err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Schema string
+		Phases []requests.Phase
+	}
+	js, _ := os.ReadFile(side)
+	if err := json.Unmarshal(js, &doc); err != nil || doc.Schema != "iotap.requests/v1" || len(doc.Phases) < 2 {
+		t.Errorf("sidecar: %v %+v", err, doc)
 	}
 }
