@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/url"
 	"strconv"
 	"strings"
@@ -69,6 +70,16 @@ func (b *Backend) listAny(ctx context.Context, dir string, n int32) (bool, error
 		return false, b.cls("list "+dir, err)
 	}
 	return len(out.Contents) > 0 || len(out.CommonPrefixes) > 0, nil
+}
+
+// implicitDir looks name up as a directory without a marker object: keys below it (a
+// listing of at most n keys), else it does not exist.
+func (b *Backend) implicitDir(ctx context.Context, name string, n int32) (entry, error) {
+	any, err := b.listAny(ctx, b.dirKey(name), n)
+	if err == nil && !any {
+		err = fmt.Errorf("replay: s3 lookup %q: %w", name, fs.ErrNotExist)
+	}
+	return dirEntry, err
 }
 
 // dirent is a directory entry as a listing shows it.

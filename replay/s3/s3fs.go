@@ -74,12 +74,7 @@ func (p *s3fs) lookup(ctx context.Context, name string) (entry, error) {
 		// directory (keys below it, no marker).
 		e, _, err = b.head(ctx, b.dirKey(name))
 		if errors.Is(err, fs.ErrNotExist) {
-			var any bool
-			any, err = b.listAny(ctx, b.dirKey(name), 2)
-			if err == nil && !any {
-				err = fmt.Errorf("replay: s3 lookup %q: %w", name, fs.ErrNotExist)
-			}
-			e = dirEntry
+			e, err = b.implicitDir(ctx, name, 2)
 		}
 	}
 	if err != nil {

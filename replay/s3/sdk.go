@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
 	"io/fs"
 	"syscall"
 )
@@ -35,12 +34,7 @@ func (p *sdk) lookup(ctx context.Context, name string) (entry, error) {
 	b := p.b
 	e, _, err := b.head(ctx, b.key(name))
 	if errors.Is(err, fs.ErrNotExist) {
-		var any bool
-		any, err = b.listAny(ctx, b.dirKey(name), 1)
-		if err == nil && !any {
-			err = fmt.Errorf("replay: s3 lookup %q: %w", name, fs.ErrNotExist)
-		}
-		e = dirEntry
+		return b.implicitDir(ctx, name, 1)
 	}
 	return e, err
 }
