@@ -128,7 +128,7 @@ func infoOne(ctx context.Context, e *env, o *infoOptions, name string, out *byte
 	if err != nil {
 		return false, err
 	}
-	if err := writeInfoFields(out, name, r, &s, stopErr); err != nil {
+	if err := writeInfoFields(out, name, r, &s); err != nil {
 		return false, err
 	}
 	if s.events > 0 {
@@ -185,7 +185,7 @@ func summarize(ctx context.Context, r *trace.Reader, name string, strict bool) (
 
 // writeInfoFields writes the header, the events' span and the footer of trace name, one
 // aligned "field: value" line each.
-func writeInfoFields(out *bytes.Buffer, name string, r *trace.Reader, s *traceSummary, stopErr error) error {
+func writeInfoFields(out *bytes.Buffer, name string, r *trace.Reader, s *traceSummary) error {
 	h := r.Header()
 	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	// Writes to w fail only through Flush (it writes to a bytes.Buffer), checked below.
