@@ -156,6 +156,8 @@ type Accumulator struct {
 	samplers   []*OffsetTrack
 	samplerMin uint64 // lower bound of the smallest sampled file's bytes
 
+	depth depthAcc // in-flight depth (depth.go)
+
 	events uint64
 }
 
@@ -183,6 +185,10 @@ func NewAccumulator(name string, h *trace.Header, o Options) *Accumulator {
 	}
 	if a.auto {
 		a.fine.Width = FineInterval
+	}
+	a.depth.series = DepthSeries{Start: a.series.Start, Width: o.Interval, max: o.MaxIntervals}
+	if a.auto {
+		a.depth.series.Width = FineInterval // coarsened to the series' width by Finish
 	}
 	a.src.FirstNs = -1
 	return a
@@ -385,6 +391,8 @@ func (a *Accumulator) Add(ev *trace.Event) {
 			a.auto, a.fine = false, Series{} // a long trace: per second it is
 		}
 	}
+
+	a.depth.add(op, ev.Start, end)
 
 	// Per process.
 	p := a.proc(ev.Pid, ev.Tid)
@@ -626,6 +634,10 @@ func (a *Accumulator) Finish(r Resolver, footer *trace.Footer, damage []error) *
 		}
 	}
 	s.Series.max = a.opts.MaxIntervals
+	s.Inflight = a.depth.finish()
+	for s.Inflight.Series.Width < s.Series.Width {
+		s.Inflight.Series.coarsen()
+	}
 	for _, t := range a.samplers {
 		f := a.file(t.pathID)
 		t.Host = host

@@ -8,14 +8,16 @@
 // keeps events. Its memory grows with the number of distinct paths (384 bytes each),
 // processes and open handles the trace touched, and with the job's duration up to
 // [Options.MaxIntervals] intervals of about 1 KiB (beyond that the interval width doubles
-// and neighbouring intervals merge). Add does not allocate in the steady state
+// and neighbouring intervals merge), and with the requests of each operation that started
+// in the last [DepthWindow] (16 bytes each, at most 262,144 per operation), which the
+// in-flight depth needs in start order. Add does not allocate in the steady state
 // (TestAddDoesNotAllocate): per-operation state lives in arrays indexed by [trace.Op],
 // per-file state in a slice indexed by path id (with the state of the file's open handle
 // and of its current read range inside it, so that an event costs at most one cache miss
 // when there are many files), and latency histograms are allocated once per operation the
-// first time it is seen. BenchmarkStatsAdd measures about 20 million events per second on
+// first time it is seen. BenchmarkStatsAdd measures about 10 million events per second on
 // one core for a mixed workload; BenchmarkStatsAddManyFiles, 100,000 files touched in
-// random order (every event a cache miss), about 3.5 million.
+// random order (every event a cache miss), about 3 million.
 //
 // The per-interval series is 1 s wide by default. With Options.Interval zero, traces
 // shorter than 20 s get finer intervals (down to 1/64 s) so that short jobs still show a
@@ -36,6 +38,17 @@
 // The per-interval p99 uses a smaller log-linear histogram (8 buckets per power of two of
 // microseconds), so it is exact to within 12.5 %: enough to see stalls, cheap enough to keep one per
 // second.
+//
+// # In-flight depth
+//
+// [Stats.Inflight] holds, per operation, how many of its requests were in flight at once:
+// the depth each request found when it started (itself included), its distribution, mean
+// and maximum, the time-weighted mean while busy, and the mean and maximum per interval
+// (see depth.go). It is the overlap of the events' [Start, End) intervals: for the requests
+// the tracing layer serves with one backend call, the requests the backend was serving at
+// once. Requests waiting in the kernel's queue for the layer are not in it, so a job whose
+// requests the backend serves faster than the layer receives them shows a lower depth than
+// the one it submits at.
 //
 // # Access patterns
 //

@@ -290,6 +290,8 @@ type Stats struct {
 	Offsets []*OffsetTrack
 	// Patterns sums the access patterns of all files.
 	Patterns Patterns
+	// Inflight is the in-flight depth per operation and over time (depth.go).
+	Inflight Inflight
 }
 
 // TotalNs returns the sum of all op durations (job I/O time).
@@ -370,4 +372,5 @@ func (s *Stats) Merge(o *Stats) {
 		s.Offsets = append(s.Offsets, &c)
 	}
 	s.Patterns.merge(&o.Patterns)
+	s.Inflight.Merge(&o.Inflight)
 }
