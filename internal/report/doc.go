@@ -56,7 +56,13 @@
 //	  p99_9_ns, max_ns,
 //	  cdf[] {p (percent), ns} at p = 0 1 5 10 20 25 30 40 50 60 70 75 80 90 95 99 99.5
 //	  99.9 99.99 100,
-//	  hist[] {lo_ns, hi_ns, count}: non-empty bins, 4 per power of two from 1 µs
+//	  hist[] {lo_ns, hi_ns, count}: non-empty bins, 4 per power of two from 1 µs,
+//	  inflight     in-flight depth: how many requests of the op were being served at
+//	               once, counted by each request at its start, itself included (1 for a
+//	               job that waits for each request before the next): {max, mean, busy_mean
+//	               (time-weighted, over the time at least one was in flight), p50, p90, p99,
+//	               lower_bound (some requests reached the trace too late to be placed
+//	               exactly), hist[] {depth, count}}
 //	classes[]    {class, count, total_ns, share} for meta, data, open, dir
 //	read_by_size[], write_by_size[]: latency by requested size bucket
 //	  {bucket ("<=4K" … "<=1M", ">1M"), max_bytes (0 = open-ended), bytes, count,
@@ -80,6 +86,10 @@
 //	intervals    {start (the trace origin), width_ns, points[] {t (s since start), ops,
 //	             errors, ops_per_s, read_mb_s, write_mb_s (MB = 10^6 B), p99_ns
 //	             (within 12.5 %), max_ns (exact), busy_ns}}; ops are placed by start time
+//	inflight_intervals  the in-flight depth over time of up to 4 operations that overlapped
+//	             (max at least 2), on the view's intervals: {start, width_ns, ops[] {op,
+//	             mean[] (time-weighted mean depth per interval), max[]}}; absent when no
+//	             two requests of an operation overlapped
 //	offsets[]    total view only: sampled offset-vs-time of the busiest files {host, path,
 //	             bytes, stride (every stride-th op kept), points[] [t s since the view's
 //	             start, offset, length, 1 if write else 0]}
@@ -117,6 +127,6 @@
 //
 // WriteHTML writes one self-contained file: inline CSS and SVG plots made with
 // gonum.org/v1/plot, no scripts and no network access. Plots: latency CDF per operation,
-// a latency histogram per operation, MB/s, ops/s, p99 and max per interval, and sampled
-// offset-vs-time for the busiest files.
+// a latency histogram per operation, MB/s, ops/s, p99 and max per interval, in-flight depth
+// per interval, and sampled offset-vs-time for the busiest files.
 package report

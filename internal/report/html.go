@@ -55,6 +55,8 @@ func reportFigures(v *View, groups []*View) ([]figure, error) {
 		s.add(p, err, 16*vg.Centimeter, 10*vg.Centimeter)
 	}
 	s.intervals(v)
+	p, err := inflightPlot(v.InflightIntervals)
+	s.add(p, err, 16*vg.Centimeter, 8*vg.Centimeter)
 	// With --by: the busiest operations' CDFs, one line per group.
 	for _, o := range ops[:min(len(ops), 2)] {
 		if len(groups) < 2 {
@@ -209,7 +211,9 @@ var funcs = template.FuncMap{
 		}
 		return strings.Join(parts, ", ")
 	},
-	"contains": strings.Contains,
+	"contains":   strings.Contains,
+	"inflight":   inflightSummary,
+	"overlapped": overlapped,
 }
 
 const css = `
@@ -252,7 +256,8 @@ var pageTmpl = template.Must(template.New("page").Funcs(funcs).Parse(`<!DOCTYPE 
 {{with $v.Patterns}}{{if .ReadBytes}}<br>Reads: {{bytes .ReadBytes}}, {{pct .SeqReadShare}} sequential by bytes ({{count .SeqReads}} sequential / {{count .RandReads}} random ops){{if .RereadBytes}}; re-read {{if .RereadApprox}}at least {{end}}{{bytes .RereadBytes}} of already read ranges — a cache would help{{end}}.{{end}}
 {{if .WriteBytes}}<br>Writes: {{bytes .WriteBytes}}, {{pct .SeqWriteShare}} sequential by bytes ({{count .SeqWrites}} sequential / {{count .RandWrites}} random ops).{{end}}{{end}}
 {{with $v.TTFB}}<br>Time to first byte (open to first read done): n={{count .Count}}, p50 {{dur .P50}}, p99 {{dur .P99}}, max {{dur .MaxNs}}.{{end}}
-{{if $v.Unused.Count}}<br>Files opened but never read or written: {{$v.Unused.Count}}.{{end}}</p>
+{{if $v.Unused.Count}}<br>Files opened but never read or written: {{$v.Unused.Count}}.{{end}}
+{{with inflight $v}}<br>In flight at once (requests each found being served, itself included): {{.}}.{{end}}</p>
 
 <h2>Plots</h2>
 <div class="figs">{{range .Figures}}<div class="fig">{{.SVG}}</div>{{end}}</div>
@@ -266,6 +271,11 @@ var pageTmpl = template.Must(template.New("page").Funcs(funcs).Parse(`<!DOCTYPE 
 <h2>Details</h2>
 {{if $v.ReadBySize}}<h3>Read latency by request size</h3>{{template "sizes" $v.ReadBySize}}{{end}}
 {{if $v.WriteBySize}}<h3>Write latency by request size</h3>{{template "sizes" $v.WriteBySize}}{{end}}
+{{if overlapped $v}}<h3>In-flight depth of the operations that overlapped</h3>
+<p class="muted">The requests each found being served at its start, itself included; busy mean: averaged over the time at least one was in flight.</p>
+<table><tr><th class="l">op</th><th>requests</th><th>max</th><th>mean</th><th>busy mean</th><th>p50</th><th>p90</th><th>p99</th></tr>
+{{range $o := $v.Ops}}{{with $o.Inflight}}{{if .Overlapped}}<tr><td class="l">{{$o.Op}}</td><td>{{count $o.Count}}</td><td>{{if .LowerBound}}≥{{end}}{{.Max}}</td><td>{{printf "%.2f" .Mean}}</td><td>{{printf "%.2f" .BusyMean}}</td><td>{{.P50}}</td><td>{{.P90}}</td><td>{{.P99}}</td></tr>
+{{end}}{{end}}{{end}}</table>{{end}}
 {{if $v.Processes}}<h3>Processes by time</h3>
 <table><tr><th class="l">comm</th><th>pid</th><th class="l">host</th><th>ops</th><th>errors</th><th>total</th><th>share</th><th>meta</th><th>data</th><th>read</th><th>written</th></tr>
 {{range $v.Processes}}<tr><td class="l">{{orDash .Comm}}</td><td>{{.Pid}}</td><td class="l">{{orDash .Host}}</td><td>{{count .Ops}}</td><td>{{count .Errors}}</td><td>{{dur .TotalNs}}</td><td>{{pct .Share}}</td><td>{{dur .MetaNs}}</td><td>{{dur .DataNs}}</td><td>{{bytes .ReadBytes}}</td><td>{{bytes .WriteBytes}}</td></tr>

@@ -142,6 +142,8 @@ type View struct {
 	Unused       UnusedFiles   `json:"opened_unused"`
 	Intervals    Intervals     `json:"intervals"`
 	Offsets      []OffsetTrack `json:"offsets,omitempty"`
+	// InflightIntervals is the in-flight depth over time (inflight.go).
+	InflightIntervals *InflightIntervals `json:"inflight_intervals,omitempty"`
 }
 
 // Latency is a latency summary, in nanoseconds.
@@ -167,6 +169,8 @@ type OpRow struct {
 	Latency
 	CDF  []CDFPoint `json:"cdf"`
 	Hist []HistBin  `json:"hist"`
+	// Inflight is the operation's in-flight depth (inflight.go).
+	Inflight *InflightRow `json:"inflight,omitempty"`
 }
 
 // CDFPoint is one point of a latency distribution: P percent of ops took at most Ns.
@@ -554,6 +558,7 @@ func buildView(name string, s *stats.Stats, traces []int, o Options) *View {
 			CDF:     cdf(op.Hist, op.MaxNs),
 			Hist:    histBins(op.Hist),
 		}
+		row.Inflight = inflightRow(&s.Inflight.Ops[i])
 		if len(op.Errnos) > 0 {
 			row.Errnos = map[string]uint64{}
 			for e, n := range op.Errnos {
@@ -595,6 +600,7 @@ func buildView(name string, s *stats.Stats, traces []int, o Options) *View {
 		v.Unused.Paths = []string{}
 	}
 	v.Intervals = intervals(&s.Series)
+	v.InflightIntervals = inflightIntervals(s)
 	if name == "all" {
 		v.Offsets = offsets(s, v.Start, o.Top)
 	}

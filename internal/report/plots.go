@@ -403,3 +403,48 @@ func (pctTicks) Ticks(min, max float64) []plot.Tick {
 	}
 	return ts
 }
+
+// inflightPlot draws the in-flight depth of the operations that overlapped, per interval:
+// the time-weighted mean as a solid line and the largest depth dashed, in the same colour.
+func inflightPlot(in *InflightIntervals) (*plot.Plot, error) {
+	if in == nil || len(in.Ops) == 0 || in.WidthNs <= 0 {
+		return nil, nil
+	}
+	p := newPlot("In-flight depth over time: mean per interval (max dashed)", "time since start (s)", "requests in flight")
+	p.X.Tick.Marker = numTicks{}
+	p.Y.Tick.Marker = numTicks{}
+	w := float64(in.WidthNs) / 1e9
+	var top float64
+	for i, o := range in.Ops {
+		mean := make(plotter.XYs, 0, len(o.Mean)+1)
+		mx := make(plotter.XYs, 0, len(o.Max)+1)
+		for k := range o.Mean {
+			mean = append(mean, plotter.XY{X: float64(k) * w, Y: o.Mean[k]})
+			mx = append(mx, plotter.XY{X: float64(k) * w, Y: float64(o.Max[k])})
+			top = math.Max(top, float64(o.Max[k]))
+		}
+		end := float64(len(o.Mean)) * w // close the last step
+		mean = append(mean, plotter.XY{X: end, Y: mean[len(mean)-1].Y})
+		mx = append(mx, plotter.XY{X: end, Y: mx[len(mx)-1].Y})
+		for j, xys := range []plotter.XYs{mean, mx} {
+			l, err := plotter.NewLine(xys)
+			if err != nil {
+				return nil, fmt.Errorf("report: in-flight %s: %w", o.Op, err)
+			}
+			l.Color = color8(i)
+			l.Width = vg.Points(1.4)
+			l.StepStyle = plotter.PostStep
+			if j == 1 {
+				l.Width = vg.Points(0.8)
+				l.Dashes = []vg.Length{vg.Points(3), vg.Points(2)}
+			} else {
+				p.Legend.Add(o.Op, l)
+			}
+			p.Add(l)
+		}
+	}
+	p.Legend.Top = true
+	p.X.Min = 0
+	p.Y.Min, p.Y.Max = 0, math.Max(top*1.3, 2) // headroom for the legend
+	return p, nil
+}

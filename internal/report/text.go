@@ -172,6 +172,7 @@ func writeSummaryLines(b *strings.Builder, v *View) {
 	if v.Unused.Count > 0 {
 		fmt.Fprintf(b, "files opened but never read or written: %s\n", format.Count(uint64(v.Unused.Count)))
 	}
+	writeInflightLine(b, v)
 }
 
 func writeDetails(b *strings.Builder, v *View) {
@@ -214,6 +215,7 @@ func writeDetails(b *strings.Builder, v *View) {
 		}
 		b.WriteString(t.String())
 	}
+	writeInflight(b, v)
 	if v.TTFB != nil {
 		b.WriteString("\ntime to first byte\n")
 		t := newTable("count", "mean", "p50", "p90", "p99", "p99.9", "max")
