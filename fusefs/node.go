@@ -61,7 +61,7 @@ func newRoot(path string, rootFd int, cache CacheMode) (*node, error) {
 	b := &backing{rootFd: rootFd, fdPath: "/proc/self/fd/" + strconv.Itoa(rootFd)}
 	switch cache {
 	case CacheNone:
-		b.openFlag = fuse.FOPEN_DIRECT_IO
+		b.openFlag = fuse.FOPEN_DIRECT_IO | parallelWrites
 	case CacheKernel:
 		// Like a kernel file system, a re-open keeps the cached pages; the kernel drops them
 		// when it sees mtime or size change (CAP_AUTO_INVAL_DATA, on by default).

@@ -130,7 +130,7 @@ func (o Options) fsOptions() *fs.Options {
 		// The server drops set-user-ID and set-group-ID bits where the kernel says so
 		// (killPriv), and the kernel does not ask for security.capability before each
 		// write.
-		ExtraCapabilities: fuse.CAP_HANDLE_KILLPRIV_V2,
+		ExtraCapabilities: fuse.CAP_HANDLE_KILLPRIV_V2 | asyncDIO,
 	}
 	if o.AllowOther {
 		mo.Options = append(mo.Options, "default_permissions")
@@ -158,3 +158,18 @@ func (o Options) fsOptions() *fs.Options {
 		NegativeTimeout: &neg,
 	}
 }
+
+// asyncDIO lets the kernel keep an application's asynchronous direct I/O asynchronous
+// (FUSE_ASYNC_DIO): io_uring and libaio requests on O_DIRECT files reach the layer as
+// separate background requests, all in flight at once, as they reach a kernel file system.
+// Without it the kernel waits for each request's reply before it sends the next, so the
+// job runs at queue depth 1 and the trace cannot show the depth it used. The kernel also
+// splits one large O_DIRECT request into max_read-sized requests sent together.
+const asyncDIO = fuse.CAP_ASYNC_DIO
+
+// parallelWrites lets the kernel send the writes of several threads to one direct-I/O file
+// together (FOPEN_PARALLEL_DIRECT_WRITES, on every open with cache none). Without it the
+// kernel holds the file's inode lock for each write's whole round trip through the layer,
+// where a kernel file system holds it only while it copies the data. Appends and writes
+// past the end of the file still take the lock (the kernel must know the new size).
+const parallelWrites = fuse.FOPEN_PARALLEL_DIRECT_WRITES
