@@ -11,6 +11,12 @@
 #   seqwarm   1 MiB sequential read, warm
 #   randread  4 KiB random read for -t seconds (warm, psync, 1 job): IOPS, p50, p99, p99.9, p99.99
 #   small     N small files: create+write 4 KiB+close, stat, open+read+close, unlink
+#   randqd    4 KiB random O_DIRECT read for -t seconds at iodepth 16 and at iodepth 1, with io_uring
+#             and with libaio (1 job): IOPS (rr4k_uring_qd16_IOPS, ...), and iodepth 16 over iodepth 1
+#             of the same target in the same round (rr4k_uring_qd16/qd1: the gain the job gets from
+#             its queue depth)
+#   dirops    one directory of N files: stat every file from 1 thread and from 8 at once, list the
+#             directory 200 times from 1 thread and from 8 (benchmount dirops): ops/s, 8 over 1
 # A round runs each row on the three targets back to back, then the next row. The order of the
 # targets changes every round; untraced and traced are always adjacent, either one first.
 # Backends (-b): tmpfs (default: a private tmpfs on WORKDIR/backend), ext4 (a journaled ext4
@@ -32,7 +38,7 @@ set -euo pipefail
 
 usage() { sed -n '2,/^[^#]/{/^#/s/^# \{0,1\}//p}' "$0"; exit 2; }
 BACKEND=tmpfs ROUNDS=3 SIZE=512 RT=5 NSMALL=1000 CACHE=none WORK=/var/tmp/iotap-bench
-ROWS=seqwrite,seqfsync,seqcold,seqwarm,randread,small
+ROWS=seqwrite,seqfsync,seqcold,seqwarm,randread,small,randqd,dirops
 while getopts "b:r:s:t:n:o:c:d:h" o; do
   case $o in
     b) BACKEND=$OPTARG ;; r) ROUNDS=$OPTARG ;; s) SIZE=$OPTARG ;; t) RT=$OPTARG ;;
@@ -42,7 +48,7 @@ done
 [ $OPTIND -gt $# ] || usage
 IFS=, read -ra ROWS <<<"$ROWS"
 for row in "${ROWS[@]}"; do
-  case $row in seqwrite|seqfsync|seqcold|seqwarm|randread|small) ;; *) echo "unknown row $row" >&2; usage ;; esac
+  case $row in seqwrite|seqfsync|seqcold|seqwarm|randread|small|randqd|dirops) ;; *) echo "unknown row $row" >&2; usage ;; esac
 done
 has() { local x; for x in "${ROWS[@]}"; do [ "$x" = "$1" ] && return 0; done; return 1; }
 
@@ -188,6 +194,27 @@ run() { # row target
       # the trace encoder works waits for it; these rows show what that costs.
       emit randread_4k_p99.9_us "$t" "$(jq '.jobs[0].read.clat_ns.percentile["99.900000"]/1000' <<<"$j")"
       emit randread_4k_p99.99_us "$t" "$(jq '.jobs[0].read.clat_ns.percentile["99.990000"]/1000' <<<"$j")" ;;
+    randqd)
+      # Asynchronous direct reads keep iodepth requests in flight only if the layer lets them:
+      # iodepth 16 over iodepth 1 of the same target and round is the gain the job gets.
+      local eng qd iops1
+      for eng in io_uring libaio; do
+        for qd in 1 16; do
+          j=$(fio --output-format=json --fallocate=none --numjobs=1 --invalidate=0 --name=rq --directory="$d" \
+              --filename=seqr --rw=randread --bs=4k --size="${SIZE}M" --direct=1 --ioengine="$eng" --iodepth="$qd" \
+              --time_based --runtime="$RT")
+          emit "rr4k_${eng#io_}_qd${qd}_IOPS" "$t" "$(jq '.jobs[0].read.iops' <<<"$j")"
+          [ "$qd" = 1 ] && iops1=$(jq '.jobs[0].read.iops' <<<"$j")
+        done
+        emit "rr4k_${eng#io_}_qd16/qd1" "$t" "$(jq --argjson a "$iops1" '.jobs[0].read.iops / ($a + 1e-9)' <<<"$j")"
+      done ;;
+    dirops)
+      rm -rf "$d/dirops"; syncb
+      local out ph; out=$("$BIN" dirops -dir "$d/dirops" -n "$NSMALL" -threads 8)
+      while read -r ph v; do emit "dirops_${ph}_opsps" "$t" "$v"; done <<<"$out"
+      for ph in stat list; do
+        emit "dirops_${ph}_8/1" "$t" "$(awk -v p="$ph" '$1 == p "_1" {a = $2} $1 == p "_8" {b = $2} END {printf "%.3f", b / (a > 0 ? a : 1)}' <<<"$out")"
+      done ;;
     small)
       rm -rf "$d/small"; syncb
       c0=$(cpu "$t")
@@ -201,7 +228,7 @@ run() { # row target
 # The read file, written through each target; an untimed small-file pass warms every server
 # (heap, buffer pools) and the backend's inode and dentry caches.
 for t in native untraced traced; do
-  if has seqcold || has seqwarm || has randread; then
+  if has seqcold || has seqwarm || has randread || has randqd; then
     fio --name=prep --directory="${DIR[$t]}" --filename=seqr --rw=write --bs=1M --size="${SIZE}M" \
         --ioengine=psync --fallocate=none --output=/dev/null
   fi

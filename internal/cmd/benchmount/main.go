@@ -5,6 +5,7 @@
 //	                 [-cpufile FILE] [-cpuprofile FILE] [-memprofile FILE] [-costbyop]
 //	benchmount smallfiles -dir DIR [-n 1000] [-size 4096]
 //	benchmount interleave -dirs DIR,DIR[,...] [-n 5000] [-block 50] [-rounds 1] [-size 4096]
+//	benchmount dirops -dir DIR [-n 2000] [-threads 8] [-lists 200]
 //
 // mount serves until SIGINT or SIGTERM and writes the ready file once the mount is up.
 // With -cpufile, every SIGUSR1 makes it write its own CPU time so far and the layer's
@@ -16,6 +17,7 @@
 // smallfiles prints one line per phase: "create|stat|read|unlink OPS_PER_SEC".
 // interleave runs the same loop on several directories at once, a block of files at a time
 // on each in turn, and prints each one's rates and their ratios to the first (interleave.go).
+// dirops stats and lists one directory from one thread and from many at once (dirops.go).
 package main
 
 import (
@@ -43,7 +45,7 @@ func main() {
 		lazyfree.Reexec() // as iotap record and iotap mount do, so both servers run alike
 	}
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: benchmount mount|smallfiles ...")
+		fmt.Fprintln(os.Stderr, "usage: benchmount mount|smallfiles|interleave|dirops ...")
 		os.Exit(2)
 	}
 	var err error
@@ -54,6 +56,8 @@ func main() {
 		err = smallFiles(os.Args[2:])
 	case "interleave":
 		err = interleave(os.Args[2:])
+	case "dirops":
+		err = dirOps(os.Args[2:])
 	default:
 		err = fmt.Errorf("unknown subcommand %q", os.Args[1])
 	}
