@@ -38,11 +38,13 @@ const (
 
 // DefaultServerProcs is the GOMAXPROCS a process serving mounts should run with: one per
 // four CPUs, at least one. The serving code is a small part of a request; the rest is
-// blocking system calls, which run in parallel regardless of GOMAXPROCS. Fewer Ps mean
-// fewer cross-CPU goroutine wake-ups per request: on a 2-vCPU VM, GOMAXPROCS=1 served
-// 1.3-2.2x the small-file operations and 1.23x the 4 KiB random reads of GOMAXPROCS=2, with
-// no change on 1 MiB reads and writes. It is a process-wide setting, so Mount leaves it to
-// the caller.
+// system calls. Fewer Ps mean fewer cross-CPU goroutine wake-ups per request: on a 2-vCPU
+// VM, GOMAXPROCS=1 served 1.3-2.2x the small-file operations and 1.23x the 4 KiB random
+// reads of GOMAXPROCS=2, with no change on 1 MiB reads and writes. The price is paid by jobs
+// that keep many requests in flight on storage that blocks: a goroutine in a system call
+// keeps its P until the runtime takes it back (after 20 µs to 10 ms), and the requests
+// waiting for it meanwhile are neither read nor answered (docs/queue-depth.md). It is a
+// process-wide setting, so Mount leaves it to the caller.
 func DefaultServerProcs() int { return max(1, runtime.NumCPU()/4) }
 
 // Options configure Mount.

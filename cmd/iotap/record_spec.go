@@ -57,7 +57,7 @@ func (o *layerOptions) addFlags(fs *pflag.FlagSet, targetHelp string) {
 	fs.BoolVar(&o.AllowOther, "allow-other", false, "let other users use the traced view (adds default_permissions)")
 	fs.BoolVar(&o.FUSEDebug, "fuse-debug", false, "print every FUSE request (very verbose)")
 	fs.IntVar(&o.ServerProcs, "server-procs", 0, "CPUs the layer's Go code may use at once (GOMAXPROCS of the serving process; `n`=0: one per 4 CPUs, at least 1; "+
-		"backend calls run in parallel either way)")
+		"a job that keeps many requests in flight on slow storage runs faster, and is timed closer, with 4)")
 }
 
 // recordSpec is everything the serving process needs. `record` builds it after checking
