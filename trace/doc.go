@@ -2,10 +2,11 @@
 // concurrent Writer and a streaming Reader for it.
 //
 // A trace holds a header (how and where it was made), one Event per filesystem operation,
-// side tables that events refer to by id (paths, processes, files first seen), and a
-// footer written when the writer closes cleanly. This comment specifies format version 2
-// byte by byte so that other programs can read and write traces, and how version 1
-// differs from it (see "Versions").
+// side tables that events refer to by id (paths, processes, files first seen), resource
+// samples of the storage client and of iotap itself, and a footer written when the writer
+// closes cleanly. This comment specifies format version 3 byte by byte so that other
+// programs can read and write traces, and how versions 1 and 2 differ from it (see
+// "Versions").
 //
 // # Conventions
 //
@@ -20,19 +21,19 @@
 //
 //	preamble (12 bytes)
 //	chunk (header)
-//	chunk ... (paths, processes, files, events, in any order and number)
+//	chunk ... (paths, processes, files, samples, events, in any order and number)
 //	chunk (footer)             only if the writer closed cleanly
 //
 // # Preamble
 //
 //	offset  size  field
 //	0       8     magic: 0x89 'i' 'o' 't' 'a' 'p' '\r' '\n'
-//	8       2     format version, uint16 (2; 1 in older files)
+//	8       2     format version, uint16 (3; 1 or 2 in older files)
 //	10      2     reserved, 0
 //
 // A file whose first bytes differ from the magic is not a trace (ErrNotTrace). A reader
-// rejects versions it does not know (ErrVersion); this package reads versions 1 and 2. An empty file, or one that ends before
-// the header chunk is complete, gives ErrEmpty.
+// rejects versions it does not know (ErrVersion); this package reads versions 1 to 3. An
+// empty file, or one that ends before the header chunk is complete, gives ErrEmpty.
 //
 // # Chunk frame
 //
@@ -62,10 +63,11 @@
 //	4     processes  Process list                                       any
 //	5     files      File list                                          any
 //	6     footer     Footer fields, see "Footer payload"                0 or 1, last
+//	7     samples    Resource series, see "Samples payload"            any (version 3)
 //
-// Unknown types are errors: a chunk of another type is reported as a corrupt chunk
-// (*ChunkError wrapping ErrCorrupt), never silently skipped as "from a newer writer". New
-// kinds of data need a new format version.
+// Unknown types are errors: a chunk of another type, or of type 7 in a file of version 1
+// or 2, is reported as a corrupt chunk (*ChunkError wrapping ErrCorrupt), never silently
+// skipped as "from a newer writer". New kinds of data need a new format version.
 //
 // Side-table records are always written no later than any event that refers to them: a
 // writer writes the side-table chunks it has pending before each events chunk.
@@ -113,6 +115,30 @@
 // files: uvarint count, then per record: Path uvarint; Type byte (FileType); Mode
 // uvarint; Size varint; Seen varint; Nlink uvarint.
 //
+// # Samples payload
+//
+// Resource use of processes over time, read from /proc while the trace was made: the
+// storage client serving the target (a FUSE daemon such as s3fs or mfsmount) and the iotap
+// process writing the trace (the recorder, or the replayer, which is the S3 client itself
+// on an s3:// target). uvarint count of series records, then per record:
+//
+//	field   encoding
+//	Role    1 byte: 1 client, 2 self (the iotap process); other values are corrupt
+//	Pid     uvarint (≤ 2^32-1)
+//	Name    string (≤ MaxName bytes): the process's command name, e.g. "s3fs"
+//	n       uvarint, at most MaxSamplesPerRecord (65536)
+//	n samples, each 8 varints, each the difference to the same field of the record's
+//	previous sample (of a zero sample for the first):
+//	  T          ns since the header's Origin; never smaller than the previous sample's
+//	  RSS        resident set size, bytes
+//	  User, Sys  CPU time, ns, cumulative over the process's life
+//	  ReadBytes, WriteBytes   storage bytes (/proc/PID/io read_bytes, write_bytes)
+//	  RChar, WChar            bytes through read- and write-like calls, sockets included
+//
+// Counters are cumulative as /proc shows them (64-bit two's complement differences). The
+// records of one (Role, Pid) in all samples chunks form one series, in file order; the
+// first record names it. A writer writes a series in parts as it samples (Writer.AddSamples).
+//
 // # Limits
 //
 // What a writer never writes, a reader treats as a corrupt chunk (the chunk's remaining
@@ -126,14 +152,17 @@
 //     PATH_MAX, and a failed lookup adds one name);
 //   - side tables that would make the reader hold more than SideTableBytes (64 MiB) plus
 //     SideTableRatio (64) bytes per byte of trace read so far. A record counts its name,
-//     its joined path and a fixed cost for the maps that index it (about 100 bytes); a
-//     recording stays far below the limit;
+//     its joined path and a fixed cost for the maps that index it (about 100 bytes), a
+//     resource sample 80 bytes; a recording stays far below the limit (a sample every
+//     100 ms for a day is 69 MB in memory and at least 7 MB of trace);
 //   - an event whose Op is not a known operation, or whose Dur is negative;
 //   - an events chunk with an event naming a path id that has no record yet (its events
 //     are still returned);
-//   - an events, paths or files chunk whose stored bytes repeat an earlier chunk's (events
-//     carry their start times and records their ids: a writer never writes one twice).
-//     The repeat is skipped.
+//   - a samples record of an unknown role, of more than MaxSamplesPerRecord samples, or
+//     whose times go back;
+//   - an events, paths, files or samples chunk whose stored bytes repeat an earlier
+//     chunk's (events and samples carry their times and records their ids: a writer never
+//     writes one twice). The repeat is skipped.
 //
 // At the end of a trace with a footer, the reader compares the footer's Chunks, Events and
 // OpCounts with what it read; a difference is reported as ErrMismatch.
@@ -164,7 +193,7 @@
 //	Pid      uvarint
 //	Uid      uvarint
 //	Gid      uvarint
-//	Offset2  varint, not predicted (version 2 only)
+//	Offset2  varint, not predicted (version 2 and later)
 //
 // The payload ends exactly after the last column (Offset2; Gid in version 1). Every value
 // takes at least one byte, so a count n larger than the rest of the payload divided by the
@@ -184,10 +213,12 @@
 //
 // # Versions
 //
-// Version 2 differs from version 1 only in the events payload: it adds the Offset2 column
-// (copy_file_range's output offset). Reading a version-1 file leaves Event.Offset2 at 0;
-// everything else reads the same. The preamble's version applies to every events chunk of
-// the file. Writers in this package write version 2 only.
+// Version 3 differs from version 2 only in allowing samples chunks (type 7); its events
+// payload is version 2's. Version 2 differs from version 1 only in the events payload: it
+// adds the Offset2 column (copy_file_range's output offset). Reading a version-1 file
+// leaves Event.Offset2 at 0; reading a version-1 or 2 file gives no samples; everything
+// else reads the same. The preamble's version applies to every chunk of the file. Writers
+// in this package write version 3 only.
 //
 // # Crash semantics
 //

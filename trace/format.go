@@ -52,6 +52,8 @@ const (
 	ChunkProcesses ChunkType = 4
 	ChunkFiles     ChunkType = 5
 	ChunkFooter    ChunkType = 6
+	// ChunkSamples holds resource samples of processes (format version 3 and later).
+	ChunkSamples ChunkType = 7
 )
 
 func (t ChunkType) String() string {
@@ -68,11 +70,16 @@ func (t ChunkType) String() string {
 		return "files"
 	case ChunkFooter:
 		return "footer"
+	case ChunkSamples:
+		return "samples"
 	}
 	return fmt.Sprintf("type(%d)", uint8(t))
 }
 
-func (t ChunkType) known() bool { return t >= ChunkHeader && t <= ChunkFooter }
+// known reports whether a file of format version v may hold chunks of type t.
+func (t ChunkType) known(v uint16) bool {
+	return t >= ChunkHeader && t <= ChunkFooter || t == ChunkSamples && v >= Version3
+}
 
 // Errors returned by readers. Chunk-level damage is reported as *ChunkError wrapping
 // ErrCorrupt or ErrTruncated.

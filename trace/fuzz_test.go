@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"hash/maphash"
 	"os"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -16,7 +18,7 @@ func FuzzReader(f *testing.F) {
 	good := smallTrace(f, 200, 40)
 	f.Add(good)
 	f.Add(good[:len(good)/2])
-	for _, p := range []string{goldenPath, goldenV2Path} {
+	for _, p := range []string{goldenPath, goldenV2Path, goldenV3Path} {
 		if b, err := os.ReadFile(p); err == nil {
 			f.Add(b)
 		}
@@ -31,6 +33,8 @@ func FuzzReader(f *testing.F) {
 		hdr := append(appendPreamble(nil, v), rawChunk(ChunkHeader, appendHeader(nil, &h))...)
 		f.Add(append(bytes.Clone(hdr), rawChunk(ChunkEvents, appendEvents(nil, v, []Event{{Op: OpRead, Start: 5, Handle: 1, Size: 10, Ret: 10}, {Op: OpCopyFileRange, Handle: 1, Offset: 10, Offset2: 7}}, &offsetPredictor{}))...))
 	}
+	hdr3 := append(appendPreamble(nil, Version3), rawChunk(ChunkHeader, appendHeader(nil, &h))...)
+	f.Add(append(bytes.Clone(hdr3), rawChunk(ChunkSamples, appendSamples(nil, goldenSamples()))...))
 	hdr := append(appendPreamble(nil, Version2), rawChunk(ChunkHeader, appendHeader(nil, &h))...)
 	f.Add(hdr)
 	f.Add(append(bytes.Clone(hdr), rawChunk(ChunkPaths, appendPaths(nil, []PathRecord{{ID: 2, Parent: 1, Name: "a"}, {ID: 3, Parent: 2, Name: "b"}}))...))
@@ -117,6 +121,7 @@ func FuzzPayload(f *testing.F) {
 	f.Add(byte(ChunkProcesses), appendProcesses(nil, []Process{{Tid: 1, Comm: "x", Exe: "/x"}}))
 	f.Add(byte(ChunkFiles), appendFiles(nil, []File{{Path: 2, Size: 5}}))
 	f.Add(byte(ChunkFooter), appendFooter(nil, &Footer{OpCounts: []uint64{1, 2}}))
+	f.Add(byte(ChunkSamples), appendSamples(nil, goldenSamples()))
 	var col []uint64
 	var pred offsetPredictor
 	var evs []Event
@@ -125,7 +130,7 @@ func FuzzPayload(f *testing.F) {
 		if typ&versionBit != 0 {
 			version = Version2
 		}
-		switch ChunkType((typ &^ versionBit) % 6) {
+		switch ChunkType((typ &^ versionBit) % 8) {
 		case ChunkHeader:
 			var h Header
 			if decodeHeader(b, &h) == nil {
@@ -166,6 +171,24 @@ func FuzzPayload(f *testing.F) {
 			_ = decodeProcesses(b, func(Process) error { return nil })
 		case ChunkFiles:
 			_ = decodeFiles(b, func(File) error { return nil })
+		case ChunkSamples:
+			// Whatever decodes re-encodes to the same series.
+			var got []Samples
+			_, err := decodeSamples(b, nil, func(s Samples) error {
+				s.Points = slices.Clone(s.Points)
+				got = append(got, s)
+				return nil
+			})
+			if err == nil {
+				var again []Samples
+				if _, err := decodeSamples(appendSamples(nil, got), nil, func(s Samples) error {
+					s.Points = slices.Clone(s.Points)
+					again = append(again, s)
+					return nil
+				}); err != nil || !reflect.DeepEqual(again, got) {
+					t.Fatalf("re-decode samples: %v\n got %+v\nwant %+v", err, again, got)
+				}
+			}
 		default:
 			var f Footer
 			_ = decodeFooter(b, &f)

