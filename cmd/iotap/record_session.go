@@ -15,6 +15,7 @@ import (
 
 	"github.com/iotap/iotap/fusefs"
 	"github.com/iotap/iotap/internal/job"
+	"github.com/iotap/iotap/internal/procsample"
 	"github.com/iotap/iotap/internal/sysinfo"
 	"github.com/iotap/iotap/internal/tally"
 	"github.com/iotap/iotap/trace"
@@ -30,6 +31,7 @@ type session struct {
 	tally   tally.Tally
 	started time.Time
 	e       *env
+	sampler *procsample.Sampler // nil when not sampling
 }
 
 // openSession writes the header, creates the trace and mounts the layer. In place, it
@@ -70,6 +72,8 @@ func openSession(e *env, spec *recordSpec) (*session, error) {
 		return nil, fmt.Errorf("cannot write the trace: %w", err)
 	}
 	s.w, s.closeW = w, closeW
+	// The storage client serving the target, found before the layer covers it.
+	s.sampler = spec.Sample.startSampling(e, w, spec.Target)
 	procs := spec.ServerProcs
 	if procs <= 0 {
 		procs = fusefs.DefaultServerProcs()
@@ -77,6 +81,9 @@ func openSession(e *env, spec *recordSpec) (*session, error) {
 	runtime.GOMAXPROCS(procs)
 	srv, err := fusefs.Mount(spec.MountPoint, spec.Target, w, o)
 	if err != nil {
+		if s.sampler != nil {
+			s.sampler.Stop()
+		}
 		_ = closeW()
 		return nil, explainMountError(spec, err)
 	}
@@ -142,9 +149,16 @@ func (s *session) close(outcome string) error {
 	elapsed := time.Since(s.started)
 	cost := s.srv.Cost().LayerCost()
 	s.w.SetLayerCost(cost)
+	var sums []procsample.Summary
+	if s.sampler != nil {
+		sums = s.sampler.Stop() // its last samples go into the trace
+	}
 	err := s.closeW()
 	st := s.w.Stats()
-	writeSummary(s.e.stderr, s.tally.Snapshot(), elapsed, st, cost, s.spec.Output, outcome)
+	snap := s.tally.Snapshot()
+	writeSummary(s.e.stderr, snap, elapsed, st, cost, s.spec.Output, outcome)
+	_, _, rd, wr := snap.Totals()
+	writeSampleSummary(s.e.stderr, sums, rd+wr, "recorder")
 	switch {
 	case err != nil && st.Lost > 0:
 		return fmt.Errorf("trace incomplete: %w: the %d events after the last chunk written whole were lost (the trace holds the first %d, and says so in its footer)",

@@ -39,6 +39,7 @@ type layerOptions struct {
 	AllowOther    bool
 	FUSEDebug     bool
 	ServerProcs   int
+	sampleOptions
 }
 
 func (o *layerOptions) addFlags(fs *pflag.FlagSet, targetHelp string) {
@@ -58,6 +59,7 @@ func (o *layerOptions) addFlags(fs *pflag.FlagSet, targetHelp string) {
 	fs.BoolVar(&o.FUSEDebug, "fuse-debug", false, "print every FUSE request (very verbose)")
 	fs.IntVar(&o.ServerProcs, "server-procs", 0, "CPUs the layer's Go code may use at once (GOMAXPROCS of the serving process; `n`=0: one per 4 CPUs, at least 1; "+
 		"a job that keeps many requests in flight on slow storage runs faster, and is timed closer, with 4)")
+	o.sampleOptions.addFlags(fs)
 }
 
 // recordSpec is everything the serving process needs. `record` builds it after checking
@@ -82,6 +84,9 @@ type recordSpec struct {
 	DropWhenFull  bool
 	ServerProcs   int    // GOMAXPROCS while serving (0: fusefs.DefaultServerProcs)
 	Kind          string // "record" or "mount" (for messages)
+	// What to sample into the trace: the storage client (the given pids, or the process
+	// serving the target's mount) and the recorder, every SampleInterval (0: nothing).
+	Sample sampleOptions
 }
 
 func (s *recordSpec) fuseOptions(e *env) fusefs.Options {
@@ -110,6 +115,9 @@ func prepare(o *layerOptions, kind string) (*recordSpec, error) {
 	if o.ServerProcs < 0 {
 		return nil, usageErrorf("--server-procs must not be negative")
 	}
+	if err := o.sampleOptions.check(); err != nil {
+		return nil, err
+	}
 	labels, err := splitLabels(o.Labels)
 	if err != nil {
 		return nil, err
@@ -122,7 +130,7 @@ func prepare(o *layerOptions, kind string) (*recordSpec, error) {
 	spec := &recordSpec{
 		Cache: o.Cache, Include: o.Include, Exclude: o.Exclude, Comms: o.Comms,
 		AllowOther: o.AllowOther, FUSEDebug: o.FUSEDebug, StatsInterval: o.StatsInterval,
-		DropWhenFull: o.DropWhenFull, ServerProcs: o.ServerProcs, Kind: kind,
+		DropWhenFull: o.DropWhenFull, ServerProcs: o.ServerProcs, Kind: kind, Sample: o.sampleOptions,
 	}
 	for _, u := range o.UIDs {
 		spec.UIDs = append(spec.UIDs, uint32(u))
