@@ -21,6 +21,7 @@ import (
 
 	"github.com/iotap/iotap/internal/format"
 	"github.com/iotap/iotap/internal/private"
+	"github.com/iotap/iotap/internal/procsample"
 	"github.com/iotap/iotap/internal/report"
 	"github.com/iotap/iotap/internal/s3store"
 	"github.com/iotap/iotap/internal/sysinfo"
@@ -67,6 +68,7 @@ type replayOptions struct {
 	Progress   string
 	S3         replays3.Options
 	Shard      string
+	sampleOptions
 }
 
 func (o *replayOptions) AddFlags(fs *pflag.FlagSet) {
@@ -92,6 +94,7 @@ func (o *replayOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.S3.Region, "s3-region", "", "for s3:// targets: AWS `region`")
 	fs.StringVar(&o.S3.AWSProfile, "aws-profile", "", "for s3:// targets: AWS shared-config `profile`")
 	fs.BoolVar(&o.S3.Keep, "keep", false, "for s3:// targets: leave the replay's objects in the bucket")
+	o.sampleOptions.addFlags(fs)
 }
 
 func runReplay(ctx context.Context, e *env, o *replayOptions, args []string) error {
@@ -229,6 +232,9 @@ func (o *replayOptions) runOptions(e *env) (replay.Options, error) {
 	if len(o.Targets) == 0 && !o.DryRun {
 		return replay.Options{}, usageErrorf("replay needs at least one --target")
 	}
+	if err := o.sampleOptions.check(); err != nil {
+		return replay.Options{}, err
+	}
 	return replay.Options{
 		Timing: timing, Speed: o.Speed, RoundTrip: roundTrip, ThinkSpin: o.ThinkCPU == "spin", OnDiverge: policy,
 		Plan: replay.PlanOptions{NoFold: o.NoFold}, FillRandom: o.Fill == "random", Log: e.log,
@@ -271,6 +277,9 @@ type replayTarget struct {
 	b replay.Backend
 	// requests counts the backend's own requests (S3); nil for a directory.
 	requests replay.RequestCounter
+	// dir is a directory target's path, whose storage client is sampled; "" for S3 (the
+	// replayer is the client).
+	dir string
 }
 
 // openTargets opens and checks every target before touching any of them: a directory
@@ -313,7 +322,11 @@ func openTargets(ctx context.Context, e *env, o *replayOptions, tracePath, prefi
 		if err != nil {
 			return targets, err
 		}
-		targets = append(targets, replayTarget{b: b, requests: rc})
+		rt := replayTarget{b: b, requests: rc}
+		if !s3store.IsURL(t) {
+			rt.dir = t
+		}
+		targets = append(targets, rt)
 		if o.Prepare == "skip" {
 			continue
 		}
@@ -359,11 +372,12 @@ func replayTargets(ctx context.Context, e *env, o *replayOptions, tracePath, pre
 				dropCaches(e)
 			}
 			base := fmt.Sprintf("%s.t%d.r%d", prefix, i+1, rep+1)
-			sum, err := replayOnce(ctx, e, o, tracePath, base, t, st, ro, rep)
+			sum, sampled, err := replayOnce(ctx, e, o, tracePath, base, t, st, ro, rep)
 			if sum != nil {
 				var out strings.Builder
 				_, _ = fmt.Fprintf(&out, "run %d/%d, target %d: %s\n", rep+1, o.Repeat, i+1, base+".iotap")
 				sum.Print(&out)
+				writeSampleSummary(&out, sampled, uint64(sum.ReplayedRead+sum.ReplayedWrite), "replayer")
 				if sum.Interrupted {
 					_, _ = fmt.Fprintf(&out, "  INTERRUPTED  the run stopped before the trace's end: %d of its %d replay ops were issued\n", sum.ReplayedOps, st.Ops)
 				}
@@ -506,12 +520,13 @@ func deriveState(ctx context.Context, path string, po replay.PlanOptions) (*repl
 }
 
 // replayOnce runs one replay onto t, writing base.iotap, base.json (fidelity summary) and,
-// for a backend that counts requests (S3), base.requests.json.
-func replayOnce(ctx context.Context, e *env, o *replayOptions, tracePath, base string, t replayTarget, st *replay.State, ro replay.Options, rep int) (*replay.Summary, error) {
+// for a backend that counts requests (S3), base.requests.json. It returns the summary and
+// what sampling saw of the storage client and the replayer.
+func replayOnce(ctx context.Context, e *env, o *replayOptions, tracePath, base string, t replayTarget, st *replay.State, ro replay.Options, rep int) (*replay.Summary, []procsample.Summary, error) {
 	b := t.b
 	r, err := openTrace(tracePath)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer func() { _ = r.Close() }()
 	src := r.Header()
@@ -532,13 +547,18 @@ func replayOnce(ctx context.Context, e *env, o *replayOptions, tracePath, base s
 	}
 	w, err := trace.Create(base+".iotap", h, trace.WriterOptions{Logger: e.log})
 	if err != nil {
-		return nil, fmt.Errorf("replay: create result: %w", err)
+		return nil, nil, fmt.Errorf("replay: create result: %w", err)
 	}
+	sampler := o.startSampling(e, w, t.dir)
 	var done atomic.Uint64
 	ro.Progress = &done
 	stop := startProgress(e, o.Progress, int64(st.Ops), fmt.Sprintf("%s run %d", b.Target().Path, rep+1), &done)
 	sum, runErr := replay.Run(ctx, r, b, w, ro)
 	stop()
+	var sampled []procsample.Summary
+	if sampler != nil {
+		sampled = sampler.Stop()
+	}
 	if err := w.Close(); err != nil && runErr == nil {
 		runErr = fmt.Errorf("replay: write result: %w", err)
 	}
@@ -563,9 +583,9 @@ func replayOnce(ctx context.Context, e *env, o *replayOptions, tracePath, base s
 		}
 	}
 	if runErr != nil && errors.Is(runErr, replay.ErrDiverged) {
-		return sum, &exitCodeError{code: exitError, err: runErr}
+		return sum, sampled, &exitCodeError{code: exitError, err: runErr}
 	}
-	return sum, runErr // damage was found, and said, by deriveState
+	return sum, sampled, runErr // damage was found, and said, by deriveState
 }
 
 // startProgress shows a progress bar on stderr when it is a terminal (or always).
