@@ -51,6 +51,9 @@ type CompareSide struct {
 	WorkNs    int64   `json:"work_ns"`
 	WorkRatio float64 `json:"work_ratio"`
 	DataShare float64 `json:"data_share"`
+	// Use is the side's throughput beside what its storage client and iotap used
+	// (client.go); nil when its traces were not sampled.
+	Use *SideUse `json:"resources,omitempty"`
 }
 
 // CompareOp is one operation across sides.
@@ -170,6 +173,7 @@ func Compare(names []string, sides []*stats.Stats, tol float64) *Comparison {
 		cs.Ratio = ratio(float64(cs.TotalNs), float64(sides[0].TotalNs()))
 		cs.WorkNs = workNs(s)
 		cs.WorkRatio = ratio(float64(cs.WorkNs), float64(workNs(sides[0])))
+		cs.Use = sideUse(&cs)
 		c.Sides = append(c.Sides, cs)
 		c.Warnings = append(c.Warnings, r.Warnings...)
 	}
@@ -317,6 +321,7 @@ func WriteCompareText(w io.Writer, c *Comparison) error {
 			format.Count(s.Events), format.Dur(s.DurationNs), format.Dur(s.TotalNs), fmtRatio(s.Ratio), format.Dur(s.WorkNs), fmtRatio(s.WorkRatio), format.Pct(s.DataShare))
 	}
 	b.WriteString(t.String())
+	writeSideUse(&b, c)
 	if len(c.Excluded) > 0 {
 		fmt.Fprintf(&b, "NOTE: same-work check of recorded against replayed traces leaves out %s: %s\n", strings.Join(c.Excluded, ", "), c.ExcludedWhy)
 	}

@@ -36,7 +36,12 @@
 //	  recorded (events the footer counts), complete (a footer was present), damage[]
 //	  (reader messages), recording_cost (when the footer has it: requests, in_layer_ns,
 //	  self_ns, self_ns_per_request, self_share (self_ns / in_layer_ns), encode_cpu_ns,
-//	  threads, resolve_ns; see trace.LayerCost)
+//	  threads, resolve_ns; see trace.LayerCost),
+//	  client, iotap (traces of format version 3 made with sampling on): what the storage
+//	  client serving the target (the FUSE daemon: s3fs, mount-s3, mfsmount, ...) and iotap
+//	  itself (the recorder, or the replayer: on an s3:// target the S3 client) used while
+//	  the trace was made, sampled from /proc (see "Resources" below); other_clients[] when
+//	  several client processes were sampled (--client-pid repeated)
 //	warnings[]   human-readable caveats (drops, damage, cache mode, cache=none mixed with
 //	             cache=kernel)
 //	by           "" | "host" | "label:KEY"
@@ -94,6 +99,30 @@
 //	             bytes, stride (every stride-th op kept), points[] [t s since the view's
 //	             start, offset, length, 1 if write else 0]}
 //
+// # Resources
+//
+// client, iotap and other_clients[] of a trace are each:
+//
+//	name         command name ("s3fs", "mfsmount", "iotap")
+//	pid          process id while the trace was made
+//	role         "client", "recorder" or "replayer"
+//	samples      readings taken; interval_ns the median time between them (100 ms by
+//	             default, --sample-interval)
+//	peak_rss_bytes, mean_rss_bytes   resident set size: largest and mean over the samples
+//	cpu_user_s, cpu_sys_s   CPU time used from the first sample to the last (USER_HZ
+//	             ticks of 10 ms)
+//	cpu_s_per_gb (cpu_user_s + cpu_sys_s) per 10^9 bytes the trace's reads, writes and
+//	             copy_file_range moved (moved_bytes); 0 when they moved none
+//	storage_read_bytes, storage_write_bytes   bytes the process read from and wrote to
+//	             block storage (/proc/PID/io read_bytes, write_bytes)
+//	rchar_bytes, wchar_bytes   bytes through its read- and write-like calls, sockets
+//	             included: for a network client, about its traffic
+//	exited       sampling ended well before the trace did: the process exited
+//	series[]     {t (s since the trace's wall_start), rss_bytes, cpu_user_s, cpu_sys_s
+//	             (since the first sample), cpus (CPUs busy from the previous point to this
+//	             one)}; at most 1000 points (every k-th sample of a longer series, peaks
+//	             taken over all)
+//
 // files_by_* list non-directories (paths that are not known to be directories: names that
 // failed to resolve count as files). A directory's figures are those of the entries
 // directly in it plus the ops addressed to the directory itself. A data op is sequential when it starts where the previous one on
@@ -105,7 +134,12 @@
 //	sides[]   {name, traces[] (as in a report), events, duration_ns, total_ns,
 //	          total_ratio (to the baseline), work_ns (time of the ops the same-work check
 //	          counts: all but lookup, forget, release, releasedir and flush, which depend on
-//	          the kernel and on replay folding), work_ratio, data_share}
+//	          the kernel and on replay folding), work_ratio, data_share,
+//	          resources (when the side's traces were sampled): {moved_bytes, mb_per_s
+//	          (moved bytes per second of the side's duration), client (names),
+//	          client_peak_rss_bytes (the largest of its traces), client_cpu_s,
+//	          client_cpu_s_per_gb, iotap_peak_rss_bytes, iotap_cpu_s, iotap_cpu_s_per_gb,
+//	          settings (the S3 client options a replay used, label replay.s3_options)}}
 //	ops[]     by the baseline's total time: {op, sides[] {count, errors, bytes, mean_ns,
 //	          p50_ns, p99_ns, total_ns, ratio {count, p50, p99, mean, total} (absent on
 //	          the baseline; 0 when the baseline value is 0), hist[]}}
@@ -127,6 +161,7 @@
 //
 // WriteHTML writes one self-contained file: inline CSS and SVG plots made with
 // gonum.org/v1/plot, no scripts and no network access. Plots: latency CDF per operation,
-// a latency histogram per operation, MB/s, ops/s, p99 and max per interval, in-flight depth
-// per interval, and sampled offset-vs-time for the busiest files.
+// a latency histogram per operation, MB/s, under it the resident memory and CPUs busy of the
+// storage client and iotap over the same time axis (sampled traces), ops/s, p99 and max per
+// interval, in-flight depth per interval, and sampled offset-vs-time for the busiest files.
 package report

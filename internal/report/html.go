@@ -27,7 +27,7 @@ const maxPlotOps = 8
 // WriteHTML renders r as one self-contained HTML file: inline CSS and SVG, no scripts, no
 // network access needed to view it.
 func WriteHTML(w io.Writer, r *Report) error {
-	figs, err := reportFigures(r.Total, r.Groups)
+	figs, err := reportFigures(r.Total, r.Groups, r.Traces)
 	if err != nil {
 		return err
 	}
@@ -39,8 +39,8 @@ func WriteHTML(w io.Writer, r *Report) error {
 	return pageTmpl.Execute(w, data)
 }
 
-func reportFigures(v *View, groups []*View) ([]figure, error) {
-	var s figureSet
+func reportFigures(v *View, groups []*View, traces []Trace) ([]figure, error) {
+	s := figureSet{traces: traces}
 	ops := v.Ops[:min(len(v.Ops), maxPlotOps)]
 	var names []string
 	var bins [][]HistBin
@@ -89,8 +89,9 @@ func reportFigures(v *View, groups []*View) ([]figure, error) {
 // figureSet collects rendered figures; the first error, from building a plot or
 // rendering it, ends the set.
 type figureSet struct {
-	figs []figure
-	err  error
+	figs   []figure
+	err    error
+	traces []Trace // the report's traces, for their resource series
 }
 
 // add renders p (built with err) at w x h; a nil plot adds nothing.
@@ -142,6 +143,7 @@ func (s *figureSet) intervals(v *View) {
 		p.X.Min, p.X.Max = 0, end
 	}
 	s.add(p, err, 16*vg.Centimeter, 8*vg.Centimeter)
+	s.usage(v, end) // memory and CPU of the storage client and iotap, on the same time axis
 	p, err = seriesPlot("Operations per second", "ops/s", []string{"ops/s"}, []plotter.XYs{ops})
 	if err == nil {
 		p.X.Min, p.X.Max = 0, end

@@ -57,6 +57,11 @@ type Trace struct {
 	Complete     bool              `json:"complete"`              // a footer was found: the recorder closed cleanly
 	Damage       []string          `json:"damage,omitempty"`
 	Cost         *RecordingCost    `json:"recording_cost,omitempty"` // from the footer, when measured
+	// What the storage client and iotap used while the trace was made (client.go); nil
+	// when they were not sampled.
+	Client       *ProcUse   `json:"client,omitempty"`
+	OtherClients []*ProcUse `json:"other_clients,omitempty"`
+	Iotap        *ProcUse   `json:"iotap,omitempty"`
 }
 
 // RecordingCost is what recording cost, as the layer and the trace writer measured it
@@ -399,6 +404,7 @@ func traceInfo(s *stats.Source) Trace {
 	if f := s.Footer; f != nil {
 		t.Lost, t.WriteError = f.Lost, f.WriteError
 	}
+	t.Client, t.Iotap, t.OtherClients = traceUse(s)
 	if len(h.Labels) > 0 {
 		t.Labels = map[string]string{}
 		for _, l := range h.Labels {

@@ -25,6 +25,7 @@ func WriteText(w io.Writer, r *Report) error {
 	}
 	b.WriteString("\n")
 	writeTraces(&b, r)
+	writeUsage(&b, r)
 	for _, wn := range r.Warnings {
 		fmt.Fprintf(&b, "WARNING: %s\n", wn)
 	}

@@ -579,6 +579,7 @@ func (a *Accumulator) Finish(r Resolver, footer *trace.Footer, damage []error) *
 	if src.FirstNs < 0 {
 		src.FirstNs = 0
 	}
+	src.Samples, src.Moved = samplesOf(r), moved(&a.ops)
 	s.Sources = []Source{src}
 	s.Events = a.events
 	s.Ops = a.ops

@@ -263,6 +263,11 @@ type Source struct {
 	Events  uint64   // events aggregated
 	FirstNs int64    // earliest event start (ns since origin)
 	LastNs  int64    // latest event end
+	// Samples are the resource series of the storage client and of iotap sampled while the
+	// trace was made (samples.go); Moved is the bytes the trace's reads and writes moved,
+	// which CPU time per GB is taken over.
+	Samples []trace.Samples
+	Moved   uint64
 }
 
 // Dropped returns the number of events the recorder dropped (from the footer).
