@@ -69,6 +69,7 @@ type replayOptions struct {
 	S3         replays3.Options
 	Shard      string
 	sampleOptions
+	coldOptions
 }
 
 func (o *replayOptions) AddFlags(fs *pflag.FlagSet) {
@@ -95,6 +96,7 @@ func (o *replayOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.S3.AWSProfile, "aws-profile", "", "for s3:// targets: AWS shared-config `profile`")
 	fs.BoolVar(&o.S3.Keep, "keep", false, "for s3:// targets: leave the replay's objects in the bucket")
 	o.sampleOptions.addFlags(fs)
+	o.coldOptions.addFlags(fs)
 }
 
 func runReplay(ctx context.Context, e *env, o *replayOptions, args []string) error {
@@ -172,11 +174,18 @@ func runReplay(ctx context.Context, e *env, o *replayOptions, args []string) err
 		return usageErrorf("-o %s: %v", prefix, err)
 	}
 	targets, err := openTargets(ctx, e, o, tracePath, prefix)
-	defer closeTargets(e, targets)
+	defer func() { closeTargets(e, targets) }() // --between-runs may open them again
 	if err != nil {
 		return err
 	}
-	results, diverged, runs, err := replayTargets(ctx, e, o, tracePath, prefix, targets, st, ro)
+	s3o := o.S3
+	s3o.Log = e.log
+	stores, err := openStores(ctx, o, s3o)
+	defer closeStores(e, stores)
+	if err != nil {
+		return err
+	}
+	results, diverged, runs, err := replayTargets(ctx, e, o, tracePath, prefix, targets, stores, st, ro)
 	if err != nil {
 		return err
 	}
@@ -187,6 +196,9 @@ func runReplay(ctx context.Context, e *env, o *replayOptions, args []string) err
 		if err := compareTargets(ctx, e, o.Targets, results); err != nil {
 			return err
 		}
+	}
+	if err := writeColdWarm(ctx, e, o, results); err != nil {
+		return err
 	}
 	if diverged > 0 && ro.OnDiverge == replay.DivergeWarn {
 		// Warn, not fail: the replay ran to the end and measured the target (--on-diverge=abort fails).
@@ -280,6 +292,16 @@ type replayTarget struct {
 	// dir is a directory target's path, whose storage client is sampled; "" for S3 (the
 	// replayer is the client).
 	dir string
+	// start is how the run starts (startLabel): "cold", "warm" or "".
+	start string
+}
+
+// preparedWhere names where the starting state of t was made.
+func preparedWhere(t replayTarget, store replay.Backend) string {
+	if store != nil {
+		return store.Target().Path + " (behind " + t.b.Target().Path + ")"
+	}
+	return t.b.Target().Path
 }
 
 // openTargets opens and checks every target before touching any of them: a directory
@@ -327,7 +349,7 @@ func openTargets(ctx context.Context, e *env, o *replayOptions, tracePath, prefi
 			rt.dir = t
 		}
 		targets = append(targets, rt)
-		if o.Prepare == "skip" {
+		if o.Prepare == "skip" || len(o.PrepareVia) > 0 { // a store is checked instead (openStores)
 			continue
 		}
 		empty, err := b.IsEmpty(ctx)
@@ -352,21 +374,21 @@ func closeTargets(e *env, targets []replayTarget) {
 // replayTargets prepares and replays each target --repeat times, targets interleaved,
 // printing each run's summary. It returns each target's replay traces and the
 // divergences and runs counted.
-func replayTargets(ctx context.Context, e *env, o *replayOptions, tracePath, prefix string, targets []replayTarget, st *replay.State, ro replay.Options) (results [][]string, diverged, runs uint64, err error) {
+func replayTargets(ctx context.Context, e *env, o *replayOptions, tracePath, prefix string, targets []replayTarget, stores []replay.Backend, st *replay.State, ro replay.Options) (results [][]string, diverged, runs uint64, err error) {
 	results = make([][]string, len(targets))
 	for rep := 0; rep < o.Repeat; rep++ {
-		for i, t := range targets {
+		for i := range targets {
 			if err := ctx.Err(); err != nil {
 				return results, diverged, runs, err
 			}
-			if o.Prepare != "skip" {
-				if err := replay.PrepareTarget(ctx, t.b, st, ro.FillRandom); err != nil {
-					return results, diverged, runs, err
-				}
-				if o.Prepare == "only" {
-					_, _ = fmt.Fprintf(e.stdout, "prepared %s\n", t.b.Target().Path)
-					continue
-				}
+			if err := prepareRun(ctx, e, o, targets, i, rep, stores[i], st, ro); err != nil {
+				return results, diverged, runs, err
+			}
+			t := targets[i] // after prepareRun: --between-runs opens a directory target again
+			t.start = startLabel(o, i, rep)
+			if o.Prepare == "only" {
+				_, _ = fmt.Fprintf(e.stdout, "prepared %s\n", preparedWhere(t, stores[i]))
+				continue
 			}
 			if o.DropCaches {
 				dropCaches(e)
@@ -544,6 +566,9 @@ func replayOnce(ctx context.Context, e *env, o *replayOptions, tracePath, base s
 			trace.Label{Key: "replay.speed", Value: strconv.FormatFloat(ro.Speed, 'g', -1, 64)},
 			trace.Label{Key: "replay.run", Value: strconv.Itoa(rep + 1)},
 			trace.Label{Key: "replay.recorded_fstype", Value: src.Target.FSType}),
+	}
+	if t.start != "" {
+		h.Labels = append(h.Labels, trace.Label{Key: "replay.start", Value: t.start})
 	}
 	w, err := trace.Create(base+".iotap", h, trace.WriterOptions{Logger: e.log})
 	if err != nil {
