@@ -68,6 +68,7 @@ type replayOptions struct {
 	Progress   string
 	S3         replays3.Options
 	Shard      string
+	S3Opts     []string
 	sampleOptions
 	coldOptions
 }
@@ -95,6 +96,8 @@ func (o *replayOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.S3.Region, "s3-region", "", "for s3:// targets: AWS `region`")
 	fs.StringVar(&o.S3.AWSProfile, "aws-profile", "", "for s3:// targets: AWS shared-config `profile`")
 	fs.BoolVar(&o.S3.Keep, "keep", false, "for s3:// targets: leave the replay's objects in the bucket")
+	fs.StringArrayVar(&o.S3Opts, "s3-opt", nil, "for s3:// targets: set a client `key=value` of the profile (repeatable; a target's own "+
+		"s3://bucket/prefix?key=value&key=value wins, and may set profile=NAME). "+replays3.SettingsHelp)
 	o.sampleOptions.addFlags(fs)
 	o.coldOptions.addFlags(fs)
 }
@@ -246,6 +249,16 @@ func (o *replayOptions) runOptions(e *env) (replay.Options, error) {
 	}
 	if err := o.sampleOptions.check(); err != nil {
 		return replay.Options{}, err
+	}
+	if len(o.S3Opts) > 0 {
+		o.S3.Params = map[string]string{}
+		for _, kv := range o.S3Opts {
+			k, v, ok := strings.Cut(kv, "=")
+			if !ok || k == "" || v == "" {
+				return replay.Options{}, usageErrorf("--s3-opt %q: want key=value", kv)
+			}
+			o.S3.Params[k] = v
+		}
 	}
 	return replay.Options{
 		Timing: timing, Speed: o.Speed, RoundTrip: roundTrip, ThinkSpin: o.ThinkCPU == "spin", OnDiverge: policy,
@@ -569,6 +582,9 @@ func replayOnce(ctx context.Context, e *env, o *replayOptions, tracePath, base s
 	}
 	if t.start != "" {
 		h.Labels = append(h.Labels, trace.Label{Key: "replay.start", Value: t.start})
+	}
+	if sb, ok := b.(*replays3.Backend); ok && sb.Given() != "" {
+		h.Labels = append(h.Labels, trace.Label{Key: "replay.s3_options", Value: sb.Given()})
 	}
 	w, err := trace.Create(base+".iotap", h, trace.WriterOptions{Logger: e.log})
 	if err != nil {

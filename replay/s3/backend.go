@@ -36,6 +36,10 @@ type Options struct {
 	Endpoint   string
 	// Keep leaves the objects the replay created in place at Close.
 	Keep bool
+	// Params are the profile's settings, key=value (see SettingsHelp); the query of the
+	// target URL (s3://bucket/prefix?prefetch_max=64MiB) adds to them and wins, and may
+	// name the profile (profile=s3fs).
+	Params map[string]string
 	// ProbeTimeout bounds the check that the bucket is reachable (default 15s).
 	ProbeTimeout time.Duration
 	// MaxAttempts per S3 request, including the first (default 3).
@@ -56,6 +60,7 @@ type Backend struct {
 	url      string
 	endpoint string
 	prof     profile
+	params   *params // the profile's settings
 	keep     bool
 	log      *slog.Logger
 	tmpDir   string
@@ -103,6 +108,13 @@ const (
 // within ProbeTimeout, that the bucket can be listed, and returns a clear error otherwise
 // (missing bucket, access denied, unreachable endpoint).
 func Open(ctx context.Context, spec string, o Options) (*Backend, error) {
+	spec, settings, err := splitSpec(spec, o.Params)
+	if err != nil {
+		return nil, err
+	}
+	if v, ok := settings["profile"]; ok {
+		o.Profile = v
+	}
 	bucket, prefix, err := s3store.ParseURL(spec)
 	if err != nil {
 		return nil, fmt.Errorf("replay: target: %w", err)
@@ -128,8 +140,9 @@ func Open(ctx context.Context, spec string, o Options) (*Backend, error) {
 		created: map[string]struct{}{}, uploads: map[string]string{}, localDirs: map[string]struct{}{},
 		pending: map[string]int64{},
 	}
-	if b.prof, err = newProfile(o.Profile, b); err != nil {
-		return nil, err
+	b.params = newParams(settings)
+	if b.prof, err = newProfile(o.Profile, b, b.params); err != nil {
+		return nil, fmt.Errorf("%w (target %s)", err, spec)
 	}
 	b.BeginPhase("open") // the probe below; PrepareTarget and Run start their own phases
 	client, err := s3store.NewClient(ctx, s3store.ClientOptions{
@@ -163,8 +176,29 @@ func (b *Backend) Target() trace.Target {
 	if b.endpoint != "" {
 		src = b.endpoint
 	}
-	return trace.Target{Path: b.url, FSType: "s3", Source: src, Mount: "profile=" + b.prof.name()}
+	mount := "profile=" + b.prof.name()
+	if s := b.Settings(); s != "" {
+		mount += " " + s
+	}
+	return trace.Target{Path: b.url, FSType: "s3", Source: src, Mount: mount}
 }
+
+// Settings returns the profile's settings given (Options.Params and the URL's query, the
+// profile itself left out), "key=value" sorted by key and separated by spaces; "" when
+// none was given.
+func (b *Backend) Settings() string {
+	m := map[string]string{}
+	for k, v := range b.params.m {
+		if k != "profile" {
+			m[k] = v
+		}
+	}
+	return newParams(m).String()
+}
+
+// Given returns every setting given, the profile too when it was: "key=value" sorted by
+// key, separated by spaces.
+func (b *Backend) Given() string { return b.params.String() }
 
 // BeginPhase implements replay.Backend: it starts a new request tally. Open starts a
 // phase "open" (its probe); the first filesystem call made in it starts "replay" by

@@ -18,8 +18,21 @@
 // locks, which the kernel keeps for a FUSE client without a lock handler, conflicting
 // between open files), and keeps the files being written and the directories a profile
 // holds locally. Calls a profile cannot do return a *RefusedError (counted as refused)
-// that unwraps to the errno that client returns. Read data is not kept (Mountpoint's
-// prefetched bytes read as zeros): the replay checks sizes, not contents.
+// that unwraps to the errno that client returns. The replay checks sizes, not contents:
+// read data is not kept past the call, except what a client holds in memory itself
+// (Mountpoint's prefetch windows, parts of uploads in flight), so that the replayer's
+// memory is that client's.
+//
+// # Settings
+//
+// A profile's parameters are set with Options.Params (iotap replay --s3-opt key=value) or
+// the target URL's query (s3://bucket/prefix?prefetch_max=64MiB&memory_limit=512MiB),
+// which wins and may name the profile (profile=s3fs): several targets of one replay can
+// sweep them. Keys (SettingsHelp): mountpoint prefetch_initial, prefetch_max,
+// read_part_size, concurrency, memory_limit, part_size; s3fs multipart_size,
+// multipart_threshold, parallel_count; sdk part_size, concurrency. An unknown key or a
+// bad value is an error. Backend.Given names the settings given; the target's Mount
+// field shows them after the profile.
 //
 // # Requests
 //

@@ -37,8 +37,10 @@ type file struct {
 	pos    int
 	listed bool
 
-	// mountpoint reads: the window fetched, the one being fetched, the next one's size
+	// mountpoint reads: the window fetched (its data held by held), the one being
+	// fetched, the next one's size
 	cur   span
+	held  *fetch
 	ahead *fetch
 	next  int64
 
@@ -99,9 +101,9 @@ func (b *Backend) Open(ctx context.Context, name string, flags int, perm uint32)
 
 // startStream makes h a handle that uploads what is written to it, sequentially (see
 // upload), and shows the file (at the size written so far) until the upload completes.
-func (b *Backend) startStream(h *file, partSize, singlePut int64) *file {
+func (b *Backend) startStream(h *file, partSize, singlePut int64, concurrency int) *file {
 	h.write, h.size = true, 0
-	h.up = &upload{b: b, key: h.key, partSize: partSize, singlePut: singlePut}
+	h.up = &upload{b: b, key: h.key, partSize: partSize, singlePut: singlePut, concurrency: concurrency}
 	b.mu.Lock()
 	b.pending[h.name] = 0
 	b.mu.Unlock()

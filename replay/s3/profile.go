@@ -10,18 +10,48 @@ import (
 // Profiles lists the request profiles of the S3 backend, the default first.
 var Profiles = []string{"mountpoint", "s3fs", "sdk"}
 
-// newProfile returns the profile named name ("" is the default) for b.
-func newProfile(name string, b *Backend) (profile, error) {
+// newProfile returns the profile named name ("" is the default) for b, with its settings.
+func newProfile(name string, b *Backend, p *params) (profile, error) {
+	var (
+		prof  profile
+		err   error
+		known []string
+	)
 	switch name {
 	case "mountpoint", "":
-		return newMountpoint(b), nil
+		name, known = "mountpoint", paramDocs["mountpoint"]
+		prof, err = newMountpoint(b, p)
 	case "s3fs":
-		return newS3FS(b), nil
+		known = paramDocs["s3fs"]
+		prof, err = newS3FS(b, p)
 	case "sdk":
-		return newSDK(b), nil
+		known = paramDocs["sdk"]
+		prof, err = newSDK(b, p)
+	default:
+		return nil, fmt.Errorf("replay: unknown S3 profile %q (want %s)", name, strings.Join(Profiles, ", "))
 	}
-	return nil, fmt.Errorf("replay: unknown S3 profile %q (want %s)", name, strings.Join(Profiles, ", "))
+	if err != nil {
+		return nil, err
+	}
+	if err := p.unknown(name, known); err != nil {
+		return nil, err
+	}
+	return prof, nil
 }
+
+// paramDocs lists each profile's settings (Options.Params), as `key`: what it sets.
+var paramDocs = map[string][]string{
+	"mountpoint": {"prefetch_initial", "prefetch_max", "read_part_size", "concurrency", "memory_limit", "part_size"},
+	"s3fs":       {"multipart_size", "multipart_threshold", "parallel_count"},
+	"sdk":        {"part_size", "concurrency"},
+}
+
+// SettingsHelp describes the settings of every profile, for --help.
+const SettingsHelp = "mountpoint: prefetch_initial (first read window, 1152KiB), prefetch_max (largest window, 8MiB), " +
+	"read_part_size (GET size within a window, 8MiB), concurrency (GETs and part uploads in flight per file, 16), " +
+	"memory_limit (prefetched bytes held at once, all files; 0 = no limit), part_size (upload part, 8MiB); " +
+	"s3fs: multipart_size (upload part, 10MiB), multipart_threshold (single PUT below it, 10MiB), parallel_count (part uploads in flight, 5); " +
+	"sdk: part_size (upload part and single-PUT threshold, 5MiB), concurrency (part uploads in flight, 5)"
 
 // profile maps filesystem calls to S3 requests the way one S3 client does. Each profile is
 // a type in its own file whose methods are that client's mapping, call by call.

@@ -37,6 +37,7 @@ type s3fs struct {
 	singlePut  int64 // objects smaller than this are uploaded with one PutObject
 	statTTL    time.Duration
 	headsPerLS int // concurrent HEADs during readdir
+	parallel   int // part uploads in flight (parallel_count)
 
 	mu     sync.Mutex                   // guards stats and xattrs
 	stats  map[string]statEntry         // the stat cache, by name
@@ -48,11 +49,26 @@ type statEntry struct {
 	at time.Time
 }
 
-func newS3FS(b *Backend) *s3fs {
-	return &s3fs{
-		b: b, partSize: 10 * mib, singlePut: 10 * mib, statTTL: 900 * time.Second, headsPerLS: 10,
-		stats: map[string]statEntry{}, xattrs: map[string]map[string]string{},
+// newS3FS makes the profile with its settings: multipart_size (part size, 10 MiB),
+// multipart_threshold (one PutObject below it, 10 MiB) and parallel_count (part uploads
+// in flight, 5), as s3fs's options of those names.
+func newS3FS(b *Backend, p *params) (*s3fs, error) {
+	part, err := p.size("multipart_size", 10*mib, 5*mib)
+	if err != nil {
+		return nil, err
 	}
+	single, err := p.size("multipart_threshold", 10*mib, 0)
+	if err != nil {
+		return nil, err
+	}
+	par, err := p.count("parallel_count", 5)
+	if err != nil {
+		return nil, err
+	}
+	return &s3fs{
+		b: b, partSize: part, singlePut: single, statTTL: 900 * time.Second, headsPerLS: 10, parallel: par,
+		stats: map[string]statEntry{}, xattrs: map[string]map[string]string{},
+	}, nil
 }
 
 // truncateMax bounds the size a truncate rewrites (held in memory).
@@ -436,10 +452,10 @@ func (p *s3fs) flush(ctx context.Context, f *file) error {
 	if size < p.singlePut {
 		err = b.put(ctx, f.key, io.NewSectionReader(f.tmp, 0, size), size, nil)
 	} else {
-		up := &upload{b: b, key: f.key, partSize: p.partSize}
+		up := &upload{b: b, key: f.key, partSize: p.partSize, concurrency: p.parallel}
 		for off := int64(0); off < size && err == nil; off += p.partSize {
 			n := min(p.partSize, size-off)
-			err = up.part(ctx, io.NewSectionReader(f.tmp, off, n), n)
+			err = up.send(ctx, io.NewSectionReader(f.tmp, off, n), n)
 		}
 		if err == nil {
 			err = up.finish(ctx)

@@ -18,14 +18,25 @@ import (
 //   - rename = CopyObject + DeleteObject;
 //   - no metadata, links or in-place updates (ENOTSUP; hard links and special files EPERM).
 type sdk struct {
-	b         *Backend
-	partSize  int64 // multipart part size
-	singlePut int64 // objects smaller than this are uploaded with one PutObject
+	b           *Backend
+	partSize    int64 // multipart part size
+	singlePut   int64 // objects smaller than this are uploaded with one PutObject
+	concurrency int   // parts in flight
 	noXattrs
 }
 
-func newSDK(b *Backend) *sdk {
-	return &sdk{b: b, partSize: 5 * mib, singlePut: 5 * mib, noXattrs: noXattrs{b}}
+// newSDK makes the profile with its settings: part_size (the upload manager's part size
+// and single-PUT threshold, 5 MiB) and concurrency (parts in flight, 5).
+func newSDK(b *Backend, p *params) (*sdk, error) {
+	part, err := p.size("part_size", 5*mib, 5*mib)
+	if err != nil {
+		return nil, err
+	}
+	conc, err := p.count("concurrency", 5)
+	if err != nil {
+		return nil, err
+	}
+	return &sdk{b: b, partSize: part, singlePut: part, concurrency: conc, noXattrs: noXattrs{b}}, nil
 }
 
 func (p *sdk) name() string { return "sdk" }
@@ -88,7 +99,7 @@ func (p *sdk) open(ctx context.Context, h *file, e entry, exists bool, flags int
 	if exists && flags&syscall.O_TRUNC == 0 {
 		return nil, p.b.refuse("open", syscall.ENOTSUP, "no in-place updates")
 	}
-	return p.b.startStream(h, p.partSize, p.singlePut), nil
+	return p.b.startStream(h, p.partSize, p.singlePut, p.concurrency), nil
 }
 
 func (p *sdk) read(ctx context.Context, f *file, buf []byte, off, stop int64) (int, error) {
