@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -590,6 +591,9 @@ func replayOnce(ctx context.Context, e *env, o *replayOptions, tracePath, base s
 	if err != nil {
 		return nil, nil, fmt.Errorf("replay: create result: %w", err)
 	}
+	// Preparing (and earlier runs) left garbage in the heap: give it back to the system so
+	// that the replayer's memory sampled during the run is the run's own.
+	debug.FreeOSMemory()
 	sampler := o.startSampling(e, w, t.dir)
 	var done atomic.Uint64
 	ro.Progress = &done
