@@ -248,7 +248,7 @@ func (o *replayOptions) runOptions(e *env) (replay.Options, error) {
 	if len(o.Targets) == 0 && !o.DryRun {
 		return replay.Options{}, usageErrorf("replay needs at least one --target")
 	}
-	if err := o.sampleOptions.check(); err != nil {
+	if err := o.check(); err != nil {
 		return replay.Options{}, err
 	}
 	if len(o.S3Opts) > 0 {

@@ -115,7 +115,7 @@ func prepare(o *layerOptions, kind string) (*recordSpec, error) {
 	if o.ServerProcs < 0 {
 		return nil, usageErrorf("--server-procs must not be negative")
 	}
-	if err := o.sampleOptions.check(); err != nil {
+	if err := o.check(); err != nil {
 		return nil, err
 	}
 	labels, err := splitLabels(o.Labels)
