@@ -31,7 +31,7 @@ func traceFixtures(t *testing.T) map[string]string {
 		"truncated": good[:len(good)-40],
 		"empty":     nil,
 		"text":      []byte("op,start_ns\nread,1\n"),
-		"v3":        append(append([]byte(nil), good[:8]...), append([]byte{3, 0}, good[10:]...)...),
+		"v9":        append(append([]byte(nil), good[:8]...), append([]byte{9, 0}, good[10:]...)...),
 		"corrupt":   corruptFirstEvents(t, good),
 	}
 	out := map[string]string{"missing": filepath.Join(dir, "missing.iotap")}
@@ -106,7 +106,7 @@ func TestInfo(t *testing.T) {
 		{name: "missing", args: []string{fx["missing"]}, code: exitError, stderr: "missing.iotap does not exist"},
 		{name: "not-a-trace", args: []string{fx["text"]}, code: exitError, stderr: "text.iotap is not an iotap trace"},
 		{name: "empty", args: []string{fx["empty"]}, code: exitError, stderr: "empty.iotap is empty or was cut short"},
-		{name: "version", args: []string{fx["v3"]}, code: exitError, stderr: "unsupported format version 3"},
+		{name: "version", args: []string{fx["v9"]}, code: exitError, stderr: "unsupported format version 9"},
 		{name: "no-args", args: nil, code: exitUsage, stderr: "no trace given"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -90,7 +90,9 @@ func TestStorageClientS3FS(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("report: exit %d: %s", code, errs)
 	}
-	var doc struct{ Traces []struct{ Client, Iotap map[string]any } }
+	var doc struct {
+		Traces []struct{ Client, Iotap map[string]any }
+	}
 	if err := json.Unmarshal([]byte(js), &doc); err != nil {
 		t.Fatal(err)
 	}
