@@ -43,6 +43,8 @@ type ProcUse struct {
 	WChar      uint64     `json:"wchar_bytes"`
 	Exited     bool       `json:"exited,omitempty"` // sampling ended before the trace did: the process exited
 	Series     []UsePoint `json:"series"`
+
+	span int64 // the trace's first op start to last op end, ns: what its bytes moved over
 }
 
 // UsePoint is one sample of a ProcUse series.
@@ -85,7 +87,8 @@ func procUse(ss *trace.Samples, src *stats.Source) *ProcUse {
 	if len(pts) == 0 {
 		return nil
 	}
-	u := &ProcUse{Name: ss.Name, Pid: ss.Pid, Role: roleName(ss.Role, src.Header.Kind), Samples: len(pts), MovedBytes: src.Moved}
+	u := &ProcUse{Name: ss.Name, Pid: ss.Pid, Role: roleName(ss.Role, src.Header.Kind), Samples: len(pts), MovedBytes: src.Moved,
+		span: max(src.LastNs-src.FirstNs, 0)}
 	first, last := pts[0], pts[len(pts)-1]
 	var rss float64
 	gaps := make([]int64, 0, len(pts))
@@ -198,7 +201,7 @@ func (t *Trace) usages() []*ProcUse {
 // bytes and throughput beside peak memory and CPU per GB.
 type SideUse struct {
 	MovedBytes uint64  `json:"moved_bytes"`
-	MBps       float64 `json:"mb_per_s"` // moved_bytes / 10^6 per second of the side's duration
+	MBps       float64 `json:"mb_per_s"` // moved_bytes / 10^6 per second of its traces' durations (summed)
 	// Client names the storage clients sampled ("" when none); the figures sum the
 	// traces' clients (peaks: the largest).
 	Client         string  `json:"client,omitempty"`
@@ -222,7 +225,6 @@ func sideUse(cs *CompareSide) *SideUse {
 	for _, t := range cs.Traces {
 		for _, p := range t.usages() {
 			sampled = true
-			u.MovedBytes = max(u.MovedBytes, p.MovedBytes)
 			if p.Role == "client" {
 				names = append(names, p.Name)
 				u.ClientPeakRSS = max(u.ClientPeakRSS, p.PeakRSS)
@@ -239,17 +241,18 @@ func sideUse(cs *CompareSide) *SideUse {
 	if !sampled {
 		return nil
 	}
+	// Bytes and time per trace, summed: repeated runs of a side are apart in time.
 	var moved uint64
+	var span int64
 	for _, t := range cs.Traces {
-		if t.Iotap != nil {
-			moved += t.Iotap.MovedBytes
-		} else if t.Client != nil {
-			moved += t.Client.MovedBytes
+		if us := t.usages(); len(us) > 0 {
+			moved += us[0].MovedBytes
+			span += us[0].span
 		}
 	}
 	u.MovedBytes = moved
-	if cs.DurationNs > 0 {
-		u.MBps = round3(float64(moved) / 1e6 / (float64(cs.DurationNs) / 1e9))
+	if span > 0 {
+		u.MBps = round3(float64(moved) / 1e6 / (float64(span) / 1e9))
 	}
 	gb := float64(moved) / 1e9
 	if gb > 0 {
@@ -295,7 +298,7 @@ func writeSideUse(b *strings.Builder, c *Comparison) {
 		cells = append(cells, fmt.Sprintf("%.1f", u.MBps), client, crss, ccpu, format.Bytes(u.IotapPeakRSS), perGB(u.IotapCPUPerGB))
 		t.add(cells...)
 	}
-	b.WriteString("\nthroughput and resources (bytes the job read and wrote per second of the side's duration; peak resident memory and CPU seconds per GB moved)\n")
+	b.WriteString("\nthroughput and resources (bytes the job read and wrote per second of its traces' durations; peak resident memory and CPU seconds per GB moved)\n")
 	b.WriteString(t.String())
 }
 
