@@ -230,6 +230,9 @@ func writeInfoFields(out *bytes.Buffer, name string, r *trace.Reader, s *traceSu
 	}
 	line("threads", "%d seen in events, %d process records", len(s.tids), len(r.Processes()))
 	line("files", "%d first-seen file records", len(r.Files()))
+	for _, ss := range r.Samples() {
+		line("samples", "%s %s (pid %d): %d resource samples", ss.Role, termsafe.Name(ss.Name), ss.Pid, len(ss.Points))
+	}
 	footer, ok := r.Footer()
 	if ok {
 		line("footer", "%d events written, %d dropped, %s blocked, %d recording errors, %d chunks",

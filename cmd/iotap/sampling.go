@@ -103,7 +103,7 @@ func writeSampleSummary(w io.Writer, sums []procsample.Summary, moved uint64, se
 	for _, s := range sums {
 		who := "storage client " + s.Name
 		if s.Role == trace.RoleSelf {
-			who = "iotap (" + self + ")"
+			who = "iotap " + self
 		}
 		if s.Samples == 0 {
 			_, _ = fmt.Fprintf(w, "  %s (pid %d): not sampled: %v\n", termsafe.Name(who), s.Pid, s.Err)
