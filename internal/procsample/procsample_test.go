@@ -161,3 +161,19 @@ func TestFindClient(t *testing.T) {
 		t.Errorf("local directory: %v", err)
 	}
 }
+
+// BenchmarkReadSelf measures one reading of a process (its stat and io files), what a
+// Sampler costs per process and interval.
+func BenchmarkReadSelf(b *testing.B) {
+	r, err := newReader(os.Getpid())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer r.close()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := r.read(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
