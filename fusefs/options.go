@@ -153,6 +153,9 @@ func (o Options) fsOptions() *fs.Options {
 		mo.Logger = lg
 	}
 	return &fs.Options{
+		// A mode of 0 reaches the kernel as 0 (go-fuse would report 0644 or 0755, and the
+		// kernel's default_permissions check would run against that).
+		NullPermissions: true,
 		Logger:          lg,
 		MountOptions:    mo,
 		EntryTimeout:    &entry,
