@@ -208,9 +208,15 @@ func (f *file) Getattr(ctx context.Context, out *fuse.AttrOut) syscall.Errno {
 
 var _ fs.FileStatxer = (*file)(nil)
 
-// Statx is statx on the descriptor.
+// Statx is statx on the descriptor (the kernel's flags are for a path; only the sync bits
+// apply).
 func (f *file) Statx(ctx context.Context, flags uint32, mask uint32, out *fuse.StatxOut) syscall.Errno {
-	return f.lf.Statx(ctx, flags, mask, out)
+	var x unix.Statx_t
+	if err := unix.Statx(f.fd, "", unix.AT_EMPTY_PATH|int(flags&atStatxSyncType), int(mask), &x); err != nil {
+		return errnoOf(err)
+	}
+	out.FromStatx(&x)
+	return 0
 }
 
 var _ fs.FileLseeker = (*file)(nil)

@@ -1,11 +1,7 @@
 package fusefs
 
 import (
-	"errors"
-	"os"
 	"runtime"
-	"strconv"
-	"strings"
 	"unsafe"
 
 	"github.com/hanwen/go-fuse/v2/fuse"
@@ -113,7 +109,7 @@ func asCaller(c *fuse.Caller, f func()) {
 	go func() {
 		defer close(done)
 		runtime.LockOSThread() // never unlocked: see above
-		if groups, err := callerGroups(c.Pid); err == nil {
+		if groups, _, err := callerCreds(c.Pid); err == nil {
 			var p *uint32
 			if len(groups) > 0 {
 				p = &groups[0]
@@ -132,29 +128,4 @@ func asCaller(c *fuse.Caller, f func()) {
 		f()
 	}()
 	<-done
-}
-
-// callerGroups returns the supplementary groups of thread tid (the "Groups:" line of its
-// /proc status).
-func callerGroups(tid uint32) ([]uint32, error) {
-	b, err := os.ReadFile("/proc/" + strconv.FormatUint(uint64(tid), 10) + "/status")
-	if err != nil {
-		return nil, err
-	}
-	for line := range strings.SplitSeq(string(b), "\n") {
-		rest, ok := strings.CutPrefix(line, "Groups:")
-		if !ok {
-			continue
-		}
-		var groups []uint32
-		for _, f := range strings.Fields(rest) {
-			g, err := strconv.ParseUint(f, 10, 32)
-			if err != nil {
-				return nil, err
-			}
-			groups = append(groups, uint32(g))
-		}
-		return groups, nil
-	}
-	return nil, errors.New("no Groups line")
 }

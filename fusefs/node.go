@@ -2,8 +2,8 @@ package fusefs
 
 import (
 	"context"
-	"os"
 	"strconv"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/hanwen/go-fuse/v2/fs"
@@ -22,6 +22,7 @@ type backing struct {
 	// opened write-only (to fill a partly written page), so such files are opened
 	// read-write on the backend.
 	writeback bool
+	id        identity // what the server creates as (creds_linux.go)
 }
 
 // backendFlags returns the open flags to use on the backend for an application's flags.
@@ -39,6 +40,9 @@ func (b *backing) backendFlags(flags uint32) uint32 {
 type node struct {
 	*fs.LoopbackNode
 	b *backing
+	// tmp is 1 + a descriptor of a file made by TMPFILE, kept until the file is linked or
+	// forgotten (0: none).
+	tmp atomic.Int32
 }
 
 var _ fs.NodeWrapChilder = (*node)(nil)
@@ -58,7 +62,7 @@ func newRoot(path string, rootFd int, cache CacheMode) (*node, error) {
 	if err := syscall.Fstat(rootFd, &st); err != nil {
 		return nil, err
 	}
-	b := &backing{rootFd: rootFd, fdPath: "/proc/self/fd/" + strconv.Itoa(rootFd)}
+	b := &backing{rootFd: rootFd, fdPath: "/proc/self/fd/" + strconv.Itoa(rootFd), id: selfIdentity()}
 	switch cache {
 	case CacheNone:
 		b.openFlag = fuse.FOPEN_DIRECT_IO | parallelWrites
@@ -80,15 +84,19 @@ var _ fs.NodeOpener = (*node)(nil)
 // any component (the go-fuse loopback does the same with two more syscalls).
 func (n *node) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {
 	flags = n.b.backendFlags(flags)
-	rel := n.rel()
+	dir, rel, err := n.b.at(n.rel())
+	if err != nil {
+		return nil, 0, errnoOf(err)
+	}
 	how := unix.OpenHow{Flags: uint64(flags) | unix.O_CLOEXEC, Resolve: unix.RESOLVE_NO_SYMLINKS}
 	t0 := n.b.svc.clock()
-	fd, err := unix.Openat2(n.b.rootFd, rel, &how)
+	fd, err := unix.Openat2(dir, rel, &how)
 	if err == unix.ENOSYS {
 		t0 = n.b.svc.clock()
-		fd, err = unix.Openat(n.b.rootFd, rel, int(flags)|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		fd, err = unix.Openat(dir, rel, int(flags)|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	}
 	n.b.svc.measured(ctx, t0)
+	n.b.done(dir)
 	if err != nil {
 		return nil, 0, errnoOf(err)
 	}
@@ -106,61 +114,120 @@ func (n *node) rel() string {
 
 var _ fs.NodeCreater = (*node)(nil)
 
-// Create is the loopback's create, done relative to the root descriptor and with our file
-// handle. The event's time is the open(O_CREAT) alone: the owner fix-up and the fstat for
-// the reply are FUSE's work, not the application's (see svc.go).
+// Create is open(O_CREAT) relative to the root descriptor, as the caller (creds_linux.go),
+// with our file handle. The event's time is the open(O_CREAT) alone: the fstat for the reply
+// is FUSE's work, not the application's (see svc.go).
 func (n *node) Create(ctx context.Context, name string, flags uint32, mode uint32, out *fuse.EntryOut) (*fs.Inode, fs.FileHandle, uint32, syscall.Errno) {
 	flags = n.b.backendFlags(flags)
-	t0 := n.b.svc.clock()
-	fd, err := unix.Openat(n.b.rootFd, n.child(name), int(flags)|unix.O_CREAT|unix.O_NOFOLLOW|unix.O_CLOEXEC, mode)
-	n.b.svc.measured(ctx, t0)
+	dir, rel, err := n.b.at(n.child(name))
 	if err != nil {
 		return nil, nil, 0, errnoOf(err)
 	}
-	// Like the loopback's preserveOwner: as root, the file belongs to the caller.
-	if os.Getuid() == 0 {
-		if caller, ok := fuse.FromContext(ctx); ok {
-			_ = unix.Fchown(fd, int(caller.Uid), int(caller.Gid))
+	oflags := int(flags) | unix.O_CREAT | unix.O_NOFOLLOW | unix.O_CLOEXEC
+	var fd int
+	if c, ok := n.b.foreign(ctx); ok {
+		if e := n.b.runAs(c, func() {
+			t0 := n.b.svc.clock()
+			fd, err = unix.Openat(dir, rel, oflags, mode)
+			n.b.svc.measured(ctx, t0)
+		}); e != nil {
+			err = e
 		}
+	} else {
+		t0 := n.b.svc.clock()
+		fd, err = unix.Openat(dir, rel, oflags, mode)
+		n.b.svc.measured(ctx, t0)
 	}
-	var x unix.Statx_t
-	if err := unix.Statx(fd, "", unix.AT_EMPTY_PATH, unix.STATX_BASIC_STATS|unix.STATX_BTIME, &x); err != nil {
-		_ = unix.Close(fd)
+	n.b.done(dir)
+	if err != nil {
 		return nil, nil, 0, errnoOf(err)
 	}
 	var st syscall.Stat_t
-	statFromStatx(&x, &st)
+	var x unix.Statx_t
+	if err := n.b.fstatNew(fd, false, unix.S_IFREG, mode, &st, &x); err != nil {
+		_ = unix.Close(fd)
+		return nil, nil, 0, errnoOf(err)
+	}
 	child := &node{LoopbackNode: &fs.LoopbackNode{RootData: n.b.root}, b: n.b}
 	ch := n.NewInode(ctx, child, n.b.stableAttr(&st, &x))
 	out.FromStat(&st)
 	return ch, n.b.newFile(fd, flags), n.b.openFlag, 0
 }
 
+// fstatNew reads the attributes of an object of type typ just created through fd (O_PATH
+// when opath), after setting the permission bits of mode that the server's umask cleared.
+func (b *backing) fstatNew(fd int, opath bool, typ, mode uint32, st *syscall.Stat_t, x *unix.Statx_t) error {
+	for again := true; ; again = false {
+		if err := unix.Statx(fd, "", unix.AT_EMPTY_PATH|unix.AT_SYMLINK_NOFOLLOW, unix.STATX_BASIC_STATS|unix.STATX_BTIME, x); err != nil {
+			return err
+		}
+		if !again {
+			break
+		}
+		changed, err := b.restoreMode(fd, opath, uint32(x.Mode), typ, mode)
+		if err != nil {
+			return err
+		}
+		if !changed {
+			break
+		}
+	}
+	statFromStatx(x, st)
+	return nil
+}
+
 var _ fs.NodeSetattrer = (*node)(nil)
 
 var _ fs.NodeTmpfiler = (*node)(nil)
 
-// Tmpfile is the loopback's O_TMPFILE create with our file handle.
-func (n *node) Tmpfile(ctx context.Context, flags uint32, mode uint32, out *fuse.EntryOut) (*fs.Inode, fs.FileHandle, uint32, syscall.Errno) {
-	flags = n.b.backendFlags(flags)
-	ch, fh, _, errno := n.LoopbackNode.Tmpfile(ctx, flags, mode, out)
-	if errno != 0 {
-		return ch, fh, 0, errno
+var _ fs.NodeOnForgetter = (*node)(nil)
+
+// OnForget closes the descriptor of a file made by TMPFILE that was never linked.
+func (n *node) OnForget() { n.dropTmp() }
+
+func (n *node) dropTmp() {
+	if fd := n.tmp.Swap(0); fd != 0 {
+		_ = unix.Close(int(fd - 1))
 	}
-	return ch, n.b.adopt(fh, flags), n.b.openFlag, 0
 }
 
-// adopt takes the descriptor of a loopback file handle into our file type.
-func (b *backing) adopt(fh fs.FileHandle, flags uint32) fs.FileHandle {
-	lf, ok := fh.(*fs.LoopbackFile)
-	if !ok {
-		return fh
+// Tmpfile is open(O_TMPFILE) in the directory, as the caller, with our file handle. The node
+// keeps a descriptor of the file until it gets a name (LINK) or is forgotten: that is how a
+// later linkat of /proc/self/fd/N reaches it.
+func (n *node) Tmpfile(ctx context.Context, flags uint32, mode uint32, out *fuse.EntryOut) (*fs.Inode, fs.FileHandle, uint32, syscall.Errno) {
+	flags = n.b.backendFlags(flags)
+	dir, rel, err := n.b.at(n.rel())
+	if err != nil {
+		return nil, nil, 0, errnoOf(err)
 	}
-	fd, ok := lf.PassthroughFd() // only reads the descriptor number; nothing is registered
-	if !ok {
-		return fh
+	oflags := int(flags) | unix.O_TMPFILE | unix.O_CLOEXEC
+	var fd int
+	if c, ok := n.b.foreign(ctx); ok {
+		if e := n.b.runAs(c, func() { fd, err = unix.Openat(dir, rel, oflags, mode) }); e != nil {
+			err = e
+		}
+	} else {
+		fd, err = unix.Openat(dir, rel, oflags, mode)
 	}
-	return &file{lf: lf, fd: fd, flags: flags, svc: b.svc}
+	n.b.done(dir)
+	if err != nil {
+		return nil, nil, 0, errnoOf(err)
+	}
+	var st syscall.Stat_t
+	var x unix.Statx_t
+	if err := n.b.fstatNew(fd, false, unix.S_IFREG, mode, &st, &x); err != nil {
+		_ = unix.Close(fd)
+		return nil, nil, 0, errnoOf(err)
+	}
+	child := &node{LoopbackNode: &fs.LoopbackNode{RootData: n.b.root}, b: n.b}
+	if flags&unix.O_EXCL == 0 { // O_EXCL: the file can never be linked
+		if d, err := unix.FcntlInt(uintptr(fd), unix.F_DUPFD_CLOEXEC, 0); err == nil {
+			child.tmp.Store(int32(d) + 1)
+		}
+	}
+	ch := n.NewInode(ctx, child, n.b.stableAttr(&st, &x))
+	out.FromStat(&st)
+	return ch, n.b.newFile(fd, flags), n.b.openFlag, 0
 }
 
 // newFile wraps a backend descriptor this package opened.

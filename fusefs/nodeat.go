@@ -2,8 +2,8 @@ package fusefs
 
 import (
 	"context"
-	"os"
-	"path"
+	"strconv"
+	"strings"
 	"syscall"
 	"unsafe"
 
@@ -14,8 +14,69 @@ import (
 
 // The go-fuse loopback names backend files by absolute path. When the layer is mounted in
 // place, that path is /proc/self/fd/N/..., and every lookup walks procfs first: an lstat
-// costs about 4 µs instead of 1.5 µs. The hot name operations below go through the root
-// descriptor with *at system calls instead, with the loopback's semantics and replies.
+// costs about 4 µs instead of 1.5 µs. The name operations below go through the root
+// descriptor with *at system calls instead, with the loopback's replies. Every method of
+// fs.LoopbackNode is ours (TestNodeDeclaresEveryLoopbackNodeOp): a promoted one would name
+// the backend file by absolute path.
+//
+// # Long paths
+//
+// A path handed to a system call is at most PATH_MAX bytes with its NUL. The kernel names
+// files to the layer by node, not by path, so a job can reach files deeper below the root
+// than one path can name (it works relative to a deep directory, as natively). A path
+// relative to the root descriptor that is too long is walked in pieces: the directories on
+// the way are opened (O_PATH) and the operation runs relative to the last one.
+
+// at returns a directory descriptor and a path relative to it that together name rel (a
+// path relative to the root descriptor). The caller releases the descriptor with done.
+func (b *backing) at(rel string) (int, string, error) {
+	if len(rel) < unix.PathMax {
+		return b.rootFd, rel, nil
+	}
+	return b.walk(rel, unix.PathMax-1)
+}
+
+// walk opens the directories along rel until the rest of it is at most limit bytes.
+func (b *backing) walk(rel string, limit int) (int, string, error) {
+	dir := b.rootFd
+	for len(rel) > limit {
+		cut := strings.LastIndexByte(rel[:limit+1], '/') // whole components, at most limit bytes
+		if cut <= 0 {
+			b.done(dir)
+			return -1, "", syscall.ENAMETOOLONG
+		}
+		fd, err := unix.Openat(dir, rel[:cut], unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		b.done(dir)
+		if err != nil {
+			return -1, "", err
+		}
+		dir, rel = fd, rel[cut+1:]
+	}
+	return dir, rel, nil
+}
+
+// done releases a descriptor from at, walk or procPath.
+func (b *backing) done(fd int) {
+	if fd >= 0 && fd != b.rootFd {
+		_ = unix.Close(fd)
+	}
+}
+
+// procPath names rel for the system calls that take no directory descriptor (truncate,
+// statfs, the *xattr calls): /proc/self/fd/N/rel through the root descriptor, or through a
+// directory on the way when that is too long. The last component is looked up as in the
+// call itself (lgetxattr does not follow a symlink there). The caller releases fd with done.
+func (b *backing) procPath(rel string) (p string, fd int, err error) {
+	if len(b.fdPath)+1+len(rel) < unix.PathMax {
+		return b.fdPath + "/" + rel, -1, nil // rel "." names the root itself
+	}
+	const prefix = len("/proc/self/fd/") + 11 // and a descriptor number and a slash
+	dir, rest, err := b.walk(rel, unix.PathMax-1-prefix)
+	if err != nil {
+		return "", -1, err
+	}
+	return "/proc/self/fd/" + strconv.Itoa(dir) + "/" + rest, dir, nil
+}
 
 // child returns the backend path of name in directory n, relative to the root descriptor.
 func (n *node) child(name string) string {
@@ -27,7 +88,7 @@ func (n *node) child(name string) string {
 }
 
 // statAt is lstat relative to the root descriptor, with the birth time (the loopback's
-// inode generation), for a LOOKUP or the entry a MKDIR returns.
+// inode generation), for a LOOKUP or the entry a MKDIR, MKNOD, SYMLINK or LINK returns.
 //
 // It does not make a network file system revalidate the attributes (AT_STATX_DONT_SYNC):
 // the path walk itself revalidates each name as the kernel sees fit (a FUSE backend with a
@@ -39,11 +100,36 @@ func (n *node) child(name string) string {
 // does not (tar then reports "file changed as we read it"). The application's own stat
 // arrives as a GETATTR and is synchronised (Getattr).
 func (b *backing) statAt(p string, st *syscall.Stat_t, x *unix.Statx_t) error {
-	if err := unix.Statx(b.rootFd, p, unix.AT_SYMLINK_NOFOLLOW|unix.AT_STATX_DONT_SYNC, unix.STATX_BASIC_STATS|unix.STATX_BTIME, x); err != nil {
+	dir, rel, err := b.at(p)
+	if err != nil {
+		return err
+	}
+	err = unix.Statx(dir, rel, unix.AT_SYMLINK_NOFOLLOW|unix.AT_STATX_DONT_SYNC, unix.STATX_BASIC_STATS|unix.STATX_BTIME, x)
+	b.done(dir)
+	if err != nil {
 		return err
 	}
 	statFromStatx(x, st)
 	return nil
+}
+
+// statNew is statAt of an object just made with mode (of type typ), after setting the
+// permission bits of mode that the server's umask cleared (creds_linux.go).
+func (b *backing) statNew(p string, typ, mode uint32, st *syscall.Stat_t, x *unix.Statx_t) error {
+	if err := b.statAt(p, st, x); err != nil || mode&0o777&b.id.umask&^uint32(x.Mode) == 0 {
+		return err
+	}
+	dir, rel, err := b.at(p)
+	if err != nil {
+		return err
+	}
+	fd, err := unix.Openat(dir, rel, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	b.done(dir)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = unix.Close(fd) }()
+	return b.fstatNew(fd, true, typ, mode, st, x)
 }
 
 // newChild makes the inode for name, which the backend call just made or found.
@@ -52,14 +138,17 @@ func (n *node) newChild(ctx context.Context, st *syscall.Stat_t, x *unix.Statx_t
 	return n.NewInode(ctx, child, n.b.stableAttr(st, x))
 }
 
-// preserveOwner gives p to the caller when the daemon runs as root, like the loopback.
-func (n *node) preserveOwner(ctx context.Context, p string) {
-	if os.Getuid() != 0 {
-		return
+// create runs mk (which makes a new object, timed) as the caller of ctx (creds_linux.go).
+func (n *node) create(ctx context.Context, mk func() error) error {
+	c, ok := n.b.foreign(ctx)
+	if !ok {
+		return mk()
 	}
-	if caller, ok := fuse.FromContext(ctx); ok {
-		_ = unix.Fchownat(n.b.rootFd, p, int(caller.Uid), int(caller.Gid), unix.AT_SYMLINK_NOFOLLOW)
+	var err error
+	if e := n.b.runAs(c, func() { err = mk() }); e != nil {
+		return e
 	}
+	return err
 }
 
 var _ fs.NodeLookuper = (*node)(nil)
@@ -89,58 +178,231 @@ func (n *node) Getattr(ctx context.Context, fh fs.FileHandle, out *fuse.AttrOut)
 		return errno
 	}
 	var st unix.Stat_t
-	var err error
 	rel := n.rel()
-	t0 := n.b.svc.clock()
 	if rel == "." {
-		err = unix.Fstat(n.b.rootFd, &st)
+		t0 := n.b.svc.clock()
+		err := unix.Fstat(n.b.rootFd, &st)
+		n.b.svc.measured(ctx, t0)
+		if err != nil {
+			return errnoOf(err)
+		}
 	} else {
-		err = unix.Fstatat(n.b.rootFd, rel, &st, unix.AT_SYMLINK_NOFOLLOW)
-	}
-	n.b.svc.measured(ctx, t0)
-	if err != nil {
-		return errnoOf(err)
+		dir, p, err := n.b.at(rel)
+		if err != nil {
+			return errnoOf(err)
+		}
+		t0 := n.b.svc.clock()
+		err = unix.Fstatat(dir, p, &st, unix.AT_SYMLINK_NOFOLLOW)
+		n.b.svc.measured(ctx, t0)
+		n.b.done(dir)
+		if err != nil {
+			return errnoOf(err)
+		}
 	}
 	out.FromStat((*syscall.Stat_t)(unsafe.Pointer(&st)))
 	return 0
+}
+
+var _ fs.NodeStatxer = (*node)(nil)
+
+// atStatxSyncType are statx's AT_STATX_FORCE_SYNC and AT_STATX_DONT_SYNC bits.
+const atStatxSyncType = 0x6000
+
+// Statx is statx of the node itself (never of a symlink's target) relative to the root
+// descriptor, or through an open handle.
+func (n *node) Statx(ctx context.Context, fh fs.FileHandle, flags uint32, mask uint32, out *fuse.StatxOut) syscall.Errno {
+	if f, ok := fh.(fs.FileStatxer); ok && fh != nil {
+		return f.Statx(ctx, flags, mask, out)
+	}
+	dir, rel, err := n.b.at(n.rel())
+	if err != nil {
+		return errnoOf(err)
+	}
+	var x unix.Statx_t
+	err = unix.Statx(dir, rel, unix.AT_SYMLINK_NOFOLLOW|int(flags&atStatxSyncType), int(mask), &x)
+	n.b.done(dir)
+	if err != nil {
+		return errnoOf(err)
+	}
+	out.FromStatx(&x)
+	out.Ino = n.StableAttr().Ino // the loopback's inode number (differs on a file system mounted below the root)
+	return 0
+}
+
+var _ fs.NodeAccesser = (*node)(nil)
+
+// Access is faccessat with the server's effective ids. The kernel asks only on mounts
+// without default_permissions, which only the mounting user may enter.
+func (n *node) Access(ctx context.Context, mask uint32) syscall.Errno {
+	dir, rel, err := n.b.at(n.rel())
+	if err != nil {
+		return errnoOf(err)
+	}
+	err = unix.Faccessat(dir, rel, mask, unix.AT_EACCESS)
+	n.b.done(dir)
+	return errnoOf(err)
 }
 
 var _ fs.NodeUnlinker = (*node)(nil)
 
 // Unlink is unlinkat.
 func (n *node) Unlink(ctx context.Context, name string) syscall.Errno {
-	t0 := n.b.svc.clock()
-	err := unix.Unlinkat(n.b.rootFd, n.child(name), 0)
-	n.b.svc.measured(ctx, t0)
-	return errnoOf(err)
+	return n.unlink(ctx, name, 0)
 }
 
 var _ fs.NodeRmdirer = (*node)(nil)
 
 // Rmdir is unlinkat(AT_REMOVEDIR).
 func (n *node) Rmdir(ctx context.Context, name string) syscall.Errno {
+	return n.unlink(ctx, name, unix.AT_REMOVEDIR)
+}
+
+func (n *node) unlink(ctx context.Context, name string, flags int) syscall.Errno {
+	dir, rel, err := n.b.at(n.child(name))
+	if err != nil {
+		return errnoOf(err)
+	}
 	t0 := n.b.svc.clock()
-	err := unix.Unlinkat(n.b.rootFd, n.child(name), unix.AT_REMOVEDIR)
+	err = unix.Unlinkat(dir, rel, flags)
 	n.b.svc.measured(ctx, t0)
+	n.b.done(dir)
 	return errnoOf(err)
 }
 
 var _ fs.NodeMkdirer = (*node)(nil)
 
-// Mkdir is mkdirat; the directory belongs to the caller, and the reply has its attributes.
+// Mkdir is mkdirat as the caller; the reply has the new directory's attributes.
 func (n *node) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
 	p := n.child(name)
-	t0 := n.b.svc.clock()
-	err := unix.Mkdirat(n.b.rootFd, p, mode)
-	n.b.svc.measured(ctx, t0)
+	dir, rel, err := n.b.at(p)
 	if err != nil {
 		return nil, errnoOf(err)
 	}
-	n.preserveOwner(ctx, p)
+	err = n.create(ctx, func() error {
+		t0 := n.b.svc.clock()
+		err := unix.Mkdirat(dir, rel, mode)
+		n.b.svc.measured(ctx, t0)
+		return err
+	})
+	if err != nil {
+		n.b.done(dir)
+		return nil, errnoOf(err)
+	}
+	var st syscall.Stat_t
+	var x unix.Statx_t
+	if err := n.b.statNew(p, unix.S_IFDIR, mode, &st, &x); err != nil {
+		_ = unix.Unlinkat(dir, rel, unix.AT_REMOVEDIR)
+		n.b.done(dir)
+		return nil, errnoOf(err)
+	}
+	n.b.done(dir)
+	out.FromStat(&st)
+	return n.newChild(ctx, &st, &x), 0
+}
+
+var _ fs.NodeMknoder = (*node)(nil)
+
+// Mknod is mknodat as the caller.
+func (n *node) Mknod(ctx context.Context, name string, mode, rdev uint32, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	p := n.child(name)
+	dir, rel, err := n.b.at(p)
+	if err != nil {
+		return nil, errnoOf(err)
+	}
+	err = n.create(ctx, func() error {
+		t0 := n.b.svc.clock()
+		err := unix.Mknodat(dir, rel, mode, int(rdev))
+		n.b.svc.measured(ctx, t0)
+		return err
+	})
+	if err != nil {
+		n.b.done(dir)
+		return nil, errnoOf(err)
+	}
+	var st syscall.Stat_t
+	var x unix.Statx_t
+	if err := n.b.statNew(p, mode&unix.S_IFMT, mode, &st, &x); err != nil {
+		_ = unix.Unlinkat(dir, rel, 0)
+		n.b.done(dir)
+		return nil, errnoOf(err)
+	}
+	n.b.done(dir)
+	out.FromStat(&st)
+	return n.newChild(ctx, &st, &x), 0
+}
+
+var _ fs.NodeSymlinker = (*node)(nil)
+
+// Symlink is symlinkat as the caller.
+func (n *node) Symlink(ctx context.Context, target, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	p := n.child(name)
+	dir, rel, err := n.b.at(p)
+	if err != nil {
+		return nil, errnoOf(err)
+	}
+	err = n.create(ctx, func() error {
+		t0 := n.b.svc.clock()
+		err := unix.Symlinkat(target, dir, rel)
+		n.b.svc.measured(ctx, t0)
+		return err
+	})
+	if err != nil {
+		n.b.done(dir)
+		return nil, errnoOf(err)
+	}
 	var st syscall.Stat_t
 	var x unix.Statx_t
 	if err := n.b.statAt(p, &st, &x); err != nil {
-		_ = unix.Unlinkat(n.b.rootFd, p, unix.AT_REMOVEDIR)
+		_ = unix.Unlinkat(dir, rel, 0)
+		n.b.done(dir)
+		return nil, errnoOf(err)
+	}
+	n.b.done(dir)
+	out.FromStat(&st)
+	return n.newChild(ctx, &st, &x), 0
+}
+
+var _ fs.NodeLinker = (*node)(nil)
+
+// Link is linkat. A file made by TMPFILE has no name yet: it is linked from the descriptor
+// its node keeps, as linkat of /proc/self/fd/N does natively.
+func (n *node) Link(ctx context.Context, target fs.InodeEmbedder, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	t, ok := target.(*node)
+	if !ok || t.b != n.b {
+		return nil, syscall.EXDEV
+	}
+	p := n.child(name)
+	dir, rel, err := n.b.at(p)
+	if err != nil {
+		return nil, errnoOf(err)
+	}
+	defer n.b.done(dir)
+	tmp := t.tmp.Load()
+	if _, parent := t.Parent(); parent == nil && !t.IsRoot() {
+		if tmp == 0 {
+			return nil, syscall.ENOENT // no name and no descriptor: the file is gone
+		}
+		t0 := n.b.svc.clock()
+		err = unix.Linkat(unix.AT_FDCWD, "/proc/self/fd/"+strconv.Itoa(int(tmp-1)), dir, rel, unix.AT_SYMLINK_FOLLOW)
+		n.b.svc.measured(ctx, t0)
+	} else {
+		fdir, frel, err2 := n.b.at(t.rel())
+		if err2 != nil {
+			return nil, errnoOf(err2)
+		}
+		t0 := n.b.svc.clock()
+		err = unix.Linkat(fdir, frel, dir, rel, 0)
+		n.b.svc.measured(ctx, t0)
+		n.b.done(fdir)
+	}
+	if err != nil {
+		return nil, errnoOf(err)
+	}
+	t.dropTmp() // it has a name now
+	var st syscall.Stat_t
+	var x unix.Statx_t
+	if err := n.b.statAt(p, &st, &x); err != nil {
+		_ = unix.Unlinkat(dir, rel, 0)
 		return nil, errnoOf(err)
 	}
 	out.FromStat(&st)
@@ -155,8 +417,18 @@ func (n *node) Rename(ctx context.Context, name string, newParent fs.InodeEmbedd
 	if !ok || np.b != n.b {
 		return syscall.EXDEV
 	}
+	odir, orel, err := n.b.at(n.child(name))
+	if err != nil {
+		return errnoOf(err)
+	}
+	defer n.b.done(odir)
+	ndir, nrel, err := n.b.at(np.child(newName))
+	if err != nil {
+		return errnoOf(err)
+	}
+	defer n.b.done(ndir)
 	t0 := n.b.svc.clock()
-	err := unix.Renameat2(n.b.rootFd, n.child(name), n.b.rootFd, np.child(newName), uint(flags))
+	err = unix.Renameat2(odir, orel, ndir, nrel, uint(flags))
 	n.b.svc.measured(ctx, t0)
 	return errnoOf(err)
 }
@@ -165,11 +437,15 @@ var _ fs.NodeReadlinker = (*node)(nil)
 
 // Readlink is readlinkat.
 func (n *node) Readlink(ctx context.Context) ([]byte, syscall.Errno) {
-	rel := n.rel()
+	dir, rel, err := n.b.at(n.rel())
+	if err != nil {
+		return nil, errnoOf(err)
+	}
+	defer n.b.done(dir)
 	for l := 256; ; l *= 2 {
 		buf := make([]byte, l)
 		t0 := n.b.svc.clock()
-		sz, err := unix.Readlinkat(n.b.rootFd, rel, buf)
+		sz, err := unix.Readlinkat(dir, rel, buf)
 		n.b.svc.measured(ctx, t0)
 		if err != nil {
 			return nil, errnoOf(err)
@@ -184,24 +460,110 @@ var _ fs.NodeOpendirHandler = (*node)(nil)
 
 // OpendirHandle opens the directory through the root descriptor.
 func (n *node) OpendirHandle(ctx context.Context, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {
+	ds, errno := n.opendir(ctx)
+	return ds, 0, errno
+}
+
+var _ fs.NodeReaddirer = (*node)(nil)
+
+// Readdir is a directory stream opened through the root descriptor (the bridge uses
+// OpendirHandle; this is for callers of the node API).
+func (n *node) Readdir(ctx context.Context) (fs.DirStream, syscall.Errno) { return n.opendir(ctx) }
+
+func (n *node) opendir(ctx context.Context) (fs.DirStream, syscall.Errno) {
+	dir, rel, err := n.b.at(n.rel())
+	if err != nil {
+		return nil, errnoOf(err)
+	}
 	how := unix.OpenHow{Flags: unix.O_RDONLY | unix.O_DIRECTORY | unix.O_CLOEXEC, Resolve: unix.RESOLVE_NO_SYMLINKS}
-	rel := n.rel()
 	t0 := n.b.svc.clock()
-	fd, err := unix.Openat2(n.b.rootFd, rel, &how)
+	fd, err := unix.Openat2(dir, rel, &how)
 	if err == unix.ENOSYS {
 		t0 = n.b.svc.clock()
-		fd, err = unix.Openat(n.b.rootFd, rel, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		fd, err = unix.Openat(dir, rel, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	}
 	n.b.svc.measured(ctx, t0)
+	n.b.done(dir)
 	if err != nil {
-		return nil, 0, errnoOf(err)
+		return nil, errnoOf(err)
 	}
 	ds, errno := fs.NewLoopbackDirStreamFd(fd)
 	if errno != 0 {
 		_ = unix.Close(fd)
-		return nil, 0, errno
+		return nil, errno
 	}
-	return ds, 0, 0
+	return ds, 0
+}
+
+var _ fs.NodeStatfser = (*node)(nil)
+
+// Statfs is statfs of the node's backend file (a file system mounted below the root
+// answers for itself).
+func (n *node) Statfs(ctx context.Context, out *fuse.StatfsOut) syscall.Errno {
+	p, fd, err := n.b.procPath(n.rel())
+	if err != nil {
+		return errnoOf(err)
+	}
+	var s syscall.Statfs_t
+	err = syscall.Statfs(p, &s)
+	n.b.done(fd)
+	if err != nil {
+		return errnoOf(err)
+	}
+	out.FromStatfsT(&s)
+	return 0
+}
+
+var _ fs.NodeGetxattrer = (*node)(nil)
+
+// Getxattr is lgetxattr by name.
+func (n *node) Getxattr(ctx context.Context, attr string, dest []byte) (uint32, syscall.Errno) {
+	p, fd, err := n.b.procPath(n.rel())
+	if err != nil {
+		return 0, errnoOf(err)
+	}
+	sz, err := unix.Lgetxattr(p, attr, dest)
+	n.b.done(fd)
+	return uint32(max(sz, 0)), errnoOf(err)
+}
+
+var _ fs.NodeSetxattrer = (*node)(nil)
+
+// Setxattr is lsetxattr by name.
+func (n *node) Setxattr(ctx context.Context, attr string, data []byte, flags uint32) syscall.Errno {
+	p, fd, err := n.b.procPath(n.rel())
+	if err != nil {
+		return errnoOf(err)
+	}
+	err = unix.Lsetxattr(p, attr, data, int(flags))
+	n.b.done(fd)
+	return errnoOf(err)
+}
+
+var _ fs.NodeRemovexattrer = (*node)(nil)
+
+// Removexattr is lremovexattr by name.
+func (n *node) Removexattr(ctx context.Context, attr string) syscall.Errno {
+	p, fd, err := n.b.procPath(n.rel())
+	if err != nil {
+		return errnoOf(err)
+	}
+	err = unix.Lremovexattr(p, attr)
+	n.b.done(fd)
+	return errnoOf(err)
+}
+
+var _ fs.NodeListxattrer = (*node)(nil)
+
+// Listxattr is llistxattr by name.
+func (n *node) Listxattr(ctx context.Context, dest []byte) (uint32, syscall.Errno) {
+	p, fd, err := n.b.procPath(n.rel())
+	if err != nil {
+		return 0, errnoOf(err)
+	}
+	sz, err := unix.Llistxattr(p, dest)
+	n.b.done(fd)
+	return uint32(max(sz, 0)), errnoOf(err)
 }
 
 // Setattr without a handle (chmod, chown, truncate, utimes by name): the changes, timed,
@@ -229,8 +591,14 @@ func (n *node) Setattr(ctx context.Context, fh fs.FileHandle, in *fuse.SetAttrIn
 	if errno != 0 {
 		return errno
 	}
+	dir, p, err := n.b.at(rel)
+	if err != nil {
+		return errnoOf(err)
+	}
 	var st unix.Stat_t
-	if err := unix.Fstatat(n.b.rootFd, rel, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+	err = unix.Fstatat(dir, p, &st, unix.AT_SYMLINK_NOFOLLOW)
+	n.b.done(dir)
+	if err != nil {
 		return errnoOf(err)
 	}
 	out.FromStat((*syscall.Stat_t)(unsafe.Pointer(&st)))
@@ -252,26 +620,39 @@ func orphanTimes(n *node, in *fuse.SetAttrIn) bool {
 }
 
 func (n *node) setattrAt(rel string, in *fuse.SetAttrIn) syscall.Errno {
-	return applySetattr(in, pathAttrs{b: n.b, rel: rel})
+	dir, p, err := n.b.at(rel)
+	if err != nil {
+		return errnoOf(err)
+	}
+	defer n.b.done(dir)
+	return applySetattr(in, pathAttrs{b: n.b, dir: dir, rel: p, full: rel})
 }
 
-// pathAttrs changes attributes by name, relative to the root descriptor.
+// pathAttrs changes attributes by name, relative to a directory descriptor.
 type pathAttrs struct {
-	b   *backing
-	rel string
+	b    *backing
+	dir  int
+	rel  string // relative to dir
+	full string // relative to the root descriptor
 }
 
-func (p pathAttrs) chmod(mode uint32) error { return unix.Fchmodat(p.b.rootFd, p.rel, mode, 0) }
+func (p pathAttrs) chmod(mode uint32) error { return unix.Fchmodat(p.dir, p.rel, mode, 0) }
 func (p pathAttrs) chown(uid, gid int) error {
-	return unix.Fchownat(p.b.rootFd, p.rel, uid, gid, unix.AT_SYMLINK_NOFOLLOW)
+	return unix.Fchownat(p.dir, p.rel, uid, gid, unix.AT_SYMLINK_NOFOLLOW)
 }
 
-// truncate names the file through the root descriptor: there is no truncateat.
+// truncate names the file through procfs: there is no truncateat.
 func (p pathAttrs) truncate(size int64) error {
-	return syscall.Truncate(path.Join(p.b.fdPath, p.rel), size)
+	name, fd, err := p.b.procPath(p.full)
+	if err != nil {
+		return err
+	}
+	err = syscall.Truncate(name, size)
+	p.b.done(fd)
+	return err
 }
 func (p pathAttrs) utimes(ts *[2]unix.Timespec) error {
-	return unix.UtimesNanoAt(p.b.rootFd, p.rel, ts[:], unix.AT_SYMLINK_NOFOLLOW)
+	return unix.UtimesNanoAt(p.dir, p.rel, ts[:], unix.AT_SYMLINK_NOFOLLOW)
 }
 
 // attrSetter carries out the changes of a SETATTR on one backend object.
