@@ -3,6 +3,7 @@ package fusefs
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"unsafe"
 
@@ -15,10 +16,15 @@ import (
 // operations delegate to the go-fuse LoopbackFile that owns (and closes) the descriptor.
 // It deliberately does not implement fs.FilePassthroughFder.
 type file struct {
-	lf    *fs.LoopbackFile
-	fd    int
-	flags uint32    // open flags as passed to the backend
-	svc   *svcTable // nil when untraced
+	lf        *fs.LoopbackFile
+	fd        int
+	flags     uint32       // open flags as passed to the backend
+	svc       *svcTable    // nil when untraced
+	locks     *lockTable   // the mount's lock owners (nil in unit tests)
+	ino       uint64       // the inode's number in the mount (the lock table's key)
+	locked    atomic.Bool  // an owner's first lock came through this handle
+	flocked   atomic.Bool  // the handle holds a flock(2) lock
+	flushedAt atomic.Int64 // unix ns of the last FLUSH, when the handle holds locks
 }
 
 func newFile(fd int, flags uint32) *file {
@@ -125,13 +131,23 @@ func (f *file) Writev(ctx context.Context, data [][]byte, off int64) (uint32, sy
 
 var _ fs.FileReleaser = (*file)(nil)
 
-// Release closes the backend descriptor.
-func (f *file) Release(ctx context.Context) syscall.Errno { return f.lf.Release(ctx) }
+// Release closes the backend descriptor, and releases the OFD locks of the open file.
+func (f *file) Release(ctx context.Context) syscall.Errno {
+	errno := f.lf.Release(ctx) // closing the descriptor ends its flock(2) lock
+	if f.locked.Load() || f.flocked.Load() {
+		f.locks.releaseFile(f)
+	}
+	return errno
+}
 
 var _ fs.FileFlusher = (*file)(nil)
 
-// Flush closes a dup of the descriptor (the backend sees a close, as with a direct close).
-func (f *file) Flush(ctx context.Context) syscall.Errno { return f.lf.Flush(ctx) }
+// Flush closes a dup of the descriptor (the backend sees a close, as with a direct close),
+// and notes the time for a handle that holds locks (releaseGrace).
+func (f *file) Flush(ctx context.Context) syscall.Errno {
+	f.flushed()
+	return f.lf.Flush(ctx)
+}
 
 var _ fs.FileFsyncer = (*file)(nil)
 
@@ -140,23 +156,36 @@ func (f *file) Fsync(ctx context.Context, flags uint32) syscall.Errno { return f
 
 var _ fs.FileGetlker = (*file)(nil)
 
-// Getlk is an OFD F_GETLK on the backend.
+// Getlk is F_GETLK by the lock owner (locks_linux.go).
 func (f *file) Getlk(ctx context.Context, owner uint64, lk *fuse.FileLock, flags uint32, out *fuse.FileLock) syscall.Errno {
-	return f.lf.Getlk(ctx, owner, lk, flags, out)
+	if f.locks == nil {
+		return syscall.ENOLCK
+	}
+	return f.locks.getlk(f, owner, lk, out)
 }
 
 var _ fs.FileSetlker = (*file)(nil)
 
-// Setlk is an OFD F_SETLK (or flock) on the backend.
+// Setlk is F_SETLK by the lock owner, or flock(2) with LOCK_NB.
 func (f *file) Setlk(ctx context.Context, owner uint64, lk *fuse.FileLock, flags uint32) syscall.Errno {
-	return f.lf.Setlk(ctx, owner, lk, flags)
+	return f.setlk(ctx, owner, lk, flags, false)
 }
 
 var _ fs.FileSetlkwer = (*file)(nil)
 
-// Setlkw is an OFD F_SETLKW (or blocking flock) on the backend.
+// Setlkw is F_SETLKW by the lock owner, or a blocking flock(2).
 func (f *file) Setlkw(ctx context.Context, owner uint64, lk *fuse.FileLock, flags uint32) syscall.Errno {
-	return f.lf.Setlkw(ctx, owner, lk, flags)
+	return f.setlk(ctx, owner, lk, flags, true)
+}
+
+func (f *file) setlk(ctx context.Context, owner uint64, lk *fuse.FileLock, flags uint32, block bool) syscall.Errno {
+	if flags&fuse.FUSE_LK_FLOCK != 0 {
+		return f.flock(ctx, lk, block)
+	}
+	if f.locks == nil {
+		return syscall.ENOLCK
+	}
+	return f.locks.setlk(ctx, f, owner, lk, block)
 }
 
 var _ fs.FileSetattrer = (*file)(nil)

@@ -83,6 +83,7 @@ func Mount(mountpoint, rootDir string, rec Recorder, o Options) (*Server, error)
 	}
 	fo := o.fsOptions()
 	raw := fs.NewNodeFS(root, fo)
+	raw = posixFlush{raw, root.b.locks} // a close releases the process's POSIX locks
 	if hasFsetid() {
 		raw = killPriv{raw} // the mount asks for FUSE_HANDLE_KILLPRIV_V2 (fsOptions)
 	}

@@ -22,7 +22,8 @@ type backing struct {
 	// opened write-only (to fill a partly written page), so such files are opened
 	// read-write on the backend.
 	writeback bool
-	id        identity // what the server creates as (creds_linux.go)
+	id        identity   // what the server creates as (creds_linux.go)
+	locks     *lockTable // the owners of POSIX locks (locks_linux.go)
 }
 
 // backendFlags returns the open flags to use on the backend for an application's flags.
@@ -62,7 +63,7 @@ func newRoot(path string, rootFd int, cache CacheMode) (*node, error) {
 	if err := syscall.Fstat(rootFd, &st); err != nil {
 		return nil, err
 	}
-	b := &backing{rootFd: rootFd, fdPath: "/proc/self/fd/" + strconv.Itoa(rootFd), id: selfIdentity()}
+	b := &backing{rootFd: rootFd, fdPath: "/proc/self/fd/" + strconv.Itoa(rootFd), id: selfIdentity(), locks: newLockTable()}
 	switch cache {
 	case CacheNone:
 		b.openFlag = fuse.FOPEN_DIRECT_IO | parallelWrites
@@ -100,7 +101,7 @@ func (n *node) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, s
 	if err != nil {
 		return nil, 0, errnoOf(err)
 	}
-	return n.b.newFile(fd, flags), n.b.openFlag, 0
+	return n.b.newFile(fd, flags, n.StableAttr().Ino), n.b.openFlag, 0
 }
 
 // rel returns the node's path relative to the backend root ("." for the root).
@@ -151,7 +152,7 @@ func (n *node) Create(ctx context.Context, name string, flags uint32, mode uint3
 	child := &node{LoopbackNode: &fs.LoopbackNode{RootData: n.b.root}, b: n.b}
 	ch := n.NewInode(ctx, child, n.b.stableAttr(&st, &x))
 	out.FromStat(&st)
-	return ch, n.b.newFile(fd, flags), n.b.openFlag, 0
+	return ch, n.b.newFile(fd, flags, ch.StableAttr().Ino), n.b.openFlag, 0
 }
 
 // fstatNew reads the attributes of an object of type typ just created through fd (O_PATH
@@ -227,13 +228,14 @@ func (n *node) Tmpfile(ctx context.Context, flags uint32, mode uint32, out *fuse
 	}
 	ch := n.NewInode(ctx, child, n.b.stableAttr(&st, &x))
 	out.FromStat(&st)
-	return ch, n.b.newFile(fd, flags), n.b.openFlag, 0
+	return ch, n.b.newFile(fd, flags, ch.StableAttr().Ino), n.b.openFlag, 0
 }
 
-// newFile wraps a backend descriptor this package opened.
-func (b *backing) newFile(fd int, flags uint32) *file {
+// newFile wraps a backend descriptor this package opened, of the inode numbered ino.
+func (b *backing) newFile(fd int, flags uint32, ino uint64) *file {
 	f := newFile(fd, flags)
 	f.svc = b.svc
+	f.locks, f.ino = b.locks, ino
 	return f
 }
 
