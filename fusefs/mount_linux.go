@@ -82,6 +82,7 @@ func Mount(mountpoint, rootDir string, rec Recorder, o Options) (*Server, error)
 		return nil, fmt.Errorf("fusefs: target %s: %w", dir, err)
 	}
 	fo := o.fsOptions()
+	fo.MountOptions.DirectMountFlags = mountFlags(dir)
 	raw := fs.NewNodeFS(root, fo)
 	raw = posixFlush{raw, root.b.locks} // a close releases the process's POSIX locks
 	if hasFsetid() {
@@ -114,6 +115,30 @@ func Mount(mountpoint, rootDir string, rec Recorder, o Options) (*Server, error)
 		}
 	}
 	return s, nil
+}
+
+// mountFlags returns the flags for mounting the layer over dir: the set-user-ID, device,
+// execute and read-only restrictions of the mount dir is on, no more and no less, so that
+// through the layer a job may run, open and write what it may natively. (go-fuse mounts
+// nosuid,nodev otherwise: a set-user-ID program of the target would run without its
+// privileges, and its device nodes would not open.) fusermount, for a server that is not
+// root, always adds nosuid and nodev.
+func mountFlags(dir string) uintptr {
+	var s unix.Statfs_t
+	if unix.Statfs(dir, &s) != nil {
+		return 0 // go-fuse's default
+	}
+	var f uintptr
+	for _, m := range [][2]uintptr{{unix.ST_NOSUID, unix.MS_NOSUID}, {unix.ST_NODEV, unix.MS_NODEV},
+		{unix.ST_NOEXEC, unix.MS_NOEXEC}, {unix.ST_RDONLY, unix.MS_RDONLY}} {
+		if uintptr(s.Flags)&m[0] != 0 {
+			f |= m[1]
+		}
+	}
+	if f == 0 {
+		f = unix.MS_MGC_VAL // no flag at all (0 means go-fuse's default)
+	}
+	return f
 }
 
 // relaxDirtyLimit lifts the kernel's dirty-page limits for FUSE on this mount's

@@ -24,7 +24,8 @@ import (
 // permission at all on create, mkdir, mknod and O_TMPFILE under umask 0 and 022; set-group-ID
 // directories; supplementary groups; another user's 0000 file; sticky directories; chmod,
 // chown, truncate and utimes by a non-owner; hard links under protected_hardlinks;
-// attributes of symlinks through stat and statx; extended attributes; and link, mknod,
+// set-user-ID programs and device nodes as the directory's mount allows them; attributes
+// of symlinks through stat and statx; extended attributes; and link, mknod,
 // symlink, truncate, rename and friends on paths of 4,000+ bytes made of 255-byte
 // components and below a directory deeper than PATH_MAX. With -v the test prints the table
 // (operation, case, cache mode, native result, result through the mount).
@@ -251,6 +252,17 @@ func mkdirAs(rel string, uid, gid int, mode os.FileMode) func(root string, i int
 	}
 }
 
+// mknodAs is a setup step: a device node at rel (below root) owned by root.
+func mknodAs(rel string, mode uint32, dev uint64) func(root string, i int) error {
+	return func(root string, i int) error {
+		p := filepath.Join(root, expand(rel, i))
+		if err := unix.Mknod(p, mode, int(dev)); err != nil {
+			return err
+		}
+		return unix.Chmod(p, mode&0o7777)
+	}
+}
+
 func modeBits(m os.FileMode) uint32 {
 	var b uint32
 	if m&os.ModeSetuid != 0 {
@@ -317,6 +329,14 @@ func semCases() []semCase {
 	add(semCase{op: "utimes explicit", name: "by a non-owner with write permission", uid: other, setup: mkfile("w/y%d", "x", nobody, nobody, 0o666), args: []string{"utimes", "w/y%d", "1000"}, result: "w/y%d"})
 	add(semCase{op: "link", name: "root's 0600 file, protected_hardlinks", uid: nobody, setup: mkfile("w/h%d", "x", 0, 0, 0o600), args: []string{"link", "w/h%d", "w/h%d.link"}, result: "w/h%d"})
 	add(semCase{op: "link", name: "own file", uid: nobody, setup: mkfile("w/h%d", "x", nobody, nobody, 0o600), args: []string{"link", "w/h%d", "w/h%d.link"}, result: "w/h%d"})
+	// What the mount lets through: set-user-ID programs and device nodes, as the
+	// directory's own mount does.
+	if id, err := os.ReadFile("/usr/bin/id"); err == nil {
+		add(semCase{op: "exec", name: "set-user-ID root program, by another user", uid: nobody,
+			setup: mkfile("w/id%d", string(id), 0, 0, 0o755|os.ModeSetuid), args: []string{"run", "./w/id%d", "-u"}, result: "w/id%d"})
+	}
+	add(semCase{op: "open O_WRONLY", name: "char device 1:3", uid: nobody, setup: mknodAs("w/null%d", unix.S_IFCHR|0o666, unix.Mkdev(1, 3)),
+		args: []string{"write", "w/null%d"}, result: "w/null%d"})
 	// Attributes of a symlink (stat with and without the birth time) and of an open file.
 	add(semCase{op: "lstat", name: "symlink", uid: 0, setup: mkfile("w/lt%d", "0123456789", 0, 0, 0o640), args: []string{"symlink", "lt%d", "w/ls%d", "then", "lstat", "w/ls%d"}, result: "w/ls%d"})
 	add(semCase{op: "statx btime", name: "symlink", uid: 0, setup: mkfile("w/lt%d", "0123456789", 0, 0, 0o640), args: []string{"symlink", "lt%d", "w/ls%d", "then", "statx", "w/ls%d"}, result: "w/ls%d"})
@@ -576,6 +596,20 @@ func semOp(a []string) string {
 			return "write " + errs(err)
 		}
 		return errs(unix.Linkat(unix.AT_FDCWD, "/proc/self/fd/"+strconv.Itoa(fd), unix.AT_FDCWD, a[3], unix.AT_SYMLINK_FOLLOW))
+	case "run":
+		out, err := exec.Command(a[1], a[2:]...).Output()
+		if err != nil {
+			return "run: " + err.Error()
+		}
+		return "ok " + strings.TrimSpace(string(out))
+	case "write":
+		fd, err := unix.Open(a[1], unix.O_WRONLY, 0)
+		if err != nil {
+			return errs(err)
+		}
+		_, err = unix.Write(fd, []byte("x"))
+		_ = unix.Close(fd)
+		return "open ok, write " + errs(err)
 	case "statfs":
 		var s unix.Statfs_t
 		if err := unix.Statfs(a[1], &s); err != nil {
