@@ -358,10 +358,14 @@ func waitProbe(ctx context.Context, f *file, spec string) (done bool, errno sysc
 	select {
 	case m := <-res:
 		_ = cmd.Wait()
-		if n, err := strconv.Atoi(m); err == nil && n != 0 {
+		n, err := strconv.Atoi(m)
+		switch {
+		case err != nil: // the waiter died without an answer
+			return true, syscall.ENOLCK
+		case n != 0:
 			return true, syscall.Errno(n)
 		}
-		return false, 0 // free (or the waiter died: look again)
+		return false, 0 // free: the caller takes it
 	case <-ctx.Done():
 		_ = cmd.Process.Kill()
 		go func() {
@@ -667,7 +671,7 @@ func (p posixFlush) Flush(cancel <-chan struct{}, in *fuse.FlushIn) fuse.Status 
 	if p.locks.active() {
 		un := fuse.LkIn{InHeader: in.InHeader, Fh: in.Fh, Owner: in.LockOwner,
 			Lk: fuse.FileLock{Start: 0, End: 1<<63 - 1, Typ: unix.F_UNLCK}}
-		p.RawFileSystem.SetLk(cancel, &un)
+		p.SetLk(cancel, &un)
 	}
 	return p.RawFileSystem.Flush(cancel, in)
 }

@@ -82,7 +82,7 @@ func Mount(mountpoint, rootDir string, rec Recorder, o Options) (*Server, error)
 		return nil, fmt.Errorf("fusefs: target %s: %w", dir, err)
 	}
 	fo := o.fsOptions()
-	fo.MountOptions.DirectMountFlags = mountFlags(dir)
+	fo.DirectMountFlags = mountFlags(dir)
 	raw := fs.NewNodeFS(root, fo)
 	raw = posixFlush{raw, root.b.locks} // a close releases the process's POSIX locks
 	if hasFsetid() {
