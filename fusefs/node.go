@@ -2,7 +2,6 @@ package fusefs
 
 import (
 	"context"
-	"strconv"
 	"sync/atomic"
 	"syscall"
 
@@ -17,7 +16,6 @@ type backing struct {
 	rootFd   int       // O_PATH descriptor of the backend root, opened before the mount
 	openFlag uint32    // FOPEN_* flags for every open/create reply
 	svc      *svcTable // where backend calls report their time (nil when untraced)
-	fdPath   string    // /proc/self/fd/N naming the root descriptor
 	// writeback: the kernel caches writes and may read pages of a file the application
 	// opened write-only (to fill a partly written page), so such files are opened
 	// read-write on the backend.
@@ -63,7 +61,7 @@ func newRoot(path string, rootFd int, cache CacheMode) (*node, error) {
 	if err := syscall.Fstat(rootFd, &st); err != nil {
 		return nil, err
 	}
-	b := &backing{rootFd: rootFd, fdPath: "/proc/self/fd/" + strconv.Itoa(rootFd), id: selfIdentity(), locks: newLockTable()}
+	b := &backing{rootFd: rootFd, id: selfIdentity(), locks: newLockTable()}
 	switch cache {
 	case CacheNone:
 		b.openFlag = fuse.FOPEN_DIRECT_IO | parallelWrites

@@ -63,12 +63,14 @@ func (b *backing) done(fd int) {
 }
 
 // procPath names rel for the system calls that take no directory descriptor (truncate,
-// statfs, the *xattr calls): /proc/self/fd/N/rel through the root descriptor, or through a
-// directory on the way when that is too long. The last component is looked up as in the
-// call itself (lgetxattr does not follow a symlink there). The caller releases fd with done.
+// statfs, the *xattr calls): the backend root's path and rel (the root's path is
+// /proc/self/fd/N, the root descriptor, when the layer is mounted in place; a walk through
+// procfs costs a few µs more), or /proc/self/fd/N/rest through a directory on the way when
+// that is too long. The last component is looked up as in the call itself (lgetxattr does
+// not follow a symlink there). The caller releases fd with done.
 func (b *backing) procPath(rel string) (p string, fd int, err error) {
-	if len(b.fdPath)+1+len(rel) < unix.PathMax {
-		return b.fdPath + "/" + rel, -1, nil // rel "." names the root itself
+	if base := b.root.Path; len(base)+1+len(rel) < unix.PathMax {
+		return base + "/" + rel, -1, nil // rel "." names the root itself
 	}
 	const prefix = len("/proc/self/fd/") + 11 // and a descriptor number and a slash
 	dir, rest, err := b.walk(rel, unix.PathMax-1-prefix)
