@@ -344,7 +344,7 @@ func semCases() []semCase {
 	add(semCase{op: "xattr", name: "user.* on own file", uid: nobody, setup: mkfile("w/x%d", "x", nobody, nobody, 0o644), args: []string{"xattr", "w/x%d"}, result: "w/x%d"})
 	add(semCase{op: "xattr", name: "user.* on another's file", uid: other, setup: mkfile("w/x%d", "x", nobody, nobody, 0o644), args: []string{"xattr", "w/x%d"}, result: "w/x%d"})
 	// Long paths: 4,000+ bytes relative to the root (each component 255 bytes).
-	L := longDir + "/" + longComp('L')[:200]
+	L := longDir + "/" + longComp('L')[:240] // with the suffixes below, 4,086-4,088 bytes
 	add(semCase{op: "create", name: "4,000+-byte path", uid: nobody, umask: 0o22, args: []string{"create", L + "c%d", "0640"}, result: L + "c%d"})
 	add(semCase{op: "mkdir", name: "4,000+-byte path", uid: nobody, args: []string{"mkdir", L + "d%d", "0750"}, result: L + "d%d"})
 	add(semCase{op: "mknod fifo", name: "4,000+-byte path", uid: nobody, args: []string{"mknod", L + "p%d", "fifo", "0600"}, result: L + "p%d"})
