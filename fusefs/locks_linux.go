@@ -41,9 +41,9 @@ import (
 // A blocking request (F_SETLKW) that must wait does so in a process of its own, on a
 // descriptor of its own (waitProbe), and takes the lock on the owner's descriptor once the
 // range is free. When the kernel interrupts the request (a signal to the waiting process),
-// the waiting process is killed, which removes the wait before it is ever granted, and the
-// reply is EINTR, which the kernel restarts where the application's signal handler asks
-// for it, as natively. (An owner converting locks it holds in the range waits on its own
+// the waiting process is killed, and once it is gone (with anything it held) the reply is
+// EINTR, which the kernel restarts where the application's signal handler asks for it, as
+// natively. (An owner converting locks it holds in the range waits on its own
 // descriptor, on a thread of the server; such a wait, given up, is undone when granted.)
 // Before waiting, the layer checks for a deadlock among the owners it serves (the owner
 // holding the conflicting lock waits, through a chain of others, for this one) and fails
@@ -319,8 +319,8 @@ func overlaps(own []lockRange, fl *unix.Flock_t) bool {
 // waitProbe waits until the lock spec (lockWaiter) could be taken on f's file, without
 // keeping it: the caller then takes it where it belongs. The wait runs in a process of its
 // own (this program again, see lockWaiter) on a descriptor of its own, so that a wait given
-// up (the request was interrupted: EINTR) ends at once, with a SIGKILL that removes the
-// waiting request from the backing file system before it is ever granted. A wait on a
+// up (the request was interrupted: EINTR) ends at once with a SIGKILL, and nothing of it
+// stays once the reply is sent. A wait on a
 // thread of the server could not be ended that way (the kernel restarts it after any
 // signal the Go runtime handles), and a job that retries a timed-out wait would pile up
 // blocked threads. It reports done with the errno when the wait failed or was interrupted.
@@ -367,11 +367,11 @@ func waitProbe(ctx context.Context, f *file, spec string) (done bool, errno sysc
 		}
 		return false, 0 // free: the caller takes it
 	case <-ctx.Done():
+		// Answer only once the waiter is gone: woken by a release before the SIGKILL
+		// takes effect, it may hold the lock until it has exited.
 		_ = cmd.Process.Kill()
-		go func() {
-			<-res
-			_ = cmd.Wait()
-		}()
+		<-res
+		_ = cmd.Wait()
 		return true, syscall.EINTR
 	}
 }
