@@ -16,12 +16,15 @@ import (
 //
 // # Who calls what
 //
-// The engine calls Backend methods from many goroutines at once (one per traced thread);
-// an implementation must be safe for concurrent use. The engine never issues two calls
-// that the recorded trace ordered on the same path, handle or parent directory at the
-// same time: it waits for the first to complete (see the package documentation,
-// "Ordering"). A File is opened, and closed, by one worker; reads and writes on it may
-// come from other workers (a handle shared by threads), never concurrently with Close.
+// The engine calls Backend methods from many goroutines at once (one or more per traced
+// thread); an implementation must be safe for concurrent use. The engine never issues two
+// calls that the recorded trace ordered on the same path, handle or parent directory at
+// the same time: it waits for the first to complete (see the package documentation,
+// "Ordering"). A File is opened, and closed, by the worker of one traced thread; calls on
+// it may come from other threads (a handle shared by threads), and several at once from
+// one thread where the recording had them in flight together (an application's queue of
+// reads on one descriptor: io_uring, libaio), never concurrently with Close. A backend
+// may serialise calls on one File (replay/s3 does) at the cost of that queue depth.
 //
 // Prepare-time calls (IsEmpty, Reset, and the Mkdir/Open/WriteAt/Symlink calls that build
 // the starting state) happen before any replayed op and from one goroutine. BeginPhase is

@@ -16,7 +16,8 @@
 //  3. Run streams the trace again: a planner restores start-time order within a bounded
 //     window, folds kernel-generated requests, merges split reads and writes, maps
 //     handles, and assigns ordering dependencies; one worker goroutine per traced thread
-//     issues the resulting ops; results are compared with the trace and written out.
+//     issues the resulting ops (with helpers for a thread that kept several in flight);
+//     results are compared with the trace and written out.
 //
 // Memory is bounded by the sort window (PlanOptions.Window events), the per-worker queues
 // (Options.QueueDepth), and tables proportional to the number of distinct paths, handles
@@ -77,14 +78,19 @@
 //
 // # Ordering
 //
-// Each traced thread (tid) becomes a worker that issues its ops in program order. Across
+// Each traced thread (tid) becomes a worker that issues its ops in program order. An op
+// that started while earlier ops of its thread were still running (an application's
+// queue: io_uring, libaio, FUSE's asynchronous direct I/O) is issued once all but that
+// many of them have completed, while those may still run: the replay keeps each thread's
+// recorded queue depth, up to 256, and never exceeds it (overlap.go). Across
 // threads, ops that touch a common resource keep their recorded order
 // (resource-oriented ordering, as ARTC/ROOT): the resources of an op are its path, its
 // second path (rename, link), the parent directory of any name it creates or removes, and
 // the open-file slot of its handle. An op waits until every op on each of its resources
 // that had *completed* before it started in the trace has completed in the replay (per
 // resource completion counters and the number needed); ops that overlapped in the trace
-// may overlap again. Dependencies only point to earlier ops, so the replay cannot
+// may overlap again. An open waits for every earlier op on its open-file slot, and a close
+// for every op on its handle. Dependencies only point to earlier ops, so the replay cannot
 // deadlock. A handle is opened and closed by the same worker.
 //
 // Ops a thread holds back for folding or merging (lookups, a read or write that a next
@@ -105,19 +111,25 @@
 //     for its command) is due after that descendant's last such op completes, plus the
 //     recorded time between them (children.go). A thread's first op is due at its
 //     recorded offset moved by the replay's drift: how far ahead or behind the recording
-//     the op that completed last ran.
+//     the op that completed last ran. An op that overlapped earlier ops of its thread
+//     counts its think time from the thread's last completion before it in the
+//     recording, as a completion wakes an io_uring or libaio application to submit the
+//     next request; or, when none came between its predecessor's start and its own (a
+//     batch of submissions), from its predecessor's issue, with the recorded gap
+//     between the two starts.
 //     With Options.ThinkSpin (--think-cpu spin) a thread spins through its think time
 //     instead of sleeping, as the job's computing kept a CPU busy, so the target is
 //     measured under the CPU contention the recording had.
 //   - original (open loop): an op is due at origin + (recorded start − first start)/speed,
 //     against one absolute origin; errors never accumulate.
-//   - afap: no waits beyond the ordering dependencies.
+//   - afap: no waits beyond the ordering dependencies and each thread's queue depth.
 //
 // Workers sleep with nanosleep on a locked thread with 1 ns timer slack until a margin
 // before the due time, then spin (yielding the CPU until the last 50 µs); the margin
 // follows the observed
-// overshoot of the sleeps. Timed workers get a P each (GOMAXPROCS is raised to the number
-// of workers plus 3 for the run, at most 128), so a worker whose sleep ends never waits
+// overshoot of the sleeps. Timed workers and all helpers get a P each (GOMAXPROCS is
+// raised to their number plus 2 for the run, at most 128), so a worker whose sleep ends,
+// or a helper whose call returns, never waits
 // for one. The
 // issue lag (issue time minus the latest of: due time, completion of the op's
 // dependencies, return of the thread's previous op) is measured for every op and

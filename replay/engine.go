@@ -147,6 +147,9 @@ type engine struct {
 
 	warned atomic.Int32
 	fill   []byte // 1 MiB of write data
+
+	procMu sync.Mutex // guards procs and GOMAXPROCS raises
+	procs  int        // goroutines given a P of their own (see wantProc)
 }
 
 type fileBox struct{ f File }
@@ -177,12 +180,16 @@ func (e *engine) counter(res uint32) *atomic.Uint32 {
 	return e.counters.at(res)
 }
 
-// worker replays the ops of one traced thread in program order.
+// worker replays the ops of one traced thread in program order, issuing those that
+// overlapped in the recording through helpers, workers of its own (see overlap.go).
 type worker struct {
 	e       *engine
 	id      uint32
 	ch      chan replayOp
-	lastEnd int64 // monotonic ns the previous op completed
+	q       *threadQueue // shared with the helpers
+	wake    chan bool    // true: the baton is handed to this member; false: the thread ended
+	holding bool         // this member holds the thread's baton
+	helper  bool
 	margin  int64 // current spin margin: a high quantile of this thread's sleep overshoot
 	buf     []byte
 	wbuf    []byte
@@ -247,6 +254,9 @@ func Run(ctx context.Context, src Source, b Backend, sink Sink, o Options) (*Sum
 	}
 	for _, w := range workers {
 		sum.add(&w.st)
+		for _, h := range w.q.pool {
+			sum.add(&h.st)
+		}
 	}
 	if len(workers) > 0 {
 		sum.RecordedSpan = time.Duration(lastRec - e.traceStart)
@@ -346,7 +356,7 @@ func (e *engine) dispatch(p *planner, src Source) (workers map[uint32]*worker, l
 		}
 		w := workers[op.Worker]
 		if w == nil {
-			w = e.startWorker(op.Worker, len(workers)+1, &wg)
+			w = e.startWorker(op.Worker, &wg)
 			workers[op.Worker] = w
 		}
 		select {
@@ -357,15 +367,16 @@ func (e *engine) dispatch(p *planner, src Source) (workers map[uint32]*worker, l
 }
 
 // startWorker starts the worker of thread id, the nth.
-func (e *engine) startWorker(id uint32, n int, wg *sync.WaitGroup) *worker {
-	if n += 2; e.opts.Timing != TimingAFAP && n <= maxProcs && runtime.GOMAXPROCS(0) < n {
+func (e *engine) startWorker(id uint32, wg *sync.WaitGroup) *worker {
+	if e.opts.Timing != TimingAFAP {
 		// Timed workers sleep in nanosleep on their own threads, each keeping its P
-		// until sysmon takes it back (20 µs to 10 ms later): give every worker a P
-		// so that a worker that wakes up never waits for one (up to maxProcs, beyond
-		// which the garbage collector's share of Ps gets out of hand).
-		runtime.GOMAXPROCS(n)
+		// until sysmon takes it back: give every worker a P so that a worker that wakes
+		// up never waits for one (up to maxProcs, beyond which the garbage collector's
+		// share of Ps gets out of hand).
+		e.wantProc()
 	}
-	w := &worker{e: e, id: id, ch: make(chan replayOp, e.opts.QueueDepth), margin: int64(e.opts.SpinMargin)}
+	w := &worker{e: e, id: id, ch: make(chan replayOp, e.opts.QueueDepth), margin: int64(e.opts.SpinMargin),
+		q: new(threadQueue), wake: make(chan bool, 1), holding: true}
 	w.st.init()
 	wg.Add(1)
 	go func() {
@@ -406,29 +417,40 @@ func (e *engine) outPath(m map[string]uint32, name string, id uint32) uint32 {
 
 func (w *worker) run() {
 	e := w.e
-	if e.opts.Timing != TimingAFAP {
+	if e.opts.Timing != TimingAFAP && !w.helper {
 		// A worker that sleeps until due times owns its thread, with the smallest timer
-		// slack, so that a sleep ends when asked (the default slack is 50 µs).
+		// slack, so that a sleep ends when asked (the default slack is 50 µs). Helpers
+		// do not: handing the baton to a goroutine locked to its thread costs two
+		// thread switches; their spin margin covers the slack.
 		runtime.LockOSThread()
 		defer runtime.UnlockOSThread()
 		_ = unix.Prctl(unix.PR_SET_TIMERSLACK, 1, 0, 0, 0)
 	}
-	for op := range w.ch {
-		if e.ctx.Err() != nil {
-			w.complete(&op)
+	for w.acquire() {
+		op, anchor, ok := w.takeReady()
+		if !ok {
 			continue
 		}
-		w.one(&op)
+		if e.ctx.Err() != nil {
+			w.complete(&op, now())
+			continue
+		}
+		w.one(&op, anchor)
+	}
+	if !w.helper {
+		w.q.wg.Wait()
 	}
 }
 
-func (w *worker) complete(op *replayOp) {
+// complete counts op as completed at end.
+func (w *worker) complete(op *replayOp, end int64) {
 	e := w.e
 	for i := 0; i < int(op.NDeps); i++ {
 		e.counter(op.Deps[i].Res).Add(1)
 	}
+	w.q.completed(end)
 	if e.opts.Timing == TimingThink {
-		e.progress.done(op, now())
+		e.progress.done(op, end)
 	}
 	if e.waiters.Load() > 0 {
 		e.mu.Lock()
@@ -492,17 +514,32 @@ func (w *worker) waitDeps(op *replayOp) (readyAt int64, ok bool) {
 	return readyAt, true
 }
 
-// due returns the monotonic time op should be issued at (0: now).
-func (w *worker) due(op *replayOp) int64 {
+// first reports whether think mode times op as its thread's first: it has no completion
+// (anchor, see takeReady) or previous issue of the thread to count its think time from.
+func (w *worker) first(op *replayOp, anchor int64) bool {
+	if op.AfterIssue {
+		return op.Think < 0 || w.q.lastIssue == 0
+	}
+	return op.Think < 0 || anchor == 0
+}
+
+// due returns the monotonic time op should be issued at (0: now); anchor is when the
+// thread's op it follows completed (see takeReady).
+func (w *worker) due(op *replayOp, anchor int64) int64 {
 	e := w.e
 	switch e.opts.Timing {
 	case TimingAFAP:
 		return 0
 	case TimingThink:
-		if op.Think >= 0 && w.lastEnd != 0 {
+		if !w.first(op, anchor) && op.AfterIssue {
+			// Submitted right after the previous op: the recorded gap between the two
+			// starts, which holds no round trip of the layer of its own.
+			return w.q.lastIssue + int64(float64(op.Think)/e.speed)
+		}
+		if !w.first(op, anchor) {
 			think := thinkAfter(op, int64(e.opts.RoundTrip))
 			w.st.thinkCut += op.Think - think
-			return w.lastEnd + int64(float64(think)/e.speed)
+			return anchor + int64(float64(think)/e.speed)
 		}
 		// A thread's first op: at its recorded offset, moved by how far the replay is
 		// ahead or behind the recording (as of the op that completed last), so a process
@@ -566,18 +603,20 @@ func (w *worker) sleepUntil(t int64) {
 	}
 }
 
-func (w *worker) one(op *replayOp) {
-	if w.e.opts.Timing == TimingThink && op.Child != 0 && w.lastEnd != 0 {
+// one issues op, its thread's next op, once due; anchor is when the last of the thread's
+// ops it follows completed (0: none).
+func (w *worker) one(op *replayOp, anchor int64) {
+	if w.e.opts.Timing == TimingThink && op.Child != 0 && anchor != 0 && !op.AfterIssue {
 		at, ok := w.waitChild(op)
 		if !ok {
-			w.complete(op)
+			w.complete(op, now())
 			return
 		}
-		w.oneAt(op, max(w.childDue(op, at), w.lastEnd))
+		w.oneAt(op, max(w.childDue(op, at), anchor), anchor)
 		return
 	}
-	due := w.due(op)
-	if w.e.opts.ThinkSpin && w.e.opts.Timing == TimingThink && op.Think >= 0 && w.lastEnd != 0 {
+	due := w.due(op, anchor)
+	if w.e.opts.ThinkSpin && w.e.opts.Timing == TimingThink && !w.first(op, anchor) {
 		// The thread computes until its op is due.
 		for now() < due {
 			if w.e.ctx.Err() != nil {
@@ -585,43 +624,51 @@ func (w *worker) one(op *replayOp) {
 			}
 		}
 	}
-	if w.e.opts.Timing == TimingThink && (op.Think < 0 || w.lastEnd == 0) {
+	if w.e.opts.Timing == TimingThink && w.first(op, anchor) {
 		// A thread's first op moves with the drift of the others: poll it while far away.
 		for d := due - now(); d > int64(2*time.Millisecond) && w.e.ctx.Err() == nil; d = due - now() {
 			time.Sleep(min(time.Duration(d)-time.Millisecond, time.Millisecond))
-			due = w.due(op)
+			due = w.due(op, anchor)
 		}
 	}
-	w.oneAt(op, due)
+	w.oneAt(op, due, anchor)
 }
 
-// oneAt issues op at due (0: now), after its dependencies.
-func (w *worker) oneAt(op *replayOp, due int64) {
+// oneAt issues op at due (0: now), after its dependencies; anchor is when the thread's
+// ops it had to follow completed.
+func (w *worker) oneAt(op *replayOp, due, anchor int64) {
 	if due > 0 {
 		w.sleepUntil(due)
 	}
 	if w.e.ctx.Err() != nil { // cancelled while it waited: not issued
-		w.complete(op)
+		w.complete(op, now())
 		return
 	}
 	waited, ok := w.waitDeps(op)
 	if !ok {
-		w.complete(op)
+		w.complete(op, now())
 		return
 	}
-	// The op was ready when it was due, its dependencies had completed and its thread's
-	// previous op had returned (in original timing a slow target makes ops late: that is
-	// the target's doing, counted apart, not scheduler lag).
+	// The op was ready when it was due, its dependencies had completed and the thread's
+	// ops it follows had returned (in original timing a slow target makes ops late: that
+	// is the target's doing, counted apart, not scheduler lag).
 	ready := max(due, waited)
-	if due > 0 && w.lastEnd > due {
-		ready = max(ready, w.lastEnd)
-		if w.lastEnd-due > int64(time.Millisecond) {
+	if due > 0 && anchor > due {
+		ready = max(ready, anchor)
+		if anchor-due > int64(time.Millisecond) {
 			w.st.behind++
 		}
 	}
+	w.handOn(ready)
+	end := w.issue(op, due, ready)
+	w.complete(op, end)
+}
+
+// issue issues op (due at due, 0: none; ready at ready), accounts for it and returns when
+// it completed.
+func (w *worker) issue(op *replayOp, due, ready int64) int64 {
 	start, ret, errno := w.exec(op)
 	end := now()
-	w.lastEnd = end
 	if w.e.opts.Timing == TimingThink {
 		w.e.drift.Store(end - w.e.replayTime(op.Start+op.Dur))
 	}
@@ -629,7 +676,7 @@ func (w *worker) oneAt(op *replayOp, due int64) {
 		w.st.lag.record(start - ready)
 	}
 	w.account(op, start, end, ret, errno)
-	w.complete(op)
+	return end
 }
 
 // exec issues op and returns when it was issued, the byte count and the errno.

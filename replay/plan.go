@@ -73,6 +73,10 @@ func (k opKind) String() string {
 // maxDeps is the most resources one op orders on.
 const maxDeps = 5
 
+// maxOverlap bounds replayOp.Overlap: a thread's replayed queue depth is at most
+// maxOverlap+1 (io_uring and libaio applications rarely go beyond 128).
+const maxOverlap = 255
+
 // opDep says: before this op starts, Need ops on resource Res must have completed.
 type opDep struct {
 	Res  uint32
@@ -89,7 +93,14 @@ type replayOp struct {
 	Pid    uint32
 	Start  int64 // recorded start of the first folded event (ns since the trace origin)
 	Dur    int64 // recorded duration of the primary event(s)
-	Think  int64 // recorded gap since the previous op of Worker ended; -1: first of its worker
+	Think  int64 // recorded gap since the previous op of Worker ended (see AfterIssue); -1: first of its worker
+	// Overlap is the number of earlier ops of Worker still running when this one started
+	// in the recording (at most maxOverlap): the thread's queue depth, less one. The op is
+	// issued once the others have completed, while those may still run.
+	Overlap uint16
+	// AfterIssue says that no op of Worker completed between the start of its previous op
+	// and this one (a batch of submissions): Think is the gap since that start.
+	AfterIssue bool
 
 	Name, Name2 string // relative paths (Name2: rename/link/symlink second operand)
 	// Walk is the directory the recorded call's path walk started from, as its folded
@@ -198,10 +209,14 @@ type handleState struct {
 }
 
 type threadState struct {
-	held    []replayOp // lookups waiting to be folded, then at most one mergeable data op last
-	listed  bool       // in planner.holding
-	lastEnd int64
-	started bool
+	held   []replayOp // lookups waiting to be folded, then at most one mergeable data op last
+	listed bool       // in planner.holding
+	// The worker's planned ops: the recorded ends of those that may still be running,
+	// the latest end of those that had ended, and the latest start.
+	running   []int64
+	doneEnd   int64
+	lastStart int64
+	started   bool
 }
 
 // planner turns a stream of recorded events into replay ops in a dispatch order that
@@ -1017,14 +1032,8 @@ func (p *planner) close(ev *trace.Event) {
 func (p *planner) emit(op *replayOp) {
 	p.opSeq++
 	op.Seq = p.opSeq
-	t := p.thread(op.Worker)
-	if t.started {
-		op.Think = max(op.Start-t.lastEnd, 0)
-	} else {
-		op.Think, t.started = -1, true
-	}
-	p.procs.plan(p.src, op, t.lastEnd)
-	t.lastEnd = max(t.lastEnd, op.Start+op.Dur)
+	anchor := p.threadOverlap(op)
+	p.procs.plan(p.src, op, anchor)
 	op.NDeps = 0
 	if op.Kind != kStatfs {
 		if pi := p.paths[op.PathID]; pi != nil && !pi.bad {
@@ -1049,6 +1058,38 @@ func (p *planner) emit(op *replayOp) {
 		p.dep(op, slotRes(op.Slot2))
 	}
 	p.out = append(p.out, *op)
+}
+
+// threadOverlap sets op's Overlap (the worker's earlier ops still running when it started
+// in the recording), Think and AfterIssue, and returns the recorded time Think counts from:
+// the thread's latest completion before op, or the previous op's start when the thread
+// issued op right after it with no completion in between (a batch of submissions).
+func (p *planner) threadOverlap(op *replayOp) int64 {
+	t := p.thread(op.Worker)
+	j := 0
+	for _, end := range t.running {
+		if end > op.Start {
+			t.running[j] = end
+			j++
+		} else {
+			t.doneEnd = max(t.doneEnd, end)
+		}
+	}
+	t.running = t.running[:j]
+	op.Overlap = uint16(min(len(t.running), maxOverlap))
+	anchor := t.doneEnd
+	switch {
+	case !t.started:
+		op.Think, t.started = -1, true
+	case len(t.running) > 0 && t.lastStart > t.doneEnd:
+		op.AfterIssue, anchor = true, t.lastStart
+		op.Think = max(op.Start-t.lastStart, 0)
+	default:
+		op.Think = max(op.Start-t.doneEnd, 0)
+	}
+	t.running = append(t.running, op.Start+op.Dur)
+	t.lastStart = max(t.lastStart, op.Start)
+	return anchor
 }
 
 func mutatesParent(op *replayOp) bool {
@@ -1087,9 +1128,12 @@ func (p *planner) dep(op *replayOp, r uint32) {
 	}
 	rs.pending = rs.pending[:j]
 	need := rs.started - uint32(len(rs.pending))
-	if r > 1<<31 {
-		// An open-file slot is reused only after the previous handle's close, whatever
-		// the recorded times say: all its earlier ops must complete.
+	if r > 1<<31 && (op.Kind == kOpen || op.Kind == kClose) {
+		// An open-file slot is reused only after the previous handle's close, and a
+		// handle is closed only after its other calls, whatever the recorded times say:
+		// all the slot's earlier ops must complete. Calls between the open and the
+		// close that overlapped in the trace (an application's queue of reads on one
+		// descriptor) may overlap again.
 		need = rs.started
 	}
 	rs.started++

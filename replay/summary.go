@@ -84,6 +84,8 @@ type runStats struct {
 	behind            uint64
 	implicitFailed    uint64
 	escapes           uint64
+	overlapped        uint64 // ops issued while others of their thread ran
+	maxDepth          int    // most ops of one thread in flight at once, as recorded
 	lag               *hist
 	examples          []string
 	unsupExamples     []string
@@ -145,6 +147,11 @@ type Summary struct {
 	BackendExamples []string `json:",omitempty"`
 	// Bottleneck is set when the replayer itself, not the target, limited the replay.
 	Bottleneck string
+	// Overlapped counts ops that started while others of their thread were running in
+	// the recording (an application's queue of requests): they were issued while those
+	// ran. MaxQueueDepth is the most ops of one thread recorded in flight at once.
+	Overlapped    uint64
+	MaxQueueDepth int
 
 	lag hist
 }
@@ -174,6 +181,8 @@ func (s *Summary) add(st *runStats) {
 	s.Behind += st.behind
 	s.ImplicitOpenFailures += st.implicitFailed
 	s.Escapes += st.escapes
+	s.Overlapped += st.overlapped
+	s.MaxQueueDepth = max(s.MaxQueueDepth, st.maxDepth)
 	if st.lag != nil {
 		s.lag.merge(st.lag)
 	}
@@ -234,6 +243,10 @@ func (s *Summary) Print(w io.Writer) {
 	if s.LagSamples > 0 {
 		_, _ = fmt.Fprintf(w, "  lag      issue lag p50 %v p99 %v max %v, %d ops >1ms late; waited %v on other threads\n",
 			s.LagP50, s.LagP99, s.LagMax, s.LateOver1ms, s.DepWait.Round(time.Microsecond))
+	}
+	if s.Overlapped > 0 {
+		_, _ = fmt.Fprintf(w, "  depth    %d ops overlapped earlier ops of their thread (recorded queue depth up to %d), issued while those ran\n",
+			s.Overlapped, s.MaxQueueDepth)
 	}
 	if s.Behind > 0 && s.Timing == "original" {
 		_, _ = fmt.Fprintf(w, "  behind   %d ops were due more than 1 ms before their thread's previous op returned (target slower than recorded)\n", s.Behind)

@@ -34,6 +34,15 @@
 // bad value is an error. Backend.Given names the settings given; the target's Mount
 // field shows them after the profile.
 //
+// # Concurrency
+//
+// Calls on different open files run concurrently. Calls on one open file are served one
+// at a time (file.mu, held across the file's requests): its state (the prefetch window,
+// the ranges fetched, the local copy, the streamed upload) is per handle and changes with
+// every read or write, as the client's own does. A replayed thread that kept several
+// reads of one descriptor in flight (io_uring, libaio) therefore reaches S3 one request
+// at a time per descriptor; its reads of several files overlap as recorded.
+//
 // # Requests
 //
 // Every call is timed and its requests counted by S3 operation (with payload bytes,
