@@ -148,8 +148,10 @@ type engine struct {
 	warned atomic.Int32
 	fill   []byte // 1 MiB of write data
 
-	procMu sync.Mutex // guards procs and GOMAXPROCS raises
-	procs  int        // goroutines given a P of their own (see wantProc)
+	procs *procBudget // the goroutines given a P of their own (see wantProc)
+	gate  *startGate  // copies replayed together start at once (nil: one run)
+	// arrived: this run reached the gate (see start).
+	arrived bool
 }
 
 type fileBox struct{ f File }
@@ -220,11 +222,18 @@ func (w *worker) backend(op *replayOp) Backend {
 // run to the end (cancelled, aborted on divergence, unreadable trace).
 func Run(ctx context.Context, src Source, b Backend, sink Sink, o Options) (*Summary, error) {
 	trace.CalibrateClock()
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
+	return run(ctx, src, b, sink, o, &procBudget{}, nil)
+}
+
+// run is Run with the processor budget it shares with the runs of other copies, and the
+// gate they start together at (nil: none).
+func run(ctx context.Context, src Source, b Backend, sink Sink, o Options, procs *procBudget, gate *startGate) (*Summary, error) {
 	o.defaults()
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
 	e := newEngine(ctx, cancel, b, sink, o)
+	e.procs, e.gate = procs, gate
 	if sink != nil {
 		e.origin = sink.Origin()
 		for _, p := range src.Processes() {
@@ -240,6 +249,9 @@ func Run(ctx context.Context, src Source, b Backend, sink Sink, o Options) (*Sum
 
 	p := newPlanner(src, o.Plan)
 	workers, lastRec, planErr := e.dispatch(p, src)
+	if gate != nil && !e.arrived {
+		gate.leave()
+	}
 	end := now()
 	// Close files the trace left open (handles opened before it ended).
 	for s := int32(0); s < p.Slots(); s++ {
@@ -334,10 +346,7 @@ func (e *engine) dispatch(p *planner, src Source) (workers map[uint32]*worker, l
 		}
 		if len(workers) == 0 {
 			e.traceStart = op.Start
-			e.runStart = now()
-			if e.opts.Timing != TimingAFAP {
-				e.runStart += int64(2 * time.Millisecond) // time for the first workers to start
-			}
+			e.runStart = e.start()
 		}
 		lastRec = max(lastRec, op.Start+op.Dur)
 		if e.sink != nil {

@@ -202,10 +202,18 @@ func (w *worker) handOn(ready int64) {
 // keeps its P until the runtime takes it back (20 µs to 10 ms later), and the others would
 // wait for it.
 func (e *engine) wantProc() {
-	e.procMu.Lock()
-	defer e.procMu.Unlock()
-	e.procs++
-	if n := e.procs + 2; n <= maxProcs && runtime.GOMAXPROCS(0) < n {
+	b := e.procs
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.n++
+	if n := b.n + 2; n <= maxProcs && runtime.GOMAXPROCS(0) < n {
 		runtime.GOMAXPROCS(n)
 	}
+}
+
+// procBudget counts the goroutines of a run, or of copies run together, that have a P of
+// their own.
+type procBudget struct {
+	mu sync.Mutex // guards n and GOMAXPROCS raises
+	n  int
 }

@@ -19,7 +19,7 @@ func compareCommands() []*command {
 		{
 			name:    "compare",
 			summary: "compare traces of the same work on different storage, per operation, against the first",
-			usage:   "[flags] BASELINE OTHER [OTHER...]  (each a trace, a directory of traces or a glob)",
+			usage:   "[flags] BASELINE OTHER [OTHER...]  (each a trace, a directory of traces or a glob; the copies of a `replay --copies` run are a side each)",
 			setup: func(fs *pflag.FlagSet) func(context.Context, *env, []string) error {
 				opts := &compareOptions{}
 				opts.AddFlags(fs)
@@ -56,8 +56,9 @@ func runCompare(ctx context.Context, e *env, o *compareOptions, args []string) e
 		return usageErrorf("--tolerance %g: want a fraction in [0, 1)", o.Tolerance)
 	}
 	var sides []*stats.Stats
-	var damaged, all []string
-	for _, a := range args {
+	var names, damaged, all []string
+	argNames := sideNames(args)
+	for i, a := range args {
 		in, err := traceInputs(ctx, []string{a}) // s3://bucket/prefix/ lists the traces below it
 		if err != nil {
 			return err
@@ -72,13 +73,12 @@ func runCompare(ctx context.Context, e *env, o *compareOptions, args []string) e
 		}
 		all = append(all, files...)
 		damaged = append(damaged, dmg...)
-		s := stats.New()
-		for _, p := range per {
-			s.Merge(p)
-		}
-		sides = append(sides, s)
+		// The copies of one `replay --copies` run are a side each; other traces of one
+		// argument are merged.
+		n, s := splitCopies(argNames[i], per)
+		names, sides = append(names, n...), append(sides, s...)
 	}
-	c := report.Compare(sideNames(args), sides, o.Tolerance)
+	c := report.Compare(names, sides, o.Tolerance)
 	if len(c.Mismatches) > 0 && !o.Force {
 		return usageErrorf("the traces are not the same work (tolerance %g):\n  %s\nuse --force to compare anyway",
 			o.Tolerance, strings.Join(c.Mismatches, "\n  "))

@@ -72,6 +72,7 @@ type replayOptions struct {
 	S3Opts     []string
 	sampleOptions
 	coldOptions
+	Copies int
 }
 
 func (o *replayOptions) AddFlags(fs *pflag.FlagSet) {
@@ -90,6 +91,7 @@ func (o *replayOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.Force, "force", false, "replay the readable events of a corrupt trace (a trace only cut short, without its footer, is replayed without it)")
 	fs.BoolVar(&o.DryRun, "dry-run", false, "derive the starting state and report ops whose preconditions cannot be met; touch no target")
 	fs.BoolVar(&o.NoFold, "no-fold", false, "replay every lookup as its own lstat instead of folding kernel path walks")
+	fs.IntVar(&o.Copies, "copies", 1, "replay `n` copies of the job at once, as one run: copy K onto its own TARGET/copyK (a subdirectory, or a key prefix of an s3:// target) with its own starting state; prints aggregate MB/s, IOPS and files/s and each copy's latencies, and writes PREFIX.tT.rR.cK.{iotap,json} and PREFIX.tT.rR.copies.json")
 	fs.StringVar(&o.Shard, "shard", "", "`auto`: as one task of a Slurm step (srun), replay this task's share of the traces in TRACE|DIR|GLOB..., each onto --target/<trace name> and into -o DIR/<trace name>, all tasks starting together after preparing (docs/slurm.md)")
 	fs.StringVar(&o.Progress, "progress", "auto", "show a progress bar on standard error `when`: auto (stderr is a terminal), always, never")
 	fs.StringVar(&o.S3.Profile, "s3-profile", "mountpoint", "for s3:// targets: `profile` of S3 requests per file call: mountpoint, s3fs or sdk")
@@ -237,6 +239,12 @@ func (o *replayOptions) runOptions(e *env) (replay.Options, error) {
 	if o.Repeat < 1 {
 		return replay.Options{}, usageErrorf("--repeat %d: want at least 1", o.Repeat)
 	}
+	if o.Copies < 1 || o.Copies > maxCopies {
+		return replay.Options{}, usageErrorf("--copies %d: want 1 to %d", o.Copies, maxCopies)
+	}
+	if o.Copies > 1 && (len(o.PrepareVia) > 0 || o.BetweenRuns != "") {
+		return replay.Options{}, usageErrorf("--copies prepares each copy in its own part of the target: it does not go with --prepare-via or --between-runs")
+	}
 	switch o.Prepare {
 	case "auto", "skip", "only":
 	default:
@@ -308,6 +316,8 @@ type replayTarget struct {
 	dir string
 	// start is how the run starts (startLabel): "cold", "warm" or "".
 	start string
+	// copies are the targets of the copies replayed at once (--copies), each a part of b.
+	copies []replayTarget
 }
 
 // preparedWhere names where the starting state of t was made.
@@ -374,11 +384,21 @@ func openTargets(ctx context.Context, e *env, o *replayOptions, tracePath, prefi
 			return targets, usageErrorf("--target %s is not empty: replay deletes what is there before each run; pass --scratch if it is a scratch area", t)
 		}
 	}
+	if o.Copies > 1 {
+		for i := range targets {
+			cs, err := openCopies(ctx, e, o, o.Targets[i])
+			targets[i].copies = cs
+			if err != nil {
+				return targets, err
+			}
+		}
+	}
 	return targets, nil
 }
 
 func closeTargets(e *env, targets []replayTarget) {
 	for _, t := range targets {
+		closeTargets(e, t.copies)
 		if err := t.b.Close(); err != nil {
 			e.log.Warn("replay: close target", "target", t.b.Target().Path, "err", err)
 		}
@@ -395,7 +415,11 @@ func replayTargets(ctx context.Context, e *env, o *replayOptions, tracePath, pre
 			if err := ctx.Err(); err != nil {
 				return results, diverged, runs, err
 			}
-			if err := prepareRun(ctx, e, o, targets, i, rep, stores[i], st, ro); err != nil {
+			if len(targets[i].copies) > 0 {
+				if err := prepareCopies(ctx, o, targets[i], st, ro); err != nil {
+					return results, diverged, runs, err
+				}
+			} else if err := prepareRun(ctx, e, o, targets, i, rep, stores[i], st, ro); err != nil {
 				return results, diverged, runs, err
 			}
 			t := targets[i] // after prepareRun: --between-runs opens a directory target again
@@ -408,6 +432,23 @@ func replayTargets(ctx context.Context, e *env, o *replayOptions, tracePath, pre
 				dropCaches(e)
 			}
 			base := fmt.Sprintf("%s.t%d.r%d", prefix, i+1, rep+1)
+			if len(t.copies) > 0 {
+				sums, err := replayCopies(ctx, e, o, tracePath, base, t, st, ro, rep)
+				for k, sum := range sums {
+					if sum != nil {
+						results[i] = append(results[i], fmt.Sprintf("%s.c%d.iotap", base, k+1))
+						diverged += sum.Divergences
+						runs++
+					}
+				}
+				if errors.Is(err, context.Canceled) {
+					return results, diverged, runs, errors.New("interrupted: the result traces and summaries above cover the ops replayed until then")
+				}
+				if err != nil {
+					return results, diverged, runs, err
+				}
+				continue
+			}
 			sum, sampled, err := replayOnce(ctx, e, o, tracePath, base, t, st, ro, rep)
 			if sum != nil {
 				var out strings.Builder
@@ -565,27 +606,9 @@ func replayOnce(ctx context.Context, e *env, o *replayOptions, tracePath, base s
 		return nil, nil, err
 	}
 	defer func() { _ = r.Close() }()
-	src := r.Header()
-	h := trace.Header{
-		Kind:         "replay",
-		WallStart:    time.Now().UTC(),
-		Hostname:     sysinfo.Hostname(),
-		IotapVersion: version,
-		Kernel:       sysinfo.KernelRelease(),
-		Target:       b.Target(),
-		Command:      src.Command,
-		Labels: append(append([]trace.Label(nil), src.Labels...),
-			trace.Label{Key: "replay.of", Value: tracePath},
-			trace.Label{Key: "replay.timing", Value: ro.Timing.String()},
-			trace.Label{Key: "replay.speed", Value: strconv.FormatFloat(ro.Speed, 'g', -1, 64)},
-			trace.Label{Key: "replay.run", Value: strconv.Itoa(rep + 1)},
-			trace.Label{Key: "replay.recorded_fstype", Value: src.Target.FSType}),
-	}
+	h := replayHeader(r.Header(), b, tracePath, ro, rep)
 	if t.start != "" {
 		h.Labels = append(h.Labels, trace.Label{Key: "replay.start", Value: t.start})
-	}
-	if sb, ok := b.(*replays3.Backend); ok && sb.Given() != "" {
-		h.Labels = append(h.Labels, trace.Label{Key: "replay.s3_options", Value: sb.Given()})
 	}
 	w, err := trace.Create(base+".iotap", h, trace.WriterOptions{Logger: e.log})
 	if err != nil {
@@ -631,6 +654,29 @@ func replayOnce(ctx context.Context, e *env, o *replayOptions, tracePath, base s
 		return sum, sampled, &exitCodeError{code: exitError, err: runErr}
 	}
 	return sum, sampled, runErr // damage was found, and said, by deriveState
+}
+
+// replayHeader is the header of a replay trace of tracePath (header src) onto b.
+func replayHeader(src *trace.Header, b replay.Backend, tracePath string, ro replay.Options, rep int) trace.Header {
+	h := trace.Header{
+		Kind:         "replay",
+		WallStart:    time.Now().UTC(),
+		Hostname:     sysinfo.Hostname(),
+		IotapVersion: version,
+		Kernel:       sysinfo.KernelRelease(),
+		Target:       b.Target(),
+		Command:      src.Command,
+		Labels: append(append([]trace.Label(nil), src.Labels...),
+			trace.Label{Key: "replay.of", Value: tracePath},
+			trace.Label{Key: "replay.timing", Value: ro.Timing.String()},
+			trace.Label{Key: "replay.speed", Value: strconv.FormatFloat(ro.Speed, 'g', -1, 64)},
+			trace.Label{Key: "replay.run", Value: strconv.Itoa(rep + 1)},
+			trace.Label{Key: "replay.recorded_fstype", Value: src.Target.FSType}),
+	}
+	if sb, ok := b.(*replays3.Backend); ok && sb.Given() != "" {
+		h.Labels = append(h.Labels, trace.Label{Key: "replay.s3_options", Value: sb.Given()})
+	}
+	return h
 }
 
 // startProgress shows a progress bar on stderr when it is a terminal (or always).

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/iotap/iotap/internal/report"
+	"github.com/iotap/iotap/internal/s3store"
 	"github.com/iotap/iotap/internal/slurm"
 )
 
@@ -92,7 +93,9 @@ func replayShard(ctx context.Context, e *env, o *replayOptions, args []string, r
 		if o.Output != "" {
 			j.output = filepath.Join(o.Output, name)
 		}
-		if err := os.MkdirAll(j.target, 0o755); err != nil {
+		if s3store.IsURL(o.Targets[0]) {
+			j.target = strings.TrimRight(o.Targets[0], "/") + "/" + name // a key prefix: nothing to create
+		} else if err := os.MkdirAll(j.target, 0o755); err != nil {
 			return fmt.Errorf("replay: target: %w", err)
 		}
 		jobs = append(jobs, j)
