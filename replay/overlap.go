@@ -150,7 +150,8 @@ func (w *worker) endTeam() {
 
 // handOn gives up the baton before w issues an op whose issue time is ready: to an idle
 // helper (or a new one) when the thread's next op may start at once, or else leaves it
-// free for the member whose op completes next.
+// free for the member whose op completes next. When the next op waits for this one, w
+// keeps it.
 func (w *worker) handOn(ready int64) {
 	q := w.q
 	q.lastIssue = ready
@@ -160,6 +161,11 @@ func (w *worker) handOn(ready int64) {
 			q.closed = !q.hasNext
 		default: // not planned yet
 		}
+	}
+	if q.hasNext && q.next.Overlap == 0 || !q.hasNext && (q.closed || !q.overlap) {
+		// The next op waits for this one (or there is none): w keeps the baton and goes
+		// on once its op has completed.
+		return
 	}
 	q.mu.Lock()
 	w.holding = false
