@@ -27,7 +27,8 @@
 //
 // A replay through a system call interface makes the kernel issue its own lookups,
 // getattrs, flushes and releases, so the planner folds the recorded ones into the call they
-// belong to (onedata's ioreplay does the same; research/replay-anchors.md §1.3):
+// belong to (onedata's ioreplay does the same; research/replay-anchors.md §1.3). The
+// folding is package trace/fold, which the report's per-system-call view uses too:
 //
 //	recorded FUSE request(s)                     replayed call (kind)          op code in the replay trace
 //	lookup* of a path's components, then an op    the op only (walk folded)     the op's

@@ -2,58 +2,27 @@ package replay
 
 import (
 	"fmt"
-	"strings"
+
+	"github.com/iotap/iotap/trace/fold"
 )
 
 // CheckName reports whether name is an acceptable trace path: relative, slash-separated,
 // with no empty, "." or ".." component. "" (the root) is accepted. The error wraps
-// ErrEscape.
+// ErrEscape. The rule is fold.CheckName's: the planner skips the events it refuses.
 func CheckName(name string) error {
-	if name == "" {
-		return nil
-	}
-	if name[len(name)-1] == '/' {
-		return fmt.Errorf("replay: path %q: trailing slash: %w", name, ErrEscape)
-	}
-	if name[0] == '/' {
-		return fmt.Errorf("replay: path %q: absolute: %w", name, ErrEscape)
-	}
-	rest := name
-	for rest != "" {
-		var c string
-		c, rest, _ = strings.Cut(rest, "/")
-		switch c {
-		case "", ".", "..":
-			return fmt.Errorf("replay: path %q: component %q: %w", name, c, ErrEscape)
-		}
-		if strings.IndexByte(c, 0) >= 0 {
-			return fmt.Errorf("replay: path %q: NUL byte: %w", name, ErrEscape)
-		}
+	if err := fold.CheckName(name); err != nil {
+		return fmt.Errorf("replay: %w: %w", err, ErrEscape)
 	}
 	return nil
 }
 
 // SplitName splits a checked name into its parent directory ("" at the top) and last
 // component.
-func SplitName(name string) (dir, base string) {
-	i := strings.LastIndexByte(name, '/')
-	if i < 0 {
-		return "", name
-	}
-	return name[:i], name[i+1:]
-}
+func SplitName(name string) (dir, base string) { return fold.SplitName(name) }
 
 // parentOf returns the parent directory of name ("" for a top-level name and the root).
-func parentOf(name string) string {
-	d, _ := SplitName(name)
-	return d
-}
+func parentOf(name string) string { return fold.Parent(name) }
 
 // IsUnder reports whether the checked name is dir or below dir (everything is below the
 // root, "").
-func IsUnder(name, dir string) bool {
-	if dir == "" {
-		return true
-	}
-	return name == dir || (len(name) > len(dir) && name[len(dir)] == '/' && name[:len(dir)] == dir)
-}
+func IsUnder(name, dir string) bool { return fold.IsUnder(name, dir) }

@@ -1,0 +1,119 @@
+package fold
+
+import "github.com/iotap/iotap/trace"
+
+// Kind is the system call a Call stands for, as replay issues it.
+type Kind uint8
+
+// Call kinds. The package documentation says which requests each comes from.
+const (
+	Skip        Kind = iota // no call replay can issue (ioctl, poll, a setattr of bits no call sets)
+	Stat                    // lstat(path)
+	Fstat                   // fstat(fd): the thread holds the path open
+	Access                  // faccessat(path, mask)
+	Open                    // openat(path, flags, mode), also a create or opendir
+	Close                   // close(fd)
+	Read                    // pread(fd, size, off)
+	Write                   // pwrite(fd, size, off)
+	Readdir                 // getdents64(fd)
+	Fsync                   // fsync or fdatasync
+	Fallocate               // fallocate(fd, mode, off, len)
+	Ftruncate               // ftruncate(fd, size): the thread holds the file open
+	Truncate                // truncate(path, size)
+	Chmod                   // fchmodat
+	Utimes                  // utimensat
+	Mkdir                   // mkdirat
+	Mknod                   // mknodat
+	Unlink                  // unlinkat
+	Rmdir                   // unlinkat(AT_REMOVEDIR)
+	Rename                  // renameat2
+	Link                    // linkat
+	Symlink                 // symlinkat
+	Readlink                // readlinkat
+	Statfs                  // statfs
+	Getxattr                // getxattr
+	Listxattr               // listxattr
+	Setxattr                // setxattr
+	Removexattr             // removexattr
+	Lseek                   // lseek(SEEK_DATA / SEEK_HOLE)
+	Chown                   // lchown
+	Lock                    // fcntl locks
+	Copy                    // copy_file_range(fd, fd2)
+	NumKinds
+)
+
+var kindNames = [NumKinds]string{"skip", "lstat", "fstat", "access", "open", "close", "pread", "pwrite",
+	"getdents", "fsync", "fallocate", "ftruncate", "truncate", "chmod", "utimes", "mkdir", "mknod",
+	"unlink", "rmdir", "rename", "link", "symlink", "readlink", "statfs", "getxattr", "listxattr",
+	"setxattr", "removexattr", "lseek", "chown", "fcntl-lock", "copy_file_range"}
+
+func (k Kind) String() string {
+	if k < NumKinds {
+		return kindNames[k]
+	}
+	return "kind?"
+}
+
+// Call is one system call of the application: its primary recorded request and the
+// requests folded into it.
+type Call struct {
+	Kind   Kind
+	Rec    trace.Op // the primary request's op (flush for a close that flushed)
+	Worker uint32   // the thread the call belongs to (a close: the thread that opened the file)
+	Tid    uint32   // recorded caller of the primary request
+	Pid    uint32
+	Start  int64 // recorded start of the first request (ns since the trace origin)
+	Dur    int64 // recorded duration of the primary request(s)
+
+	Name, Name2 string // relative paths (Name2: rename/link/symlink second operand)
+	// Walk is the directory the call's path walk started from, as its folded lookups
+	// show (the parent of the shallowest one; the parent of Name when none was folded).
+	Walk            string
+	PathID, PathID2 uint32 // recorded path ids
+
+	Handle uint64 // recorded handle
+	// Slot is the index of the handle's open file in a table of the files open at once
+	// (freed slots are reused), -1 none.
+	Slot int32
+	// Handle2, Slot2 and Offset2 are copy_file_range's output handle, its open file and
+	// the output offset (Copy only).
+	Handle2 uint64
+	Slot2   int32
+	Offset2 int64
+	Offset  int64
+	Size    int64
+	Flags   uint32 // the primary request's flags
+	Mode    uint32
+
+	Errno uint16 // recorded outcome
+	Ret   int64  // recorded return value (bytes for reads and writes)
+	// Implicit marks an open the trace never showed (a handle opened before the trace
+	// began); Dir says it opens a directory.
+	Implicit bool
+	Dir      bool
+	// Events is the number of primary requests (two split pieces of a read; flush and
+	// release of a close), Reqs the number of requests the call stands for counting one
+	// for the primary ones (its own and the folded path-walk lookups and probes).
+	// FoldDur is the folded requests' recorded time.
+	Events  uint16
+	Reqs    uint16
+	FoldDur int64
+}
+
+// Requests returns the number of recorded requests the call stands for.
+func (c *Call) Requests() int {
+	if c.Events == 0 {
+		return 0
+	}
+	return int(c.Events) + int(c.Reqs) - 1
+}
+
+// Time returns the call's time in the storage: the recorded time of its primary requests
+// plus that of the requests folded into it.
+func (c *Call) Time() int64 { return c.Dur + c.FoldDur }
+
+// fold charges folded requests to c.
+func (c *Call) fold(reqs int, dur int64) {
+	c.Reqs = uint16(min(int(c.Reqs)+reqs, 1<<16-1))
+	c.FoldDur += dur
+}

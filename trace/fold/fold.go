@@ -1,0 +1,376 @@
+package fold
+
+import (
+	"slices"
+
+	"github.com/iotap/iotap/trace"
+)
+
+// Names resolves the path ids events carry; *trace.Reader satisfies it.
+type Names interface {
+	PathName(id uint32) string
+}
+
+// Options tune how recorded requests are folded into calls.
+type Options struct {
+	// Window is the number of events held to restore start-time order (default 65536).
+	Window int
+	// FoldWindow is the longest gap between a lookup's end and the call of the same thread
+	// it is folded into (default 2 ms).
+	FoldWindow int64
+	// MergeGap is the longest gap between two pieces of one split read or write (default
+	// 200 µs).
+	MergeGap int64
+	// NoFold makes every lookup a call of its own (an lstat), for a trace whose events are
+	// system calls already.
+	NoFold bool
+}
+
+func (o *Options) defaults() {
+	if o.Window <= 0 {
+		o.Window = 1 << 16
+	}
+	if o.FoldWindow <= 0 {
+		o.FoldWindow = 2e6
+	}
+	if o.MergeGap <= 0 {
+		o.MergeGap = 200e3
+	}
+}
+
+// Stats count what folding did to the recorded events.
+type Stats struct {
+	Events    uint64               // recorded events read
+	ByOp      [trace.NumOps]uint64 // recorded events read, per op
+	Folded    [trace.NumOps]uint64 // events folded into another call (or dropped as kernel traffic)
+	Merged    uint64               // read/write pieces merged into the previous piece
+	Implicit  uint64               // implicit opens added for handles opened before the trace
+	Unknown   uint64               // events with an unknown path, skipped
+	Escapes   uint64               // events whose path is refused (absolute, "..")
+	Unordered uint64               // events that arrived after the sort window had passed them
+}
+
+type pathInfo struct {
+	name string
+	bad  bool // name refused by CheckName or unknown
+}
+
+type handleState struct {
+	node     uint64 // FUSE node id of the open file (0 if unknown)
+	worker   uint32
+	slot     int32
+	pathID   uint32
+	flushErr uint16
+	flushDur int64
+	flushed  bool
+	dir      bool
+	// pos is where the handle's last write or copy ended: the file position a
+	// copy_file_range with no output offset writes at. Only a version-1 trace needs it
+	// (it records only the input offset).
+	pos int64
+}
+
+// maxHolding bounds the threads that hold calls back at once: every event scans them.
+const maxHolding = 1024
+
+// holder is a thread that may hold calls.
+type holder struct {
+	tid uint32
+	t   *threadState
+}
+
+type threadState struct {
+	held   []Call // lookups waiting to be folded, then at most one mergeable read or write last
+	listed bool   // in Folder.holding
+}
+
+// Folder turns a stream of recorded events into the calls they stand for, in an order
+// that keeps each thread's program order. It is used from one goroutine.
+//
+// Memory is bounded by the sort window (Options.Window events) and by tables of the
+// distinct paths, the handles open at once and the threads holding requests back — never
+// by the number of events.
+type Folder struct {
+	names Names
+	opts  Options
+	off2  bool // the trace records copy_file_range's output offset (format version ≥ 2)
+
+	// OnEvent, when set, sees every event in the order it is folded (start order within
+	// the window), before it is folded.
+	OnEvent func(*trace.Event)
+
+	// The sort window: events live in slots of evs; heap is a min-heap of slot indices by
+	// (Start, file order); free lists unused slots.
+	evs     []trace.Event
+	heap    []heapEntry
+	free    []int32
+	seq     uint64
+	ended   bool
+	lastOut int64
+
+	paths   map[uint32]*pathInfo
+	handles map[uint64]*handleState
+	// superseded holds a handle's previous incarnation when an open reused its number
+	// before the old one's release was seen: go-fuse frees the number when the release
+	// starts, and the open that reuses it may have started earlier.
+	superseded map[uint64]*handleState
+	byPath     map[uint32]uint64 // path id -> an open handle on it (for fstat/ftruncate)
+	threads    map[uint32]*threadState
+	spare      []*threadState // emptied thread states, for reuse
+	holding    []holder       // threads that may hold calls, in the order they began to (see expire)
+	freeSlot   []int32
+	nSlots     int32
+
+	cur   trace.Event
+	out   []Call // ready calls, FIFO
+	outAt int
+
+	Stats Stats
+}
+
+// New returns a Folder for the events of a trace with header h (nil: a current version),
+// whose path ids names resolves.
+func New(names Names, h *trace.Header, o Options) *Folder {
+	o.defaults()
+	return &Folder{
+		names: names, opts: o, off2: h == nil || h.Version >= trace.Version2,
+		paths: map[uint32]*pathInfo{}, handles: map[uint64]*handleState{}, byPath: map[uint32]uint64{},
+		superseded: map[uint64]*handleState{}, threads: map[uint32]*threadState{},
+		lastOut: -1 << 62,
+	}
+}
+
+// Slots returns the size the open-file table needs.
+func (f *Folder) Slots() int32 { return f.nSlots }
+
+// PathName returns the name of path id as the folder saw it, and false when the folder
+// refused it (unknown, or leaving the root) or never saw it.
+func (f *Folder) PathName(id uint32) (string, bool) {
+	pi := f.paths[id]
+	if pi == nil || pi.bad {
+		return "", false
+	}
+	return pi.name, true
+}
+
+// Add takes the next event in file order. The folder copies it.
+func (f *Folder) Add(ev *trace.Event) {
+	f.seq++
+	var slot int32
+	if n := len(f.free); n > 0 {
+		slot = f.free[n-1]
+		f.free = f.free[:n-1]
+		f.evs[slot] = *ev
+	} else {
+		slot = int32(len(f.evs))
+		f.evs = append(f.evs, *ev)
+	}
+	f.heap = append(f.heap, heapEntry{start: ev.Start, seq: f.seq, slot: slot})
+	f.up(len(f.heap) - 1)
+}
+
+// End says that no event follows: Next then returns every call still held.
+func (f *Folder) End() { f.ended = true }
+
+// Ended reports whether End was called.
+func (f *Folder) Ended() bool { return f.ended }
+
+// Next returns the next call in order, valid until the next call of Next, or false when
+// it needs more events (before End) or has returned every call (after End).
+func (f *Folder) Next() (*Call, bool) {
+	for f.outAt >= len(f.out) {
+		f.out, f.outAt = f.out[:0], 0
+		if len(f.heap) > 0 && (f.ended || len(f.heap) >= f.opts.Window) {
+			f.feed(f.pop())
+			continue
+		}
+		if !f.ended || !f.flushAll() {
+			return nil, false
+		}
+	}
+	c := &f.out[f.outAt]
+	f.outAt++
+	return c, true
+}
+
+// pop returns the earliest event of the sort window.
+func (f *Folder) pop() *trace.Event {
+	slot := f.heap[0].slot
+	n := len(f.heap) - 1
+	f.heap[0] = f.heap[n]
+	f.heap = f.heap[:n]
+	f.down(0)
+	f.free = append(f.free, slot)
+	f.cur = f.evs[slot]
+	if f.cur.Start < f.lastOut {
+		f.Stats.Unordered++
+	} else {
+		f.lastOut = f.cur.Start
+	}
+	return &f.cur
+}
+
+// heapEntry is a sort window slot keyed by (start, file order).
+type heapEntry struct {
+	start int64
+	seq   uint64
+	slot  int32
+}
+
+func (f *Folder) less(i, j int) bool {
+	a, b := &f.heap[i], &f.heap[j]
+	if a.start != b.start {
+		return a.start < b.start
+	}
+	return a.seq < b.seq
+}
+
+func (f *Folder) swap(i, j int) { f.heap[i], f.heap[j] = f.heap[j], f.heap[i] }
+
+func (f *Folder) up(i int) {
+	for i > 0 {
+		par := (i - 1) / 2
+		if !f.less(i, par) {
+			return
+		}
+		f.swap(i, par)
+		i = par
+	}
+}
+
+func (f *Folder) down(i int) {
+	n := len(f.heap)
+	for {
+		l := 2*i + 1
+		if l >= n {
+			return
+		}
+		m := l
+		if r := l + 1; r < n && f.less(r, l) {
+			m = r
+		}
+		if !f.less(m, i) {
+			return
+		}
+		f.swap(i, m)
+		i = m
+	}
+}
+
+func (f *Folder) path(id uint32) *pathInfo {
+	if pi, ok := f.paths[id]; ok {
+		return pi
+	}
+	pi := &pathInfo{}
+	if id == 0 {
+		pi.bad = true
+	} else {
+		pi.name = f.names.PathName(id)
+		if len(pi.name) > 0 && pi.name[0] == '?' || CheckName(pi.name) != nil {
+			pi.bad = true
+		}
+	}
+	f.paths[id] = pi
+	return pi
+}
+
+func (f *Folder) thread(tid uint32) *threadState {
+	t, ok := f.threads[tid]
+	if !ok {
+		if n := len(f.spare); n > 0 {
+			t = f.spare[n-1]
+			f.spare = f.spare[:n-1]
+		} else {
+			t = &threadState{}
+		}
+		f.threads[tid] = t
+	}
+	return t
+}
+
+// forget drops the state of a thread that holds nothing and is not listed.
+func (f *Folder) forget(tid uint32, t *threadState) {
+	delete(f.threads, tid)
+	t.held = t.held[:0]
+	if len(f.spare) < 64 {
+		f.spare = append(f.spare, t)
+	}
+}
+
+// flushAll releases every held call (end of trace), threads in id order. It reports
+// whether anything was queued.
+func (f *Folder) flushAll() bool {
+	tids := make([]uint32, 0, len(f.threads))
+	for tid, t := range f.threads {
+		if len(t.held) > 0 {
+			tids = append(tids, tid)
+		}
+	}
+	slices.Sort(tids)
+	for _, tid := range tids {
+		f.release(tid)
+	}
+	return len(f.out) > f.outAt
+}
+
+// expire releases the held calls of threads whose oldest held call ended longer ago than
+// any fold or merge could reach, before the event starting at now is folded: otherwise a
+// thread that goes quiet after a lookup would have it dispatched after later calls of
+// other threads on the same path. It also drops the threads that hold nothing any more.
+func (f *Folder) expire(now int64) {
+	horizon := max(f.opts.FoldWindow, f.opts.MergeGap)
+	j := 0
+	for _, h := range f.holding {
+		t := h.t
+		if len(t.held) > 0 {
+			if c := &t.held[0]; c.Start+c.Dur+horizon < now {
+				f.release(h.tid)
+			}
+		}
+		if len(t.held) == 0 {
+			t.listed = false
+			f.forget(h.tid, t)
+			continue
+		}
+		f.holding[j] = h
+		j++
+	}
+	clear(f.holding[j:])
+	f.holding = f.holding[:j]
+}
+
+// release emits the calls held for tid.
+func (f *Folder) release(tid uint32) {
+	t := f.threads[tid]
+	if t == nil || len(t.held) == 0 {
+		return
+	}
+	for i := range t.held {
+		f.emit(&t.held[i])
+	}
+	t.held = t.held[:0]
+}
+
+// feed takes one event in start order.
+func (f *Folder) feed(ev *trace.Event) {
+	if len(f.holding) > 0 {
+		f.expire(ev.Start)
+	}
+	f.feed1(ev)
+	t := f.threads[ev.Tid]
+	switch {
+	case t == nil || t.listed:
+	case len(t.held) > 0:
+		if len(f.holding) >= maxHolding {
+			// As many threads hold calls as a real job never has at once: the one
+			// holding longest issues them now rather than each event scanning them all.
+			f.release(f.holding[0].tid)
+		}
+		t.listed = true
+		f.holding = append(f.holding, holder{ev.Tid, t})
+	default:
+		f.forget(ev.Tid, t)
+	}
+}
+
+func (f *Folder) emit(c *Call) { f.out = append(f.out, *c) }
