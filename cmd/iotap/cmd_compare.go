@@ -34,6 +34,7 @@ type compareOptions struct {
 	Output    string
 	Force     bool
 	Tolerance float64
+	View      string
 }
 
 func (o *compareOptions) AddFlags(fs *pflag.FlagSet) {
@@ -41,6 +42,7 @@ func (o *compareOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVarP(&o.Output, "output", "o", "", "write the comparison to `file` instead of standard output")
 	fs.BoolVar(&o.Force, "force", false, "compare even if the traces do not look like the same work")
 	fs.Float64Var(&o.Tolerance, "tolerance", 0.05, "largest relative difference in op counts and bytes between sides doing the same work, as a `fraction`")
+	fs.StringVar(&o.View, "view", report.ViewSyscalls, "`view` to compare by: syscalls (the application's system calls, folded from FUSE requests as replay folds them) or requests (the FUSE requests the storage saw)")
 }
 
 func runCompare(ctx context.Context, e *env, o *compareOptions, args []string) error {
@@ -51,6 +53,9 @@ func runCompare(ctx context.Context, e *env, o *compareOptions, args []string) e
 	case "text", "json", "html":
 	default:
 		return usageErrorf("--format %q: want text, json or html", o.Format)
+	}
+	if o.View != report.ViewSyscalls && o.View != report.ViewRequests {
+		return usageErrorf("--view %q: want syscalls or requests", o.View)
 	}
 	if !(o.Tolerance >= 0 && o.Tolerance < 1) { // NaN fails too
 		return usageErrorf("--tolerance %g: want a fraction in [0, 1)", o.Tolerance)
@@ -79,6 +84,9 @@ func runCompare(ctx context.Context, e *env, o *compareOptions, args []string) e
 		names, sides = append(names, n...), append(sides, s...)
 	}
 	c := report.Compare(names, sides, o.Tolerance)
+	if o.View == report.ViewSyscalls && !report.CompareCalls(c, sides) {
+		c.Warnings = append(c.Warnings, "a side has no per-system-call view: compared per FUSE request")
+	}
 	if len(c.Mismatches) > 0 && !o.Force {
 		return usageErrorf("the traces are not the same work (tolerance %g):\n  %s\nuse --force to compare anyway",
 			o.Tolerance, strings.Join(c.Mismatches, "\n  "))

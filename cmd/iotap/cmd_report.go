@@ -250,6 +250,8 @@ func loadTrace(ctx context.Context, e *env, file string, so stats.Options) (*sta
 		return nil, describeOpenError(file, err)
 	}
 	defer closeTrace() //nolint:errcheck // read only: nothing to lose on close
+	// The per-system-call view folds requests by their paths.
+	so.Names = r
 	acc := stats.NewAccumulator(file, r.Header(), so)
 	for n := 0; ; n++ {
 		if n&0xffff == 0 && ctx.Err() != nil {

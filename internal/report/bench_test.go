@@ -56,12 +56,15 @@ func itoa(i int) string {
 }
 
 // BenchmarkReadAndAggregate is what `iotap report` spends per event: decode the trace file
-// and aggregate every event (rendering is per report, not per event).
+// and aggregate every event (rendering is per report, not per event), with the
+// per-system-call view (calls: the requests folded into calls, as the report does) and
+// without it (requests), side by side.
 func BenchmarkReadAndAggregate(b *testing.B) {
 	for _, bc := range []struct {
 		name   string
 		nfiles int
-	}{{"64files", 64}, {"100kfiles", 100_000}} {
+		calls  bool
+	}{{"64files/requests", 64, false}, {"64files/calls", 64, true}, {"100kfiles/requests", 100_000, false}, {"100kfiles/calls", 100_000, true}} {
 		b.Run(bc.name, func(b *testing.B) {
 			const n = 1 << 20
 			path := filepath.Join(b.TempDir(), "bench.iotap")
@@ -74,7 +77,11 @@ func BenchmarkReadAndAggregate(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				a := stats.NewAccumulator("bench", r.Header(), stats.Options{})
+				o := stats.Options{}
+				if bc.calls {
+					o.Names = r
+				}
+				a := stats.NewAccumulator("bench", r.Header(), o)
 				for {
 					ev, err := r.Next()
 					if err == io.EOF {

@@ -23,8 +23,11 @@ const CompareSchema = "iotap.compare/v1"
 // Comparison puts traces of the same work on different storage side by side. Side 0 is the
 // baseline; ratios are side / baseline (above 1: slower or more).
 type Comparison struct {
-	Schema     string   `json:"schema"`
-	Tolerance  float64  `json:"tolerance"`
+	Schema    string  `json:"schema"`
+	Tolerance float64 `json:"tolerance"`
+	// View is the view that leads (ViewSyscalls or ViewRequests): its rows come first in
+	// text and HTML, and the same-work check and the most slower and faster lists use it.
+	View       string   `json:"view"`
 	Forced     bool     `json:"forced,omitempty"`
 	Mismatches []string `json:"mismatches,omitempty"` // why the sides are not the same work
 	// Excluded are the ops the same-work check left out because one side is a recording
@@ -33,9 +36,14 @@ type Comparison struct {
 	ExcludedWhy string        `json:"excluded_why,omitempty"`
 	Warnings    []string      `json:"warnings,omitempty"`
 	Sides       []CompareSide `json:"sides"`
+	Calls       []CompareCall `json:"syscalls,omitempty"` // per kind of system call (see CompareCalls)
 	Ops         []CompareOp   `json:"ops"`
 	Slower      []Change      `json:"slower"` // ops that lost the most time against the baseline
 	Faster      []Change      `json:"faster"` // ops that gained the most
+	// SlowerCalls and FasterCalls are the kinds of system call that lost and gained the
+	// most (see CompareCalls); Change.Op names the call.
+	SlowerCalls []Change `json:"slower_calls,omitempty"`
+	FasterCalls []Change `json:"faster_calls,omitempty"`
 }
 
 // CompareSide is one side: one trace, or several merged (a directory of per-node traces).
@@ -54,6 +62,10 @@ type CompareSide struct {
 	// Use is the side's throughput beside what its storage client and iotap used
 	// (client.go); nil when its traces were not sampled.
 	Use *SideUse `json:"resources,omitempty"`
+	// CallNs is the summed time of the side's system calls (the per-system-call view);
+	// CallRatio is it over the baseline's.
+	CallNs    int64   `json:"call_ns,omitempty"`
+	CallRatio float64 `json:"call_ratio,omitempty"`
 }
 
 // CompareOp is one operation across sides.
@@ -166,7 +178,7 @@ func ratio(a, b float64) float64 {
 // Compare builds a comparison of sides (side 0 is the baseline). names label the sides.
 // It does not refuse anything itself: callers check Mismatches and Forced.
 func Compare(names []string, sides []*stats.Stats, tol float64) *Comparison {
-	c := &Comparison{Schema: CompareSchema, Tolerance: tol}
+	c := &Comparison{Schema: CompareSchema, Tolerance: tol, View: ViewRequests}
 	for i, s := range sides {
 		r, _ := Build([]*stats.Stats{s}, Options{Top: 1})
 		cs := CompareSide{Name: names[i], Traces: r.Traces, Events: s.Events, DurationNs: r.Total.DurationNs, TotalNs: s.TotalNs(), DataShare: r.Total.Patterns.DataShare}
@@ -203,7 +215,7 @@ func Compare(names []string, sides []*stats.Stats, tol float64) *Comparison {
 	}
 	mixed := kinds["record"] && kinds["replay"]
 	if mixed {
-		c.Warnings = append(c.Warnings, "recorded and replayed traces side by side: replay folds path-walk lookups and closes with one call, so compare the work time (without lookup, forget, release, releasedir, flush) rather than the job I/O time")
+		c.Warnings = append(c.Warnings, mixedWarning)
 	}
 	type opKey struct {
 		op    int
@@ -265,6 +277,9 @@ func Compare(names []string, sides []*stats.Stats, tol float64) *Comparison {
 	return c
 }
 
+// mixedWarning says how to read requests of a recording against those of a replay.
+const mixedWarning = "recorded and replayed traces side by side: replay folds path-walk lookups and closes with one call, so compare the work time (without lookup, forget, release, releasedir, flush) rather than the job I/O time"
+
 // hasKind reports whether a trace of the side has header kind k.
 func hasKind(s *CompareSide, k string) bool {
 	for _, t := range s.Traces {
@@ -307,8 +322,8 @@ func fmtRatio(r float64) string {
 // WriteCompareText renders c for a terminal.
 func WriteCompareText(w io.Writer, c *Comparison) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "iotap compare: %d sides, baseline %s; ratios are side / baseline (>1 = slower)\n\n", len(c.Sides), termsafe.Name(c.Sides[0].Name))
-	t := newTable("side", "kind", "host", "fs", "cache", "events", "duration", "job I/O time", "ratio", "work time", "ratio", "data share")
+	fmt.Fprintf(&b, "iotap compare: %d sides, baseline %s; %s; ratios are side / baseline (>1 = slower)\n\n", len(c.Sides), termsafe.Name(c.Sides[0].Name), viewLine(c.View))
+	t := compareSidesTable(c.View)
 	for _, s := range c.Sides {
 		var kinds, hosts, fss, caches []string
 		for _, tr := range s.Traces {
@@ -317,8 +332,9 @@ func WriteCompareText(w io.Writer, c *Comparison) error {
 			fss = append(fss, tr.Target.FSType)
 			caches = append(caches, tr.Cache)
 		}
-		t.add(s.Name, orDash(strings.Join(dedup(kinds), ",")), orDash(strings.Join(dedup(hosts), ",")), orDash(strings.Join(dedup(fss), ",")), orDash(strings.Join(dedup(caches), ",")),
-			format.Count(s.Events), format.Dur(s.DurationNs), format.Dur(s.TotalNs), fmtRatio(s.Ratio), format.Dur(s.WorkNs), fmtRatio(s.WorkRatio), format.Pct(s.DataShare))
+		cells := []string{s.Name, orDash(strings.Join(dedup(kinds), ",")), orDash(strings.Join(dedup(hosts), ",")), orDash(strings.Join(dedup(fss), ",")), orDash(strings.Join(dedup(caches), ",")),
+			format.Count(s.Events), format.Dur(s.DurationNs)}
+		t.add(append(cells, compareSideTimes(c.View, &s)...)...)
 	}
 	b.WriteString(t.String())
 	writeSideUse(&b, c)
@@ -331,8 +347,8 @@ func WriteCompareText(w io.Writer, c *Comparison) error {
 	for _, wn := range c.Warnings {
 		fmt.Fprintf(&b, "WARNING: %s\n", wn)
 	}
-	for _, o := range c.Ops {
-		fmt.Fprintf(&b, "\n%s\n", o.Op)
+	for _, o := range c.rows() {
+		fmt.Fprintf(&b, "\n%s\n", o.Name)
 		t := newTable("side", "count", "errors", "p50", "p99", "mean", "total", "p50 ratio", "p99 ratio", "mean ratio", "total ratio")
 		for i, s := range o.Sides {
 			r := Ratios{}
@@ -354,7 +370,7 @@ func WriteCompareText(w io.Writer, c *Comparison) error {
 			return
 		}
 		fmt.Fprintf(&b, "\n%s\n", title)
-		t := newTable("side", "op", "baseline total", "total", "change", "mean ratio", "p99 ratio")
+		t := newTable("side", rowKind(c.View), "baseline total", "total", "change", "mean ratio", "p99 ratio")
 		for _, ch := range chs {
 			sign := "+"
 			d := ch.DeltaNs
@@ -365,8 +381,9 @@ func WriteCompareText(w io.Writer, c *Comparison) error {
 		}
 		b.WriteString(t.String())
 	}
-	writeChanges("most slower (time lost against the baseline)", c.Slower)
-	writeChanges("most faster (time gained against the baseline)", c.Faster)
+	slower, faster := c.changes()
+	writeChanges("most slower (time lost against the baseline)", slower)
+	writeChanges("most faster (time gained against the baseline)", faster)
 	_, err := io.WriteString(w, termsafe.Text(b.String()))
 	return err
 }
@@ -383,12 +400,13 @@ func WriteCompareHTML(w io.Writer, c *Comparison) error {
 	for _, s := range c.Sides {
 		names = append(names, s.Name)
 	}
-	for _, o := range c.Ops[:min(len(c.Ops), maxPlotOps)] {
+	rows := c.rows()
+	for _, o := range rows[:min(len(rows), maxPlotOps)] {
 		var bins [][]HistBin
 		for _, s := range o.Sides {
 			bins = append(bins, s.Hist)
 		}
-		p, err := cdfPlot(o.Op+" latency CDF", names, bins, true)
+		p, err := cdfPlot(o.Name+" latency CDF", names, bins, true)
 		if err != nil {
 			return err
 		}
@@ -396,18 +414,22 @@ func WriteCompareHTML(w io.Writer, c *Comparison) error {
 		if err != nil {
 			return err
 		}
-		figs = append(figs, figure{Title: o.Op, SVG: template.HTML(s)})
+		figs = append(figs, figure{Title: o.Name, SVG: template.HTML(s)})
 	}
+	slower, faster := c.changes()
 	return compareTmpl.Execute(w, struct {
-		C       *Comparison
-		Figures []figure
-	}{c, figs})
+		C              *Comparison
+		Figures        []figure
+		Rows           []compareRow
+		Slower, Faster []Change
+	}{c, figs, rows, slower, faster})
 }
 
 var compareTmpl = template.Must(template.New("compare").Funcs(funcs).Funcs(template.FuncMap{
-	"ratio": fmtRatio,
-	"join":  strings.Join,
-	"side":  func(c *Comparison, i int) string { return c.Sides[i].Name },
+	"ratio":    fmtRatio,
+	"viewLine": viewLine,
+	"join":     strings.Join,
+	"side":     func(c *Comparison, i int) string { return c.Sides[i].Name },
 	"delta": func(ns int64) string {
 		if ns > 0 {
 			return "+" + format.Dur(ns)
@@ -423,27 +445,27 @@ var compareTmpl = template.Must(template.New("compare").Funcs(funcs).Funcs(templ
 <body>
 {{- $c := .C}}
 <h1>iotap compare</h1>
-<div class="facts">{{len $c.Sides}} sides; baseline <b>{{(index $c.Sides 0).Name}}</b>. Ratios are side / baseline: above 1 is slower (or more). Schema {{$c.Schema}}.</div>
+<div class="facts">{{len $c.Sides}} sides; baseline <b>{{(index $c.Sides 0).Name}}</b>; {{viewLine $c.View}}. Ratios are side / baseline: above 1 is slower (or more). Schema {{$c.Schema}}.</div>
 {{if $c.Excluded}}<div class="warn">same-work check of recorded against replayed traces leaves out {{join $c.Excluded ", "}}: {{$c.ExcludedWhy}}</div>
 {{end}}{{range $c.Mismatches}}<div class="warn bad">⚠ not the same work (compared with --force): {{.}}</div>
 {{end}}{{range $c.Warnings}}<div class="warn">⚠ {{.}}</div>
 {{end}}
 <h2>Sides</h2>
-<table><tr><th class="l">side</th><th class="l">traces</th><th>events</th><th>duration</th><th>job I/O time</th><th>ratio</th><th>work time</th><th>ratio</th><th>data share</th></tr>
-{{range $c.Sides}}<tr><td class="l">{{.Name}}</td><td class="l">{{range $i, $t := .Traces}}{{if $i}}<br>{{end}}{{$t.File}} ({{orDash $t.Kind}}, {{orDash $t.Host}}, {{orDash $t.Target.FSType}}, cache {{orDash $t.Cache}}){{end}}</td><td>{{count .Events}}</td><td>{{dur .DurationNs}}</td><td>{{dur .TotalNs}}</td><td>{{ratio .Ratio}}</td><td>{{dur .WorkNs}}</td><td>{{ratio .WorkRatio}}</td><td>{{pct .DataShare}}</td></tr>
+{{$calls := eq $c.View "syscalls"}}<table><tr><th class="l">side</th><th class="l">traces</th><th>events</th><th>duration</th>{{if $calls}}<th>call time</th><th>ratio</th>{{else}}<th>job I/O time</th><th>ratio</th><th>work time</th><th>ratio</th>{{end}}<th>data share</th></tr>
+{{range $c.Sides}}<tr><td class="l">{{.Name}}</td><td class="l">{{range $i, $t := .Traces}}{{if $i}}<br>{{end}}{{$t.File}} ({{orDash $t.Kind}}, {{orDash $t.Host}}, {{orDash $t.Target.FSType}}, cache {{orDash $t.Cache}}){{end}}</td><td>{{count .Events}}</td><td>{{dur .DurationNs}}</td>{{if $calls}}<td>{{dur .CallNs}}</td><td>{{ratio .CallRatio}}</td>{{else}}<td>{{dur .TotalNs}}</td><td>{{ratio .Ratio}}</td><td>{{dur .WorkNs}}</td><td>{{ratio .WorkRatio}}</td>{{end}}<td>{{pct .DataShare}}</td></tr>
 {{end}}</table>
-{{if $c.Slower}}<h2>Most slower</h2>{{template "changes" $c.Slower}}{{end}}
-{{if $c.Faster}}<h2>Most faster</h2>{{template "changes" $c.Faster}}{{end}}
+{{if .Slower}}<h2>Most slower</h2>{{template "changes" .Slower}}{{end}}
+{{if .Faster}}<h2>Most faster</h2>{{template "changes" .Faster}}{{end}}
 <h2>Latency CDFs</h2>
 <div class="figs">{{range .Figures}}<div class="fig">{{.SVG}}</div>{{end}}</div>
-<h2>Per operation</h2>
-{{range $c.Ops}}<h3>{{.Op}}</h3>
+<h2>{{if $calls}}Per system call{{else}}Per FUSE request (operation){{end}}</h2>
+{{range .Rows}}<h3>{{.Name}}</h3>
 <table><tr><th class="l">side</th><th>count</th><th>errors</th><th>p50</th><th>p99</th><th>mean</th><th>total</th><th>p50 ratio</th><th>p99 ratio</th><th>mean ratio</th><th>total ratio</th></tr>
 {{range $i, $s := .Sides}}<tr><td class="l">{{side $c $i}}</td><td>{{count $s.Count}}</td><td>{{count $s.Errors}}</td><td>{{dur $s.P50}}</td><td>{{dur $s.P99}}</td><td>{{durf $s.MeanNs}}</td><td>{{dur $s.TotalNs}}</td>{{with $s.Ratio}}<td>{{ratio .P50}}</td><td>{{ratio .P99}}</td><td>{{ratio .Mean}}</td><td>{{ratio .Total}}</td>{{else}}<td>base</td><td>base</td><td>base</td><td>base</td>{{end}}</tr>
 {{end}}</table>
 {{end}}
 </body></html>
-{{define "changes"}}<table><tr><th class="l">side</th><th class="l">op</th><th>baseline total</th><th>total</th><th>change</th><th>mean ratio</th><th>p99 ratio</th></tr>
+{{define "changes"}}<table><tr><th class="l">side</th><th class="l">op or call</th><th>baseline total</th><th>total</th><th>change</th><th>mean ratio</th><th>p99 ratio</th></tr>
 {{range .}}<tr><td class="l">{{.Side}}</td><td class="l">{{.Op}}</td><td>{{dur .BaseNs}}</td><td>{{dur .TotalNs}}</td><td>{{delta .DeltaNs}}</td><td>{{ratio .MeanRatio}}</td><td>{{ratio .P99Ratio}}</td></tr>
 {{end}}</table>{{end}}
 `))

@@ -13,6 +13,16 @@
 // the storage), the target file system type, host, command, labels, dropped events and
 // damage. Warnings repeat them when they matter.
 //
+// The first table is per system call: the calls the application made, found by folding the
+// FUSE requests as replay does (package trace/fold: path-walk lookups into the call that
+// walked, flush and release into close, the kernel's privilege probes into the setattr
+// or write, split reads and writes into one). A call's time is its time in the storage:
+// the summed durations of its requests. The view cannot show calls that sent no request
+// (lseek, fcntl other than locks, page-cache hits and attribute-cache stats with cache
+// "kernel"); an open of a missing name sends only its lookup and counts as a stat; a
+// descriptor that dup or fork copied is closed once per open file. The per-request tables
+// that follow show what the storage saw.
+//
 // Latencies are durations of filesystem operations as the tracing layer timed them.
 // Percentiles come from HDR histograms with 3 significant digits: pN is the highest value
 // equivalent to the order statistic of rank round(N/100 × count) (at least 1), capped at
@@ -54,7 +64,23 @@
 //
 //	name, traces[] (indexes into traces), events, dropped, start (first op),
 //	duration_ns (first op start to last op end), total_ns (job I/O time)
-//	ops[]        one per operation seen, by total_ns descending:
+//	syscalls[]   the per-system-call view, one per kind of call seen, by total_ns
+//	             descending (absent when a trace was read without it):
+//	  call ("open" (also creat and opendir), "stat" (stat, lstat, fstat, statx, and a
+//	  lookup standing alone), "access", "close", "read", "write", "getdents",
+//	  "readlink", "mkdir", "mknod", "unlink", "rmdir", "rename", "link", "symlink",
+//	  "chmod", "chown", "truncate", "utimes", "setattr" (attributes no single call
+//	  sets), "fsync", "fdatasync", "getxattr", "listxattr", "setxattr", "removexattr",
+//	  "lock", "copy_file_range", "fallocate", "lseek", "statfs", "other" (ioctl, poll)),
+//	  count, errors, errnos{"ENOENT": n}, bytes (read, write, copy_file_range,
+//	  getdents, readlink, getxattr, listxattr), total_ns (summed time in the storage),
+//	  share (of call_ns), mean_ns, p50_ns, p90_ns, p99_ns, p99_9_ns, max_ns, requests
+//	  (FUSE requests the calls stand for; 0 in a replay's trace, whose events are the
+//	  calls it issued), requests_per_call (mean), max_requests, cdf[], hist[] (as in
+//	  ops[])
+//	call_ns      the calls' summed time
+//	syscall_notes[] what the per-system-call view cannot show, for these traces
+//	ops[]        one per operation (FUSE request) seen, by total_ns descending:
 //	  op, class ("meta"|"data"|"open"|"dir"), count, errors, errnos{"ENOENT": n},
 //	  bytes (bytes done: read, write, copy_file_range, readdir*, *xattr, readlink),
 //	  total_ns, share (of the view's total_ns), mean_ns, p50_ns, p90_ns, p99_ns,
@@ -131,6 +157,10 @@
 // # JSON schema iotap.compare/v1
 //
 //	schema "iotap.compare/v1", tolerance, forced, mismatches[], warnings[]
+//	view      "syscalls" (the default: per system call) or "requests" (--view
+//	          requests: per FUSE request): the view that leads and that the same-work
+//	          check uses
+//	excluded_ops[], excluded_why: what the same-work check left out, and why
 //	sides[]   {name, traces[] (as in a report), events, duration_ns, total_ns,
 //	          total_ratio (to the baseline), work_ns (time of the ops the same-work check
 //	          counts: all but lookup, forget, release, releasedir and flush, which depend on
@@ -139,17 +169,23 @@
 //	          (moved bytes per second of the side's duration), client (names),
 //	          client_peak_rss_bytes (the largest of its traces), client_cpu_s,
 //	          client_cpu_s_per_gb, iotap_peak_rss_bytes, iotap_cpu_s, iotap_cpu_s_per_gb,
-//	          settings (the S3 client options a replay used, label replay.s3_options)}}
+//	          settings (the S3 client options a replay used, label replay.s3_options)},
+//	          call_ns (the calls' summed time; syscalls view), call_ratio}
+//	syscalls[] syscalls view: by the baseline's total time: {call, sides[] (as in ops[])}
 //	ops[]     by the baseline's total time: {op, sides[] {count, errors, bytes, mean_ns,
 //	          p50_ns, p99_ns, total_ns, ratio {count, p50, p99, mean, total} (absent on
 //	          the baseline; 0 when the baseline value is 0), hist[]}}
 //	slower[], faster[]: up to 5 ops that lost or gained the most total time
 //	          {side, op, baseline_total_ns, total_ns, delta_ns, mean_ratio, p99_ratio}
+//	slower_calls[], faster_calls[]: syscalls view: the same for kinds of call (op names
+//	          the call)
 //
-// The same-work check compares counts of every op but those five (readdir and readdirplus
-// together), bytes read and bytes written; a difference of one op is ignored, anything
-// beyond the tolerance (a fraction of the larger value) refuses the comparison unless
-// forced.
+// The same-work check compares, per system call, the count of every kind of call and the
+// bytes read and written (a recording against a replay leaves out "other" and "setattr",
+// which replay does not issue); per request, the counts of every op but those five
+// (readdir and readdirplus together), bytes read and bytes written. A difference of one
+// call or op is ignored; anything beyond the tolerance (a fraction of the larger value)
+// refuses the comparison unless forced.
 //
 // # CSV
 //

@@ -21,7 +21,8 @@ func FuzzRender(f *testing.F) {
 func fuzzOne(t *testing.T, data []byte) {
 	{
 		const size = 1 + 8*4 + 4 + 2 + 4
-		a := stats.NewAccumulator("fuzz", &trace.Header{WallStart: time.Unix(1e9, 0)}, stats.Options{})
+		names := &stats.Names{Paths: map[uint32]string{trace.RootPath: "", 2: "a", 3: "a/b", 4: "c", 5: "/abs"}}
+		a := stats.NewAccumulator("fuzz", &trace.Header{WallStart: time.Unix(1e9, 0)}, stats.Options{Names: names})
 		for len(data) >= size {
 			u64 := func(i int) int64 { return int64(binary.LittleEndian.Uint64(data[i:])) }
 			ev := trace.Event{
@@ -30,16 +31,19 @@ func fuzzOne(t *testing.T, data []byte) {
 				Dur:    u64(9),
 				Offset: u64(17),
 				Ret:    u64(25) % (1 << 30),
-				Path:   binary.LittleEndian.Uint32(data[33:]),
+				Path:   binary.LittleEndian.Uint32(data[33:]) % 8,
+				Path2:  uint32(data[36] % 8),
+				Flags:  uint32(data[35]),
 				Errno:  binary.LittleEndian.Uint16(data[37:]),
 				Handle: uint64(data[39] % 4),
 				Size:   binary.LittleEndian.Uint32(data[39:]),
 				Pid:    uint32(data[40] % 3),
+				Tid:    uint32(data[41] % 4),
 			}
 			a.Add(&ev)
 			data = data[size:]
 		}
-		s := a.Finish(&stats.Names{}, nil, nil)
+		s := a.Finish(names, nil, nil)
 		r, err := Build([]*stats.Stats{s}, Options{})
 		if err != nil {
 			t.Fatal(err)
@@ -53,6 +57,15 @@ func fuzzOne(t *testing.T, data []byte) {
 			t.Fatal(err)
 		}
 		c := Compare([]string{"a", "b"}, []*stats.Stats{s, s}, 0.05)
+		if err := WriteCompareHTML(io.Discard, c); err != nil {
+			t.Fatal(err)
+		}
+		if !CompareCalls(c, []*stats.Stats{s, s}) {
+			t.Fatal("no per-system-call view")
+		}
+		if err := WriteCompareText(io.Discard, c); err != nil {
+			t.Fatal(err)
+		}
 		if err := WriteCompareHTML(io.Discard, c); err != nil {
 			t.Fatal(err)
 		}

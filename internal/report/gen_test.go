@@ -19,7 +19,7 @@ type workload struct {
 	readMul  float64 // scales read latencies (slower storage)
 	dataSets int     // dataset files read
 	stall    bool    // a 300 ms read stall around t=3s
-	replay   bool    // as a replay writes it: no path-walk lookups of existing files, no release
+	replay   bool    // as a replay writes it: no path-walk lookups of existing files, a close as its flush
 }
 
 // genTrace writes the workload as a trace file with trace.Writer. Event times are
@@ -63,9 +63,15 @@ func genTrace(path string, wl workload) error {
 	ckDir := w.Path(root, "ckpt")
 	var t int64 = 10_000_000 // 10 ms after origin
 	var handle uint64
+	flushed := map[uint64]bool{}
 	ev := func(e trace.Event) {
-		if wl.replay && (e.Op == trace.OpRelease || e.Op == trace.OpReleasedir || (e.Op == trace.OpLookup && e.Errno == 0)) {
-			return // replay folds lookups into the call they belong to and closes with one call
+		if wl.replay {
+			// Replay folds lookups into the call they belong to and closes with one call,
+			// written as the flush when there was one.
+			if (e.Op == trace.OpRelease && flushed[e.Handle]) || (e.Op == trace.OpLookup && e.Errno == 0) {
+				return
+			}
+			flushed[e.Handle] = e.Op == trace.OpFlush
 		}
 		e.Start = t
 		t += e.Dur + int64(rng.IntN(20_000))

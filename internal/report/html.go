@@ -41,6 +41,7 @@ func WriteHTML(w io.Writer, r *Report) error {
 
 func reportFigures(v *View, groups []*View, traces []Trace) ([]figure, error) {
 	s := figureSet{traces: traces}
+	s.syscalls(v)
 	ops := v.Ops[:min(len(v.Ops), maxPlotOps)]
 	var names []string
 	var bins [][]HistBin
@@ -251,8 +252,13 @@ var pageTmpl = template.Must(template.New("page").Funcs(funcs).Parse(`<!DOCTYPE 
 {{end}}{{end}}{{range .R.Warnings}}<div class="warn{{if or (contains . "damaged") (contains . "dropped")}} bad{{end}}">⚠ {{.}}</div>
 {{end}}
 
-<h2>Operations</h2>
-<p class="muted">Sorted by total time. Percentiles from HDR histograms (3 significant digits); mean, total and max are exact.</p>
+{{if $v.Syscalls}}<h2>System calls</h2>
+<p class="muted">As the application made them: FUSE requests folded into the calls they belong to, as replay folds them. Time is each call's time in the storage (its requests' durations summed). Sorted by total time.</p>
+{{template "calls" $v}}
+{{range $v.CallNotes}}<div class="facts">{{.}}</div>
+{{end}}{{end}}
+<h2>FUSE requests (operations)</h2>
+<p class="muted">What the storage saw. Sorted by total time. Percentiles from HDR histograms (3 significant digits); mean, total and max are exact.</p>
 {{template "ops" $v}}
 <p>Job I/O time: data {{pct $v.Patterns.DataShare}}, metadata {{pct $v.Patterns.MetaShare}} ({{classes $v.Classes}}).
 {{with $v.Patterns}}{{if .ReadBytes}}<br>Reads: {{bytes .ReadBytes}}, {{pct .SeqReadShare}} sequential by bytes ({{count .SeqReads}} sequential / {{count .RandReads}} random ops){{if .RereadBytes}}; re-read {{if .RereadApprox}}at least {{end}}{{bytes .RereadBytes}} of already read ranges — a cache would help{{end}}.{{end}}
@@ -266,6 +272,7 @@ var pageTmpl = template.Must(template.New("page").Funcs(funcs).Parse(`<!DOCTYPE 
 
 {{range .R.Groups}}<h2>{{.Name}}</h2>
 <p class="facts">{{len .Traces}} trace(s), {{count .Events}} events over {{dur .DurationNs}}; job I/O time {{dur .TotalNs}}.</p>
+{{if .Syscalls}}{{template "calls" .}}{{end}}
 {{template "ops" .}}
 {{end}}
 {{range .R.Stragglers}}<div class="warn">⚠ {{.}}</div>
@@ -291,6 +298,9 @@ var pageTmpl = template.Must(template.New("page").Funcs(funcs).Parse(`<!DOCTYPE 
 </body></html>
 {{define "ops"}}<table><tr><th class="l">op</th><th>count</th><th>errors</th><th>bytes</th><th>total</th><th>share</th><th>mean</th><th>p50</th><th>p90</th><th>p99</th><th>p99.9</th><th>max</th><th class="l">errnos</th></tr>
 {{range .Ops}}<tr><td class="l">{{.Op}}</td><td>{{count .Count}}</td><td>{{count .Errors}}</td><td>{{if .Bytes}}{{bytes .Bytes}}{{else}}-{{end}}</td><td>{{dur .TotalNs}}</td><td>{{pct .Share}}</td><td>{{durf .MeanNs}}</td><td>{{dur .P50}}</td><td>{{dur .P90}}</td><td>{{dur .P99}}</td><td>{{dur .P999}}</td><td>{{dur .MaxNs}}</td><td class="l">{{errnos .Errnos}}</td></tr>
+{{end}}</table>{{end}}
+{{define "calls"}}<table><tr><th class="l">call</th><th>count</th><th>errors</th><th>bytes</th><th>total</th><th>share</th><th>mean</th><th>p50</th><th>p90</th><th>p99</th><th>p99.9</th><th>max</th><th>requests per call</th><th class="l">errnos</th></tr>
+{{range .Syscalls}}<tr><td class="l">{{.Call}}</td><td>{{count .Count}}</td><td>{{count .Errors}}</td><td>{{if .Bytes}}{{bytes .Bytes}}{{else}}-{{end}}</td><td>{{dur .TotalNs}}</td><td>{{pct .Share}}</td><td>{{durf .MeanNs}}</td><td>{{dur .P50}}</td><td>{{dur .P90}}</td><td>{{dur .P99}}</td><td>{{dur .P999}}</td><td>{{dur .MaxNs}}</td><td>{{if .Requests}}{{printf "%.2f" .PerCall}}{{else}}-{{end}}</td><td class="l">{{errnos .Errnos}}</td></tr>
 {{end}}</table>{{end}}
 {{define "sizes"}}<table><tr><th class="l">size</th><th>count</th><th>bytes</th><th>mean</th><th>p50</th><th>p90</th><th>p99</th><th>p99.9</th></tr>
 {{range .}}<tr><td class="l">{{.Bucket}}</td><td>{{count .Count}}</td><td>{{bytes .Bytes}}</td><td>{{durf .MeanNs}}</td><td>{{dur .P50}}</td><td>{{dur .P90}}</td><td>{{dur .P99}}</td><td>{{dur .P999}}</td></tr>

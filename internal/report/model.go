@@ -133,6 +133,12 @@ type View struct {
 	DurationNs int64     `json:"duration_ns"` // wall time from the first op's start to the last op's end
 	TotalNs    int64     `json:"total_ns"`    // job I/O time: sum of all op durations
 
+	// Syscalls is the per-system-call view (syscalls.go): nil when a trace was read
+	// without it. CallNs is the calls' summed time; CallNotes say what the view cannot show.
+	Syscalls  []*CallRow `json:"syscalls,omitempty"`
+	CallNs    int64      `json:"call_ns,omitempty"`
+	CallNotes []string   `json:"syscall_notes,omitempty"`
+
 	Ops          []*OpRow      `json:"ops"`
 	Classes      []ClassRow    `json:"classes"`
 	ReadBySize   []SizeRow     `json:"read_by_size,omitempty"`
@@ -607,6 +613,7 @@ func buildView(name string, s *stats.Stats, traces []int, o Options) *View {
 	}
 	v.Intervals = intervals(&s.Series)
 	v.InflightIntervals = inflightIntervals(s)
+	callView(v, s)
 	if name == "all" {
 		v.Offsets = offsets(s, v.Start, o.Top)
 	}

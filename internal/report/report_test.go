@@ -45,7 +45,7 @@ func loadStats(t testing.TB, name string) *stats.Stats {
 			t.Error(err)
 		}
 	}()
-	a := stats.NewAccumulator(name, r.Header(), stats.Options{})
+	a := stats.NewAccumulator(name, r.Header(), stats.Options{Names: r})
 	for {
 		ev, err := r.Next()
 		if err == io.EOF {

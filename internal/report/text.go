@@ -32,11 +32,13 @@ func WriteText(w io.Writer, r *Report) error {
 	if len(r.Warnings) > 0 {
 		b.WriteString("\n")
 	}
+	writeCallTable(&b, v)
 	writeOpTable(&b, v)
 	writeSummaryLines(&b, v)
 	for _, g := range r.Groups {
 		fmt.Fprintf(&b, "\n-- %s: %d trace(s), %s events over %s; job I/O time %s\n",
 			termsafe.Name(g.Name), len(g.Traces), format.Count(g.Events), format.Dur(g.DurationNs), format.Dur(g.TotalNs))
+		writeCallTable(&b, g)
 		writeOpTable(&b, g)
 		writeSummaryLines(&b, g)
 	}
@@ -177,6 +179,7 @@ func writeSummaryLines(b *strings.Builder, v *View) {
 }
 
 func writeDetails(b *strings.Builder, v *View) {
+	writeCallErrors(b, v)
 	var errs []string
 	for _, o := range v.Ops {
 		if len(o.Errnos) == 0 {

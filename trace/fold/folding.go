@@ -253,22 +253,22 @@ func (f *Folder) setKind(ev *trace.Event, c *Call, pi, pi2 *pathInfo) bool {
 	return true
 }
 
-// setattrKind chooses the call of a setattr by the attribute it sets: truncate (ftruncate
-// on a handle the thread holds), chmod, utimes or chown.
+// setattrKind chooses the call of a setattr by the attribute it sets (setattrSyscall):
+// truncate (ftruncate on a handle the thread holds), chmod, utimes or chown.
 func (f *Folder) setattrKind(ev *trace.Event, c *Call) {
-	switch {
-	case ev.Flags&trace.SetattrSize != 0:
+	switch setattrSyscall(ev.Flags) {
+	case SysTruncate:
 		c.Kind, c.Size = Truncate, ev.Offset
 		if fh, ok := f.byPath[ev.Path]; ok {
 			if h := f.handles[fh]; h != nil && h.worker == ev.Tid && !h.dir {
 				c.Kind, c.Handle, c.Slot = Ftruncate, fh, h.slot
 			}
 		}
-	case ev.Flags&trace.SetattrMode != 0:
+	case SysChmod:
 		c.Kind = Chmod
-	case ev.Flags&trace.SetattrTimes != 0:
+	case SysUtimes:
 		c.Kind = Utimes
-	case ev.Flags&(trace.SetattrUID|trace.SetattrGID) != 0:
+	case SysChown:
 		c.Kind = Chown
 	default:
 		c.Kind = Skip // only bits replay cannot express (ctime, lock owner, kill-priv)

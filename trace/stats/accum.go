@@ -156,7 +156,8 @@ type Accumulator struct {
 	samplers   []*OffsetTrack
 	samplerMin uint64 // lower bound of the smallest sampled file's bytes
 
-	depth depthAcc // in-flight depth (depth.go)
+	depth depthAcc  // in-flight depth (depth.go)
+	calls *callView // the per-system-call view (nil: none)
 
 	events uint64
 }
@@ -191,6 +192,9 @@ func NewAccumulator(name string, h *trace.Header, o Options) *Accumulator {
 		a.depth.series.Width = FineInterval // coarsened to the series' width by Finish
 	}
 	a.src.FirstNs = -1
+	if o.Names != nil || (h != nil && h.Kind == "replay") {
+		a.calls = newCallView(o.Names, h)
+	}
 	return a
 }
 
@@ -443,6 +447,9 @@ func (a *Accumulator) Add(ev *trace.Event) {
 			a.closeHandle(f, ev.Handle)
 		}
 	}
+	if a.calls != nil {
+		a.calls.add(ev)
+	}
 }
 
 // data handles a read or write.
@@ -576,6 +583,9 @@ func (a *Accumulator) Finish(r Resolver, footer *trace.Footer, damage []error) *
 		src.Damage = append(src.Damage, d.Error())
 	}
 	src.Events = a.events
+	if a.calls != nil {
+		s.Calls = a.calls.finish(&src)
+	}
 	if src.FirstNs < 0 {
 		src.FirstNs = 0
 	}

@@ -7,6 +7,7 @@ import (
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 
 	"github.com/iotap/iotap/trace"
+	"github.com/iotap/iotap/trace/fold"
 )
 
 // Request-size buckets: <=4 KiB, <=8 KiB, ... <=1 MiB, >1 MiB.
@@ -57,6 +58,10 @@ type Options struct {
 	MaxIntervals    int // series length before the width doubles (default 4096)
 	MaxSampledFiles int // files whose offsets are sampled for offset-vs-time (default 16)
 	MaxPoints       int // offset samples kept per sampled file (default 2048)
+	// Names resolves path ids while events are added (the trace reader): with it the
+	// Accumulator folds a recording's requests into system calls for the per-system-call
+	// view (Stats.Calls). A replay's trace needs none: its events are calls.
+	Names fold.Names
 
 	auto bool // Interval was zero
 }
@@ -268,6 +273,10 @@ type Source struct {
 	// which CPU time per GB is taken over.
 	Samples []trace.Samples
 	Moved   uint64
+	// Calls says how the per-system-call view was made: CallsFolded, CallsReplay, or ""
+	// (no view: a recording added without Options.Names). Fold is what folding did.
+	Calls string
+	Fold  *fold.Stats
 }
 
 // Dropped returns the number of events the recorder dropped (from the footer).
@@ -297,6 +306,8 @@ type Stats struct {
 	Patterns Patterns
 	// Inflight is the in-flight depth per operation and over time (depth.go).
 	Inflight Inflight
+	// Calls is the per-system-call view, by fold.Syscall (see calls.go).
+	Calls [fold.NumSyscalls]CallStats
 }
 
 // TotalNs returns the sum of all op durations (job I/O time).
@@ -378,4 +389,7 @@ func (s *Stats) Merge(o *Stats) {
 	}
 	s.Patterns.merge(&o.Patterns)
 	s.Inflight.Merge(&o.Inflight)
+	for i := range s.Calls {
+		s.Calls[i].merge(&o.Calls[i])
+	}
 }

@@ -1,0 +1,232 @@
+package report
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+
+	"github.com/iotap/iotap/internal/format"
+
+	"github.com/iotap/iotap/trace/fold"
+	"github.com/iotap/iotap/trace/stats"
+)
+
+// Views of a comparison (Comparison.View): per system call, or per FUSE request.
+const (
+	ViewSyscalls = "syscalls"
+	ViewRequests = "requests"
+)
+
+// CompareCall is one kind of system call across sides.
+type CompareCall struct {
+	Call  string   `json:"call"`
+	Sides []OpSide `json:"sides"`
+}
+
+// replaySkips are the kinds of call a replay does not issue: ioctl and the like, and
+// setattrs of attributes no single call sets.
+var replaySkips = []fold.Syscall{fold.SysOther, fold.SysSetattr}
+
+// replaySkipsWhy is the note shown when replaySkips were left out.
+const replaySkipsWhy = "replay does not issue ioctl, poll or setattrs of attributes no single call sets"
+
+// CompareCalls makes c lead with the per-system-call view: it adds each side's calls
+// (Calls, CallNs, CallRatio, SlowerCalls, FasterCalls) and bases the same-work check
+// (Mismatches) on calls rather than requests. Calls are comparable between a
+// recording and its replay: replay issues the calls the recording folds into. It returns
+// false, leaving c as it was, when a side has no per-system-call view.
+func CompareCalls(c *Comparison, sides []*stats.Stats) bool {
+	for _, s := range sides {
+		if !s.HasCalls() {
+			return false
+		}
+	}
+	c.View = ViewSyscalls
+	c.Mismatches, c.Excluded, c.ExcludedWhy = nil, nil, ""
+	c.Warnings = slices.DeleteFunc(c.Warnings, func(w string) bool { return w == mixedWarning })
+	base := sides[0]
+	for i, s := range sides {
+		c.Sides[i].CallNs = s.CallTotalNs()
+		c.Sides[i].CallRatio = ratio(float64(c.Sides[i].CallNs), float64(base.CallTotalNs()))
+		if i == 0 {
+			continue
+		}
+		var skip []fold.Syscall
+		if hasKind(&c.Sides[0], "record") != hasKind(&c.Sides[i], "record") &&
+			(hasKind(&c.Sides[0], "replay") || hasKind(&c.Sides[i], "replay")) {
+			skip = replaySkips
+			if c.Excluded == nil {
+				for _, k := range replaySkips {
+					c.Excluded = append(c.Excluded, k.String())
+				}
+				c.ExcludedWhy = replaySkipsWhy
+			}
+		}
+		for _, m := range SameCalls(base, s, c.Tolerance, skip...) {
+			c.Mismatches = append(c.Mismatches, c.Sides[i].Name+": "+m)
+		}
+	}
+	type key struct {
+		k     int
+		total int64
+	}
+	var order []key
+	for k := range fold.NumSyscalls {
+		var any bool
+		for _, s := range sides {
+			any = any || s.Calls[k].Count > 0
+		}
+		if any {
+			order = append(order, key{int(k), base.Calls[k].TotalNs})
+		}
+	}
+	sort.SliceStable(order, func(a, b int) bool { return order[a].total > order[b].total })
+	c.Calls = nil
+	var slower, faster []Change
+	for _, k := range order {
+		cc := CompareCall{Call: fold.Syscall(k.k).String()}
+		b := &base.Calls[k.k].OpStats
+		for si, s := range sides {
+			os := opSide(&s.Calls[k.k].OpStats, b, si > 0)
+			if ch := change(c.Sides[si].Name, cc.Call, b.TotalNs, &os); ch.DeltaNs > 0 && si > 0 {
+				slower = append(slower, ch)
+			} else if ch.DeltaNs < 0 && si > 0 {
+				faster = append(faster, ch)
+			}
+			cc.Sides = append(cc.Sides, os)
+		}
+		c.Calls = append(c.Calls, cc)
+	}
+	c.SlowerCalls, c.FasterCalls = mostChanged(slower, faster)
+	return true
+}
+
+// opSide is one side's figures of an op or call, with ratios to the baseline's.
+func opSide(o, base *stats.OpStats, ratios bool) OpSide {
+	l := latency(o.Hist, o.Count, o.TotalNs, o.MaxNs)
+	os := OpSide{Count: o.Count, Errors: o.Errors, Bytes: o.Bytes, MeanNs: l.MeanNs, P50: l.P50, P99: l.P99, TotalNs: o.TotalNs, Hist: histBins(o.Hist)}
+	if ratios {
+		bl := latency(base.Hist, base.Count, base.TotalNs, base.MaxNs)
+		os.Ratio = &Ratios{
+			Count: ratio(float64(o.Count), float64(base.Count)),
+			P50:   ratio(float64(l.P50), float64(bl.P50)),
+			P99:   ratio(float64(l.P99), float64(bl.P99)),
+			Mean:  ratio(l.MeanNs, bl.MeanNs),
+			Total: ratio(float64(o.TotalNs), float64(base.TotalNs)),
+		}
+	}
+	return os
+}
+
+// change is the change of a row's total time on a side against the baseline (none on
+// the baseline itself, whose OpSide has no ratios).
+func change(side, name string, baseNs int64, os *OpSide) Change {
+	if os.Ratio == nil {
+		return Change{}
+	}
+	return Change{Side: side, Op: name, BaseNs: baseNs, TotalNs: os.TotalNs, DeltaNs: os.TotalNs - baseNs, MeanRatio: os.Ratio.Mean, P99Ratio: os.Ratio.P99}
+}
+
+// mostChanged keeps the five largest changes each way, largest first.
+func mostChanged(slower, faster []Change) ([]Change, []Change) {
+	sort.SliceStable(slower, func(a, b int) bool { return slower[a].DeltaNs > slower[b].DeltaNs })
+	sort.SliceStable(faster, func(a, b int) bool { return faster[a].DeltaNs < faster[b].DeltaNs })
+	return append([]Change{}, slower[:min(len(slower), 5)]...), append([]Change{}, faster[:min(len(faster), 5)]...)
+}
+
+// changes returns the most slower and faster rows of c's leading view.
+func (c *Comparison) changes() (slower, faster []Change) {
+	if c.View == ViewSyscalls {
+		return c.SlowerCalls, c.FasterCalls
+	}
+	return c.Slower, c.Faster
+}
+
+// SameCalls lists why other does not look like the same work as base, call by call:
+// counts of each kind of system call but those in skip, bytes read (read and
+// copy_file_range) and bytes written (write and copy_file_range) that differ by more than
+// tol (a fraction of the larger value). Counts that differ by a single call are ignored.
+func SameCalls(base, other *stats.Stats, tol float64, skip ...fold.Syscall) []string {
+	var out []string
+	off := func(a, b uint64) (bool, float64) {
+		hi := max(a, b)
+		if hi == 0 || max(a, b)-min(a, b) <= 1 {
+			return false, 0
+		}
+		d := float64(hi - min(a, b))
+		return d > tol*float64(hi), d / float64(hi)
+	}
+	for k := range fold.NumSyscalls {
+		if slices.Contains(skip, k) {
+			continue
+		}
+		a, b := base.Calls[k].Count, other.Calls[k].Count
+		if bad, f := off(a, b); bad {
+			out = append(out, fmt.Sprintf("%s calls %d vs %d (%.1f%% apart)", k, a, b, 100*f))
+		}
+	}
+	rb := func(s *stats.Stats) uint64 { return s.Calls[fold.SysRead].Bytes + s.Calls[fold.SysCopyFileRange].Bytes }
+	wb := func(s *stats.Stats) uint64 {
+		return s.Calls[fold.SysWrite].Bytes + s.Calls[fold.SysCopyFileRange].Bytes
+	}
+	if bad, f := off(rb(base), rb(other)); bad {
+		out = append(out, fmt.Sprintf("bytes read %d vs %d (%.1f%% apart)", rb(base), rb(other), 100*f))
+	}
+	if bad, f := off(wb(base), wb(other)); bad {
+		out = append(out, fmt.Sprintf("bytes written %d vs %d (%.1f%% apart)", wb(base), wb(other), 100*f))
+	}
+	return out
+}
+
+// compareRow is one row of a comparison's leading view, for the writers.
+type compareRow struct {
+	Name  string
+	Sides []OpSide
+}
+
+// rows returns the rows of c's leading view: calls, or FUSE requests.
+func (c *Comparison) rows() []compareRow {
+	var out []compareRow
+	if c.View == ViewSyscalls {
+		for _, cc := range c.Calls {
+			out = append(out, compareRow{cc.Call, cc.Sides})
+		}
+		return out
+	}
+	for _, o := range c.Ops {
+		out = append(out, compareRow{o.Op, o.Sides})
+	}
+	return out
+}
+
+// viewLine says which view leads a comparison.
+func viewLine(view string) string {
+	if view == ViewSyscalls {
+		return "per system call (time in the storage per call; --view requests: per FUSE request)"
+	}
+	return "per FUSE request (--view syscalls: per system call)"
+}
+
+// rowKind names the rows of a view.
+func rowKind(view string) string {
+	if view == ViewSyscalls {
+		return "call"
+	}
+	return "op"
+}
+
+// compareSidesTable starts the table of sides of a view.
+func compareSidesTable(view string) *table {
+	if view == ViewSyscalls {
+		return newTable("side", "kind", "host", "fs", "cache", "events", "duration", "call time", "ratio", "data share")
+	}
+	return newTable("side", "kind", "host", "fs", "cache", "events", "duration", "job I/O time", "ratio", "work time", "ratio", "data share")
+}
+
+// compareSideTimes are the cells of a side's times in a view.
+func compareSideTimes(view string, s *CompareSide) []string {
+	if view == ViewSyscalls {
+		return []string{format.Dur(s.CallNs), fmtRatio(s.CallRatio), format.Pct(s.DataShare)}
+	}
+	return []string{format.Dur(s.TotalNs), fmtRatio(s.Ratio), format.Dur(s.WorkNs), fmtRatio(s.WorkRatio), format.Pct(s.DataShare)}
+}

@@ -1,0 +1,179 @@
+package report
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"gonum.org/v1/plot/vg"
+
+	"github.com/iotap/iotap/internal/format"
+	"github.com/iotap/iotap/trace"
+	"github.com/iotap/iotap/trace/fold"
+	"github.com/iotap/iotap/trace/stats"
+)
+
+// CallRow is one kind of system call in the per-system-call view: the calls the
+// application made, folded from the FUSE requests as replay folds them (package
+// trace/fold). Latencies are the calls' time in the storage: the summed durations of the
+// requests each call stands for.
+type CallRow struct {
+	Call    string            `json:"call"`
+	Errors  uint64            `json:"errors"`
+	Errnos  map[string]uint64 `json:"errnos,omitempty"`
+	Bytes   uint64            `json:"bytes"`
+	TotalNs int64             `json:"total_ns"`
+	Share   float64           `json:"share"` // of the view's call time
+	Latency
+	// Requests are the FUSE requests the calls stand for (0 for a replay's calls, which
+	// reached no FUSE layer); PerCall their mean per call, MaxRequests the most for one.
+	Requests    uint64     `json:"requests"`
+	PerCall     float64    `json:"requests_per_call"`
+	MaxRequests uint64     `json:"max_requests"`
+	CDF         []CDFPoint `json:"cdf"`
+	Hist        []HistBin  `json:"hist"`
+}
+
+// callView fills in v's per-system-call view from s.
+func callView(v *View, s *stats.Stats) {
+	if !s.HasCalls() {
+		return
+	}
+	v.CallNs = s.CallTotalNs()
+	v.Syscalls = []*CallRow{}
+	for i := range s.Calls {
+		c := &s.Calls[i]
+		if c.Count == 0 {
+			continue
+		}
+		row := &CallRow{
+			Call: fold.Syscall(i).String(), Errors: c.Errors, Bytes: c.Bytes, TotalNs: c.TotalNs,
+			Share:   share(c.TotalNs, v.CallNs),
+			Latency: latency(c.Hist, c.Count, c.TotalNs, c.MaxNs),
+			CDF:     cdf(c.Hist, c.MaxNs), Hist: histBins(c.Hist),
+			Requests: c.Requests, MaxRequests: c.MaxRequests,
+			PerCall: round3(float64(c.Requests) / float64(c.Count)),
+		}
+		if len(c.Errnos) > 0 {
+			row.Errnos = map[string]uint64{}
+			for e, n := range c.Errnos {
+				row.Errnos[trace.ErrnoName(e)] += n
+			}
+		}
+		v.Syscalls = append(v.Syscalls, row)
+	}
+	sort.SliceStable(v.Syscalls, func(i, j int) bool {
+		if v.Syscalls[i].TotalNs != v.Syscalls[j].TotalNs {
+			return v.Syscalls[i].TotalNs > v.Syscalls[j].TotalNs
+		}
+		return v.Syscalls[i].Call < v.Syscalls[j].Call
+	})
+	v.CallNotes = callNotes(s)
+}
+
+// callNotes says what the per-system-call view of s cannot show.
+func callNotes(s *stats.Stats) []string {
+	var folded, replayed, kernel int
+	var rest, forgets uint64
+	for i := range s.Sources {
+		src := &s.Sources[i]
+		switch src.Calls {
+		case stats.CallsReplay:
+			replayed++
+			continue
+		case stats.CallsFolded:
+			folded++
+		}
+		if src.Header.FUSE.Cache == "kernel" {
+			kernel++
+		}
+		if src.Fold != nil {
+			forgets += src.Fold.Folded[trace.OpForget]
+		}
+	}
+	var reqs uint64
+	for i := range s.Calls {
+		reqs += s.Calls[i].Requests
+	}
+	for i := range s.Sources {
+		if s.Sources[i].Calls == stats.CallsFolded {
+			rest += s.Sources[i].Events
+		}
+	}
+	rest -= min(rest, reqs+forgets)
+	var notes []string
+	if folded > 0 {
+		notes = append(notes, "system calls as the application made them, folded from the FUSE requests as replay folds them; a call's time is its requests' time in the storage, path-walk lookups included")
+		notes = append(notes, "not seen: calls the kernel answers without a request (lseek, fcntl other than locks, calls on pipes or on files outside the traced tree); an open, access or exec of a missing name sends only a lookup and counts as stat; a descriptor copied by dup or fork is closed once per open file")
+		if kernel > 0 {
+			notes = append(notes, "cache=kernel: reads and writes served by the page cache and stats answered from the attribute cache send no request: counts are lower than the application's calls, and the reads and writes shown are readahead and write-back as they reached the storage")
+		}
+		if forgets+rest > 0 {
+			notes = append(notes, fmt.Sprintf("requests in no call: %s forget (the kernel dropping inodes), %s other (paths without a record, requests the kernel sends on its own)",
+				format.Count(forgets), format.Count(rest)))
+		}
+	}
+	if replayed > 0 {
+		notes = append(notes, "replay traces: each event is a call the replay issued; it reached no FUSE layer, so requests per call are 0")
+	}
+	return notes
+}
+
+// writeCallTable writes the per-system-call view of v, the text report's first table.
+func writeCallTable(b *strings.Builder, v *View) {
+	if v.Syscalls == nil {
+		return
+	}
+	b.WriteString("system calls (as the application made them; time in the storage per call)\n")
+	if len(v.Syscalls) == 0 {
+		b.WriteString("(no calls)\n")
+	} else {
+		t := newTable("call", "count", "errors", "bytes", "total", "share", "mean", "p50", "p90", "p99", "p99.9", "max", "req/call")
+		for _, c := range v.Syscalls {
+			bytes, perCall := "-", "-"
+			if c.Bytes > 0 {
+				bytes = format.Bytes(c.Bytes)
+			}
+			if c.Requests > 0 {
+				perCall = fmt.Sprintf("%.2f", c.PerCall)
+			}
+			t.add(c.Call, format.Count(c.Count), format.Count(c.Errors), bytes, format.Dur(c.TotalNs), format.Pct(c.Share), format.Dur(int64(c.MeanNs)),
+				format.Dur(c.P50), format.Dur(c.P90), format.Dur(c.P99), format.Dur(c.P999), format.Dur(c.MaxNs), perCall)
+		}
+		b.WriteString(t.String())
+	}
+	for _, n := range v.CallNotes {
+		fmt.Fprintf(b, "  %s\n", n)
+	}
+	b.WriteString("\nFUSE requests (what the storage saw)\n")
+}
+
+// writeCallErrors lists the errors of each kind of call by errno.
+func writeCallErrors(b *strings.Builder, v *View) {
+	var lines []string
+	for _, c := range v.Syscalls {
+		if len(c.Errnos) > 0 {
+			lines = append(lines, fmt.Sprintf("  %-12s %s\n", c.Call, errnoList(c.Errnos)))
+		}
+	}
+	if len(lines) > 0 {
+		b.WriteString("\nsystem call errors by errno\n")
+		b.WriteString(strings.Join(lines, ""))
+	}
+}
+
+// syscalls adds the latency CDF of the busiest kinds of system call.
+func (s *figureSet) syscalls(v *View) {
+	calls := v.Syscalls[:min(len(v.Syscalls), maxPlotOps)]
+	if len(calls) == 0 {
+		return
+	}
+	var names []string
+	var bins [][]HistBin
+	for _, c := range calls {
+		names = append(names, c.Call)
+		bins = append(bins, c.Hist)
+	}
+	p, err := cdfPlot("Latency CDF per system call (time in the storage)", names, bins, false)
+	s.add(p, err, 16*vg.Centimeter, 10*vg.Centimeter)
+}

@@ -1,0 +1,138 @@
+package report
+
+import (
+	"bytes"
+	"encoding/json"
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/iotap/iotap/trace/fold"
+	"github.com/iotap/iotap/trace/stats"
+)
+
+// TestSyscallView: the report leads with the calls the requests fold into, in text and
+// JSON; requests fold as the trace shows (walk lookups into opens, flush and release into
+// close).
+func TestSyscallView(t *testing.T) {
+	s := loadStats(t, "node1.iotap")
+	r, err := Build([]*stats.Stats{s}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var txt, js bytes.Buffer
+	if err := WriteText(&txt, r); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteJSON(&js, r); err != nil {
+		t.Fatal(err)
+	}
+	// The first table after the traces is the per-system-call one.
+	text := txt.String()
+	if i, j := strings.Index(text, "\ncall "), strings.Index(text, "\nop "); i < 0 || j < 0 || i > j {
+		t.Fatalf("the system call table does not come first:\n%s", text)
+	}
+	var doc struct {
+		Total struct {
+			Syscalls []struct {
+				Call     string  `json:"call"`
+				Count    uint64  `json:"count"`
+				Requests uint64  `json:"requests"`
+				PerCall  float64 `json:"requests_per_call"`
+				P99      int64   `json:"p99_ns"`
+			} `json:"syscalls"`
+			Ops []struct {
+				Op    string `json:"op"`
+				Count uint64 `json:"count"`
+			} `json:"ops"`
+		} `json:"total"`
+	}
+	if err := json.Unmarshal(js.Bytes(), &doc); err != nil {
+		t.Fatal(err)
+	}
+	calls, ops := map[string]uint64{}, map[string]uint64{}
+	var reqs uint64
+	for _, c := range doc.Total.Syscalls {
+		calls[c.Call] = c.Count
+		reqs += c.Requests
+		if c.Count > 0 && (c.P99 <= 0 || c.PerCall < 1) {
+			t.Errorf("%s: p99 %d, %.2f requests per call", c.Call, c.P99, c.PerCall)
+		}
+	}
+	for _, o := range doc.Total.Ops {
+		ops[o.Op] = o.Count
+	}
+	if calls["open"] != ops["open"]+ops["create"]+ops["opendir"] || calls["close"] != ops["release"]+ops["releasedir"] ||
+		calls["read"] != ops["read"] || calls["getdents"] != ops["readdirplus"] {
+		t.Errorf("calls %v do not fold requests %v", calls, ops)
+	}
+	if calls["stat"] >= ops["lookup"]+ops["getattr"] {
+		t.Errorf("no lookup folded: %d stat calls from %d lookups and %d getattrs", calls["stat"], ops["lookup"], ops["getattr"])
+	}
+	if reqs != s.Events {
+		t.Errorf("the calls stand for %d requests of %d", reqs, s.Events)
+	}
+}
+
+// TestCompareCalls: per system call, the same job on another node is the same work and
+// another job is not; the golden file shows the view's text.
+func TestCompareCalls(t *testing.T) {
+	a, b := loadStats(t, "node1.iotap"), loadStats(t, "s3fs.iotap")
+	c := Compare([]string{"ext4", "s3fs"}, []*stats.Stats{a, b}, 0.05)
+	if !CompareCalls(c, []*stats.Stats{a, b}) {
+		t.Fatal("no per-system-call view")
+	}
+	if c.View != ViewSyscalls || len(c.Mismatches) != 0 || len(c.Calls) == 0 || c.SlowerCalls[0].Op != "read" {
+		t.Fatalf("view %s, mismatches %v, %d calls, slower %+v", c.View, c.Mismatches, len(c.Calls), c.SlowerCalls)
+	}
+	var txt bytes.Buffer
+	if err := WriteCompareText(&txt, c); err != nil {
+		t.Fatal(err)
+	}
+	checkGolden(t, "compare-ext4-s3fs-syscalls.txt", txt.Bytes())
+	if m := SameCalls(a, loadStats(t, "other-work.iotap"), 0.05); !slices.ContainsFunc(m, func(s string) bool { return strings.HasPrefix(s, "read calls") }) {
+		t.Errorf("other work accepted: %v", m)
+	}
+	if m := SameCalls(a, loadStats(t, "node2.iotap"), 0.05); len(m) != 0 {
+		t.Errorf("same work on another node refused: %v", m)
+	}
+	// A side read without the view leaves the comparison per request.
+	plain := stats.New()
+	plain.Merge(a)
+	plain.Sources[0].Calls = ""
+	c = Compare([]string{"ext4", "plain"}, []*stats.Stats{a, plain}, 0.05)
+	if CompareCalls(c, []*stats.Stats{a, plain}) || c.View != ViewRequests || c.Calls != nil {
+		t.Errorf("compared per call without the view on one side: %s", c.View)
+	}
+}
+
+// TestSyscallNames: every kind of call has its own name, and the names are the JSON's.
+func TestSyscallNames(t *testing.T) {
+	seen := map[string]bool{}
+	for k := range fold.NumSyscalls {
+		n := k.String()
+		if n == "" || n == "syscall?" || seen[n] {
+			t.Errorf("syscall %d: name %q", k, n)
+		}
+		seen[n] = true
+	}
+}
+
+// TestReportBuildsEverywhere: the report and the folding it uses build for macOS and
+// Windows (the replay engine is Linux-only and must stay out of them).
+func TestReportBuildsEverywhere(t *testing.T) {
+	for _, goos := range []string{"darwin", "windows"} {
+		cmd := exec.Command("go", "list", "-deps", ".", "../../trace/fold", "../../trace/stats")
+		cmd.Env = append(cmd.Environ(), "GOOS="+goos)
+		out, err := cmd.Output()
+		if err != nil {
+			t.Skipf("go list unavailable: %v", err)
+		}
+		for _, dep := range strings.Fields(string(out)) {
+			if dep == "github.com/iotap/iotap/replay" || strings.HasPrefix(dep, "github.com/hanwen/go-fuse") {
+				t.Errorf("GOOS=%s: the report depends on %s", goos, dep)
+			}
+		}
+	}
+}

@@ -1,0 +1,124 @@
+package stats
+
+import (
+	"github.com/iotap/iotap/trace"
+	"github.com/iotap/iotap/trace/fold"
+)
+
+// The per-system-call view.
+//
+// A recording's events are FUSE requests; package trace/fold turns them back into the
+// system calls the application made, as replay does, and the view counts those calls by
+// kind (fold.Syscall). A call's time is its time in the storage: the recorded durations
+// of its requests summed, path-walk lookups and privilege probes included (a close counts
+// its flush: the application's close does not wait for the release). A replay's trace
+// records calls already: each event is one call, with no FUSE requests behind it.
+
+// CallStats are the figures of one kind of system call.
+type CallStats struct {
+	// OpStats hold the count, errors, bytes and the calls' time in the storage (TotalNs,
+	// MaxNs, Hist).
+	OpStats
+	Requests    uint64 // FUSE requests the calls stand for (0 for a replay's calls)
+	MaxRequests uint64 // the most requests one call stood for
+}
+
+func (c *CallStats) merge(o *CallStats) {
+	c.OpStats.merge(&o.OpStats)
+	c.Requests += o.Requests
+	c.MaxRequests = max(c.MaxRequests, o.MaxRequests)
+}
+
+// How a source's events became calls (Source.Calls).
+const (
+	CallsFolded = "folded" // FUSE requests folded into calls
+	CallsReplay = "replay" // a replay's trace: each event is a call
+)
+
+// callView is an Accumulator's per-system-call state.
+type callView struct {
+	folder *fold.Folder // nil for a replay's trace
+	calls  [fold.NumSyscalls]CallStats
+}
+
+func newCallView(names fold.Names, h *trace.Header) *callView {
+	if h != nil && h.Kind == "replay" {
+		return &callView{}
+	}
+	return &callView{folder: fold.New(names, h, fold.Options{})}
+}
+
+// add takes one event.
+func (v *callView) add(ev *trace.Event) {
+	if v.folder == nil {
+		if s, ok := fold.SyscallOf(ev.Op, ev.Flags); ok {
+			v.call(s, ev.Op, ev.Dur, ev.Errno, ev.Ret, 0)
+		}
+		return
+	}
+	v.folder.Add(ev)
+	v.drain()
+}
+
+// drain counts the calls the folder has ready.
+func (v *callView) drain() {
+	for c, ok := v.folder.Next(); ok; c, ok = v.folder.Next() {
+		if s, ok := c.Syscall(); ok {
+			v.call(s, c.Rec, c.Time(), c.Errno, c.Ret, uint64(c.Requests()))
+		}
+	}
+}
+
+func (v *callView) call(s fold.Syscall, rec trace.Op, ns int64, errno uint16, ret int64, reqs uint64) {
+	c := &v.calls[s]
+	c.Count++
+	c.TotalNs += ns
+	c.MaxNs = max(c.MaxNs, ns)
+	if c.Hist == nil {
+		c.Hist = NewHist()
+	}
+	record(c.Hist, ns)
+	if errno != 0 {
+		c.Errors++
+		if c.Errnos == nil {
+			c.Errnos = make(map[uint16]uint64)
+		}
+		c.Errnos[errno]++
+	} else if ret > 0 && hasBytes(rec) {
+		c.Bytes += uint64(ret)
+	}
+	c.Requests += reqs
+	c.MaxRequests = max(c.MaxRequests, reqs)
+}
+
+// finish counts the calls still held and fills in the source's fields.
+func (v *callView) finish(src *Source) [fold.NumSyscalls]CallStats {
+	src.Calls = CallsReplay
+	if v.folder != nil {
+		v.folder.End()
+		v.drain()
+		src.Calls = CallsFolded
+		st := v.folder.Stats
+		src.Fold = &st
+	}
+	return v.calls
+}
+
+// CallTotalNs returns the summed time of all calls.
+func (s *Stats) CallTotalNs() int64 {
+	var t int64
+	for i := range s.Calls {
+		t += s.Calls[i].TotalNs
+	}
+	return t
+}
+
+// HasCalls reports whether every source has the per-system-call view.
+func (s *Stats) HasCalls() bool {
+	for i := range s.Sources {
+		if s.Sources[i].Calls == "" {
+			return false
+		}
+	}
+	return len(s.Sources) > 0
+}
