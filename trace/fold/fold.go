@@ -26,15 +26,22 @@ type Options struct {
 	NoFold bool
 }
 
+// The defaults of Options.
+const (
+	DefaultWindow     = 1 << 16
+	DefaultFoldWindow = 2e6   // ns
+	DefaultMergeGap   = 200e3 // ns
+)
+
 func (o *Options) defaults() {
 	if o.Window <= 0 {
-		o.Window = 1 << 16
+		o.Window = DefaultWindow
 	}
 	if o.FoldWindow <= 0 {
-		o.FoldWindow = 2e6
+		o.FoldWindow = DefaultFoldWindow
 	}
 	if o.MergeGap <= 0 {
-		o.MergeGap = 200e3
+		o.MergeGap = DefaultMergeGap
 	}
 }
 
