@@ -161,8 +161,9 @@ func TestRecordS3FSGenomics(t *testing.T) {
 	if !strings.Contains(cout, "3 sides, baseline s3") {
 		t.Errorf("compare header: %s", firstLine(cout))
 	}
-	// Shape: a table for the job's reads, writes and creates, and each side's file system.
-	for _, op := range []string{"\nread\n", "\nwrite\n", "\ncreate\n"} {
+	// Shape: a table for the job's reads, writes and opens (creates among them: the tables
+	// are per system call), and each side's file system.
+	for _, op := range []string{"\nread\n", "\nwrite\n", "\nopen\n"} {
 		if !strings.Contains(cout, op) {
 			t.Errorf("compare has no table for %q", strings.TrimSpace(op))
 		}

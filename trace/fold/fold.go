@@ -120,13 +120,14 @@ type Folder struct {
 	// superseded holds a handle's previous incarnation when an open reused its number
 	// before the old one's release was seen: go-fuse frees the number when the release
 	// starts, and the open that reuses it may have started earlier.
-	superseded map[uint64]*handleState
-	byPath     map[uint32]uint64 // path id -> an open handle on it (for fstat/ftruncate)
-	threads    map[uint32]*threadState
-	spare      []*threadState // emptied thread states, for reuse
-	holding    []holder       // threads that may hold calls, in the order they began to (see expire)
-	freeSlot   []int32
-	nSlots     int32
+	superseded   map[uint64]*handleState
+	spareHandles []*handleState    // closed handles' states, for reuse
+	byPath       map[uint32]uint64 // path id -> an open handle on it (for fstat/ftruncate)
+	threads      map[uint32]*threadState
+	spare        []*threadState // emptied thread states, for reuse
+	holding      []holder       // threads that may hold calls, in the order they began to (see expire)
+	freeSlot     []int32
+	nSlots       int32
 
 	cur   trace.Event
 	out   []Call // ready calls, FIFO

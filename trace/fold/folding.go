@@ -395,10 +395,12 @@ func (f *Folder) opened(c *Call, dir bool, node uint64) {
 	if old := f.handles[c.Handle]; old != nil { // handle reused before its release was seen
 		if prev := f.superseded[c.Handle]; prev != nil {
 			f.freeSlot = append(f.freeSlot, prev.slot) // two reuses: the oldest is lost
+			f.putHandle(prev)
 		}
 		f.superseded[c.Handle] = old
 	}
-	h := &handleState{worker: c.Worker, slot: f.allocSlot(), pathID: c.PathID, node: node, dir: dir}
+	h := f.newHandle()
+	*h = handleState{worker: c.Worker, slot: f.allocSlot(), pathID: c.PathID, node: node, dir: dir}
 	f.handles[c.Handle] = h
 	f.byPath[c.PathID] = c.Handle
 	c.Slot = h.slot
@@ -509,4 +511,22 @@ func (f *Folder) close(ev *trace.Event) {
 	}
 	f.emit(&c)
 	f.freeSlot = append(f.freeSlot, h.slot)
+	f.putHandle(h)
+}
+
+// newHandle returns a handle state to fill in, reusing a closed one's.
+func (f *Folder) newHandle() *handleState {
+	if n := len(f.spareHandles); n > 0 {
+		h := f.spareHandles[n-1]
+		f.spareHandles = f.spareHandles[:n-1]
+		return h
+	}
+	return &handleState{}
+}
+
+// putHandle keeps the state of a closed handle for reuse.
+func (f *Folder) putHandle(h *handleState) {
+	if len(f.spareHandles) < 1024 {
+		f.spareHandles = append(f.spareHandles, h)
+	}
 }
