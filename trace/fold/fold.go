@@ -58,8 +58,52 @@ type Stats struct {
 }
 
 type pathInfo struct {
-	name string
-	bad  bool // name refused by CheckName or unknown
+	name, parent string
+	resolved     bool // name and parent are set
+	bad          bool // name refused by CheckName or unknown
+	hasOpen      bool
+	open         uint64 // a handle open on the path (for fstat/ftruncate)
+}
+
+// pathTable holds the paths' states by id, in pages so that pointers stay valid.
+type pathTable struct {
+	pages  [][]pathInfo
+	sparse map[uint32]*pathInfo // ids no writer makes (a damaged trace)
+}
+
+const (
+	pathPage     = 1024
+	maxDensePath = 1 << 22
+)
+
+// get returns the state of path id, allocating it when create is set (nil otherwise if
+// it has none).
+func (t *pathTable) get(id uint32, create bool) *pathInfo {
+	if id >= maxDensePath {
+		pi := t.sparse[id]
+		if pi == nil && create {
+			if t.sparse == nil {
+				t.sparse = map[uint32]*pathInfo{}
+			}
+			pi = &pathInfo{}
+			t.sparse[id] = pi
+		}
+		return pi
+	}
+	p := int(id / pathPage)
+	if p >= len(t.pages) {
+		if !create {
+			return nil
+		}
+		t.pages = append(t.pages, make([][]pathInfo, p+1-len(t.pages))...)
+	}
+	if t.pages[p] == nil {
+		if !create {
+			return nil
+		}
+		t.pages[p] = make([]pathInfo, pathPage)
+	}
+	return &t.pages[p][id%pathPage]
 }
 
 type handleState struct {
@@ -106,23 +150,22 @@ type Folder struct {
 	// the window), before it is folded.
 	OnEvent func(*trace.Event)
 
-	// The sort window: events live in slots of evs; heap is a min-heap of slot indices by
-	// (Start, file order); free lists unused slots.
+	// The sort window: events live in slots of evs, ordered by win (window.go); free
+	// lists unused slots.
 	evs     []trace.Event
-	heap    []heapEntry
+	win     window
 	free    []int32
 	seq     uint64
 	ended   bool
 	lastOut int64
 
-	paths   map[uint32]*pathInfo
+	paths   pathTable
 	handles map[uint64]*handleState
 	// superseded holds a handle's previous incarnation when an open reused its number
 	// before the old one's release was seen: go-fuse frees the number when the release
 	// starts, and the open that reuses it may have started earlier.
 	superseded   map[uint64]*handleState
-	spareHandles []*handleState    // closed handles' states, for reuse
-	byPath       map[uint32]uint64 // path id -> an open handle on it (for fstat/ftruncate)
+	spareHandles []*handleState // closed handles' states, for reuse
 	threads      map[uint32]*threadState
 	spare        []*threadState // emptied thread states, for reuse
 	holding      []holder       // threads that may hold calls, in the order they began to (see expire)
@@ -142,7 +185,7 @@ func New(names Names, h *trace.Header, o Options) *Folder {
 	o.defaults()
 	return &Folder{
 		names: names, opts: o, off2: h == nil || h.Version >= trace.Version2,
-		paths: map[uint32]*pathInfo{}, handles: map[uint64]*handleState{}, byPath: map[uint32]uint64{},
+		handles:    map[uint64]*handleState{},
 		superseded: map[uint64]*handleState{}, threads: map[uint32]*threadState{},
 		lastOut: -1 << 62,
 	}
@@ -154,8 +197,8 @@ func (f *Folder) Slots() int32 { return f.nSlots }
 // PathName returns the name of path id as the folder saw it, and false when the folder
 // refused it (unknown, or leaving the root) or never saw it.
 func (f *Folder) PathName(id uint32) (string, bool) {
-	pi := f.paths[id]
-	if pi == nil || pi.bad {
+	pi := f.paths.get(id, false)
+	if pi == nil || !pi.resolved || pi.bad {
 		return "", false
 	}
 	return pi.name, true
@@ -173,8 +216,7 @@ func (f *Folder) Add(ev *trace.Event) {
 		slot = int32(len(f.evs))
 		f.evs = append(f.evs, *ev)
 	}
-	f.heap = append(f.heap, heapEntry{start: ev.Start, seq: f.seq, slot: slot})
-	f.up(len(f.heap) - 1)
+	f.win.push(winEntry{start: ev.Start, seq: f.seq, slot: slot})
 }
 
 // End says that no event follows: Next then returns every call still held.
@@ -188,7 +230,7 @@ func (f *Folder) Ended() bool { return f.ended }
 func (f *Folder) Next() (*Call, bool) {
 	for f.outAt >= len(f.out) {
 		f.out, f.outAt = f.out[:0], 0
-		if len(f.heap) > 0 && (f.ended || len(f.heap) >= f.opts.Window) {
+		if n := f.win.len(); n > 0 && (f.ended || n >= f.opts.Window) {
 			f.feed(f.pop())
 			continue
 		}
@@ -203,11 +245,7 @@ func (f *Folder) Next() (*Call, bool) {
 
 // pop returns the earliest event of the sort window.
 func (f *Folder) pop() *trace.Event {
-	slot := f.heap[0].slot
-	n := len(f.heap) - 1
-	f.heap[0] = f.heap[n]
-	f.heap = f.heap[:n]
-	f.down(0)
+	slot := f.win.pop()
 	f.free = append(f.free, slot)
 	f.cur = f.evs[slot]
 	if f.cur.Start < f.lastOut {
@@ -218,67 +256,22 @@ func (f *Folder) pop() *trace.Event {
 	return &f.cur
 }
 
-// heapEntry is a sort window slot keyed by (start, file order).
-type heapEntry struct {
-	start int64
-	seq   uint64
-	slot  int32
-}
-
-func (f *Folder) less(i, j int) bool {
-	a, b := &f.heap[i], &f.heap[j]
-	if a.start != b.start {
-		return a.start < b.start
-	}
-	return a.seq < b.seq
-}
-
-func (f *Folder) swap(i, j int) { f.heap[i], f.heap[j] = f.heap[j], f.heap[i] }
-
-func (f *Folder) up(i int) {
-	for i > 0 {
-		par := (i - 1) / 2
-		if !f.less(i, par) {
-			return
-		}
-		f.swap(i, par)
-		i = par
-	}
-}
-
-func (f *Folder) down(i int) {
-	n := len(f.heap)
-	for {
-		l := 2*i + 1
-		if l >= n {
-			return
-		}
-		m := l
-		if r := l + 1; r < n && f.less(r, l) {
-			m = r
-		}
-		if !f.less(m, i) {
-			return
-		}
-		f.swap(i, m)
-		i = m
-	}
-}
-
+// path returns the state of path id with its name resolved.
 func (f *Folder) path(id uint32) *pathInfo {
-	if pi, ok := f.paths[id]; ok {
+	pi := f.paths.get(id, true)
+	if pi.resolved {
 		return pi
 	}
-	pi := &pathInfo{}
+	pi.resolved = true
 	if id == 0 {
 		pi.bad = true
 	} else {
 		pi.name = f.names.PathName(id)
+		pi.parent = Parent(pi.name)
 		if len(pi.name) > 0 && pi.name[0] == '?' || CheckName(pi.name) != nil {
 			pi.bad = true
 		}
 	}
-	f.paths[id] = pi
 	return pi
 }
 

@@ -118,7 +118,7 @@ func (f *Folder) eventPaths(ev *trace.Event) (pi, pi2 *pathInfo, ok bool) {
 // holdLookup holds a lookup: it may be a step of the path walk of the thread's next call.
 // A held lookup of an ancestor of this one was a step of this one's walk: it is folded.
 func (f *Folder) holdLookup(ev *trace.Event, t *threadState, pi *pathInfo) {
-	walk := Parent(pi.name)
+	walk := pi.parent
 	reqs, dur := t.dropHeld(f, func(h *Call) bool {
 		if h.Kind == Stat && h.Rec == trace.OpLookup && IsUnder(pi.name, h.Name) && h.Name != pi.name {
 			if len(h.Walk) < len(walk) {
@@ -145,7 +145,7 @@ func (f *Folder) holdLookup(ev *trace.Event, t *threadState, pi *pathInfo) {
 // walk (within FoldWindow), and the kernel's privilege probe before a setattr or write. It
 // returns the directory the walk started from and the requests and time folded.
 func (f *Folder) foldWalk(ev *trace.Event, t *threadState, pi, pi2 *pathInfo) (walk string, reqs int, dur int64) {
-	walk = Parent(pi.name)
+	walk = pi.parent
 	if len(t.held) > 0 {
 		reqs, dur = t.dropHeld(f, func(h *Call) bool {
 			if h.Kind != Stat || h.Rec != trace.OpLookup || ev.Start-(h.Start+h.Dur) > f.opts.FoldWindow {
@@ -201,9 +201,9 @@ func (f *Folder) setKind(ev *trace.Event, c *Call, pi, pi2 *pathInfo) bool {
 	switch ev.Op {
 	case trace.OpGetattr, trace.OpStatx:
 		c.Kind = Stat
-		if fh, ok := f.byPath[ev.Path]; ok {
-			if h := f.handles[fh]; h != nil && h.worker == ev.Tid {
-				c.Kind, c.Handle, c.Slot = Fstat, fh, h.slot
+		if pi.hasOpen {
+			if h := f.handles[pi.open]; h != nil && h.worker == ev.Tid {
+				c.Kind, c.Handle, c.Slot = Fstat, pi.open, h.slot
 			}
 		}
 	case trace.OpLookup: // NoFold
@@ -259,9 +259,9 @@ func (f *Folder) setattrKind(ev *trace.Event, c *Call) {
 	switch setattrSyscall(ev.Flags) {
 	case SysTruncate:
 		c.Kind, c.Size = Truncate, ev.Offset
-		if fh, ok := f.byPath[ev.Path]; ok {
-			if h := f.handles[fh]; h != nil && h.worker == ev.Tid && !h.dir {
-				c.Kind, c.Handle, c.Slot = Ftruncate, fh, h.slot
+		if pi := f.paths.get(ev.Path, false); pi != nil && pi.hasOpen {
+			if h := f.handles[pi.open]; h != nil && h.worker == ev.Tid && !h.dir {
+				c.Kind, c.Handle, c.Slot = Ftruncate, pi.open, h.slot
 			}
 		}
 	case SysChmod:
@@ -402,7 +402,8 @@ func (f *Folder) opened(c *Call, dir bool, node uint64) {
 	h := f.newHandle()
 	*h = handleState{worker: c.Worker, slot: f.allocSlot(), pathID: c.PathID, node: node, dir: dir}
 	f.handles[c.Handle] = h
-	f.byPath[c.PathID] = c.Handle
+	pi := f.paths.get(c.PathID, true)
+	pi.open, pi.hasOpen = c.Handle, true
 	c.Slot = h.slot
 }
 
@@ -491,8 +492,8 @@ func (f *Folder) close(ev *trace.Event) {
 	} else {
 		delete(f.handles, ev.Handle)
 	}
-	if f.byPath[h.pathID] == ev.Handle {
-		delete(f.byPath, h.pathID)
+	if pi := f.paths.get(h.pathID, false); pi != nil && pi.hasOpen && pi.open == ev.Handle {
+		pi.hasOpen = false
 	}
 	f.releaseOn(h.slot) // other threads' held reads and writes on the handle come first
 	f.release(h.worker)

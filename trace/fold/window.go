@@ -1,0 +1,151 @@
+package fold
+
+// The sort window restores start order. A trace lists requests about as they end, in
+// batches per group of threads, so it is made of runs already in start order, interleaved.
+// The window keeps up to maxRuns sorted runs: a new entry goes to the back of the run whose
+// last entry is the latest one not after it, or starts a run; when there are maxRuns runs
+// and none fits, it goes to a heap. The earliest of the runs' fronts and the heap's top
+// comes out first. Keys are unique (file order breaks ties), so entries come out in the
+// order of one sorted queue, for any input; a real trace costs a few comparisons per entry.
+
+// maxRuns bounds the runs scanned per entry.
+const maxRuns = 32
+
+// winEntry is an event's slot keyed by (start, file order).
+type winEntry struct {
+	start int64
+	seq   uint64
+	slot  int32
+}
+
+func (a *winEntry) before(b *winEntry) bool {
+	return a.start < b.start || (a.start == b.start && a.seq < b.seq)
+}
+
+// run is a ring of entries in order.
+type run struct {
+	buf     []winEntry // len is a power of two
+	head, n int
+}
+
+func (r *run) front() *winEntry { return &r.buf[r.head] }
+func (r *run) back() *winEntry  { return &r.buf[(r.head+r.n-1)&(len(r.buf)-1)] }
+
+func (r *run) push(e winEntry) {
+	if r.n == len(r.buf) {
+		nb := make([]winEntry, max(64, 2*len(r.buf)))
+		for i := 0; i < r.n; i++ {
+			nb[i] = r.buf[(r.head+i)&(len(r.buf)-1)]
+		}
+		r.buf, r.head = nb, 0
+	}
+	r.buf[(r.head+r.n)&(len(r.buf)-1)] = e
+	r.n++
+}
+
+func (r *run) pop() winEntry {
+	e := r.buf[r.head]
+	r.head = (r.head + 1) & (len(r.buf) - 1)
+	r.n--
+	return e
+}
+
+type window struct {
+	runs  []*run
+	spare []*run     // emptied runs, for reuse
+	late  []winEntry // min-heap of entries no run took
+	n     int
+}
+
+func (w *window) len() int { return w.n }
+
+// push adds an entry; its seq is larger than any before.
+func (w *window) push(e winEntry) {
+	w.n++
+	var best *run
+	for _, r := range w.runs {
+		if b := r.back(); !e.before(b) && (best == nil || best.back().before(b)) {
+			best = r
+		}
+	}
+	switch {
+	case best != nil:
+		best.push(e)
+	case len(w.runs) < maxRuns:
+		var r *run
+		if k := len(w.spare); k > 0 {
+			r, w.spare = w.spare[k-1], w.spare[:k-1]
+		} else {
+			r = &run{}
+		}
+		r.push(e)
+		w.runs = append(w.runs, r)
+	default:
+		w.late = append(w.late, e)
+		w.up(len(w.late) - 1)
+	}
+}
+
+// pop removes the earliest entry and returns its slot; the window must not be empty.
+func (w *window) pop() int32 {
+	w.n--
+	ri := -1
+	for i, r := range w.runs {
+		if ri < 0 || r.front().before(w.runs[ri].front()) {
+			ri = i
+		}
+	}
+	if len(w.late) > 0 && (ri < 0 || w.late[0].before(w.runs[ri].front())) {
+		e := w.late[0]
+		last := len(w.late) - 1
+		w.late[0] = w.late[last]
+		w.late = w.late[:last]
+		w.down(0)
+		return e.slot
+	}
+	r := w.runs[ri]
+	e := r.pop()
+	if r.n == 0 {
+		last := len(w.runs) - 1
+		w.runs[ri] = w.runs[last]
+		w.runs[last] = nil
+		w.runs = w.runs[:last]
+		if len(r.buf) > 1024 {
+			r.buf, r.head = nil, 0 // a long run's ring is not kept for a short one
+		}
+		w.spare = append(w.spare, r)
+	}
+	return e.slot
+}
+
+func (w *window) up(i int) {
+	h := w.late
+	for i > 0 {
+		par := (i - 1) / 2
+		if !h[i].before(&h[par]) {
+			return
+		}
+		h[i], h[par] = h[par], h[i]
+		i = par
+	}
+}
+
+func (w *window) down(i int) {
+	h := w.late
+	n := len(h)
+	for {
+		l := 2*i + 1
+		if l >= n {
+			return
+		}
+		m := l
+		if r := l + 1; r < n && h[r].before(&h[l]) {
+			m = r
+		}
+		if !h[m].before(&h[i]) {
+			return
+		}
+		h[i], h[m] = h[m], h[i]
+		i = m
+	}
+}

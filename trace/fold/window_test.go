@@ -1,0 +1,41 @@
+package fold
+
+import (
+	"cmp"
+	"math/rand/v2"
+	"slices"
+	"testing"
+)
+
+// TestWindowOrder: entries come out of the window in (start, file order), whatever the
+// mix of in-order and late entries and of pushes and pops.
+func TestWindowOrder(t *testing.T) {
+	for seed := range uint64(20) {
+		rng := rand.New(rand.NewPCG(seed, 3))
+		var w window
+		var pending []winEntry // what the window holds, as a plain list
+		var clock int64
+		for i := range 5000 {
+			clock += int64(rng.IntN(100))
+			start := clock
+			if rng.IntN(4) == 0 {
+				start -= int64(rng.IntN(2000)) // a request that ran long or overlapped
+			}
+			e := winEntry{start: start, seq: uint64(i + 1), slot: int32(i)}
+			w.push(e)
+			pending = append(pending, e)
+			for w.len() > int(seed)*8+1 || (rng.IntN(3) == 0 && w.len() > 0) {
+				want := slices.MinFunc(pending, func(a, b winEntry) int {
+					return cmp.Or(cmp.Compare(a.start, b.start), cmp.Compare(a.seq, b.seq))
+				})
+				if got := w.pop(); got != want.slot {
+					t.Fatalf("seed %d: popped slot %d, want %d", seed, got, want.slot)
+				}
+				pending = slices.DeleteFunc(pending, func(x winEntry) bool { return x.slot == want.slot })
+			}
+		}
+		if w.len() != len(pending) {
+			t.Fatalf("seed %d: window holds %d, want %d", seed, w.len(), len(pending))
+		}
+	}
+}
