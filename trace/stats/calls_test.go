@@ -162,3 +162,14 @@ func TestAddWithCallsDoesNotAllocate(t *testing.T) {
 		t.Errorf("Add with the call view allocates %.4f times per event", per)
 	}
 }
+
+// BenchmarkStatsAddCalls is BenchmarkStatsAdd with the per-system-call view: the cost of
+// folding is the difference.
+func BenchmarkStatsAddCalls(b *testing.B) {
+	evs := genEvents(1<<16, 5)
+	a := NewAccumulator("bench", &trace.Header{}, Options{Names: pathNames{}})
+	for i := range evs {
+		a.Add(&evs[i])
+	}
+	benchAdd(b, a, evs)
+}

@@ -19,6 +19,13 @@
 // one core for a mixed workload; BenchmarkStatsAddManyFiles, 100,000 files touched in
 // random order (every event a cache miss), about 3 million.
 //
+// With Options.Names the Accumulator also keeps the per-system-call view (calls.go): it folds
+// the requests into the calls they belong to with package trace/fold, as replay does. The
+// folder holds a sort window of 65536 events (7 MiB), the name of each path it has seen and
+// the state of the handles open at once and of the threads holding requests back; an event
+// still costs no allocation (TestAddWithCallsDoesNotAllocate), and about twice the CPU of
+// the per-request figures alone (BenchmarkStatsAddCalls against BenchmarkStatsAdd).
+//
 // The per-interval series is 1 s wide by default. With Options.Interval zero, traces
 // shorter than 20 s get finer intervals (down to 1/64 s) so that short jobs still show a
 // time series.
