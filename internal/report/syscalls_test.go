@@ -21,12 +21,20 @@ func TestSyscallView(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var txt, js bytes.Buffer
+	var txt, js, html bytes.Buffer
 	if err := WriteText(&txt, r); err != nil {
 		t.Fatal(err)
 	}
 	if err := WriteJSON(&js, r); err != nil {
 		t.Fatal(err)
+	}
+	if err := WriteHTML(&html, r); err != nil {
+		t.Fatal(err)
+	}
+	h := html.String()
+	if i, j := strings.Index(h, "<h2>System calls</h2>"), strings.Index(h, "<h2>FUSE requests"); i < 0 || j < i ||
+		!strings.Contains(h, "Latency CDF per system call") || !strings.Contains(h, "<td class=\"l\">getdents</td>") {
+		t.Errorf("the HTML report lacks the system call section before the requests, or its plot")
 	}
 	// The first table after the traces is the per-system-call one.
 	text := txt.String()
