@@ -74,7 +74,7 @@ func callView(v *View, s *stats.Stats) {
 // callNotes says what the per-system-call view of s cannot show.
 func callNotes(s *stats.Stats) []string {
 	var folded, replayed, kernel int
-	var rest, forgets uint64
+	var rest, forgets, flushes uint64
 	for i := range s.Sources {
 		src := &s.Sources[i]
 		switch src.Calls {
@@ -90,6 +90,7 @@ func callNotes(s *stats.Stats) []string {
 		if src.Fold != nil {
 			forgets += src.Fold.Folded[trace.OpForget]
 		}
+		flushes += src.ExtraFlushes
 	}
 	var reqs uint64
 	for i := range s.Calls {
@@ -100,7 +101,7 @@ func callNotes(s *stats.Stats) []string {
 			rest += s.Sources[i].Events
 		}
 	}
-	rest -= min(rest, reqs+forgets)
+	rest -= min(rest, reqs+forgets+flushes)
 	var notes []string
 	if folded > 0 {
 		notes = append(notes, "system calls as the application made them, folded from the FUSE requests as replay folds them; a call's time is its requests' time in the storage, path-walk lookups included")
@@ -108,9 +109,21 @@ func callNotes(s *stats.Stats) []string {
 		if kernel > 0 {
 			notes = append(notes, "cache=kernel: reads and writes served by the page cache and stats answered from the attribute cache send no request: counts are lower than the application's calls, and the reads and writes shown are readahead and write-back as they reached the storage")
 		}
-		if forgets+rest > 0 {
-			notes = append(notes, fmt.Sprintf("requests in no call: %s forget (the kernel dropping inodes), %s other (paths without a record, requests the kernel sends on its own)",
-				format.Count(forgets), format.Count(rest)))
+		var parts []string
+		for _, p := range []struct {
+			n    uint64
+			what string
+		}{
+			{flushes, "flush of a file's other descriptors (closed after dup or fork)"},
+			{forgets, "forget (the kernel dropping inodes)"},
+			{rest, "other (requests on paths without a record, releases of files opened before the trace)"},
+		} {
+			if p.n > 0 {
+				parts = append(parts, format.Count(p.n)+" "+p.what)
+			}
+		}
+		if len(parts) > 0 {
+			notes = append(notes, "requests in no call: "+strings.Join(parts, ", "))
 		}
 	}
 	if replayed > 0 {

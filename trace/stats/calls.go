@@ -37,8 +37,9 @@ const (
 
 // callView is an Accumulator's per-system-call state.
 type callView struct {
-	folder *fold.Folder // nil for a replay's trace
-	calls  [fold.NumSyscalls]CallStats
+	folder  *fold.Folder // nil for a replay's trace
+	calls   [fold.NumSyscalls]CallStats
+	flushed uint64 // closes timed by a flush
 }
 
 func newCallView(names fold.Names, h *trace.Header) *callView {
@@ -65,6 +66,9 @@ func (v *callView) drain() {
 	for c, ok := v.folder.Next(); ok; c, ok = v.folder.Next() {
 		if s, ok := c.Syscall(); ok {
 			v.call(s, c.Rec, c.Time(), c.Errno, c.Ret, uint64(c.Requests()))
+		}
+		if c.Kind == fold.Close && c.Rec == trace.OpFlush {
+			v.flushed++
 		}
 	}
 }
@@ -100,6 +104,7 @@ func (v *callView) finish(src *Source) [fold.NumSyscalls]CallStats {
 		src.Calls = CallsFolded
 		st := v.folder.Stats
 		src.Fold = &st
+		src.ExtraFlushes = st.ByOp[trace.OpFlush] - min(st.ByOp[trace.OpFlush], v.flushed)
 	}
 	return v.calls
 }

@@ -274,9 +274,12 @@ type Source struct {
 	Samples []trace.Samples
 	Moved   uint64
 	// Calls says how the per-system-call view was made: CallsFolded, CallsReplay, or ""
-	// (no view: a recording added without Options.Names). Fold is what folding did.
-	Calls string
-	Fold  *fold.Stats
+	// (no view: a recording added without Options.Names). Fold is what folding did;
+	// ExtraFlushes are the flushes a close of one of a file's other descriptors sent (dup,
+	// fork): a close counts once per open file, with its last flush.
+	Calls        string
+	Fold         *fold.Stats
+	ExtraFlushes uint64
 }
 
 // Dropped returns the number of events the recorder dropped (from the footer).
