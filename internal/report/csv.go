@@ -9,7 +9,7 @@ import (
 )
 
 // CSVTables names the tables WriteCSV can write.
-var CSVTables = []string{"ops", "sizes", "procs", "files", "dirs", "intervals"}
+var CSVTables = []string{"ops", "syscalls", "sizes", "procs", "files", "dirs", "intervals"}
 
 // WriteCSV writes one table of r as CSV with a header row. Every row starts with the view
 // name ("all", or a group such as "host=node1"). Durations are in ns, bytes in bytes,
@@ -29,6 +29,8 @@ func WriteCSV(w io.Writer, r *Report, tableName string) error {
 				rows = append(rows, []string{v.Name, o.Op, o.Class, u(o.Count), u(o.Errors), u(o.Bytes), i64(o.TotalNs), f(o.Share), f(o.MeanNs), i64(o.P50), i64(o.P90), i64(o.P99), i64(o.P999), i64(o.MaxNs)})
 			}
 		}
+	case "syscalls":
+		rows = callCSV(views)
 	case "sizes":
 		rows = append(rows, []string{"view", "op", "bucket", "max_bytes", "count", "bytes", "mean_ns", "p50_ns", "p90_ns", "p99_ns", "p99_9_ns"})
 		for _, v := range views {

@@ -189,7 +189,7 @@
 //
 // # CSV
 //
-// WriteCSV writes one table (ops, sizes, procs, files, dirs or intervals) with a header
+// WriteCSV writes one table (ops, syscalls, sizes, procs, files, dirs or intervals) with a header
 // row; every row starts with the view name ("all", or "host=node1" with --by). Units as in
 // JSON.
 //

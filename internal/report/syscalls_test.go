@@ -81,6 +81,14 @@ func TestSyscallView(t *testing.T) {
 	if reqs != s.Events {
 		t.Errorf("the calls stand for %d requests of %d", reqs, s.Events)
 	}
+	var csv bytes.Buffer
+	if err := WriteCSV(&csv, r, "syscalls"); err != nil {
+		t.Fatal(err)
+	}
+	if lines := strings.Split(strings.TrimSpace(csv.String()), "\n"); len(lines) != 1+len(doc.Total.Syscalls) ||
+		!strings.HasPrefix(lines[0], "view,call,count,") || !strings.HasPrefix(lines[1], "all,") {
+		t.Errorf("csv syscalls table:\n%s", csv.String())
+	}
 }
 
 // TestCompareCalls: per system call, the same job on another node is the same work and
