@@ -425,6 +425,8 @@ func notFolded(calls []fold.Call, evs []namedEvent) (n callTally, idx map[int]bo
 				n.addCall(c)
 				w := fmt.Sprintf("%s %q then %s %q %.1f ms later (fold window %.0f ms)", c.Rec, c.Name, e.Op, e.name, float64(gap)/1e6, fold.DefaultFoldWindow/1e6)
 				switch {
+				case c.Rec == trace.OpLookup && e.Op == trace.OpLookup && e.name == c.Name:
+					w = fmt.Sprintf("lookup %q, then the same lookup again %.1f ms later: the next call on the name", c.Name, float64(gap)/1e6)
 				case gap > fold.DefaultFoldWindow:
 				case closed != "":
 					w = fmt.Sprintf("%s %q then %s %q, with the close of %q in between", c.Rec, c.Name, e.Op, e.name, closed)
