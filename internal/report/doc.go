@@ -64,6 +64,14 @@
 //
 //	name, traces[] (indexes into traces), events, dropped, start (first op),
 //	duration_ns (first op start to last op end), total_ns (job I/O time)
+//	job          the job's bytes and rates: {view ("syscalls" when every trace has the
+//	             per-system-call view, else "requests": what the counts count),
+//	             read_bytes, write_bytes, data_ops (reads, writes, copy_file_range),
+//	             meta_ops (every other call or request but forget), wall_ns (=
+//	             duration_ns), active_ns (I/O-active time: at least one op in flight;
+//	             summed over traces), wall and active {mb_per_s, read_mb_per_s,
+//	             write_mb_per_s, iops (data ops per second), meta_ops_per_s}: over wall_ns
+//	             and over active_ns}
 //	syscalls[]   the per-system-call view, one per kind of call seen, by total_ns
 //	             descending (absent when a trace was read without it):
 //	  call ("open" (also creat and opendir), "stat" (stat, lstat, fstat, statx, and a
@@ -76,8 +84,8 @@
 //	  getdents, readlink, getxattr, listxattr), total_ns (summed time in the storage),
 //	  share (of call_ns), mean_ns, p50_ns, p90_ns, p99_ns, p99_9_ns, max_ns, requests
 //	  (FUSE requests the calls stand for; 0 in a replay's trace, whose events are the
-//	  calls it issued), requests_per_call (mean), max_requests, cdf[], hist[] (as in
-//	  ops[])
+//	  calls it issued), requests_per_call (mean), max_requests, busy_ns, ops_per_s,
+//	  mb_per_s, first_access, reaccess, cdf[], hist[] (as in ops[])
 //	call_ns      the calls' summed time
 //	syscall_notes[] what the per-system-call view cannot show, for these traces
 //	ops[]        one per operation (FUSE request) seen, by total_ns descending:
@@ -85,6 +93,15 @@
 //	  bytes (bytes done: read, write, copy_file_range, readdir*, *xattr, readlink),
 //	  total_ns, share (of the view's total_ns), mean_ns, p50_ns, p90_ns, p99_ns,
 //	  p99_9_ns, max_ns,
+//	  busy_ns (time at least one request of the op was in flight), ops_per_s and
+//	  mb_per_s (read, write, copy_file_range; MB = 10^6 B) over busy_ns: the rate the
+//	  storage served the op at while the job asked for it,
+//	  first_access, reaccess (read only): the reads that returned bytes never read
+//	  before from their file in the trace (at least one), and the reads that returned
+//	  only bytes read before: {count, bytes, total_ns, mean_ns, p50_ns, p90_ns, p99_ns,
+//	  p99_9_ns, max_ns}; reads that failed or returned nothing are in neither. Each file
+//	  keeps at most 32 ranges of bytes read; beyond that the smallest is forgotten and a
+//	  read of it counts as a first access (patterns.reread_lower_bound says so),
 //	  cdf[] {p (percent), ns} at p = 0 1 5 10 20 25 30 40 50 60 70 75 80 90 95 99 99.5
 //	  99.9 99.99 100,
 //	  hist[] {lo_ns, hi_ns, count}: non-empty bins, 4 per power of two from 1 µs,
@@ -98,8 +115,10 @@
 //	read_by_size[], write_by_size[]: latency by requested size bucket
 //	  {bucket ("<=4K" … "<=1M", ">1M"), max_bytes (0 = open-ended), bytes, count,
 //	  mean_ns, p50_ns, p90_ns, p99_ns, p99_9_ns, max_ns}
-//	ttfb         time to first byte, open/create start to the end of the first read on
-//	             that handle: {count, mean_ns, p50_ns, p90_ns, p99_ns, p99_9_ns, max_ns}
+//	ttfb         time to first byte: the latency of each file's first read that returned
+//	             data (the read's own time; the application's time between its open and
+//	             its read is not in it): {count (files), mean_ns, p50_ns, p90_ns, p99_ns,
+//	             p99_9_ns, max_ns}
 //	patterns     {seq_read_share, seq_write_share (by bytes), seq_reads, rand_reads,
 //	             seq_writes, rand_writes (ops), read_bytes, write_bytes, reread_bytes,
 //	             reread_lower_bound, read_sizes[]/write_sizes[] {bucket, count},
@@ -110,7 +129,12 @@
 //	             {path ("." is the traced root), ops, errors, total_ns, share, meta_ns,
 //	             data_ns, read_ops, write_ops, read_bytes, write_bytes, seq_share (of data
 //	             ops), reread_bytes, reread_lower_bound, opens, unused_opens (handles
-//	             closed without a read or write), extent (largest offset+length),
+//	             closed without a read or write), first_access_reads,
+//	             first_access_bytes, first_access_ns, reaccess_reads, reaccess_bytes,
+//	             reaccess_ns (the file's reads split as in ops[].first_access), first_byte_ns
+//	             (files only: the latency of its first read that returned data; the
+//	             quickest node's when traces of several nodes read it), extent (largest
+//	             offset+length),
 //	             top_size (most common request-size bucket), read_sizes[], write_sizes[]
 //	             {bucket, count}: the file's request size distribution}
 //	opened_unused {count, paths[] (at most N)}: files opened but never read or written

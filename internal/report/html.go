@@ -203,6 +203,10 @@ var funcs = template.FuncMap{
 		return strings.Join(parts, " ")
 	},
 	"errnos": errnoList,
+	"rate":   rateCell,
+	"mb":     mbCell,
+	"access": accessLine,
+	"job":    jobLine,
 	"u64":    func(i int) uint64 { return uint64(i) },
 	"orDash": orDash,
 	"classes": func(cs []ClassRow) string {
@@ -256,14 +260,18 @@ var pageTmpl = template.Must(template.New("page").Funcs(funcs).Parse(`<!DOCTYPE 
 <p class="muted">As the application made them: FUSE requests folded into the calls they belong to, as replay folds them. Time is each call's time in the storage (its requests' durations summed). Sorted by total time.</p>
 {{template "calls" $v}}
 {{range $v.CallNotes}}<div class="facts">{{.}}</div>
-{{end}}{{end}}
+{{end}}{{range $v.Syscalls}}{{with access (printf "%s calls" .Call) .FirstAccess .Reaccess}}<div class="facts">{{.}}</div>
+{{end}}{{end}}{{end}}
 <h2>FUSE requests (operations)</h2>
 <p class="muted">What the storage saw. Sorted by total time. Percentiles from HDR histograms (3 significant digits); mean, total and max are exact.</p>
 {{template "ops" $v}}
+{{range $v.Ops}}{{with access (printf "%s requests" .Op) .FirstAccess .Reaccess}}<div class="facts">{{.}}</div>
+{{end}}{{end}}<p class="muted">Rate and MB/s: per second of the time at least one request (or call) of the kind was in flight; MB = 10^6 B.</p>
+<pre>{{job $v.Job}}</pre>
 <p>Job I/O time: data {{pct $v.Patterns.DataShare}}, metadata {{pct $v.Patterns.MetaShare}} ({{classes $v.Classes}}).
 {{with $v.Patterns}}{{if .ReadBytes}}<br>Reads: {{bytes .ReadBytes}}, {{pct .SeqReadShare}} sequential by bytes ({{count .SeqReads}} sequential / {{count .RandReads}} random ops){{if .RereadBytes}}; re-read {{if .RereadApprox}}at least {{end}}{{bytes .RereadBytes}} of already read ranges — a cache would help{{end}}.{{end}}
 {{if .WriteBytes}}<br>Writes: {{bytes .WriteBytes}}, {{pct .SeqWriteShare}} sequential by bytes ({{count .SeqWrites}} sequential / {{count .RandWrites}} random ops).{{end}}{{end}}
-{{with $v.TTFB}}<br>Time to first byte (open to first read done): n={{count .Count}}, p50 {{dur .P50}}, p99 {{dur .P99}}, max {{dur .MaxNs}}.{{end}}
+{{with $v.TTFB}}<br>Time to first byte (each file's first read, its own latency): n={{count .Count}}, p50 {{dur .P50}}, p99 {{dur .P99}}, max {{dur .MaxNs}}.{{end}}
 {{if $v.Unused.Count}}<br>Files opened but never read or written: {{$v.Unused.Count}}.{{end}}
 {{with inflight $v}}<br>In flight at once (requests each found being served, itself included): {{.}}.{{end}}</p>
 
@@ -296,11 +304,11 @@ var pageTmpl = template.Must(template.New("page").Funcs(funcs).Parse(`<!DOCTYPE 
 {{if $v.Unused.Count}}<h3>Files opened but never read or written ({{$v.Unused.Count}})</h3>
 <ul>{{range $v.Unused.Paths}}<li>{{.}}</li>{{end}}{{if gt $v.Unused.Count (len $v.Unused.Paths)}}<li class="muted">… {{count (u64 $v.Unused.Count)}} in all</li>{{end}}</ul>{{end}}
 </body></html>
-{{define "ops"}}<table><tr><th class="l">op</th><th>count</th><th>errors</th><th>bytes</th><th>total</th><th>share</th><th>mean</th><th>p50</th><th>p90</th><th>p99</th><th>p99.9</th><th>max</th><th class="l">errnos</th></tr>
-{{range .Ops}}<tr><td class="l">{{.Op}}</td><td>{{count .Count}}</td><td>{{count .Errors}}</td><td>{{if .Bytes}}{{bytes .Bytes}}{{else}}-{{end}}</td><td>{{dur .TotalNs}}</td><td>{{pct .Share}}</td><td>{{durf .MeanNs}}</td><td>{{dur .P50}}</td><td>{{dur .P90}}</td><td>{{dur .P99}}</td><td>{{dur .P999}}</td><td>{{dur .MaxNs}}</td><td class="l">{{errnos .Errnos}}</td></tr>
+{{define "ops"}}<table><tr><th class="l">op</th><th>count</th><th>errors</th><th>bytes</th><th>total</th><th>share</th><th>rate</th><th>MB/s</th><th>mean</th><th>p50</th><th>p90</th><th>p99</th><th>p99.9</th><th>max</th><th class="l">errnos</th></tr>
+{{range .Ops}}<tr><td class="l">{{.Op}}</td><td>{{count .Count}}</td><td>{{count .Errors}}</td><td>{{if .Bytes}}{{bytes .Bytes}}{{else}}-{{end}}</td><td>{{dur .TotalNs}}</td><td>{{pct .Share}}</td><td>{{rate .Op .OpsPerS}}</td><td>{{mb .Op .MBps}}</td><td>{{durf .MeanNs}}</td><td>{{dur .P50}}</td><td>{{dur .P90}}</td><td>{{dur .P99}}</td><td>{{dur .P999}}</td><td>{{dur .MaxNs}}</td><td class="l">{{errnos .Errnos}}</td></tr>
 {{end}}</table>{{end}}
-{{define "calls"}}<table><tr><th class="l">call</th><th>count</th><th>errors</th><th>bytes</th><th>total</th><th>share</th><th>mean</th><th>p50</th><th>p90</th><th>p99</th><th>p99.9</th><th>max</th><th>requests per call</th><th class="l">errnos</th></tr>
-{{range .Syscalls}}<tr><td class="l">{{.Call}}</td><td>{{count .Count}}</td><td>{{count .Errors}}</td><td>{{if .Bytes}}{{bytes .Bytes}}{{else}}-{{end}}</td><td>{{dur .TotalNs}}</td><td>{{pct .Share}}</td><td>{{durf .MeanNs}}</td><td>{{dur .P50}}</td><td>{{dur .P90}}</td><td>{{dur .P99}}</td><td>{{dur .P999}}</td><td>{{dur .MaxNs}}</td><td>{{if .Requests}}{{printf "%.2f" .PerCall}}{{else}}-{{end}}</td><td class="l">{{errnos .Errnos}}</td></tr>
+{{define "calls"}}<table><tr><th class="l">call</th><th>count</th><th>errors</th><th>bytes</th><th>total</th><th>share</th><th>rate</th><th>MB/s</th><th>mean</th><th>p50</th><th>p90</th><th>p99</th><th>p99.9</th><th>max</th><th>requests per call</th><th class="l">errnos</th></tr>
+{{range .Syscalls}}<tr><td class="l">{{.Call}}</td><td>{{count .Count}}</td><td>{{count .Errors}}</td><td>{{if .Bytes}}{{bytes .Bytes}}{{else}}-{{end}}</td><td>{{dur .TotalNs}}</td><td>{{pct .Share}}</td><td>{{rate .Call .OpsPerS}}</td><td>{{mb .Call .MBps}}</td><td>{{durf .MeanNs}}</td><td>{{dur .P50}}</td><td>{{dur .P90}}</td><td>{{dur .P99}}</td><td>{{dur .P999}}</td><td>{{dur .MaxNs}}</td><td>{{if .Requests}}{{printf "%.2f" .PerCall}}{{else}}-{{end}}</td><td class="l">{{errnos .Errnos}}</td></tr>
 {{end}}</table>{{end}}
 {{define "sizes"}}<table><tr><th class="l">size</th><th>count</th><th>bytes</th><th>mean</th><th>p50</th><th>p90</th><th>p99</th><th>p99.9</th></tr>
 {{range .}}<tr><td class="l">{{.Bucket}}</td><td>{{count .Count}}</td><td>{{bytes .Bytes}}</td><td>{{durf .MeanNs}}</td><td>{{dur .P50}}</td><td>{{dur .P90}}</td><td>{{dur .P99}}</td><td>{{dur .P999}}</td></tr>

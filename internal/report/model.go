@@ -132,6 +132,8 @@ type View struct {
 	Start      time.Time `json:"start"`
 	DurationNs int64     `json:"duration_ns"` // wall time from the first op's start to the last op's end
 	TotalNs    int64     `json:"total_ns"`    // job I/O time: sum of all op durations
+	// Job is the job's bytes and rates over its wall time and its I/O-active time.
+	Job *JobRates `json:"job"`
 
 	// Syscalls is the per-system-call view (syscalls.go): nil when a trace was read
 	// without it. CallNs is the calls' summed time; CallNotes say what the view cannot show.
@@ -178,8 +180,16 @@ type OpRow struct {
 	TotalNs int64             `json:"total_ns"`
 	Share   float64           `json:"share"` // of the view's total_ns
 	Latency
-	CDF  []CDFPoint `json:"cdf"`
-	Hist []HistBin  `json:"hist"`
+	// BusyNs is the time at least one request of the op was in flight; OpsPerS and MBps
+	// (read, write, copy_file_range) are over it (rates.go).
+	BusyNs  int64   `json:"busy_ns"`
+	OpsPerS float64 `json:"ops_per_s"`
+	MBps    float64 `json:"mb_per_s,omitempty"`
+	// FirstAccess and Reaccess split the reads (read only; see stats.Stats.FirstReads).
+	FirstAccess *AccessRow `json:"first_access,omitempty"`
+	Reaccess    *AccessRow `json:"reaccess,omitempty"`
+	CDF         []CDFPoint `json:"cdf"`
+	Hist        []HistBin  `json:"hist"`
 	// Inflight is the operation's in-flight depth (inflight.go).
 	Inflight *InflightRow `json:"inflight,omitempty"`
 }
@@ -255,26 +265,35 @@ type ProcRow struct {
 
 // FileRow is one file or directory.
 type FileRow struct {
-	Path         string      `json:"path"`
-	Ops          uint64      `json:"ops"`
-	Errors       uint64      `json:"errors"`
-	TotalNs      int64       `json:"total_ns"`
-	Share        float64     `json:"share"`
-	MetaNs       int64       `json:"meta_ns"`
-	DataNs       int64       `json:"data_ns"`
-	ReadOps      uint64      `json:"read_ops"`
-	WriteOps     uint64      `json:"write_ops"`
-	ReadBytes    uint64      `json:"read_bytes"`
-	WriteBytes   uint64      `json:"write_bytes"`
-	SeqShare     float64     `json:"seq_share"` // share of data ops that were sequential
-	RereadBytes  uint64      `json:"reread_bytes"`
-	RereadApprox bool        `json:"reread_lower_bound,omitempty"`
-	Opens        uint64      `json:"opens"`
-	UnusedOpens  uint64      `json:"unused_opens"`
-	Extent       int64       `json:"extent"`             // largest offset+length read or written
-	TopSize      string      `json:"top_size,omitempty"` // most common request-size bucket
-	ReadSizes    []SizeCount `json:"read_sizes,omitempty"`
-	WriteSizes   []SizeCount `json:"write_sizes,omitempty"`
+	Path         string  `json:"path"`
+	Ops          uint64  `json:"ops"`
+	Errors       uint64  `json:"errors"`
+	TotalNs      int64   `json:"total_ns"`
+	Share        float64 `json:"share"`
+	MetaNs       int64   `json:"meta_ns"`
+	DataNs       int64   `json:"data_ns"`
+	ReadOps      uint64  `json:"read_ops"`
+	WriteOps     uint64  `json:"write_ops"`
+	ReadBytes    uint64  `json:"read_bytes"`
+	WriteBytes   uint64  `json:"write_bytes"`
+	SeqShare     float64 `json:"seq_share"` // share of data ops that were sequential
+	RereadBytes  uint64  `json:"reread_bytes"`
+	RereadApprox bool    `json:"reread_lower_bound,omitempty"`
+	Opens        uint64  `json:"opens"`
+	UnusedOpens  uint64  `json:"unused_opens"`
+	// First access against re-access of the file's reads (see stats.FileStats), and the
+	// latency of its first read that returned data (time to first byte).
+	FirstReads     uint64      `json:"first_access_reads"`
+	FirstReadBytes uint64      `json:"first_access_bytes"`
+	FirstReadNs    int64       `json:"first_access_ns"`
+	Rereads        uint64      `json:"reaccess_reads"`
+	RereadOnly     uint64      `json:"reaccess_bytes"`
+	RereadNs       int64       `json:"reaccess_ns"`
+	FirstByteNs    *int64      `json:"first_byte_ns,omitempty"`
+	Extent         int64       `json:"extent"`             // largest offset+length read or written
+	TopSize        string      `json:"top_size,omitempty"` // most common request-size bucket
+	ReadSizes      []SizeCount `json:"read_sizes,omitempty"`
+	WriteSizes     []SizeCount `json:"write_sizes,omitempty"`
 }
 
 // UnusedFiles lists files opened but never read or written.
@@ -554,6 +573,7 @@ func buildView(name string, s *stats.Stats, traces []int, o Options) *View {
 		v.Start = st.UTC()
 		v.DurationNs = int64(en.Sub(st))
 	}
+	v.Job = jobRates(s, v.DurationNs)
 	for i := range s.Ops {
 		op := &s.Ops[i]
 		if op.Count == 0 {
@@ -571,6 +591,11 @@ func buildView(name string, s *stats.Stats, traces []int, o Options) *View {
 			Hist:    histBins(op.Hist),
 		}
 		row.Inflight = inflightRow(&s.Inflight.Ops[i])
+		row.BusyNs = s.Inflight.Ops[i].BusyNs
+		row.OpsPerS, row.MBps = opRates(row.Op, op.Count, op.Bytes, row.BusyNs)
+		if trace.Op(i) == trace.OpRead {
+			row.FirstAccess, row.Reaccess = accessRow(&s.FirstReads), accessRow(&s.Rereads)
+		}
 		if len(op.Errnos) > 0 {
 			row.Errnos = map[string]uint64{}
 			for e, n := range op.Errnos {
@@ -701,6 +726,12 @@ func fileRows(fs []*stats.FileStats, total int64, _ bool) []FileRow {
 			SeqShare:    share(int64(f.SeqReads+f.SeqWrites), int64(data)),
 			RereadBytes: f.RereadBytes, RereadApprox: f.RereadApprox,
 			Opens: f.Opens, UnusedOpens: f.UnusedOpen, Extent: f.MaxEnd,
+			FirstReads: f.FirstReads, FirstReadBytes: f.FirstReadBytes, FirstReadNs: f.FirstReadNs,
+			Rereads: f.Rereads, RereadOnly: f.RereadOnlyBytes, RereadNs: f.RereadNs,
+		}
+		if f.FirstByte {
+			ns := f.FirstByteNs
+			r.FirstByteNs = &ns
 		}
 		var best uint64
 		for b := range stats.NumSizeBuckets {

@@ -28,9 +28,15 @@ type CallRow struct {
 	Latency
 	// Requests are the FUSE requests the calls stand for (0 for a replay's calls, which
 	// reached no FUSE layer); PerCall their mean per call, MaxRequests the most for one.
-	Requests    uint64     `json:"requests"`
-	PerCall     float64    `json:"requests_per_call"`
-	MaxRequests uint64     `json:"max_requests"`
+	Requests    uint64  `json:"requests"`
+	PerCall     float64 `json:"requests_per_call"`
+	MaxRequests uint64  `json:"max_requests"`
+	// BusyNs, OpsPerS, MBps, FirstAccess and Reaccess are as in OpRow, for the calls.
+	BusyNs      int64      `json:"busy_ns"`
+	OpsPerS     float64    `json:"ops_per_s"`
+	MBps        float64    `json:"mb_per_s,omitempty"`
+	FirstAccess *AccessRow `json:"first_access,omitempty"`
+	Reaccess    *AccessRow `json:"reaccess,omitempty"`
 	CDF         []CDFPoint `json:"cdf"`
 	Hist        []HistBin  `json:"hist"`
 }
@@ -54,6 +60,11 @@ func callView(v *View, s *stats.Stats) {
 			CDF:     cdf(c.Hist, c.MaxNs), Hist: histBins(c.Hist),
 			Requests: c.Requests, MaxRequests: c.MaxRequests,
 			PerCall: round3(float64(c.Requests) / float64(c.Count)),
+			BusyNs:  c.BusyNs,
+		}
+		row.OpsPerS, row.MBps = opRates(row.Call, c.Count, c.Bytes, c.BusyNs)
+		if fold.Syscall(i) == fold.SysRead {
+			row.FirstAccess, row.Reaccess = accessRow(&s.CallFirstReads), accessRow(&s.CallRereads)
 		}
 		if len(c.Errnos) > 0 {
 			row.Errnos = map[string]uint64{}
@@ -142,7 +153,7 @@ func writeCallTable(b *strings.Builder, v *View) {
 	if len(v.Syscalls) == 0 {
 		b.WriteString("(no calls)\n")
 	} else {
-		t := newTable("call", "count", "errors", "bytes", "total", "share", "mean", "p50", "p90", "p99", "p99.9", "max", "req/call")
+		t := newTable("call", "count", "errors", "bytes", "total", "share", "rate", "MB/s", "mean", "p50", "p90", "p99", "p99.9", "max", "req/call")
 		for _, c := range v.Syscalls {
 			bytes, perCall := "-", "-"
 			if c.Bytes > 0 {
@@ -151,13 +162,18 @@ func writeCallTable(b *strings.Builder, v *View) {
 			if c.Requests > 0 {
 				perCall = fmt.Sprintf("%.2f", c.PerCall)
 			}
-			t.add(c.Call, format.Count(c.Count), format.Count(c.Errors), bytes, format.Dur(c.TotalNs), format.Pct(c.Share), format.Dur(int64(c.MeanNs)),
+			t.add(c.Call, format.Count(c.Count), format.Count(c.Errors), bytes, format.Dur(c.TotalNs), format.Pct(c.Share),
+				rateCell(c.Call, c.OpsPerS), mbCell(c.Call, c.MBps), format.Dur(int64(c.MeanNs)),
 				format.Dur(c.P50), format.Dur(c.P90), format.Dur(c.P99), format.Dur(c.P999), format.Dur(c.MaxNs), perCall)
 		}
 		b.WriteString(t.String())
 	}
 	for _, n := range v.CallNotes {
 		fmt.Fprintf(b, "  %s\n", n)
+	}
+	b.WriteString("  rate and MB/s: per second of the time at least one call of the kind was in flight (MB = 10^6 B)\n")
+	for _, c := range v.Syscalls {
+		writeAccessSplit(b, c.Call+" calls", c.FirstAccess, c.Reaccess)
 	}
 	b.WriteString("\nFUSE requests (what the storage saw)\n")
 }

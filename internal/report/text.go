@@ -131,16 +131,43 @@ func writeOpTable(b *strings.Builder, v *View) {
 		b.WriteString("(no events)\n")
 		return
 	}
-	t := newTable("op", "count", "errors", "bytes", "total", "share", "mean", "p50", "p90", "p99", "p99.9", "max")
+	t := newTable("op", "count", "errors", "bytes", "total", "share", "rate", "MB/s", "mean", "p50", "p90", "p99", "p99.9", "max")
 	for _, o := range v.Ops {
 		bytes := "-"
 		if o.Bytes > 0 {
 			bytes = format.Bytes(o.Bytes)
 		}
-		t.add(o.Op, format.Count(o.Count), format.Count(o.Errors), bytes, format.Dur(o.TotalNs), format.Pct(o.Share), format.Dur(int64(o.MeanNs)),
+		t.add(o.Op, format.Count(o.Count), format.Count(o.Errors), bytes, format.Dur(o.TotalNs), format.Pct(o.Share),
+			rateCell(o.Op, o.OpsPerS), mbCell(o.Op, o.MBps), format.Dur(int64(o.MeanNs)),
 			format.Dur(o.P50), format.Dur(o.P90), format.Dur(o.P99), format.Dur(o.P999), format.Dur(o.MaxNs))
 	}
 	b.WriteString(t.String())
+	b.WriteString("  rate and MB/s: per second of the time at least one request of the op was in flight (MB = 10^6 B)\n")
+	for _, o := range v.Ops {
+		writeAccessSplit(b, o.Op+" requests", o.FirstAccess, o.Reaccess)
+	}
+}
+
+// writeAccessSplit writes the first-access split of reads in one line.
+func writeAccessSplit(b *strings.Builder, what string, first, again *AccessRow) {
+	if l := accessLine(what, first, again); l != "" {
+		fmt.Fprintf(b, "  %s\n", l)
+	}
+}
+
+// accessLine is the first-access split of reads ("" when there were none).
+func accessLine(what string, first, again *AccessRow) string {
+	if first == nil && again == nil {
+		return ""
+	}
+	part := func(name string, a *AccessRow) string {
+		if a == nil {
+			return name + " none"
+		}
+		return fmt.Sprintf("%s %s (%s) mean %s p50 %s p99 %s", name, format.Count(a.Count), format.Bytes(a.Bytes),
+			format.Dur(int64(a.MeanNs)), format.Dur(a.P50), format.Dur(a.P99))
+	}
+	return fmt.Sprintf("%s: %s; %s", what, part("first access", first), part("re-access", again))
 }
 
 func writeSummaryLines(b *strings.Builder, v *View) {
@@ -150,7 +177,8 @@ func writeSummaryLines(b *strings.Builder, v *View) {
 			cl = append(cl, fmt.Sprintf("%s %s", c.Class, format.Pct(c.Share)))
 		}
 	}
-	fmt.Fprintf(b, "\njob I/O time: data %s, metadata %s (%s)\n", format.Pct(v.Patterns.DataShare), format.Pct(v.Patterns.MetaShare), strings.Join(cl, ", "))
+	b.WriteString("\n" + jobLine(v.Job))
+	fmt.Fprintf(b, "job I/O time: data %s, metadata %s (%s)\n", format.Pct(v.Patterns.DataShare), format.Pct(v.Patterns.MetaShare), strings.Join(cl, ", "))
 	p := v.Patterns
 	if p.ReadBytes > 0 || p.SeqReads+p.RandReads > 0 {
 		fmt.Fprintf(b, "reads: %s, %s sequential by bytes (%s seq / %s random ops)",
@@ -169,7 +197,7 @@ func writeSummaryLines(b *strings.Builder, v *View) {
 			format.Bytes(p.WriteBytes), format.Pct(p.SeqWriteShare), format.Count(p.SeqWrites), format.Count(p.RandWrites))
 	}
 	if v.TTFB != nil {
-		fmt.Fprintf(b, "time to first byte (open to first read done): n=%s p50 %s p99 %s max %s\n",
+		fmt.Fprintf(b, "time to first byte (each file's first read, its own latency): n=%s p50 %s p99 %s max %s\n",
 			format.Count(v.TTFB.Count), format.Dur(v.TTFB.P50), format.Dur(v.TTFB.P99), format.Dur(v.TTFB.MaxNs))
 	}
 	if v.Unused.Count > 0 {
@@ -238,6 +266,7 @@ func writeDetails(b *strings.Builder, v *View) {
 		b.WriteString(t.String())
 	}
 	writeFiles(b, "files by time", v.FilesByTime)
+	writeFileAccess(b, v.FilesByTime)
 	writeFiles(b, "files by bytes", v.FilesByBytes)
 	writeFiles(b, "directories by time", v.DirsByTime)
 	writeFiles(b, "directories by bytes", v.DirsByBytes)
@@ -329,4 +358,34 @@ func secs(t float64, widthNs int64) string {
 		return fmt.Sprintf("%gs", t)
 	}
 	return fmt.Sprintf("%.3fs", t)
+}
+
+// writeFileAccess writes, for the files by time that were read, their reads of bytes
+// never read before against re-reads, and the latency of their first read.
+func writeFileAccess(b *strings.Builder, rows []FileRow) {
+	t := newTable("path", "first access", "bytes", "mean", "re-access", "bytes", "mean", "first byte")
+	n := 0
+	for _, f := range rows {
+		if f.FirstReads+f.Rereads == 0 {
+			continue
+		}
+		mean := func(ns int64, k uint64) string {
+			if k == 0 {
+				return "-"
+			}
+			return format.Dur(ns / int64(k))
+		}
+		fb := "-"
+		if f.FirstByteNs != nil {
+			fb = format.Dur(*f.FirstByteNs)
+		}
+		t.add(f.Path, format.Count(f.FirstReads), format.Bytes(f.FirstReadBytes), mean(f.FirstReadNs, f.FirstReads),
+			format.Count(f.Rereads), format.Bytes(f.RereadOnly), mean(f.RereadNs, f.Rereads), fb)
+		n++
+	}
+	if n == 0 {
+		return
+	}
+	b.WriteString("\nreads per file: first access (bytes never read before) and re-access (only bytes read before); first byte: the file's first read\n")
+	b.WriteString(t.String())
 }

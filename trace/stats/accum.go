@@ -88,6 +88,14 @@ type fileAgg struct {
 	WriteSizes                                           [NumSizeBuckets]uint32
 	Opens, UnusedOpen                                    uint64
 	RereadBytes                                          uint64
+
+	// Line 6: first access against re-access.
+	FirstReads, FirstReadBytes uint64
+	FirstReadNs                int64
+	Rereads, RereadOnlyBytes   uint64
+	RereadNs                   int64
+	FirstByteNs                int64
+	firstByte                  bool
 }
 
 // stats converts the aggregate to the exported form.
@@ -102,6 +110,9 @@ func (f *fileAgg) stats(path string) FileStats {
 			SeqWriteBytes: f.SeqWriteBytes, RandWriteBytes: f.RandWriteBytes,
 			RereadBytes: f.RereadBytes, RereadApprox: f.ranges.overflowed,
 		},
+		FirstReads: f.FirstReads, FirstReadBytes: f.FirstReadBytes, FirstReadNs: f.FirstReadNs,
+		Rereads: f.Rereads, RereadOnlyBytes: f.RereadOnlyBytes, RereadNs: f.RereadNs,
+		FirstByteNs: f.FirstByteNs, FirstByte: f.firstByte,
 	}
 	for i := range f.ReadSizes {
 		fs.ReadSizes[i] = uint64(f.ReadSizes[i])
@@ -112,13 +123,11 @@ func (f *fileAgg) stats(path string) FileStats {
 
 // handleState follows one open file handle.
 type handleState struct {
-	openStart int64
-	nextOff   int64
-	path      uint32
-	opened    bool // the open/create was seen
-	hasNext   bool
-	used      bool // a read or write was seen
-	ttfbDone  bool
+	nextOff int64
+	path    uint32
+	opened  bool // the open/create was seen
+	hasNext bool
+	used    bool // a read or write was seen
 }
 
 type procAgg struct {
@@ -136,6 +145,8 @@ type Accumulator struct {
 	readSizes  [NumSizeBuckets]SizeStats
 	writeSizes [NumSizeBuckets]SizeStats
 	ttfb       *hdrhistogram.Histogram
+	first, re  AccessStats // reads of bytes never read before, and re-reads
+	busy       busySet     // I/O-active time
 
 	files  []fileAgg
 	sparse map[uint32]*fileAgg // path ids >= maxDensePath (corrupt traces)
@@ -376,6 +387,7 @@ func (a *Accumulator) Add(ev *trace.Event) {
 			o.Errnos = make(map[uint16]uint64)
 		}
 		o.Errnos[ev.Errno]++
+		o.fail(dur)
 	} else if ev.Ret > 0 && hasBytes(op) {
 		nbytes = uint64(ev.Ret)
 		o.Bytes += nbytes
@@ -397,6 +409,7 @@ func (a *Accumulator) Add(ev *trace.Event) {
 	}
 
 	a.depth.add(op, ev.Start, end)
+	a.busy.add(ev.Start, end)
 
 	// Per process.
 	p := a.proc(ev.Pid, ev.Tid)
@@ -439,7 +452,6 @@ func (a *Accumulator) Add(ev *trace.Event) {
 				a.closeHandle(f, ev.Handle) // a reused handle number: the old one is gone
 				st := a.handle(f, ev.Handle, ev.Path)
 				st.opened = true
-				st.openStart = ev.Start
 			}
 		}
 	case trace.OpRelease:
@@ -494,13 +506,6 @@ func (a *Accumulator) data(ev *trace.Event, f *fileAgg, write bool, nbytes uint6
 		st := a.handle(f, ev.Handle, ev.Path)
 		seq = (st.hasNext && off == st.nextOff) || (!st.hasNext && off == 0)
 		st.nextOff, st.hasNext, st.used = off+int64(nbytes), true, true
-		if !write && !st.ttfbDone && st.opened {
-			st.ttfbDone = true
-			if a.ttfb == nil {
-				a.ttfb = NewHist()
-			}
-			record(a.ttfb, ev.Start+ev.Dur-st.openStart)
-		}
 	} else {
 		seq = (f.hasNext && off == f.nextOff) || (!f.hasNext && off == 0)
 		f.nextOff, f.hasNext = off+int64(nbytes), true
@@ -523,8 +528,25 @@ func (a *Accumulator) data(ev *trace.Event, f *fileAgg, write bool, nbytes uint6
 		f.MaxEnd = e
 	}
 	if !write && nbytes > 0 {
-		if n := f.ranges.add(off, off+int64(nbytes)); n > 0 {
-			f.RereadBytes += n
+		n := f.ranges.add(off, off+int64(nbytes))
+		f.RereadBytes += n
+		if n == nbytes {
+			f.Rereads++
+			f.RereadOnlyBytes += nbytes
+			f.RereadNs += dur
+			a.re.add(nbytes, dur)
+		} else {
+			f.FirstReads++
+			f.FirstReadBytes += nbytes
+			f.FirstReadNs += dur
+			a.first.add(nbytes, dur)
+		}
+		if !f.firstByte {
+			f.firstByte, f.FirstByteNs = true, dur
+			if a.ttfb == nil {
+				a.ttfb = NewHist()
+			}
+			record(a.ttfb, dur)
 		}
 	}
 	a.sample(ev, f, write, nbytes)
@@ -585,11 +607,13 @@ func (a *Accumulator) Finish(r Resolver, footer *trace.Footer, damage []error) *
 	src.Events = a.events
 	if a.calls != nil {
 		s.Calls = a.calls.finish(&src)
+		s.CallFirstReads, s.CallRereads = a.calls.first, a.calls.re
 	}
 	if src.FirstNs < 0 {
 		src.FirstNs = 0
 	}
 	src.Samples, src.Moved = samplesOf(r), moved(&a.ops)
+	src.BusyNs, src.BusyLate = a.busy.total(), a.busy.late
 	s.Sources = []Source{src}
 	s.Events = a.events
 	s.Ops = a.ops
@@ -597,6 +621,7 @@ func (a *Accumulator) Finish(r Resolver, footer *trace.Footer, damage []error) *
 	s.ReadSizes = a.readSizes
 	s.WriteSizes = a.writeSizes
 	s.TTFB = a.ttfb
+	s.FirstReads, s.Rereads = a.first, a.re
 	// Handles still open at the end count as unused if nothing was read or written.
 	for h := range a.handles {
 		a.closeHandle(nil, h)

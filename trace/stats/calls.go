@@ -21,12 +21,16 @@ type CallStats struct {
 	OpStats
 	Requests    uint64 // FUSE requests the calls stand for (0 for a replay's calls)
 	MaxRequests uint64 // the most requests one call stood for
+	// BusyNs is the time at least one call of the kind was in flight, each call taken
+	// from its first request's start for its time in the storage (busy.go).
+	BusyNs int64
 }
 
 func (c *CallStats) merge(o *CallStats) {
 	c.OpStats.merge(&o.OpStats)
 	c.Requests += o.Requests
 	c.MaxRequests = max(c.MaxRequests, o.MaxRequests)
+	c.BusyNs += o.BusyNs
 }
 
 // How a source's events became calls (Source.Calls).
@@ -39,7 +43,11 @@ const (
 type callView struct {
 	folder  *fold.Folder // nil for a replay's trace
 	calls   [fold.NumSyscalls]CallStats
+	busy    [fold.NumSyscalls]busySet
 	flushed uint64 // closes timed by a flush
+	// ranges are the bytes read calls read, per path id, for the first-access split.
+	ranges    map[uint32]*rangeSet
+	first, re AccessStats
 }
 
 func newCallView(names fold.Names, h *trace.Header) *callView {
@@ -53,7 +61,10 @@ func newCallView(names fold.Names, h *trace.Header) *callView {
 func (v *callView) add(ev *trace.Event) {
 	if v.folder == nil {
 		if s, ok := fold.SyscallOf(ev.Op, ev.Flags); ok {
-			v.call(s, ev.Op, ev.Dur, ev.Errno, ev.Ret, 0)
+			v.call(s, ev.Op, ev.Start, ev.Dur, ev.Errno, ev.Ret, 0)
+			if s == fold.SysRead {
+				v.read(ev.Path, ev.Offset, ev.Dur, ev.Errno, ev.Ret)
+			}
 		}
 		return
 	}
@@ -65,7 +76,10 @@ func (v *callView) add(ev *trace.Event) {
 func (v *callView) drain() {
 	for c, ok := v.folder.Next(); ok; c, ok = v.folder.Next() {
 		if s, ok := c.Syscall(); ok {
-			v.call(s, c.Rec, c.Time(), c.Errno, c.Ret, uint64(c.Requests()))
+			v.call(s, c.Rec, c.Start, c.Time(), c.Errno, c.Ret, uint64(c.Requests()))
+			if s == fold.SysRead {
+				v.read(c.PathID, c.Offset, c.Time(), c.Errno, c.Ret)
+			}
 		}
 		if c.Kind == fold.Close && c.Rec == trace.OpFlush {
 			v.flushed++
@@ -73,7 +87,8 @@ func (v *callView) drain() {
 	}
 }
 
-func (v *callView) call(s fold.Syscall, rec trace.Op, ns int64, errno uint16, ret int64, reqs uint64) {
+func (v *callView) call(s fold.Syscall, rec trace.Op, start, ns int64, errno uint16, ret int64, reqs uint64) {
+	v.busy[s].add(start, start+ns)
 	c := &v.calls[s]
 	c.Count++
 	c.TotalNs += ns
@@ -88,11 +103,32 @@ func (v *callView) call(s fold.Syscall, rec trace.Op, ns int64, errno uint16, re
 			c.Errnos = make(map[uint16]uint64)
 		}
 		c.Errnos[errno]++
+		c.fail(ns)
 	} else if ret > 0 && hasBytes(rec) {
 		c.Bytes += uint64(ret)
 	}
 	c.Requests += reqs
 	c.MaxRequests = max(c.MaxRequests, reqs)
+}
+
+// read splits a read call into first access and re-access (see Stats.FirstReads).
+func (v *callView) read(path uint32, off, ns int64, errno uint16, ret int64) {
+	if errno != 0 || ret <= 0 {
+		return
+	}
+	rs := v.ranges[path]
+	if rs == nil {
+		if v.ranges == nil {
+			v.ranges = make(map[uint32]*rangeSet)
+		}
+		rs = &rangeSet{}
+		v.ranges[path] = rs
+	}
+	if rs.add(off, off+ret) == uint64(ret) {
+		v.re.add(uint64(ret), ns)
+	} else {
+		v.first.add(uint64(ret), ns)
+	}
 }
 
 // finish counts the calls still held and fills in the source's fields.
@@ -105,6 +141,9 @@ func (v *callView) finish(src *Source) [fold.NumSyscalls]CallStats {
 		st := v.folder.Stats
 		src.Fold = &st
 		src.ExtraFlushes = st.ByOp[trace.OpFlush] - min(st.ByOp[trace.OpFlush], v.flushed)
+	}
+	for i := range v.calls {
+		v.calls[i].BusyNs = v.busy[i].total()
 	}
 	return v.calls
 }

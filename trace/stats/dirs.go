@@ -21,6 +21,9 @@ func (s *Stats) Dirs() map[string]*FileStats {
 		}
 		agg.merge(f)
 	}
+	for _, agg := range out {
+		agg.FirstByte, agg.FirstByteNs = false, 0 // a file's figure: none for a directory
+	}
 	return out
 }
 

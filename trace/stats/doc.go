@@ -5,7 +5,7 @@
 // # Streaming and bounded memory
 //
 // An [Accumulator] is fed one trace's events in file order with [Accumulator.Add]; it never
-// keeps events. Its memory grows with the number of distinct paths (384 bytes each),
+// keeps events. Its memory grows with the number of distinct paths (440 bytes each),
 // processes and open handles the trace touched, and with the job's duration up to
 // [Options.MaxIntervals] intervals of about 1 KiB (beyond that the interval width doubles
 // and neighbouring intervals merge), and with the requests of each operation that started
@@ -65,4 +65,20 @@
 // was already read; they are tracked with a small sorted interval set per file (at most
 // [MaxRanges] ranges; when it overflows the smallest range is forgotten, so the figure is a
 // lower bound and FileStats.RereadApprox says so).
+//
+// The same interval set splits reads into first access, reads that returned bytes never
+// read before from the file (at least one), and re-access, reads that returned only bytes
+// read before (Stats.FirstReads and Stats.Rereads with their latency histograms, per file
+// in FileStats, and per read system call in Stats.CallFirstReads and CallRereads, which the
+// per-system-call view tracks in its own set per file). When a file's set overflowed, a
+// read of a forgotten range counts as a first access. Time to first byte (Stats.TTFB) is
+// each file's first read that returned data, its own latency.
+//
+// # Rates
+//
+// Source.BusyNs is the trace's I/O-active time: the length of the union of its events'
+// [Start, End) intervals, kept streaming in a bounded sorted set of recent intervals
+// (busy.go; 16 KiB, allocated once; adding never allocates). Per operation, the busy time
+// is Inflight.Ops[op].BusyNs; per kind of system call, CallStats.BusyNs. Rates per second
+// of busy time are what the storage served while the job asked for it.
 package stats

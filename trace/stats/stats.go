@@ -96,6 +96,43 @@ type OpStats struct {
 	TotalNs int64             // sum of durations
 	MaxNs   int64
 	Hist    *hdrhistogram.Histogram // nil when Count == 0
+	// FailNs and FailHist are the durations of the failed ops (FailHist nil when Errors
+	// is 0): Succeeded takes them out.
+	FailNs   int64
+	FailHist *hdrhistogram.Histogram
+}
+
+// fail records the duration of a failed op (its Errors and Errnos are counted apart).
+func (o *OpStats) fail(dur int64) {
+	o.FailNs += dur
+	if o.FailHist == nil {
+		o.FailHist = NewHist()
+	}
+	record(o.FailHist, dur)
+}
+
+// Succeeded returns the figures of the ops that succeeded: the count, time and latency
+// distribution without the failed ops (no errors, no errnos). MaxNs is the exact
+// maximum when nothing failed, else the histogram's (within its precision).
+func (o *OpStats) Succeeded() OpStats {
+	if o.Errors == 0 {
+		return OpStats{Count: o.Count, Bytes: o.Bytes, TotalNs: o.TotalNs, MaxNs: o.MaxNs, Hist: o.Hist}
+	}
+	s := OpStats{Count: o.Count - min(o.Errors, o.Count), Bytes: o.Bytes, TotalNs: o.TotalNs - o.FailNs}
+	if s.Count == 0 || o.Hist == nil {
+		return s
+	}
+	all := o.Hist.Export()
+	if o.FailHist != nil {
+		for i, n := range o.FailHist.Export().Counts {
+			if i < len(all.Counts) {
+				all.Counts[i] = max(all.Counts[i]-n, 0)
+			}
+		}
+	}
+	s.Hist = hdrhistogram.Import(all)
+	s.MaxNs = min(s.Hist.Max(), o.MaxNs)
+	return s
 }
 
 // MeanNs returns the exact mean duration.
@@ -129,6 +166,37 @@ func (o *OpStats) merge(src *OpStats) {
 	o.TotalNs += src.TotalNs
 	o.MaxNs = max(o.MaxNs, src.MaxNs)
 	mergeHist(&o.Hist, src.Hist)
+	o.FailNs += src.FailNs
+	mergeHist(&o.FailHist, src.FailHist)
+}
+
+// AccessStats are the reads of one kind (see Stats.FirstReads): their count, the bytes
+// they returned and their latency.
+type AccessStats struct {
+	Count   uint64
+	Bytes   uint64
+	TotalNs int64
+	MaxNs   int64
+	Hist    *hdrhistogram.Histogram // nil when Count == 0
+}
+
+func (a *AccessStats) add(nbytes uint64, dur int64) {
+	a.Count++
+	a.Bytes += nbytes
+	a.TotalNs += dur
+	a.MaxNs = max(a.MaxNs, dur)
+	if a.Hist == nil {
+		a.Hist = NewHist()
+	}
+	record(a.Hist, dur)
+}
+
+func (a *AccessStats) merge(o *AccessStats) {
+	a.Count += o.Count
+	a.Bytes += o.Bytes
+	a.TotalNs += o.TotalNs
+	a.MaxNs = max(a.MaxNs, o.MaxNs)
+	mergeHist(&a.Hist, o.Hist)
 }
 
 // ClassStats sum the ops of one trace.Class.
@@ -185,6 +253,16 @@ type FileStats struct {
 	Opens      uint64 // successful open/create
 	UnusedOpen uint64 // handles released without a read or write
 	MaxEnd     int64  // largest offset+bytes read or written
+	// First access against re-access (see Stats.FirstReads): reads that returned bytes
+	// never read before from the file in the trace, and reads all of whose bytes were.
+	FirstReads, FirstReadBytes uint64
+	FirstReadNs                int64
+	Rereads, RereadOnlyBytes   uint64
+	RereadNs                   int64
+	// FirstByteNs is the latency of the file's first read that returned data (time to
+	// first byte), when FirstByte.
+	FirstByteNs int64
+	FirstByte   bool
 	Patterns
 }
 
@@ -205,6 +283,15 @@ func (f *FileStats) merge(o *FileStats) {
 	f.Opens += o.Opens
 	f.UnusedOpen += o.UnusedOpen
 	f.MaxEnd = max(f.MaxEnd, o.MaxEnd)
+	f.FirstReads += o.FirstReads
+	f.FirstReadBytes += o.FirstReadBytes
+	f.FirstReadNs += o.FirstReadNs
+	f.Rereads += o.Rereads
+	f.RereadOnlyBytes += o.RereadOnlyBytes
+	f.RereadNs += o.RereadNs
+	if o.FirstByte && (!f.FirstByte || o.FirstByteNs < f.FirstByteNs) {
+		f.FirstByteNs, f.FirstByte = o.FirstByteNs, true // the same file on several nodes: the quickest
+	}
 	f.Patterns.merge(&o.Patterns)
 }
 
@@ -268,6 +355,10 @@ type Source struct {
 	Events  uint64   // events aggregated
 	FirstNs int64    // earliest event start (ns since origin)
 	LastNs  int64    // latest event end
+	// BusyNs is the I/O-active time: the time with at least one event in flight (busy.go),
+	// a lower bound when BusyLate events came too late to be placed exactly.
+	BusyNs   int64
+	BusyLate uint64
 	// Samples are the resource series of the storage client and of iotap sampled while the
 	// trace was made (samples.go); Moved is the bytes the trace's reads and writes moved,
 	// which CPU time per GB is taken over.
@@ -298,19 +389,37 @@ type Stats struct {
 	Classes    [NumClasses]ClassStats
 	ReadSizes  [NumSizeBuckets]SizeStats // read latency by requested size
 	WriteSizes [NumSizeBuckets]SizeStats // write latency by requested size
-	// TTFB is time to first byte: from the start of an open/create to the end of the first
-	// successful read on the handle it returned.
-	TTFB    *hdrhistogram.Histogram
-	Files   map[string]*FileStats // by path relative to the traced root ("" is the root)
-	Procs   map[ProcKey]*ProcStats
-	Series  Series
-	Offsets []*OffsetTrack
+	// TTFB is time to first byte: the latency of each file's first read that returned
+	// data (the read's own time, not the application's time between open and read).
+	TTFB *hdrhistogram.Histogram
+	// FirstReads are the reads that returned bytes never read before from their file in
+	// the trace (at least one such byte); Rereads the reads all of whose bytes were read
+	// before. Each file keeps at most MaxRanges ranges of bytes read: beyond that the
+	// smallest is forgotten and a later read of it counts as a first access
+	// (Patterns.RereadApprox). Reads that failed or returned no bytes are in neither.
+	FirstReads, Rereads AccessStats
+	// CallFirstReads and CallRereads split the read system calls the same way.
+	CallFirstReads, CallRereads AccessStats
+	Files                       map[string]*FileStats // by path relative to the traced root ("" is the root)
+	Procs                       map[ProcKey]*ProcStats
+	Series                      Series
+	Offsets                     []*OffsetTrack
 	// Patterns sums the access patterns of all files.
 	Patterns Patterns
 	// Inflight is the in-flight depth per operation and over time (depth.go).
 	Inflight Inflight
 	// Calls is the per-system-call view, by fold.Syscall (see calls.go).
 	Calls [fold.NumSyscalls]CallStats
+}
+
+// BusyNs returns the I/O-active time of the sources, summed (traces of several nodes
+// overlap in time: their sum is the storage's busy time over all clients).
+func (s *Stats) BusyNs() int64 {
+	var t int64
+	for i := range s.Sources {
+		t += s.Sources[i].BusyNs
+	}
+	return t
 }
 
 // TotalNs returns the sum of all op durations (job I/O time).
@@ -368,6 +477,10 @@ func (s *Stats) Merge(o *Stats) {
 		s.WriteSizes[i].merge(&o.WriteSizes[i])
 	}
 	mergeHist(&s.TTFB, o.TTFB)
+	s.FirstReads.merge(&o.FirstReads)
+	s.Rereads.merge(&o.Rereads)
+	s.CallFirstReads.merge(&o.CallFirstReads)
+	s.CallRereads.merge(&o.CallRereads)
 	for k, f := range o.Files {
 		d := s.Files[k]
 		if d == nil {

@@ -176,9 +176,55 @@ func TestAccessPatterns(t *testing.T) {
 	if s.TTFB == nil || s.TTFB.TotalCount() != 1 {
 		t.Fatalf("ttfb missing")
 	}
-	// open started at 0, first read ended at 2000.
-	if v := s.TTFB.ValueAtPercentile(50); v < 2000 || v > 2512 {
-		t.Errorf("ttfb %d, want ~2000", v)
+	// The first read's own latency, not the gap from the open (which ended at 500).
+	if v := s.TTFB.ValueAtPercentile(50); v < 1000 || v > 1024 || !f.FirstByte || f.FirstByteNs != 1000 {
+		t.Errorf("ttfb %d, file's first byte %d (%v), want 1000", v, f.FirstByteNs, f.FirstByte)
+	}
+	// Reads 1, 2 and 5 return bytes never read before (5 in part), 3 and 4 only bytes read
+	// before.
+	if f.FirstReads != 3 || f.FirstReadBytes != 3*4096 || f.Rereads != 2 || f.RereadOnlyBytes != 2*4096 || f.FirstReadNs != 3000 || f.RereadNs != 2000 {
+		t.Errorf("file: first %d (%d B, %d ns), re %d (%d B, %d ns)", f.FirstReads, f.FirstReadBytes, f.FirstReadNs, f.Rereads, f.RereadOnlyBytes, f.RereadNs)
+	}
+	if s.FirstReads.Count != 3 || s.Rereads.Count != 2 || s.FirstReads.Bytes != 3*4096 || s.Rereads.Hist.TotalCount() != 2 {
+		t.Errorf("job: first %+v, re %+v", s.FirstReads, s.Rereads)
+	}
+}
+
+// TestBusy: the I/O-active time is the union of the events' intervals, whatever order
+// they come in.
+func TestBusy(t *testing.T) {
+	tests := []struct {
+		name string
+		iv   [][2]int64
+		want int64
+	}{
+		{"disjoint", [][2]int64{{0, 10}, {20, 30}}, 20},
+		{"overlapping in end order", [][2]int64{{5, 10}, {0, 12}, {11, 20}}, 20},
+		{"touching", [][2]int64{{0, 10}, {10, 20}}, 20},
+		{"late and inside a gap", [][2]int64{{0, 10}, {40, 50}, {20, 30}, {25, 45}}, 40},
+		{"zero length", [][2]int64{{0, 0}, {5, 5}}, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var b busySet
+			for _, x := range tt.iv {
+				b.add(x[0], x[1])
+			}
+			if got := b.total(); got != tt.want {
+				t.Errorf("busy %d, want %d", got, tt.want)
+			}
+		})
+	}
+	// Many disjoint intervals spread beyond the window and the cap: exact when in order.
+	var b busySet
+	for i := int64(0); i < 10*busyCap; i++ {
+		b.add(i*int64(time.Millisecond), i*int64(time.Millisecond)+1000)
+	}
+	if got := b.total(); got != 10*busyCap*1000 || b.late != 0 {
+		t.Errorf("busy %d (late %d), want %d", got, b.late, 10*busyCap*1000)
+	}
+	if n := testing.AllocsPerRun(1000, func() { b.add(b.maxEnd+10, b.maxEnd+20) }); n != 0 {
+		t.Errorf("add allocates %.1f times", n)
 	}
 }
 

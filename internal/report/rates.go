@@ -1,0 +1,197 @@
+package report
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/iotap/iotap/internal/format"
+	"github.com/iotap/iotap/trace"
+	"github.com/iotap/iotap/trace/fold"
+	"github.com/iotap/iotap/trace/stats"
+)
+
+// Rates.
+//
+// An operation's rate is over the time at least one of its requests (or calls) was in
+// flight, its busy time: what the storage delivered while the job asked for that
+// operation, whatever the job did between. MB are 10^6 bytes. A job's rates are over its
+// wall time (first op's start to last op's end) and over its I/O-active time (the time
+// at least one op of any kind was in flight).
+
+// AccessRow is one side of the first-access split of reads: reads that returned bytes
+// never read before from their file in the trace (first_access), or only bytes read
+// before (reaccess).
+type AccessRow struct {
+	Bytes   uint64 `json:"bytes"`
+	TotalNs int64  `json:"total_ns"`
+	Latency
+}
+
+func accessRow(a *stats.AccessStats) *AccessRow {
+	if a.Count == 0 {
+		return nil
+	}
+	return &AccessRow{Bytes: a.Bytes, TotalNs: a.TotalNs, Latency: latency(a.Hist, a.Count, a.TotalNs, a.MaxNs)}
+}
+
+// JobRates are the job's bytes and operation rates.
+type JobRates struct {
+	// View says what was counted: "syscalls" (the application's calls) or "requests".
+	View       string  `json:"view"`
+	ReadBytes  uint64  `json:"read_bytes"`
+	WriteBytes uint64  `json:"write_bytes"`
+	DataOps    uint64  `json:"data_ops"` // reads, writes and copy_file_range
+	MetaOps    uint64  `json:"meta_ops"` // every other op or call
+	WallNs     int64   `json:"wall_ns"`
+	ActiveNs   int64   `json:"active_ns"` // I/O-active time: at least one op in flight
+	Wall       JobRate `json:"wall"`
+	Active     JobRate `json:"active"`
+}
+
+// JobRate are a job's rates over one span of time.
+type JobRate struct {
+	MBps      float64 `json:"mb_per_s"` // read and written
+	ReadMBps  float64 `json:"read_mb_per_s"`
+	WriteMBps float64 `json:"write_mb_per_s"`
+	IOPS      float64 `json:"iops"` // data ops per second
+	MetaOps   float64 `json:"meta_ops_per_s"`
+}
+
+func perSec(n float64, ns int64) float64 {
+	if ns <= 0 {
+		return 0
+	}
+	return round3(n / (float64(ns) / 1e9))
+}
+
+func jobRate(j *JobRates, ns int64) JobRate {
+	return JobRate{
+		MBps:      perSec(float64(j.ReadBytes+j.WriteBytes)/1e6, ns),
+		ReadMBps:  perSec(float64(j.ReadBytes)/1e6, ns),
+		WriteMBps: perSec(float64(j.WriteBytes)/1e6, ns),
+		IOPS:      perSec(float64(j.DataOps), ns),
+		MetaOps:   perSec(float64(j.MetaOps), ns),
+	}
+}
+
+// jobRates counts the job's bytes and ops in its leading view: calls when every trace
+// has them, else requests.
+func jobRates(s *stats.Stats, wallNs int64) *JobRates {
+	j := &JobRates{View: ViewRequests, WallNs: wallNs, ActiveNs: s.BusyNs()}
+	if s.HasCalls() {
+		j.View = ViewSyscalls
+		for k := range s.Calls {
+			c := &s.Calls[k]
+			switch fold.Syscall(k) {
+			case fold.SysRead:
+				j.ReadBytes += c.Bytes
+				j.DataOps += c.Count
+			case fold.SysWrite:
+				j.WriteBytes += c.Bytes
+				j.DataOps += c.Count
+			case fold.SysCopyFileRange:
+				j.ReadBytes += c.Bytes
+				j.WriteBytes += c.Bytes
+				j.DataOps += c.Count
+			default:
+				j.MetaOps += c.Count
+			}
+		}
+	} else {
+		for i := range s.Ops {
+			o := &s.Ops[i]
+			switch op := trace.Op(i); {
+			case op == trace.OpRead:
+				j.ReadBytes += o.Bytes
+				j.DataOps += o.Count
+			case op == trace.OpWrite:
+				j.WriteBytes += o.Bytes
+				j.DataOps += o.Count
+			case op == trace.OpCopyFileRange:
+				j.ReadBytes += o.Bytes
+				j.WriteBytes += o.Bytes
+				j.DataOps += o.Count
+			case op == trace.OpForget:
+				// the kernel dropping inodes: no operation of the job
+			default:
+				j.MetaOps += o.Count
+			}
+		}
+	}
+	j.Wall, j.Active = jobRate(j, j.WallNs), jobRate(j, j.ActiveNs)
+	return j
+}
+
+// jobLine is the job's rates in two lines of text.
+func jobLine(j *JobRates) string {
+	if j == nil {
+		return ""
+	}
+	what := "calls"
+	if j.View == ViewRequests {
+		what = "requests"
+	}
+	line := func(span string, ns int64, r JobRate) string {
+		return fmt.Sprintf("  over its %s %s: %.1f MB/s (read %.1f, write %.1f), %s IOPS, %s metadata %s/s\n",
+			span, format.Dur(ns), r.MBps, r.ReadMBps, r.WriteMBps, rateText(r.IOPS), rateText(r.MetaOps), what)
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "job: read %s, wrote %s in %s data and %s metadata %s\n", format.Bytes(j.ReadBytes), format.Bytes(j.WriteBytes),
+		format.Count(j.DataOps), format.Count(j.MetaOps), what)
+	b.WriteString(line("wall time", j.WallNs, j.Wall))
+	b.WriteString(line("I/O-active time (at least one op in flight)", j.ActiveNs, j.Active))
+	return b.String()
+}
+
+// rateText formats a rate per second with three significant digits ("141k", "7.00").
+func rateText(r float64) string {
+	switch {
+	case r == 0:
+		return "0"
+	case r >= 1e6:
+		return fmt.Sprintf("%.3gM", r/1e6)
+	case r >= 1e3:
+		return fmt.Sprintf("%.3gk", r/1e3)
+	case r >= 100:
+		return fmt.Sprintf("%.0f", r)
+	}
+	return fmt.Sprintf("%.3g", r)
+}
+
+// filesOp reports whether an op's or call's rate counts files (creates and unlinks).
+func filesOp(name string) bool {
+	return name == "create" || name == "unlink" || name == "mknod"
+}
+
+// dataOp reports whether an op or call moves data (its MB/s is shown).
+func dataOp(name string) bool {
+	return name == "read" || name == "write" || name == "copy_file_range"
+}
+
+// rateCell is an op's rate in a table: "141k files/s", "2.1k/s".
+func rateCell(name string, opsPerS float64) string {
+	if opsPerS == 0 {
+		return "-"
+	}
+	if filesOp(name) {
+		return rateText(opsPerS) + " files/s"
+	}
+	return rateText(opsPerS) + "/s"
+}
+
+// mbCell is an op's MB/s in a table, "-" for other than data ops.
+func mbCell(name string, mbps float64) string {
+	if !dataOp(name) || mbps == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.1f", mbps)
+}
+
+// opRates are an op's ops/s and MB/s over busyNs.
+func opRates(name string, count, bytes uint64, busyNs int64) (opsPerS, mbps float64) {
+	opsPerS = perSec(float64(count), busyNs)
+	if dataOp(name) {
+		mbps = perSec(float64(bytes)/1e6, busyNs)
+	}
+	return opsPerS, mbps
+}
