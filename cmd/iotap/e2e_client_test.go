@@ -153,7 +153,7 @@ func TestStorageClientS3FS(t *testing.T) {
 		t.Fatalf("sweep: exit %d\n%s\n%s", code, sout, serr)
 	}
 	t.Logf("sweep:\n%s", sout)
-	for _, want := range []string{"throughput and resources", "concurrency=4 prefetch_max=32MiB", "iotap peak RSS"} {
+	for _, want := range []string{"throughput (over each side", "concurrency=4 prefetch_max=32MiB", "iotap peak RSS"} {
 		if !strings.Contains(sout, want) {
 			t.Errorf("sweep output lacks %q", want)
 		}

@@ -265,40 +265,68 @@ func sideUse(cs *CompareSide) *SideUse {
 	return u
 }
 
-// writeSideUse prints the sides' throughput beside their clients' and iotap's memory and
-// CPU: for a sweep of client settings, the throughput-against-memory table.
+// writeSideUse prints the sides' throughput (bytes, MB/s and op rates over wall and
+// I/O-active time) beside, for sampled sides, their clients' and iotap's memory and CPU:
+// for a sweep of client settings, the throughput-against-memory table.
 func writeSideUse(b *strings.Builder, c *Comparison) {
-	var rows []*CompareSide
-	settings := false
+	sampled, settings := false, false
 	for i := range c.Sides {
-		if c.Sides[i].Use != nil {
-			rows = append(rows, &c.Sides[i])
-			settings = settings || c.Sides[i].Use.Settings != ""
+		if u := c.Sides[i].Use; u != nil {
+			sampled = true
+			settings = settings || u.Settings != ""
 		}
-	}
-	if len(rows) == 0 {
-		return
 	}
 	head := []string{"side"}
 	if settings {
 		head = append(head, "settings")
 	}
-	head = append(head, "MB/s", "client", "client peak RSS", "client CPU-s/GB", "iotap peak RSS", "iotap CPU-s/GB")
+	what := "calls"
+	if c.View == ViewRequests {
+		what = "requests"
+	}
+	head = append(head, "read", "written", "MB/s", "active MB/s", "IOPS", "active IOPS", "meta/s", "active meta/s")
+	if sampled {
+		head = append(head, "client", "client peak RSS", "client CPU-s/GB", "iotap peak RSS", "iotap CPU-s/GB")
+	}
 	t := newTable(head...)
-	for _, s := range rows {
-		u := s.Use
+	rows := 0
+	for i := range c.Sides {
+		s := &c.Sides[i]
+		j, u := s.Job, s.Use
+		if j == nil {
+			continue
+		}
+		rows++
 		cells := []string{s.Name}
 		if settings {
-			cells = append(cells, orDash(u.Settings))
+			set := ""
+			if u != nil {
+				set = u.Settings
+			}
+			cells = append(cells, orDash(set))
 		}
-		client, crss, ccpu := "-", "-", "-"
-		if u.Client != "" {
-			client, crss, ccpu = u.Client, format.Bytes(u.ClientPeakRSS), perGB(u.ClientCPUPerGB)
+		cells = append(cells, format.Bytes(j.ReadBytes), format.Bytes(j.WriteBytes), fmt.Sprintf("%.1f", j.Wall.MBps), fmt.Sprintf("%.1f", j.Active.MBps),
+			rateText(j.Wall.IOPS), rateText(j.Active.IOPS), rateText(j.Wall.MetaOps), rateText(j.Active.MetaOps))
+		if sampled {
+			client, crss, ccpu, irss, icpu := "-", "-", "-", "-", "-"
+			if u != nil {
+				if u.Client != "" {
+					client, crss, ccpu = u.Client, format.Bytes(u.ClientPeakRSS), perGB(u.ClientCPUPerGB)
+				}
+				irss, icpu = format.Bytes(u.IotapPeakRSS), perGB(u.IotapCPUPerGB)
+			}
+			cells = append(cells, client, crss, ccpu, irss, icpu)
 		}
-		cells = append(cells, fmt.Sprintf("%.1f", u.MBps), client, crss, ccpu, format.Bytes(u.IotapPeakRSS), perGB(u.IotapCPUPerGB))
 		t.add(cells...)
 	}
-	b.WriteString("\nthroughput and resources (bytes the job read and wrote per second of its traces' durations; peak resident memory and CPU seconds per GB moved)\n")
+	if rows == 0 {
+		return
+	}
+	fmt.Fprintf(b, "\nthroughput (over each side's wall time, and \"active\": over its I/O-active time, when at least one op was in flight; IOPS: reads and writes; meta/s: other %s; MB = 10^6 B", what)
+	if sampled {
+		b.WriteString("; peak resident memory and CPU seconds per GB moved")
+	}
+	b.WriteString(")\n")
 	b.WriteString(t.String())
 }
 

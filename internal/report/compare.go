@@ -23,8 +23,12 @@ const CompareSchema = "iotap.compare/v1"
 // Comparison puts traces of the same work on different storage side by side. Side 0 is the
 // baseline; ratios are side / baseline (above 1: slower or more).
 type Comparison struct {
-	Schema    string  `json:"schema"`
-	Tolerance float64 `json:"tolerance"`
+	Schema string `json:"schema"`
+	// Verdict is the answer in one line per side but the baseline (verdict.go), with
+	// its figures in Verdicts.
+	Verdict   []string  `json:"verdict"`
+	Verdicts  []Verdict `json:"verdict_figures"`
+	Tolerance float64   `json:"tolerance"`
 	// View is the view that leads (ViewSyscalls or ViewRequests): its rows come first in
 	// text and HTML, and the same-work check and the most slower and faster lists use it.
 	View       string   `json:"view"`
@@ -66,6 +70,9 @@ type CompareSide struct {
 	// CallRatio is it over the baseline's.
 	CallNs    int64   `json:"call_ns,omitempty"`
 	CallRatio float64 `json:"call_ratio,omitempty"`
+	// Job is the side's bytes and rates over its wall and I/O-active time, counted in the
+	// comparison's view (as in a report's view).
+	Job *JobRates `json:"job"`
 }
 
 // CompareOp is one operation across sides.
@@ -76,24 +83,43 @@ type CompareOp struct {
 
 // OpSide is one operation on one side.
 type OpSide struct {
-	Count   uint64    `json:"count"`
-	Errors  uint64    `json:"errors"`
-	Bytes   uint64    `json:"bytes"`
-	MeanNs  float64   `json:"mean_ns"`
-	P50     int64     `json:"p50_ns"`
-	P99     int64     `json:"p99_ns"`
-	TotalNs int64     `json:"total_ns"`
-	Ratio   *Ratios   `json:"ratio,omitempty"` // nil on the baseline
-	Hist    []HistBin `json:"hist"`
+	Count  uint64            `json:"count"`
+	Errors uint64            `json:"errors"`
+	Errnos map[string]uint64 `json:"errnos,omitempty"` // failures by errno
+	Bytes  uint64            `json:"bytes"`
+	// MeanNs, P50 and P99 are over the ops that succeeded (failures fail at their own
+	// speed); TotalNs is the time of all ops, failed ones included.
+	MeanNs  float64 `json:"mean_ns"`
+	P50     int64   `json:"p50_ns"`
+	P99     int64   `json:"p99_ns"`
+	TotalNs int64   `json:"total_ns"`
+	// BusyNs is the time at least one was in flight; OpsPerS and MBps are over it.
+	BusyNs  int64   `json:"busy_ns"`
+	OpsPerS float64 `json:"ops_per_s"`
+	MBps    float64 `json:"mb_per_s,omitempty"`
+	// FirstAccess and Reaccess split the reads (read rows; see the report's ops[]).
+	FirstAccess *AccessRow `json:"first_access,omitempty"`
+	Reaccess    *AccessRow `json:"reaccess,omitempty"`
+	// Flags say why the side's ratios must be read with care, or are not given:
+	// "≠count" (its count differs from the baseline's), "≠bytes" (its bytes differ),
+	// "no data" (a data op that moved no bytes on this side or on the baseline: no
+	// latency ratio), "all failed" (no op succeeded on this side or on the baseline: no
+	// latency ratio).
+	Flags []string  `json:"flags,omitempty"`
+	Ratio *Ratios   `json:"ratio,omitempty"` // nil on the baseline
+	Hist  []HistBin `json:"hist"`
 }
 
-// Ratios are side / baseline; 0 when the baseline value is 0.
+// Ratios are side / baseline. The latency ratios (p50, p99, mean) are over the ops that
+// succeeded on both sides; 0 when not given (the baseline value is 0, or a flag says
+// why). Total is given only when the counts differ (with equal counts the mean ratio
+// says the same).
 type Ratios struct {
 	Count float64 `json:"count"`
 	P50   float64 `json:"p50"`
 	P99   float64 `json:"p99"`
 	Mean  float64 `json:"mean"`
-	Total float64 `json:"total"`
+	Total float64 `json:"total,omitempty"`
 }
 
 // Change is an op whose total time moved most between the baseline and a side.
@@ -105,6 +131,8 @@ type Change struct {
 	DeltaNs   int64   `json:"delta_ns"`
 	MeanRatio float64 `json:"mean_ratio"`
 	P99Ratio  float64 `json:"p99_ratio"`
+	// Flags are the side's flags of the row (see OpSide).
+	Flags []string `json:"flags,omitempty"`
 }
 
 // notWork are operations whose counts depend on the kernel and on the replay engine more
@@ -132,20 +160,16 @@ const replayFoldedWhy = "replay folds the kernel's getattr and getxattr(security
 // single op are ignored.
 func SameWork(base, other *stats.Stats, tol float64, skip ...trace.Op) []string {
 	var out []string
-	off := func(a, b uint64) (bool, float64) {
+	off := func(a, b uint64) bool {
 		hi := max(a, b)
-		if hi == 0 {
-			return false, 0
-		}
-		d := float64(max(a, b) - min(a, b))
-		return d > tol*float64(hi), d / float64(hi)
+		return hi > 0 && float64(hi-min(a, b)) > tol*float64(hi)
 	}
 	count := func(name string, a, b uint64) {
 		if max(a, b)-min(a, b) <= 1 {
 			return
 		}
-		if bad, f := off(a, b); bad {
-			out = append(out, fmt.Sprintf("%s count %d vs %d (%.1f%% apart)", name, a, b, 100*f))
+		if off(a, b) {
+			out = append(out, fmt.Sprintf("%s count %d vs %d (%s)", name, a, b, apart(a, b)))
 		}
 	}
 	for i := range base.Ops {
@@ -159,13 +183,25 @@ func SameWork(base, other *stats.Stats, tol float64, skip ...trace.Op) []string 
 	count("readdir+readdirplus", rd(base), rd(other))
 	rb := func(s *stats.Stats) uint64 { return s.Patterns.SeqReadBytes + s.Patterns.RandReadBytes }
 	wb := func(s *stats.Stats) uint64 { return s.Patterns.SeqWriteBytes + s.Patterns.RandWriteBytes }
-	if bad, f := off(rb(base), rb(other)); bad {
-		out = append(out, fmt.Sprintf("bytes read %d vs %d (%.1f%% apart)", rb(base), rb(other), 100*f))
+	if off(rb(base), rb(other)) {
+		out = append(out, fmt.Sprintf("bytes read %d vs %d (%s)", rb(base), rb(other), apart(rb(base), rb(other))))
 	}
-	if bad, f := off(wb(base), wb(other)); bad {
-		out = append(out, fmt.Sprintf("bytes written %d vs %d (%.1f%% apart)", wb(base), wb(other), 100*f))
+	if off(wb(base), wb(other)) {
+		out = append(out, fmt.Sprintf("bytes written %d vs %d (%s)", wb(base), wb(other), apart(wb(base), wb(other))))
 	}
 	return out
+}
+
+// apart says how far other is from base as a ratio: "4.00× the baseline", "none on the
+// baseline".
+func apart(base, other uint64) string {
+	if base == 0 {
+		return "none on the baseline"
+	}
+	if other == 0 {
+		return "none on this side"
+	}
+	return fmtX(float64(other)/float64(base)) + " the baseline"
 }
 
 func ratio(a, b float64) float64 {
@@ -186,6 +222,7 @@ func Compare(names []string, sides []*stats.Stats, tol float64) *Comparison {
 		cs.WorkNs = workNs(s)
 		cs.WorkRatio = ratio(float64(cs.WorkNs), float64(workNs(sides[0])))
 		cs.Use = sideUse(&cs)
+		cs.Job = jobRates(s, cs.DurationNs, false)
 		c.Sides = append(c.Sides, cs)
 		c.Warnings = append(c.Warnings, r.Warnings...)
 	}
@@ -232,47 +269,29 @@ func Compare(names []string, sides []*stats.Stats, tol float64) *Comparison {
 		}
 	}
 	sort.SliceStable(order, func(a, b int) bool { return order[a].total > order[b].total })
+	totals := make([]int64, len(sides))
+	for i, s := range sides {
+		totals[i] = s.TotalNs()
+	}
+	var slower, faster []Change
 	for _, k := range order {
 		co := CompareOp{Op: trace.Op(k.op).String()}
-		base := &sides[0].Ops[k.op]
 		for si, s := range sides {
-			o := &s.Ops[k.op]
-			l := latency(o.Hist, o.Count, o.TotalNs, o.MaxNs)
-			os := OpSide{Count: o.Count, Errors: o.Errors, Bytes: o.Bytes, MeanNs: l.MeanNs, P50: l.P50, P99: l.P99, TotalNs: o.TotalNs, Hist: histBins(o.Hist)}
-			if si > 0 {
-				bl := latency(base.Hist, base.Count, base.TotalNs, base.MaxNs)
-				os.Ratio = &Ratios{
-					Count: ratio(float64(o.Count), float64(base.Count)),
-					P50:   ratio(float64(l.P50), float64(bl.P50)),
-					P99:   ratio(float64(l.P99), float64(bl.P99)),
-					Mean:  ratio(l.MeanNs, bl.MeanNs),
-					Total: ratio(float64(o.TotalNs), float64(base.TotalNs)),
-				}
-				if mixed && notWork[k.op] {
-					co.Sides = append(co.Sides, os)
-					continue // folded or reshaped by replay: its change is an artefact
-				}
-				ch := Change{Side: names[si], Op: co.Op, BaseNs: base.TotalNs, TotalNs: o.TotalNs, DeltaNs: o.TotalNs - base.TotalNs, MeanRatio: os.Ratio.Mean, P99Ratio: os.Ratio.P99}
-				if ch.DeltaNs > 0 {
-					c.Slower = append(c.Slower, ch)
-				} else if ch.DeltaNs < 0 {
-					c.Faster = append(c.Faster, ch)
-				}
+			in := sideIn{o: &s.Ops[k.op], busy: s.Inflight.Ops[k.op].BusyNs}
+			if trace.Op(k.op) == trace.OpRead {
+				in.first, in.again = &s.FirstReads, &s.Rereads
 			}
+			os := opSide(co.Op, in, &sides[0].Ops[k.op], si > 0)
 			co.Sides = append(co.Sides, os)
+			if si == 0 || (mixed && notWork[k.op]) {
+				continue // on a mixed pair, folded or reshaped by replay: its change is an artefact
+			}
+			slower, faster = addChange(slower, faster, change(names[si], co.Op, &co.Sides[0], &os), totals[0], totals[si])
 		}
 		c.Ops = append(c.Ops, co)
 	}
-	sort.SliceStable(c.Slower, func(a, b int) bool { return c.Slower[a].DeltaNs > c.Slower[b].DeltaNs })
-	sort.SliceStable(c.Faster, func(a, b int) bool { return c.Faster[a].DeltaNs < c.Faster[b].DeltaNs })
-	c.Slower = c.Slower[:min(len(c.Slower), 5)]
-	c.Faster = c.Faster[:min(len(c.Faster), 5)]
-	if c.Slower == nil {
-		c.Slower = []Change{}
-	}
-	if c.Faster == nil {
-		c.Faster = []Change{}
-	}
+	c.Slower, c.Faster = mostChanged(slower, faster)
+	c.verdict()
 	c.Warnings = dedup(c.Warnings)
 	return c
 }
@@ -316,12 +335,33 @@ func fmtRatio(r float64) string {
 	if r == 0 {
 		return "-"
 	}
-	return fmt.Sprintf("%.2fx", r)
+	return fmtX(r)
 }
 
-// WriteCompareText renders c for a terminal.
+// fmtX formats a ratio with three significant digits or more: "0.0412×", "3.10×",
+// "19.2×", "141×", "20100×".
+func fmtX(r float64) string {
+	switch {
+	case r >= 100:
+		return fmt.Sprintf("%.0f×", r)
+	case r >= 10:
+		return fmt.Sprintf("%.1f×", r)
+	case r >= 0.1:
+		return fmt.Sprintf("%.2f×", r)
+	}
+	return fmt.Sprintf("%.3g×", r)
+}
+
+// WriteCompareText renders c for a terminal: the verdict first, then the sides, their
+// throughput, and each row side by side.
 func WriteCompareText(w io.Writer, c *Comparison) error {
 	var b strings.Builder
+	for _, v := range c.Verdict {
+		b.WriteString(v + "\n")
+	}
+	if len(c.Verdict) > 0 {
+		b.WriteString("\n")
+	}
 	fmt.Fprintf(&b, "iotap compare: %d sides, baseline %s; %s; ratios are side / baseline (>1 = slower)\n\n", len(c.Sides), termsafe.Name(c.Sides[0].Name), viewLine(c.View))
 	t := compareSidesTable(c.View)
 	for _, s := range c.Sides {
@@ -329,7 +369,7 @@ func WriteCompareText(w io.Writer, c *Comparison) error {
 		for _, tr := range s.Traces {
 			kinds = append(kinds, tr.Kind)
 			hosts = append(hosts, tr.Host)
-			fss = append(fss, tr.Target.FSType)
+			fss = append(fss, fsName(&tr))
 			caches = append(caches, tr.Cache)
 		}
 		cells := []string{s.Name, orDash(strings.Join(dedup(kinds), ",")), orDash(strings.Join(dedup(hosts), ",")), orDash(strings.Join(dedup(fss), ",")), orDash(strings.Join(dedup(caches), ",")),
@@ -347,45 +387,87 @@ func WriteCompareText(w io.Writer, c *Comparison) error {
 	for _, wn := range c.Warnings {
 		fmt.Fprintf(&b, "WARNING: %s\n", wn)
 	}
+	fmt.Fprintf(&b, "\nper %s: latencies and their ratios are over the %ss that succeeded; failures by errno; rate and MB/s per second of the time at least one was in flight (MB = 10^6 B); total ratio only where counts differ\n",
+		rowKind(c.View), rowKind(c.View))
 	for _, o := range c.rows() {
 		fmt.Fprintf(&b, "\n%s\n", o.Name)
-		t := newTable("side", "count", "errors", "p50", "p99", "mean", "total", "p50 ratio", "p99 ratio", "mean ratio", "total ratio")
+		t := newTable("side", "count", "failures", "bytes", "rate", "MB/s", "p50", "p99", "mean", "total", "p50 ratio", "p99 ratio", "mean ratio", "total ratio", "flags")
 		for i, s := range o.Sides {
 			r := Ratios{}
 			if s.Ratio != nil {
 				r = *s.Ratio
 			}
-			cells := []string{c.Sides[i].Name, format.Count(s.Count), format.Count(s.Errors), format.Dur(s.P50), format.Dur(s.P99), format.Dur(int64(s.MeanNs)), format.Dur(s.TotalNs)}
+			fails, bytes := "-", "-"
+			if s.Errors > 0 {
+				fails = errnoCounts(s.Errnos)
+			}
+			if s.Bytes > 0 {
+				bytes = format.Bytes(s.Bytes)
+			}
+			cells := []string{c.Sides[i].Name, format.Count(s.Count), fails, bytes, rateCell(o.Name, s.OpsPerS), mbCell(o.Name, s.MBps),
+				format.Dur(s.P50), format.Dur(s.P99), format.Dur(int64(s.MeanNs)), format.Dur(s.TotalNs)}
 			if i == 0 {
-				cells = append(cells, "base", "base", "base", "base")
+				cells = append(cells, "base", "base", "base", "base", "")
 			} else {
-				cells = append(cells, fmtRatio(r.P50), fmtRatio(r.P99), fmtRatio(r.Mean), fmtRatio(r.Total))
+				cells = append(cells, fmtRatio(r.P50), fmtRatio(r.P99), fmtRatio(r.Mean), fmtRatio(r.Total), strings.Join(s.Flags, " "))
 			}
 			t.add(cells...)
 		}
 		b.WriteString(t.String())
+		for i, s := range o.Sides {
+			if l := accessLine(c.Sides[i].Name, s.FirstAccess, s.Reaccess); l != "" {
+				b.WriteString("  " + l + "\n")
+			}
+		}
 	}
 	writeChanges := func(title string, chs []Change) {
 		if len(chs) == 0 {
 			return
 		}
 		fmt.Fprintf(&b, "\n%s\n", title)
-		t := newTable("side", rowKind(c.View), "baseline total", "total", "change", "mean ratio", "p99 ratio")
+		t := newTable("side", rowKind(c.View), "baseline total", "total", "change", "mean ratio", "p99 ratio", "flags")
 		for _, ch := range chs {
-			sign := "+"
-			d := ch.DeltaNs
-			if d < 0 {
-				sign, d = "-", -d
-			}
-			t.add(ch.Side, ch.Op, format.Dur(ch.BaseNs), format.Dur(ch.TotalNs), sign+format.Dur(d), fmtRatio(ch.MeanRatio), fmtRatio(ch.P99Ratio))
+			t.add(ch.Side, ch.Op, format.Dur(ch.BaseNs), format.Dur(ch.TotalNs), signedDur(ch.DeltaNs), fmtRatio(ch.MeanRatio), fmtRatio(ch.P99Ratio), strings.Join(ch.Flags, " "))
 		}
 		b.WriteString(t.String())
 	}
 	slower, faster := c.changes()
-	writeChanges("most slower (time lost against the baseline)", slower)
-	writeChanges("most faster (time gained against the baseline)", faster)
+	writeChanges("most slower (time lost against the baseline; rows with at least 1% of either side's time)", slower)
+	writeChanges("most faster (time gained against the baseline; rows with at least 1% of either side's time)", faster)
 	_, err := io.WriteString(w, termsafe.Text(b.String()))
 	return err
+}
+
+// errnoCounts lists failures by errno, the most frequent first: "2,048 EACCES, 3 ENOENT".
+func errnoCounts(m map[string]uint64) string {
+	ks := make([]string, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	sort.Slice(ks, func(i, j int) bool {
+		if m[ks[i]] != m[ks[j]] {
+			return m[ks[i]] > m[ks[j]]
+		}
+		return ks[i] < ks[j]
+	})
+	parts := make([]string, len(ks))
+	for i, k := range ks {
+		parts[i] = format.Count(m[k]) + " " + k
+	}
+	return strings.Join(parts, ", ")
+}
+
+// fsName names a trace's storage: its file system type, with the S3 profile of a replay
+// onto s3:// ("s3 (mountpoint)").
+func fsName(t *Trace) string {
+	if t.Target.FSType == "s3" {
+		for _, f := range strings.Fields(t.Target.Mount) {
+			if p, ok := strings.CutPrefix(f, "profile="); ok {
+				return "s3 (" + p + ")"
+			}
+		}
+	}
+	return t.Target.FSType
 }
 
 // WriteCompareJSON renders c as JSON (schema iotap.compare/v1).

@@ -6,6 +6,7 @@ import (
 	"sort"
 
 	"github.com/iotap/iotap/internal/format"
+	"github.com/iotap/iotap/trace"
 
 	"github.com/iotap/iotap/trace/fold"
 	"github.com/iotap/iotap/trace/stats"
@@ -48,6 +49,7 @@ func CompareCalls(c *Comparison, sides []*stats.Stats) bool {
 	for i, s := range sides {
 		c.Sides[i].CallNs = s.CallTotalNs()
 		c.Sides[i].CallRatio = ratio(float64(c.Sides[i].CallNs), float64(base.CallTotalNs()))
+		c.Sides[i].Job = jobRates(s, c.Sides[i].DurationNs, true)
 		if i == 0 {
 			continue
 		}
@@ -83,48 +85,114 @@ func CompareCalls(c *Comparison, sides []*stats.Stats) bool {
 	sort.SliceStable(order, func(a, b int) bool { return order[a].total > order[b].total })
 	c.Calls = nil
 	var slower, faster []Change
+	totals := make([]int64, len(sides))
+	for i, s := range sides {
+		totals[i] = s.CallTotalNs()
+	}
 	for _, k := range order {
 		cc := CompareCall{Call: fold.Syscall(k.k).String()}
-		b := &base.Calls[k.k].OpStats
 		for si, s := range sides {
-			os := opSide(&s.Calls[k.k].OpStats, b, si > 0)
-			if ch := change(c.Sides[si].Name, cc.Call, b.TotalNs, &os); ch.DeltaNs > 0 && si > 0 {
-				slower = append(slower, ch)
-			} else if ch.DeltaNs < 0 && si > 0 {
-				faster = append(faster, ch)
+			in := sideIn{o: &s.Calls[k.k].OpStats, busy: s.Calls[k.k].BusyNs}
+			if fold.Syscall(k.k) == fold.SysRead {
+				in.first, in.again = &s.CallFirstReads, &s.CallRereads
 			}
+			os := opSide(cc.Call, in, &base.Calls[k.k].OpStats, si > 0)
 			cc.Sides = append(cc.Sides, os)
+			if si > 0 {
+				slower, faster = addChange(slower, faster, change(c.Sides[si].Name, cc.Call, &cc.Sides[0], &os), totals[0], totals[si])
+			}
 		}
 		c.Calls = append(c.Calls, cc)
 	}
 	c.SlowerCalls, c.FasterCalls = mostChanged(slower, faster)
+	c.verdict()
 	return true
 }
 
-// opSide is one side's figures of an op or call, with ratios to the baseline's.
-func opSide(o, base *stats.OpStats, ratios bool) OpSide {
-	l := latency(o.Hist, o.Count, o.TotalNs, o.MaxNs)
-	os := OpSide{Count: o.Count, Errors: o.Errors, Bytes: o.Bytes, MeanNs: l.MeanNs, P50: l.P50, P99: l.P99, TotalNs: o.TotalNs, Hist: histBins(o.Hist)}
-	if ratios {
-		bl := latency(base.Hist, base.Count, base.TotalNs, base.MaxNs)
-		os.Ratio = &Ratios{
-			Count: ratio(float64(o.Count), float64(base.Count)),
-			P50:   ratio(float64(l.P50), float64(bl.P50)),
-			P99:   ratio(float64(l.P99), float64(bl.P99)),
-			Mean:  ratio(l.MeanNs, bl.MeanNs),
-			Total: ratio(float64(o.TotalNs), float64(base.TotalNs)),
+// sideIn are one side's figures of an op or call, for opSide.
+type sideIn struct {
+	o            *stats.OpStats
+	busy         int64
+	first, again *stats.AccessStats // reads only
+}
+
+// opSide is one side's figures of an op or call named name, with ratios to the
+// baseline's (base) when ratios is set.
+func opSide(name string, in sideIn, base *stats.OpStats, ratios bool) OpSide {
+	o := in.o
+	ok := o.Succeeded()
+	l := latency(ok.Hist, ok.Count, ok.TotalNs, ok.MaxNs)
+	os := OpSide{Count: o.Count, Errors: o.Errors, Bytes: o.Bytes, MeanNs: l.MeanNs, P50: l.P50, P99: l.P99, TotalNs: o.TotalNs,
+		BusyNs: in.busy, Hist: histBins(o.Hist)}
+	os.OpsPerS, os.MBps = opRates(name, o.Count, o.Bytes, in.busy)
+	if len(o.Errnos) > 0 {
+		os.Errnos = map[string]uint64{}
+		for e, n := range o.Errnos {
+			os.Errnos[trace.ErrnoName(e)] += n
 		}
+	}
+	if in.first != nil {
+		os.FirstAccess, os.Reaccess = accessRow(in.first), accessRow(in.again)
+	}
+	if !ratios {
+		return os
+	}
+	bok := base.Succeeded()
+	bl := latency(bok.Hist, bok.Count, bok.TotalNs, bok.MaxNs)
+	if o.Count != base.Count {
+		os.Flags = append(os.Flags, "≠count")
+	}
+	if o.Bytes != base.Bytes {
+		os.Flags = append(os.Flags, "≠bytes")
+	}
+	lat := true
+	if dataOp(name) && (o.Bytes == 0) != (base.Bytes == 0) && o.Count > 0 && base.Count > 0 {
+		os.Flags = append(os.Flags, "no data")
+		lat = false
+	}
+	if (ok.Count == 0 && o.Count > 0) || (bok.Count == 0 && base.Count > 0) {
+		os.Flags = append(os.Flags, "all failed")
+		lat = false
+	}
+	os.Ratio = &Ratios{Count: ratio(float64(o.Count), float64(base.Count))}
+	if lat && ok.Count > 0 && bok.Count > 0 {
+		os.Ratio.P50 = ratio(float64(l.P50), float64(bl.P50))
+		os.Ratio.P99 = ratio(float64(l.P99), float64(bl.P99))
+		os.Ratio.Mean = ratio(l.MeanNs, bl.MeanNs)
+	}
+	if o.Count != base.Count {
+		os.Ratio.Total = ratio(float64(o.TotalNs), float64(base.TotalNs))
 	}
 	return os
 }
 
-// change is the change of a row's total time on a side against the baseline (none on
-// the baseline itself, whose OpSide has no ratios).
-func change(side, name string, baseNs int64, os *OpSide) Change {
-	if os.Ratio == nil {
-		return Change{}
+// change is the change of a row's total time on a side against the baseline.
+func change(side, name string, base, os *OpSide) Change {
+	ch := Change{Side: side, Op: name, BaseNs: base.TotalNs, TotalNs: os.TotalNs, DeltaNs: os.TotalNs - base.TotalNs, Flags: os.Flags}
+	if os.Ratio != nil {
+		ch.MeanRatio, ch.P99Ratio = os.Ratio.Mean, os.Ratio.P99
 	}
-	return Change{Side: side, Op: name, BaseNs: baseNs, TotalNs: os.TotalNs, DeltaNs: os.TotalNs - baseNs, MeanRatio: os.Ratio.Mean, P99Ratio: os.Ratio.P99}
+	return ch
+}
+
+// minChangeShare is the share of a side's (or the baseline's) time a row must carry to be
+// among the most slower or faster: a row of negligible time may change by a large ratio
+// and mean nothing.
+const minChangeShare = 0.01
+
+// addChange adds ch to slower or faster when its row carries at least minChangeShare of
+// the baseline's time (baseTotal) or of the side's (total).
+func addChange(slower, faster []Change, ch Change, baseTotal, total int64) ([]Change, []Change) {
+	if share(ch.BaseNs, baseTotal) < minChangeShare && share(ch.TotalNs, total) < minChangeShare {
+		return slower, faster
+	}
+	switch {
+	case ch.DeltaNs > 0:
+		slower = append(slower, ch)
+	case ch.DeltaNs < 0:
+		faster = append(faster, ch)
+	}
+	return slower, faster
 }
 
 // mostChanged keeps the five largest changes each way, largest first.
@@ -148,32 +216,28 @@ func (c *Comparison) changes() (slower, faster []Change) {
 // tol (a fraction of the larger value). Counts that differ by a single call are ignored.
 func SameCalls(base, other *stats.Stats, tol float64, skip ...fold.Syscall) []string {
 	var out []string
-	off := func(a, b uint64) (bool, float64) {
+	off := func(a, b uint64) bool {
 		hi := max(a, b)
-		if hi == 0 || max(a, b)-min(a, b) <= 1 {
-			return false, 0
-		}
-		d := float64(hi - min(a, b))
-		return d > tol*float64(hi), d / float64(hi)
+		return hi > 0 && hi-min(a, b) > 1 && float64(hi-min(a, b)) > tol*float64(hi)
 	}
 	for k := range fold.NumSyscalls {
 		if slices.Contains(skip, k) {
 			continue
 		}
 		a, b := base.Calls[k].Count, other.Calls[k].Count
-		if bad, f := off(a, b); bad {
-			out = append(out, fmt.Sprintf("%s calls %d vs %d (%.1f%% apart)", k, a, b, 100*f))
+		if off(a, b) {
+			out = append(out, fmt.Sprintf("%s calls %d vs %d (%s)", k, a, b, apart(a, b)))
 		}
 	}
 	rb := func(s *stats.Stats) uint64 { return s.Calls[fold.SysRead].Bytes + s.Calls[fold.SysCopyFileRange].Bytes }
 	wb := func(s *stats.Stats) uint64 {
 		return s.Calls[fold.SysWrite].Bytes + s.Calls[fold.SysCopyFileRange].Bytes
 	}
-	if bad, f := off(rb(base), rb(other)); bad {
-		out = append(out, fmt.Sprintf("bytes read %d vs %d (%.1f%% apart)", rb(base), rb(other), 100*f))
+	if off(rb(base), rb(other)) {
+		out = append(out, fmt.Sprintf("bytes read %d vs %d (%s)", rb(base), rb(other), apart(rb(base), rb(other))))
 	}
-	if bad, f := off(wb(base), wb(other)); bad {
-		out = append(out, fmt.Sprintf("bytes written %d vs %d (%.1f%% apart)", wb(base), wb(other), 100*f))
+	if off(wb(base), wb(other)) {
+		out = append(out, fmt.Sprintf("bytes written %d vs %d (%s)", wb(base), wb(other), apart(wb(base), wb(other))))
 	}
 	return out
 }

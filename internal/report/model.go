@@ -573,7 +573,7 @@ func buildView(name string, s *stats.Stats, traces []int, o Options) *View {
 		v.Start = st.UTC()
 		v.DurationNs = int64(en.Sub(st))
 	}
-	v.Job = jobRates(s, v.DurationNs)
+	v.Job = jobRates(s, v.DurationNs, true)
 	for i := range s.Ops {
 		op := &s.Ops[i]
 		if op.Count == 0 {

@@ -74,11 +74,11 @@ func jobRate(j *JobRates, ns int64) JobRate {
 	}
 }
 
-// jobRates counts the job's bytes and ops in its leading view: calls when every trace
-// has them, else requests.
-func jobRates(s *stats.Stats, wallNs int64) *JobRates {
+// jobRates counts the job's bytes and ops: calls when calls is set and every trace has
+// them, else requests.
+func jobRates(s *stats.Stats, wallNs int64, calls bool) *JobRates {
 	j := &JobRates{View: ViewRequests, WallNs: wallNs, ActiveNs: s.BusyNs()}
-	if s.HasCalls() {
+	if calls && s.HasCalls() {
 		j.View = ViewSyscalls
 		for k := range s.Calls {
 			c := &s.Calls[k]
