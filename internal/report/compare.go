@@ -508,10 +508,12 @@ func WriteCompareHTML(w io.Writer, c *Comparison) error {
 }
 
 var compareTmpl = template.Must(template.New("compare").Funcs(funcs).Funcs(template.FuncMap{
-	"ratio":    fmtRatio,
-	"viewLine": viewLine,
-	"join":     strings.Join,
-	"side":     func(c *Comparison, i int) string { return c.Sides[i].Name },
+	"ratio":       fmtRatio,
+	"fsName":      fsName,
+	"errnoCounts": errnoCounts,
+	"viewLine":    viewLine,
+	"join":        strings.Join,
+	"side":        func(c *Comparison, i int) string { return c.Sides[i].Name },
 	"delta": func(ns int64) string {
 		if ns > 0 {
 			return "+" + format.Dur(ns)
@@ -527,27 +529,34 @@ var compareTmpl = template.Must(template.New("compare").Funcs(funcs).Funcs(templ
 <body>
 {{- $c := .C}}
 <h1>iotap compare</h1>
-<div class="facts">{{len $c.Sides}} sides; baseline <b>{{(index $c.Sides 0).Name}}</b>; {{viewLine $c.View}}. Ratios are side / baseline: above 1 is slower (or more). Schema {{$c.Schema}}.</div>
+{{range $c.Verdict}}<p><b>{{.}}</b></p>
+{{end}}<div class="facts">{{len $c.Sides}} sides; baseline <b>{{(index $c.Sides 0).Name}}</b>; {{viewLine $c.View}}. Ratios are side / baseline: above 1 is slower (or more). Schema {{$c.Schema}}.</div>
 {{if $c.Excluded}}<div class="warn">same-work check of recorded against replayed traces leaves out {{join $c.Excluded ", "}}: {{$c.ExcludedWhy}}</div>
 {{end}}{{range $c.Mismatches}}<div class="warn bad">⚠ not the same work (compared with --force): {{.}}</div>
 {{end}}{{range $c.Warnings}}<div class="warn">⚠ {{.}}</div>
 {{end}}
 <h2>Sides</h2>
 {{$calls := eq $c.View "syscalls"}}<table><tr><th class="l">side</th><th class="l">traces</th><th>events</th><th>duration</th>{{if $calls}}<th>call time</th><th>ratio</th>{{else}}<th>job I/O time</th><th>ratio</th><th>work time</th><th>ratio</th>{{end}}<th>data share</th></tr>
-{{range $c.Sides}}<tr><td class="l">{{.Name}}</td><td class="l">{{range $i, $t := .Traces}}{{if $i}}<br>{{end}}{{$t.File}} ({{orDash $t.Kind}}, {{orDash $t.Host}}, {{orDash $t.Target.FSType}}, cache {{orDash $t.Cache}}){{end}}</td><td>{{count .Events}}</td><td>{{dur .DurationNs}}</td>{{if $calls}}<td>{{dur .CallNs}}</td><td>{{ratio .CallRatio}}</td>{{else}}<td>{{dur .TotalNs}}</td><td>{{ratio .Ratio}}</td><td>{{dur .WorkNs}}</td><td>{{ratio .WorkRatio}}</td>{{end}}<td>{{pct .DataShare}}</td></tr>
+{{range $c.Sides}}<tr><td class="l">{{.Name}}</td><td class="l">{{range $i, $t := .Traces}}{{if $i}}<br>{{end}}{{$t.File}} ({{orDash $t.Kind}}, {{orDash $t.Host}}, {{orDash (fsName $t)}}, cache {{orDash $t.Cache}}){{end}}</td><td>{{count .Events}}</td><td>{{dur .DurationNs}}</td>{{if $calls}}<td>{{dur .CallNs}}</td><td>{{ratio .CallRatio}}</td>{{else}}<td>{{dur .TotalNs}}</td><td>{{ratio .Ratio}}</td><td>{{dur .WorkNs}}</td><td>{{ratio .WorkRatio}}</td>{{end}}<td>{{pct .DataShare}}</td></tr>
 {{end}}</table>
+<h2>Throughput</h2>
+<p class="muted">Over each side's wall time, and "active": over its I/O-active time, when at least one op was in flight. IOPS: reads and writes; meta/s: every other op. MB = 10^6 B.</p>
+<table><tr><th class="l">side</th><th>read</th><th>written</th><th>MB/s</th><th>active MB/s</th><th>IOPS</th><th>active IOPS</th><th>meta/s</th><th>active meta/s</th></tr>
+{{range $s := $c.Sides}}{{with $s.Job}}<tr><td class="l">{{$s.Name}}</td><td>{{bytes .ReadBytes}}</td><td>{{bytes .WriteBytes}}</td><td>{{printf "%.1f" .Wall.MBps}}</td><td>{{printf "%.1f" .Active.MBps}}</td><td>{{rateText .Wall.IOPS}}</td><td>{{rateText .Active.IOPS}}</td><td>{{rateText .Wall.MetaOps}}</td><td>{{rateText .Active.MetaOps}}</td></tr>
+{{end}}{{end}}</table>
 {{if .Slower}}<h2>Most slower</h2>{{template "changes" .Slower}}{{end}}
 {{if .Faster}}<h2>Most faster</h2>{{template "changes" .Faster}}{{end}}
 <h2>Latency CDFs</h2>
 <div class="figs">{{range .Figures}}<div class="fig">{{.SVG}}</div>{{end}}</div>
 <h2>{{if $calls}}Per system call{{else}}Per FUSE request (operation){{end}}</h2>
 {{range .Rows}}<h3>{{.Name}}</h3>
-<table><tr><th class="l">side</th><th>count</th><th>errors</th><th>p50</th><th>p99</th><th>mean</th><th>total</th><th>p50 ratio</th><th>p99 ratio</th><th>mean ratio</th><th>total ratio</th></tr>
-{{range $i, $s := .Sides}}<tr><td class="l">{{side $c $i}}</td><td>{{count $s.Count}}</td><td>{{count $s.Errors}}</td><td>{{dur $s.P50}}</td><td>{{dur $s.P99}}</td><td>{{durf $s.MeanNs}}</td><td>{{dur $s.TotalNs}}</td>{{with $s.Ratio}}<td>{{ratio .P50}}</td><td>{{ratio .P99}}</td><td>{{ratio .Mean}}</td><td>{{ratio .Total}}</td>{{else}}<td>base</td><td>base</td><td>base</td><td>base</td>{{end}}</tr>
+<table><tr><th class="l">side</th><th>count</th><th class="l">failures</th><th>bytes</th><th>rate</th><th>MB/s</th><th>p50</th><th>p99</th><th>mean</th><th>total</th><th>p50 ratio</th><th>p99 ratio</th><th>mean ratio</th><th>total ratio</th><th class="l">flags</th></tr>
+{{$row := .}}{{range $i, $s := .Sides}}<tr><td class="l">{{side $c $i}}</td><td>{{count $s.Count}}</td><td class="l">{{if $s.Errors}}{{errnoCounts $s.Errnos}}{{else}}-{{end}}</td><td>{{if $s.Bytes}}{{bytes $s.Bytes}}{{else}}-{{end}}</td><td>{{rate $row.Name $s.OpsPerS}}</td><td>{{mb $row.Name $s.MBps}}</td><td>{{dur $s.P50}}</td><td>{{dur $s.P99}}</td><td>{{durf $s.MeanNs}}</td><td>{{dur $s.TotalNs}}</td>{{with $s.Ratio}}<td>{{ratio .P50}}</td><td>{{ratio .P99}}</td><td>{{ratio .Mean}}</td><td>{{ratio .Total}}</td>{{else}}<td>base</td><td>base</td><td>base</td><td>base</td>{{end}}<td class="l">{{join $s.Flags " "}}</td></tr>
 {{end}}</table>
-{{end}}
+{{range $i, $s := .Sides}}{{with access (side $c $i) $s.FirstAccess $s.Reaccess}}<div class="facts">{{.}}</div>
+{{end}}{{end}}{{end}}
 </body></html>
-{{define "changes"}}<table><tr><th class="l">side</th><th class="l">op or call</th><th>baseline total</th><th>total</th><th>change</th><th>mean ratio</th><th>p99 ratio</th></tr>
-{{range .}}<tr><td class="l">{{.Side}}</td><td class="l">{{.Op}}</td><td>{{dur .BaseNs}}</td><td>{{dur .TotalNs}}</td><td>{{delta .DeltaNs}}</td><td>{{ratio .MeanRatio}}</td><td>{{ratio .P99Ratio}}</td></tr>
+{{define "changes"}}<table><tr><th class="l">side</th><th class="l">op or call</th><th>baseline total</th><th>total</th><th>change</th><th>mean ratio</th><th>p99 ratio</th><th class="l">flags</th></tr>
+{{range .}}<tr><td class="l">{{.Side}}</td><td class="l">{{.Op}}</td><td>{{dur .BaseNs}}</td><td>{{dur .TotalNs}}</td><td>{{delta .DeltaNs}}</td><td>{{ratio .MeanRatio}}</td><td>{{ratio .P99Ratio}}</td><td class="l">{{join .Flags " "}}</td></tr>
 {{end}}</table>{{end}}
 `))

@@ -181,6 +181,15 @@
 // # JSON schema iotap.compare/v1
 //
 //	schema "iotap.compare/v1", tolerance, forced, mismatches[], warnings[]
+//	verdict[] the answer, one line per side but the baseline: "s3fs: 19.2× the baseline's
+//	          I/O time (+8.20s), runtime 3.10×: write +2.20s (27.0%), open +1.90s (23.2%),
+//	          close +1.00s (12.2%)": the side's I/O time (call time in the syscalls view,
+//	          job I/O time in the requests view) and runtime (duration_ns) as ratios to the
+//	          baseline's, and the three rows whose time moved most in the same direction
+//	          with their share of the difference
+//	verdict_figures[] the same in figures: {side, text, io_ns, baseline_io_ns, io_ratio,
+//	          delta_ns, runtime_ns, baseline_runtime_ns, runtime_ratio, top[] {name,
+//	          delta_ns, share}}
 //	view      "syscalls" (the default: per system call) or "requests" (--view
 //	          requests: per FUSE request): the view that leads and that the same-work
 //	          check uses
@@ -194,13 +203,22 @@
 //	          client_peak_rss_bytes (the largest of its traces), client_cpu_s,
 //	          client_cpu_s_per_gb, iotap_peak_rss_bytes, iotap_cpu_s, iotap_cpu_s_per_gb,
 //	          settings (the S3 client options a replay used, label replay.s3_options)},
-//	          call_ns (the calls' summed time; syscalls view), call_ratio}
+//	          call_ns (the calls' summed time; syscalls view), call_ratio,
+//	          job (the side's bytes and rates as in a report's view, counted in the
+//	          comparison's view)}
 //	syscalls[] syscalls view: by the baseline's total time: {call, sides[] (as in ops[])}
-//	ops[]     by the baseline's total time: {op, sides[] {count, errors, bytes, mean_ns,
-//	          p50_ns, p99_ns, total_ns, ratio {count, p50, p99, mean, total} (absent on
-//	          the baseline; 0 when the baseline value is 0), hist[]}}
-//	slower[], faster[]: up to 5 ops that lost or gained the most total time
-//	          {side, op, baseline_total_ns, total_ns, delta_ns, mean_ratio, p99_ratio}
+//	ops[]     by the baseline's total time: {op, sides[] {count, errors, errnos{"EACCES":
+//	          n}, bytes, mean_ns, p50_ns, p99_ns (over the ops that succeeded), total_ns
+//	          (all ops), busy_ns, ops_per_s, mb_per_s (as in a report's ops[]),
+//	          first_access, reaccess (read rows, as in a report), flags[] ("≠count": the
+//	          count differs from the baseline's; "≠bytes": the bytes differ; "no data": a
+//	          data op that moved no bytes on one of the two sides, not ratioed; "all failed":
+//	          no op succeeded on one of the two, not ratioed), ratio {count, p50, p99, mean
+//	          (over the ops that succeeded on both sides; 0 when not given), total (only
+//	          when the counts differ)} (absent on the baseline), hist[]}}
+//	slower[], faster[]: up to 5 ops that lost or gained the most total time, among those
+//	          carrying at least 1 % of the baseline's or the side's time {side, op,
+//	          baseline_total_ns, total_ns, delta_ns, mean_ratio, p99_ratio, flags[]}
 //	slower_calls[], faster_calls[]: syscalls view: the same for kinds of call (op names
 //	          the call)
 //

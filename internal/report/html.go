@@ -202,13 +202,14 @@ var funcs = template.FuncMap{
 		}
 		return strings.Join(parts, " ")
 	},
-	"errnos": errnoList,
-	"rate":   rateCell,
-	"mb":     mbCell,
-	"access": accessLine,
-	"job":    jobLine,
-	"u64":    func(i int) uint64 { return uint64(i) },
-	"orDash": orDash,
+	"errnos":   errnoList,
+	"rate":     rateCell,
+	"rateText": rateText,
+	"mb":       mbCell,
+	"access":   accessLine,
+	"job":      jobLine,
+	"u64":      func(i int) uint64 { return uint64(i) },
+	"orDash":   orDash,
 	"classes": func(cs []ClassRow) string {
 		var parts []string
 		for _, c := range cs {
