@@ -132,5 +132,7 @@ func (w *worker) childDue(op *replayOp, at int64) int64 {
 	gap := op.Start - op.ChildEnd
 	cut := thinkAfter(&replayOp{Think: gap, Reqs: op.Reqs, FoldDur: op.FoldDur}, int64(w.e.opts.RoundTrip))
 	w.st.thinkCut += gap - cut
-	return at + int64(float64(cut)/w.e.speed)
+	wait := int64(float64(cut) / w.e.speed)
+	w.st.thinkWait += wait
+	return at + wait
 }

@@ -543,12 +543,16 @@ func (w *worker) due(op *replayOp, anchor int64) int64 {
 		if !w.first(op, anchor) && op.AfterIssue {
 			// Submitted right after the previous op: the recorded gap between the two
 			// starts, which holds no round trip of the layer of its own.
-			return w.q.lastIssue + int64(float64(op.Think)/e.speed)
+			wait := int64(float64(op.Think) / e.speed)
+			w.st.thinkWait += wait
+			return w.q.lastIssue + wait
 		}
 		if !w.first(op, anchor) {
 			think := thinkAfter(op, int64(e.opts.RoundTrip))
 			w.st.thinkCut += op.Think - think
-			return anchor + int64(float64(think)/e.speed)
+			wait := int64(float64(think) / e.speed)
+			w.st.thinkWait += wait
+			return anchor + wait
 		}
 		// A thread's first op: at its recorded offset, moved by how far the replay is
 		// ahead or behind the recording (as of the op that completed last), so a process

@@ -2,7 +2,10 @@ package replay
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"syscall"
 	"testing"
 	"time"
@@ -68,6 +71,11 @@ func TestThinkAfter(t *testing.T) {
 // round trip per request are waited for, so a trace whose gaps are mostly round trips
 // replays faster once they are taken out; a second thread that started after the first
 // ended starts after it in the replay too, moved with it.
+//
+// The schedule is checked on the engine's own accounting, which no scheduler delay
+// changes: the think time it planned (ThinkWait) against the trace's, and the span against
+// that plan: never shorter, and no longer than the plan plus the measured issue lag and
+// call time (what a loaded machine adds).
 func TestThinkRoundTrip(t *testing.T) {
 	const n, rtt = 100, 600_000 // 0.6 ms round trips: large against timer noise
 	b := tracetest.NewFUSE(t)
@@ -88,7 +96,14 @@ func TestThinkRoundTrip(t *testing.T) {
 	if st.RoundTrip < 550*time.Microsecond || st.RoundTrip > 650*time.Microsecond {
 		t.Fatalf("estimated round trip %v, want about 600µs", st.RoundTrip)
 	}
-	var spans [2]time.Duration
+	// Thread 1: 99 getattrs each after a 0.7 ms gap, its folded 3 µs lookup and a 0.6 ms
+	// gap (1.303 ms, two requests); thread 2: 9 getattrs after 0.7 ms gaps (one request).
+	// Without round trips each waits what is left after the round trips: about 0.1 ms.
+	rttOut := st.RoundTrip.Nanoseconds()
+	want := [2]time.Duration{
+		99*1300*time.Microsecond + 9*700*time.Microsecond,
+		time.Duration(99*(1_300_000-2*rttOut) + 9*(700_000-rttOut)),
+	}
 	for i, o := range []Options{{Timing: TimingThink}, {Timing: TimingThink, RoundTrip: st.RoundTrip}} {
 		_, d := target(t, "")
 		must(t, Prepare(context.Background(), d, st, false))
@@ -97,16 +112,32 @@ func TestThinkRoundTrip(t *testing.T) {
 		if sum.Divergences != 0 {
 			t.Fatalf("divergences: %v", sum.Examples)
 		}
-		spans[i] = sum.ReplaySpan
-		t.Logf("round trip %v: span %v (recorded %v), think not waited for %v", o.RoundTrip, sum.ReplaySpan, sum.RecordedSpan, sum.ThinkCut)
+		t.Logf("round trip %v: span %v (recorded %v), think waited %v, not waited %v, lag %v, calls %v",
+			o.RoundTrip, sum.ReplaySpan, sum.RecordedSpan, sum.ThinkWait, sum.ThinkCut, sum.LagTotal, sum.ReplayIO)
+		if d := sum.ThinkWait - want[i]; d < -want[i]/20-time.Millisecond || d > want[i]/20+time.Millisecond {
+			t.Errorf("round trip %v: think time waited %v, want %v", o.RoundTrip, sum.ThinkWait, want[i])
+		}
 		if i == 1 && (sum.RoundTrip != st.RoundTrip || sum.ThinkCut < time.Duration(2*n-1)*600*time.Microsecond) {
 			t.Errorf("summary round trip %v, think cut %v", sum.RoundTrip, sum.ThinkCut)
 		}
+		checkSchedule(t, sum, 2*time.Millisecond)
 	}
-	// Recorded: about 100 x 1.9 ms + 1 ms + 10 x 0.7 ms = 198 ms. Folding alone saves the
-	// lookups' 0.6 ms; without the round trips each op waits about 0.1 ms.
-	if spans[1] > spans[0]/2 {
-		t.Errorf("span %v with round trips taken out, %v without: want less than half", spans[1], spans[0])
+}
+
+// checkSchedule checks that a replay of threads that ran one after another (their spans
+// add up) kept the schedule it planned: its span is at least the think time it waited,
+// and at most that plus the issue lag, the calls' own time and extra (recorded time it
+// waited that ThinkWait does not count: threads' first ops), with a margin for the
+// replayer's bookkeeping.
+func checkSchedule(t *testing.T, sum *Summary, extra time.Duration) {
+	t.Helper()
+	if sum.ReplaySpan < sum.ThinkWait {
+		t.Errorf("span %v shorter than the think time waited, %v", sum.ReplaySpan, sum.ThinkWait)
+	}
+	budget := sum.ThinkWait + sum.LagTotal + sum.ReplayIO + extra
+	if sum.ReplaySpan > budget+budget/10+5*time.Millisecond {
+		t.Errorf("span %v beyond the schedule: think %v + lag %v + calls %v + %v",
+			sum.ReplaySpan, sum.ThinkWait, sum.LagTotal, sum.ReplayIO, extra)
 	}
 }
 
@@ -143,12 +174,19 @@ func TestThinkWaitsForChild(t *testing.T) {
 	if sum.Divergences != 0 {
 		t.Fatalf("divergences: %v", sum.Examples)
 	}
-	t.Logf("round trip %v: span %v, recorded %v", st.RoundTrip, sum.ReplaySpan, sum.RecordedSpan)
-	// Recorded: about 1 + 100 x 1.05 + 1 ms = 107 ms. The command's ops are 50 µs apart
-	// once round trips are out: about 5 ms, then 1 ms to the shell's op.
-	if sum.ReplaySpan > sum.RecordedSpan/3 {
-		t.Errorf("span %v of recorded %v: the shell waited for its recorded gap, not for its command", sum.ReplaySpan, sum.RecordedSpan)
+	t.Logf("round trip %v: span %v, recorded %v, think waited %v, lag %v, calls %v",
+		st.RoundTrip, sum.ReplaySpan, sum.RecordedSpan, sum.ThinkWait, sum.LagTotal, sum.ReplayIO)
+	// Recorded: about 1 + 100 x 1.05 + 1.5 ms = 107 ms. The command's ops are 50 µs apart
+	// once round trips are out (1.053 ms less the folded lookup and two round trips): 99
+	// of them; then 1.55 ms less a round trip from the command's last op to the shell's.
+	// Had the shell waited for its recorded gap, the plan would hold another 105 ms.
+	r := st.RoundTrip
+	want := 99*(1053*time.Microsecond-3*time.Microsecond-2*r) + 1550*time.Microsecond - r
+	if d := sum.ThinkWait - want; d < -want/20 || d > want/20 {
+		t.Errorf("think time waited %v, want %v: the shell waited for its recorded gap, not for its command", sum.ThinkWait, want)
 	}
+	// The command's first op is due at its recorded offset, 1.5 ms after the shell's.
+	checkSchedule(t, sum, 2*time.Millisecond)
 }
 
 // TestPrepareHoles: a starting file whose holes the job found with lseek(SEEK_DATA) is
@@ -185,35 +223,81 @@ func TestPrepareHoles(t *testing.T) {
 	}
 }
 
-// TestThinkSpin: with ThinkSpin a thread's think time keeps a CPU busy (the replay's CPU
-// time covers most of its span) and the timing is that of think mode.
+// TestThinkSpin: with ThinkSpin a thread's think time keeps a CPU busy and the timing is
+// that of think mode. How much CPU a spinning thread gets depends on the machine's load;
+// that it stays runnable does not: the replaying thread's runnable time (on a CPU or
+// waiting for one, from schedstat) covers the think time when it spins, and it is blocked
+// for most of it when it sleeps.
 func TestThinkSpin(t *testing.T) {
+	if _, err := runnableTimes(); err != nil {
+		t.Skipf("no per-thread scheduler statistics: %v", err)
+	}
+	const ops, gap = 20, 20 * time.Millisecond
 	b := tracetest.New(t)
 	b.W.AddFile(trace.File{Path: b.Path("f"), Type: trace.TypeFile, Mode: 0o644, Size: 10})
-	for i := 0; i < 50; i++ {
-		b.Ev(1, trace.OpGetattr, "f", 2000, 4_000_000, func(e *trace.Event) { e.Mode = unix.S_IFREG | 0o644; e.Ret = 10 })
+	for i := 0; i < ops; i++ {
+		b.Ev(1, trace.OpGetattr, "f", 2000, int64(gap), func(e *trace.Event) { e.Mode = unix.S_IFREG | 0o644; e.Ret = 10 })
 	}
 	data := b.Bytes()
-	var cpus [2]time.Duration
-	for i, spin := range []bool{false, true} {
+	st, err := DeriveState(tracetest.Reader(t, data), PlanOptions{})
+	must(t, err)
+	for _, spin := range []bool{false, true} {
 		_, d := target(t, "")
-		var r0, r1 syscall.Rusage
-		must(t, syscall.Getrusage(syscall.RUSAGE_SELF, &r0))
-		sum := replayOnto(t, data, d, nil, Options{Timing: TimingThink, ThinkSpin: spin})
-		must(t, syscall.Getrusage(syscall.RUSAGE_SELF, &r1))
-		cpu := time.Duration(syscall.TimevalToNsec(r1.Utime) - syscall.TimevalToNsec(r0.Utime) +
-			syscall.TimevalToNsec(r1.Stime) - syscall.TimevalToNsec(r0.Stime))
-		t.Logf("spin %v: span %v (recorded %v), CPU %v", spin, sum.ReplaySpan, sum.RecordedSpan, cpu)
-		if sum.ReplaySpan < sum.RecordedSpan*9/10 {
-			t.Errorf("spin %v: span %v, recorded %v", spin, sum.ReplaySpan, sum.RecordedSpan)
+		must(t, Prepare(context.Background(), d, st, false))
+		src := tracetest.Reader(t, data)
+		r0, err := runnableTimes()
+		must(t, err)
+		sum, err := Run(context.Background(), src, d, nil, Options{Timing: TimingThink, ThinkSpin: spin})
+		must(t, err)
+		r1, err := runnableTimes()
+		must(t, err)
+		// The busiest thread of the run: the worker (it is locked to its thread).
+		var run time.Duration
+		for tid, v := range r1 {
+			run = max(run, v-r0[tid])
 		}
-		cpus[i] = cpu
-		if spin && cpus[1]-cpus[0] < sum.ReplaySpan/4 {
-			// Sleeping still spins the last microseconds before each op (and more under the
-			// race detector): compare the two.
-			t.Errorf("spinning replay used %v of CPU, sleeping %v, in %v", cpus[1], cpus[0], sum.ReplaySpan)
+		t.Logf("spin %v: span %v (recorded %v), think waited %v, busiest thread runnable %v", spin, sum.ReplaySpan, sum.RecordedSpan, sum.ThinkWait, run)
+		want := (ops - 1) * gap
+		if d := sum.ThinkWait - want; d < -want/100 || d > want/100 {
+			t.Errorf("spin %v: think time waited %v, want %v", spin, sum.ThinkWait, want)
+		}
+		checkSchedule(t, sum, 0)
+		if spin && run < sum.ThinkWait*8/10 {
+			t.Errorf("spinning replay: a thread runnable %v at most, think time %v", run, sum.ThinkWait)
+		}
+		// A sleeping worker is off the run queue while it sleeps: all of its think time
+		// but the spin margin before each due time (at most 2 ms). What a loaded machine
+		// adds (waiting for a CPU after each wake-up) is runnable time, and lag, not
+		// blocked time.
+		if blocked := sum.ReplaySpan - run; !spin && blocked < sum.ThinkWait/2 {
+			t.Errorf("sleeping replay: the busiest thread blocked %v of a %v span, think time %v", blocked, sum.ReplaySpan, sum.ThinkWait)
 		}
 	}
+}
+
+// runnableTimes returns, per thread of this process, the time it ran or waited to run
+// (/proc/self/task/*/schedstat: time on a CPU, time on a run queue).
+func runnableTimes() (map[string]time.Duration, error) {
+	tasks, err := os.ReadDir("/proc/self/task")
+	if err != nil {
+		return nil, err
+	}
+	m := make(map[string]time.Duration, len(tasks))
+	for _, task := range tasks {
+		b, err := os.ReadFile("/proc/self/task/" + task.Name() + "/schedstat")
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // the thread exited
+		}
+		if err != nil {
+			return nil, err
+		}
+		var run, wait int64
+		if _, err := fmt.Sscan(string(b), &run, &wait); err != nil {
+			return nil, fmt.Errorf("schedstat %q: %w", b, err)
+		}
+		m[task.Name()] = time.Duration(run + wait)
+	}
+	return m, nil
 }
 
 // TestHandleReusedBeforeRelease: go-fuse frees a handle number when the release starts,

@@ -80,6 +80,7 @@ type runStats struct {
 	recIO, ioTime     int64
 	depWait           int64
 	thinkCut          int64 // recorded think time not waited for (folded requests, round trips)
+	thinkWait         int64 // think time the schedule waited for (after the speed)
 	implicit          uint64
 	behind            uint64
 	implicitFailed    uint64
@@ -134,6 +135,11 @@ type Summary struct {
 	// of the recorded gaps; ThinkCut is the recorded think time not waited for in all
 	// (those round trips and the folded requests' own time).
 	RoundTrip, ThinkCut time.Duration
+	// ThinkWait is the think time the schedule made threads wait in all (think mode: the
+	// recorded gaps less ThinkCut, divided by the speed). With LagTotal and ReplayIO it
+	// accounts for a single thread's span: span = ThinkWait + LagTotal + ReplayIO, give or
+	// take the replayer's bookkeeping between ops.
+	ThinkWait time.Duration
 	// Behind counts ops that were due more than 1 ms before their thread's previous op
 	// returned: the target was slower than the recording (original timing). Such waits
 	// are not counted as lag.
@@ -177,6 +183,7 @@ func (s *Summary) add(st *runStats) {
 	s.ReplayIO += time.Duration(st.ioTime)
 	s.DepWait += time.Duration(st.depWait)
 	s.ThinkCut += time.Duration(st.thinkCut)
+	s.ThinkWait += time.Duration(st.thinkWait)
 	s.ImplicitOpens += st.implicit
 	s.Behind += st.behind
 	s.ImplicitOpenFailures += st.implicitFailed
