@@ -189,6 +189,11 @@ func TestReplayRecordedAA(t *testing.T) {
 		t.Fatalf("replay: exit %d\n%s\n%s", code, out, errs)
 	}
 	t.Log(out)
+	// The comparison of the targets is printed once, the verdict first.
+	if v, c := strings.Index(out, t2+": "), strings.Index(out, "iotap compare:"); strings.Count(out, "iotap compare:") != 1 ||
+		strings.Count(out, "the baseline's I/O time") != 1 || v < 0 || v > c {
+		t.Errorf("the comparison is not printed once, verdict first:\n%s", out)
+	}
 	for _, f := range []string{"res.t1.r1.json", "res.t2.r1.json"} {
 		js, err := os.ReadFile(filepath.Join(dir, f))
 		if err != nil {
