@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -273,6 +274,11 @@ func TestReplayCommandS3(t *testing.T) {
 	code, out, errs = runReplayCLI(t, "compare", prefix+".t1.r1.iotap", prefix+".t2.r1.iotap")
 	if code != 0 || strings.Count(out, "S3 requests, replay phase") != 1 {
 		t.Errorf("compare: exit %d, want one S3 request table:\n%s\n%s", code, out, errs)
+	}
+	// The S3 side names its profile, and its requests' bytes beside the bytes its calls used.
+	if !regexp.MustCompile(`(?m)^res\.t2\.r1 +replay +\S+ +s3 \(mountpoint\) `).MatchString(out) ||
+		!regexp.MustCompile(`bytes +fetched by GET \S+ for \S+ used \([0-9.]+×\); sent by PUT and UploadPart \S+ for \S+ used \([0-9.]+×\)`).MatchString(out) {
+		t.Errorf("compare: no S3 profile or request bytes:\n%s", out)
 	}
 	code, out, _ = runReplayCLI(t, "report", prefix+".t1.r1.iotap")
 	if code != 0 || strings.Contains(out, "S3 requests") {
