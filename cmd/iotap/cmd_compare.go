@@ -62,6 +62,7 @@ func runCompare(ctx context.Context, e *env, o *compareOptions, args []string) e
 	}
 	var sides []*stats.Stats
 	var names, damaged, all []string
+	sideOf := map[string]int{} // a side's only trace -> its index in sides
 	argNames := sideNames(args)
 	for i, a := range args {
 		in, err := traceInputs(ctx, []string{a}) // s3://bucket/prefix/ lists the traces below it
@@ -81,6 +82,9 @@ func runCompare(ctx context.Context, e *env, o *compareOptions, args []string) e
 		// The copies of one `replay --copies` run are a side each; other traces of one
 		// argument are merged.
 		n, s := splitCopies(argNames[i], per)
+		if len(files) == 1 && len(s) == 1 {
+			sideOf[files[0]] = len(sides)
+		}
 		names, sides = append(names, n...), append(sides, s...)
 	}
 	c := report.Compare(names, sides, o.Tolerance)
@@ -98,7 +102,13 @@ func runCompare(ctx context.Context, e *env, o *compareOptions, args []string) e
 	case "text":
 		err = report.WriteCompareText(&buf, c)
 		if err == nil { // what each S3 side cost in requests (replays onto s3:// targets)
-			err = writeRequestSidecars(&buf, all, nil)
+			err = writeRequestSidecars(&buf, all, nil, func(f string) (uint64, uint64, bool) {
+				i, ok := sideOf[f]
+				if !ok || c.Sides[i].Job == nil {
+					return 0, 0, false
+				}
+				return c.Sides[i].Job.ReadBytes, c.Sides[i].Job.WriteBytes, true
+			})
 		}
 	case "json":
 		err = report.WriteCompareJSON(&buf, c)

@@ -719,8 +719,9 @@ func startProgress(e *env, when string, total int64, desc string, done *atomic.U
 	return func() { close(quit); <-finished }
 }
 
-// compareTargets prints the per-op comparison of the targets' replay traces, each
-// target's repeats merged, the first target as the baseline.
+// compareTargets prints the comparison of the targets' replay traces, each target's
+// repeats merged, the first target as the baseline: the verdict first, then per system
+// call, as compare prints it.
 func compareTargets(ctx context.Context, e *env, targets []string, results [][]string) error {
 	var sides []*stats.Stats
 	for _, files := range results {
@@ -738,6 +739,7 @@ func compareTargets(ctx context.Context, e *env, targets []string, results [][]s
 		sides = append(sides, s)
 	}
 	c := report.Compare(targets, sides, 0.05)
+	report.CompareCalls(c, sides) // a replay's events are calls: per system call, as compare does
 	c.Forced = len(c.Mismatches) > 0
 	var buf bytes.Buffer
 	if err := report.WriteCompareText(&buf, c); err != nil {

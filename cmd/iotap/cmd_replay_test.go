@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -189,6 +190,11 @@ func TestReplayRecordedAA(t *testing.T) {
 		t.Fatalf("replay: exit %d\n%s\n%s", code, out, errs)
 	}
 	t.Log(out)
+	// The comparison of the targets is printed once, the verdict first.
+	if v, c := strings.Index(out, t2+": "), strings.Index(out, "iotap compare:"); strings.Count(out, "iotap compare:") != 1 ||
+		strings.Count(out, "the baseline's I/O time") != 1 || v < 0 || v > c {
+		t.Errorf("the comparison is not printed once, verdict first:\n%s", out)
+	}
 	for _, f := range []string{"res.t1.r1.json", "res.t2.r1.json"} {
 		js, err := os.ReadFile(filepath.Join(dir, f))
 		if err != nil {
@@ -268,6 +274,11 @@ func TestReplayCommandS3(t *testing.T) {
 	code, out, errs = runReplayCLI(t, "compare", prefix+".t1.r1.iotap", prefix+".t2.r1.iotap")
 	if code != 0 || strings.Count(out, "S3 requests, replay phase") != 1 {
 		t.Errorf("compare: exit %d, want one S3 request table:\n%s\n%s", code, out, errs)
+	}
+	// The S3 side names its profile, and its requests' bytes beside the bytes its calls used.
+	if !regexp.MustCompile(`(?m)^res\.t2\.r1 +replay +\S+ +s3 \(mountpoint\) `).MatchString(out) ||
+		!regexp.MustCompile(`bytes +fetched by GET \S+ for \S+ used \([0-9.]+×\); sent by PUT and UploadPart \S+ for \S+ used \([0-9.]+×\)`).MatchString(out) {
+		t.Errorf("compare: no S3 profile or request bytes:\n%s", out)
 	}
 	code, out, _ = runReplayCLI(t, "report", prefix+".t1.r1.iotap")
 	if code != 0 || strings.Contains(out, "S3 requests") {

@@ -119,7 +119,7 @@ func runReport(ctx context.Context, e *env, o *reportOptions, args []string) err
 	case "text":
 		err = report.WriteText(&buf, r)
 		if err == nil {
-			err = writeRequestSidecars(&buf, files, prices)
+			err = writeRequestSidecars(&buf, files, prices, nil)
 		}
 	case "json":
 		err = report.WriteJSON(&buf, r)
@@ -292,7 +292,10 @@ func describeOpenError(file string, err error) error {
 // writeRequestSidecars appends, for each replay trace with a request sidecar next to it
 // (PREFIX.tN.rM.requests.json, written by replays on s3:// targets), the S3 requests each
 // filesystem call issued in the replay phase, with retries, throttles and an optional cost.
-func writeRequestSidecars(w io.Writer, files []string, prices report.Prices) error {
+//
+// used, when not nil, gives the bytes the calls of a trace's side read and wrote, shown
+// against the bytes the requests moved.
+func writeRequestSidecars(w io.Writer, files []string, prices report.Prices, used func(file string) (read, written uint64, ok bool)) error {
 	for _, f := range files {
 		if f == "-" || s3store.IsURL(f) {
 			continue
@@ -313,6 +316,11 @@ func writeRequestSidecars(w io.Writer, files []string, prices report.Prices) err
 				return err
 			}
 			report.WriteRequests(w, ph, prices)
+			if used != nil {
+				if r, wr, ok := used(f); ok {
+					report.WriteRequestUse(w, ph, r, wr)
+				}
+			}
 		}
 	}
 	return nil

@@ -241,8 +241,45 @@ func writeRunSplit(w io.Writer, title, n1, n2 string, c *report.Comparison) {
 		}
 		rows = append(rows, []string{op.Op, format.Count(a.Count), format.Dur(int64(a.MeanNs)), format.Dur(int64(b.MeanNs)), ratioText(r.Mean),
 			format.Dur(a.P99), format.Dur(b.P99), ratioText(r.P99)})
+		if a.FirstAccess != nil || a.Reaccess != nil || b.FirstAccess != nil || b.Reaccess != nil {
+			// Reads of bytes the run had not read before, and re-reads: a warm run's reads
+			// are fast because the storage kept the data, or because the job re-read it.
+			for _, x := range []struct {
+				name   string
+				ra, rb *report.AccessRow
+			}{{"  first access", a.FirstAccess, b.FirstAccess}, {"  re-access", a.Reaccess, b.Reaccess}} {
+				rows = append(rows, accessCells(x.name, x.ra, x.rb))
+			}
+		}
 	}
 	writeRows(w, rows)
+}
+
+// accessCells is a row of the first-access split of reads in two runs.
+func accessCells(name string, a, b *report.AccessRow) []string {
+	mean := func(x *report.AccessRow) string {
+		if x == nil {
+			return "-"
+		}
+		return format.Dur(int64(x.MeanNs))
+	}
+	p99 := func(x *report.AccessRow) string {
+		if x == nil {
+			return "-"
+		}
+		return format.Dur(x.P99)
+	}
+	var count string
+	var rm, r99 float64
+	if a != nil {
+		count = format.Count(a.Count)
+		if b != nil && a.MeanNs > 0 && a.P99 > 0 {
+			rm, r99 = b.MeanNs/a.MeanNs, float64(b.P99)/float64(a.P99)
+		}
+	} else {
+		count = "0"
+	}
+	return []string{name, count, mean(a), mean(b), ratioText(rm), p99(a), p99(b), ratioText(r99)}
 }
 
 func ratioText(r float64) string {

@@ -185,8 +185,8 @@
 //	          I/O time (+8.20s), runtime 3.10×: write +2.20s (27.0%), open +1.90s (23.2%),
 //	          close +1.00s (12.2%)": the side's I/O time (call time in the syscalls view,
 //	          job I/O time in the requests view) and runtime (duration_ns) as ratios to the
-//	          baseline's, and the three rows whose time moved most in the same direction
-//	          with their share of the difference
+//	          baseline's, and the three rows whose time moved most in the same direction,
+//	          with their share of the time all rows moving that way moved
 //	verdict_figures[] the same in figures: {side, text, io_ns, baseline_io_ns, io_ratio,
 //	          delta_ns, runtime_ns, baseline_runtime_ns, runtime_ratio, top[] {name,
 //	          delta_ns, share}}

@@ -110,3 +110,25 @@ func WriteRequests(w io.Writer, rs requests.Phase, prices Prices) {
 		_, _ = fmt.Fprintf(w, "  est. cost    $%.6f\n", prices.Cost(&rs))
 	}
 }
+
+// WriteRequestUse writes, under a phase's request table, the bytes its requests moved
+// against the bytes the job's calls used: GET bytes fetched for readBytes read, PUT and
+// UploadPart bytes sent for writeBytes written, and the ratio of the two.
+func WriteRequestUse(w io.Writer, rs requests.Phase, readBytes, writeBytes uint64) {
+	var got, sent int64
+	for _, t := range rs.Total {
+		switch t.Type {
+		case "GetObject":
+			got += t.Bytes
+		case "PutObject", "UploadPart":
+			sent += t.Bytes
+		}
+	}
+	use := func(moved int64, used uint64) string {
+		if used == 0 {
+			return format.Bytes(uint64(moved)) + " for none used"
+		}
+		return fmt.Sprintf("%s for %s used (%.2f×)", format.Bytes(uint64(moved)), format.Bytes(used), float64(moved)/float64(used))
+	}
+	_, _ = fmt.Fprintf(w, "  bytes        fetched by GET %s; sent by PUT and UploadPart %s\n", use(got, readBytes), use(sent, writeBytes))
+}

@@ -30,9 +30,11 @@ type Verdict struct {
 
 // VerdictRow is a row's part of a side's difference.
 type VerdictRow struct {
-	Name    string  `json:"name"`
-	DeltaNs int64   `json:"delta_ns"`
-	Share   float64 `json:"share"` // of the side's DeltaNs
+	Name    string `json:"name"`
+	DeltaNs int64  `json:"delta_ns"`
+	// Share is DeltaNs over the summed change of every row that moved the same way as the
+	// side's I/O time (rows moving the other way offset part of it).
+	Share float64 `json:"share"`
 }
 
 // verdict fills in c.Verdict and c.Verdicts from c's leading view.
@@ -56,11 +58,16 @@ func (c *Comparison) verdict() {
 		v.RuntimeRatio = ratio(float64(v.RuntimeNs), float64(v.BaseRuntimeNs))
 		v.DeltaNs = v.IONs - v.BaseIONs
 		var top []VerdictRow
+		var gross int64 // the time the rows moving with DeltaNs moved
 		for _, r := range rows {
 			d := r.Sides[i].TotalNs - r.Sides[0].TotalNs
 			if (d > 0 && v.DeltaNs > 0) || (d < 0 && v.DeltaNs < 0) {
-				top = append(top, VerdictRow{Name: r.Name, DeltaNs: d, Share: round3(float64(d) / float64(v.DeltaNs))})
+				top = append(top, VerdictRow{Name: r.Name, DeltaNs: d})
+				gross += d
 			}
+		}
+		for k := range top {
+			top[k].Share = round3(float64(top[k].DeltaNs) / float64(gross))
 		}
 		sort.SliceStable(top, func(a, b int) bool { return abs64(top[a].DeltaNs) > abs64(top[b].DeltaNs) })
 		v.Top = append([]VerdictRow{}, top[:min(len(top), 3)]...)
