@@ -76,8 +76,10 @@ func reportFigures(v *View, groups []*View, traces []Trace) ([]figure, error) {
 		p, err := cdfPlot(o.Op+" latency CDF by "+groupKind(groups[0].Name), gn, gb, true)
 		s.add(p, err, 16*vg.Centimeter, 10*vg.Centimeter)
 	}
+	// The histograms share one latency axis, so that they can be compared at a glance.
+	lo, hi := histRange(bins...)
 	for i, o := range ops {
-		p, err := histPlot(fmt.Sprintf("%s latency histogram (%s ops)", o.Op, format.Count(o.Count)), o.Hist, color8(i))
+		p, err := histPlot(fmt.Sprintf("%s latency histogram (%s ops)", o.Op, format.Count(o.Count)), o.Hist, color8(i), lo, hi)
 		s.add(p, err, 12*vg.Centimeter, 7*vg.Centimeter)
 	}
 	for _, t := range v.Offsets[:min(len(v.Offsets), 4)] {
