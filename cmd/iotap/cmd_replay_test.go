@@ -82,6 +82,7 @@ func TestReplayCommand(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		checkSummaryJSON(t, f, js)
 		var s replay.Summary
 		if err := json.Unmarshal(js, &s); err != nil {
 			t.Fatal(err)
@@ -194,6 +195,7 @@ func TestReplayRecordedAA(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		checkSummaryJSON(t, f, js)
 		var s replay.Summary
 		if err := json.Unmarshal(js, &s); err != nil {
 			t.Fatal(err)
@@ -399,4 +401,66 @@ func cpVersion() string {
 	}
 	first, _, _ := strings.Cut(string(out), "\n")
 	return first
+}
+
+// checkSummaryJSON checks the form of a replay's .json: the schema name, snake_case keys
+// throughout, and per-op figures as named rows whose counts add up to the totals.
+func checkSummaryJSON(t *testing.T, name string, js []byte) {
+	t.Helper()
+	var doc map[string]any
+	if err := json.Unmarshal(js, &doc); err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	if doc["schema"] != replay.SummarySchema {
+		t.Errorf("%s: schema %v", name, doc["schema"])
+	}
+	var walk func(path string, v any)
+	walk = func(path string, v any) {
+		switch v := v.(type) {
+		case map[string]any:
+			for k, x := range v {
+				if k != strings.ToLower(k) || strings.ContainsAny(k, " -") {
+					t.Errorf("%s: key %s.%s is not snake_case", name, path, k)
+				}
+				walk(path+"."+k, x)
+			}
+		case []any:
+			for _, x := range v {
+				if _, ok := x.(map[string]any); !ok {
+					if _, isStr := x.(string); !isStr {
+						t.Errorf("%s: %s holds an unnamed %T, not an object", name, path, x)
+					}
+				}
+				walk(path+"[]", x)
+			}
+		}
+	}
+	walk("", doc)
+	rows := func(key string, v any, count string) (sum float64) {
+		arr, ok := v.([]any)
+		if !ok || len(arr) == 0 {
+			t.Errorf("%s: %s is %T %v, want rows", name, key, v, v)
+			return 0
+		}
+		for _, r := range arr {
+			m := r.(map[string]any)
+			if op, ok := m["op"].(string); !ok {
+				t.Errorf("%s: %s row without an op name: %v", name, key, m)
+			} else if _, err := trace.ParseOp(op); err != nil {
+				t.Errorf("%s: %s: %v", name, key, err)
+			}
+			sum += m[count].(float64)
+		}
+		return sum
+	}
+	fold, _ := doc["fold"].(map[string]any)
+	if got, want := rows("fold.by_op", fold["by_op"], "events"), fold["events"]; got != want {
+		t.Errorf("%s: fold.by_op events add up to %v, fold.events is %v", name, got, want)
+	}
+	if got, want := rows("ops", doc["ops"], "recorded"), doc["recorded_ops"]; got != want {
+		t.Errorf("%s: ops recorded add up to %v, recorded_ops is %v", name, got, want)
+	}
+	if tg, _ := doc["target"].(map[string]any); tg == nil || tg["fs_type"] == "" || tg["path"] == "" {
+		t.Errorf("%s: target %v", name, doc["target"])
+	}
 }
