@@ -464,3 +464,33 @@ func checkSummaryJSON(t *testing.T, name string, js []byte) {
 		t.Errorf("%s: target %v", name, doc["target"])
 	}
 }
+
+// TestReplayWarningsUnderTheirTarget checks, on one stream as a terminal shows stdout and
+// stderr, that each target's divergence warnings stand under that target's header, after
+// the previous target's summary.
+func TestReplayWarningsUnderTheirTarget(t *testing.T) {
+	dir := t.TempDir()
+	tr := filepath.Join(dir, "small.iotap")
+	writeSmallTrace(t, tr)
+	t1, t2 := filepath.Join(dir, "t1"), filepath.Join(dir, "t2")
+	mustDo(t, os.Mkdir(t1, 0o755))
+	mustDo(t, os.Mkdir(t2, 0o755))
+	prefix := filepath.Join(dir, "res")
+	var both bytes.Buffer
+	// --prepare=skip on empty directories: in.dat is missing on both, its open diverges.
+	code := run(context.Background(), []string{"replay", tr, "--target", t1, "--target", t2, "--prepare", "skip", "-o", prefix},
+		strings.NewReader(""), &both, &both)
+	out := both.String()
+	if code != 0 {
+		t.Fatalf("exit %d\n%s", code, out)
+	}
+	h1, h2 := strings.Index(out, "target 1: "+prefix+".t1.r1.iotap"), strings.Index(out, "target 2: "+prefix+".t2.r1.iotap")
+	s1, s2 := strings.Index(out, "replay onto "+t1), strings.Index(out, "replay onto "+t2)
+	if h1 < 0 || h2 < 0 || s1 < 0 || s2 < 0 || !(h1 < s1 && s1 < h2 && h2 < s2) {
+		t.Fatalf("headers at %d, %d and summaries at %d, %d:\n%s", h1, h2, s1, s2, out)
+	}
+	w1, w2 := strings.Count(out[h1:s1], "replay diverged"), strings.Count(out[h2:s2], "replay diverged")
+	if w1 == 0 || w2 == 0 || strings.Count(out, "replay diverged") != w1+w2 {
+		t.Errorf("warnings: %d under target 1, %d under target 2, %d in all:\n%s", w1, w2, strings.Count(out, "replay diverged"), out)
+	}
+}
