@@ -40,8 +40,8 @@ for k in $(seq "$K"); do
     t=$WORK/t; rm -rf "$t"; mkdir "$t"
     # shellcheck disable=SC2086 # ARGS holds several flags
     "$BIN" replay "$WORK/rec$k.iotap" --target "$t" -o "$WORK/res$k.$r" $ARGS >"$WORK/res$k.$r.log" 2>&1
-    jq -r --arg k "$k" --arg r "$r" '["replay", $k, $r, .RecordedOps, .ReplayedOps + .SkippedOps, .RecordedRead + .RecordedWrite,
-      .ReplayedRead + .ReplayedWrite, .Divergences, .RecordedIO, .ReplayIO, .RecordedSpan, .ReplaySpan, .RoundTrip] | @tsv' \
+    jq -r --arg k "$k" --arg r "$r" '["replay", $k, $r, .recorded_ops, .replayed_ops + .skipped_ops, .recorded_read_bytes + .recorded_write_bytes,
+      .replayed_read_bytes + .replayed_write_bytes, .divergences, .recorded_io_ns, .replay_io_ns, .recorded_span_ns, .replay_span_ns, .round_trip_ns] | @tsv' \
       "$WORK/res$k.$r.t1.r1.json" >>"$RES"
   done
   rm -rf "$WORK/t"

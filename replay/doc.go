@@ -179,4 +179,34 @@
 // ErrDiverged. ENOTSUP or ENOSYS on one side only (the recording or the replay) says
 // that storage lacks the feature (s3fs and extended attributes): the op is counted as a
 // backend difference (OpSummary.Unsupported), not as a divergence.
+//
+// # Fidelity summary JSON
+//
+// `iotap replay` writes each run's Summary as PREFIX.tN.rM.json, schema "iotap.replay/v1".
+// Keys are snake_case; durations are integer nanoseconds (*_ns); bytes are *_bytes.
+//
+//	schema        "iotap.replay/v1"
+//	target        {path, fs_type, source, mount}: the storage replayed onto
+//	timing, speed, threads   the schedule: think, original or afap; its speed; threads run
+//	fold          what planning did with the recorded events: {events, by_op[] {op,
+//	              events (recorded), folded (of which folded into another call or dropped
+//	              as kernel traffic)}, merged (read/write pieces merged), implicit_opens,
+//	              unknown_paths, escapes, unordered}; by_op lists the ops that had events
+//	ops[]         per recorded op: {op, recorded, replayed, skipped, diverged, unsupported
+//	              (ENOTSUP/ENOSYS on one side only)}; only ops recorded or replayed
+//	recorded_ops, replayed_ops, skipped_ops, divergences, backend_differences
+//	recorded_read_bytes, recorded_write_bytes, replayed_read_bytes, replayed_write_bytes
+//	implicit_opens, implicit_open_failures, escapes, interrupted
+//	lag_p50_ns, lag_p99_ns, lag_max_ns, lag_total_ns, late_over_1ms, lag_samples: issue
+//	              lag, the actual issue time less the time the op became due
+//	dep_wait_ns   time threads waited for other threads' ops
+//	round_trip_ns, think_cut_ns, think_wait_ns: think mode's recording round trip per
+//	              request, the recorded think time not waited for, the think time waited
+//	behind        ops due more than 1 ms before their thread's previous op returned
+//	recorded_span_ns, replay_span_ns, recorded_io_ns, replay_io_ns: first op start to last
+//	              op end, and summed op latencies, on each side
+//	examples[], backend_examples[]   the first divergences and backend differences
+//	bottleneck    set when the replayer, not the target, limited the replay
+//	overlapped, max_queue_depth   ops issued while others of their thread ran, and the
+//	              most in flight at once on one thread
 package replay

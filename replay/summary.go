@@ -1,6 +1,7 @@
 package replay
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"sort"
@@ -96,70 +97,136 @@ func (s *runStats) init() { s.lag = new(hist) }
 
 // OpSummary is one recorded op's line of the fidelity summary.
 type OpSummary struct {
-	Op                                    trace.Op
-	Recorded, Replayed, Skipped, Diverged uint64
+	Op       trace.Op `json:"op"` // by name in JSON
+	Recorded uint64   `json:"recorded"`
+	Replayed uint64   `json:"replayed"`
+	Skipped  uint64   `json:"skipped"`
+	Diverged uint64   `json:"diverged"`
 	// Unsupported counts ops where the target, or the recorded storage, answered ENOTSUP
 	// (EOPNOTSUPP) or ENOSYS and the other did not: a difference of the backends (s3fs
 	// has no extended attributes, for example), not of the replay. They are not
 	// divergences.
-	Unsupported uint64
+	Unsupported uint64 `json:"unsupported"`
 }
 
 // Summary is the fidelity report of one replay run.
 type Summary struct {
-	Target  trace.Target
-	Timing  string
-	Speed   float64
-	Threads int
+	Target  trace.Target `json:"target"`
+	Timing  string       `json:"timing"`
+	Speed   float64      `json:"speed"`
+	Threads int          `json:"threads"`
 
-	Fold FoldStats // what planning did with the recorded events
-	Ops  []OpSummary
+	Fold FoldStats   `json:"fold"` // what planning did with the recorded events
+	Ops  []OpSummary `json:"ops"`  // in JSON only the ops recorded or replayed
 
-	RecordedOps, ReplayedOps, SkippedOps, Divergences uint64
+	RecordedOps uint64 `json:"recorded_ops"`
+	ReplayedOps uint64 `json:"replayed_ops"`
+	SkippedOps  uint64 `json:"skipped_ops"`
+	Divergences uint64 `json:"divergences"`
 	// BackendDifferences sums OpSummary.Unsupported: ops one of the two storages does not support.
-	BackendDifferences                  uint64
-	RecordedRead, RecordedWrite         int64 // bytes
-	ReplayedRead, ReplayedWrite         int64
-	ImplicitOpens, ImplicitOpenFailures uint64
-	Escapes                             uint64 // ops refused because their path left the root
-	Interrupted                         bool   // the run was cancelled before the trace's end
+	BackendDifferences   uint64 `json:"backend_differences"`
+	RecordedRead         int64  `json:"recorded_read_bytes"`
+	RecordedWrite        int64  `json:"recorded_write_bytes"`
+	ReplayedRead         int64  `json:"replayed_read_bytes"`
+	ReplayedWrite        int64  `json:"replayed_write_bytes"`
+	ImplicitOpens        uint64 `json:"implicit_opens"`
+	ImplicitOpenFailures uint64 `json:"implicit_open_failures"`
+	Escapes              uint64 `json:"escapes"`     // ops refused because their path left the root
+	Interrupted          bool   `json:"interrupted"` // the run was cancelled before the trace's end
 
 	// Issue lag: actual issue time minus the time the op became due (its scheduled time,
 	// or when its ordering dependencies completed if later).
-	LagP50, LagP99, LagMax time.Duration
-	LagTotal               time.Duration
-	LateOver1ms            uint64
-	LagSamples             uint64
-	DepWait                time.Duration // total time spent waiting for other threads' ops
+	LagP50      time.Duration `json:"lag_p50_ns"`
+	LagP99      time.Duration `json:"lag_p99_ns"`
+	LagMax      time.Duration `json:"lag_max_ns"`
+	LagTotal    time.Duration `json:"lag_total_ns"`
+	LateOver1ms uint64        `json:"late_over_1ms"`
+	LagSamples  uint64        `json:"lag_samples"`
+	DepWait     time.Duration `json:"dep_wait_ns"` // total time spent waiting for other threads' ops
 	// RoundTrip is the recording layer's round trip per request that think mode took out
 	// of the recorded gaps; ThinkCut is the recorded think time not waited for in all
 	// (those round trips and the folded requests' own time).
-	RoundTrip, ThinkCut time.Duration
+	RoundTrip time.Duration `json:"round_trip_ns"`
+	ThinkCut  time.Duration `json:"think_cut_ns"`
 	// ThinkWait is the think time the schedule made threads wait in all (think mode: the
 	// recorded gaps less ThinkCut, divided by the speed). With LagTotal and ReplayIO it
 	// accounts for a single thread's span: span = ThinkWait + LagTotal + ReplayIO, give or
 	// take the replayer's bookkeeping between ops.
-	ThinkWait time.Duration
+	ThinkWait time.Duration `json:"think_wait_ns"`
 	// Behind counts ops that were due more than 1 ms before their thread's previous op
 	// returned: the target was slower than the recording (original timing). Such waits
 	// are not counted as lag.
-	Behind uint64
+	Behind uint64 `json:"behind"`
 
-	RecordedSpan, ReplaySpan time.Duration // first op start to last op end
-	RecordedIO, ReplayIO     time.Duration // summed op latencies
+	RecordedSpan time.Duration `json:"recorded_span_ns"` // first op start to last op end
+	ReplaySpan   time.Duration `json:"replay_span_ns"`
+	RecordedIO   time.Duration `json:"recorded_io_ns"` // summed op latencies
+	ReplayIO     time.Duration `json:"replay_io_ns"`
 
-	Examples []string // first divergences
+	Examples []string `json:"examples"` // first divergences
 	// BackendExamples are the first backend differences.
-	BackendExamples []string `json:",omitempty"`
+	BackendExamples []string `json:"backend_examples,omitempty"`
 	// Bottleneck is set when the replayer itself, not the target, limited the replay.
-	Bottleneck string
+	Bottleneck string `json:"bottleneck,omitempty"`
 	// Overlapped counts ops that started while others of their thread were running in
 	// the recording (an application's queue of requests): they were issued while those
 	// ran. MaxQueueDepth is the most ops of one thread recorded in flight at once.
-	Overlapped    uint64
-	MaxQueueDepth int
+	Overlapped    uint64 `json:"overlapped"`
+	MaxQueueDepth int    `json:"max_queue_depth"`
 
 	lag hist
+}
+
+// SummarySchema names the JSON form of a Summary (a replay's PREFIX.tN.rM.json); the
+// fields are documented in doc.go.
+const SummarySchema = "iotap.replay/v1"
+
+// MarshalJSON writes s with its schema name and only the operations that were recorded
+// or replayed.
+func (s Summary) MarshalJSON() ([]byte, error) {
+	type plain Summary
+	p := plain(s)
+	p.Ops = nil
+	for _, o := range s.Ops {
+		if o.Recorded+o.Replayed+o.Skipped+o.Diverged+o.Unsupported > 0 {
+			p.Ops = append(p.Ops, o)
+		}
+	}
+	if p.Ops == nil {
+		p.Ops = []OpSummary{}
+	}
+	return json.Marshal(struct {
+		Schema string `json:"schema"`
+		plain
+	}{SummarySchema, p})
+}
+
+// MarshalJSON writes the op by name.
+func (o OpSummary) MarshalJSON() ([]byte, error) {
+	type plain OpSummary
+	return json.Marshal(struct {
+		Op string `json:"op"`
+		plain
+	}{o.Op.String(), plain(o)})
+}
+
+// UnmarshalJSON reads what MarshalJSON writes.
+func (o *OpSummary) UnmarshalJSON(b []byte) error {
+	type plain OpSummary
+	var v struct {
+		Op string `json:"op"`
+		plain
+	}
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	op, err := trace.ParseOp(v.Op)
+	if err != nil {
+		return fmt.Errorf("replay summary: %w", err)
+	}
+	*o = OpSummary(v.plain)
+	o.Op = op
+	return nil
 }
 
 func (s *Summary) add(st *runStats) {

@@ -39,10 +39,10 @@ const writeVersion = Version3
 
 // Target is the traced (or replayed-onto) directory as /proc/self/mountinfo described it.
 type Target struct {
-	Path   string // absolute path the job used
-	FSType string // e.g. "ext4", "fuse.s3fs", "nfs4", "lustre", "tmpfs", "s3" for a replay on S3
-	Source string // mount source, e.g. "/dev/sda1", "s3fs", "bucket"
-	Mount  string // mount point holding Path
+	Path   string `json:"path"`    // absolute path the job used
+	FSType string `json:"fs_type"` // e.g. "ext4", "fuse.s3fs", "nfs4", "lustre", "tmpfs", "s3" for a replay on S3
+	Source string `json:"source"`  // mount source, e.g. "/dev/sda1", "s3fs", "bucket"
+	Mount  string `json:"mount"`   // mount point holding Path
 }
 
 // FUSEOptions are the settings of the tracing layer that change what it sees.

@@ -8,8 +8,10 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"strconv"
 	"strings"
+	"syscall"
 	"unicode/utf8"
 
 	"github.com/spf13/pflag"
@@ -120,6 +122,20 @@ func runExport(ctx context.Context, e *env, o *exportOptions, args []string) (er
 			}
 		}()
 		out = file
+	}
+	if file == nil {
+		// A reader that stops early (iotap export T | head) closes the pipe: with SIGPIPE
+		// caught, the write fails with EPIPE instead of killing the process, and the export
+		// ends quietly with exit status 0. Caught, not ignored: a caught signal is back to its
+		// default in the programs other commands start.
+		sigpipe := make(chan os.Signal, 1)
+		signal.Notify(sigpipe, syscall.SIGPIPE)
+		defer signal.Stop(sigpipe)
+		defer func() {
+			if errors.Is(err, syscall.EPIPE) {
+				err = nil
+			}
+		}()
 	}
 	bw := bufio.NewWriterSize(out, 1<<16)
 	x := &exporter{r: r, comm: map[uint32]string{}}

@@ -1,10 +1,12 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/csv"
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -255,5 +257,49 @@ func TestExportRefusesToOverwriteTrace(t *testing.T) {
 	after, err := os.ReadFile(fx["good"])
 	if err != nil || !bytes.Equal(before, after) {
 		t.Errorf("trace changed (%v)", err)
+	}
+}
+
+// TestExportClosedPipe records a job of many writes and exports its trace into a pipe
+// whose reader stops after the first line, as `iotap export T | head -1` does: the export
+// ends quietly with exit status 0, not killed by SIGPIPE (141).
+func TestExportClosedPipe(t *testing.T) {
+	requireRecord(t)
+	dir := t.TempDir()
+	target := filepath.Join(dir, "data")
+	mustDo(t, os.Mkdir(target, 0o755))
+	tr := filepath.Join(dir, "job.iotap")
+	rec := exec.Command(iotapBin, "record", "-o", tr, "--", "dd", "if=/dev/zero", "of=f", "bs=512", "count=4000")
+	rec.Dir = target
+	if out, err := rec.CombinedOutput(); err != nil {
+		t.Fatalf("record: %v\n%s", err, out)
+	}
+	for _, format := range []string{"jsonl", "csv"} {
+		t.Run(format, func(t *testing.T) {
+			pr, pw, err := os.Pipe()
+			mustDo(t, err)
+			var stderr bytes.Buffer
+			cmd := exec.Command(iotapBin, "export", "--format", format, tr)
+			cmd.Stdout, cmd.Stderr = pw, &stderr
+			mustDo(t, cmd.Start())
+			_ = pw.Close()
+			first, err := bufio.NewReader(pr).ReadString('\n')
+			mustDo(t, err)
+			_ = pr.Close() // the reader is done: the rest of the export (4000+ lines) meets a closed pipe
+			err = cmd.Wait()
+			if code := exitStatus(cmd.ProcessState); code != 0 || stderr.Len() > 0 {
+				t.Errorf("export into a closed pipe: exit %d (%v), stderr %q", code, err, stderr.String())
+			}
+			if format == "jsonl" && !strings.HasPrefix(first, `{"op":`) || format == "csv" && !strings.HasPrefix(first, "op,start_ns,") {
+				t.Errorf("first line %q", first)
+			}
+		})
+	}
+	// The same through a shell pipeline; bash reports the exporter's status.
+	if _, err := exec.LookPath("bash"); err == nil {
+		out, err := exec.Command("bash", "-c", `"$0" export "$1" | head -1 >/dev/null; echo "${PIPESTATUS[0]}"`, iotapBin, tr).CombinedOutput()
+		if err != nil || strings.TrimSpace(string(out)) != "0" {
+			t.Errorf("iotap export | head -1: exporter status %q (%v)", out, err)
+		}
 	}
 }

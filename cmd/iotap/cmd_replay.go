@@ -415,6 +415,17 @@ func replayTargets(ctx context.Context, e *env, o *replayOptions, tracePath, pre
 			if err := ctx.Err(); err != nil {
 				return results, diverged, runs, err
 			}
+			base := fmt.Sprintf("%s.t%d.r%d", prefix, i+1, rep+1)
+			// The run's header comes first, so that what is logged while the target is
+			// prepared and replayed (divergences, warnings) stands under it.
+			switch n := len(targets[i].copies); {
+			case o.Prepare == "only":
+			case n > 0:
+				_, _ = fmt.Fprintf(e.stdout, "run %d/%d, target %s: %d copies at once: %s.c{1..%d}.iotap, figures in %s.copies.json\n",
+					rep+1, o.Repeat, termsafe.Text(targets[i].b.Target().Path), n, termsafe.Text(base), n, termsafe.Text(base))
+			default:
+				_, _ = fmt.Fprintf(e.stdout, "run %d/%d, target %d: %s\n", rep+1, o.Repeat, i+1, termsafe.Text(base+".iotap"))
+			}
 			if len(targets[i].copies) > 0 {
 				if err := prepareCopies(ctx, o, targets[i], st, ro); err != nil {
 					return results, diverged, runs, err
@@ -431,7 +442,6 @@ func replayTargets(ctx context.Context, e *env, o *replayOptions, tracePath, pre
 			if o.DropCaches {
 				dropCaches(e)
 			}
-			base := fmt.Sprintf("%s.t%d.r%d", prefix, i+1, rep+1)
 			if len(t.copies) > 0 {
 				sums, err := replayCopies(ctx, e, o, tracePath, base, t, st, ro, rep)
 				for k, sum := range sums {
@@ -452,7 +462,6 @@ func replayTargets(ctx context.Context, e *env, o *replayOptions, tracePath, pre
 			sum, sampled, err := replayOnce(ctx, e, o, tracePath, base, t, st, ro, rep)
 			if sum != nil {
 				var out strings.Builder
-				_, _ = fmt.Fprintf(&out, "run %d/%d, target %d: %s\n", rep+1, o.Repeat, i+1, base+".iotap")
 				sum.Print(&out)
 				writeSampleSummary(&out, sampled, uint64(sum.ReplayedRead+sum.ReplayedWrite), "replayer")
 				if sum.Interrupted {

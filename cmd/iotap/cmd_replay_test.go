@@ -83,6 +83,7 @@ func TestReplayCommand(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		checkSummaryJSON(t, f, js)
 		var s replay.Summary
 		if err := json.Unmarshal(js, &s); err != nil {
 			t.Fatal(err)
@@ -200,6 +201,7 @@ func TestReplayRecordedAA(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		checkSummaryJSON(t, f, js)
 		var s replay.Summary
 		if err := json.Unmarshal(js, &s); err != nil {
 			t.Fatal(err)
@@ -410,4 +412,96 @@ func cpVersion() string {
 	}
 	first, _, _ := strings.Cut(string(out), "\n")
 	return first
+}
+
+// checkSummaryJSON checks the form of a replay's .json: the schema name, snake_case keys
+// throughout, and per-op figures as named rows whose counts add up to the totals.
+func checkSummaryJSON(t *testing.T, name string, js []byte) {
+	t.Helper()
+	var doc map[string]any
+	if err := json.Unmarshal(js, &doc); err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	if doc["schema"] != replay.SummarySchema {
+		t.Errorf("%s: schema %v", name, doc["schema"])
+	}
+	var walk func(path string, v any)
+	walk = func(path string, v any) {
+		switch v := v.(type) {
+		case map[string]any:
+			for k, x := range v {
+				if k != strings.ToLower(k) || strings.ContainsAny(k, " -") {
+					t.Errorf("%s: key %s.%s is not snake_case", name, path, k)
+				}
+				walk(path+"."+k, x)
+			}
+		case []any:
+			for _, x := range v {
+				if _, ok := x.(map[string]any); !ok {
+					if _, isStr := x.(string); !isStr {
+						t.Errorf("%s: %s holds an unnamed %T, not an object", name, path, x)
+					}
+				}
+				walk(path+"[]", x)
+			}
+		}
+	}
+	walk("", doc)
+	rows := func(key string, v any, count string) (sum float64) {
+		arr, ok := v.([]any)
+		if !ok || len(arr) == 0 {
+			t.Errorf("%s: %s is %T %v, want rows", name, key, v, v)
+			return 0
+		}
+		for _, r := range arr {
+			m := r.(map[string]any)
+			if op, ok := m["op"].(string); !ok {
+				t.Errorf("%s: %s row without an op name: %v", name, key, m)
+			} else if _, err := trace.ParseOp(op); err != nil {
+				t.Errorf("%s: %s: %v", name, key, err)
+			}
+			sum += m[count].(float64)
+		}
+		return sum
+	}
+	fold, _ := doc["fold"].(map[string]any)
+	if got, want := rows("fold.by_op", fold["by_op"], "events"), fold["events"]; got != want {
+		t.Errorf("%s: fold.by_op events add up to %v, fold.events is %v", name, got, want)
+	}
+	if got, want := rows("ops", doc["ops"], "recorded"), doc["recorded_ops"]; got != want {
+		t.Errorf("%s: ops recorded add up to %v, recorded_ops is %v", name, got, want)
+	}
+	if tg, _ := doc["target"].(map[string]any); tg == nil || tg["fs_type"] == "" || tg["path"] == "" {
+		t.Errorf("%s: target %v", name, doc["target"])
+	}
+}
+
+// TestReplayWarningsUnderTheirTarget checks, on one stream as a terminal shows stdout and
+// stderr, that each target's divergence warnings stand under that target's header, after
+// the previous target's summary.
+func TestReplayWarningsUnderTheirTarget(t *testing.T) {
+	dir := t.TempDir()
+	tr := filepath.Join(dir, "small.iotap")
+	writeSmallTrace(t, tr)
+	t1, t2 := filepath.Join(dir, "t1"), filepath.Join(dir, "t2")
+	mustDo(t, os.Mkdir(t1, 0o755))
+	mustDo(t, os.Mkdir(t2, 0o755))
+	prefix := filepath.Join(dir, "res")
+	var both bytes.Buffer
+	// --prepare=skip on empty directories: in.dat is missing on both, its open diverges.
+	code := run(context.Background(), []string{"replay", tr, "--target", t1, "--target", t2, "--prepare", "skip", "-o", prefix},
+		strings.NewReader(""), &both, &both)
+	out := both.String()
+	if code != 0 {
+		t.Fatalf("exit %d\n%s", code, out)
+	}
+	h1, h2 := strings.Index(out, "target 1: "+prefix+".t1.r1.iotap"), strings.Index(out, "target 2: "+prefix+".t2.r1.iotap")
+	s1, s2 := strings.Index(out, "replay onto "+t1), strings.Index(out, "replay onto "+t2)
+	if h1 < 0 || h2 < 0 || s1 < 0 || s2 < 0 || !(h1 < s1 && s1 < h2 && h2 < s2) {
+		t.Fatalf("headers at %d, %d and summaries at %d, %d:\n%s", h1, h2, s1, s2, out)
+	}
+	w1, w2 := strings.Count(out[h1:s1], "replay diverged"), strings.Count(out[h2:s2], "replay diverged")
+	if w1 == 0 || w2 == 0 || strings.Count(out, "replay diverged") != w1+w2 {
+		t.Errorf("warnings: %d under target 1, %d under target 2, %d in all:\n%s", w1, w2, strings.Count(out, "replay diverged"), out)
+	}
 }

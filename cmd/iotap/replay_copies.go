@@ -161,9 +161,7 @@ func replayCopies(ctx context.Context, e *env, o *replayOptions, tracePath, base
 				runErr = fmt.Errorf("replay: write copies summary: %w", err)
 			}
 		}
-		var out strings.Builder
-		_, _ = fmt.Fprintf(&out, "run %d/%d, target %s: %d copies at once: %s.c{1..%d}.iotap, figures in %s.copies.json\n",
-			rep+1, o.Repeat, t.b.Target().Path, n, base, n, base)
+		var out strings.Builder // under the run's header (replayTargets)
 		cs.print(&out, sums)
 		_, _ = io.WriteString(e.stdout, termsafe.Text(out.String()))
 	}

@@ -134,9 +134,12 @@
 //	             reaccess_ns (the file's reads split as in ops[].first_access), first_byte_ns
 //	             (files only: the latency of its first read that returned data; the
 //	             quickest node's when traces of several nodes read it), extent (largest
-//	             offset+length),
-//	             top_size (most common request-size bucket), read_sizes[], write_sizes[]
-//	             {bucket, count}: the file's request size distribution}
+//	             offset+length), size (files: the larger of extent and the largest size a
+//	             lookup, getattr or create reply or a truncate gave; 0 in dirs_*), top_size
+//	             (most common request-size bucket), read_sizes[], write_sizes[] {bucket,
+//	             count}: the file's request size distribution. A name that was a file and
+//	             later a directory (or the reverse) is a file row for the operations of its
+//	             file life and a directory row for the others.}
 //	opened_unused {count, paths[] (at most N)}: files opened but never read or written
 //	intervals    {start (the trace origin), width_ns, points[] {t (s since start), ops,
 //	             errors, ops_per_s, read_mb_s, write_mb_s (MB = 10^6 B), p99_ns

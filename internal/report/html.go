@@ -76,8 +76,10 @@ func reportFigures(v *View, groups []*View, traces []Trace) ([]figure, error) {
 		p, err := cdfPlot(o.Op+" latency CDF by "+groupKind(groups[0].Name), gn, gb, true)
 		s.add(p, err, 16*vg.Centimeter, 10*vg.Centimeter)
 	}
+	// The histograms share one latency axis, so that they can be compared at a glance.
+	lo, hi := histRange(bins...)
 	for i, o := range ops {
-		p, err := histPlot(fmt.Sprintf("%s latency histogram (%s ops)", o.Op, format.Count(o.Count)), o.Hist, color8(i))
+		p, err := histPlot(fmt.Sprintf("%s latency histogram (%s ops)", o.Op, format.Count(o.Count)), o.Hist, color8(i), lo, hi)
 		s.add(p, err, 12*vg.Centimeter, 7*vg.Centimeter)
 	}
 	for _, t := range v.Offsets[:min(len(v.Offsets), 4)] {
@@ -208,8 +210,17 @@ var funcs = template.FuncMap{
 	"mb":       mbCell,
 	"access":   accessLine,
 	"job":      jobLine,
-	"u64":      func(i int) uint64 { return uint64(i) },
-	"orDash":   orDash,
+	"u64": func(i any) uint64 {
+		switch v := i.(type) {
+		case int:
+			return uint64(v)
+		case int64:
+			return uint64(max(v, 0))
+		}
+		return 0
+	},
+	"fileTable": func(rows []FileRow, dirs bool) fileTable { return fileTable{rows, dirs} },
+	"orDash":    orDash,
 	"classes": func(cs []ClassRow) string {
 		var parts []string
 		for _, c := range cs {
@@ -298,10 +309,10 @@ var pageTmpl = template.Must(template.New("page").Funcs(funcs).Parse(`<!DOCTYPE 
 <table><tr><th class="l">comm</th><th>pid</th><th class="l">host</th><th>ops</th><th>errors</th><th>total</th><th>share</th><th>meta</th><th>data</th><th>read</th><th>written</th></tr>
 {{range $v.Processes}}<tr><td class="l">{{orDash .Comm}}</td><td>{{.Pid}}</td><td class="l">{{orDash .Host}}</td><td>{{count .Ops}}</td><td>{{count .Errors}}</td><td>{{dur .TotalNs}}</td><td>{{pct .Share}}</td><td>{{dur .MetaNs}}</td><td>{{dur .DataNs}}</td><td>{{bytes .ReadBytes}}</td><td>{{bytes .WriteBytes}}</td></tr>
 {{end}}</table>{{end}}
-<h3>Files by time</h3>{{template "files" $v.FilesByTime}}
-<h3>Files by bytes</h3>{{template "files" $v.FilesByBytes}}
-<h3>Directories by time</h3>{{template "files" $v.DirsByTime}}
-<h3>Directories by bytes</h3>{{template "files" $v.DirsByBytes}}
+<h3>Files by time</h3>{{template "files" (fileTable $v.FilesByTime false)}}
+<h3>Files by bytes</h3>{{template "files" (fileTable $v.FilesByBytes false)}}
+<h3>Directories by time</h3>{{template "files" (fileTable $v.DirsByTime true)}}
+<h3>Directories by bytes</h3>{{template "files" (fileTable $v.DirsByBytes true)}}
 {{if $v.Unused.Count}}<h3>Files opened but never read or written ({{$v.Unused.Count}})</h3>
 <ul>{{range $v.Unused.Paths}}<li>{{.}}</li>{{end}}{{if gt $v.Unused.Count (len $v.Unused.Paths)}}<li class="muted">… {{count (u64 $v.Unused.Count)}} in all</li>{{end}}</ul>{{end}}
 </body></html>
@@ -314,10 +325,16 @@ var pageTmpl = template.Must(template.New("page").Funcs(funcs).Parse(`<!DOCTYPE 
 {{define "sizes"}}<table><tr><th class="l">size</th><th>count</th><th>bytes</th><th>mean</th><th>p50</th><th>p90</th><th>p99</th><th>p99.9</th></tr>
 {{range .}}<tr><td class="l">{{.Bucket}}</td><td>{{count .Count}}</td><td>{{bytes .Bytes}}</td><td>{{durf .MeanNs}}</td><td>{{dur .P50}}</td><td>{{dur .P90}}</td><td>{{dur .P99}}</td><td>{{dur .P999}}</td></tr>
 {{end}}</table>{{end}}
-{{define "files"}}<table><tr><th class="l">path</th><th>ops</th><th>total</th><th>share</th><th>meta</th><th>data</th><th>read</th><th>written</th><th>sequential</th><th>re-read</th><th>top size</th><th>opens</th><th>unused opens</th></tr>
-{{range .}}<tr><td class="path">{{.Path}}</td><td>{{count .Ops}}</td><td>{{dur .TotalNs}}</td><td>{{pct .Share}}</td><td>{{dur .MetaNs}}</td><td>{{dur .DataNs}}</td><td>{{bytes .ReadBytes}}</td><td>{{bytes .WriteBytes}}</td><td>{{if or .ReadOps .WriteOps}}{{pct .SeqShare}}{{else}}-{{end}}</td><td>{{if .RereadBytes}}{{if .RereadApprox}}≥{{end}}{{bytes .RereadBytes}}{{else}}-{{end}}</td><td>{{orDash .TopSize}}</td><td>{{count .Opens}}</td><td>{{count .UnusedOpens}}</td></tr>
+{{define "files"}}<table><tr><th class="l">path</th><th>ops</th><th>total</th><th>share</th><th>meta</th><th>data</th><th>read</th><th>written</th><th>sequential</th><th>re-read</th><th>size</th><th>opens</th><th>unused opens</th></tr>
+{{$dirs := .Dirs}}{{range .Rows}}<tr><td class="path">{{.Path}}</td><td>{{count .Ops}}</td><td>{{dur .TotalNs}}</td><td>{{pct .Share}}</td><td>{{dur .MetaNs}}</td><td>{{dur .DataNs}}</td><td>{{bytes .ReadBytes}}</td><td>{{bytes .WriteBytes}}</td><td>{{if or .ReadOps .WriteOps}}{{pct .SeqShare}}{{else}}-{{end}}</td><td>{{if .RereadBytes}}{{if .RereadApprox}}≥{{end}}{{bytes .RereadBytes}}{{else}}-{{end}}</td><td>{{if $dirs}}-{{else}}{{bytes (u64 .Size)}}{{end}}</td><td>{{count .Opens}}</td><td>{{count .UnusedOpens}}</td></tr>
 {{end}}</table>{{end}}
 `))
+
+// fileTable is a files or directories table for the HTML template.
+type fileTable struct {
+	Rows []FileRow
+	Dirs bool
+}
 
 // groupKind returns "host" for a group named "host=node1", "rank" for "rank=0".
 func groupKind(name string) string {

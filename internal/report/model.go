@@ -291,6 +291,7 @@ type FileRow struct {
 	RereadNs       int64       `json:"reaccess_ns"`
 	FirstByteNs    *int64      `json:"first_byte_ns,omitempty"`
 	Extent         int64       `json:"extent"`             // largest offset+length read or written
+	Size           int64       `json:"size"`               // file size: the larger of its size attribute and Extent (0 for a directory)
 	TopSize        string      `json:"top_size,omitempty"` // most common request-size bucket
 	ReadSizes      []SizeCount `json:"read_sizes,omitempty"`
 	WriteSizes     []SizeCount `json:"write_sizes,omitempty"`
@@ -627,9 +628,9 @@ func buildView(name string, s *stats.Stats, traces []int, o Options) *View {
 	byBytes := func(f *stats.FileStats) float64 { return float64(f.Bytes()) }
 	files := s.NonDirs()
 	v.FilesByTime = fileRows(stats.TopFiles(files, o.Top, byTime), v.TotalNs, false)
-	v.FilesByBytes = fileRows(stats.TopFiles(files, o.Top, byBytes), v.TotalNs, true)
+	v.FilesByBytes = fileRows(stats.TopFiles(files, o.Top, byBytes), v.TotalNs, false)
 	dirs := s.Dirs()
-	v.DirsByTime = fileRows(stats.TopFiles(dirs, o.Top, byTime), v.TotalNs, false)
+	v.DirsByTime = fileRows(stats.TopFiles(dirs, o.Top, byTime), v.TotalNs, true)
 	v.DirsByBytes = fileRows(stats.TopFiles(dirs, o.Top, byBytes), v.TotalNs, true)
 	unused := s.UnusedFiles()
 	v.Unused = UnusedFiles{Count: len(unused), Paths: unused[:min(len(unused), o.Top)]}
@@ -715,7 +716,8 @@ func procRows(s *stats.Stats, total int64, top int) []ProcRow {
 	return out[:min(len(out), top)]
 }
 
-func fileRows(fs []*stats.FileStats, total int64, _ bool) []FileRow {
+// fileRows makes the rows of a files table (dirs: a directories table, whose rows have no size).
+func fileRows(fs []*stats.FileStats, total int64, dirs bool) []FileRow {
 	out := make([]FileRow, 0, len(fs))
 	for _, f := range fs {
 		data := f.SeqReads + f.RandReads + f.SeqWrites + f.RandWrites
@@ -732,6 +734,9 @@ func fileRows(fs []*stats.FileStats, total int64, _ bool) []FileRow {
 		if f.FirstByte {
 			ns := f.FirstByteNs
 			r.FirstByteNs = &ns
+		}
+		if !dirs {
+			r.Size = f.Size()
 		}
 		var best uint64
 		for b := range stats.NumSizeBuckets {

@@ -11,7 +11,6 @@ import (
 	"github.com/iotap/iotap/internal/format"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
-	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 )
@@ -68,7 +67,7 @@ func (durTicks) Ticks(min, max float64) []plot.Tick {
 			}
 			t := plot.Tick{Value: v}
 			if m == 1 {
-				t.Label = format.Dur(int64(v))
+				t.Label = trimZeros(format.Dur(int64(v)))
 			}
 			ts = append(ts, t)
 		}
@@ -76,24 +75,107 @@ func (durTicks) Ticks(min, max float64) []plot.Tick {
 	return ts
 }
 
-// bytesTicks labels a linear byte axis.
+// trimZeros drops the zero decimals of a formatted figure: "1.00ms" is "1ms", "10.0µs" is
+// "10µs", "2.50s" is "2.5s".
+func trimZeros(s string) string {
+	i := strings.IndexFunc(s, func(r rune) bool { return (r < '0' || r > '9') && r != '.' })
+	if i < 0 {
+		i = len(s)
+	}
+	m := s[:i]
+	if !strings.Contains(m, ".") {
+		return s
+	}
+	m = strings.TrimRight(strings.TrimRight(m, "0"), ".")
+	return m + s[i:]
+}
+
+// bytesTicks labels a linear byte axis in one binary unit, with round steps of it:
+// 0, 2MiB, 4MiB, ... rather than 3.81MiB, 7.63MiB.
 type bytesTicks struct{}
 
 func (bytesTicks) Ticks(min, max float64) []plot.Tick {
-	ts := plot.DefaultTicks{}.Ticks(min, max)
+	unit, name := 1.0, "B"
+	for _, u := range []string{"KiB", "MiB", "GiB", "TiB", "PiB"} {
+		if max < unit*1024 {
+			break
+		}
+		unit, name = unit*1024, u
+	}
+	ts := niceTicks(min/unit, max/unit)
 	for i := range ts {
+		ts[i].Value *= unit
 		if ts[i].Label != "" {
-			if ts[i].Value < 0 {
-				ts[i].Label = ""
-				continue
-			}
-			ts[i].Label = format.Bytes(uint64(ts[i].Value))
+			ts[i].Label += name
 		}
 	}
 	return ts
 }
 
-func color8(i int) color.Color { return plotutil.Color(i) }
+// niceTicks places ticks on [min, max] at a round step (1, 2 or 5 times a power of ten)
+// giving 3 to 8 labelled ticks, with unlabelled ticks between, and labels each with the
+// decimals the step needs (9.45, not 9.450000000000001).
+func niceTicks(min, max float64) []plot.Tick {
+	if !(max > min) || math.IsInf(max-min, 0) {
+		if math.IsNaN(min) || math.IsInf(min, 0) {
+			return nil
+		}
+		return []plot.Tick{{Value: min, Label: strconv.FormatFloat(min, 'g', 6, 64)}}
+	}
+	step, minor := niceStep((max - min) / 7)
+	scale := math.Pow(10, float64(max0(-int(math.Floor(math.Log10(step)+1e-9)))))
+	var ts []plot.Tick
+	first := math.Ceil(min/minor - 1e-9)
+	for k := first; k*minor <= max+minor*1e-9; k++ {
+		v := k * minor
+		t := plot.Tick{Value: v}
+		if r := math.Round(v / step); math.Abs(v/step-r) < 1e-6 {
+			v = math.Round(r*step*scale) / scale
+			if v == 0 {
+				v = 0 // no "-0"
+			}
+			t.Value = v
+			t.Label = strconv.FormatFloat(v, 'f', -1, 64)
+		}
+		ts = append(ts, t)
+	}
+	return ts
+}
+
+// niceStep returns the smallest round step (1, 2 or 5 times a power of ten) at least raw,
+// and the minor step that divides it (a half, or a fifth of a 1).
+func niceStep(raw float64) (step, minor float64) {
+	p := math.Pow(10, math.Floor(math.Log10(raw)))
+	switch f := raw / p; {
+	case f <= 1:
+		return p, p / 5
+	case f <= 2:
+		return 2 * p, p
+	case f <= 5:
+		return 5 * p, p
+	}
+	return 10 * p, 2 * p
+}
+
+func max0(i int) int { return max(i, 0) }
+
+// palette is Okabe and Ito's colour-blind-safe set ("Color Universal Design", 2008), ordered
+// so that the first colours are told apart by every kind of colour vision: no two reds,
+// no red beside a green. Yellow, the weakest on white, comes last.
+var palette = []color.Color{
+	color.RGBA{R: 0x00, G: 0x72, B: 0xB2, A: 0xFF}, // blue
+	color.RGBA{R: 0xE6, G: 0x9F, B: 0x00, A: 0xFF}, // orange
+	color.RGBA{R: 0x00, G: 0x00, B: 0x00, A: 0xFF}, // black
+	color.RGBA{R: 0xCC, G: 0x79, B: 0xA7, A: 0xFF}, // reddish purple
+	color.RGBA{R: 0x56, G: 0xB4, B: 0xE9, A: 0xFF}, // sky blue
+	color.RGBA{R: 0xD5, G: 0x5E, B: 0x00, A: 0xFF}, // vermillion
+	color.RGBA{R: 0x00, G: 0x9E, B: 0x73, A: 0xFF}, // bluish green
+	color.RGBA{R: 0xF0, G: 0xE4, B: 0x42, A: 0xFF}, // yellow
+}
+
+// color8 returns the i-th colour of the palette; from the ninth line on colours repeat and
+// the plots dash the line.
+func color8(i int) color.Color { return palette[i%len(palette)] }
 
 // binLo is where a bin starts on a log axis. The first bin, [0, 1µs), is drawn as wide as
 // the others (a quarter of a power of two below 1 µs) rather than from an arbitrary small
@@ -168,8 +250,25 @@ func cdfPlot(title string, names []string, bins [][]HistBin, sides bool) (*plot.
 	return p, nil
 }
 
-// histPlot draws one latency histogram.
-func histPlot(title string, bins []HistBin, c color.Color) (*plot.Plot, error) {
+// histRange returns the latency axis shared by the histograms of several distributions:
+// whole decades around all their bins, so that a narrow distribution still gets labelled
+// ticks and the histograms of one figure can be read against each other.
+func histRange(bins ...[]HistBin) (lo, hi float64) {
+	lo, hi = math.Inf(1), math.Inf(-1)
+	for _, bs := range bins {
+		if len(bs) == 0 {
+			continue
+		}
+		lo, hi = math.Min(lo, binLo(bs[0])), math.Max(hi, float64(bs[len(bs)-1].HiNs))
+	}
+	if !(lo < hi) {
+		return 0, 0
+	}
+	return math.Pow(10, math.Floor(math.Log10(lo))), math.Pow(10, math.Ceil(math.Log10(hi)))
+}
+
+// histPlot draws one latency histogram on the latency axis [lo, hi] (histRange).
+func histPlot(title string, bins []HistBin, c color.Color, lo, hi float64) (*plot.Plot, error) {
 	p := newPlot(title, "latency (log scale)", "ops")
 	p.X.Scale = plot.LogScale{}
 	p.X.Tick.Marker = durTicks{}
@@ -183,9 +282,10 @@ func histPlot(title string, bins []HistBin, c color.Color) (*plot.Plot, error) {
 	p.Add(h)
 	p.Y.Min = 0
 	p.Y.Tick.Marker = numTicks{}
-	// Whole decades, so that a narrow distribution still gets labelled ticks.
-	p.X.Min = math.Pow(10, math.Floor(math.Log10(h.Bins[0].Min)))
-	p.X.Max = math.Pow(10, math.Ceil(math.Log10(h.Bins[len(h.Bins)-1].Max)))
+	if !(lo < hi) {
+		lo, hi = histRange(bins)
+	}
+	p.X.Min, p.X.Max = lo, hi
 	return p, nil
 }
 
@@ -241,18 +341,11 @@ func runs(xys plotter.XYs) []plotter.XYs {
 	return out
 }
 
-// numTicks labels a linear axis with plain numbers (50000, 2.5), not fixed decimals.
+// numTicks labels a linear axis with plain numbers at round steps (0, 2.5, 5, 7.5 or
+// 50000, 100000).
 type numTicks struct{}
 
-func (numTicks) Ticks(min, max float64) []plot.Tick {
-	ts := plot.DefaultTicks{}.Ticks(min, max)
-	for i := range ts {
-		if ts[i].Label != "" {
-			ts[i].Label = strconv.FormatFloat(ts[i].Value, 'f', -1, 64)
-		}
-	}
-	return ts
-}
+func (numTicks) Ticks(min, max float64) []plot.Tick { return niceTicks(min, max) }
 
 // offsetPlot draws sampled offsets of one file over time.
 func offsetPlot(t OffsetTrack) (*plot.Plot, error) {

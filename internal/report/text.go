@@ -265,11 +265,11 @@ func writeDetails(b *strings.Builder, v *View) {
 		}
 		b.WriteString(t.String())
 	}
-	writeFiles(b, "files by time", v.FilesByTime)
+	writeFiles(b, "files by time", v.FilesByTime, false)
 	writeFileAccess(b, v.FilesByTime)
-	writeFiles(b, "files by bytes", v.FilesByBytes)
-	writeFiles(b, "directories by time", v.DirsByTime)
-	writeFiles(b, "directories by bytes", v.DirsByBytes)
+	writeFiles(b, "files by bytes", v.FilesByBytes, false)
+	writeFiles(b, "directories by time", v.DirsByTime, true)
+	writeFiles(b, "directories by bytes", v.DirsByBytes, true)
 	if v.Unused.Count > 0 {
 		fmt.Fprintf(b, "\nfiles opened but never read or written (%s)\n", format.Count(uint64(v.Unused.Count)))
 		for _, p := range v.Unused.Paths {
@@ -282,13 +282,17 @@ func writeDetails(b *strings.Builder, v *View) {
 	writeIntervals(b, &v.Intervals)
 }
 
-func writeFiles(b *strings.Builder, title string, rows []FileRow) {
+func writeFiles(b *strings.Builder, title string, rows []FileRow, dirs bool) {
 	if len(rows) == 0 {
 		return
 	}
 	fmt.Fprintf(b, "\n%s\n", title)
 	t := newTable("path", "ops", "total", "share", "meta", "data", "read", "written", "seq", "re-read", "size", "opens", "unused")
 	for _, f := range rows {
+		size := "-"
+		if !dirs {
+			size = format.Bytes(uint64(f.Size))
+		}
 		seq := "-"
 		if f.ReadOps+f.WriteOps > 0 {
 			seq = format.Pct(f.SeqShare)
@@ -301,7 +305,7 @@ func writeFiles(b *strings.Builder, title string, rows []FileRow) {
 			}
 		}
 		t.add(f.Path, format.Count(f.Ops), format.Dur(f.TotalNs), format.Pct(f.Share), format.Dur(f.MetaNs), format.Dur(f.DataNs), format.Bytes(f.ReadBytes),
-			format.Bytes(f.WriteBytes), seq, rr, orDash(f.TopSize), format.Count(f.Opens), format.Count(f.UnusedOpens))
+			format.Bytes(f.WriteBytes), seq, rr, size, format.Count(f.Opens), format.Count(f.UnusedOpens))
 	}
 	b.WriteString(t.String())
 }

@@ -1,6 +1,8 @@
 package fold
 
 import (
+	"encoding/json"
+	"fmt"
 	"slices"
 
 	"github.com/iotap/iotap/trace"
@@ -55,6 +57,54 @@ type Stats struct {
 	Unknown   uint64               // events with an unknown path, skipped
 	Escapes   uint64               // events whose path is refused (absolute, "..")
 	Unordered uint64               // events that arrived after the sort window had passed them
+}
+
+// statsJSON is the JSON form of Stats: the per-op arrays become one named row per op
+// that had events.
+type statsJSON struct {
+	Events    uint64     `json:"events"`
+	ByOp      []opFolded `json:"by_op"`
+	Merged    uint64     `json:"merged"`
+	Implicit  uint64     `json:"implicit_opens"`
+	Unknown   uint64     `json:"unknown_paths"`
+	Escapes   uint64     `json:"escapes"`
+	Unordered uint64     `json:"unordered"`
+}
+
+type opFolded struct {
+	Op     string `json:"op"`
+	Events uint64 `json:"events"` // recorded events of the op
+	Folded uint64 `json:"folded"` // of which folded into another call or dropped as kernel traffic
+}
+
+// MarshalJSON writes s with snake_case names and one {op, events, folded} row per op.
+func (s Stats) MarshalJSON() ([]byte, error) {
+	v := statsJSON{Events: s.Events, ByOp: []opFolded{}, Merged: s.Merged, Implicit: s.Implicit,
+		Unknown: s.Unknown, Escapes: s.Escapes, Unordered: s.Unordered}
+	for op := range trace.NumOps {
+		if s.ByOp[op]+s.Folded[op] > 0 {
+			v.ByOp = append(v.ByOp, opFolded{trace.Op(op).String(), s.ByOp[op], s.Folded[op]})
+		}
+	}
+	return json.Marshal(v)
+}
+
+// UnmarshalJSON reads what MarshalJSON writes.
+func (s *Stats) UnmarshalJSON(b []byte) error {
+	var v statsJSON
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	*s = Stats{Events: v.Events, Merged: v.Merged, Implicit: v.Implicit, Unknown: v.Unknown,
+		Escapes: v.Escapes, Unordered: v.Unordered}
+	for _, r := range v.ByOp {
+		op, err := trace.ParseOp(r.Op)
+		if err != nil {
+			return fmt.Errorf("fold stats: %w", err)
+		}
+		s.ByOp[op], s.Folded[op] = r.Events, r.Folded
+	}
+	return nil
 }
 
 type pathInfo struct {

@@ -67,6 +67,7 @@ type fileAgg struct {
 	touched bool
 	isDir   bool // a directory: dir ops on it, or a lookup/mkdir reply said so
 	hasNext bool // nextOff is valid (data ops without a handle)
+	kind    kind // what a successful op showed the path to be in this life
 
 	// Line 1: every read or write.
 	ReadOps, ReadBytes uint64
@@ -96,6 +97,48 @@ type fileAgg struct {
 	RereadNs                   int64
 	FirstByteNs                int64
 	firstByte                  bool
+	SizeAttr                   int64 // largest size a reply or a truncate gave
+}
+
+// kind is what a path names in one life: a directory, or something else (a file, a
+// symlink, a device), or not known yet.
+type kind uint8
+
+const (
+	kindUnknown kind = iota
+	kindFile
+	kindDir
+)
+
+// eventKind returns what a successful ev shows its path to be (kindUnknown: nothing).
+func eventKind(ev *trace.Event) kind {
+	if ev.Errno != 0 {
+		return kindUnknown
+	}
+	switch ev.Op {
+	case trace.OpOpendir, trace.OpReaddir, trace.OpReaddirplus, trace.OpReleasedir, trace.OpFsyncdir,
+		trace.OpRmdir, trace.OpMkdir:
+		return kindDir
+	case trace.OpCreate, trace.OpMknod, trace.OpSymlink, trace.OpLink, trace.OpRead, trace.OpWrite,
+		trace.OpOpen, trace.OpUnlink, trace.OpReadlink, trace.OpCopyFileRange, trace.OpFallocate:
+		return kindFile
+	case trace.OpLookup, trace.OpGetattr, trace.OpStatx:
+		switch {
+		case ev.Mode&0o170000 == 0o040000:
+			return kindDir
+		case ev.Mode&0o170000 != 0:
+			return kindFile
+		}
+	}
+	return kindUnknown
+}
+
+// retiredFile is a path's earlier life: the state it had before a successful op showed
+// the name to stand for another kind of object (a file removed and made again as a
+// directory of the same name, as bonnie++ does with its Bonnie.<pid>).
+type retiredFile struct {
+	id  uint32
+	agg fileAgg
 }
 
 // stats converts the aggregate to the exported form.
@@ -104,6 +147,7 @@ func (f *fileAgg) stats(path string) FileStats {
 		Path: path, IsDir: f.isDir, Ops: f.Ops, Errors: f.Errors, TotalNs: f.TotalNs, ClassNs: f.ClassNs,
 		ReadOps: f.ReadOps, WriteOps: f.WriteOps, ReadBytes: f.ReadBytes, WriteBytes: f.WriteBytes,
 		ReadNs: f.ReadNs, WriteNs: f.WriteNs, Opens: f.Opens, UnusedOpen: f.UnusedOpen, MaxEnd: f.MaxEnd,
+		SizeAttr: f.SizeAttr,
 		Patterns: Patterns{
 			SeqReads: f.SeqReads, RandReads: f.RandReads, SeqWrites: f.SeqWrites, RandWrites: f.RandWrites,
 			SeqReadBytes: f.SeqReadBytes, RandReadBytes: f.RandReadBytes,
@@ -148,8 +192,9 @@ type Accumulator struct {
 	first, re  AccessStats // reads of bytes never read before, and re-reads
 	busy       busySet     // I/O-active time
 
-	files  []fileAgg
-	sparse map[uint32]*fileAgg // path ids >= maxDensePath (corrupt traces)
+	files   []fileAgg
+	sparse  map[uint32]*fileAgg // path ids >= maxDensePath (corrupt traces)
+	retired []retiredFile       // earlier lives of paths, in the order they ended
 
 	handles     map[uint64]int32 // handle -> index into hstates
 	hstates     []handleState
@@ -362,6 +407,12 @@ func (a *Accumulator) Add(ev *trace.Event) {
 	// Per file first: with many files its state is the likely cache miss, and the work
 	// below does not depend on it, so the CPU overlaps the two.
 	f := a.file(ev.Path)
+	if k := eventKind(ev); k != f.kind && k != kindUnknown {
+		if f.kind != kindUnknown {
+			f = a.retire(ev.Path, f)
+		}
+		f.kind = k
+	}
 	f.Ops++
 	f.TotalNs += dur
 	f.ClassNs[class] += dur
@@ -448,6 +499,9 @@ func (a *Accumulator) Add(ev *trace.Event) {
 	case trace.OpOpen, trace.OpCreate:
 		if !failed {
 			f.Opens++
+			if op == trace.OpCreate && ev.Ret > f.SizeAttr {
+				f.SizeAttr = ev.Ret
+			}
 			if ev.Handle != 0 {
 				a.closeHandle(f, ev.Handle) // a reused handle number: the old one is gone
 				st := a.handle(f, ev.Handle, ev.Path)
@@ -458,10 +512,32 @@ func (a *Accumulator) Add(ev *trace.Event) {
 		if ev.Handle != 0 {
 			a.closeHandle(f, ev.Handle)
 		}
+	case trace.OpLookup, trace.OpGetattr, trace.OpStatx, trace.OpMknod, trace.OpLink:
+		if !failed && ev.Ret > f.SizeAttr {
+			f.SizeAttr = ev.Ret
+		}
+	case trace.OpSetattr:
+		if !failed && ev.Flags&trace.SetattrSize != 0 && ev.Offset > f.SizeAttr {
+			f.SizeAttr = ev.Offset
+		}
 	}
 	if a.calls != nil {
 		a.calls.add(ev)
 	}
+}
+
+// retire ends the current life of path id, whose state is f, and returns the fresh state
+// of its next life. A track of sampled offsets stays with the life it sampled.
+func (a *Accumulator) retire(id uint32, f *fileAgg) *fileAgg {
+	old := *f
+	if old.sampler != 0 {
+		t := a.samplers[old.sampler-1]
+		t.retired, t.Bytes = true, old.ReadBytes+old.WriteBytes
+		old.sampler = 0
+	}
+	a.retired = append(a.retired, retiredFile{id: id, agg: old})
+	*f = fileAgg{}
+	return f
 }
 
 // data handles a read or write.
@@ -631,19 +707,27 @@ func (a *Accumulator) Finish(r Resolver, footer *trace.Footer, damage []error) *
 			a.closeHandle(f, f.h)
 		}
 	})
-	a.eachFile(func(id uint32, f *fileAgg) {
+	add := func(id uint32, f *fileAgg) {
 		if !f.touched {
 			return
 		}
-		name := pathName(r, id)
-		fs := f.stats(name)
-		if d := s.Files[name]; d != nil {
+		fs := f.stats(pathName(r, id))
+		k := FileKey(fs.Path, fs.IsDir)
+		if d := s.Files[k]; d != nil {
 			d.merge(&fs)
 		} else {
-			s.Files[name] = &fs
+			s.Files[k] = &fs
 		}
 		s.Patterns.merge(&fs.Patterns)
-	})
+	}
+	for i := range a.retired {
+		rf := &a.retired[i].agg
+		if rf.h != 0 && rf.hs.opened && !rf.hs.used {
+			rf.UnusedOpen++
+		}
+		add(a.retired[i].id, rf)
+	}
+	a.eachFile(add)
 	host := a.src.Header.Hostname
 	for i := range a.procs {
 		p := &a.procs[i]
@@ -675,10 +759,12 @@ func (a *Accumulator) Finish(r Resolver, footer *trace.Footer, damage []error) *
 		s.Inflight.Series.coarsen()
 	}
 	for _, t := range a.samplers {
-		f := a.file(t.pathID)
+		if !t.retired {
+			f := a.file(t.pathID)
+			t.Bytes = f.ReadBytes + f.WriteBytes
+		}
 		t.Host = host
 		t.Path = pathName(r, t.pathID)
-		t.Bytes = f.ReadBytes + f.WriteBytes
 		t.Start = a.src.Header.WallStart
 		s.Offsets = append(s.Offsets, t)
 	}

@@ -9,10 +9,10 @@ import (
 // directly in it plus the ops addressed to the directory itself.
 func (s *Stats) Dirs() map[string]*FileStats {
 	out := map[string]*FileStats{}
-	for p, f := range s.Files {
-		d := dirOf(p)
+	for _, f := range s.Files {
+		d := dirOf(f.Path)
 		if f.IsDir {
-			d = p // the directory's own ops (readdir, its lookups) count for it
+			d = f.Path // the directory's own ops (readdir, its lookups) count for it
 		}
 		agg := out[d]
 		if agg == nil {
@@ -30,9 +30,9 @@ func (s *Stats) Dirs() map[string]*FileStats {
 // NonDirs returns the entries of Files that are not directories.
 func (s *Stats) NonDirs() map[string]*FileStats {
 	out := make(map[string]*FileStats, len(s.Files))
-	for p, f := range s.Files {
+	for _, f := range s.Files {
 		if !f.IsDir {
-			out[p] = f
+			out[f.Path] = f
 		}
 	}
 	return out
@@ -73,9 +73,9 @@ func TopFiles(m map[string]*FileStats, n int, key func(*FileStats) float64) []*F
 // sorted.
 func (s *Stats) UnusedFiles() []string {
 	var out []string
-	for p, f := range s.Files {
-		if f.Opens > 0 && f.ReadOps == 0 && f.WriteOps == 0 {
-			out = append(out, p)
+	for _, f := range s.Files {
+		if !f.IsDir && f.Opens > 0 && f.ReadOps == 0 && f.WriteOps == 0 {
+			out = append(out, f.Path)
 		}
 	}
 	sort.Strings(out)

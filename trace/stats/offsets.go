@@ -21,8 +21,9 @@ type OffsetTrack struct {
 	Stride int       // 0 or 1: every op; n: every n-th op
 	Points []OffsetPoint
 
-	pathID uint32
-	seen   int
+	pathID  uint32
+	seen    int
+	retired bool // the path's life that this track sampled has ended (Bytes is final)
 }
 
 func (t *OffsetTrack) add(p OffsetPoint, maxPoints int) {

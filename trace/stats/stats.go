@@ -263,8 +263,13 @@ type FileStats struct {
 	// first byte), when FirstByte.
 	FirstByteNs int64
 	FirstByte   bool
+	SizeAttr    int64 // largest size a lookup, getattr or create reply, or a truncate, gave
 	Patterns
 }
+
+// Size returns the largest size the file was seen to have: its size attribute or the end
+// of its furthest read or write, whichever is larger.
+func (f *FileStats) Size() int64 { return max(f.MaxEnd, f.SizeAttr) }
 
 func (f *FileStats) merge(o *FileStats) {
 	f.IsDir = f.IsDir || o.IsDir
@@ -292,6 +297,7 @@ func (f *FileStats) merge(o *FileStats) {
 	if o.FirstByte && (!f.FirstByte || o.FirstByteNs < f.FirstByteNs) {
 		f.FirstByteNs, f.FirstByte = o.FirstByteNs, true // the same file on several nodes: the quickest
 	}
+	f.SizeAttr = max(f.SizeAttr, o.SizeAttr)
 	f.Patterns.merge(&o.Patterns)
 }
 
@@ -400,10 +406,13 @@ type Stats struct {
 	FirstReads, Rereads AccessStats
 	// CallFirstReads and CallRereads split the read system calls the same way.
 	CallFirstReads, CallRereads AccessStats
-	Files                       map[string]*FileStats // by path relative to the traced root ("" is the root)
-	Procs                       map[ProcKey]*ProcStats
-	Series                      Series
-	Offsets                     []*OffsetTrack
+	// Files are the figures of each path relative to the traced root ("" is the root),
+	// keyed by FileKey: a name that stood for a file and later for a directory (or the
+	// reverse) has one entry per kind, so a file's figures never go to a directory.
+	Files   map[string]*FileStats
+	Procs   map[ProcKey]*ProcStats
+	Series  Series
+	Offsets []*OffsetTrack
 	// Patterns sums the access patterns of all files.
 	Patterns Patterns
 	// Inflight is the in-flight depth per operation and over time (depth.go).
@@ -420,6 +429,15 @@ func (s *Stats) BusyNs() int64 {
 		t += s.Sources[i].BusyNs
 	}
 	return t
+}
+
+// FileKey returns the key of Stats.Files for a path of the given kind: the path itself for
+// a file, the path and a trailing "/" for a directory.
+func FileKey(path string, isDir bool) string {
+	if isDir {
+		return path + "/"
+	}
+	return path
 }
 
 // TotalNs returns the sum of all op durations (job I/O time).

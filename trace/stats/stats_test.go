@@ -536,7 +536,7 @@ func TestDirectories(t *testing.T) {
 		a.Add(&evs[i])
 	}
 	s := a.Finish(&Names{Paths: map[uint32]string{2: "d1", 3: "d1/f", 4: "d2", 5: "d1/nope"}}, nil, nil)
-	for p, want := range map[string]bool{"d1": true, "d1/f": false, "d2": true, "d1/nope": false} {
+	for p, want := range map[string]bool{"d1/": true, "d1/f": false, "d2/": true, "d1/nope": false} {
 		if got := s.Files[p].IsDir; got != want {
 			t.Errorf("%s: IsDir %v, want %v", p, got, want)
 		}
