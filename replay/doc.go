@@ -178,5 +178,10 @@
 // DivergeWarn logs the first ten, DivergeAbort stops the run with an error wrapping
 // ErrDiverged. ENOTSUP or ENOSYS on one side only (the recording or the replay) says
 // that storage lacks the feature (s3fs and extended attributes): the op is counted as a
-// backend difference (OpSummary.Unsupported), not as a divergence.
+// backend difference (OpSummary.Unsupported), not as a divergence. A call the target
+// refuses where the application has a way around it (renameat2 flags refused with
+// EINVAL, fallocate with EOPNOTSUPP) is done that way instead and counted as a fallback
+// (OpSummary.Fallbacks, a backend difference; fallback.go). Divergences are reported by
+// cause: the first failure on each file (a refused call, a failed open) is named, and the
+// divergences on the same handle or path after it are counted against it (Summary.Causes).
 package replay

@@ -69,7 +69,7 @@ func (h *hist) above(v int64) uint64 {
 }
 
 type opCounts struct {
-	recorded, replayed, skipped, diverged, unsupported uint64
+	recorded, replayed, skipped, diverged, unsupported, fallbacks uint64
 }
 
 // runStats are one worker's totals.
@@ -103,6 +103,9 @@ type OpSummary struct {
 	// has no extended attributes, for example), not of the replay. They are not
 	// divergences.
 	Unsupported uint64
+	// Fallbacks counts ops the target refused and the replay did another way, as the
+	// application would have there (fallback.go): backend differences, not divergences.
+	Fallbacks uint64 `json:",omitempty"`
 }
 
 // Summary is the fidelity report of one replay run.
@@ -116,8 +119,11 @@ type Summary struct {
 	Ops  []OpSummary
 
 	RecordedOps, ReplayedOps, SkippedOps, Divergences uint64
-	// BackendDifferences sums OpSummary.Unsupported: ops one of the two storages does not support.
-	BackendDifferences                  uint64
+	// BackendDifferences sums OpSummary.Unsupported and Fallbacks: ops one of the two
+	// storages does not support.
+	BackendDifferences uint64
+	// Fallbacks sums OpSummary.Fallbacks.
+	Fallbacks                           uint64
 	RecordedRead, RecordedWrite         int64 // bytes
 	ReplayedRead, ReplayedWrite         int64
 	ImplicitOpens, ImplicitOpenFailures uint64
@@ -148,7 +154,11 @@ type Summary struct {
 	RecordedSpan, ReplaySpan time.Duration // first op start to last op end
 	RecordedIO, ReplayIO     time.Duration // summed op latencies
 
-	Examples []string // first divergences
+	Examples []string // first divergences that are causes of their own (see Causes)
+	// Causes are the first failures on each file (divergences, and backend differences
+	// that divergences followed), those with the most divergences after them first:
+	// the root causes of cascades such as EBADF after a failed open.
+	Causes []Cause `json:",omitempty"`
 	// BackendExamples are the first backend differences.
 	BackendExamples []string `json:",omitempty"`
 	// Bottleneck is set when the replayer itself, not the target, limited the replay.
@@ -174,6 +184,7 @@ func (s *Summary) add(st *runStats) {
 		o.Skipped += st.ops[i].skipped
 		o.Diverged += st.ops[i].diverged
 		o.Unsupported += st.ops[i].unsupported
+		o.Fallbacks += st.ops[i].fallbacks
 	}
 	s.RecordedRead += st.recRead
 	s.RecordedWrite += st.recWrite
@@ -214,7 +225,8 @@ func (s *Summary) finish() {
 			s.ReplayedOps += o.Replayed
 			s.SkippedOps += o.Skipped
 			s.Divergences += o.Diverged
-			s.BackendDifferences += o.Unsupported
+			s.BackendDifferences += o.Unsupported + o.Fallbacks
+			s.Fallbacks += o.Fallbacks
 		}
 	}
 	s.Ops = ops
@@ -274,25 +286,55 @@ func (s *Summary) Print(w io.Writer) {
 		}
 		sort.Strings(parts)
 		_, _ = fmt.Fprintf(w, "  per op   %s\n", strings.Join(parts, "; "))
-		for _, ex := range s.Examples {
-			_, _ = fmt.Fprintf(w, "    e.g. %s\n", ex)
+		if s.Divergences > 0 {
+			s.printCauses(w)
 		}
 	}
 	if s.BackendDifferences > 0 {
-		var parts []string
+		var parts, fb []string
 		for _, o := range s.Ops {
 			if o.Unsupported > 0 {
 				parts = append(parts, fmt.Sprintf("%s %d/%d", o.Op, o.Unsupported, o.Recorded))
 			}
+			if o.Fallbacks > 0 {
+				fb = append(fb, fmt.Sprintf("%s %d/%d", o.Op, o.Fallbacks, o.Recorded))
+			}
 		}
 		sort.Strings(parts)
-		_, _ = fmt.Fprintf(w, "  backend  not supported by the target or the recorded storage (ENOTSUP/ENOSYS on one side; not divergences): %s\n", strings.Join(parts, "; "))
+		sort.Strings(fb)
+		if len(parts) > 0 {
+			_, _ = fmt.Fprintf(w, "  backend  not supported by the target or the recorded storage (ENOTSUP/ENOSYS on one side; not divergences): %s\n", strings.Join(parts, "; "))
+		}
+		if len(fb) > 0 {
+			_, _ = fmt.Fprintf(w, "  backend  refused by the target, done as the application does instead (fallbacks; not divergences): %s\n", strings.Join(fb, "; "))
+		}
 		for _, ex := range s.BackendExamples {
 			_, _ = fmt.Fprintf(w, "    e.g. %s\n", ex)
 		}
 	}
 	if s.Bottleneck != "" {
 		_, _ = fmt.Fprintf(w, "  WARNING  replayer was the bottleneck: %s\n", s.Bottleneck)
+	}
+}
+
+// printCauses lists the root causes of the divergences: each first failure on a file,
+// then how many divergences followed it; then divergences of their own beyond them.
+func (s *Summary) printCauses(w io.Writer) {
+	n := 0
+	for _, c := range s.Causes {
+		if c.Backend && c.Then == 0 {
+			continue // listed with the backend differences
+		}
+		if n == 10 {
+			break
+		}
+		n++
+		_, _ = fmt.Fprintf(w, "    cause %s\n", c)
+	}
+	if n == 0 {
+		for _, ex := range s.Examples {
+			_, _ = fmt.Fprintf(w, "    e.g. %s\n", ex)
+		}
 	}
 }
 
