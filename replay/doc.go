@@ -178,7 +178,12 @@
 // DivergeWarn logs the first ten, DivergeAbort stops the run with an error wrapping
 // ErrDiverged. ENOTSUP or ENOSYS on one side only (the recording or the replay) says
 // that storage lacks the feature (s3fs and extended attributes): the op is counted as a
-// backend difference (OpSummary.Unsupported), not as a divergence.
+// backend difference (OpSummary.Unsupported), not as a divergence. A call the target
+// refuses where the application has a way around it (renameat2 flags refused with
+// EINVAL, fallocate with EOPNOTSUPP) is done that way instead and counted as a fallback
+// (OpSummary.Fallbacks, a backend difference; fallback.go). Divergences are reported by
+// cause: the first failure on each file (a refused call, a failed open) is named, and the
+// divergences on the same handle or path after it are counted against it (Summary.Causes).
 //
 // # Fidelity summary JSON
 //
@@ -193,8 +198,8 @@
 //	              as kernel traffic)}, merged (read/write pieces merged), implicit_opens,
 //	              unknown_paths, escapes, unordered}; by_op lists the ops that had events
 //	ops[]         per recorded op: {op, recorded, replayed, skipped, diverged, unsupported
-//	              (ENOTSUP/ENOSYS on one side only)}; only ops recorded or replayed
-//	recorded_ops, replayed_ops, skipped_ops, divergences, backend_differences
+//	              (ENOTSUP/ENOSYS on one side only), fallbacks}; only ops recorded or replayed
+//	recorded_ops, replayed_ops, skipped_ops, divergences, backend_differences, fallbacks
 //	recorded_read_bytes, recorded_write_bytes, replayed_read_bytes, replayed_write_bytes
 //	implicit_opens, implicit_open_failures, escapes, interrupted
 //	lag_p50_ns, lag_p99_ns, lag_max_ns, lag_total_ns, late_over_1ms, lag_samples: issue
@@ -206,6 +211,9 @@
 //	recorded_span_ns, replay_span_ns, recorded_io_ns, replay_io_ns: first op start to last
 //	              op end, and summed op latencies, on each side
 //	examples[], backend_examples[]   the first divergences and backend differences
+//	causes[]      root causes of divergence cascades: the first failure on each file and
+//	              the divergences after it: {what, backend (a backend difference),
+//	              then (divergences after it)}
 //	bottleneck    set when the replayer, not the target, limited the replay
 //	overlapped, max_queue_depth   ops issued while others of their thread ran, and the
 //	              most in flight at once on one thread

@@ -148,6 +148,8 @@ type engine struct {
 	warned atomic.Int32
 	fill   []byte // 1 MiB of write data
 
+	causes causeTable // first failures, and what failed after them (fallback.go)
+
 	procs *procBudget // the goroutines given a P of their own (see wantProc)
 	gate  *startGate  // copies replayed together start at once (nil: one run)
 	// arrived: this run reached the gate (see start).
@@ -195,8 +197,11 @@ type worker struct {
 	margin  int64 // current spin margin: a high quantile of this thread's sleep overshoot
 	buf     []byte
 	wbuf    []byte
-	st      runStats
-	views   map[string]Backend // Walker views by walk start directory
+	zbuf    []byte // zeros, for fallocate's fallback
+	// fellBack says what the last op did instead of a call the target refused (fallback.go).
+	fellBack string
+	st       runStats
+	views    map[string]Backend // Walker views by walk start directory
 }
 
 // backend returns the backend to issue op with: a view that starts the path walk where
@@ -274,6 +279,7 @@ func run(ctx context.Context, src Source, b Backend, sink Sink, o Options, procs
 		sum.RecordedSpan = time.Duration(lastRec - e.traceStart)
 		sum.ReplaySpan = time.Duration(end - e.runStart)
 	}
+	sum.Causes = e.causes.causes()
 	sum.finish()
 	sum.Interrupted = ctx.Err() != nil
 	if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) {
@@ -776,6 +782,9 @@ func (w *worker) execFile(ctx context.Context, op *replayOp, f, f2 File) (ret in
 		err = f.Sync(ctx, op.Flags&trace.FsyncDatasync != 0)
 	case kFallocate:
 		err = f.Allocate(ctx, op.Flags, op.Offset, op.Size)
+		if err != nil && uint16(Errno(err)) != op.WantErrno {
+			w.fellBack, err = w.allocateFallback(ctx, f, op.Flags, op.Offset, op.Size, err)
+		}
 	case kFtruncate:
 		err = f.Truncate(ctx, op.Size)
 	case kLock:
@@ -824,6 +833,9 @@ func (w *worker) execName(ctx context.Context, op *replayOp, b Backend) (ret int
 		err = b.Rmdir(ctx, op.Name)
 	case kRename:
 		err = b.Rename(ctx, op.Name, op.Name2, op.Flags)
+		if err != nil && op.Flags != 0 && uint16(Errno(err)) != op.WantErrno {
+			w.fellBack, err = renameFallback(ctx, b, op.Name, op.Name2, op.Flags, err)
+		}
 	case kLink:
 		err = b.Link(ctx, op.Name2, op.Name)
 	case kSymlink:
@@ -913,13 +925,12 @@ func (w *worker) data(n int64) []byte {
 func (w *worker) account(op *replayOp, start, end, ret int64, errno syscall.Errno) {
 	e := w.e
 	st := &w.st
-	_ = e
 	rec := op.Rec
 	if op.Implicit {
 		st.implicit++
 		if errno != 0 {
 			st.implicitFailed++
-			w.diverge(op, ret, errno)
+			w.diverge(op, ret, errno, "")
 		}
 		return
 	}
@@ -951,17 +962,30 @@ func (w *worker) account(op *replayOp, start, end, ret int64, errno syscall.Errn
 			st.write += ret
 		}
 	}
+	fellBack := w.fellBack
+	w.fellBack = ""
+	if op.Kind == kOpen && errno == 0 {
+		e.causes.reopened(op.Slot)
+	}
 	div := uint16(errno) != op.WantErrno || (op.CheckRet && errno == 0 && ret != op.WantRet)
 	switch {
+	case fellBack != "" && !div:
+		st.ops[rec].fallbacks++
+		what := fmt.Sprintf("%s %s %s: %s", op.Rec, op.Kind, opNames(op), fellBack)
+		e.causes.note(op, what, true)
+		if len(st.unsupExamples) < 5 {
+			st.unsupExamples = append(st.unsupExamples, what)
+		}
 	case div && (unsupported(errno) || unsupported(syscall.Errno(op.WantErrno))):
 		st.ops[rec].unsupported++
-		if len(st.unsupExamples) < 5 {
-			st.unsupExamples = append(st.unsupExamples, fmt.Sprintf("%s %s %q: recorded %s, replayed %s",
-				op.Rec, op.Kind, op.Name, errText(syscall.Errno(op.WantErrno)), errText(errno)))
+		what := fmt.Sprintf("%s %s %s: recorded %s, replayed %s",
+			op.Rec, op.Kind, opNames(op), errText(syscall.Errno(op.WantErrno)), errText(errno))
+		if e.causes.note(op, what, true) && len(st.unsupExamples) < 5 {
+			st.unsupExamples = append(st.unsupExamples, what)
 		}
 	case div:
 		st.ops[rec].diverged++
-		w.diverge(op, ret, errno)
+		w.diverge(op, ret, errno, fellBack)
 	}
 	if e.sink != nil {
 		ev := trace.Event{
@@ -976,7 +1000,8 @@ func (w *worker) account(op *replayOp, start, end, ret int64, errno syscall.Errn
 	}
 }
 
-func (w *worker) diverge(op *replayOp, ret int64, errno syscall.Errno) {
+// diverge counts op's divergence; note says what was done instead of a refused call.
+func (w *worker) diverge(op *replayOp, ret int64, errno syscall.Errno, note string) {
 	e := w.e
 	switch e.opts.OnDiverge {
 	case DivergeIgnore:
@@ -990,13 +1015,28 @@ func (w *worker) diverge(op *replayOp, ret int64, errno syscall.Errno) {
 		e.cancel(fmt.Errorf("%w: %s %q: recorded errno %d bytes %d, replay errno %d (%s) bytes %d",
 			ErrDiverged, op.Kind, op.Name, op.WantErrno, op.WantRet, errno, errText(errno), ret))
 	}
+	what := fmt.Sprintf("%s %s %s: recorded %s/%d bytes, replayed %s/%d bytes",
+		op.Rec, op.Kind, opNames(op), errText(syscall.Errno(op.WantErrno)), op.WantRet, errText(errno), ret)
 	if op.Implicit {
-		return
+		what = fmt.Sprintf("implicit open %q: %s", op.Name, errText(errno))
+	}
+	if note != "" {
+		what += " (" + note + ")"
+	}
+	if !w.e.causes.note(op, what, false) || op.Implicit {
+		return // counted against the failure it follows
 	}
 	if len(w.st.examples) < 5 {
-		w.st.examples = append(w.st.examples, fmt.Sprintf("%s %s %q: recorded %s/%d bytes, replayed %s/%d bytes",
-			op.Rec, op.Kind, op.Name, errText(syscall.Errno(op.WantErrno)), op.WantRet, errText(errno), ret))
+		w.st.examples = append(w.st.examples, what)
 	}
+}
+
+// opNames quotes op's path, and its second path for a rename or a link.
+func opNames(op *replayOp) string {
+	if op.Name2 != "" && (op.Kind == kRename || op.Kind == kLink) {
+		return fmt.Sprintf("%q -> %q", op.Name, op.Name2)
+	}
+	return fmt.Sprintf("%q", op.Name)
 }
 
 // unsupported reports whether errno says the storage lacks the call or feature: when the

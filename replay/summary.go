@@ -70,7 +70,7 @@ func (h *hist) above(v int64) uint64 {
 }
 
 type opCounts struct {
-	recorded, replayed, skipped, diverged, unsupported uint64
+	recorded, replayed, skipped, diverged, unsupported, fallbacks uint64
 }
 
 // runStats are one worker's totals.
@@ -107,6 +107,9 @@ type OpSummary struct {
 	// has no extended attributes, for example), not of the replay. They are not
 	// divergences.
 	Unsupported uint64 `json:"unsupported"`
+	// Fallbacks counts ops the target refused and the replay did another way, as the
+	// application would have there (fallback.go): backend differences, not divergences.
+	Fallbacks uint64 `json:"fallbacks,omitempty"`
 }
 
 // Summary is the fidelity report of one replay run.
@@ -123,8 +126,11 @@ type Summary struct {
 	ReplayedOps uint64 `json:"replayed_ops"`
 	SkippedOps  uint64 `json:"skipped_ops"`
 	Divergences uint64 `json:"divergences"`
-	// BackendDifferences sums OpSummary.Unsupported: ops one of the two storages does not support.
-	BackendDifferences   uint64 `json:"backend_differences"`
+	// BackendDifferences sums OpSummary.Unsupported and Fallbacks: ops one of the two
+	// storages does not support.
+	BackendDifferences uint64 `json:"backend_differences"`
+	// Fallbacks sums OpSummary.Fallbacks.
+	Fallbacks            uint64 `json:"fallbacks"`
 	RecordedRead         int64  `json:"recorded_read_bytes"`
 	RecordedWrite        int64  `json:"recorded_write_bytes"`
 	ReplayedRead         int64  `json:"replayed_read_bytes"`
@@ -163,7 +169,11 @@ type Summary struct {
 	RecordedIO   time.Duration `json:"recorded_io_ns"` // summed op latencies
 	ReplayIO     time.Duration `json:"replay_io_ns"`
 
-	Examples []string `json:"examples"` // first divergences
+	Examples []string `json:"examples"` // first divergences that are causes of their own (see Causes)
+	// Causes are the first failures on each file (divergences, and backend differences
+	// that divergences followed), those with the most divergences after them first:
+	// the root causes of cascades such as EBADF after a failed open.
+	Causes []Cause `json:"causes,omitempty"`
 	// BackendExamples are the first backend differences.
 	BackendExamples []string `json:"backend_examples,omitempty"`
 	// Bottleneck is set when the replayer itself, not the target, limited the replay.
@@ -241,6 +251,7 @@ func (s *Summary) add(st *runStats) {
 		o.Skipped += st.ops[i].skipped
 		o.Diverged += st.ops[i].diverged
 		o.Unsupported += st.ops[i].unsupported
+		o.Fallbacks += st.ops[i].fallbacks
 	}
 	s.RecordedRead += st.recRead
 	s.RecordedWrite += st.recWrite
@@ -281,7 +292,8 @@ func (s *Summary) finish() {
 			s.ReplayedOps += o.Replayed
 			s.SkippedOps += o.Skipped
 			s.Divergences += o.Diverged
-			s.BackendDifferences += o.Unsupported
+			s.BackendDifferences += o.Unsupported + o.Fallbacks
+			s.Fallbacks += o.Fallbacks
 		}
 	}
 	s.Ops = ops
@@ -341,25 +353,55 @@ func (s *Summary) Print(w io.Writer) {
 		}
 		sort.Strings(parts)
 		_, _ = fmt.Fprintf(w, "  per op   %s\n", strings.Join(parts, "; "))
-		for _, ex := range s.Examples {
-			_, _ = fmt.Fprintf(w, "    e.g. %s\n", ex)
+		if s.Divergences > 0 {
+			s.printCauses(w)
 		}
 	}
 	if s.BackendDifferences > 0 {
-		var parts []string
+		var parts, fb []string
 		for _, o := range s.Ops {
 			if o.Unsupported > 0 {
 				parts = append(parts, fmt.Sprintf("%s %d/%d", o.Op, o.Unsupported, o.Recorded))
 			}
+			if o.Fallbacks > 0 {
+				fb = append(fb, fmt.Sprintf("%s %d/%d", o.Op, o.Fallbacks, o.Recorded))
+			}
 		}
 		sort.Strings(parts)
-		_, _ = fmt.Fprintf(w, "  backend  not supported by the target or the recorded storage (ENOTSUP/ENOSYS on one side; not divergences): %s\n", strings.Join(parts, "; "))
+		sort.Strings(fb)
+		if len(parts) > 0 {
+			_, _ = fmt.Fprintf(w, "  backend  not supported by the target or the recorded storage (ENOTSUP/ENOSYS on one side; not divergences): %s\n", strings.Join(parts, "; "))
+		}
+		if len(fb) > 0 {
+			_, _ = fmt.Fprintf(w, "  backend  refused by the target, done as the application does instead (fallbacks; not divergences): %s\n", strings.Join(fb, "; "))
+		}
 		for _, ex := range s.BackendExamples {
 			_, _ = fmt.Fprintf(w, "    e.g. %s\n", ex)
 		}
 	}
 	if s.Bottleneck != "" {
 		_, _ = fmt.Fprintf(w, "  WARNING  replayer was the bottleneck: %s\n", s.Bottleneck)
+	}
+}
+
+// printCauses lists the root causes of the divergences: each first failure on a file,
+// then how many divergences followed it; then divergences of their own beyond them.
+func (s *Summary) printCauses(w io.Writer) {
+	n := 0
+	for _, c := range s.Causes {
+		if c.Backend && c.Then == 0 {
+			continue // listed with the backend differences
+		}
+		if n == 10 {
+			break
+		}
+		n++
+		_, _ = fmt.Fprintf(w, "    cause %s\n", c)
+	}
+	if n == 0 {
+		for _, ex := range s.Examples {
+			_, _ = fmt.Fprintf(w, "    e.g. %s\n", ex)
+		}
 	}
 }
 
