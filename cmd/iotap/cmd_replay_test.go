@@ -497,7 +497,7 @@ func TestReplayWarningsUnderTheirTarget(t *testing.T) {
 	}
 	h1, h2 := strings.Index(out, "target 1: "+prefix+".t1.r1.iotap"), strings.Index(out, "target 2: "+prefix+".t2.r1.iotap")
 	s1, s2 := strings.Index(out, "replay onto "+t1), strings.Index(out, "replay onto "+t2)
-	if h1 < 0 || h2 < 0 || s1 < 0 || s2 < 0 || !(h1 < s1 && s1 < h2 && h2 < s2) {
+	if inOrder := h1 < s1 && s1 < h2 && h2 < s2; h1 < 0 || h2 < 0 || s1 < 0 || s2 < 0 || !inOrder {
 		t.Fatalf("headers at %d, %d and summaries at %d, %d:\n%s", h1, h2, s1, s2, out)
 	}
 	w1, w2 := strings.Count(out[h1:s1], "replay diverged"), strings.Count(out[h2:s2], "replay diverged")

@@ -124,7 +124,7 @@ func TestHTMLPlots(t *testing.T) {
 		}
 		for _, m := range colorRE.FindAllStringSubmatch(s, -1) {
 			c := strings.ToUpper(m[1])
-			if !ok[c] && !(c[0:2] == c[2:4] && c[2:4] == c[4:6]) {
+			if grey := c[0:2] == c[2:4] && c[2:4] == c[4:6]; !ok[c] && !grey {
 				t.Errorf("%s: colour #%s is neither in the palette nor a grey", title, c)
 			}
 		}
@@ -160,12 +160,13 @@ func TestPalette(t *testing.T) {
 		r, g, b := float64(c.R)/255, float64(c.G)/255, float64(c.B)/255
 		mx, mn := math.Max(r, math.Max(g, b)), math.Min(r, math.Min(g, b))
 		var h float64
-		switch {
-		case mx == mn:
+		if mx == mn {
 			return -1 // a grey
-		case mx == r:
+		}
+		switch mx {
+		case r:
 			h = math.Mod((g-b)/(mx-mn), 6)
-		case mx == g:
+		case g:
 			h = (b-r)/(mx-mn) + 2
 		default:
 			h = (r-g)/(mx-mn) + 4

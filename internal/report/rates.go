@@ -100,18 +100,18 @@ func jobRates(s *stats.Stats, wallNs int64, calls bool) *JobRates {
 	} else {
 		for i := range s.Ops {
 			o := &s.Ops[i]
-			switch op := trace.Op(i); {
-			case op == trace.OpRead:
+			switch trace.Op(i) {
+			case trace.OpRead:
 				j.ReadBytes += o.Bytes
 				j.DataOps += o.Count
-			case op == trace.OpWrite:
+			case trace.OpWrite:
 				j.WriteBytes += o.Bytes
 				j.DataOps += o.Count
-			case op == trace.OpCopyFileRange:
+			case trace.OpCopyFileRange:
 				j.ReadBytes += o.Bytes
 				j.WriteBytes += o.Bytes
 				j.DataOps += o.Count
-			case op == trace.OpForget:
+			case trace.OpForget:
 				// the kernel dropping inodes: no operation of the job
 			default:
 				j.MetaOps += o.Count
