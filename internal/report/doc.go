@@ -69,7 +69,7 @@
 //	             read_bytes, write_bytes, data_ops (reads, writes, copy_file_range),
 //	             meta_ops (every other call or request but forget), wall_ns (=
 //	             duration_ns), active_ns (I/O-active time: at least one op in flight;
-//	             summed over traces), wall and active {mb_per_s, read_mb_per_s,
+//	             summed over traces, active_summed, when there are several), wall and active {mb_per_s, read_mb_per_s,
 //	             write_mb_per_s, iops (data ops per second), meta_ops_per_s}: over wall_ns
 //	             and over active_ns}
 //	syscalls[]   the per-system-call view, one per kind of call seen, by total_ns

@@ -37,15 +37,17 @@ func accessRow(a *stats.AccessStats) *AccessRow {
 // JobRates are the job's bytes and operation rates.
 type JobRates struct {
 	// View says what was counted: "syscalls" (the application's calls) or "requests".
-	View       string  `json:"view"`
-	ReadBytes  uint64  `json:"read_bytes"`
-	WriteBytes uint64  `json:"write_bytes"`
-	DataOps    uint64  `json:"data_ops"` // reads, writes and copy_file_range
-	MetaOps    uint64  `json:"meta_ops"` // every other op or call
-	WallNs     int64   `json:"wall_ns"`
-	ActiveNs   int64   `json:"active_ns"` // I/O-active time: at least one op in flight
-	Wall       JobRate `json:"wall"`
-	Active     JobRate `json:"active"`
+	View       string `json:"view"`
+	ReadBytes  uint64 `json:"read_bytes"`
+	WriteBytes uint64 `json:"write_bytes"`
+	DataOps    uint64 `json:"data_ops"` // reads, writes and copy_file_range
+	MetaOps    uint64 `json:"meta_ops"` // every other op or call
+	WallNs     int64  `json:"wall_ns"`
+	ActiveNs   int64  `json:"active_ns"` // I/O-active time: at least one op in flight
+	// ActiveSummed says ActiveNs sums the I/O-active times of several traces (nodes).
+	ActiveSummed bool    `json:"active_summed,omitempty"`
+	Wall         JobRate `json:"wall"`
+	Active       JobRate `json:"active"`
 }
 
 // JobRate are a job's rates over one span of time.
@@ -77,7 +79,7 @@ func jobRate(j *JobRates, ns int64) JobRate {
 // jobRates counts the job's bytes and ops: calls when calls is set and every trace has
 // them, else requests.
 func jobRates(s *stats.Stats, wallNs int64, calls bool) *JobRates {
-	j := &JobRates{View: ViewRequests, WallNs: wallNs, ActiveNs: s.BusyNs()}
+	j := &JobRates{View: ViewRequests, WallNs: wallNs, ActiveNs: s.BusyNs(), ActiveSummed: len(s.Sources) > 1}
 	if calls && s.HasCalls() {
 		j.View = ViewSyscalls
 		for k := range s.Calls {
@@ -139,7 +141,11 @@ func jobLine(j *JobRates) string {
 	fmt.Fprintf(&b, "job: read %s, wrote %s in %s data and %s metadata %s\n", format.Bytes(j.ReadBytes), format.Bytes(j.WriteBytes),
 		format.Count(j.DataOps), format.Count(j.MetaOps), what)
 	b.WriteString(line("wall time", j.WallNs, j.Wall))
-	b.WriteString(line("I/O-active time (at least one op in flight)", j.ActiveNs, j.Active))
+	active := "I/O-active time (at least one op in flight)"
+	if j.ActiveSummed {
+		active = "I/O-active time (at least one op in flight, summed over its traces)"
+	}
+	b.WriteString(line(active, j.ActiveNs, j.Active))
 	return b.String()
 }
 
