@@ -82,7 +82,11 @@
 //	  "lock", "copy_file_range", "fallocate", "lseek", "statfs", "other" (ioctl, poll)),
 //	  count, errors, errnos{"ENOENT": n}, bytes (read, write, copy_file_range,
 //	  getdents, readlink, getxattr, listxattr), total_ns (summed time in the storage),
-//	  share (of call_ns), mean_ns, p50_ns, p90_ns, p99_ns, p99_9_ns, max_ns, requests
+//	  share (of call_ns), meta_ns and data_ns (total_ns split between the calls'
+//	  metadata requests: lookup, getattr, open, create, flush, release, readdir,
+//	  setattr, ...; and data requests: read, write, fsync, fallocate,
+//	  copy_file_range), meta_share (meta_ns / total_ns), mean_ns, p50_ns, p90_ns,
+//	  p99_ns, p99_9_ns, max_ns, requests
 //	  (FUSE requests the calls stand for; 0 in a replay's trace, whose events are the
 //	  calls it issued), requests_per_call (mean), max_requests, busy_ns, ops_per_s,
 //	  mb_per_s, first_access, reaccess, cdf[], hist[] (as in ops[])
