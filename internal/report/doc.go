@@ -39,7 +39,9 @@
 //	schema       "iotap.report/v1"
 //	traces[]     one per input trace, in input order:
 //	  file, kind ("record"|"replay"), host, kernel, iotap_version, wall_start,
-//	  target {path, fs_type, source, mount}, cache ("none"|"kernel"|""), passthrough,
+//	  target {path, fs_type, fs_name (as reports show it: "fuse (mfs)" for a FUSE mount
+//	  whose source names its daemon, "s3 (mountpoint)" for an s3:// replay), source,
+//	  mount}, cache ("none"|"kernel"|""), passthrough,
 //	  writeback, fuse {max_read, max_write, entry_timeout_ns, attr_timeout_ns, direct_io},
 //	  command[], labels{key: value}, events (aggregated), dropped (recorder
 //	  drops, from the footer), blocked_ns (time the job waited for the recorder's buffer),

@@ -188,3 +188,26 @@ func TestReportBuildsEverywhere(t *testing.T) {
 		}
 	}
 }
+
+// TestFSName: reports name the storage by its file system type, with the daemon of a
+// FUSE mount that has no subtype (MooseFS's mfsmount) and the profile of an s3:// replay.
+func TestFSName(t *testing.T) {
+	for _, tc := range []struct {
+		name                 string
+		fstype, source, opts string
+		want                 string
+	}{
+		{"moosefs", "fuse", "mfs#10.254.1.1:9421", "", "fuse (mfs)"},
+		{"fuse subtype", "fuse.s3fs", "s3fs", "", "fuse.s3fs"},
+		{"fuse without daemon name", "fuse", "/dev/fuse", "", "fuse"},
+		{"local", "ext4", "/dev/sda1", "", "ext4"},
+		{"s3 replay", "s3", "bucket", "profile=mountpoint", "s3 (mountpoint)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tr := Trace{Target: Target{FSType: tc.fstype, Source: tc.source, Mount: tc.opts}}
+			if got := fsName(&tr); got != tc.want {
+				t.Errorf("fsName(%+v) = %q, want %q", tr.Target, got, tc.want)
+			}
+		})
+	}
+}
