@@ -9,8 +9,11 @@
 #      each trace,
 #   5. replay the local recording onto a fresh directory of each backend, and print
 #      `iotap compare` of the recording and the replays,
-#   6. print `iotap compare` of the job as recorded on each backend,
-#   7. clean up (unmount, stop the servers) even on failure.
+#   6. end with `iotap compare` of the job as recorded on each backend, the local directory
+#      as the baseline: its verdict lines say how much slower each backend made the job,
+#   7. clean up (unmount, stop the servers) even on failure, and say where the iotap binary
+#      and the traces are.
+# Each comparison is printed once.
 #
 # Usage: scripts/demo.sh
 #   DEMO_BACKENDS=LIST  comma-separated, from local, s3fs, moosefs (default local,s3fs; local
@@ -71,7 +74,11 @@ cleanup() {
   if [ -n "$s3pid" ]; then kill "$s3pid" 2>/dev/null; wait "$s3pid" 2>/dev/null; fi
   rm -rf "$work/s3fs-tmp"
   if [ -e "$mfslab/.mfslab" ]; then MFSLAB_DIR=$mfslab "$repo/ci/moosefs/stop.sh"; fi
-  echo "demo: traces kept in $work/traces" >&2
+  echo >&2
+  if [ -x "$work/bin/iotap" ]; then echo "demo: the iotap binary is $work/bin/iotap" >&2; fi
+  echo "demo: the traces are in $work/traces:" >&2
+  (cd "$work/traces" 2>/dev/null && ls -- *.iotap 2>/dev/null | sed 's/^/  /') >&2
+  echo "demo: e.g. $work/bin/iotap report --format html -o report.html $work/traces/local.iotap" >&2
 }
 trap cleanup EXIT
 
@@ -151,7 +158,9 @@ for b in "${others[@]}"; do
   replays+=("$work/traces/replay.t$i.r1.iotap")
 done
 say "replaying the local recording onto a fresh local directory${others[*]:+ and onto ${others[*]}}"
-"$iotap" replay "$work/traces/local.iotap" "${targets[@]}" -o "$work/traces/replay" --progress never
+# --no-compare: the comparison below, with the recording as the baseline, covers the
+# replays' own.
+"$iotap" replay "$work/traces/local.iotap" "${targets[@]}" -o "$work/traces/replay" --progress never --no-compare
 
 say "comparison: recorded on the local directory vs replayed on local${others[*]:+ and on ${others[*]}}"
 "$iotap" compare "$work/traces/local.iotap" "${replays[@]}"
@@ -161,7 +170,6 @@ if [ ${#others[@]} -gt 0 ]; then
   # on ext4 and s3fs, 64 KiB on MooseFS), so these are not the same work: --force.
   recs=("$work/traces/local.iotap")
   for b in "${others[@]}"; do recs+=("$work/traces/$b.iotap"); done
-  say "comparison: the job as recorded on local and on ${others[*]}"
+  say "the answer: the job as recorded on the local directory (the baseline) and on ${others[*]}"
   "$iotap" compare --force "${recs[@]}"
 fi
-say "done"

@@ -66,6 +66,7 @@ type replayOptions struct {
 	Force      bool
 	DryRun     bool
 	NoFold     bool
+	NoCompare  bool
 	Progress   string
 	S3         replays3.Options
 	Shard      string
@@ -91,6 +92,7 @@ func (o *replayOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.Force, "force", false, "replay the readable events of a corrupt trace (a trace only cut short, without its footer, is replayed without it)")
 	fs.BoolVar(&o.DryRun, "dry-run", false, "derive the starting state and report ops whose preconditions cannot be met; touch no target")
 	fs.BoolVar(&o.NoFold, "no-fold", false, "replay every lookup as its own lstat instead of folding kernel path walks")
+	fs.BoolVar(&o.NoCompare, "no-compare", false, "with several targets, leave out the comparison of their replays printed at the end (to print one with iotap compare, the recording as the baseline)")
 	fs.IntVar(&o.Copies, "copies", 1, "replay `n` copies of the job at once, as one run: copy K onto its own TARGET/copyK (a subdirectory, or a key prefix of an s3:// target) with its own starting state; prints aggregate MB/s, IOPS and files/s and each copy's latencies, and writes PREFIX.tT.rR.cK.{iotap,json} and PREFIX.tT.rR.copies.json")
 	fs.StringVar(&o.Shard, "shard", "", "`auto`: as one task of a Slurm step (srun), replay this task's share of the traces in TRACE|DIR|GLOB..., each onto --target/<trace name> and into -o DIR/<trace name>, all tasks starting together after preparing (docs/slurm.md)")
 	fs.StringVar(&o.Progress, "progress", "auto", "show a progress bar on standard error `when`: auto (stderr is a terminal), always, never")
@@ -198,7 +200,7 @@ func runReplay(ctx context.Context, e *env, o *replayOptions, args []string) err
 	if o.Prepare == "only" {
 		return damaged(nil)
 	}
-	if len(targets) > 1 {
+	if len(targets) > 1 && !o.NoCompare {
 		if err := compareTargets(ctx, e, o.Targets, results); err != nil {
 			return err
 		}

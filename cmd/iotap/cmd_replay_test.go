@@ -78,6 +78,11 @@ func TestReplayCommand(t *testing.T) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
 	}
+	// --no-compare: the runs' summaries without the comparison of the targets.
+	code, out, errs = runReplayCLI(t, "replay", tr, "--target", t1, "--target", t2, "--scratch", "-o", filepath.Join(dir, "nc"), "--timing", "afap", "--no-compare")
+	if code != 0 || strings.Count(out, "replayed 7 of 7 (skipped 0), divergences 0") != 2 || strings.Contains(out, "baseline") {
+		t.Errorf("--no-compare: exit %d\n%s\n%s", code, out, errs)
+	}
 	for _, f := range []string{"res.t1.r1", "res.t2.r1", "res.t1.r2", "res.t2.r2"} {
 		js, err := os.ReadFile(filepath.Join(dir, f+".json"))
 		if err != nil {

@@ -32,6 +32,7 @@ func TestMooseFS(t *testing.T) {
 	if !t.Run("record genomics", j.testRecord) {
 		t.Fatal("the recordings failed: replay and compare need them")
 	}
+	t.Run("report: metadata and data time per call, the client named", j.testReport)
 	t.Run("replay local recording onto MooseFS", j.testReplayOntoMooseFS)
 	t.Run("replay MooseFS recording onto local", j.testReplayOntoLocal)
 	t.Run("compare", j.testCompare)
@@ -112,6 +113,69 @@ func (j *jobs) testRecord(t *testing.T) {
 		}
 		t.Logf("%s: target %s (%s from %s), %d events: read %d, write %d, lookup %d, getattr %d", side.backend,
 			h.Target.Path, h.Target.FSType, h.Target.Source, sum(counts), counts["read"], counts["write"], counts["lookup"], counts["getattr"])
+	}
+}
+
+// testReport reads the MooseFS recording's report: each system call's time splits into its
+// metadata requests' (path walks, opens, closes: round trips to the master) and its data
+// requests' (reads and writes: the chunk server), the two adding up to the call's time; the
+// storage is named "fuse (mfs)" and its client, sampled while recording, mfsmount.
+func (j *jobs) testReport(t *testing.T) {
+	r := mustRun(t, j.w.dir, time.Minute, nil, j.w.iotap, "report", "--format", "json", j.mfsTrace)
+	var doc struct {
+		Traces []struct {
+			Target struct {
+				FSName string `json:"fs_name"`
+			} `json:"target"`
+			Client *struct {
+				Name string `json:"name"`
+			} `json:"client"`
+		} `json:"traces"`
+		Total struct {
+			Syscalls []struct {
+				Call    string `json:"call"`
+				Count   uint64 `json:"count"`
+				TotalNs int64  `json:"total_ns"`
+				MetaNs  *int64 `json:"meta_ns"`
+				DataNs  *int64 `json:"data_ns"`
+			} `json:"syscalls"`
+		} `json:"total"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &doc); err != nil {
+		t.Fatalf("report JSON: %v", err)
+	}
+	if len(doc.Traces) != 1 || doc.Traces[0].Target.FSName != "fuse (mfs)" {
+		t.Errorf("traces %+v: want the storage named fuse (mfs)", doc.Traces)
+	} else if c := doc.Traces[0].Client; c == nil || c.Name != "mfsmount" {
+		t.Errorf("storage client %+v: want mfsmount", c)
+	}
+	split := map[string][2]int64{}
+	var lines []string
+	for _, c := range doc.Total.Syscalls {
+		if c.MetaNs == nil || c.DataNs == nil {
+			t.Errorf("%s: no meta_ns/data_ns", c.Call)
+			continue
+		}
+		if *c.MetaNs < 0 || *c.DataNs < 0 || *c.MetaNs+*c.DataNs != c.TotalNs {
+			t.Errorf("%s: meta %d + data %d is not its time %d", c.Call, *c.MetaNs, *c.DataNs, c.TotalNs)
+		}
+		split[c.Call] = [2]int64{*c.MetaNs, *c.DataNs}
+		lines = append(lines, fmt.Sprintf("%-10s %6d calls  meta %-12v data %v", c.Call, c.Count, time.Duration(*c.MetaNs), time.Duration(*c.DataNs)))
+	}
+	t.Logf("MooseFS recording, time per system call in metadata and data requests:\n%s", strings.Join(lines, "\n"))
+	for _, call := range []string{"read", "write"} {
+		if split[call][1] == 0 {
+			t.Errorf("%s calls: no data time (%v)", call, split[call])
+		}
+	}
+	for _, call := range []string{"open", "close", "stat", "mkdir", "unlink"} {
+		if sp := split[call]; sp[0] == 0 || sp[1] != 0 {
+			t.Errorf("%s calls: meta %d data %d, want metadata only", call, sp[0], sp[1])
+		}
+	}
+	r = mustRun(t, j.w.dir, time.Minute, nil, j.w.iotap, "report", j.mfsTrace)
+	if !strings.Contains(r.stdout, "fuse (mfs)") || !strings.Contains(r.stdout, "meta and data: ") {
+		t.Errorf("text report lacks the storage name or the meta/data split:\n%s", firstLines(r.stdout, 30))
 	}
 }
 

@@ -458,13 +458,19 @@ func errnoCounts(m map[string]uint64) string {
 }
 
 // fsName names a trace's storage: its file system type, with the S3 profile of a replay
-// onto s3:// ("s3 (mountpoint)").
+// onto s3:// ("s3 (mountpoint)"), or the daemon of a FUSE mount without a subtype, which
+// names it in the mount source the way mfsmount does ("mfs#10.0.0.1:9421": "fuse (mfs)").
 func fsName(t *Trace) string {
-	if t.Target.FSType == "s3" {
+	switch t.Target.FSType {
+	case "s3":
 		for _, f := range strings.Fields(t.Target.Mount) {
 			if p, ok := strings.CutPrefix(f, "profile="); ok {
 				return "s3 (" + p + ")"
 			}
+		}
+	case "fuse", "fuseblk":
+		if d, _, ok := strings.Cut(t.Target.Source, "#"); ok && d != "" && !strings.ContainsAny(d, "/ ") {
+			return t.Target.FSType + " (" + d + ")"
 		}
 	}
 	return t.Target.FSType

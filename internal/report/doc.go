@@ -39,7 +39,9 @@
 //	schema       "iotap.report/v1"
 //	traces[]     one per input trace, in input order:
 //	  file, kind ("record"|"replay"), host, kernel, iotap_version, wall_start,
-//	  target {path, fs_type, source, mount}, cache ("none"|"kernel"|""), passthrough,
+//	  target {path, fs_type, fs_name (as reports show it: "fuse (mfs)" for a FUSE mount
+//	  whose source names its daemon, "s3 (mountpoint)" for an s3:// replay), source,
+//	  mount}, cache ("none"|"kernel"|""), passthrough,
 //	  writeback, fuse {max_read, max_write, entry_timeout_ns, attr_timeout_ns, direct_io},
 //	  command[], labels{key: value}, events (aggregated), dropped (recorder
 //	  drops, from the footer), blocked_ns (time the job waited for the recorder's buffer),
@@ -82,7 +84,11 @@
 //	  "lock", "copy_file_range", "fallocate", "lseek", "statfs", "other" (ioctl, poll)),
 //	  count, errors, errnos{"ENOENT": n}, bytes (read, write, copy_file_range,
 //	  getdents, readlink, getxattr, listxattr), total_ns (summed time in the storage),
-//	  share (of call_ns), mean_ns, p50_ns, p90_ns, p99_ns, p99_9_ns, max_ns, requests
+//	  share (of call_ns), meta_ns and data_ns (total_ns split between the calls'
+//	  metadata requests: lookup, getattr, open, create, flush, release, readdir,
+//	  setattr, ...; and data requests: read, write, fsync, fallocate,
+//	  copy_file_range), meta_share (meta_ns / total_ns), mean_ns, p50_ns, p90_ns,
+//	  p99_ns, p99_9_ns, max_ns, requests
 //	  (FUSE requests the calls stand for; 0 in a replay's trace, whose events are the
 //	  calls it issued), requests_per_call (mean), max_requests, busy_ns, ops_per_s,
 //	  mb_per_s, first_access, reaccess, cdf[], hist[] (as in ops[])

@@ -110,6 +110,10 @@ func recordingCost(f *trace.Footer) *RecordingCost {
 type Target struct {
 	Path   string `json:"path"`
 	FSType string `json:"fs_type"` // "ext4", "fuse.s3fs", "s3" for a replay on S3, ...
+	// FSName names the storage as reports show it: FSType, with the daemon of a FUSE mount
+	// that has no subtype ("fuse (mfs)" for MooseFS's mfsmount, whose source is
+	// "mfs#host:port") and the profile of a replay onto s3:// ("s3 (mountpoint)").
+	FSName string `json:"fs_name"`
 	Source string `json:"source"`
 	Mount  string `json:"mount"`
 }
@@ -430,6 +434,7 @@ func traceInfo(s *stats.Source) Trace {
 	if f := s.Footer; f != nil {
 		t.Lost, t.WriteError = f.Lost, f.WriteError
 	}
+	t.Target.FSName = fsName(&t)
 	t.Client, t.Iotap, t.OtherClients = traceUse(s)
 	if len(h.Labels) > 0 {
 		t.Labels = map[string]string{}

@@ -25,6 +25,12 @@ type CallRow struct {
 	Bytes   uint64            `json:"bytes"`
 	TotalNs int64             `json:"total_ns"`
 	Share   float64           `json:"share"` // of the view's call time
+	// MetaNs and DataNs split TotalNs between the calls' metadata requests (lookup,
+	// getattr, open, create, flush, release, readdir, setattr, ...) and data requests
+	// (read, write, fsync, fallocate, copy_file_range); MetaShare is MetaNs / TotalNs.
+	MetaNs    int64   `json:"meta_ns"`
+	DataNs    int64   `json:"data_ns"`
+	MetaShare float64 `json:"meta_share"`
 	Latency
 	// Requests are the FUSE requests the calls stand for (0 for a replay's calls, which
 	// reached no FUSE layer); PerCall their mean per call, MaxRequests the most for one.
@@ -55,7 +61,8 @@ func callView(v *View, s *stats.Stats) {
 		}
 		row := &CallRow{
 			Call: fold.Syscall(i).String(), Errors: c.Errors, Bytes: c.Bytes, TotalNs: c.TotalNs,
-			Share:   share(c.TotalNs, v.CallNs),
+			Share:  share(c.TotalNs, v.CallNs),
+			MetaNs: c.MetaNs, DataNs: c.DataNs, MetaShare: share(c.MetaNs, c.TotalNs),
 			Latency: latency(c.Hist, c.Count, c.TotalNs, c.MaxNs),
 			CDF:     cdf(c.Hist, c.MaxNs), Hist: histBins(c.Hist),
 			Requests: c.Requests, MaxRequests: c.MaxRequests,
@@ -153,7 +160,7 @@ func writeCallTable(b *strings.Builder, v *View) {
 	if len(v.Syscalls) == 0 {
 		b.WriteString("(no calls)\n")
 	} else {
-		t := newTable("call", "count", "errors", "bytes", "total", "share", "rate", "MB/s", "mean", "p50", "p90", "p99", "p99.9", "max", "req/call")
+		t := newTable("call", "count", "errors", "bytes", "total", "share", "meta", "data", "rate", "MB/s", "mean", "p50", "p90", "p99", "p99.9", "max", "req/call")
 		for _, c := range v.Syscalls {
 			bytes, perCall := "-", "-"
 			if c.Bytes > 0 {
@@ -163,7 +170,7 @@ func writeCallTable(b *strings.Builder, v *View) {
 				perCall = fmt.Sprintf("%.2f", c.PerCall)
 			}
 			t.add(c.Call, format.Count(c.Count), format.Count(c.Errors), bytes, format.Dur(c.TotalNs), format.Pct(c.Share),
-				rateCell(c.Call, c.OpsPerS), mbCell(c.Call, c.MBps), format.Dur(int64(c.MeanNs)),
+				format.Dur(c.MetaNs), format.Dur(c.DataNs), rateCell(c.Call, c.OpsPerS), mbCell(c.Call, c.MBps), format.Dur(int64(c.MeanNs)),
 				format.Dur(c.P50), format.Dur(c.P90), format.Dur(c.P99), format.Dur(c.P999), format.Dur(c.MaxNs), perCall)
 		}
 		b.WriteString(t.String())
@@ -171,6 +178,7 @@ func writeCallTable(b *strings.Builder, v *View) {
 	for _, n := range v.CallNotes {
 		fmt.Fprintf(b, "  %s\n", n)
 	}
+	b.WriteString("  meta and data: the calls' time in metadata requests (lookup, getattr, open, create, flush, release, readdir, ...) and in data requests (read, write, fsync, ...)\n")
 	b.WriteString("  rate and MB/s: per second of the time at least one call of the kind was in flight (MB = 10^6 B)\n")
 	for _, c := range v.Syscalls {
 		writeAccessSplit(b, c.Call+" calls", c.FirstAccess, c.Reaccess)
@@ -180,14 +188,15 @@ func writeCallTable(b *strings.Builder, v *View) {
 
 // callCSV is the syscalls table of WriteCSV.
 func callCSV(views []*View) [][]string {
-	rows := [][]string{{"view", "call", "count", "errors", "bytes", "total_ns", "share", "mean_ns", "p50_ns", "p90_ns", "p99_ns", "p99_9_ns", "max_ns", "requests", "requests_per_call", "max_requests"}}
+	rows := [][]string{{"view", "call", "count", "errors", "bytes", "total_ns", "share", "mean_ns", "p50_ns", "p90_ns", "p99_ns", "p99_9_ns", "max_ns", "requests", "requests_per_call", "max_requests", "meta_ns", "data_ns"}}
 	u := func(n uint64) string { return strconv.FormatUint(n, 10) }
 	i64 := func(n int64) string { return strconv.FormatInt(n, 10) }
 	f := func(x float64) string { return strconv.FormatFloat(x, 'f', -1, 64) }
 	for _, v := range views {
 		for _, c := range v.Syscalls {
 			rows = append(rows, []string{v.Name, c.Call, u(c.Count), u(c.Errors), u(c.Bytes), i64(c.TotalNs), f(c.Share), f(c.MeanNs),
-				i64(c.P50), i64(c.P90), i64(c.P99), i64(c.P999), i64(c.MaxNs), u(c.Requests), f(c.PerCall), u(c.MaxRequests)})
+				i64(c.P50), i64(c.P90), i64(c.P99), i64(c.P999), i64(c.MaxNs), u(c.Requests), f(c.PerCall), u(c.MaxRequests),
+				i64(c.MetaNs), i64(c.DataNs)})
 		}
 	}
 	return rows

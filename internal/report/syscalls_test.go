@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/iotap/iotap/trace"
 	"github.com/iotap/iotap/trace/fold"
 	"github.com/iotap/iotap/trace/stats"
 )
@@ -49,6 +50,9 @@ func TestSyscallView(t *testing.T) {
 				Requests uint64  `json:"requests"`
 				PerCall  float64 `json:"requests_per_call"`
 				P99      int64   `json:"p99_ns"`
+				TotalNs  int64   `json:"total_ns"`
+				MetaNs   *int64  `json:"meta_ns"`
+				DataNs   *int64  `json:"data_ns"`
 			} `json:"syscalls"`
 			Ops []struct {
 				Op    string `json:"op"`
@@ -80,6 +84,38 @@ func TestSyscallView(t *testing.T) {
 	}
 	if reqs != s.Events {
 		t.Errorf("the calls stand for %d requests of %d", reqs, s.Events)
+	}
+	// Each call's time splits into its metadata and data requests' time: a read is all
+	// data, an open (walk lookups folded in) all metadata, the two add up to the total,
+	// and the data time of all calls is that of the data requests.
+	split := map[string][2]int64{}
+	var dataNs int64
+	for _, c := range doc.Total.Syscalls {
+		if c.MetaNs == nil || c.DataNs == nil || *c.MetaNs < 0 || *c.DataNs < 0 || *c.MetaNs+*c.DataNs != c.TotalNs {
+			t.Errorf("%s: meta %v + data %v is not its total %d", c.Call, c.MetaNs, c.DataNs, c.TotalNs)
+			continue
+		}
+		split[c.Call] = [2]int64{*c.MetaNs, *c.DataNs}
+		dataNs += *c.DataNs
+	}
+	if sp := split["read"]; sp[0] != 0 || sp[1] == 0 {
+		t.Errorf("read calls: meta %d data %d", sp[0], sp[1])
+	}
+	if sp := split["open"]; sp[0] == 0 || sp[1] != 0 {
+		t.Errorf("open calls: meta %d data %d", sp[0], sp[1])
+	}
+	var want int64
+	for _, op := range []trace.Op{trace.OpRead, trace.OpWrite, trace.OpFsync, trace.OpFsyncdir, trace.OpFallocate, trace.OpCopyFileRange} {
+		want += s.Ops[op].TotalNs
+	}
+	if dataNs != want || want == 0 {
+		t.Errorf("the calls' data time %d, the data requests' %d", dataNs, want)
+	}
+	if !strings.Contains(text, "meta and data: ") {
+		t.Errorf("the text report does not say what meta and data are")
+	}
+	if !strings.Contains(h, "<th>meta</th><th>data</th><th>rate</th>") {
+		t.Errorf("the HTML system call table has no meta and data columns")
 	}
 	var csv bytes.Buffer
 	if err := WriteCSV(&csv, r, "syscalls"); err != nil {
@@ -150,5 +186,28 @@ func TestReportBuildsEverywhere(t *testing.T) {
 				t.Errorf("GOOS=%s: the report depends on %s", goos, dep)
 			}
 		}
+	}
+}
+
+// TestFSName: reports name the storage by its file system type, with the daemon of a
+// FUSE mount that has no subtype (MooseFS's mfsmount) and the profile of an s3:// replay.
+func TestFSName(t *testing.T) {
+	for _, tc := range []struct {
+		name                 string
+		fstype, source, opts string
+		want                 string
+	}{
+		{"moosefs", "fuse", "mfs#10.254.1.1:9421", "", "fuse (mfs)"},
+		{"fuse subtype", "fuse.s3fs", "s3fs", "", "fuse.s3fs"},
+		{"fuse without daemon name", "fuse", "/dev/fuse", "", "fuse"},
+		{"local", "ext4", "/dev/sda1", "", "ext4"},
+		{"s3 replay", "s3", "bucket", "profile=mountpoint", "s3 (mountpoint)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tr := Trace{Target: Target{FSType: tc.fstype, Source: tc.source, Mount: tc.opts}}
+			if got := fsName(&tr); got != tc.want {
+				t.Errorf("fsName(%+v) = %q, want %q", tr.Target, got, tc.want)
+			}
+		})
 	}
 }

@@ -73,7 +73,7 @@ func writeTraces(b *strings.Builder, r *Report) {
 		if tr.Passthrough {
 			cache += "+passthrough"
 		}
-		t.add(tr.File, orDash(tr.Host), orDash(tr.Kind), orDash(tr.Target.FSType), orDash(tr.Target.Path), cache,
+		t.add(tr.File, orDash(tr.Host), orDash(tr.Kind), orDash(tr.Target.FSName), orDash(tr.Target.Path), cache,
 			format.Count(tr.Events), format.Count(tr.Dropped), status)
 	}
 	b.WriteString(t.String())

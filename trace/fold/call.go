@@ -112,6 +112,32 @@ func (c *Call) Requests() int {
 // plus that of the requests folded into it.
 func (c *Call) Time() int64 { return c.Dur + c.FoldDur }
 
+// IsDataOp reports whether requests of op move or persist file data (read, write,
+// copy_file_range, fsync, fallocate): on a shared file system these go to the data servers.
+// Every other request is a metadata request (lookup, getattr, open, create, flush, release,
+// readdir, setattr, ...): on a shared file system a round trip to the metadata server.
+func IsDataOp(op trace.Op) bool {
+	switch op {
+	case trace.OpRead, trace.OpWrite, trace.OpCopyFileRange, trace.OpFsync, trace.OpFsyncdir, trace.OpFallocate:
+		return true
+	}
+	return false
+}
+
+// DataTime returns the part of the call's time spent in data requests (IsDataOp): its
+// primary requests' when they are data requests. The folded requests (path-walk lookups,
+// privilege probes) are metadata requests.
+func (c *Call) DataTime() int64 {
+	if IsDataOp(c.Rec) {
+		return c.Dur
+	}
+	return 0
+}
+
+// MetaTime returns the part of the call's time spent in metadata requests: Time less
+// DataTime.
+func (c *Call) MetaTime() int64 { return c.Time() - c.DataTime() }
+
 // fold charges folded requests to c.
 func (c *Call) fold(reqs int, dur int64) {
 	c.Reqs = uint16(min(int(c.Reqs)+reqs, 1<<16-1))

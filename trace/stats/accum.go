@@ -110,27 +110,42 @@ const (
 	kindDir
 )
 
-// eventKind returns what a successful ev shows its path to be (kindUnknown: nothing).
-func eventKind(ev *trace.Event) kind {
+// kindByMode marks, in opKinds, the ops whose reply's mode says what the path is.
+const kindByMode kind = 3
+
+// opKinds says what a successful op shows its path to be.
+var opKinds = func() (t [trace.NumOps]kind) {
+	for _, op := range []trace.Op{trace.OpOpendir, trace.OpReaddir, trace.OpReaddirplus, trace.OpReleasedir,
+		trace.OpFsyncdir, trace.OpRmdir, trace.OpMkdir} {
+		t[op] = kindDir
+	}
+	for _, op := range []trace.Op{trace.OpCreate, trace.OpMknod, trace.OpSymlink, trace.OpLink, trace.OpRead,
+		trace.OpWrite, trace.OpOpen, trace.OpUnlink, trace.OpReadlink, trace.OpCopyFileRange, trace.OpFallocate} {
+		t[op] = kindFile
+	}
+	for _, op := range []trace.Op{trace.OpLookup, trace.OpGetattr, trace.OpStatx} {
+		t[op] = kindByMode
+	}
+	return t
+}()
+
+// eventKind returns what a successful ev (op checked: < trace.NumOps) shows its path to
+// be (kindUnknown: nothing).
+func eventKind(ev *trace.Event, op trace.Op) kind {
 	if ev.Errno != 0 {
 		return kindUnknown
 	}
-	switch ev.Op {
-	case trace.OpOpendir, trace.OpReaddir, trace.OpReaddirplus, trace.OpReleasedir, trace.OpFsyncdir,
-		trace.OpRmdir, trace.OpMkdir:
-		return kindDir
-	case trace.OpCreate, trace.OpMknod, trace.OpSymlink, trace.OpLink, trace.OpRead, trace.OpWrite,
-		trace.OpOpen, trace.OpUnlink, trace.OpReadlink, trace.OpCopyFileRange, trace.OpFallocate:
-		return kindFile
-	case trace.OpLookup, trace.OpGetattr, trace.OpStatx:
-		switch {
-		case ev.Mode&0o170000 == 0o040000:
+	k := opKinds[op]
+	if k == kindByMode {
+		switch ev.Mode & 0o170000 {
+		case 0:
+			return kindUnknown
+		case 0o040000:
 			return kindDir
-		case ev.Mode&0o170000 != 0:
-			return kindFile
 		}
+		return kindFile
 	}
-	return kindUnknown
+	return k
 }
 
 // retiredFile is a path's earlier life: the state it had before a successful op showed
@@ -407,7 +422,7 @@ func (a *Accumulator) Add(ev *trace.Event) {
 	// Per file first: with many files its state is the likely cache miss, and the work
 	// below does not depend on it, so the CPU overlaps the two.
 	f := a.file(ev.Path)
-	if k := eventKind(ev); k != f.kind && k != kindUnknown {
+	if k := eventKind(ev, op); k != f.kind && k != kindUnknown {
 		if f.kind != kindUnknown {
 			f = a.retire(ev.Path, f)
 		}

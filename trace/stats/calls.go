@@ -24,6 +24,10 @@ type CallStats struct {
 	// BusyNs is the time at least one call of the kind was in flight, each call taken
 	// from its first request's start for its time in the storage (busy.go).
 	BusyNs int64
+	// MetaNs and DataNs split TotalNs between the calls' metadata requests (lookups,
+	// getattr, open, create, flush, release, ...) and their data requests (read, write,
+	// fsync, ...; fold.IsDataOp). A replay's call is one or the other by its op.
+	MetaNs, DataNs int64
 }
 
 func (c *CallStats) merge(o *CallStats) {
@@ -31,6 +35,8 @@ func (c *CallStats) merge(o *CallStats) {
 	c.Requests += o.Requests
 	c.MaxRequests = max(c.MaxRequests, o.MaxRequests)
 	c.BusyNs += o.BusyNs
+	c.MetaNs += o.MetaNs
+	c.DataNs += o.DataNs
 }
 
 // How a source's events became calls (Source.Calls).
@@ -61,7 +67,11 @@ func newCallView(names fold.Names, h *trace.Header) *callView {
 func (v *callView) add(ev *trace.Event) {
 	if v.folder == nil {
 		if s, ok := fold.SyscallOf(ev.Op, ev.Flags); ok {
-			v.call(s, ev.Op, ev.Start, ev.Dur, ev.Errno, ev.Ret, 0)
+			var data int64
+			if fold.IsDataOp(ev.Op) {
+				data = ev.Dur
+			}
+			v.call(s, ev.Op, ev.Start, ev.Dur, data, ev.Errno, ev.Ret, 0)
 			if s == fold.SysRead {
 				v.read(ev.Path, ev.Offset, ev.Dur, ev.Errno, ev.Ret)
 			}
@@ -76,7 +86,7 @@ func (v *callView) add(ev *trace.Event) {
 func (v *callView) drain() {
 	for c, ok := v.folder.Next(); ok; c, ok = v.folder.Next() {
 		if s, ok := c.Syscall(); ok {
-			v.call(s, c.Rec, c.Start, c.Time(), c.Errno, c.Ret, uint64(c.Requests()))
+			v.call(s, c.Rec, c.Start, c.Time(), c.DataTime(), c.Errno, c.Ret, uint64(c.Requests()))
 			if s == fold.SysRead {
 				v.read(c.PathID, c.Offset, c.Time(), c.Errno, c.Ret)
 			}
@@ -87,11 +97,15 @@ func (v *callView) drain() {
 	}
 }
 
-func (v *callView) call(s fold.Syscall, rec trace.Op, start, ns int64, errno uint16, ret int64, reqs uint64) {
+// call counts one call of kind s: its time in the storage ns, of which data in data
+// requests.
+func (v *callView) call(s fold.Syscall, rec trace.Op, start, ns, data int64, errno uint16, ret int64, reqs uint64) {
 	v.busy[s].add(start, start+ns)
 	c := &v.calls[s]
 	c.Count++
 	c.TotalNs += ns
+	c.DataNs += data
+	c.MetaNs += ns - data
 	c.MaxNs = max(c.MaxNs, ns)
 	if c.Hist == nil {
 		c.Hist = NewHist()
