@@ -106,8 +106,9 @@
 //     completed, plus the recorded think time (this op's start minus the predecessor's
 //     end), divided by the speed. The think time leaves out what the recording layer
 //     added to the gap: the requests folded into the op (path-walk lookups, probes) and
-//     one round trip of the layer per request (Options.RoundTrip; the command estimates
-//     it from the trace, see roundtrip.go), because the target charges its own to the
+//     one round trip of the layer per request (Options.RoundTrip: the recorder's
+//     measurement against its mount when the trace has one, else an estimate from the
+//     trace's path walks; see roundtrip.go), because the target charges its own to the
 //     replayed call. An op whose gap holds ops of a descendant process (a shell waiting
 //     for its command) is due after that descendant's last such op completes, plus the
 //     recorded time between them (children.go). A thread's first op is due at its

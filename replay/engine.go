@@ -95,6 +95,8 @@ type Options struct {
 	// mode does not wait for it again (see roundtrip.go). 0: think times as recorded,
 	// without the folded requests.
 	RoundTrip time.Duration
+	// RoundTripSource says where RoundTrip comes from, for the summary.
+	RoundTripSource string
 	// ThinkSpin makes think mode keep the CPU busy through a thread's think time instead of
 	// sleeping, as the job's own computing did: the target then serves the replay under
 	// the CPU contention the recording had. Waits for child processes and threads' first
@@ -267,7 +269,7 @@ func run(ctx context.Context, src Source, b Backend, sink Sink, o Options, procs
 	}
 	sum := &Summary{Timing: o.Timing.String(), Speed: o.Speed, Target: b.Target(), Fold: p.Stats, Threads: len(workers)}
 	if o.Timing == TimingThink {
-		sum.RoundTrip = o.RoundTrip
+		sum.RoundTrip, sum.RoundTripSource = o.RoundTrip, o.RoundTripSource
 	}
 	for _, w := range workers {
 		sum.add(&w.st)

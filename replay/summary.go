@@ -154,6 +154,8 @@ type Summary struct {
 	// (those round trips and the folded requests' own time).
 	RoundTrip time.Duration `json:"round_trip_ns"`
 	ThinkCut  time.Duration `json:"think_cut_ns"`
+	// RoundTripSource says where RoundTrip came from (Options.RoundTripSource).
+	RoundTripSource string `json:"round_trip_source,omitempty"`
 	// ThinkWait is the think time the schedule made threads wait in all (think mode: the
 	// recorded gaps less ThinkCut, divided by the speed). With LagTotal and ReplayIO it
 	// accounts for a single thread's span: span = ThinkWait + LagTotal + ReplayIO, give or
@@ -338,8 +340,12 @@ func (s *Summary) Print(w io.Writer) {
 		_, _ = fmt.Fprintf(w, "  behind   %d ops were due more than 1 ms before their thread's previous op returned (target slower than recorded)\n", s.Behind)
 	}
 	if s.ThinkCut > 0 {
-		_, _ = fmt.Fprintf(w, "  think    %v of recorded gaps not waited for: folded requests and the recording layer's round trip (%v per request)\n",
-			s.ThinkCut.Round(time.Microsecond), s.RoundTrip)
+		src := ""
+		if s.RoundTripSource != "" {
+			src = ", " + s.RoundTripSource
+		}
+		_, _ = fmt.Fprintf(w, "  think    %v of recorded gaps not waited for: folded requests and the recording layer's round trip (%v per request%s); %v waited\n",
+			s.ThinkCut.Round(time.Microsecond), s.RoundTrip, src, s.ThinkWait.Round(time.Microsecond))
 	}
 	_, _ = fmt.Fprintf(w, "  runtime  replay %v vs recorded %v (%+.1f%%); summed op time %v vs %v (%+.1f%%)\n",
 		s.ReplaySpan.Round(time.Microsecond), s.RecordedSpan.Round(time.Microsecond), pct(s.ReplaySpan, s.RecordedSpan),
