@@ -255,7 +255,9 @@ func run(ctx context.Context, src Source, b Backend, sink Sink, o Options, procs
 	defer stop()
 
 	p := newPlanner(src, o.Plan)
+	cpu0 := processCPU()
 	workers, lastRec, planErr := e.dispatch(p, src)
+	cpu := processCPU() - cpu0
 	if gate != nil && !e.arrived {
 		gate.leave()
 	}
@@ -267,7 +269,8 @@ func run(ctx context.Context, src Source, b Backend, sink Sink, o Options, procs
 			fb.f = nil
 		}
 	}
-	sum := &Summary{Timing: o.Timing.String(), Speed: o.Speed, Target: b.Target(), Fold: p.Stats, Threads: len(workers)}
+	sum := &Summary{Timing: o.Timing.String(), Speed: o.Speed, Target: b.Target(), Fold: p.Stats, Threads: len(workers),
+		ReplayerCPU: cpu, CPUs: runtime.NumCPU()}
 	if o.Timing == TimingThink {
 		sum.RoundTrip, sum.RoundTripSource = o.RoundTrip, o.RoundTripSource
 	}
@@ -291,6 +294,15 @@ func run(ctx context.Context, src Source, b Backend, sink Sink, o Options, procs
 		return sum, planErr
 	}
 	return sum, ctx.Err()
+}
+
+// processCPU returns the CPU time (user and system) this process has used.
+func processCPU() time.Duration {
+	var ru unix.Rusage
+	if unix.Getrusage(unix.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // defaults fills in the options left zero.
