@@ -208,9 +208,13 @@
 //	dep_wait_ns   time threads waited for other threads' ops
 //	round_trip_ns, think_cut_ns, think_wait_ns: think mode's recording round trip per
 //	              request, the recorded think time not waited for, the think time waited
+//	round_trip_source  where round_trip_ns came from: the recorder's measurement (while
+//	              the job ran, or before it), the path-walk estimate, or --round-trip
 //	behind        ops due more than 1 ms before their thread's previous op returned
 //	recorded_span_ns, replay_span_ns, recorded_io_ns, replay_io_ns: first op start to last
 //	              op end, and summed op latencies, on each side
+//	replayer_cpu_ns, replayer_cpu_share, cpus: CPU time the replaying process used, its
+//	              share of one CPU over replay_span_ns, and the machine's CPUs
 //	examples[], backend_examples[]   the first divergences and backend differences
 //	causes[]      root causes of divergence cascades: the first failure on each file and
 //	              the divergences after it: {what, backend (a backend difference),
