@@ -32,8 +32,8 @@ const rttProbeCommand = "__rtt-probe"
 // Probe sizes: lookups per calibration before the job, and per sample while it runs.
 const (
 	probeCalibration = 200
-	probeSample      = 25
-	probeInterval    = time.Second
+	probeSample      = 16
+	probeInterval    = 250 * time.Millisecond
 	probeStartWait   = 10 * time.Second // the calibration's answer, at most
 )
 
