@@ -244,6 +244,15 @@ func (s *Server) Cost() CostCounters {
 	return s.tracer.counters.snapshot()
 }
 
+// Probes returns how many lookups of Options.ProbeName the layer answered, and the time it
+// spent handling them in all.
+func (s *Server) Probes() (n uint64, handling time.Duration) {
+	if s.tracer == nil {
+		return 0, 0
+	}
+	return s.tracer.probeN.Load(), time.Duration(s.tracer.probeDur.Load())
+}
+
 // CostByOp returns, per operation, the requests served and the layer's own work on them
 // (see CostCounters.Self); nil unless mounted with Options.CostByOp.
 func (s *Server) CostByOp() map[trace.Op]OpCost {

@@ -66,6 +66,11 @@ type Options struct {
 	// itself has a long tail, a request preempted mid-way, which a sample of one operation
 	// magnifies): three more clock reads and two atomic adds per request.
 	CostByOp bool
+	// ProbeName is a name in the mount's root (one the backend does not hold) whose
+	// lookups the layer answers itself with ENOENT, unrecorded, timing its own handling
+	// (Server.Probes): a process outside the job times lookups of it to measure the
+	// layer's round trip (the recorder's calibration). Empty: none.
+	ProbeName string
 }
 
 func (o Options) withDefaults() (Options, error) {

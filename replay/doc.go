@@ -106,8 +106,9 @@
 //     completed, plus the recorded think time (this op's start minus the predecessor's
 //     end), divided by the speed. The think time leaves out what the recording layer
 //     added to the gap: the requests folded into the op (path-walk lookups, probes) and
-//     one round trip of the layer per request (Options.RoundTrip; the command estimates
-//     it from the trace, see roundtrip.go), because the target charges its own to the
+//     one round trip of the layer per request (Options.RoundTrip: the recorder's
+//     measurement against its mount when the trace has one, else an estimate from the
+//     trace's path walks; see roundtrip.go), because the target charges its own to the
 //     replayed call. An op whose gap holds ops of a descendant process (a shell waiting
 //     for its command) is due after that descendant's last such op completes, plus the
 //     recorded time between them (children.go). A thread's first op is due at its
@@ -207,9 +208,13 @@
 //	dep_wait_ns   time threads waited for other threads' ops
 //	round_trip_ns, think_cut_ns, think_wait_ns: think mode's recording round trip per
 //	              request, the recorded think time not waited for, the think time waited
+//	round_trip_source  where round_trip_ns came from: the recorder's measurement (while
+//	              the job ran, or before it), the path-walk estimate, or --round-trip
 //	behind        ops due more than 1 ms before their thread's previous op returned
 //	recorded_span_ns, replay_span_ns, recorded_io_ns, replay_io_ns: first op start to last
 //	              op end, and summed op latencies, on each side
+//	replayer_cpu_ns, replayer_cpu_share, cpus: CPU time the replaying process used, its
+//	              share of one CPU over replay_span_ns, and the machine's CPUs
 //	examples[], backend_examples[]   the first divergences and backend differences
 //	causes[]      root causes of divergence cascades: the first failure on each file and
 //	              the divergences after it: {what, backend (a backend difference),

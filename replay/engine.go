@@ -95,6 +95,8 @@ type Options struct {
 	// mode does not wait for it again (see roundtrip.go). 0: think times as recorded,
 	// without the folded requests.
 	RoundTrip time.Duration
+	// RoundTripSource says where RoundTrip comes from, for the summary.
+	RoundTripSource string
 	// ThinkSpin makes think mode keep the CPU busy through a thread's think time instead of
 	// sleeping, as the job's own computing did: the target then serves the replay under
 	// the CPU contention the recording had. Waits for child processes and threads' first
@@ -253,7 +255,9 @@ func run(ctx context.Context, src Source, b Backend, sink Sink, o Options, procs
 	defer stop()
 
 	p := newPlanner(src, o.Plan)
+	cpu0 := processCPU()
 	workers, lastRec, planErr := e.dispatch(p, src)
+	cpu := processCPU() - cpu0
 	if gate != nil && !e.arrived {
 		gate.leave()
 	}
@@ -265,9 +269,10 @@ func run(ctx context.Context, src Source, b Backend, sink Sink, o Options, procs
 			fb.f = nil
 		}
 	}
-	sum := &Summary{Timing: o.Timing.String(), Speed: o.Speed, Target: b.Target(), Fold: p.Stats, Threads: len(workers)}
+	sum := &Summary{Timing: o.Timing.String(), Speed: o.Speed, Target: b.Target(), Fold: p.Stats, Threads: len(workers),
+		ReplayerCPU: cpu, CPUs: runtime.NumCPU()}
 	if o.Timing == TimingThink {
-		sum.RoundTrip = o.RoundTrip
+		sum.RoundTrip, sum.RoundTripSource = o.RoundTrip, o.RoundTripSource
 	}
 	for _, w := range workers {
 		sum.add(&w.st)
@@ -289,6 +294,15 @@ func run(ctx context.Context, src Source, b Backend, sink Sink, o Options, procs
 		return sum, planErr
 	}
 	return sum, ctx.Err()
+}
+
+// processCPU returns the CPU time (user and system) this process has used.
+func processCPU() time.Duration {
+	var ru unix.Rusage
+	if unix.Getrusage(unix.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // defaults fills in the options left zero.

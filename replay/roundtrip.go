@@ -1,6 +1,7 @@
 package replay
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/iotap/iotap/trace"
@@ -12,8 +13,10 @@ import (
 // plus the layer's round trip: the kernel hands the request to the daemon, the daemon's
 // reply wakes the caller. A target reached natively has no such cost, and a target that is
 // itself a FUSE mount charges its own round trips to the replayed call's latency; either
-// way think mode must not wait for the recorded ones again. The planner estimates the
-// round trip from the trace itself: a successful LOOKUP is followed by the kernel's next
+// way think mode must not wait for the recorded ones again. The recorder measures the
+// round trip against its mount, before the job and while it runs (trace.RoundTrip, in the
+// footer); State.AutoRoundTrip prefers that. For a trace without it, the planner estimates
+// the round trip from the trace itself: a successful LOOKUP is followed by the kernel's next
 // request of the same path walk (the next component, or the open/getattr that the walk
 // was for) with no application code in between, so the gap after it is one round trip.
 // The estimate is the median of those gaps under 1 ms.
@@ -79,4 +82,28 @@ func recordedThroughFUSE(h *trace.Header) bool {
 // layer's round trip for each request it stands for.
 func thinkAfter(op *replayOp, rtt int64) int64 {
 	return max(op.Think-op.FoldDur-int64(op.Reqs)*rtt, 0)
+}
+
+// RoundTripChoice is the round trip think mode takes out of the recorded gaps, and where
+// it comes from.
+type RoundTripChoice struct {
+	RoundTrip time.Duration
+	// Source: "measured while the job ran" or "measured before the job" (the recorder's
+	// probe, trace.RoundTrip), "estimated from N path-walk gaps", or "" for none.
+	Source string
+}
+
+// AutoRoundTrip chooses the round trip for --round-trip auto: the one the recorder
+// measured while the job ran, else its calibration before the job, else the estimate from
+// the trace's path walks.
+func (st *State) AutoRoundTrip() RoundTripChoice {
+	switch {
+	case st.Measured.Run > 0:
+		return RoundTripChoice{st.Measured.Run, fmt.Sprintf("measured by the recorder while the job ran, median of %d samples", st.Measured.Samples)}
+	case st.Measured.Start > 0:
+		return RoundTripChoice{st.Measured.Start, "measured by the recorder before the job"}
+	case st.RoundTrip > 0:
+		return RoundTripChoice{st.RoundTrip, fmt.Sprintf("estimated from the median of %d path-walk gaps", st.RoundTripSamples)}
+	}
+	return RoundTripChoice{}
 }

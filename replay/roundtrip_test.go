@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -262,6 +263,14 @@ func TestThinkSpin(t *testing.T) {
 			t.Errorf("spin %v: think time waited %v, want %v", spin, sum.ThinkWait, want)
 		}
 		checkSchedule(t, sum, 0)
+		// The summary states the replayer's own CPU beside the prediction: spinning
+		// through 380 ms takes CPU time, whatever share of a CPU the machine gave it.
+		var text strings.Builder
+		sum.Print(&text)
+		if spin && (sum.ReplayerCPU <= 0 || sum.ReplayerCPUShare <= 0 || sum.CPUs < 1 ||
+			!strings.Contains(text.String(), "% of one CPU over the replay")) {
+			t.Errorf("replayer CPU %v (share %.2f of %d CPUs) not stated:\n%s", sum.ReplayerCPU, sum.ReplayerCPUShare, sum.CPUs, text.String())
+		}
 		if spin && run < sum.ThinkWait*8/10 {
 			t.Errorf("spinning replay: a thread runnable %v at most, think time %v", run, sum.ThinkWait)
 		}

@@ -40,9 +40,12 @@ type State struct {
 	Ops                   uint64 // replay ops the trace plans (for progress)
 	// RoundTrip is the recording layer's estimated round trip per request (0: not a FUSE
 	// recording, or too few samples), from RoundTripSamples path-walk gaps. Pass it to
-	// Options.RoundTrip.
+	// Options.RoundTrip, or Measured when there is one.
 	RoundTrip        time.Duration
 	RoundTripSamples uint64
+	// Measured is the round trip the recorder measured against its mount (the trace's
+	// footer; zero when it was not measured, or the trace has no footer).
+	Measured trace.RoundTrip
 }
 
 // Problem is an op whose recorded outcome the starting state cannot reproduce, or (Seq 0)
@@ -480,6 +483,11 @@ func DeriveState(src Source, po PlanOptions) (*State, error) {
 	}
 	m.estimateListings(known)
 	st := &State{Ops: ops, RoundTrip: rtt, RoundTripSamples: rttN}
+	if fs, ok := src.(interface{ Footer() (*trace.Footer, bool) }); ok && recordedThroughFUSE(src.Header()) {
+		if f, ok := fs.Footer(); ok {
+			st.Measured = f.RoundTrip
+		}
+	}
 	for _, e := range m.initial {
 		if e.Name == "" {
 			continue

@@ -154,6 +154,8 @@ type Summary struct {
 	// (those round trips and the folded requests' own time).
 	RoundTrip time.Duration `json:"round_trip_ns"`
 	ThinkCut  time.Duration `json:"think_cut_ns"`
+	// RoundTripSource says where RoundTrip came from (Options.RoundTripSource).
+	RoundTripSource string `json:"round_trip_source,omitempty"`
 	// ThinkWait is the think time the schedule made threads wait in all (think mode: the
 	// recorded gaps less ThinkCut, divided by the speed). With LagTotal and ReplayIO it
 	// accounts for a single thread's span: span = ThinkWait + LagTotal + ReplayIO, give or
@@ -168,6 +170,13 @@ type Summary struct {
 	ReplaySpan   time.Duration `json:"replay_span_ns"`
 	RecordedIO   time.Duration `json:"recorded_io_ns"` // summed op latencies
 	ReplayIO     time.Duration `json:"replay_io_ns"`
+	// ReplayerCPU is the CPU time (user and system) the replaying process used during the
+	// run; ReplayerCPUShare is it over ReplaySpan (1 = one CPU busy throughout), on a
+	// machine of CPUs. On a target reached through a local client (a FUSE daemon), the
+	// client competes for the same CPUs.
+	ReplayerCPU      time.Duration `json:"replayer_cpu_ns"`
+	ReplayerCPUShare float64       `json:"replayer_cpu_share"`
+	CPUs             int           `json:"cpus"`
 
 	Examples []string `json:"examples"` // first divergences that are causes of their own (see Causes)
 	// Causes are the first failures on each file (divergences, and backend differences
@@ -298,6 +307,9 @@ func (s *Summary) finish() {
 	}
 	s.Ops = ops
 	s.Escapes += s.Fold.Escapes
+	if s.ReplaySpan > 0 {
+		s.ReplayerCPUShare = float64(s.ReplayerCPU) / float64(s.ReplaySpan)
+	}
 	s.LagSamples = s.lag.n
 	s.LagP50, s.LagP99 = s.lag.quantile(0.5), s.lag.quantile(0.99)
 	s.LagMax = time.Duration(s.lag.max)
@@ -326,10 +338,6 @@ func (s *Summary) Print(w io.Writer) {
 	if s.Escapes > 0 || s.Fold.Unknown > 0 {
 		_, _ = fmt.Fprintf(w, "  refused  %d ops whose path leaves the root, %d with an unknown path\n", s.Escapes, s.Fold.Unknown)
 	}
-	if s.LagSamples > 0 {
-		_, _ = fmt.Fprintf(w, "  lag      issue lag p50 %v p99 %v max %v, %d ops >1ms late; waited %v on other threads\n",
-			s.LagP50, s.LagP99, s.LagMax, s.LateOver1ms, s.DepWait.Round(time.Microsecond))
-	}
 	if s.Overlapped > 0 {
 		_, _ = fmt.Fprintf(w, "  depth    %d ops overlapped earlier ops of their thread (recorded queue depth up to %d), issued while those ran\n",
 			s.Overlapped, s.MaxQueueDepth)
@@ -338,12 +346,17 @@ func (s *Summary) Print(w io.Writer) {
 		_, _ = fmt.Fprintf(w, "  behind   %d ops were due more than 1 ms before their thread's previous op returned (target slower than recorded)\n", s.Behind)
 	}
 	if s.ThinkCut > 0 {
-		_, _ = fmt.Fprintf(w, "  think    %v of recorded gaps not waited for: folded requests and the recording layer's round trip (%v per request)\n",
-			s.ThinkCut.Round(time.Microsecond), s.RoundTrip)
+		src := ""
+		if s.RoundTripSource != "" {
+			src = ", " + s.RoundTripSource
+		}
+		_, _ = fmt.Fprintf(w, "  think    %v of recorded gaps not waited for: folded requests and the recording layer's round trip (%v per request%s); %v waited\n",
+			s.ThinkCut.Round(time.Microsecond), s.RoundTrip, src, s.ThinkWait.Round(time.Microsecond))
 	}
 	_, _ = fmt.Fprintf(w, "  runtime  replay %v vs recorded %v (%+.1f%%); summed op time %v vs %v (%+.1f%%)\n",
 		s.ReplaySpan.Round(time.Microsecond), s.RecordedSpan.Round(time.Microsecond), pct(s.ReplaySpan, s.RecordedSpan),
 		s.ReplayIO.Round(time.Microsecond), s.RecordedIO.Round(time.Microsecond), pct(s.ReplayIO, s.RecordedIO))
+	s.printReplayer(w)
 	if s.Divergences > 0 || s.SkippedOps > 0 {
 		var parts []string
 		for _, o := range s.Ops {
@@ -381,6 +394,24 @@ func (s *Summary) Print(w io.Writer) {
 	}
 	if s.Bottleneck != "" {
 		_, _ = fmt.Fprintf(w, "  WARNING  replayer was the bottleneck: %s\n", s.Bottleneck)
+	}
+}
+
+// printReplayer states, beside the prediction, how well the replayer kept its schedule
+// and how much CPU it took: a prediction made by a replayer that lagged, or that competed
+// for the CPUs with the target's client, says so.
+func (s *Summary) printReplayer(w io.Writer) {
+	var parts []string
+	if s.LagSamples > 0 {
+		parts = append(parts, fmt.Sprintf("issue lag p50 %v p99 %v max %v, %d ops >1ms late; waited %v on other threads",
+			s.LagP50, s.LagP99, s.LagMax, s.LateOver1ms, s.DepWait.Round(time.Microsecond)))
+	}
+	if s.ReplayerCPU > 0 && s.ReplaySpan > 0 {
+		parts = append(parts, fmt.Sprintf("CPU %v, %.0f%% of one CPU over the replay (%d CPUs)",
+			s.ReplayerCPU.Round(time.Millisecond), 100*s.ReplayerCPUShare, s.CPUs))
+	}
+	if len(parts) > 0 {
+		_, _ = fmt.Fprintf(w, "  replayer %s\n", strings.Join(parts, "; "))
 	}
 }
 

@@ -92,9 +92,11 @@
 // Then, absent from footers written before they existed (read as zero), the cost of
 // recording: EncodeCPU varint (ns of CPU the encoder used); the layer's Requests uvarint,
 // InLayer varint (ns), Self varint (ns), Threads uvarint and Resolve varint (ns), see
-// LayerCost. Then, only when a write of the trace failed: Lost uvarint (events lost with
-// it, counted in Dropped too) and WriteError string. Bytes after the last field are
-// ignored.
+// LayerCost. Then, when a write of the trace failed or a round trip follows: Lost uvarint
+// (events lost with it, counted in Dropped too) and WriteError string (0 and "" when no
+// write failed). Then, when the recorder measured the layer's round trip: RoundTrip.Start
+// varint (ns), RoundTrip.Run varint (ns), RoundTrip.Samples uvarint, see RoundTrip. Bytes
+// after the last field are ignored.
 //
 // # Side tables
 //

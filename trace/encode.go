@@ -223,9 +223,15 @@ func appendFooter(dst []byte, f *Footer) []byte {
 	dst = binary.AppendVarint(dst, int64(f.Layer.Self))
 	dst = binary.AppendUvarint(dst, f.Layer.Threads)
 	dst = binary.AppendVarint(dst, int64(f.Layer.Resolve))
-	if f.Lost != 0 || f.WriteError != "" {
+	rt := f.RoundTrip != RoundTrip{}
+	if f.Lost != 0 || f.WriteError != "" || rt {
 		dst = binary.AppendUvarint(dst, f.Lost)
 		dst = appendString(dst, f.WriteError)
+	}
+	if rt {
+		dst = binary.AppendVarint(dst, int64(f.RoundTrip.Start))
+		dst = binary.AppendVarint(dst, int64(f.RoundTrip.Run))
+		dst = binary.AppendUvarint(dst, f.RoundTrip.Samples)
 	}
 	return dst
 }
@@ -255,6 +261,11 @@ func decodeFooter(b []byte, f *Footer) error {
 	if len(d.b) > 0 { // a failed write, absent from older footers and clean traces
 		f.Lost = d.uvarint()
 		f.WriteError = d.str()
+	}
+	if len(d.b) > 0 { // the measured round trip, absent from older footers
+		f.RoundTrip.Start = time.Duration(d.varint())
+		f.RoundTrip.Run = time.Duration(d.varint())
+		f.RoundTrip.Samples = d.uvarint()
 	}
 	return d.err
 }

@@ -99,6 +99,22 @@ type Footer struct {
 	// existed.
 	Lost       uint64
 	WriteError string
+
+	// RoundTrip is the recording layer's round trip per request, measured against the
+	// mount by the recorder; zero when not measured, and in traces written before it
+	// existed.
+	RoundTrip RoundTrip
+}
+
+// RoundTrip is the recording layer's round trip per request as a caller sees it: a probe
+// process outside the job times system calls that cross the mount (each one request the
+// layer answers itself, unrecorded), less the layer's time in its handler. It is what a
+// FUSE recording adds to the gap between two requests of a thread, and what replay's think
+// mode leaves out (replay.Options.RoundTrip).
+type RoundTrip struct {
+	Start   time.Duration // median of the calibration before the job started
+	Run     time.Duration // median of the samples taken while the job ran (0: none)
+	Samples uint64        // samples taken while the job ran
 }
 
 // LayerCost is the recording layer's measurement of its own cost in the mount: how much

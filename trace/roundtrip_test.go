@@ -602,6 +602,48 @@ func TestFooterWithoutCost(t *testing.T) {
 	}
 }
 
+// TestFooterRoundTrip: the measured round trip reads back, with or without a failed
+// write before it; a footer without it (clean, or written before it existed) reads zero.
+func TestFooterRoundTrip(t *testing.T) {
+	rt := RoundTrip{Start: 21500, Run: 48250, Samples: 17}
+	for _, tc := range []struct {
+		name string
+		f    Footer
+	}{
+		{"clean", Footer{Events: 3, OpCounts: []uint64{0, 3}, RoundTrip: rt}},
+		{"after a failed write", Footer{Events: 3, Lost: 2, WriteError: "disk full", RoundTrip: rt}},
+		{"none", Footer{Events: 3}},
+		{"failed write, none", Footer{Events: 3, Lost: 2, WriteError: "disk full"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.f.WallClose = time.Unix(1, 0).UTC()
+			var got Footer
+			if err := decodeFooter(appendFooter(nil, &tc.f), &got); err != nil || got.RoundTrip != tc.f.RoundTrip ||
+				got.Lost != tc.f.Lost || got.WriteError != tc.f.WriteError || got.Events != 3 {
+				t.Errorf("footer %+v read as %+v, %v", tc.f, got, err)
+			}
+		})
+	}
+	// A writer's footer carries what SetRoundTrip set.
+	var buf bytes.Buffer
+	w, err := NewWriter(&buf, Header{}, WriterOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.SetRoundTrip(rt)
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	r, err := NewReader(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	readAll(t, r)
+	if f, ok := r.Footer(); !ok || f.RoundTrip != rt {
+		t.Errorf("footer %+v (%v), want round trip %+v", f, ok, rt)
+	}
+}
+
 // TestThreadlessOrder: events without a thread (the kernel's own, such as FORGET) share one
 // shard, so they are written in the order they were appended.
 func TestThreadlessOrder(t *testing.T) {

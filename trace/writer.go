@@ -94,6 +94,7 @@ type Writer struct {
 
 	sideMu    sync.Mutex // guards pendProcs, pendFiles, pendSamples, layer
 	layer     LayerCost
+	roundTrip RoundTrip
 	encodeCPU atomic.Int64 // ns, set with the footer
 	pendProcs []Process
 	pendFiles []File
@@ -412,6 +413,14 @@ func (w *Writer) SetLayerCost(c LayerCost) {
 	w.sideMu.Unlock()
 }
 
+// SetRoundTrip records the recording layer's measured round trip for the footer. Call it
+// before Close.
+func (w *Writer) SetRoundTrip(rt RoundTrip) {
+	w.sideMu.Lock()
+	w.roundTrip = rt
+	w.sideMu.Unlock()
+}
+
 // CountError counts a recording failure other than a drop; the footer reports it.
 func (w *Writer) CountError() { w.errors.Add(1) }
 
@@ -648,7 +657,7 @@ func (w *Writer) writeFooter() {
 		}
 	}
 	w.sideMu.Lock()
-	f.Layer = w.layer
+	f.Layer, f.RoundTrip = w.layer, w.roundTrip
 	w.sideMu.Unlock()
 	last := 0
 	for i, c := range w.opCounts {

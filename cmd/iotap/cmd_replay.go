@@ -84,7 +84,7 @@ func (o *replayOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.Timing, "timing", "think", "timing `mode`: think (previous op done + recorded think time), original (recorded start times), afap")
 	fs.Float64Var(&o.Speed, "speed", 1, "scale think times and start offsets by 1/`x` (2 = twice as fast)")
 	fs.StringVar(&o.ThinkCPU, "think-cpu", "sleep", "think mode: what a thread does during its think time: sleep, or spin (keep a CPU busy as the job's computing did, so the target is measured under the same CPU contention; costs a CPU per thinking thread)")
-	fs.StringVar(&o.RoundTrip, "round-trip", "auto", "think mode: the recording layer's round trip per request, not waited for again (`auto`: estimated from the trace's path walks; a duration such as 30us; 0: none)")
+	fs.StringVar(&o.RoundTrip, "round-trip", "auto", "think mode: the recording layer's round trip per request, not waited for again (`auto`: the one the recorder measured while the job ran, else before it, else estimated from the trace's path walks; a duration such as 30us; 0: none)")
 	fs.StringVar(&o.OnDiverge, "on-diverge", "warn", "`policy` for a result (errno, byte count) that differs from the trace: ignore (count them), warn (count them and log the first ten) or abort (stop at the first). A replay that ran to the end exits 0 under ignore and warn, its divergences counted in the summary and the .json; abort exits 1. ENOTSUP/ENOSYS on one side only (target or recorded storage) is counted as a backend difference, not a divergence")
 	fs.StringVar(&o.Prepare, "prepare", "auto", "starting state `mode`: auto (create it before each run), skip (the target already holds it), only (create it and stop)")
 	fs.StringVar(&o.Fill, "fill", "zero", "`kind` of data in prepared files and replayed writes: zero or random")
@@ -162,11 +162,16 @@ func runReplay(ctx context.Context, e *env, o *replayOptions, args []string) err
 	}
 	_, _ = fmt.Fprintf(e.stdout, "starting state: %d directories, %d files (%s), %d symlinks; %d replay ops\n",
 		st.Dirs, st.Files, format.Bytes(uint64(st.Bytes)), st.Symlinks, st.Ops)
-	if o.RoundTrip == "auto" {
-		ro.RoundTrip = st.RoundTrip
-		if ro.Timing == replay.TimingThink && st.RoundTrip > 0 {
-			_, _ = fmt.Fprintf(e.stdout, "recording layer round trip: %v per request (median of %d path-walk gaps), not waited for again\n",
-				st.RoundTrip, st.RoundTripSamples)
+	if ro.Timing == replay.TimingThink {
+		if o.RoundTrip == "auto" {
+			c := st.AutoRoundTrip()
+			ro.RoundTrip, ro.RoundTripSource = c.RoundTrip, c.Source
+		} else {
+			ro.RoundTripSource = "--round-trip"
+		}
+		if ro.RoundTrip > 0 {
+			_, _ = fmt.Fprintf(e.stdout, "recording layer round trip: %v per request (%s), not waited for again\n",
+				ro.RoundTrip, ro.RoundTripSource)
 		}
 	}
 	if o.DryRun {

@@ -58,7 +58,7 @@ func commandList() []*command {
 	var all []*command
 	for _, cs := range [][]*command{
 		recordCommands(), mountCommands(), reportCommands(), compareCommands(),
-		replayCommands(), infoCommands(), exportCommands(),
+		replayCommands(), infoCommands(), exportCommands(), probeCommands(),
 	} {
 		all = append(all, cs...)
 	}

@@ -32,6 +32,7 @@ type session struct {
 	started time.Time
 	e       *env
 	sampler *procsample.Sampler // nil when not sampling
+	rt      trace.RoundTrip     // the layer's round trip, when measured
 }
 
 // openSession writes the header, creates the trace and mounts the layer. In place, it
@@ -54,6 +55,9 @@ func openSession(e *env, spec *recordSpec) (*session, error) {
 	}
 	o := spec.fuseOptions(e)
 	h.FUSE = o.TraceOptions()
+	if spec.Kind == "record" {
+		o.ProbeName = probeName()
+	}
 	if spec.InPlace {
 		// Hold the real directory before covering it (fusefs also opens it by descriptor).
 		if err := os.Chdir(spec.Target); err != nil {
@@ -159,6 +163,10 @@ func (s *session) close(outcome string) error {
 	writeSummary(s.e.stderr, snap, elapsed, st, cost, s.spec.Output, outcome)
 	_, _, rd, wr := snap.Totals()
 	writeSampleSummary(s.e.stderr, sums, rd+wr, "recorder")
+	if s.rt.Start > 0 {
+		_, _ = fmt.Fprintf(s.e.stderr, "  layer round trip %v per request before the job, %v while it ran (median of %d samples)\n",
+			s.rt.Start.Round(10*time.Nanosecond), s.rt.Run.Round(10*time.Nanosecond), s.rt.Samples)
+	}
 	switch {
 	case err != nil && st.Lost > 0:
 		return fmt.Errorf("trace incomplete: %w: the %d events after the last chunk written whole were lost (the trace holds the first %d, and says so in its footer)",
@@ -188,6 +196,21 @@ func serve(ctx context.Context, e *env, spec *recordSpec) error {
 	// requests come after its exec and are attributed to the job's program.
 	// Then step back out (through a descriptor: in place, the old directory is covered), so
 	// that iotap itself does not keep the mount busy.
+	var probe *rttProbe
+	if spec.Kind == "record" {
+		// The layer's round trip, measured before the job and sampled while it runs; a
+		// replay's think mode leaves it out of the recorded gaps.
+		if probe, err = startProbe(spec.MountPoint); err != nil {
+			e.log.Warn("the recording layer's round trip is not measured", "err", err)
+		}
+	}
+	stopProbe := func() {
+		if probe != nil {
+			s.rt = probe.stop(s.srv)
+			s.w.SetRoundTrip(s.rt)
+			probe = nil
+		}
+	}
 	jobDir := spec.Dir
 	back, berr := os.Open(".")
 	if berr == nil {
@@ -206,6 +229,7 @@ func serve(ctx context.Context, e *env, spec *recordSpec) error {
 		}
 	}
 	if err != nil {
+		stopProbe()
 		close(stopLive)
 		s.unmount()
 		code := 1
@@ -221,6 +245,7 @@ func serve(ctx context.Context, e *env, spec *recordSpec) error {
 	stop := job.Forward(cmd.Process)
 	code, werr := job.Wait(cmd)
 	stop()
+	stopProbe()
 	close(stopLive)
 	s.unmount()
 	cerr := s.close("job " + job.Describe(cmd.ProcessState))

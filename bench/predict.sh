@@ -1,0 +1,141 @@
+#!/usr/bin/env bash
+# predict.sh: does a replay predict how a job does on other storage? For three real jobs
+# (the demo's samtools pipeline, a dd/cp/tar job, a sqlite3 job) and three backends (a
+# local directory, s3fs and an rclone mount, both over a local S3 server on 127.0.0.1),
+# each run:
+#   - records the job on the local directory (iotap record): the trace replays predict from;
+#   - runs the job itself on every backend, once under iotap record (its trace gives the
+#     real job I/O time: summed system call time) and once without iotap (the real runtime);
+#   - replays the local recording onto every backend in think mode (the prediction).
+# It prints, per job and backend, the medians over the runs of the predicted and the real
+# job I/O time and runtime, and the prediction's error in %. The local row is the A/A
+# check (goal 5 %), the others the cross-backend prediction (goal 15 %).
+#
+# Usage: bench/predict.sh            (RUNS=5 by default; RUNS=3 for a quicker run)
+# Environment: RUNS (5), WORK (/var/tmp/iotap-predict, on the local file system),
+#   READS (genomics job size, 10000), JOBS (genomics,ddcp,sqlite), BACKENDS (local,s3fs,rclone),
+#   REPLAY_ARGS (extra iotap replay flags).
+# Needs: root, go, python3, jq, s3fs, rclone, samtools, sqlite3, tar, awk.
+set -euo pipefail
+
+RUNS=${RUNS:-5}
+WORK=${WORK:-/var/tmp/iotap-predict}
+READS=${READS:-10000}
+JOBS=${JOBS:-genomics,ddcp,sqlite}
+BACKENDS=${BACKENDS:-local,s3fs,rclone}
+REPLAY_ARGS=${REPLAY_ARGS:-}
+REPO=$(cd "$(dirname "$0")/.." && pwd)
+
+for p in jq python3 s3fs rclone samtools sqlite3 tar awk; do
+  command -v "$p" >/dev/null || { echo "predict: $p is not installed" >&2; exit 2; }
+done
+[ "$(id -u)" = 0 ] || { echo "predict: run as root (in-place recording, FUSE mounts)" >&2; exit 2; }
+
+cleanup() {
+  for m in "$WORK/mnt/s3fs" "$WORK/mnt/rclone"; do
+    if grep -q " $m " /proc/mounts 2>/dev/null; then fusermount3 -u "$m" 2>/dev/null || umount -l "$m" || true; fi
+  done
+  [ -n "${FAKES3_PID:-}" ] && kill "$FAKES3_PID" 2>/dev/null || true
+}
+trap cleanup EXIT
+cleanup
+rm -rf "$WORK"; mkdir -p "$WORK"/{bin,mnt/s3fs,mnt/rclone,local,s3fs-tmp,rclone-cache,out}
+(cd "$REPO" && go build -o "$WORK/bin/iotap" ./cmd/iotap && go build -o "$WORK/bin/fakes3" ./internal/cmd/fakes3)
+IOTAP=$WORK/bin/iotap
+
+# The S3 server, and both clients over it (one bucket each).
+"$WORK/bin/fakes3" -bucket s3fs -bucket rclone -url-file "$WORK/url" >"$WORK/fakes3.log" 2>&1 &
+FAKES3_PID=$!
+for _ in $(seq 100); do [ -s "$WORK/url" ] && break; sleep 0.1; done
+URL=$(cat "$WORK/url")
+printf 'iotap:iotap-secret\n' >"$WORK/passwd-s3fs"; chmod 600 "$WORK/passwd-s3fs"
+env -u AWS_CA_BUNDLE s3fs s3fs "$WORK/mnt/s3fs" -o "url=$URL,use_path_request_style,passwd_file=$WORK/passwd-s3fs,tmpdir=$WORK/s3fs-tmp"
+env -u AWS_CA_BUNDLE RCLONE_CONFIG_FAKE_TYPE=s3 RCLONE_CONFIG_FAKE_PROVIDER=Other RCLONE_CONFIG_FAKE_ENDPOINT="$URL" \
+  RCLONE_CONFIG_FAKE_ACCESS_KEY_ID=iotap RCLONE_CONFIG_FAKE_SECRET_ACCESS_KEY=iotap-secret RCLONE_CONFIG_FAKE_FORCE_PATH_STYLE=true \
+  rclone mount fake:rclone "$WORK/mnt/rclone" --vfs-cache-mode writes --cache-dir "$WORK/rclone-cache" --daemon
+for m in s3fs rclone; do
+  for _ in $(seq 100); do grep -q " $WORK/mnt/$m fuse" /proc/mounts && break; sleep 0.1; done
+  grep -q " $WORK/mnt/$m fuse" /proc/mounts || { echo "predict: $m did not mount" >&2; exit 1; }
+done
+dir_of() { case $1 in local) echo "$WORK/local" ;; *) echo "$WORK/mnt/$1" ;; esac; }
+
+# The jobs, run in the current directory with relative paths. tar's "file changed as we
+# read it" (exit 1) is a warning: rclone's mount reports a file's size and times as its
+# upload progresses.
+job_cmd() {
+  case $1 in
+    genomics) echo "WORKLOAD_READS=$READS sh $REPO/scripts/workload-genomics.sh >/dev/null" ;;
+    ddcp) echo 'dd if=/dev/urandom of=data bs=1M count=16 status=none && cp data copy && mkdir -p tree/a tree/b &&
+      for i in $(seq 1 40); do dd if=data of=tree/a/f$i bs=64k count=4 skip=$i status=none; done &&
+      cp copy tree/b/ && { tar --warning=no-file-changed -cf tree.tar tree || [ $? = 1 ]; } && mkdir x && tar xf tree.tar -C x && cat x/tree/a/* >/dev/null && rm -r tree x' ;;
+    sqlite) echo 'sqlite3 db.sqlite "create table t(id integer primary key, k text, v blob);" &&
+      for b in 1 2 3 4 5 6 7 8; do sqlite3 db.sqlite "begin; with recursive c(x) as (select 1 union all select x+1 from c where x<2500)
+        insert into t(k, v) select hex(randomblob(8)), randomblob(200) from c; commit;"; done &&
+      sqlite3 db.sqlite "create index tk on t(k); select count(*) from t where k like '"'"'A%'"'"';" >/dev/null &&
+      sqlite3 db.sqlite ".dump" >dump.sql' ;;
+    *) echo "predict: unknown job $1" >&2; exit 2 ;;
+  esac
+}
+now() { date +%s.%N; }
+fresh() { rm -rf "$1"; mkdir -p "$1"; }
+# summed op time and span of a trace, as replay counts them: an afap replay onto tmpfs.
+trace_times() {
+  local t=/dev/shm/iotap-predict-scratch
+  fresh "$t"
+  "$IOTAP" replay "$1" --target "$t" --timing afap -o "$1.afap" --sample-interval 0 >/dev/null 2>&1 || true
+  jq -r '[.recorded_io_ns, .recorded_span_ns] | @tsv' "$1.afap.t1.r1.json"
+  rm -rf "$t"
+}
+
+RES=$WORK/results.tsv; : >"$RES"
+IFS=, read -ra jobs <<<"$JOBS"
+IFS=, read -ra backends <<<"$BACKENDS"
+for run in $(seq "$RUNS"); do
+  for job in "${jobs[@]}"; do
+    cmd=$(job_cmd "$job")
+    rec=$WORK/out/$job.$run.local.iotap
+    d=$WORK/local/rec-$job-$run; fresh "$d"
+    (cd "$d" && "$IOTAP" record --target "$d" -o "$rec" -- sh -c "$cmd" >/dev/null 2>"$rec.log")
+    rm -rf "$d"
+    for b in "${backends[@]}"; do
+      base=$(dir_of "$b")
+      # The job itself: runtime without iotap, job I/O time under iotap record.
+      d=$base/native-$job-$run; fresh "$d"; sync
+      t0=$(now); (cd "$d" && sh -c "$cmd"); t1=$(now)
+      rm -rf "$d"
+      real=$WORK/out/$job.$run.$b.iotap
+      d=$base/real-$job-$run; fresh "$d"; sync
+      (cd "$d" && "$IOTAP" record --target "$d" -o "$real" -- sh -c "$cmd" >/dev/null 2>"$real.log")
+      rm -rf "$d"
+      read -r rio rspan < <(trace_times "$real")
+      # The prediction: the local recording replayed onto the backend.
+      d=$base/replay-$job-$run; fresh "$d"; sync
+      # shellcheck disable=SC2086 # REPLAY_ARGS holds several flags
+      "$IOTAP" replay "$rec" --target "$d" -o "$WORK/out/$job.$run.$b.replay" --sample-interval 0 $REPLAY_ARGS >"$WORK/out/$job.$run.$b.replay.log" 2>&1
+      rm -rf "$d"
+      jq -r --arg job "$job" --arg b "$b" --arg run "$run" --arg wall "$(python3 -c "print($t1-$t0)")" --arg rio "$rio" --arg rspan "$rspan" \
+        '[$job, $b, $run, .replay_io_ns, .replay_span_ns, .recorded_io_ns, .recorded_span_ns, $rio, $rspan, $wall, .divergences, .fallbacks, .round_trip_ns, .lag_p99_ns, .replayer_cpu_share] | @tsv' \
+        "$WORK/out/$job.$run.$b.replay.t1.r1.json" >>"$RES"
+    done
+  done
+done
+
+echo "bench/predict.sh, RUNS=$RUNS, $(date -u +%Y-%m-%d), kernel $(uname -r), $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg); local: $(stat -f -c %T "$WORK/local"); s3fs $(s3fs --version 2>&1 | head -1 | awk '{print $NF}'), rclone $(rclone version 2>/dev/null | head -1 | awk '{print $2}') --vfs-cache-mode writes, over gofakes3 on 127.0.0.1"
+python3 - "$RES" <<'PY'
+import sys, statistics as st
+from collections import defaultdict
+rows = defaultdict(list)
+for line in open(sys.argv[1]):
+    f = line.rstrip("\n").split("\t")
+    rows[(f[0], f[1])].append([float(x) for x in f[3:]])
+def err(p, r):
+    return 100 * (p - r) / r if r else float("nan")
+print("| job | backend | predicted I/O s | real I/O s | error | predicted runtime s | real runtime s | error | recorded runtime s | divergences | fallbacks | round trip µs | replayer lag p99 ms | replayer CPU |")
+print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+for (job, b), rs in rows.items():
+    m = lambda i: st.median(r[i] for r in rs)
+    pio, pspan, lio, lspan, rio, rspan, wall = (m(i) for i in range(7))
+    div, fb, rtt, lag, cpu = m(7), m(8), m(9), m(10), m(11)
+    print(f"| {job} | {b} | {pio/1e9:.3f} | {rio/1e9:.3f} | {err(pio, rio):+.1f} % | {pspan/1e9:.3f} | {wall:.3f} | {err(pspan/1e9, wall):+.1f} % "
+          f"| {lspan/1e9:.3f} | {div:.0f} | {fb:.0f} | {rtt/1e3:.1f} | {lag/1e6:.2f} | {100*cpu:.0f} % |")
+PY
