@@ -17,16 +17,17 @@ import (
 // is a part of the machine that a CI run must have. Each is the start of the skip's message.
 // (A skip under `if testing.Short()` is allowed too: the caller asked for a short run.)
 var notMachine = []string{
-	"backend cannot rename",       // the conformance suite's capability flags
-	"backend has no locks",        //
-	"set IOTAP_S3_TEST_URL",       // real S3 needs credentials the tests never have
-	"no cycle clock here",         // the CPU or the kernel's clock source
-	"padding is sized for 64-bit", // the platform
-	"MADV_FREE is Linux's",        //
-	"no LazyFree in",              // the kernel's version
-	"no /proc",                    //
-	"go list unavailable",         // the deps test runs where the go command is
-	"file size limit",             // a hard RLIMIT_FSIZE below what the test needs
+	"backend cannot rename",              // the conformance suite's capability flags
+	"backend has no locks",               //
+	"set IOTAP_S3_TEST_URL",              // real S3 needs credentials the tests never have
+	"no cycle clock here",                // the CPU or the kernel's clock source
+	"padding is sized for 64-bit",        // the platform
+	"MADV_FREE is Linux's",               //
+	"no LazyFree in",                     // the kernel's version
+	"no /proc",                           //
+	"no per-thread scheduler statistics", // the kernel's config (schedstat)
+	"go list unavailable",                // the deps test runs where the go command is
+	"file size limit",                    // a hard RLIMIT_FSIZE below what the test needs
 }
 
 // TestSkipsGoThroughTestenv finds every call of a Skip method in the repository's Go files
