@@ -92,9 +92,10 @@
 // Then, absent from footers written before they existed (read as zero), the cost of
 // recording: EncodeCPU varint (ns of CPU the encoder used); the layer's Requests uvarint,
 // InLayer varint (ns), Self varint (ns), Threads uvarint and Resolve varint (ns), see
-// LayerCost. Then, only when a write of the trace failed: Lost uvarint (events lost with
-// it, counted in Dropped too) and WriteError string. Bytes after the last field are
-// ignored.
+// LayerCost. Then, when a write of the trace failed or the attribution fields follow:
+// Lost uvarint (events lost with it, counted in Dropped too) and WriteError string. Then,
+// when the layer says how it attributed threads: flags uvarint (bit 0: Connector), Late
+// uvarint and Missing uvarint (see LayerCost). Bytes after the last field are ignored.
 //
 // # Side tables
 //

@@ -223,9 +223,19 @@ func appendFooter(dst []byte, f *Footer) []byte {
 	dst = binary.AppendVarint(dst, int64(f.Layer.Self))
 	dst = binary.AppendUvarint(dst, f.Layer.Threads)
 	dst = binary.AppendVarint(dst, int64(f.Layer.Resolve))
-	if f.Lost != 0 || f.WriteError != "" {
+	attr := f.Layer.Connector || f.Layer.Late != 0 || f.Layer.Missing != 0
+	if f.Lost != 0 || f.WriteError != "" || attr {
 		dst = binary.AppendUvarint(dst, f.Lost)
 		dst = appendString(dst, f.WriteError)
+	}
+	if attr {
+		var flags uint64
+		if f.Layer.Connector {
+			flags |= 1
+		}
+		dst = binary.AppendUvarint(dst, flags)
+		dst = binary.AppendUvarint(dst, f.Layer.Late)
+		dst = binary.AppendUvarint(dst, f.Layer.Missing)
 	}
 	return dst
 }
@@ -255,6 +265,11 @@ func decodeFooter(b []byte, f *Footer) error {
 	if len(d.b) > 0 { // a failed write, absent from older footers and clean traces
 		f.Lost = d.uvarint()
 		f.WriteError = d.str()
+	}
+	if len(d.b) > 0 { // how threads were attributed, absent from older footers
+		f.Layer.Connector = d.uvarint()&1 != 0
+		f.Layer.Late = d.uvarint()
+		f.Layer.Missing = d.uvarint()
 	}
 	return d.err
 }
