@@ -50,9 +50,7 @@ TARGETS=(native loopback "${MODES[@]}")
 if [ -n "$BEFORE" ]; then
   git -C "$REPO" worktree add --detach "$WORK/src-before" "$BEFORE" >/dev/null
   (cd "$WORK/src-before" && go build -o "$WORK/bin/iotap-before" ./cmd/iotap)
-  for m in "${MODES[@]}"; do
-    [ "$m" = meta ] || TARGETS+=("before-$m") # a mode the revision may not have
-  done
+  for m in "${MODES[@]}"; do TARGETS+=("before-$m"); done
 fi
 GENOMICS=$REPO/scripts/workload-genomics.sh
 head -c 4096 /dev/urandom >"$WORK/f4k"

@@ -53,7 +53,7 @@
 //
 // The layer times its own work (entry to the end of recording, less the bridge and the
 // backend call) on one request in 8, chosen by the kernel's request id, and scales the sums
-// to all requests; /proc lookups of new threads are timed on every request. Options.CostByOp
+// to all requests; /proc reads in requests' paths are timed on every request. Options.CostByOp
 // (benchmarks) times every request and keeps a median per operation.
 //
 // # Attribution
@@ -63,9 +63,9 @@
 // comm and exe from fork, exec, comm and exit events, and a request reads that table: new
 // threads and forked children cost no /proc read, a rename (prctl PR_SET_NAME) is seen at
 // once, and exited threads leave the table. The kernel does not send an exec'd program's name
-// and executable, so the resolver's goroutine reads them from /proc; when the program's first
-// request comes before that (a short process), that request reads them (comm and the exe
-// link, not the status file). Threads that existed before the mount are read from /proc by
+// and executable: the program's first request reads them (comm and the exe link, not the
+// status file; the program is alive then, where a short one may be gone by the time a
+// goroutine would read them). Threads that existed before the mount are read from /proc by
 // the resolver's goroutine after their first request ("late"; the event's pid is the thread's
 // own when it is a process's main thread, else 0 until the record arrives). The summary says
 // how many records were late or missing. Without the connector, the tracer resolves each

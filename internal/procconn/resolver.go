@@ -6,18 +6,20 @@
 // host's threads: fork events give a new thread its process, parent, name and executable
 // (inherited from the forking thread), comm events a new name, exit events remove the
 // thread (memory follows the live threads). An exec event leaves the name and executable
-// unknown: the kernel does not send them, so the resolver's goroutine reads them from /proc
-// (comm and the exe link) as soon as it runs. Threads that existed before the subscription
-// are unknown too; the goroutine reads them (status and exe) after their first use.
+// unknown (the kernel does not send them), and so does a fork by a thread the resolver does
+// not know. Threads that existed before the subscription are unknown too; the resolver's
+// goroutine reads them from /proc (status and exe) when they first fork, exec or make a
+// request.
 //
 // [Resolver.Use] is the call on a request's path. A hit in its direct-mapped cache is one
 // atomic load. A miss takes the lock, applies the events the socket holds (the kernel queues
 // a fork's event before the child runs and an exec's before the new program runs, so a
 // thread's request never overtakes them) and reads the table. It reads /proc in two cases
-// only: a program whose first request comes before the goroutine read it (a short process
-// may be gone by then; on a loaded machine with one P for Go code this is the common case
-// for exec'd programs) has its comm and exe link read there, and an unknown thread's comm
-// when a name filter ([Config.Keep]) must decide at once.
+// only: the first request of a program after its exec reads the program's comm and exe link
+// (two small reads; the program is alive, blocked in the request, where a read by the
+// goroutine could come after a short process is gone, and exec'd programs that never use the
+// mount are never read), and an unknown thread's comm is read when a name filter
+// ([Config.Keep]) must decide at once.
 //
 // Each identity of a thread that made a request (its process and name, which an exec or
 // a rename change) is handed to [Config.Report] once: at its first request when it is
@@ -411,25 +413,26 @@ func (r *Resolver) applyLocked(ev *Event) {
 		}
 		if p.known {
 			c.comm, c.exe, c.known = p.comm, p.exe, true
-		} else {
-			r.queueLocked(ev.Pid, c, false)
-		}
+		} // else read in its first request (Use), if it makes one
 		r.forgetLocked(ev.Pid)
 		r.m[ev.Pid] = c
 	case KindExec:
 		old := r.m[ev.Pid]
 		e := &entry{pid: ev.Tgid}
-		if old != nil {
-			e.ppid = old.ppid
-			// The new program's first requests may hit the old attribution in the cache:
-			// a used thread's new identity counts as used.
-			e.used, e.first = old.used, old.first
-		} else {
-			e.ppid = 0
-		}
 		r.forgetLocked(ev.Pid)
 		r.m[ev.Pid] = e
-		r.queueLocked(ev.Pid, e, old == nil)
+		switch {
+		case old == nil: // a thread of a process that existed before the subscription
+			r.queueLocked(ev.Pid, e, true)
+		case old.used:
+			// The new program's first requests may hit the old attribution in the cache
+			// before this event is applied: a used thread's new identity counts as used,
+			// and is read now rather than at a next request that may not come.
+			e.ppid, e.used, e.first = old.ppid, true, old.first
+			r.queueLocked(ev.Pid, e, false)
+		default: // read in its first request (Use), if it makes one
+			e.ppid = old.ppid
+		}
 	case KindComm:
 		e := r.m[ev.Pid]
 		if e == nil {
@@ -437,15 +440,13 @@ func (r *Resolver) applyLocked(ev *Event) {
 		}
 		n := *e
 		n.comm, n.queued, n.reported, n.keepSet, n.late = ev.Comm, false, false, false, false
-		if !e.known {
-			// the executable is still to be read (after an exec): the job reads both
-			n.known = false
-			r.queueLocked(ev.Pid, &n, false)
-		}
 		r.forgetLocked(ev.Pid)
 		r.m[ev.Pid] = &n
-		if n.used && n.known {
+		switch {
+		case n.known && n.used:
 			r.reportLocked(ev.Pid, &n)
+		case !n.known && (n.used || n.all):
+			r.queueLocked(ev.Pid, &n, n.all) // the executable is still to be read
 		}
 	case KindExit:
 		if _, ok := r.m[ev.Pid]; ok {
