@@ -53,15 +53,24 @@
 //
 // The layer times its own work (entry to the end of recording, less the bridge and the
 // backend call) on one request in 8, chosen by the kernel's request id, and scales the sums
-// to all requests; /proc lookups of new threads are timed on every request. Options.CostByOp
+// to all requests; /proc reads in requests' paths are timed on every request. Options.CostByOp
 // (benchmarks) times every request and keeps a median per operation.
 //
 // # Attribution
 //
-// The caller's pid in a FUSE request is a thread id. The tracer resolves it once per thread to
-// the thread group, parent, comm and exe (from /proc) and re-reads comm at most every 50 ms, so a
-// fork+exec is attributed to the new program quickly. RELEASE and RELEASEDIR (pid 0) are
-// attributed to the thread that opened the handle.
+// The caller's pid in a FUSE request is a thread id. When the kernel's proc connector can be
+// subscribed to (root, initial namespaces), package procconn keeps thread → process, parent,
+// comm and exe from fork, exec, comm and exit events, and a request reads that table: new
+// threads and forked children cost no /proc read, a rename (prctl PR_SET_NAME) is seen at
+// once, and exited threads leave the table. The kernel does not send an exec'd program's name
+// and executable: the program's first request reads them (comm and the exe link, not the
+// status file; the program is alive then, where a short one may be gone by the time a
+// goroutine would read them). Threads that existed before the mount are read from /proc by
+// the resolver's goroutine after their first request ("late"; the event's pid is the thread's
+// own when it is a process's main thread, else 0 until the record arrives). The summary says
+// how many records were late or missing. Without the connector, the tracer resolves each
+// thread from /proc in its first request and re-reads comm at most every 50 ms. RELEASE and
+// RELEASEDIR (pid 0) are attributed to the thread that opened the handle.
 //
 // # Errors
 //

@@ -91,12 +91,16 @@ func Mount(mountpoint, rootDir string, rec Recorder, o Options) (*Server, error)
 	s := &Server{rootFd: rootFd, mountpoint: mnt}
 	if rec != nil {
 		s.tracer = newTracer(raw, rec, o)
+		if err := s.tracer.startConn(); err != nil && o.Logger != nil {
+			o.Logger.Warn("fusefs: attributing requests from /proc, in their path", "err", err)
+		}
 		root.b.svc = new(svcTable)
 		s.tracer.svc = root.b.svc
 		raw = s.tracer
 	}
 	srv, err := fuse.NewServer(raw, mnt, &fo.MountOptions)
 	if err != nil {
+		s.closeConn()
 		_ = unix.Close(rootFd)
 		return nil, fmt.Errorf("fusefs: mount %s: %w", mnt, mountError(err))
 	}
@@ -104,6 +108,7 @@ func Mount(mountpoint, rootDir string, rec Recorder, o Options) (*Server, error)
 	go srv.Serve()
 	if err := srv.WaitMount(); err != nil {
 		_ = srv.Unmount()
+		s.closeConn()
 		_ = unix.Close(rootFd)
 		return nil, fmt.Errorf("fusefs: mount %s: %w", mnt, err)
 	}
@@ -229,9 +234,18 @@ func (s *Server) abort() {
 // releases the backend descriptor.
 func (s *Server) Wait() {
 	s.srv.Wait()
+	s.closeConn()
 	if s.rootFd >= 0 {
 		_ = unix.Close(s.rootFd)
 		s.rootFd = -1
+	}
+}
+
+// closeConn ends the proc connector's subscription; the threads it was still reading from
+// /proc are recorded first.
+func (s *Server) closeConn() {
+	if s.tracer != nil && s.tracer.conn != nil {
+		_ = s.tracer.conn.Close()
 	}
 }
 
@@ -241,7 +255,17 @@ func (s *Server) Cost() CostCounters {
 	if s.tracer == nil {
 		return CostCounters{}
 	}
-	return s.tracer.counters.snapshot()
+	c := s.tracer.counters.snapshot()
+	if r := s.tracer.conn; r != nil {
+		st := r.Stats()
+		c.Connector = true
+		c.Late, c.Missing, c.Overflows = st.Late, st.Missing, st.Overflows
+		c.Resolve += st.InPath
+		c.Self += st.InPath
+		c.InLayer += st.InPath
+		c.InPathReads = st.InPathReads
+	}
+	return c
 }
 
 // Probes returns how many lookups of Options.ProbeName the layer answered, and the time it

@@ -10,6 +10,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/iotap/iotap/internal/procconn"
 	"github.com/iotap/iotap/trace"
 )
 
@@ -38,11 +39,17 @@ type procSlot struct {
 	checked atomic.Int64
 }
 
-// proc returns the attribution of tid for request c, resolving it from /proc the first
-// time (and re-reading comm every commRecheck). Hits do not allocate. The returned comm is
-// empty on a cache hit. Time spent in /proc is added to c.slow and to the layer's Resolve.
+// proc returns the attribution of tid for request c. With the proc connector (conn) it
+// never reads /proc (but for a name filter meeting a thread it does not know yet); without
+// it, it resolves tid from /proc the first time (and re-reads comm every commRecheck).
+// Hits do not allocate. The returned comm is empty on a cache hit. Time spent in /proc is
+// added to c.slow and to the layer's Resolve.
 func (t *tracer) proc(tid uint32, c *span) procInfo {
 	at := c.s1
+	if t.conn != nil {
+		pid, keep := t.conn.Use(tid, at)
+		return procInfo{pid: pid, record: keep}
+	}
 	sl := &t.pcache[tid%procCacheSize]
 	if w := sl.word.Load(); uint32(w>>32) == tid && at-sl.checked.Load() < commRecheck {
 		return procInfo{pid: uint32(w) >> 1, record: w&1 != 0}
@@ -59,6 +66,27 @@ func (t *tracer) proc(tid uint32, c *span) procInfo {
 	sl.word.Store(w)
 	sl.checked.Store(p.checked)
 	return p
+}
+
+// startConn subscribes to the proc connector for the tracer's attributions; without it
+// (not root, a container) the tracer reads /proc for each new thread.
+func (t *tracer) startConn() error {
+	cfg := procconn.Config{Report: t.reportThread}
+	if t.comms {
+		cfg.Keep = t.commOK
+	}
+	r, err := procconn.Start(cfg)
+	if err != nil {
+		return err
+	}
+	t.conn = r
+	return nil
+}
+
+// reportThread records a thread the proc connector attributed (procconn.Config.Report).
+func (t *tracer) reportThread(th procconn.Thread, first int64) {
+	t.counters.threads.Add(1)
+	t.rec.AddProcess(trace.Process{Tid: th.Tid, Pid: th.Pid, PPid: th.PPid, FirstSeen: first - t.origin, Comm: th.Comm, Exe: th.Exe})
 }
 
 // procSlow is proc through the procs map.

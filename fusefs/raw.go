@@ -9,6 +9,7 @@ import (
 	"github.com/hanwen/go-fuse/v2/fuse"
 
 	"github.com/iotap/iotap/internal/loghist"
+	"github.com/iotap/iotap/internal/procconn"
 	"github.com/iotap/iotap/trace"
 )
 
@@ -33,7 +34,8 @@ type tracer struct {
 	uids    map[uint32]bool               // record only these uids when non-nil
 	filter  *pathFilter                   // nil without path filters
 	handles *handleTable                  // fh → opener, from open/create/opendir replies
-	procs   *shardedMap[uint32, procInfo] // tid → attribution
+	procs   *shardedMap[uint32, procInfo] // tid → attribution, without conn
+	conn    *procconn.Resolver            // tid → attribution from the proc connector (nil: from /proc)
 
 	opts     Options
 	pcache   [procCacheSize]procSlot // direct-mapped cache in front of procs

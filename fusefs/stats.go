@@ -22,16 +22,26 @@ type CostCounters struct {
 	// timed (every request with Options.CostByOp).
 	InLayer, Self time.Duration
 	Sampled       uint64
-	// Caller threads looked up in /proc (in the path of their first request), and the time
-	// spent in /proc (those lookups and the re-reads of a thread's comm every 50 ms), part
-	// of Self; measured on every request.
+	// Caller threads attributed, and the time spent in /proc in requests' paths, part of
+	// Self; measured on every request. With the proc connector (Connector) that time is the
+	// name and executable of a new program whose first request came before the resolver
+	// read them (package procconn); without it, each new thread is looked up in /proc in
+	// its first request and its comm re-read every 50 ms.
 	Threads uint64
 	Resolve time.Duration
+	// With the proc connector: threads whose process record was written after their first
+	// request (learnt from /proc by the resolver's goroutine), threads whose name or
+	// executable could not be learnt (gone before /proc was read), and the times the
+	// connector's socket overflowed (events lost, threads re-read from /proc).
+	Connector                bool
+	Late, Missing, Overflows uint64
+	InPathReads              uint64 // threads read from /proc in a request's path anyway (procconn.Stats)
 }
 
 // LayerCost returns the layer's cost as the trace footer stores it.
 func (s CostCounters) LayerCost() trace.LayerCost {
-	return trace.LayerCost{Requests: s.Ops, InLayer: s.InLayer, Self: s.Self, Threads: s.Threads, Resolve: s.Resolve}
+	return trace.LayerCost{Requests: s.Ops, InLayer: s.InLayer, Self: s.Self, Threads: s.Threads, Resolve: s.Resolve,
+		Connector: s.Connector, Late: s.Late, Missing: s.Missing}
 }
 
 // costSampleShift: the layer times its own work on one request in 1<<costSampleShift.

@@ -92,11 +92,13 @@
 // Then, absent from footers written before they existed (read as zero), the cost of
 // recording: EncodeCPU varint (ns of CPU the encoder used); the layer's Requests uvarint,
 // InLayer varint (ns), Self varint (ns), Threads uvarint and Resolve varint (ns), see
-// LayerCost. Then, when a write of the trace failed or a round trip follows: Lost uvarint
+// LayerCost. Then, when a write of the trace failed or a later field follows: Lost uvarint
 // (events lost with it, counted in Dropped too) and WriteError string (0 and "" when no
-// write failed). Then, when the recorder measured the layer's round trip: RoundTrip.Start
-// varint (ns), RoundTrip.Run varint (ns), RoundTrip.Samples uvarint, see RoundTrip. Bytes
-// after the last field are ignored.
+// write failed). Then, when the recorder measured the layer's round trip or the
+// attribution fields follow: RoundTrip.Start varint (ns), RoundTrip.Run varint (ns),
+// RoundTrip.Samples uvarint (zeros when not measured), see RoundTrip. Then, when the layer
+// says how it attributed threads: flags uvarint (bit 0: Connector), Late uvarint and
+// Missing uvarint (see LayerCost). Bytes after the last field are ignored.
 //
 // # Side tables
 //

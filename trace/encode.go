@@ -224,14 +224,24 @@ func appendFooter(dst []byte, f *Footer) []byte {
 	dst = binary.AppendUvarint(dst, f.Layer.Threads)
 	dst = binary.AppendVarint(dst, int64(f.Layer.Resolve))
 	rt := f.RoundTrip != RoundTrip{}
-	if f.Lost != 0 || f.WriteError != "" || rt {
+	attr := f.Layer.Connector || f.Layer.Late != 0 || f.Layer.Missing != 0
+	if f.Lost != 0 || f.WriteError != "" || rt || attr {
 		dst = binary.AppendUvarint(dst, f.Lost)
 		dst = appendString(dst, f.WriteError)
 	}
-	if rt {
+	if rt || attr {
 		dst = binary.AppendVarint(dst, int64(f.RoundTrip.Start))
 		dst = binary.AppendVarint(dst, int64(f.RoundTrip.Run))
 		dst = binary.AppendUvarint(dst, f.RoundTrip.Samples)
+	}
+	if attr {
+		var flags uint64
+		if f.Layer.Connector {
+			flags |= 1
+		}
+		dst = binary.AppendUvarint(dst, flags)
+		dst = binary.AppendUvarint(dst, f.Layer.Late)
+		dst = binary.AppendUvarint(dst, f.Layer.Missing)
 	}
 	return dst
 }
@@ -266,6 +276,11 @@ func decodeFooter(b []byte, f *Footer) error {
 		f.RoundTrip.Start = time.Duration(d.varint())
 		f.RoundTrip.Run = time.Duration(d.varint())
 		f.RoundTrip.Samples = d.uvarint()
+	}
+	if len(d.b) > 0 { // how threads were attributed, absent from older footers
+		f.Layer.Connector = d.uvarint()&1 != 0
+		f.Layer.Late = d.uvarint()
+		f.Layer.Missing = d.uvarint()
 	}
 	return d.err
 }

@@ -126,6 +126,13 @@ type LayerCost struct {
 	Requests uint64        // requests served, recorded or filtered out
 	InLayer  time.Duration // summed wall time from the layer's entry to the end of its work
 	Self     time.Duration // of which the layer's own work: timing, attribution, recording
-	Threads  uint64        // caller threads the layer looked up in /proc (once each, in a request's path)
-	Resolve  time.Duration // summed time in /proc (those lookups, comm re-reads), part of Self
+	Threads  uint64        // caller threads the layer attributed (once per thread and program)
+	Resolve  time.Duration // summed time in /proc in requests' paths, part of Self
+
+	// Connector: the layer attributed threads from the kernel's proc connector, not from
+	// /proc in requests' paths. Late: threads whose process record was written after their
+	// first event (learnt from /proc afterwards). Missing: threads whose name or executable
+	// could not be learnt. Zero in traces written before these fields existed.
+	Connector     bool
+	Late, Missing uint64
 }

@@ -600,6 +600,21 @@ func TestFooterWithoutCost(t *testing.T) {
 	if err := decodeFooter(appendFooter(nil, &f), &got); err != nil || got.EncodeCPU != f.EncodeCPU || got.Layer != f.Layer {
 		t.Errorf("footer with cost: %+v, %v", got, err)
 	}
+	withCost := appendFooter(nil, &f)
+	f.Layer.Connector, f.Layer.Late, f.Layer.Missing = true, 12, 3
+	got = Footer{}
+	if err := decodeFooter(appendFooter(nil, &f), &got); err != nil || got.Layer != f.Layer || got.Lost != 0 || got.WriteError != "" {
+		t.Errorf("footer with attribution: %+v, %v", got, err)
+	}
+	got = Footer{}
+	if err := decodeFooter(withCost, &got); err != nil || got.Layer.Connector || got.Layer.Late != 0 {
+		t.Errorf("footer without attribution: %+v, %v", got, err)
+	}
+	f.Lost, f.WriteError = 5, "no space"
+	got = Footer{}
+	if err := decodeFooter(appendFooter(nil, &f), &got); err != nil || got.Layer != f.Layer || got.Lost != 5 || got.WriteError != "no space" {
+		t.Errorf("footer with attribution and a failed write: %+v, %v", got, err)
+	}
 }
 
 // TestFooterRoundTrip: the measured round trip reads back, with or without a failed

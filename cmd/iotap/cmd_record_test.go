@@ -213,6 +213,12 @@ func TestRecordInPlace(t *testing.T) {
 	if c := tc.cost; c.Requests < uint64(len(tc.events)) || c.Self <= 0 || c.Self > c.InLayer || tc.encodeCPU <= 0 {
 		t.Errorf("recording cost %+v, encoder %v, for %d events", c, tc.encodeCPU, len(tc.events))
 	}
+	// As root, threads are attributed from the proc connector, and the summary says so.
+	if os.Geteuid() == 0 {
+		if c := tc.cost; !c.Connector || c.Missing != 0 || !strings.Contains(p.stderr.String(), "attributed from the kernel's proc connector") {
+			t.Errorf("attribution %+v; summary:\n%s", c, p.stderr)
+		}
+	}
 	h := tc.hdr
 	if h.Kind != "record" || h.Target.Path != target || h.Target.FSType == "" || h.Target.Mount == "" ||
 		h.FUSE.Cache != "none" || strings.Join(h.Command, " ") != "sh -c echo hi > f; cat f; exit 3" ||

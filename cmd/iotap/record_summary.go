@@ -115,7 +115,13 @@ func costLine(c trace.LayerCost, encodeCPU time.Duration, events uint64) string 
 	n := time.Duration(c.Requests)
 	line := fmt.Sprintf("recording cost: %s of the layer's own work per request, %.1f%% of the %s a request spent in it",
 		format.Dur(int64(c.Self/n)), 100*float64(c.Self)/float64(c.InLayer), format.Dur(int64(c.InLayer/n)))
-	if c.Threads > 0 {
+	switch {
+	case c.Connector:
+		line += "\n    " + attributionLine(c)
+		if c.Resolve > 0 {
+			line += fmt.Sprintf("; %s per request reading new programs' names from /proc", format.Dur(int64(c.Resolve/n)))
+		}
+	case c.Threads > 0:
 		line += fmt.Sprintf("\n    (of which %s: looking up %d new threads in /proc, %s each)",
 			format.Dur(int64(c.Resolve/n)), c.Threads, format.Dur(int64(c.Resolve/time.Duration(c.Threads))))
 	}
@@ -123,6 +129,13 @@ func costLine(c trace.LayerCost, encodeCPU time.Duration, events uint64) string 
 		line += fmt.Sprintf("\n    trace encoder: %s of CPU per event", format.Dur(int64(encodeCPU/time.Duration(events))))
 	}
 	return line
+}
+
+// attributionLine says how the layer named the threads: from the proc connector, with
+// how many records were written after the thread's first event (late) or lack its name or
+// executable (missing).
+func attributionLine(c trace.LayerCost) string {
+	return fmt.Sprintf("threads: %d attributed from the kernel's proc connector, %d late, %d missing", c.Threads, c.Late, c.Missing)
 }
 
 // peakRSS returns this process's peak resident set size (VmHWM), or 0.

@@ -73,15 +73,23 @@ type RecordingCost struct {
 	SelfPerReq  float64 `json:"self_ns_per_request"`
 	SelfShare   float64 `json:"self_share"`    // SelfNs / InLayerNs
 	EncodeCPUNs int64   `json:"encode_cpu_ns"` // CPU time of the trace writer's encoder
-	Threads     uint64  `json:"threads"`       // caller threads looked up in /proc
-	ResolveNs   int64   `json:"resolve_ns"`    // time spent on those lookups, part of SelfNs
+	Threads     uint64  `json:"threads"`       // caller threads attributed
+	ResolveNs   int64   `json:"resolve_ns"`    // time spent in /proc in requests' paths, part of SelfNs
+	// With the kernel's proc connector: threads whose process record came after their
+	// first event, and threads whose name or executable could not be learnt.
+	Connector bool   `json:"proc_connector,omitempty"`
+	Late      uint64 `json:"late_attributions,omitempty"`
+	Missing   uint64 `json:"missing_attributions,omitempty"`
 }
 
 // Summary is the cost in one line.
 func (c *RecordingCost) Summary() string {
 	s := fmt.Sprintf("%s of the layer's own work per request (%.1f%% of the %s a request spent in the layer)",
 		format.Dur(int64(c.SelfPerReq)), 100*c.SelfShare, format.Dur(c.InLayerNs/int64(max(c.Requests, 1))))
-	if c.Threads > 0 {
+	switch {
+	case c.Connector:
+		s += fmt.Sprintf("; %d threads attributed from the kernel's proc connector, %d late, %d missing", c.Threads, c.Late, c.Missing)
+	case c.Threads > 0:
 		s += fmt.Sprintf(", of which %s looking up %d new threads in /proc (%s each)",
 			format.Dur(c.ResolveNs/int64(max(c.Requests, 1))), c.Threads, format.Dur(c.ResolveNs/int64(c.Threads)))
 	}
@@ -103,6 +111,9 @@ func recordingCost(f *trace.Footer) *RecordingCost {
 		EncodeCPUNs: int64(f.EncodeCPU),
 		Threads:     l.Threads,
 		ResolveNs:   int64(l.Resolve),
+		Connector:   l.Connector,
+		Late:        l.Late,
+		Missing:     l.Missing,
 	}
 }
 

@@ -31,4 +31,9 @@ func TestRecordingCost(t *testing.T) {
 			t.Errorf("summary %q lacks %q", s, want)
 		}
 	}
+	f.Layer.Connector, f.Layer.Late, f.Layer.Missing = true, 2, 1
+	s = recordingCost(f).Summary()
+	if want := "10 threads attributed from the kernel's proc connector, 2 late, 1 missing"; !strings.Contains(s, want) {
+		t.Errorf("summary %q lacks %q", s, want)
+	}
 }

@@ -1,0 +1,141 @@
+#!/usr/bin/env bash
+# jobs.sh: what being recorded costs real jobs, as wall time of the whole job.
+#
+# Jobs (rows):
+#   genomics  scripts/workload-genomics.sh with WORKLOAD_READS=N (samtools, tar, sqlite3)
+#   catloop   a shell loop running `cat f >/dev/null` K times on a 4 KiB file (short processes)
+# Targets (columns), all on the same backend directory (WORKDIR, on the filesystem it is on):
+#   native        the job in a directory of the backend
+#   loopback      the job in an untraced go-fuse loopback of it (benchmount, --cache none
+#                 options and node code)
+#   MODE          `iotap record --cache MODE` of the job, for each MODE of -m
+#   before-MODE   the same with iotap built from revision -B (when given)
+# A round runs every target once per job, in an order that rotates every round; each run gets
+# a fresh directory. Prints per job the median wall time over rounds of each target and its
+# ratio to native, then per iotap target the median of the recording summary's "layer's own
+# work per request" (the cost line, self_ns_per_request in the report) and its late and
+# missing attributions.
+#
+# Usage: bench/jobs.sh [-r ROUNDS] [-n READS] [-k CATS] [-m MODE,...] [-B REV] [-o JOB,...] [-d WORKDIR]
+# Defaults: -r 5 -n 120000 -k 1000 -m none,kernel -o genomics,catloop -d /var/tmp/iotap-jobs
+# Needs root (iotap record's private mount), go, samtools, sqlite3, tar, awk.
+set -euo pipefail
+
+ROUNDS=5 READS=120000 CATS=1000 MODES=none,kernel BEFORE='' JOBS=genomics,catloop WORK=/var/tmp/iotap-jobs
+while getopts "r:n:k:m:B:o:d:h" o; do
+  case $o in
+    r) ROUNDS=$OPTARG ;; n) READS=$OPTARG ;; k) CATS=$OPTARG ;; m) MODES=$OPTARG ;;
+    B) BEFORE=$OPTARG ;; o) JOBS=$OPTARG ;; d) WORK=$OPTARG ;; *) sed -n '2,/^[^#]/{/^#/s/^# \{0,1\}//p}' "$0"; exit 2 ;;
+  esac
+done
+[ "$(id -u)" = 0 ] || { echo "jobs.sh: needs root" >&2; exit 2; }
+IFS=, read -ra MODES <<<"$MODES"
+IFS=, read -ra JOBS <<<"$JOBS"
+REPO=$(cd "$(dirname "$0")/.." && pwd)
+WORK=$(realpath -m "$WORK")
+PID=''
+cleanup() {
+  if [ -n "$PID" ]; then kill -TERM "$PID" 2>/dev/null || true; wait "$PID" 2>/dev/null || true; PID=''; fi
+  awk -v p="$WORK/" 'index($2, p) == 1 {print $2}' /proc/self/mounts | sort -r |
+    while read -r m; do umount "$m" 2>/dev/null || umount -l "$m"; done
+  [ -z "$BEFORE" ] || git -C "$REPO" worktree remove --force "$WORK/src-before" 2>/dev/null || true
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+cleanup
+rm -rf --one-file-system "$WORK"
+mkdir -p "$WORK"/{bin,runs,traces,logs,mnt}
+(cd "$REPO" && go build -o "$WORK/bin/iotap" ./cmd/iotap && go build -o "$WORK/bin/benchmount" ./internal/cmd/benchmount)
+TARGETS=(native loopback "${MODES[@]}")
+if [ -n "$BEFORE" ]; then
+  git -C "$REPO" worktree add --detach "$WORK/src-before" "$BEFORE" >/dev/null
+  (cd "$WORK/src-before" && go build -o "$WORK/bin/iotap-before" ./cmd/iotap)
+  for m in "${MODES[@]}"; do TARGETS+=("before-$m"); done
+fi
+GENOMICS=$REPO/scripts/workload-genomics.sh
+head -c 4096 /dev/urandom >"$WORK/f4k"
+
+# jobcmd JOB: the job's shell command (run in its directory).
+jobcmd() {
+  case $1 in
+    genomics) echo "WORKLOAD_READS=$READS sh $GENOMICS >/dev/null" ;;
+    catloop) echo "for i in \$(seq $CATS); do cat f >/dev/null; done" ;;
+  esac
+}
+
+# run JOB TARGET ROUND: one timed run; appends "JOB TARGET SECONDS" to the results and, for
+# iotap targets, "JOB TARGET cost-line" lines to the costs.
+run() {
+  local job=$1 tgt=$2 r=$3 dir="$WORK/runs/$1-$2" cmd t0 t1 log="$WORK/logs/$1-$2-$3.log"
+  rm -rf --one-file-system "$dir"; mkdir -p "$dir"
+  [ "$job" = catloop ] && cp "$WORK/f4k" "$dir/f"
+  cmd=$(jobcmd "$job")
+  sync
+  case $tgt in
+    native)
+      t0=$EPOCHREALTIME; (cd "$dir" && sh -c "$cmd") >"$log" 2>&1; t1=$EPOCHREALTIME ;;
+    loopback)
+      rm -f "$WORK/ready"
+      "$WORK/bin/benchmount" mount -cache none -target "$dir" -mount "$WORK/mnt" -ready "$WORK/ready" 2>"$log.server" &
+      PID=$!
+      for _ in $(seq 100); do [ -e "$WORK/ready" ] && break; sleep 0.05; done
+      [ -e "$WORK/ready" ] || { echo "loopback did not mount:"; cat "$log.server"; exit 1; }
+      t0=$EPOCHREALTIME; sh -c "cd $WORK/mnt && $cmd" >"$log" 2>&1; t1=$EPOCHREALTIME
+      kill -TERM "$PID"; wait "$PID" 2>/dev/null || true; PID='' ;;
+    *) # iotap record, run from the target as a job is (the job starts in the caller's directory)
+      local bin=$WORK/bin/iotap mode=$tgt
+      case $tgt in before-*) bin=$WORK/bin/iotap-before mode=${tgt#before-} ;; esac
+      t0=$EPOCHREALTIME
+      (cd "$dir" && "$bin" record --cache "$mode" --target . -o "$WORK/traces/t.iotap" -- sh -c "$cmd") >"$log" 2>&1
+      t1=$EPOCHREALTIME ;;
+  esac
+  echo "$job $tgt $(python3 -c "print(f'{$t1 - $t0:.4f}')")" >>"$WORK/results.txt"
+  if [ "$tgt" != native ] && [ "$tgt" != loopback ]; then
+    echo "$job $tgt $(grep -h 'recording cost:\|threads:\|looking up' "$log" | tr -s ' ' | tr '\n' ' ')" >>"$WORK/costs.txt"
+  fi
+  rm -f "$WORK/traces/t.iotap"
+}
+
+: >"$WORK/results.txt"; : >"$WORK/costs.txt"
+n=${#TARGETS[@]}
+for r in $(seq "$ROUNDS"); do
+  for job in "${JOBS[@]}"; do
+    for i in $(seq 0 $((n - 1))); do
+      tgt=${TARGETS[$(((i + r) % n))]}
+      echo "round $r/$ROUNDS: $job on $tgt" >&2
+      run "$job" "$tgt" "$r"
+    done
+  done
+done
+
+python3 - "$WORK/results.txt" "$WORK/costs.txt" "${TARGETS[@]}" <<'EOF'
+import re, statistics, sys
+res, costs, targets = sys.argv[1], sys.argv[2], sys.argv[3:]
+t = {}
+for line in open(res):
+    job, tgt, s = line.split()
+    t.setdefault(job, {}).setdefault(tgt, []).append(float(s))
+print("| job | " + " | ".join(targets) + " |")
+print("|---|" + "---|" * len(targets))
+for job, row in t.items():
+    nat = statistics.median(row["native"])
+    cells = []
+    for tg in targets:
+        m = statistics.median(row[tg])
+        cells.append(f"{m:.2f} s" if tg == "native" else f"{m:.2f} s ({m / nat:.2f}×)")
+    print(f"| {job} | " + " | ".join(cells) + " |")
+units = {"ns": 1, "µs": 1e3, "ms": 1e6, "s": 1e9}
+c = {}
+for line in open(costs):
+    job, tgt, rest = line.split(" ", 2)
+    m = re.search(r"recording cost: ([\d.]+)(ns|µs|ms|s) of the layer's own work per request", rest)
+    a = re.search(r"(\d+) attributed from the kernel's proc connector, (\d+) late, (\d+) missing", rest)
+    c.setdefault((job, tgt), []).append((float(m.group(1)) * units[m.group(2)] if m else None, a.groups() if a else None))
+print()
+print("| job | target | layer's own work per request (median) | threads attributed, late, missing (last run) |")
+print("|---|---|---|---|")
+for (job, tgt), v in c.items():
+    s = [x for x, _ in v if x is not None]
+    att = v[-1][1]
+    print(f"| {job} | {tgt} | {statistics.median(s) / 1e3:.2f} µs | {', '.join(att) if att else '(from /proc)'} |" if s else f"| {job} | {tgt} | — | — |")
+EOF

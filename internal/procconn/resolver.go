@@ -1,0 +1,618 @@
+// Package procconn tells which process a thread id belongs to, from the kernel's proc
+// connector, without reading /proc on the caller's path.
+//
+// A [Resolver] subscribes to the proc connector (netlink NETLINK_CONNECTOR, multicast group
+// CN_IDX_PROC; needs CAP_NET_ADMIN in the initial namespaces) and keeps a table of the
+// host's threads: fork events give a new thread its process, parent, name and executable
+// (inherited from the forking thread), comm events a new name, exit events remove the
+// thread (memory follows the live threads). An exec event leaves the name and executable
+// unknown (the kernel does not send them), and so does a fork by a thread the resolver does
+// not know. Threads that existed before the subscription are unknown too; the resolver's
+// goroutine reads them from /proc (status and exe) when they first fork, exec or make a
+// request.
+//
+// [Resolver.Use] is the call on a request's path. A hit in its direct-mapped cache is one
+// atomic load. A miss takes the lock, applies the events the socket holds (the kernel queues
+// a fork's event before the child runs and an exec's before the new program runs, so a
+// thread's request never overtakes them) and reads the table. It reads /proc in two cases
+// only: the first request of a program after its exec reads the program's comm and exe link
+// (two small reads; the program is alive, blocked in the request, where a read by the
+// goroutine could come after a short process is gone, and exec'd programs that never use the
+// mount are never read), and an unknown thread's comm is read when a name filter
+// ([Config.Keep]) must decide at once.
+//
+// Each identity of a thread that made a request (its process and name, which an exec or
+// a rename change) is handed to [Config.Report] once: at its first request when it is
+// known, later ("late") when the goroutine learns it, or with what is known ("missing")
+// when the thread was gone before /proc could be read.
+package procconn
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"runtime"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// Thread is what the resolver knows of a thread.
+type Thread struct {
+	Tid, Pid, PPid uint32 // PPid is the parent of the process Pid
+	Comm, Exe      string
+}
+
+// Config configures a Resolver.
+type Config struct {
+	// Report receives each identity of a used thread once, with the time (the at of Use)
+	// of its first request. It is called with the resolver's lock held, from Use or from the
+	// resolver's goroutine: it must not call the Resolver.
+	Report func(th Thread, firstSeen int64)
+	// Keep, when set, decides from a thread's name whether its requests are recorded (Use's
+	// keep); without it every thread is kept.
+	Keep func(comm string) bool
+	// RcvBuf is the socket's receive buffer (bytes); default 4 MiB. Events beyond it are
+	// lost (Stats.Overflows) and the table is rebuilt from /proc as threads are used.
+	RcvBuf int
+}
+
+// Stats count what the resolver did.
+type Stats struct {
+	Threads   uint64 // identities of used threads reported
+	Late      uint64 // of which reported after their first request (learnt from /proc afterwards)
+	Missing   uint64 // of which without a name or executable: the thread was gone before /proc was read
+	Events    uint64 // connector events applied
+	Overflows uint64 // times the socket's buffer overflowed (events were lost)
+	ProcReads uint64 // threads read from /proc by the resolver's goroutine
+	// Threads read from /proc in a request's path: a program's first request that came
+	// before the goroutine had read it (its name and executable), and the name of an
+	// unknown thread for Config.Keep; and the time of those reads.
+	InPathReads uint64
+	InPath      time.Duration
+}
+
+// cacheSize is the number of slots of the direct-mapped cache in front of the table.
+const cacheSize = 1024
+
+// maxThreads bounds the table: beyond it (exit events lost in an overflow leave dead
+// threads behind) the table is emptied and rebuilt as threads are used.
+const maxThreads = 1 << 20
+
+// entry is one thread.
+type entry struct {
+	pid, ppid uint32
+	comm, exe string
+	first     int64
+	known     bool // comm and exe are known (else a /proc read is queued)
+	all       bool // the queued read is of a thread that existed before the subscription
+	queued    bool // a /proc read is queued
+	used      bool // a request came from this identity (or from the thread before an exec or rename)
+	late      bool // used before known
+	reported  bool
+	keepSet   bool
+	keep      bool
+}
+
+// job is a /proc read for the goroutine.
+type job struct {
+	tid uint32
+	e   *entry
+	all bool // read status too (process and parent), not only name and executable
+}
+
+// Resolver attributes thread ids to processes; see the package doc.
+type Resolver struct {
+	cache [cacheSize]atomic.Uint64 // tid<<32 | pid<<1 | keep; 0 is empty
+	epoch atomic.Uint64            // bumped after every change of the table (see Use)
+
+	cfg  Config
+	f    *os.File
+	fd   int
+	done chan struct{}
+	wake chan struct{} // jobs queued by Use
+
+	mu      sync.Mutex // guards everything below; taken by Use and the goroutine
+	m       map[uint32]*entry
+	jobs    []job
+	evs     []Event
+	buf     []byte
+	closed  bool
+	stats   Stats
+	readErr error
+}
+
+// Start subscribes to the proc connector and starts the resolver's goroutine. It fails
+// where the connector is not available (no CAP_NET_ADMIN, a non-initial namespace, a
+// kernel without CONFIG_PROC_EVENTS).
+func Start(cfg Config) (*Resolver, error) {
+	if cfg.RcvBuf <= 0 {
+		cfg.RcvBuf = 4 << 20
+	}
+	fd, err := unix.Socket(unix.AF_NETLINK, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC|unix.SOCK_NONBLOCK, unix.NETLINK_CONNECTOR)
+	if err != nil {
+		return nil, fmt.Errorf("procconn: netlink socket: %w", err)
+	}
+	fail := func(what string, err error) (*Resolver, error) {
+		_ = unix.Close(fd)
+		return nil, fmt.Errorf("procconn: %s: %w", what, err)
+	}
+	if unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, cfg.RcvBuf) != nil {
+		_ = unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUF, cfg.RcvBuf)
+	}
+	if err := unix.Bind(fd, &unix.SockaddrNetlink{Family: unix.AF_NETLINK, Groups: cnIdxProc}); err != nil {
+		return fail("bind to the proc connector", err)
+	}
+	if err := unix.Sendto(fd, mcastMsg(mcastListen), 0, &unix.SockaddrNetlink{Family: unix.AF_NETLINK}); err != nil {
+		return fail("subscribe to the proc connector", err)
+	}
+	if err := probe(fd); err != nil {
+		return fail("proc connector", err)
+	}
+	r := &Resolver{
+		cfg: cfg, fd: fd, m: map[uint32]*entry{}, buf: make([]byte, 64<<10),
+		done: make(chan struct{}), wake: make(chan struct{}, 1),
+	}
+	r.f = os.NewFile(uintptr(fd), "procconn")
+	go r.run()
+	return r, nil
+}
+
+// probe checks that the subscription delivers events: the kernel accepts a subscription
+// it ignores (outside the initial namespaces, without CAP_NET_ADMIN), so the calling thread
+// renames itself to its own name (a comm event) and the event is awaited (at most a second).
+func probe(fd int) error {
+	if err := renameSelf(); err != nil {
+		return err
+	}
+	pfd := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+	deadline := time.Now().Add(time.Second)
+	for {
+		ms := int(time.Until(deadline) / time.Millisecond)
+		if ms <= 0 {
+			return errors.New("no events within a second of subscribing (needs CAP_NET_ADMIN in the initial user and pid namespaces)")
+		}
+		n, err := unix.Poll(pfd, ms)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if n > 0 {
+			return nil // the event stays in the socket for the resolver to apply
+		}
+	}
+}
+
+// renameSelf sets the calling thread's name to what it is: the kernel sends a comm event.
+func renameSelf() error {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	var name [16]byte
+	if err := unix.Prctl(unix.PR_GET_NAME, uintptr(unsafe.Pointer(&name[0])), 0, 0, 0); err != nil {
+		return fmt.Errorf("prctl PR_GET_NAME: %w", err)
+	}
+	if err := unix.Prctl(unix.PR_SET_NAME, uintptr(unsafe.Pointer(&name[0])), 0, 0, 0); err != nil {
+		return fmt.Errorf("prctl PR_SET_NAME: %w", err)
+	}
+	return nil
+}
+
+// Close unsubscribes, stops the goroutine, reads from /proc what is still queued (reporting
+// the used threads it learns, or what is known of them) and closes the socket.
+func (r *Resolver) Close() error {
+	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		return nil
+	}
+	r.drainLocked()
+	r.closed = true
+	_ = unix.Sendto(r.fd, mcastMsg(mcastIgnore), 0, &unix.SockaddrNetlink{Family: unix.AF_NETLINK})
+	r.mu.Unlock()
+	err := r.f.Close() // wakes the goroutine's wait
+	<-r.done
+	r.work()
+	return err
+}
+
+// Stats returns the counters so far.
+func (r *Resolver) Stats() Stats {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.stats
+}
+
+// Use attributes a request of thread tid made at time at: it returns the thread's process
+// id (0 when unknown: a thread of a process that existed before the subscription, other
+// than its main thread, until the goroutine has read it) and whether Config.Keep keeps it.
+func (r *Resolver) Use(tid uint32, at int64) (pid uint32, keep bool) {
+	sl := &r.cache[tid%cacheSize]
+	if w := sl.Load(); w != 0 && uint32(w>>32) == tid {
+		return uint32(w) >> 1, w&1 != 0
+	}
+	return r.useSlow(tid, at)
+}
+
+func (r *Resolver) useSlow(tid uint32, at int64) (uint32, bool) {
+	ep := r.epoch.Load()
+	r.mu.Lock()
+	r.drainLocked()
+	e := r.m[tid]
+	if e == nil {
+		e = &entry{pid: leaderPid(tid)}
+		r.m[tid] = e
+		r.queueLocked(tid, e, true)
+	}
+	if !e.known && !e.all {
+		// A program the resolver has not read yet (exec'd or forked from a thread it did
+		// not know): alive now, blocked in this request, and maybe gone when the resolver
+		// gets to it. Its name and executable are read here.
+		t0 := time.Now()
+		th, err := readThread(tid, false)
+		r.stats.InPathReads++
+		r.stats.InPath += time.Since(t0)
+		if err == nil {
+			e.comm, e.exe = th.Comm, th.Exe
+		}
+		e.known = true
+	}
+	if !e.used || e.first == 0 {
+		e.used = true
+		if e.first == 0 {
+			e.first = at
+		}
+		if !e.known {
+			e.late = true
+		}
+	}
+	if e.known && !e.reported {
+		r.reportLocked(tid, e)
+	}
+	if !e.keepSet {
+		e.keep, e.keepSet = true, true
+		if r.cfg.Keep != nil {
+			comm := e.comm
+			if !e.known {
+				t0 := time.Now()
+				comm, _ = readComm(tid)
+				r.stats.InPathReads++
+				r.stats.InPath += time.Since(t0)
+			}
+			e.keep = r.cfg.Keep(comm)
+		}
+	}
+	pid, keep := e.pid, e.keep
+	r.mu.Unlock()
+	if pid != 0 {
+		w := uint64(tid)<<32 | uint64(pid)<<1
+		if keep {
+			w |= 1
+		}
+		sl := &r.cache[tid%cacheSize]
+		sl.Store(w)
+		// A change applied since ep may have cleared the slot before this store: undo it
+		// (the change bumps the epoch before clearing).
+		if r.epoch.Load() != ep {
+			sl.CompareAndSwap(w, 0)
+		}
+	}
+	return pid, keep
+}
+
+// leaderPid returns tid when it is a process's main thread (its own thread group), else 0.
+// A thread of the resolver's own process is attributed to it too.
+func leaderPid(tid uint32) uint32 {
+	if err := unix.Tgkill(int(tid), int(tid), 0); err == nil || err == unix.EPERM {
+		return tid
+	}
+	if self := os.Getpid(); unix.Tgkill(self, int(tid), 0) == nil {
+		return uint32(self)
+	}
+	return 0
+}
+
+// forget drops tid's cached attribution; the caller holds the lock and has changed tid.
+func (r *Resolver) forgetLocked(tid uint32) {
+	r.epoch.Add(1)
+	sl := &r.cache[tid%cacheSize]
+	if w := sl.Load(); uint32(w>>32) == tid {
+		sl.CompareAndSwap(w, 0)
+	}
+}
+
+func (r *Resolver) reportLocked(tid uint32, e *entry) {
+	e.reported = true
+	r.stats.Threads++
+	if e.late {
+		r.stats.Late++
+	}
+	if r.cfg.Report != nil {
+		r.cfg.Report(Thread{Tid: tid, Pid: e.pid, PPid: e.ppid, Comm: e.comm, Exe: e.exe}, e.first)
+	}
+}
+
+func (r *Resolver) queueLocked(tid uint32, e *entry, all bool) {
+	if e.queued {
+		return
+	}
+	e.queued, e.all = true, all
+	r.jobs = append(r.jobs, job{tid: tid, e: e, all: all})
+	if all {
+		select { // the goroutine waiting for the socket would not see it
+		case r.wake <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// drainLocked receives and applies the events the socket holds, without waiting.
+func (r *Resolver) drainLocked() {
+	if r.closed {
+		return
+	}
+	for {
+		n, _, err := unix.Recvfrom(r.fd, r.buf, unix.MSG_DONTWAIT)
+		if err == unix.EINTR {
+			continue
+		}
+		if err == unix.ENOBUFS {
+			r.overflowLocked()
+			continue
+		}
+		if err != nil || n <= 0 {
+			if err != nil && err != unix.EAGAIN {
+				r.readErr = err
+			}
+			return
+		}
+		r.evs, err = parseMessages(r.evs[:0], r.buf[:n])
+		if err != nil {
+			r.readErr = err
+		}
+		for i := range r.evs {
+			r.applyLocked(&r.evs[i])
+		}
+	}
+}
+
+// overflowLocked handles lost events: every thread is unknown again.
+func (r *Resolver) overflowLocked() {
+	r.stats.Overflows++
+	r.epoch.Add(1)
+	for i := range r.cache {
+		r.cache[i].Store(0)
+	}
+	clear(r.m)
+}
+
+func (r *Resolver) applyLocked(ev *Event) {
+	r.stats.Events++
+	switch ev.Kind {
+	case KindFork:
+		if len(r.m) >= maxThreads {
+			r.overflowLocked()
+		}
+		c := &entry{pid: ev.Tgid}
+		p := r.m[ev.ParentPid]
+		if p == nil {
+			p = &entry{pid: ev.ParentTgid}
+			r.m[ev.ParentPid] = p
+			r.queueLocked(ev.ParentPid, p, true)
+		}
+		if ev.Tgid == ev.ParentTgid { // a new thread of the same process
+			c.ppid = p.ppid
+		} else {
+			c.ppid = ev.ParentTgid
+		}
+		if p.known {
+			c.comm, c.exe, c.known = p.comm, p.exe, true
+		} // else read in its first request (Use), if it makes one
+		r.forgetLocked(ev.Pid)
+		r.m[ev.Pid] = c
+	case KindExec:
+		old := r.m[ev.Pid]
+		e := &entry{pid: ev.Tgid}
+		r.forgetLocked(ev.Pid)
+		r.m[ev.Pid] = e
+		switch {
+		case old == nil: // a thread of a process that existed before the subscription
+			r.queueLocked(ev.Pid, e, true)
+		case old.used:
+			// The new program's first requests may hit the old attribution in the cache
+			// before this event is applied: a used thread's new identity counts as used,
+			// and is read now rather than at a next request that may not come.
+			e.ppid, e.used, e.first = old.ppid, true, old.first
+			r.queueLocked(ev.Pid, e, false)
+		default: // read in its first request (Use), if it makes one
+			e.ppid = old.ppid
+		}
+	case KindComm:
+		e := r.m[ev.Pid]
+		if e == nil {
+			return // unknown: read from /proc when used, with the new name
+		}
+		n := *e
+		n.comm, n.queued, n.reported, n.keepSet, n.late = ev.Comm, false, false, false, false
+		r.forgetLocked(ev.Pid)
+		r.m[ev.Pid] = &n
+		switch {
+		case n.known && n.used:
+			r.reportLocked(ev.Pid, &n)
+		case !n.known && (n.used || n.all):
+			r.queueLocked(ev.Pid, &n, n.all) // the executable is still to be read
+		}
+	case KindExit:
+		if _, ok := r.m[ev.Pid]; ok {
+			delete(r.m, ev.Pid)
+			r.forgetLocked(ev.Pid)
+		}
+	}
+}
+
+// run applies events as they arrive and does the /proc reads they call for; a second
+// goroutine does the reads Use queues.
+func (r *Resolver) run() {
+	defer close(r.done)
+	stop, worked := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(worked)
+		for {
+			select {
+			case <-r.wake:
+				r.work()
+			case <-stop:
+				return
+			}
+		}
+	}()
+	defer func() { close(stop); <-worked }()
+	rc, err := r.f.SyscallConn()
+	if err != nil {
+		return
+	}
+	for {
+		err := rc.Read(func(uintptr) bool {
+			r.mu.Lock()
+			defer r.mu.Unlock()
+			if r.closed {
+				return true
+			}
+			r.drainLocked()
+			return len(r.jobs) > 0 // else wait for the next datagram
+		})
+		r.mu.Lock()
+		closed := r.closed
+		r.mu.Unlock()
+		if err != nil || closed {
+			return
+		}
+		r.work()
+	}
+}
+
+// work does the queued /proc reads.
+func (r *Resolver) work() {
+	for {
+		r.mu.Lock()
+		jobs := r.jobs
+		r.jobs = nil
+		r.mu.Unlock()
+		if len(jobs) == 0 {
+			return
+		}
+		for _, j := range jobs {
+			r.mu.Lock()
+			known := j.e.known
+			r.mu.Unlock()
+			var th Thread
+			var err error
+			if !known {
+				th, err = readThread(j.tid, j.all)
+			}
+			r.mu.Lock()
+			e := j.e
+			e.queued = false
+			if e.known { // read in a request's path meanwhile
+				r.mu.Unlock()
+				continue
+			}
+			r.stats.ProcReads++
+			if err == nil {
+				if j.all {
+					if e.pid == 0 {
+						e.pid = th.Pid
+					}
+					e.ppid = th.PPid
+				}
+				e.comm, e.exe = th.Comm, th.Exe
+			}
+			e.known = true
+			if e.used && !e.reported {
+				if err != nil || e.exe == "" {
+					r.stats.Missing++
+				}
+				r.reportLocked(j.tid, e)
+			}
+			r.mu.Unlock()
+		}
+	}
+}
+
+// readThread reads a thread's name and its process's executable from /proc, and with all
+// its process and parent too.
+func readThread(tid uint32, all bool) (Thread, error) {
+	th := Thread{Tid: tid}
+	if all {
+		var buf [4096]byte
+		st, err := readProc(tid, "status", buf[:])
+		if err != nil {
+			return th, err
+		}
+		th.Pid = statusField(st, "Tgid:")
+		th.PPid = statusField(st, "PPid:")
+	}
+	var err error
+	if th.Comm, err = readComm(tid); err != nil {
+		return th, err
+	}
+	pid := th.Pid
+	if pid == 0 {
+		pid = tid // the exe link is per process; a thread's own directory has it too
+	}
+	th.Exe, _ = os.Readlink("/proc/" + strconv.FormatUint(uint64(pid), 10) + "/exe")
+	return th, nil
+}
+
+// readProc reads /proc/<tid>/<name> into buf.
+func readProc(tid uint32, name string, buf []byte) ([]byte, error) {
+	fd, err := unix.Open("/proc/"+strconv.FormatUint(uint64(tid), 10)+"/"+name, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = unix.Close(fd) }()
+	n := 0
+	for n < len(buf) {
+		m, err := unix.Read(fd, buf[n:])
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		if m == 0 {
+			break
+		}
+		n += m
+	}
+	return buf[:n], nil
+}
+
+func readComm(tid uint32) (string, error) {
+	var buf [64]byte
+	b, err := readProc(tid, "comm", buf[:])
+	if err != nil {
+		return "", err
+	}
+	return string(bytes.TrimSuffix(b, []byte("\n"))), nil
+}
+
+// statusField parses the decimal value of a "Key:\tvalue" line of /proc/<tid>/status.
+func statusField(status []byte, key string) uint32 {
+	i := bytes.Index(status, []byte("\n"+key))
+	if i < 0 {
+		return 0
+	}
+	rest := status[i+1+len(key):]
+	if j := bytes.IndexByte(rest, '\n'); j >= 0 {
+		rest = rest[:j]
+	}
+	v, _ := strconv.ParseUint(string(bytes.TrimSpace(rest)), 10, 32)
+	return uint32(v)
+}
