@@ -618,7 +618,8 @@ func TestFooterWithoutCost(t *testing.T) {
 }
 
 // TestFooterRoundTrip: the measured round trip reads back, with or without a failed
-// write before it; a footer without it (clean, or written before it existed) reads zero.
+// write before it or the attribution fields after it; a footer without it (clean, or
+// written before it existed) reads zero.
 func TestFooterRoundTrip(t *testing.T) {
 	rt := RoundTrip{Start: 21500, Run: 48250, Samples: 17}
 	for _, tc := range []struct {
@@ -629,11 +630,13 @@ func TestFooterRoundTrip(t *testing.T) {
 		{"after a failed write", Footer{Events: 3, Lost: 2, WriteError: "disk full", RoundTrip: rt}},
 		{"none", Footer{Events: 3}},
 		{"failed write, none", Footer{Events: 3, Lost: 2, WriteError: "disk full"}},
+		{"with attribution", Footer{Events: 3, RoundTrip: rt, Layer: LayerCost{Connector: true, Late: 4, Missing: 1}}},
+		{"attribution, none", Footer{Events: 3, Layer: LayerCost{Connector: true, Late: 4}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.f.WallClose = time.Unix(1, 0).UTC()
 			var got Footer
-			if err := decodeFooter(appendFooter(nil, &tc.f), &got); err != nil || got.RoundTrip != tc.f.RoundTrip ||
+			if err := decodeFooter(appendFooter(nil, &tc.f), &got); err != nil || got.RoundTrip != tc.f.RoundTrip || got.Layer != tc.f.Layer ||
 				got.Lost != tc.f.Lost || got.WriteError != tc.f.WriteError || got.Events != 3 {
 				t.Errorf("footer %+v read as %+v, %v", tc.f, got, err)
 			}
