@@ -549,3 +549,56 @@ func TestDirectories(t *testing.T) {
 		t.Errorf("Dirs: %+v", d)
 	}
 }
+
+// TestFileLives: a name that stood for a file and then for a directory keeps one entry per
+// life, the file's with its writes, size and sampled offsets, the directory's with its own.
+func TestFileLives(t *testing.T) {
+	evs := []trace.Event{
+		{Op: trace.OpCreate, Path: 2, Handle: 5, Mode: 0o100644},
+		{Op: trace.OpWrite, Path: 2, Handle: 5, Size: 4096, Ret: 4096},
+		{Op: trace.OpWrite, Path: 2, Handle: 5, Offset: 4096, Size: 4096, Ret: 4096},
+		{Op: trace.OpSetattr, Path: 2, Flags: trace.SetattrSize, Offset: 10000},
+		{Op: trace.OpRelease, Path: 2, Handle: 5},
+		{Op: trace.OpUnlink, Path: 2},
+		{Op: trace.OpLookup, Path: 2, Errno: 2},                 // says nothing: the file's life
+		{Op: trace.OpMkdir, Path: 2, Mode: 0o40755},             // a directory from here on
+		{Op: trace.OpLookup, Path: 2, Mode: 0o40755, Ret: 4096}, // its size is not a file's
+		{Op: trace.OpOpendir, Path: 2, Handle: 6},
+		{Op: trace.OpReaddirplus, Path: 2, Handle: 6, Size: 4096, Ret: 80},
+		{Op: trace.OpReleasedir, Path: 2, Handle: 6},
+	}
+	for i := range evs {
+		evs[i].Start, evs[i].Dur = int64(i)*1000, 100
+	}
+	a := NewAccumulator("lives", &trace.Header{}, Options{})
+	for i := range evs {
+		a.Add(&evs[i])
+	}
+	s := a.Finish(&Names{Paths: map[uint32]string{2: "B"}}, nil, nil)
+	f, d := s.Files["B"], s.Files["B/"]
+	if f == nil || d == nil || len(s.Files) != 2 {
+		t.Fatalf("files %v", s.Files)
+	}
+	if f.IsDir || f.Ops != 7 || f.WriteBytes != 8192 || f.MaxEnd != 8192 || f.Size() != 10000 || f.Opens != 1 {
+		t.Errorf("the file's life: %+v", f)
+	}
+	if !d.IsDir || d.Ops != 5 || d.WriteBytes != 0 || d.Path != "B" {
+		t.Errorf("the directory's life: %+v", d)
+	}
+	if nd := s.NonDirs(); len(nd) != 1 || nd["B"] != f {
+		t.Errorf("NonDirs %v", nd)
+	}
+	if dirs := s.Dirs(); dirs["B"] == nil || dirs["B"].Ops != 5 || dirs[""] == nil || dirs[""].WriteBytes != 8192 {
+		t.Errorf("Dirs %v", dirs)
+	}
+	if len(s.Offsets) != 1 || s.Offsets[0].Path != "B" || s.Offsets[0].Bytes != 8192 || len(s.Offsets[0].Points) != 2 {
+		t.Errorf("offsets %+v", s.Offsets)
+	}
+	// Merged with another trace of the same kinds, the lives stay apart.
+	m := New()
+	m.Merge(s)
+	m.Merge(s)
+	if m.Files["B"].WriteBytes != 16384 || m.Files["B"].IsDir || !m.Files["B/"].IsDir {
+		t.Errorf("merged: %+v %+v", m.Files["B"], m.Files["B/"])
+	}
+}
