@@ -8,6 +8,7 @@ import (
 
 	"github.com/iotap/iotap/fusefs"
 	"github.com/iotap/iotap/internal/fusetest"
+	"github.com/iotap/iotap/internal/testenv"
 	"github.com/iotap/iotap/trace"
 )
 
@@ -22,9 +23,10 @@ func latestProcs(rec *fusetest.MemRecorder) map[uint32]trace.Process {
 
 func lookExe(t *testing.T, name string) string {
 	t.Helper()
+	testenv.Programs(t, testenv.FUSE, name)
 	p, err := exec.LookPath(name)
 	if err != nil {
-		t.Skipf("%s: %v", name, err)
+		t.Fatal(err)
 	}
 	if p, err = filepath.EvalSymlinks(p); err != nil {
 		t.Fatal(err)
@@ -78,7 +80,7 @@ func TestAttributionShortProcesses(t *testing.T) {
 	}
 	cost := c.Server.Cost()
 	if !cost.Connector {
-		t.Skip("the proc connector is not available here: attribution read /proc in requests' paths")
+		testenv.Skip(t, testenv.FUSE, "the proc connector is not available here: attribution read /proc in requests' paths")
 	}
 	if cost.Missing != 0 || cost.Threads < n {
 		t.Errorf("attribution: %d threads, %d missing; want ≥ %d, 0", cost.Threads, cost.Missing, n)
@@ -119,6 +121,6 @@ os.stat("f")`, c.Mnt)
 		t.Errorf("process records of pid %d: names %q, want python3 then renamed last", pid, names)
 	}
 	if !c.Server.Cost().Connector {
-		t.Skip("the proc connector is not available here")
+		testenv.Skip(t, testenv.FUSE, "the proc connector is not available here")
 	}
 }
