@@ -207,9 +207,19 @@ var funcs = template.FuncMap{
 	"errnos":   errnoList,
 	"rate":     rateCell,
 	"rateText": rateText,
-	"mb":       mbCell,
-	"access":   accessLine,
-	"job":      jobLine,
+	"meanDur":  meanDur,
+	"fileAccess": func(rows []FileRow) []FileRow {
+		var out []FileRow
+		for _, f := range rows {
+			if f.FirstReads+f.Rereads > 0 {
+				out = append(out, f)
+			}
+		}
+		return out
+	},
+	"mb":     mbCell,
+	"access": accessLine,
+	"job":    jobLine,
 	"u64": func(i any) uint64 {
 		switch v := i.(type) {
 		case int:
@@ -310,6 +320,11 @@ var pageTmpl = template.Must(template.New("page").Funcs(funcs).Parse(`<!DOCTYPE 
 {{range $v.Processes}}<tr><td class="l">{{orDash .Comm}}</td><td>{{.Pid}}</td><td class="l">{{orDash .Host}}</td><td>{{count .Ops}}</td><td>{{count .Errors}}</td><td>{{dur .TotalNs}}</td><td>{{pct .Share}}</td><td>{{dur .MetaNs}}</td><td>{{dur .DataNs}}</td><td>{{bytes .ReadBytes}}</td><td>{{bytes .WriteBytes}}</td></tr>
 {{end}}</table>{{end}}
 <h3>Files by time</h3>{{template "files" (fileTable $v.FilesByTime false)}}
+{{with fileAccess $v.FilesByTime}}<h3>Reads per file: first access and re-access</h3>
+<p class="muted">First access: reads that returned bytes never read before from the file; re-access: reads of bytes read before only. First byte: the file's first read, its own latency.</p>
+<table><tr><th class="l">path</th><th>first access</th><th>bytes</th><th>mean</th><th>re-access</th><th>bytes</th><th>mean</th><th>first byte</th></tr>
+{{range .}}<tr><td class="path">{{.Path}}</td><td>{{count .FirstReads}}</td><td>{{bytes .FirstReadBytes}}</td><td>{{meanDur .FirstReadNs .FirstReads}}</td><td>{{count .Rereads}}</td><td>{{bytes .RereadOnly}}</td><td>{{meanDur .RereadNs .Rereads}}</td><td>{{with .FirstByteNs}}{{dur .}}{{else}}-{{end}}</td></tr>
+{{end}}</table>{{end}}
 <h3>Files by bytes</h3>{{template "files" (fileTable $v.FilesByBytes false)}}
 <h3>Directories by time</h3>{{template "files" (fileTable $v.DirsByTime true)}}
 <h3>Directories by bytes</h3>{{template "files" (fileTable $v.DirsByBytes true)}}

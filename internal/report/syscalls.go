@@ -188,7 +188,7 @@ func writeCallTable(b *strings.Builder, v *View) {
 
 // callCSV is the syscalls table of WriteCSV.
 func callCSV(views []*View) [][]string {
-	rows := [][]string{{"view", "call", "count", "errors", "bytes", "total_ns", "share", "mean_ns", "p50_ns", "p90_ns", "p99_ns", "p99_9_ns", "max_ns", "requests", "requests_per_call", "max_requests", "meta_ns", "data_ns"}}
+	rows := [][]string{{"view", "call", "count", "errors", "bytes", "total_ns", "share", "mean_ns", "p50_ns", "p90_ns", "p99_ns", "p99_9_ns", "max_ns", "requests", "requests_per_call", "max_requests", "meta_ns", "data_ns", "busy_ns", "ops_per_s", "mb_per_s"}}
 	u := func(n uint64) string { return strconv.FormatUint(n, 10) }
 	i64 := func(n int64) string { return strconv.FormatInt(n, 10) }
 	f := func(x float64) string { return strconv.FormatFloat(x, 'f', -1, 64) }
@@ -196,7 +196,7 @@ func callCSV(views []*View) [][]string {
 		for _, c := range v.Syscalls {
 			rows = append(rows, []string{v.Name, c.Call, u(c.Count), u(c.Errors), u(c.Bytes), i64(c.TotalNs), f(c.Share), f(c.MeanNs),
 				i64(c.P50), i64(c.P90), i64(c.P99), i64(c.P999), i64(c.MaxNs), u(c.Requests), f(c.PerCall), u(c.MaxRequests),
-				i64(c.MetaNs), i64(c.DataNs)})
+				i64(c.MetaNs), i64(c.DataNs), i64(c.BusyNs), f(c.OpsPerS), f(c.MBps)})
 		}
 	}
 	return rows

@@ -373,12 +373,7 @@ func writeFileAccess(b *strings.Builder, rows []FileRow) {
 		if f.FirstReads+f.Rereads == 0 {
 			continue
 		}
-		mean := func(ns int64, k uint64) string {
-			if k == 0 {
-				return "-"
-			}
-			return format.Dur(ns / int64(k))
-		}
+		mean := meanDur
 		fb := "-"
 		if f.FirstByteNs != nil {
 			fb = format.Dur(*f.FirstByteNs)
@@ -392,4 +387,12 @@ func writeFileAccess(b *strings.Builder, rows []FileRow) {
 	}
 	b.WriteString("\nreads per file: first access (bytes never read before) and re-access (only bytes read before); first byte: the file's first read\n")
 	b.WriteString(t.String())
+}
+
+// meanDur is ns / k as a duration, "-" when k is 0.
+func meanDur(ns int64, k uint64) string {
+	if k == 0 {
+		return "-"
+	}
+	return format.Dur(ns / int64(k))
 }
