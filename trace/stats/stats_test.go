@@ -602,3 +602,26 @@ func TestFileLives(t *testing.T) {
 		t.Errorf("merged: %+v %+v", m.Files["B"], m.Files["B/"])
 	}
 }
+
+// TestSucceeded: the figures of the ops that succeeded leave the failed ones out, their
+// latency distribution too.
+func TestSucceeded(t *testing.T) {
+	evs := []trace.Event{
+		{Op: trace.OpCreate, Path: 2, Dur: 1e6},
+		{Op: trace.OpCreate, Path: 2, Dur: 2e6},
+		{Op: trace.OpCreate, Path: 2, Dur: 3e6},
+		{Op: trace.OpCreate, Path: 2, Dur: 10e6, Errno: 13},
+	}
+	s := accumulate("p", evs, Options{})
+	o := &s.Ops[trace.OpCreate]
+	ok := o.Succeeded()
+	if ok.Count != 3 || ok.Errors != 0 || ok.TotalNs != 6e6 || ok.Hist.TotalCount() != 3 || ok.MaxNs < 3e6 || ok.MaxNs > 3003e3 {
+		t.Errorf("succeeded: count %d, errors %d, total %d, hist %d, max %d", ok.Count, ok.Errors, ok.TotalNs, ok.Hist.TotalCount(), ok.MaxNs)
+	}
+	if p := ok.Percentile(50); p < 2e6 || p > 2003e3 {
+		t.Errorf("p50 %d, want 2 ms", p)
+	}
+	if all := o.Percentile(100); all < 10e6 || o.Hist.TotalCount() != 4 {
+		t.Errorf("the op's own figures changed: max %d, %d ops", all, o.Hist.TotalCount())
+	}
+}
