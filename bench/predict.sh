@@ -64,7 +64,7 @@ dir_of() { case $1 in local) echo "$WORK/local" ;; *) echo "$WORK/mnt/$1" ;; esa
 # we read it" (exit 1) is taken as a warning on every backend: rclone's mount changes a
 # file's times when its upload completes, after the writer closed it.
 mkdir -p "$WORK/shim"
-printf '#!/bin/sh\n%s --warning=no-file-changed "$@"; rc=$?; [ $rc = 1 ] && exit 0; exit $rc\n' "$(command -v tar)" >"$WORK/shim/tar"
+printf '#!/bin/sh\n%s "$@"; rc=$?; [ $rc = 1 ] && exit 0; exit $rc\n' "$(command -v tar)" >"$WORK/shim/tar"
 chmod +x "$WORK/shim/tar"
 export PATH="$WORK/shim:$PATH"
 job_cmd() {
