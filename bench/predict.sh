@@ -5,7 +5,8 @@
 # each run:
 #   - records the job on the local directory (iotap record): the trace replays predict from;
 #   - runs the job itself on every backend, once under iotap record (its trace gives the
-#     real job I/O time: summed system call time) and once without iotap (the real runtime);
+#     real job I/O time: summed system call time; on the local directory that is the
+#     recording itself) and once without iotap (the real runtime);
 #   - replays the local recording onto every backend in think mode (the prediction).
 # It prints, per job and backend, the medians over the runs of the predicted and the real
 # job I/O time and runtime, and the prediction's error in %. The local row is the A/A
@@ -24,7 +25,7 @@ READS=${READS:-10000}
 JOBS=${JOBS:-genomics,ddcp,sqlite}
 BACKENDS=${BACKENDS:-local,s3fs,rclone}
 REPLAY_ARGS=${REPLAY_ARGS:-}
-REPO=$(cd "$(dirname "$0")/.." && pwd)
+REPO=${REPO:-$(cd "$(dirname "$0")/.." && pwd)}
 
 for p in jq python3 s3fs rclone samtools sqlite3 tar awk; do
   command -v "$p" >/dev/null || { echo "predict: $p is not installed" >&2; exit 2; }
@@ -59,15 +60,19 @@ for m in s3fs rclone; do
 done
 dir_of() { case $1 in local) echo "$WORK/local" ;; *) echo "$WORK/mnt/$1" ;; esac; }
 
-# The jobs, run in the current directory with relative paths. tar's "file changed as we
-# read it" (exit 1) is a warning: rclone's mount reports a file's size and times as its
-# upload progresses.
+# The jobs, run in the current directory with relative paths. GNU tar's "file changed as
+# we read it" (exit 1) is taken as a warning on every backend: rclone's mount changes a
+# file's times when its upload completes, after the writer closed it.
+mkdir -p "$WORK/shim"
+printf '#!/bin/sh\n%s "$@"; rc=$?; [ $rc = 1 ] && exit 0; exit $rc\n' "$(command -v tar)" >"$WORK/shim/tar"
+chmod +x "$WORK/shim/tar"
+export PATH="$WORK/shim:$PATH"
 job_cmd() {
   case $1 in
     genomics) echo "WORKLOAD_READS=$READS sh $REPO/scripts/workload-genomics.sh >/dev/null" ;;
     ddcp) echo 'dd if=/dev/urandom of=data bs=1M count=16 status=none && cp data copy && mkdir -p tree/a tree/b &&
       for i in $(seq 1 40); do dd if=data of=tree/a/f$i bs=64k count=4 skip=$i status=none; done &&
-      cp copy tree/b/ && { tar --warning=no-file-changed -cf tree.tar tree || [ $? = 1 ]; } && mkdir x && tar xf tree.tar -C x && cat x/tree/a/* >/dev/null && rm -r tree x' ;;
+      cp copy tree/b/ && tar cf tree.tar tree && mkdir x && tar xf tree.tar -C x && cat x/tree/a/* >/dev/null && rm -r tree x' ;;
     sqlite) echo 'sqlite3 db.sqlite "create table t(id integer primary key, k text, v blob);" &&
       for b in 1 2 3 4 5 6 7 8; do sqlite3 db.sqlite "begin; with recursive c(x) as (select 1 union all select x+1 from c where x<2500)
         insert into t(k, v) select hex(randomblob(8)), randomblob(200) from c; commit;"; done &&
@@ -93,7 +98,7 @@ IFS=, read -ra backends <<<"$BACKENDS"
 for run in $(seq "$RUNS"); do
   for job in "${jobs[@]}"; do
     cmd=$(job_cmd "$job")
-    rec=$WORK/out/$job.$run.local.iotap
+    rec=$WORK/out/$job.$run.rec.iotap
     d=$WORK/local/rec-$job-$run; fresh "$d"
     (cd "$d" && "$IOTAP" record --target "$d" -o "$rec" -- sh -c "$cmd" >/dev/null 2>"$rec.log")
     rm -rf "$d"
@@ -103,10 +108,13 @@ for run in $(seq "$RUNS"); do
       d=$base/native-$job-$run; fresh "$d"; sync
       t0=$(now); (cd "$d" && sh -c "$cmd"); t1=$(now)
       rm -rf "$d"
-      real=$WORK/out/$job.$run.$b.iotap
-      d=$base/real-$job-$run; fresh "$d"; sync
-      (cd "$d" && "$IOTAP" record --target "$d" -o "$real" -- sh -c "$cmd" >/dev/null 2>"$real.log")
-      rm -rf "$d"
+      real=$rec # A/A: the recording itself is the real run
+      if [ "$b" != local ]; then
+        real=$WORK/out/$job.$run.$b.iotap
+        d=$base/real-$job-$run; fresh "$d"; sync
+        (cd "$d" && "$IOTAP" record --target "$d" -o "$real" -- sh -c "$cmd" >/dev/null 2>"$real.log")
+        rm -rf "$d"
+      fi
       read -r rio rspan < <(trace_times "$real")
       # The prediction: the local recording replayed onto the backend.
       d=$base/replay-$job-$run; fresh "$d"; sync
