@@ -63,9 +63,10 @@
 // comm and exe from fork, exec, comm and exit events, and a request reads that table: new
 // threads and forked children cost no /proc read, a rename (prctl PR_SET_NAME) is seen at
 // once, and exited threads leave the table. The kernel does not send an exec'd program's name
-// and executable: the program's first request reads them (comm and the exe link, not the
-// status file; the program is alive then, where a short one may be gone by the time a
-// goroutine would read them). Threads that existed before the mount are read from /proc by
+// and executable: the resolver's goroutine reads them (comm and the exe link) as the program
+// starts, when it descends from iotap or from a thread that used the mount; a program whose
+// first request comes before that has them read in that request. Threads that existed before
+// the mount are read from /proc by
 // the resolver's goroutine after their first request ("late"; the event's pid is the thread's
 // own when it is a process's main thread, else 0 until the record arrives). The summary says
 // how many records were late or missing. Without the connector, the tracer resolves each

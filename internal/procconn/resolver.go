@@ -6,20 +6,21 @@
 // host's threads: fork events give a new thread its process, parent, name and executable
 // (inherited from the forking thread), comm events a new name, exit events remove the
 // thread (memory follows the live threads). An exec event leaves the name and executable
-// unknown (the kernel does not send them), and so does a fork by a thread the resolver does
-// not know. Threads that existed before the subscription are unknown too; the resolver's
-// goroutine reads them from /proc (status and exe) when they first fork, exec or make a
-// request.
+// unknown, as the kernel does not send them: when the thread descends from the resolver's
+// own process (a job iotap started) or from a thread that used the mount, the resolver's
+// goroutine reads them from /proc at once, while the program starts. Threads that existed
+// before the subscription are unknown too; the goroutine reads them (status and exe) when
+// they first fork, exec or make a request.
 //
 // [Resolver.Use] is the call on a request's path. A hit in its direct-mapped cache is one
-// atomic load. A miss takes the lock, applies the events the socket holds (the kernel queues
-// a fork's event before the child runs and an exec's before the new program runs, so a
-// thread's request never overtakes them) and reads the table. It reads /proc in two cases
-// only: the first request of a program after its exec reads the program's comm and exe link
-// (two small reads; the program is alive, blocked in the request, where a read by the
-// goroutine could come after a short process is gone, and exec'd programs that never use the
-// mount are never read), and an unknown thread's comm is read when a name filter
-// ([Config.Keep]) must decide at once.
+// atomic load. A miss takes the lock and reads the table; for a thread it does not know, it
+// first applies the events the socket holds (the kernel queues a fork's event before the
+// child runs and an exec's before the new program runs, so a thread's request never
+// overtakes them). It reads /proc in two cases only: a program whose first request comes
+// before the goroutine read it has its comm and exe link read there (two small reads; the
+// program is alive, blocked in the request, where it could be gone by the time the goroutine
+// reads; exec'd programs that are not watched and never use the mount are never read), and
+// an unknown thread's comm is read when a name filter ([Config.Keep]) must decide at once.
 //
 // Each identity of a thread that made a request (its process and name, which an exec or
 // a rename change) is handed to [Config.Report] once: at its first request when it is
@@ -91,6 +92,8 @@ type entry struct {
 	first     int64
 	known     bool // comm and exe are known (else a /proc read is queued)
 	all       bool // the queued read is of a thread that existed before the subscription
+	watch     bool // a descendant of the resolver's process or of a used thread: its execs are read at once
+	forked    bool // comm and exe are the forking thread's (an exec may be pending in the socket)
 	queued    bool // a /proc read is queued
 	used      bool // a request came from this identity (or from the thread before an exec or rename)
 	late      bool // used before known
@@ -108,8 +111,7 @@ type job struct {
 
 // Resolver attributes thread ids to processes; see the package doc.
 type Resolver struct {
-	cache [cacheSize]atomic.Uint64 // tid<<32 | pid<<1 | keep; 0 is empty
-	epoch atomic.Uint64            // bumped after every change of the table (see Use)
+	cache [cacheSize]atomic.Uint64 // tid<<32 | pid<<1 | keep; 0 is empty; written under mu
 
 	cfg  Config
 	f    *os.File
@@ -123,6 +125,7 @@ type Resolver struct {
 	evs     []Event
 	buf     []byte
 	closed  bool
+	self    uint32 // this process's pid
 	stats   Stats
 	readErr error
 }
@@ -155,7 +158,7 @@ func Start(cfg Config) (*Resolver, error) {
 		return fail("proc connector", err)
 	}
 	r := &Resolver{
-		cfg: cfg, fd: fd, m: map[uint32]*entry{}, buf: make([]byte, 64<<10),
+		cfg: cfg, fd: fd, m: map[uint32]*entry{}, buf: make([]byte, 64<<10), self: uint32(os.Getpid()),
 		done: make(chan struct{}), wake: make(chan struct{}, 1),
 	}
 	r.f = os.NewFile(uintptr(fd), "procconn")
@@ -241,10 +244,15 @@ func (r *Resolver) Use(tid uint32, at int64) (pid uint32, keep bool) {
 }
 
 func (r *Resolver) useSlow(tid uint32, at int64) (uint32, bool) {
-	ep := r.epoch.Load()
 	r.mu.Lock()
-	r.drainLocked()
 	e := r.m[tid]
+	if e == nil || !e.known || e.forked {
+		// The events the socket holds may create it, or replace a fork's copy of its
+		// parent by the program it exec'd. (An exec of a thread already seen as a program
+		// and still pending there is applied later, and marks the new program used.)
+		r.drainLocked()
+		e = r.m[tid]
+	}
 	if e == nil {
 		e = &entry{pid: leaderPid(tid)}
 		r.m[tid] = e
@@ -289,20 +297,15 @@ func (r *Resolver) useSlow(tid uint32, at int64) (uint32, bool) {
 		}
 	}
 	pid, keep := e.pid, e.keep
-	r.mu.Unlock()
 	if pid != 0 {
+		// Stored under the lock: every change of tid clears its slot under it too.
 		w := uint64(tid)<<32 | uint64(pid)<<1
 		if keep {
 			w |= 1
 		}
-		sl := &r.cache[tid%cacheSize]
-		sl.Store(w)
-		// A change applied since ep may have cleared the slot before this store: undo it
-		// (the change bumps the epoch before clearing).
-		if r.epoch.Load() != ep {
-			sl.CompareAndSwap(w, 0)
-		}
+		r.cache[tid%cacheSize].Store(w)
 	}
+	r.mu.Unlock()
 	return pid, keep
 }
 
@@ -320,10 +323,9 @@ func leaderPid(tid uint32) uint32 {
 
 // forget drops tid's cached attribution; the caller holds the lock and has changed tid.
 func (r *Resolver) forgetLocked(tid uint32) {
-	r.epoch.Add(1)
 	sl := &r.cache[tid%cacheSize]
-	if w := sl.Load(); uint32(w>>32) == tid {
-		sl.CompareAndSwap(w, 0)
+	if w := sl.Load(); w != 0 && uint32(w>>32) == tid {
+		sl.Store(0)
 	}
 }
 
@@ -385,7 +387,6 @@ func (r *Resolver) drainLocked() {
 // overflowLocked handles lost events: every thread is unknown again.
 func (r *Resolver) overflowLocked() {
 	r.stats.Overflows++
-	r.epoch.Add(1)
 	for i := range r.cache {
 		r.cache[i].Store(0)
 	}
@@ -406,13 +407,14 @@ func (r *Resolver) applyLocked(ev *Event) {
 			r.m[ev.ParentPid] = p
 			r.queueLocked(ev.ParentPid, p, true)
 		}
+		c.watch = p.watch || p.used || ev.ParentTgid == r.self
 		if ev.Tgid == ev.ParentTgid { // a new thread of the same process
 			c.ppid = p.ppid
 		} else {
 			c.ppid = ev.ParentTgid
 		}
 		if p.known {
-			c.comm, c.exe, c.known = p.comm, p.exe, true
+			c.comm, c.exe, c.known, c.forked = p.comm, p.exe, true, true
 		} // else read in its first request (Use), if it makes one
 		r.forgetLocked(ev.Pid)
 		r.m[ev.Pid] = c
@@ -424,11 +426,15 @@ func (r *Resolver) applyLocked(ev *Event) {
 		switch {
 		case old == nil: // a thread of a process that existed before the subscription
 			r.queueLocked(ev.Pid, e, true)
-		case old.used:
-			// The new program's first requests may hit the old attribution in the cache
-			// before this event is applied: a used thread's new identity counts as used,
-			// and is read now rather than at a next request that may not come.
-			e.ppid, e.used, e.first = old.ppid, true, old.first
+		case old.used || old.watch:
+			// A program the job may run: read now, while it starts (off its requests' path,
+			// and before a short process is gone). A used thread's new identity counts as
+			// used: its first requests may hit the old attribution in the cache before this
+			// event is applied.
+			e.ppid, e.watch = old.ppid, true
+			if old.used {
+				e.used, e.first = true, old.first
+			}
 			r.queueLocked(ev.Pid, e, false)
 		default: // read in its first request (Use), if it makes one
 			e.ppid = old.ppid
