@@ -128,7 +128,7 @@ for run in $(seq "$RUNS"); do
   done
 done
 
-echo "bench/predict.sh, RUNS=$RUNS, $(date -u +%Y-%m-%d), kernel $(uname -r), $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg); local: $(stat -f -c %T "$WORK/local"); s3fs $(s3fs --version 2>&1 | head -1 | awk '{print $NF}'), rclone $(rclone version 2>/dev/null | head -1 | awk '{print $2}') --vfs-cache-mode writes, over gofakes3 on 127.0.0.1"
+echo "bench/predict.sh, RUNS=$RUNS, $(date -u +%Y-%m-%d), kernel $(uname -r), $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg); local: $(stat -f -c %T "$WORK/local"); s3fs $(s3fs --version 2>&1 | grep -o 'V[0-9.]*' | head -1), rclone $(rclone version 2>/dev/null | head -1 | awk '{print $2}') --vfs-cache-mode writes, over gofakes3 on 127.0.0.1"
 python3 - "$RES" <<'PY'
 import sys, statistics as st
 from collections import defaultdict
