@@ -62,6 +62,9 @@ func TestRecordMeasuresRoundTrip(t *testing.T) {
 	if rt.Samples < 1 {
 		t.Errorf("%d samples while the job ran (about 1.8 s)", rt.Samples)
 	}
+	if code, stdout, stderr := runIotap(t, nil, "info", tr); code != 0 || !strings.Contains(stdout, "per request before the job") {
+		t.Errorf("info does not show the round trip (exit %d):\n%s%s", code, stdout, stderr)
+	}
 
 	for _, tc := range []struct {
 		name string

@@ -192,10 +192,6 @@ func serve(ctx context.Context, e *env, spec *recordSpec) error {
 	if err := closeOnExec(); err != nil {
 		e.log.Warn("could not mark descriptors close-on-exec", "err", err)
 	}
-	// Enter the job's directory here rather than in the forked job, so the job's first
-	// requests come after its exec and are attributed to the job's program.
-	// Then step back out (through a descriptor: in place, the old directory is covered), so
-	// that iotap itself does not keep the mount busy.
 	var probe *rttProbe
 	if spec.Kind == "record" {
 		// The layer's round trip, measured before the job and sampled while it runs; a
@@ -211,6 +207,10 @@ func serve(ctx context.Context, e *env, spec *recordSpec) error {
 			probe = nil
 		}
 	}
+	// Enter the job's directory here rather than in the forked job, so the job's first
+	// requests come after its exec and are attributed to the job's program.
+	// Then step back out (through a descriptor: in place, the old directory is covered), so
+	// that iotap itself does not keep the mount busy.
 	jobDir := spec.Dir
 	back, berr := os.Open(".")
 	if berr == nil {
