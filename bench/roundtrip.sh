@@ -4,7 +4,8 @@
 #
 # Runs a shell loop of K `cat f >/dev/null` (f: 4 KiB) natively, on the untraced loopback
 # (benchmount, --cache none options) and under `iotap record --cache MODE` for each MODE of -m,
-# R rounds in rotating order; bpftrace watches the FUSE runs. Prints per target the wall time
+# R rounds in rotating order, each under bpftrace (native too, so that the probes' own cost is
+# in every row). Prints per target the wall time
 # per cat (median over rounds, and its excess over native), the FUSE requests and system calls
 # per cat, and the median of each part of a request:
 #   app→send     the cat's system call entry to its first request's queueing (path walk, set-up)
@@ -54,12 +55,12 @@ TARGETS=(native loopback "${MODES[@]}")
 run() {
   local tgt=$1 r=$2 dir="$WORK/dir" bt='' t0 t1
   rm -rf --one-file-system "$dir"; mkdir -p "$dir"; cp "$WORK/f4k" "$dir/f"
-  if [ "$tgt" != native ]; then
+  {
     bpftrace "$REPO/bench/fuse-roundtrip.bt" cat >"$WORK/out/$tgt.$r.bt" 2>"$WORK/out/$tgt.$r.bterr" &
     bt=$!; PIDS+=("$bt")
     for _ in $(seq 200); do grep -q Attaching "$WORK/out/$tgt.$r.bterr" "$WORK/out/$tgt.$r.bt" 2>/dev/null && break; sleep 0.05; done
     sleep 0.5 # the probes attach after the line
-  fi
+  }
   case $tgt in
     native) t0=$EPOCHREALTIME; (cd "$dir" && sh -c "$LOOP"); t1=$EPOCHREALTIME ;;
     loopback)

@@ -86,4 +86,6 @@
 // calling the inner file system, or calling the Recorder. The one lock taken around them is
 // the trace writer's path-index lock: a compaction of the index, inside Recorder.Path, takes
 // the path → node map's lock (liveSet) and the filter's shard locks (forget).
+// The proc resolver's lock (package procconn) is held around Recorder.AddProcess, which
+// takes the trace writer's locks; the writer never calls the resolver.
 package fusefs

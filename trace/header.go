@@ -120,8 +120,8 @@ type RoundTrip struct {
 // LayerCost is the recording layer's measurement of its own cost in the mount: how much
 // of the time requests spent in the layer was the layer's own work rather than the
 // backend's and the FUSE bridge's. iotap's layer times a sample of the requests (one in
-// 8, by the kernel's request id) and scales the sums to all; /proc lookups are timed on
-// every request.
+// 8, by the kernel's request id) and scales the sums to all; /proc reads in requests'
+// paths are timed on every request.
 type LayerCost struct {
 	Requests uint64        // requests served, recorded or filtered out
 	InLayer  time.Duration // summed wall time from the layer's entry to the end of its work

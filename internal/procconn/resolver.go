@@ -9,8 +9,9 @@
 // unknown, as the kernel does not send them: when the thread descends from the resolver's
 // own process (a job iotap started) or from a thread that used the mount, the resolver's
 // goroutine reads them from /proc at once, while the program starts. Threads that existed
-// before the subscription are unknown too; the goroutine reads them (status and exe) when
-// they first fork, exec or make a request.
+// before the subscription are unknown too (but the resolver's own, entered when it
+// subscribes); the goroutine reads them (status and exe) when they first fork, exec or make
+// a request.
 //
 // [Resolver.Use] is the call on a request's path. A hit in its direct-mapped cache is one
 // atomic load. A miss takes the lock and reads the table; for a thread it does not know, it
@@ -162,8 +163,36 @@ func Start(cfg Config) (*Resolver, error) {
 		done: make(chan struct{}), wake: make(chan struct{}, 1),
 	}
 	r.f = os.NewFile(uintptr(fd), "procconn")
+	r.seedSelf()
 	go r.run()
 	return r, nil
+}
+
+// seedSelf enters this process's threads, which existed before the subscription: the
+// threads it starts later, and the jobs it runs, then inherit from them.
+func (r *Resolver) seedSelf() {
+	var buf [4096]byte
+	st, err := readProc(r.self, "status", buf[:])
+	if err != nil {
+		return
+	}
+	ppid := statusField(st, "PPid:")
+	exe, _ := os.Readlink("/proc/self/exe")
+	tasks, err := os.ReadDir("/proc/self/task")
+	if err != nil {
+		return
+	}
+	for _, d := range tasks {
+		tid, err := strconv.ParseUint(d.Name(), 10, 32)
+		if err != nil {
+			continue
+		}
+		comm, err := readComm(uint32(tid))
+		if err != nil {
+			continue
+		}
+		r.m[uint32(tid)] = &entry{pid: r.self, ppid: ppid, comm: comm, exe: exe, known: true, watch: true}
+	}
 }
 
 // probe checks that the subscription delivers events: the kernel accepts a subscription
