@@ -420,6 +420,9 @@ func (o *replayOptions) checkPlaces(tracePath, prefix string) error {
 	}
 	for _, t := range o.Targets {
 		if s3store.IsURL(t) {
+			if err := checkS3Place("--target", t, o.S3); err != nil {
+				return err
+			}
 			continue
 		}
 		// A symbolic link is refused, not followed: replay deletes what is in its target
@@ -443,6 +446,24 @@ func (o *replayOptions) checkPlaces(tracePath, prefix string) error {
 		}
 	}
 	return o.checkStores(tracePath, prefix)
+}
+
+// checkS3Place checks an s3:// target or store (named by flag) without reaching S3: its
+// URL (a bucket and a key prefix, which replay empties) and the profile and settings it is
+// replayed with. Each error is a usage error.
+func checkS3Place(flag, spec string, o replays3.Options) error {
+	u, _, _ := strings.Cut(spec, "?")
+	_, prefix, err := s3store.ParseURL(u)
+	if err != nil {
+		return usageErrorf("%s: %v", flag, err)
+	}
+	if strings.Trim(prefix, "/") == "" {
+		return usageErrorf("%s %s: give a key prefix (s3://bucket/some/prefix): replay deletes what is below it", flag, spec)
+	}
+	if err := replays3.CheckSettings(spec, o); err != nil {
+		return usageErrorf("%v", err)
+	}
+	return nil
 }
 
 // holdsNoInput checks that dir, which replay empties (a --target, or a --prepare-via

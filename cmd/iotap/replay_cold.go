@@ -56,6 +56,9 @@ func (o *replayOptions) checkStores(tracePath, prefix string) error {
 	}
 	for _, spec := range o.PrepareVia {
 		if s3store.IsURL(spec) {
+			if err := checkS3Place("--prepare-via", spec, o.S3); err != nil {
+				return err
+			}
 			continue
 		}
 		fi, err := os.Lstat(strings.TrimRight(spec, "/"))
