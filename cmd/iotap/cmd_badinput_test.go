@@ -173,3 +173,41 @@ func TestRecordShortJobRoundTrip(t *testing.T) {
 		t.Errorf("summary:\n%s", out)
 	}
 }
+
+// TestCompareBadInput: compare refuses one side, a file that is not a trace and bad flag
+// values with their exit codes; a side cut short that no longer does the same work is
+// named as damaged (exit 3), not as a usage error.
+func TestCompareBadInput(t *testing.T) {
+	dir := t.TempDir()
+	a := filepath.Join(dir, "a.iotap")
+	writeCreates(t, a, 20, time.Millisecond)
+	b, err := os.ReadFile(a)
+	mustDo(t, err)
+	cut := filepath.Join(dir, "cut.iotap")
+	mustDo(t, os.WriteFile(cut, b[:chunkStarts(b)[5]+25], 0o600))
+	text := filepath.Join(dir, "notes.txt")
+	mustDo(t, os.WriteFile(text, []byte("not a trace\n"), 0o600))
+	for _, tc := range []struct {
+		name string
+		args []string
+		code int
+		want string
+	}{
+		{"one-side", []string{a}, exitUsage, "at least two traces"},
+		{"not-a-trace", []string{a, text}, exitError, "is not an iotap trace"},
+		{"missing", []string{a, filepath.Join(dir, "nope.iotap")}, exitError, "does not exist"},
+		{"format", []string{"--format", "csv", a, a}, exitUsage, `--format "csv"`},
+		{"tolerance", []string{"--tolerance", "-1", a, a}, exitUsage, "--tolerance -1"},
+		{"view", []string{"--view", "nope", a, a}, exitUsage, `--view "nope"`},
+		{"cut-short", []string{a, cut}, exitDamaged, "trace damaged: " + cut + ", and the traces are not the same work"},
+		{"cut-short-forced", []string{"--force", a, cut}, exitDamaged, "trace damaged: " + cut},
+		{"same", []string{a, a}, exitOK, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, _, stderr := runIotap(t, nil, append([]string{"compare"}, tc.args...)...)
+			if code != tc.code || !strings.Contains(stderr, tc.want) {
+				t.Errorf("exit %d, stderr %q; want %d and %q", code, stderr, tc.code, tc.want)
+			}
+		})
+	}
+}
