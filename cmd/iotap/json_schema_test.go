@@ -72,6 +72,11 @@ func TestJSONSchemasDocumented(t *testing.T) {
 					t.Errorf("documented key %q missing from the output", k)
 				}
 			}
+			for k, c := range top {
+				if c == nil {
+					t.Errorf("key %q is null: documented as an array or object", k)
+				}
+			}
 			keys := map[string]bool{}
 			jsonKeys(v, keys)
 			var undocumented []string
