@@ -211,3 +211,38 @@ func TestCompareBadInput(t *testing.T) {
 		})
 	}
 }
+
+// TestOutputIsNotInput: report and compare refuse an -o that is one of their traces, and
+// replay a prefix whose results would overwrite its trace; the trace stays as it was.
+func TestOutputIsNotInput(t *testing.T) {
+	dir := t.TempDir()
+	a := filepath.Join(dir, "a.iotap")
+	writeCreates(t, a, 3, time.Millisecond)
+	prev := filepath.Join(dir, "run.t1.r1.iotap") // named as a replay's result
+	writeCreates(t, prev, 3, time.Millisecond)
+	target := filepath.Join(dir, "target")
+	mustDo(t, os.Mkdir(target, 0o755))
+	for _, tc := range []struct {
+		name  string
+		args  []string
+		trace string
+		want  string
+	}{
+		{"report", []string{"report", "--format", "json", a, "-o", a}, a, "is the trace"},
+		{"report-dir", []string{"report", dir, "-o", a}, a, "is the trace"},
+		{"compare", []string{"compare", prev, a, "-o", a}, a, "is the trace"},
+		{"replay", []string{"replay", prev, "--target", target, "-o", filepath.Join(dir, "run")}, prev, "the results would overwrite the trace"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before, err := os.ReadFile(tc.trace)
+			mustDo(t, err)
+			code, _, stderr := runIotap(t, nil, tc.args...)
+			if code != exitUsage || !strings.Contains(stderr, tc.want) {
+				t.Errorf("exit %d, stderr %q; want %d and %q", code, stderr, exitUsage, tc.want)
+			}
+			if after, err := os.ReadFile(tc.trace); err != nil || !bytes.Equal(before, after) {
+				t.Errorf("the trace changed (%v)", err)
+			}
+		})
+	}
+}

@@ -73,6 +73,9 @@ func runCompare(ctx context.Context, e *env, o *compareOptions, args []string) e
 		if err != nil {
 			return err
 		}
+		if err := checkOutputNotInput(o.Output, files); err != nil {
+			return err
+		}
 		per, dmg, err := loadTraces(ctx, e, files, stats.Options{})
 		if err != nil {
 			return err

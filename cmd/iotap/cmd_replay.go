@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"runtime/debug"
 	"slices"
 	"strconv"
@@ -418,6 +419,10 @@ func (o *replayOptions) checkPlaces(tracePath, prefix string) error {
 	if err := checkOutputDir(prefix); err != nil {
 		return usageErrorf("-o %s: %v", prefix, err)
 	}
+	absPrefix := filepath.Join(resolvePath(filepath.Dir(prefix)), filepath.Base(prefix))
+	if rest, ok := strings.CutPrefix(resolvePath(tracePath), absPrefix); ok && resultName.MatchString(rest) {
+		return usageErrorf("-o %s: the results would overwrite the trace %s: choose another prefix", prefix, tracePath)
+	}
 	for _, t := range o.Targets {
 		if s3store.IsURL(t) {
 			if err := checkS3Place("--target", t, o.S3); err != nil {
@@ -447,6 +452,10 @@ func (o *replayOptions) checkPlaces(tracePath, prefix string) error {
 	}
 	return o.checkStores(tracePath, prefix)
 }
+
+// resultName matches what replay appends to its -o prefix: .tN.rM, a copy's .cK, and
+// the files' suffixes.
+var resultName = regexp.MustCompile(`^\.t[0-9]+\.r[0-9]+(\.c[0-9]+)?\.(iotap|json|requests\.json|copies\.json)$`)
 
 // checkS3Place checks an s3:// target or store (named by flag) without reaching S3: its
 // URL (a bucket and a key prefix, which replay empties) and the profile and settings it is

@@ -99,6 +99,9 @@ func runReport(ctx context.Context, e *env, o *reportOptions, args []string) err
 	if err != nil {
 		return err
 	}
+	if err := checkOutputNotInput(o.Output, files); err != nil {
+		return err
+	}
 	per, damaged, err := loadTraces(ctx, e, files, stats.Options{Interval: o.Interval})
 	if err != nil {
 		return err
@@ -144,6 +147,27 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// checkOutputNotInput refuses an output file (-o) that is one of the input traces: it
+// would be overwritten with the report of itself.
+func checkOutputNotInput(output string, files []string) error {
+	if output == "" || output == "-" {
+		return nil
+	}
+	out, err := os.Stat(output)
+	if err != nil {
+		return nil // not there yet: no input
+	}
+	for _, f := range files {
+		if f == "-" || s3store.IsURL(f) {
+			continue
+		}
+		if in, err := os.Stat(f); err == nil && os.SameFile(in, out) {
+			return usageErrorf("-o %s is the trace %s itself", output, f)
+		}
+	}
+	return nil
 }
 
 // writeOutput writes data to file, or to standard output when file is "" or "-".
