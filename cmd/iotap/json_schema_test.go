@@ -12,9 +12,10 @@ import (
 )
 
 // TestJSONSchemasDocumented: on a recorded job, its replay and their comparison, every key
-// that `report --format json`, `compare --format json` and replay's .json emit is named
-// in the schema documentation (internal/report/doc.go, replay/doc.go), and every top-level
-// key the documentation promises unconditionally is emitted.
+// that `report --format json`, `compare --format json`, replay's .json and a --copies
+// run's .copies.json emit is named in the schema documentation (internal/report/doc.go,
+// replay/doc.go, docs/copies.md), and every top-level key the documentation promises
+// unconditionally is emitted, none of them null.
 func TestJSONSchemasDocumented(t *testing.T) {
 	requireRecord(t)
 	dir := t.TempDir()
@@ -33,8 +34,14 @@ func TestJSONSchemasDocumented(t *testing.T) {
 	if code, _, stderr := runIotap(t, nil, "replay", tr, "--target", target, "-o", prefix); code != exitOK {
 		t.Fatalf("replay: exit %d\n%s", code, stderr)
 	}
+	copiesTarget := filepath.Join(dir, "copies")
+	mustDo(t, os.Mkdir(copiesTarget, 0o755))
+	if code, _, stderr := runIotap(t, nil, "replay", tr, "--target", copiesTarget, "--copies", "2", "-o", prefix+"-c"); code != exitOK {
+		t.Fatalf("replay --copies: exit %d\n%s", code, stderr)
+	}
 	reportDoc := readDoc(t, "../../internal/report/doc.go")
 	replayDoc := readDoc(t, "../../replay/doc.go")
+	copiesDoc := readDoc(t, "../../docs/copies.md")
 
 	for _, tc := range []struct {
 		name string
@@ -60,6 +67,11 @@ func TestJSONSchemasDocumented(t *testing.T) {
 			return b
 		}, replayDoc, []string{"schema", "target", "timing", "speed", "threads", "fold", "ops", "recorded_ops", "replayed_ops",
 			"divergences", "round_trip_ns", "replay_span_ns", "replayer_cpu_ns", "cpus", "overlapped", "max_queue_depth"}},
+		{"copies", func(t *testing.T) []byte {
+			b, err := os.ReadFile(prefix + "-c.t1.r1.copies.json")
+			mustDo(t, err)
+			return b
+		}, copiesDoc, []string{"schema", "copies", "aggregate", "per_copy"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var v any
