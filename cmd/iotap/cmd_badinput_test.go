@@ -212,8 +212,9 @@ func TestCompareBadInput(t *testing.T) {
 	}
 }
 
-// TestOutputIsNotInput: report and compare refuse an -o that is one of their traces, and
-// replay a prefix whose results would overwrite its trace; the trace stays as it was.
+// TestOutputIsNotInput: report and compare refuse an -o that is one of their traces (exit
+// 2) or lies in a missing directory (exit 1, before reading), and replay a prefix whose
+// results would overwrite its trace; the trace stays as it was.
 func TestOutputIsNotInput(t *testing.T) {
 	dir := t.TempDir()
 	a := filepath.Join(dir, "a.iotap")
@@ -244,5 +245,12 @@ func TestOutputIsNotInput(t *testing.T) {
 				t.Errorf("the trace changed (%v)", err)
 			}
 		})
+	}
+	// An -o in a missing directory fails before the traces are read, as export's does.
+	for _, cmd := range [][]string{{"report", a}, {"compare", a, a}} {
+		code, stdout, stderr := runIotap(t, nil, append(cmd, "-o", filepath.Join(dir, "nope", "r.txt"))...)
+		if code != exitError || stdout != "" || !strings.Contains(stderr, "does not exist") {
+			t.Errorf("%s -o in a missing directory: exit %d, stderr %q", cmd[0], code, stderr)
+		}
 	}
 }
