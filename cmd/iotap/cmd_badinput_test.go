@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/iotap/iotap/internal/testenv"
+	"github.com/iotap/iotap/trace"
 )
 
 // TestReplayBadInput: bad flag values and places are refused with one line and exit 2,
@@ -252,5 +253,32 @@ func TestOutputIsNotInput(t *testing.T) {
 		if code != exitError || stdout != "" || !strings.Contains(stderr, "does not exist") {
 			t.Errorf("%s -o in a missing directory: exit %d, stderr %q", cmd[0], code, stderr)
 		}
+	}
+}
+
+// TestInfoShowsRoundTrip: info prints the recording layer's round trip the footer holds,
+// and says when none was sampled while the job ran.
+func TestInfoShowsRoundTrip(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		name string
+		rt   trace.RoundTrip
+		want string
+	}{
+		{"sampled", trace.RoundTrip{Start: 21 * time.Microsecond, Run: 34 * time.Microsecond, Samples: 7}, "recording layer 21µs per request before the job, 34µs while it ran (median of 7 samples)"},
+		{"not-sampled", trace.RoundTrip{Start: 21 * time.Microsecond}, "recording layer 21µs per request before the job, none sampled while the job ran"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := filepath.Join(dir, tc.name+".iotap")
+			w, err := trace.Create(p, trace.Header{Kind: "record"}, trace.WriterOptions{})
+			mustDo(t, err)
+			w.Append(&trace.Event{Op: trace.OpGetattr, Dur: 1000, Path: trace.RootPath, Tid: 1, Pid: 1})
+			w.SetRoundTrip(tc.rt)
+			mustDo(t, w.Close())
+			code, stdout, stderr := runIotap(t, nil, "info", p)
+			if code != exitOK || !strings.Contains(stdout, tc.want) {
+				t.Errorf("exit %d, stderr %q; stdout:\n%s\nwant %q", code, stderr, stdout, tc.want)
+			}
+		})
 	}
 }
