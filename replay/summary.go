@@ -214,6 +214,9 @@ func (s Summary) MarshalJSON() ([]byte, error) {
 	if p.Ops == nil {
 		p.Ops = []OpSummary{}
 	}
+	if p.Examples == nil {
+		p.Examples = []string{} // an array, as documented, when there are none
+	}
 	return json.Marshal(struct {
 		Schema string `json:"schema"`
 		plain

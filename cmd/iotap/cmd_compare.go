@@ -73,6 +73,9 @@ func runCompare(ctx context.Context, e *env, o *compareOptions, args []string) e
 		if err != nil {
 			return err
 		}
+		if err := checkOutputNotInput(o.Output, files); err != nil {
+			return err
+		}
 		per, dmg, err := loadTraces(ctx, e, files, stats.Options{})
 		if err != nil {
 			return err
@@ -90,6 +93,11 @@ func runCompare(ctx context.Context, e *env, o *compareOptions, args []string) e
 	c := report.Compare(names, sides, o.Tolerance)
 	if o.View == report.ViewSyscalls && !report.CompareCalls(c, sides) {
 		c.Warnings = append(c.Warnings, "a side has no per-system-call view: compared per FUSE request")
+	}
+	if len(c.Mismatches) > 0 && !o.Force && len(damaged) > 0 {
+		// The damage is the likely cause: a trace cut short lacks the end of the work.
+		return fmt.Errorf("%w: %s, and the traces are not the same work (tolerance %g):\n  %s\nuse --force to compare the readable parts anyway",
+			errDamaged, strings.Join(damaged, ", "), o.Tolerance, strings.Join(c.Mismatches, "\n  "))
 	}
 	if len(c.Mismatches) > 0 && !o.Force {
 		return usageErrorf("the traces are not the same work (tolerance %g):\n  %s\nuse --force to compare anyway",

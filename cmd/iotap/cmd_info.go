@@ -237,6 +237,13 @@ func writeInfoFields(out *bytes.Buffer, name string, r *trace.Reader, s *traceSu
 	if ok {
 		line("footer", "%d events written, %d dropped, %s blocked, %d recording errors, %d chunks",
 			footer.Events, footer.Dropped, footer.Blocked, footer.Errors, footer.Chunks)
+		if rt := footer.RoundTrip; rt.Start > 0 || rt.Run > 0 {
+			run := "none sampled while the job ran"
+			if rt.Samples > 0 {
+				run = fmt.Sprintf("%v while it ran (median of %d samples)", rt.Run, rt.Samples)
+			}
+			line("round trip", "recording layer %v per request before the job, %s", rt.Start, run)
+		}
 		if footer.Lost > 0 || footer.WriteError != "" {
 			line("write error", "%s: the last %d events were lost (counted in dropped); the trace ends, closed, before them",
 				q(footer.WriteError), footer.Lost)

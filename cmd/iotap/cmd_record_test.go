@@ -470,6 +470,7 @@ func TestRecordErrors(t *testing.T) {
 		{name: "bad cache mode", args: []string{"--target", target, "--cache", "some", "-o", out, "--", "true"}, wantCode: 2, want: "--cache"},
 		{name: "bad glob", args: []string{"--target", target, "--exclude", "[a", "-o", out, "--", "true"}, wantCode: 2, want: "bad glob"},
 		{name: "bad label", args: []string{"--target", target, "--label", "x", "-o", out, "--", "true"}, wantCode: 2, want: "key=value"},
+		{name: "stats interval too short", args: []string{"--target", target, "--stats-interval", "1ns", "-o", out, "--", "true"}, wantCode: 2, want: "--stats-interval 1ns: want at least 10ms"},
 		{name: "negative server procs", args: []string{"--target", target, "--server-procs", "-1", "-o", out, "--", "true"}, wantCode: 2, want: "--server-procs"},
 		{name: "output inside target", args: []string{"--target", target, "-o", filepath.Join(target, "sub", "..", "t.iotap"), "--", "true"}, wantCode: 1, want: "inside the traced tree"},
 		{name: "output dir under a file", args: []string{"--target", target, "-o", filepath.Join(file, "sub", "t.iotap"), "--", "true"}, wantCode: 1, want: "not a directory"},

@@ -9,7 +9,9 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -138,6 +140,16 @@ func runReplay(ctx context.Context, e *env, o *replayOptions, args []string) err
 	if err != nil {
 		return err
 	}
+	prefix := o.Output
+	if prefix == "" {
+		prefix = strings.TrimSuffix(tracePath, ".iotap") + ".replay"
+	}
+	if !o.DryRun {
+		// Before the trace is read, which takes a while on a large one.
+		if err := o.checkPlaces(tracePath, prefix); err != nil {
+			return err
+		}
+	}
 
 	// Pass 1: the starting state, and what is wrong with the trace.
 	st, damage, err := deriveState(ctx, tracePath, ro.Plan)
@@ -179,14 +191,7 @@ func runReplay(ctx context.Context, e *env, o *replayOptions, args []string) err
 	}
 	raiseNoFile(e)
 
-	prefix := o.Output
-	if prefix == "" {
-		prefix = strings.TrimSuffix(tracePath, ".iotap") + ".replay"
-	}
-	if err := checkOutputDir(prefix); err != nil {
-		return usageErrorf("-o %s: %v", prefix, err)
-	}
-	targets, err := openTargets(ctx, e, o, tracePath, prefix)
+	targets, err := openTargets(ctx, e, o)
 	defer func() { closeTargets(e, targets) }() // --between-runs may open them again
 	if err != nil {
 		return err
@@ -263,6 +268,14 @@ func (o *replayOptions) runOptions(e *env) (replay.Options, error) {
 	if len(o.Targets) == 0 && !o.DryRun {
 		return replay.Options{}, usageErrorf("replay needs at least one --target")
 	}
+	switch o.Progress {
+	case "auto", "always", "never":
+	default:
+		return replay.Options{}, usageErrorf("--progress %q: want auto, always or never", o.Progress)
+	}
+	if !slices.Contains(replays3.Profiles, o.S3.Profile) {
+		return replay.Options{}, usageErrorf("--s3-profile %q: want %s", o.S3.Profile, strings.Join(replays3.Profiles, ", "))
+	}
 	if err := o.check(); err != nil {
 		return replay.Options{}, err
 	}
@@ -276,10 +289,32 @@ func (o *replayOptions) runOptions(e *env) (replay.Options, error) {
 			o.S3.Params[k] = v
 		}
 	}
+	if flag := o.s3Only(); flag != "" && !slices.ContainsFunc(append(slices.Clone(o.Targets), o.PrepareVia...), s3store.IsURL) && !o.DryRun {
+		return replay.Options{}, usageErrorf("%s applies to s3:// targets, and none is given (a directory target is replayed through its file system, whatever serves it)", flag)
+	}
 	return replay.Options{
 		Timing: timing, Speed: o.Speed, RoundTrip: roundTrip, ThinkSpin: o.ThinkCPU == "spin", OnDiverge: policy,
 		Plan: replay.PlanOptions{NoFold: o.NoFold}, FillRandom: o.Fill == "random", Log: e.log,
 	}, nil
+}
+
+// s3Only names an S3 flag given a value other than its default, or returns "".
+func (o *replayOptions) s3Only() string {
+	switch {
+	case len(o.S3Opts) > 0:
+		return "--s3-opt"
+	case o.S3.Profile != "mountpoint":
+		return "--s3-profile"
+	case o.S3.Endpoint != "":
+		return "--s3-endpoint"
+	case o.S3.Region != "":
+		return "--s3-region"
+	case o.S3.AWSProfile != "":
+		return "--aws-profile"
+	case o.S3.Keep:
+		return "--keep"
+	}
+	return ""
 }
 
 // dryRun plays the trace on a model of the starting state and lists the ops whose
@@ -335,42 +370,14 @@ func preparedWhere(t replayTarget, store replay.Backend) string {
 	return t.b.Target().Path
 }
 
-// openTargets opens and checks every target before touching any of them: a directory
-// must exist, be no symbolic link and hold neither the trace nor the results (replay
-// empties its targets), and a target must be empty unless --scratch or --prepare=skip.
-// The targets opened are returned with the error too, for closeTargets.
-func openTargets(ctx context.Context, e *env, o *replayOptions, tracePath, prefix string) ([]replayTarget, error) {
+// openTargets opens every target, after checkPlaces, before touching any of them: a
+// target must be empty unless --scratch or --prepare=skip. The targets opened are
+// returned with the error too, for closeTargets.
+func openTargets(ctx context.Context, e *env, o *replayOptions) ([]replayTarget, error) {
 	var targets []replayTarget
 	s3o := o.S3
 	s3o.Log = e.log
-	absTrace := resolvePath(tracePath)
-	absPrefix := filepath.Join(resolvePath(filepath.Dir(prefix)), filepath.Base(prefix))
 	for _, t := range o.Targets {
-		if !s3store.IsURL(t) {
-			// A symbolic link is refused, not followed: replay deletes what is in its target
-			// (with --scratch) and acts inside it, and a link may lead anywhere.
-			if lt := strings.TrimRight(t, "/"); lt != "" {
-				if fi, err := os.Lstat(lt); err == nil && fi.Mode()&os.ModeSymlink != 0 {
-					return targets, usageErrorf("--target %s is a symbolic link to %s: replay empties its target and acts inside it; name the directory itself", t, resolvePath(t))
-				}
-			}
-			fi, err := os.Stat(t)
-			if err != nil {
-				return targets, usageErrorf("--target %s: %v", t, err)
-			}
-			if !fi.IsDir() {
-				return targets, usageErrorf("--target %s: not a directory", t)
-			}
-			// Replay empties its targets: neither the trace nor the results may live there.
-			if abs := resolvePath(t); o.Prepare != "skip" {
-				if sysinfo.Within(absTrace, abs) {
-					return targets, usageErrorf("--target %s holds the trace %s, and replay empties its targets", t, tracePath)
-				}
-				if sysinfo.Within(absPrefix, abs) {
-					return targets, usageErrorf("--target %s would hold the results (%s.*), and replay empties its targets: choose -o elsewhere", t, prefix)
-				}
-			}
-		}
 		b, rc, err := openTarget(ctx, t, s3o)
 		if err != nil {
 			return targets, err
@@ -401,6 +408,85 @@ func openTargets(ctx context.Context, e *env, o *replayOptions, tracePath, prefi
 		}
 	}
 	return targets, nil
+}
+
+// checkPlaces checks the places a replay writes, before the trace is read and before any
+// of them is touched: the results directory exists and can be written; a directory target
+// exists, is no symbolic link and holds neither the trace nor the results (replay empties
+// its targets); there is one --prepare-via store per target, each a directory under the
+// same rules, or s3://.
+func (o *replayOptions) checkPlaces(tracePath, prefix string) error {
+	if err := checkOutputDir(prefix); err != nil {
+		return usageErrorf("-o %s: %v", prefix, err)
+	}
+	absPrefix := filepath.Join(resolvePath(filepath.Dir(prefix)), filepath.Base(prefix))
+	if rest, ok := strings.CutPrefix(resolvePath(tracePath), absPrefix); ok && resultName.MatchString(rest) {
+		return usageErrorf("-o %s: the results would overwrite the trace %s: choose another prefix", prefix, tracePath)
+	}
+	for _, t := range o.Targets {
+		if s3store.IsURL(t) {
+			if err := checkS3Place("--target", t, o.S3); err != nil {
+				return err
+			}
+			continue
+		}
+		// A symbolic link is refused, not followed: replay deletes what is in its target
+		// (with --scratch) and acts inside it, and a link may lead anywhere.
+		if lt := strings.TrimRight(t, "/"); lt != "" {
+			if fi, err := os.Lstat(lt); err == nil && fi.Mode()&os.ModeSymlink != 0 {
+				return usageErrorf("--target %s is a symbolic link to %s: replay empties its target and acts inside it; name the directory itself", t, resolvePath(t))
+			}
+		}
+		fi, err := os.Stat(t)
+		if err != nil {
+			return usageErrorf("--target %s: %v", t, err)
+		}
+		if !fi.IsDir() {
+			return usageErrorf("--target %s: not a directory", t)
+		}
+		if o.Prepare != "skip" {
+			if err := holdsNoInput(t, "--target", tracePath, prefix); err != nil {
+				return err
+			}
+		}
+	}
+	return o.checkStores(tracePath, prefix)
+}
+
+// resultName matches what replay appends to its -o prefix: .tN.rM, a copy's .cK, and
+// the files' suffixes.
+var resultName = regexp.MustCompile(`^\.t[0-9]+\.r[0-9]+(\.c[0-9]+)?\.(iotap|json|requests\.json|copies\.json)$`)
+
+// checkS3Place checks an s3:// target or store (named by flag) without reaching S3: its
+// URL (a bucket and a key prefix, which replay empties) and the profile and settings it is
+// replayed with. Each error is a usage error.
+func checkS3Place(flag, spec string, o replays3.Options) error {
+	u, _, _ := strings.Cut(spec, "?")
+	_, prefix, err := s3store.ParseURL(u)
+	if err != nil {
+		return usageErrorf("%s: %v", flag, err)
+	}
+	if strings.Trim(prefix, "/") == "" {
+		return usageErrorf("%s %s: give a key prefix (s3://bucket/some/prefix): replay deletes what is below it", flag, spec)
+	}
+	if err := replays3.CheckSettings(spec, o); err != nil {
+		return usageErrorf("%v", err)
+	}
+	return nil
+}
+
+// holdsNoInput checks that dir, which replay empties (a --target, or a --prepare-via
+// store, named by flag), holds neither the trace nor the results.
+func holdsNoInput(dir, flag, tracePath, prefix string) error {
+	abs := resolvePath(dir)
+	if sysinfo.Within(resolvePath(tracePath), abs) {
+		return usageErrorf("%s %s holds the trace %s, and replay empties it", flag, dir, tracePath)
+	}
+	absPrefix := filepath.Join(resolvePath(filepath.Dir(prefix)), filepath.Base(prefix))
+	if sysinfo.Within(absPrefix, abs) {
+		return usageErrorf("%s %s would hold the results (%s.*), and replay empties it: choose -o elsewhere", flag, dir, prefix)
+	}
+	return nil
 }
 
 func closeTargets(e *env, targets []replayTarget) {

@@ -99,6 +99,9 @@ func runReport(ctx context.Context, e *env, o *reportOptions, args []string) err
 	if err != nil {
 		return err
 	}
+	if err := checkOutputNotInput(o.Output, files); err != nil {
+		return err
+	}
 	per, damaged, err := loadTraces(ctx, e, files, stats.Options{Interval: o.Interval})
 	if err != nil {
 		return err
@@ -144,6 +147,31 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// checkOutputNotInput checks an output file (-o) before the traces are read: its
+// directory must exist (as for export, an error, exit 1), and it must not be one of the
+// input traces, which would be overwritten with the report of itself (a usage error).
+func checkOutputNotInput(output string, files []string) error {
+	if output == "" || output == "-" {
+		return nil
+	}
+	if fi, err := os.Stat(filepath.Dir(output)); err != nil || !fi.IsDir() {
+		return fmt.Errorf("write report: -o %s: its directory %s does not exist", output, filepath.Dir(output))
+	}
+	out, err := os.Stat(output)
+	if err != nil {
+		return nil // not there yet: no input
+	}
+	for _, f := range files {
+		if f == "-" || s3store.IsURL(f) {
+			continue
+		}
+		if in, err := os.Stat(f); err == nil && os.SameFile(in, out) {
+			return usageErrorf("-o %s is the trace %s itself", output, f)
+		}
+	}
+	return nil
 }
 
 // writeOutput writes data to file, or to standard output when file is "" or "-".

@@ -163,7 +163,11 @@ func (s *session) close(outcome string) error {
 	writeSummary(s.e.stderr, snap, elapsed, st, cost, s.spec.Output, outcome)
 	_, _, rd, wr := snap.Totals()
 	writeSampleSummary(s.e.stderr, sums, rd+wr, "recorder")
-	if s.rt.Start > 0 {
+	switch {
+	case s.rt.Start > 0 && s.rt.Samples == 0:
+		_, _ = fmt.Fprintf(s.e.stderr, "  layer round trip %v per request before the job (the job ended before one was sampled while it ran)\n",
+			s.rt.Start.Round(10*time.Nanosecond))
+	case s.rt.Start > 0:
 		_, _ = fmt.Fprintf(s.e.stderr, "  layer round trip %v per request before the job, %v while it ran (median of %d samples)\n",
 			s.rt.Start.Round(10*time.Nanosecond), s.rt.Run.Round(10*time.Nanosecond), s.rt.Samples)
 	}

@@ -102,6 +102,9 @@ func (s *recordSpec) fuseOptions(e *env) fusefs.Options {
 	}
 }
 
+// minStatsInterval is the shortest --stats-interval.
+const minStatsInterval = 10 * time.Millisecond
+
 // prepare checks the user's input and resolves paths, without mounting anything.
 func prepare(o *layerOptions, kind string) (*recordSpec, error) {
 	switch o.Cache {
@@ -111,6 +114,10 @@ func prepare(o *layerOptions, kind string) (*recordSpec, error) {
 	}
 	if o.StatsInterval < 0 {
 		return nil, usageErrorf("--stats-interval must not be negative")
+	}
+	if o.StatsInterval > 0 && o.StatsInterval < minStatsInterval {
+		// Shorter, the live lines would flood stderr and take CPU from the job.
+		return nil, usageErrorf("--stats-interval %v: want at least %v (or 0 for none)", o.StatsInterval, minStatsInterval)
 	}
 	if o.ServerProcs < 0 {
 		return nil, usageErrorf("--server-procs must not be negative")

@@ -13,6 +13,8 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"syscall"
+	"time"
 
 	"github.com/spf13/pflag"
 
@@ -39,30 +41,51 @@ func (o *coldOptions) addFlags(fs *pflag.FlagSet) {
 		"It sees IOTAP_RUN (1 for the first run), IOTAP_REPEAT, IOTAP_TARGET, IOTAP_TARGET_INDEX and IOTAP_STORE; a failure stops the replay")
 }
 
-// openStores opens the --prepare-via stores, one per target (nil entries without one).
-// A store is emptied before the first run: it must be empty unless --scratch, and a
-// directory store must not be a symbolic link.
+// checkStores checks the --prepare-via stores (checkPlaces): one per target, not with
+// --prepare skip; a directory store must exist, be no symbolic link, and hold neither the
+// trace nor the results, as replay empties it.
+func (o *replayOptions) checkStores(tracePath, prefix string) error {
+	if len(o.PrepareVia) == 0 {
+		return nil
+	}
+	if len(o.PrepareVia) != len(o.Targets) {
+		return usageErrorf("--prepare-via given %d times for %d targets: give one store per --target, in the same order", len(o.PrepareVia), len(o.Targets))
+	}
+	if o.Prepare == "skip" {
+		return usageErrorf("--prepare-via makes the starting state: it does not go with --prepare skip")
+	}
+	for _, spec := range o.PrepareVia {
+		if s3store.IsURL(spec) {
+			if err := checkS3Place("--prepare-via", spec, o.S3); err != nil {
+				return err
+			}
+			continue
+		}
+		fi, err := os.Lstat(strings.TrimRight(spec, "/"))
+		switch {
+		case err != nil:
+			return usageErrorf("--prepare-via %s: %v", spec, err)
+		case fi.Mode()&fs.ModeSymlink != 0:
+			return usageErrorf("--prepare-via %s is a symbolic link: replay empties the store; name the directory itself", spec)
+		case !fi.IsDir():
+			return usageErrorf("--prepare-via %s: not a directory", spec)
+		}
+		if err := holdsNoInput(spec, "--prepare-via", tracePath, prefix); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// openStores opens the --prepare-via stores, one per target (nil entries without one),
+// after checkStores. A store is emptied before the first run: it must be empty unless
+// --scratch.
 func openStores(ctx context.Context, o *replayOptions, s3o replays3.Options) ([]replay.Backend, error) {
 	stores := make([]replay.Backend, len(o.Targets))
 	if len(o.PrepareVia) == 0 {
 		return stores, nil
 	}
-	if len(o.PrepareVia) != len(o.Targets) {
-		return stores, usageErrorf("--prepare-via given %d times for %d targets: give one store per --target, in the same order", len(o.PrepareVia), len(o.Targets))
-	}
-	if o.Prepare == "skip" {
-		return stores, usageErrorf("--prepare-via makes the starting state: it does not go with --prepare skip")
-	}
 	for i, spec := range o.PrepareVia {
-		if !s3store.IsURL(spec) {
-			if fi, err := os.Lstat(strings.TrimRight(spec, "/")); err != nil {
-				return stores, usageErrorf("--prepare-via %s: %v", spec, err)
-			} else if fi.Mode()&fs.ModeSymlink != 0 {
-				return stores, usageErrorf("--prepare-via %s is a symbolic link: replay empties the store; name the directory itself", spec)
-			} else if !fi.IsDir() {
-				return stores, usageErrorf("--prepare-via %s: not a directory", spec)
-			}
-		}
 		b, _, err := openTarget(ctx, spec, s3o)
 		if err != nil {
 			return stores, err
@@ -143,6 +166,11 @@ func betweenRuns(ctx context.Context, e *env, o *replayOptions, targets []replay
 	}
 	cmd := exec.CommandContext(ctx, "/bin/sh", "-c", o.BetweenRuns)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = nil, e.stderr, e.stderr
+	// Its own process group, ended whole when the replay is interrupted: the shell's
+	// children (a remount, a sleep) do not outlive iotap.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM) }
+	cmd.WaitDelay = betweenRunsGrace
 	cmd.Env = append(os.Environ(),
 		"IOTAP_RUN="+strconv.Itoa(rep+1), "IOTAP_REPEAT="+strconv.Itoa(o.Repeat),
 		"IOTAP_TARGET="+o.Targets[i], "IOTAP_TARGET_INDEX="+strconv.Itoa(i+1), "IOTAP_STORE="+store)
@@ -154,11 +182,18 @@ func betweenRuns(ctx context.Context, e *env, o *replayOptions, targets []replay
 		}
 		t.b = b
 	}
+	if runErr != nil && ctx.Err() != nil {
+		return fmt.Errorf("replay: interrupted while --between-runs ran before run %d of target %d (%s): %w", rep+1, i+1, o.Targets[i], ctx.Err())
+	}
 	if runErr != nil {
 		return fmt.Errorf("replay: --between-runs before run %d of target %d (%s): %w", rep+1, i+1, o.Targets[i], runErr)
 	}
 	return nil
 }
+
+// betweenRunsGrace is how long an interrupted --between-runs command has to end after
+// SIGTERM before it is killed.
+const betweenRunsGrace = 5 * time.Second
 
 // checkShows checks that the target shows the first entry of the starting state made in
 // the store: a store that is not the one behind the target would leave the replay

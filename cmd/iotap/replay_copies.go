@@ -193,10 +193,14 @@ func writeReplaySummary(path string, sum *replay.Summary) error {
 	return nil
 }
 
+// copiesSchema names the JSON form of a CopiesSummary; docs/copies.md documents it.
+const copiesSchema = "iotap.copies/v1"
+
 // CopiesSummary is the JSON of a --copies run (PREFIX.tT.rR.copies.json): the copies
 // together, and each. Rates are over a span: the aggregate's from the common start to
 // the end of the last copy, a copy's from the common start to its own end.
 type CopiesSummary struct {
+	Schema    string        `json:"schema"` // copiesSchema
 	Copies    int           `json:"copies"`
 	Aggregate CopyFigures   `json:"aggregate"`
 	PerCopy   []CopyFigures `json:"per_copy"`
@@ -230,7 +234,7 @@ func copiesFigures(ctx context.Context, e *env, files []string, sums []*replay.S
 	if err != nil {
 		return nil, err
 	}
-	cs := &CopiesSummary{Copies: len(sums)}
+	cs := &CopiesSummary{Schema: copiesSchema, Copies: len(sums)}
 	all := stats.New()
 	for k, s := range per {
 		sum := sums[k]

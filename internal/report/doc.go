@@ -44,11 +44,15 @@
 //	  mount}, cache ("none"|"kernel"|""), passthrough,
 //	  writeback, fuse {max_read, max_write, entry_timeout_ns, attr_timeout_ns, direct_io},
 //	  command[], labels{key: value}, events (aggregated), dropped (recorder
-//	  drops, from the footer), blocked_ns (time the job waited for the recorder's buffer),
-//	  recorded (events the footer counts), complete (a footer was present), damage[]
-//	  (reader messages), recording_cost (when the footer has it: requests, in_layer_ns,
-//	  self_ns, self_ns_per_request, self_share (self_ns / in_layer_ns), encode_cpu_ns,
-//	  threads, resolve_ns; see trace.LayerCost),
+//	  drops, from the footer), lost (of the dropped, events lost when a write of the trace
+//	  failed) and write_error (that failure), blocked_ns (time the job waited for the
+//	  recorder's buffer), recorded (events the footer counts), complete (a footer was
+//	  present), damage[] (reader messages), recording_cost (when the footer has it:
+//	  requests, in_layer_ns, self_ns, self_ns_per_request, self_share (self_ns /
+//	  in_layer_ns), encode_cpu_ns, threads, resolve_ns; with the kernel's proc connector,
+//	  proc_connector (true), late_attributions (threads whose process record came after
+//	  their first event) and missing_attributions (threads whose name or executable could
+//	  not be learnt); see trace.LayerCost),
 //	  client, iotap (traces of format version 3 made with sampling on): what the storage
 //	  client serving the target (the FUSE daemon: s3fs, mount-s3, mfsmount, ...) and iotap
 //	  itself (the recorder, or the replayer: on an s3:// target the S3 client) used while

@@ -142,7 +142,7 @@ func Open(ctx context.Context, spec string, o Options) (*Backend, error) {
 	}
 	b.params = newParams(settings)
 	if b.prof, err = newProfile(o.Profile, b, b.params); err != nil {
-		return nil, fmt.Errorf("%w (target %s)", err, spec)
+		return nil, settingError{fmt.Errorf("%w (target %s)", err, spec)}
 	}
 	b.BeginPhase("open") // the probe below; PrepareTarget and Run start their own phases
 	client, err := s3store.NewClient(ctx, s3store.ClientOptions{

@@ -31,7 +31,7 @@
 // sweep them. Keys (SettingsHelp): mountpoint prefetch_initial, prefetch_max,
 // read_part_size, concurrency, memory_limit, part_size; s3fs multipart_size,
 // multipart_threshold, parallel_count; sdk part_size, concurrency. An unknown key or a
-// bad value is an error. Backend.Given names the settings given; the target's Mount
+// bad value is an error marked ErrSetting, which CheckSettings finds without reaching S3. Backend.Given names the settings given; the target's Mount
 // field shows them after the profile.
 //
 // # Concurrency

@@ -1,6 +1,7 @@
 package s3
 
 import (
+	"errors"
 	"fmt"
 	"net/url"
 	"slices"
@@ -31,15 +32,41 @@ func splitSpec(spec string, base map[string]string) (string, map[string]string, 
 	}
 	vals, err := url.ParseQuery(q)
 	if err != nil {
-		return "", nil, fmt.Errorf("replay: target %s: settings after '?': %w", spec, err)
+		return "", nil, settingError{fmt.Errorf("replay: target %s: settings after '?': %w", spec, err)}
 	}
 	for k, vs := range vals {
 		if len(vs) != 1 || vs[0] == "" {
-			return "", nil, fmt.Errorf("replay: target %s: setting %q wants one value", spec, k)
+			return "", nil, settingError{fmt.Errorf("replay: target %s: setting %q wants one value", spec, k)}
 		}
 		m[k] = vs[0]
 	}
 	return u, m, nil
+}
+
+// ErrSetting marks an unknown profile, an unknown setting or a bad value, given in
+// Options.Profile, Options.Params or a target's query: the caller's mistake, not S3's.
+var ErrSetting = errors.New("s3: bad setting")
+
+// settingError is a settings error, marked ErrSetting.
+type settingError struct{ error }
+
+func (e settingError) Unwrap() []error { return []error{e.error, ErrSetting} }
+
+// CheckSettings returns the error Open would return for the profile and settings of spec
+// and o, without reaching S3, so that a caller can check them before anything else.
+func CheckSettings(spec string, o Options) error {
+	_, settings, err := splitSpec(spec, o.Params)
+	if err != nil {
+		return err
+	}
+	name := o.Profile
+	if v, ok := settings["profile"]; ok {
+		name = v
+	}
+	if _, err := newProfile(name, &Backend{}, newParams(settings)); err != nil {
+		return settingError{fmt.Errorf("%w (target %s)", err, spec)}
+	}
+	return nil
 }
 
 func newParams(m map[string]string) *params { return &params{m: m, used: map[string]bool{}} }
