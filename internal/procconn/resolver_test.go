@@ -29,11 +29,17 @@ func startResolver(t *testing.T, keep func(string) bool) (*Resolver, <-chan Thre
 // report waits for the report of tid (at most 10 s).
 func report(t *testing.T, ch <-chan Thread, tid int) Thread {
 	t.Helper()
+	return reportAs(t, ch, tid, "")
+}
+
+// reportAs waits for the report of tid naming comm (any name when comm is ""), at most 10 s.
+func reportAs(t *testing.T, ch <-chan Thread, tid int, comm string) Thread {
+	t.Helper()
 	deadline := time.After(10 * time.Second)
 	for {
 		select {
 		case th := <-ch:
-			if th.Tid == uint32(tid) {
+			if th.Tid == uint32(tid) && (comm == "" || th.Comm == comm) {
 				return th
 			}
 		case <-deadline:
@@ -75,7 +81,10 @@ func TestResolverPrograms(t *testing.T) {
 	if got, keep := r.Use(uint32(pid), 1); got != uint32(pid) || !keep {
 		t.Errorf("Use(new sleep) = %d, %v; want %d, true", got, keep, pid)
 	}
-	if th := report(t, ch, pid); th.Pid != uint32(pid) || th.PPid != uint32(os.Getpid()) || th.Comm != "sleep" || th.Exe != sleepExe {
+	// The first Use may find only the fork's copy of the test process when exec's event is
+	// still on its way to the table (the resolver's goroutine holds it); the thread is
+	// reported again as sleep once it arrives.
+	if th := reportAs(t, ch, pid, "sleep"); th.Pid != uint32(pid) || th.PPid != uint32(os.Getpid()) || th.Exe != sleepExe {
 		t.Errorf("new sleep: %+v, want pid %d, parent %d, comm sleep, exe %s", th, pid, os.Getpid(), sleepExe)
 	}
 	if got, _ := r.Use(uint32(pid), 2); got != uint32(pid) {
@@ -90,10 +99,12 @@ func TestResolverPrograms(t *testing.T) {
 	if th := report(t, ch, opid); th.Pid != uint32(opid) || th.Comm != "sleep" || th.Exe != sleepExe || th.PPid != uint32(os.Getpid()) {
 		t.Errorf("old sleep: %+v", th)
 	}
-	// A Use that comes before the kernel's events of the new sleep (a loaded machine) reads
-	// its identity in the request's path and reports it again once exec's event arrives.
-	if st := r.Stats(); st.Late != 1 || st.Missing != 0 || st.Threads < 2 || st.Threads > 2+st.InPathReads {
-		t.Errorf("stats %+v, want 2 threads (one more per in-path read), 1 late, 0 missing", st)
+	// A Use that comes before the kernel's events of the new sleep reach the table (a
+	// loaded machine) reports it once more, as the fork's copy or read in the request's path.
+	// The old sleep is late unless the resolver entered it with its own process's children
+	// when it subscribed.
+	if st := r.Stats(); st.Late > 1 || st.Missing != 0 || st.Threads < 2 || st.Threads > 3 {
+		t.Errorf("stats %+v, want 2 threads (3 when the first Use came before exec's event), at most 1 late, 0 missing", st)
 	}
 
 	// Exit: the thread leaves the table.
