@@ -276,8 +276,8 @@ func TestInfoShowsRoundTrip(t *testing.T) {
 			w.SetRoundTrip(tc.rt)
 			mustDo(t, w.Close())
 			code, stdout, stderr := runIotap(t, nil, "info", p)
-			if code != exitOK || !strings.Contains(stdout, tc.want) {
-				t.Errorf("exit %d, stderr %q; stdout:\n%s\nwant %q", code, stderr, stdout, tc.want)
+			if code != exitOK || !strings.Contains(stdout, tc.want) || strings.Count(stdout, "round trip:") != 1 {
+				t.Errorf("exit %d, stderr %q; stdout:\n%s\nwant one round trip line with %q", code, stderr, stdout, tc.want)
 			}
 		})
 	}

@@ -248,10 +248,6 @@ func writeInfoFields(out *bytes.Buffer, name string, r *trace.Reader, s *traceSu
 			line("write error", "%s: the last %d events were lost (counted in dropped); the trace ends, closed, before them",
 				q(footer.WriteError), footer.Lost)
 		}
-		if rt := footer.RoundTrip; rt.Start > 0 {
-			line("round trip", "%v per request before the job, %v while it ran (median of %d samples), measured against the mount",
-				rt.Start, rt.Run, rt.Samples)
-		}
 	} else {
 		line("footer", "none (the writer did not close cleanly)")
 	}
