@@ -36,6 +36,7 @@ func TestReplayBadInput(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	mustDo(t, os.Mkdir(filepath.Join(target, "sub"), 0o755))
 	tr := filepath.Join(store, "job.iotap") // a trace in the store
 	writeCreates(t, tr, 3, time.Millisecond)
 	res := filepath.Join(dir, "res")
@@ -50,6 +51,9 @@ func TestReplayBadInput(t *testing.T) {
 		{"missing-store", []string{"--prepare-via", filepath.Join(dir, "nope")}, "--prepare-via " + filepath.Join(dir, "nope")},
 		{"stores-per-target", []string{"--prepare-via", target, "--prepare-via", target}, "--prepare-via given 2 times for 1 targets"},
 		{"missing-target", []string{"--target", filepath.Join(dir, "nope")}, "--target " + filepath.Join(dir, "nope")},
+		{"target-twice", []string{"--target", target + "/"}, "are the same place, or one holds the other"},
+		{"target-in-target", []string{"--target", filepath.Join(target, "sub")}, "are the same place, or one holds the other"},
+		{"s3-target-in-target", []string{"--target", "s3://b/p", "--target", "s3://b/p/q?concurrency=2"}, "are the same place, or one holds the other"},
 		{"copies-0", []string{"--copies", "0"}, "--copies 0: want 1 to"},
 		{"copies-minus", []string{"--copies", "-1"}, "--copies -1"},
 		{"copies-huge", []string{"--copies", "1000000000"}, "--copies 1000000000"},

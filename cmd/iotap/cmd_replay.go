@@ -450,7 +450,34 @@ func (o *replayOptions) checkPlaces(tracePath, prefix string) error {
 			}
 		}
 	}
+	if err := checkApart(o.Targets); err != nil {
+		return err
+	}
 	return o.checkStores(tracePath, prefix)
+}
+
+// checkApart refuses two targets where one is, or holds, the other: preparing one
+// empties it, the other with it.
+func checkApart(targets []string) error {
+	place := func(t string) string {
+		if s3store.IsURL(t) {
+			u, _, _ := strings.Cut(t, "?")
+			return "s3:/" + filepath.Clean("/"+strings.TrimPrefix(u, "s3://"))
+		}
+		return resolvePath(t)
+	}
+	for i, a := range targets {
+		for _, b := range targets[i+1:] {
+			pa, pb := place(a), place(b)
+			if s3store.IsURL(a) != s3store.IsURL(b) {
+				continue
+			}
+			if sysinfo.Within(pa, pb) || sysinfo.Within(pb, pa) {
+				return usageErrorf("--target %s and --target %s are the same place, or one holds the other: preparing one empties the other", a, b)
+			}
+		}
+	}
+	return nil
 }
 
 // resultName matches what replay appends to its -o prefix: .tN.rM, a copy's .cK, and
