@@ -107,3 +107,19 @@ func (st *State) AutoRoundTrip() RoundTripChoice {
 	}
 	return RoundTripChoice{}
 }
+
+// Contended returns a note when the recorder's round trip while the job ran was more than
+// twice its calibration before the job (and 20 µs more): the job and the serving process
+// competed for CPUs while it was recorded. That also slows the job's own work between its
+// calls, which think mode keeps as think time, so a replay's runtime then predicts high.
+// It returns "" otherwise, or when the trace has no such measurement.
+func (st *State) Contended() string {
+	m := st.Measured
+	if m.Start <= 0 || m.Run <= 0 || m.Run <= 2*m.Start || m.Run-m.Start < 20*time.Microsecond {
+		return ""
+	}
+	return fmt.Sprintf("the recording layer's round trip rose from %v before the job to %v while it ran: "+
+		"the job and the recorder competed for CPUs, which also slowed the job's work between its calls; "+
+		"think times keep that slowdown, so runtimes replayed from this trace predict high "+
+		"(record on a node with a CPU to spare for the layer)", m.Start, m.Run)
+}

@@ -372,3 +372,27 @@ func TestHandleReusedSameName(t *testing.T) {
 		t.Errorf("j: size %d (%v), want 200", st.Size, err)
 	}
 }
+
+// TestContended: a round trip that more than doubled while the job ran is named; one that
+// held, a small rise, or no measurement is not.
+func TestContended(t *testing.T) {
+	for _, tc := range []struct {
+		start, run time.Duration
+		want       bool
+	}{
+		{14 * time.Microsecond, 75 * time.Microsecond, true},
+		{50 * time.Microsecond, 56 * time.Microsecond, false},
+		{5 * time.Microsecond, 15 * time.Microsecond, false}, // tripled, but by 10 µs
+		{0, 75 * time.Microsecond, false},
+		{14 * time.Microsecond, 0, false},
+	} {
+		st := &State{Measured: trace.RoundTrip{Start: tc.start, Run: tc.run, Samples: 3}}
+		note := st.Contended()
+		if (note != "") != tc.want {
+			t.Errorf("start %v, run %v: note %q, want one: %v", tc.start, tc.run, note, tc.want)
+		}
+		if tc.want && (!strings.Contains(note, tc.start.String()) || !strings.Contains(note, tc.run.String())) {
+			t.Errorf("note does not name both round trips: %q", note)
+		}
+	}
+}

@@ -185,6 +185,9 @@ func runReplay(ctx context.Context, e *env, o *replayOptions, args []string) err
 			_, _ = fmt.Fprintf(e.stdout, "recording layer round trip: %v per request (%s), not waited for again\n",
 				ro.RoundTrip, ro.RoundTripSource)
 		}
+		if note := st.Contended(); note != "" {
+			_, _ = fmt.Fprintf(e.stdout, "NOTE: %s\n", note)
+		}
 	}
 	if o.DryRun {
 		return damaged(dryRun(ctx, e, tracePath, st, ro.Plan))
