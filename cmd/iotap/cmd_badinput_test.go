@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -15,6 +16,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/iotap/iotap/internal/report"
 	"github.com/iotap/iotap/internal/testenv"
 	"github.com/iotap/iotap/trace"
 )
@@ -284,5 +286,22 @@ func TestInfoShowsRoundTrip(t *testing.T) {
 				t.Errorf("exit %d, stderr %q; stdout:\n%s\nwant one round trip line with %q", code, stderr, stdout, tc.want)
 			}
 		})
+	}
+}
+
+// TestS3PricesHelpExample: the example --s3-prices in report's help prices a request as
+// S3 bills it (a GET at $0.0004 per 1000), read the way the report reads it.
+func TestS3PricesHelpExample(t *testing.T) {
+	_, stdout, _ := runIotap(t, nil, "report", "--help")
+	ex := regexp.MustCompile(`e\.g\. (\S+)`).FindStringSubmatch(stdout[strings.Index(stdout, "--s3-prices"):])
+	if ex == nil {
+		t.Fatalf("no example in:\n%s", stdout)
+	}
+	p, err := report.ParsePrices(ex[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := p["GET"]; got < 3.9e-7 || got > 4.1e-7 {
+		t.Errorf("example %s prices a GET at %g, want 4e-7 (0.0004 per 1000)", ex[1], got)
 	}
 }
