@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -15,6 +16,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/iotap/iotap/internal/report"
 	"github.com/iotap/iotap/internal/testenv"
 	"github.com/iotap/iotap/trace"
 )
@@ -51,9 +53,7 @@ func TestReplayBadInput(t *testing.T) {
 		{"missing-store", []string{"--prepare-via", filepath.Join(dir, "nope")}, "--prepare-via " + filepath.Join(dir, "nope")},
 		{"stores-per-target", []string{"--prepare-via", target, "--prepare-via", target}, "--prepare-via given 2 times for 1 targets"},
 		{"missing-target", []string{"--target", filepath.Join(dir, "nope")}, "--target " + filepath.Join(dir, "nope")},
-		{"target-twice", []string{"--target", target + "/"}, "are the same place, or one holds the other"},
-		{"target-in-target", []string{"--target", filepath.Join(target, "sub")}, "are the same place, or one holds the other"},
-		{"s3-target-in-target", []string{"--target", "s3://b/p", "--target", "s3://b/p/q?concurrency=2"}, "are the same place, or one holds the other"},
+		{"target-in-target", []string{"--target", filepath.Join(target, "sub")}, "one holds the other, and preparing it deletes the other"},
 		{"copies-0", []string{"--copies", "0"}, "--copies 0: want 1 to"},
 		{"copies-minus", []string{"--copies", "-1"}, "--copies -1"},
 		{"copies-huge", []string{"--copies", "1000000000"}, "--copies 1000000000"},
@@ -284,5 +284,36 @@ func TestInfoShowsRoundTrip(t *testing.T) {
 				t.Errorf("exit %d, stderr %q; stdout:\n%s\nwant one round trip line with %q", code, stderr, stdout, tc.want)
 			}
 		})
+	}
+}
+
+// TestS3PricesHelpExample: the example --s3-prices in report's help prices a request as
+// S3 bills it (a GET at $0.0004 per 1000), read the way the report reads it.
+func TestS3PricesHelpExample(t *testing.T) {
+	_, stdout, _ := runIotap(t, nil, "report", "--help")
+	ex := regexp.MustCompile(`e\.g\. (\S+)`).FindStringSubmatch(stdout[strings.Index(stdout, "--s3-prices"):])
+	if ex == nil {
+		t.Fatalf("no example in:\n%s", stdout)
+	}
+	p, err := report.ParsePrices(ex[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := p["GET"]; got < 3.9e-7 || got > 4.1e-7 {
+		t.Errorf("example %s prices a GET at %g, want 4e-7 (0.0004 per 1000)", ex[1], got)
+	}
+}
+
+// TestReplaySameTargetTwice: one directory given twice as --target is replayed twice, each
+// run preparing it again, as an s3:// prefix swept with two settings is.
+func TestReplaySameTargetTwice(t *testing.T) {
+	dir := t.TempDir()
+	tr := filepath.Join(dir, "job.iotap")
+	writeCreates(t, tr, 3, time.Millisecond)
+	target := filepath.Join(dir, "target")
+	mustDo(t, os.Mkdir(target, 0o755))
+	code, stdout, stderr := runIotap(t, nil, "replay", tr, "--target", target, "--target", target+"/", "-o", filepath.Join(dir, "res"), "--sample-interval", "0")
+	if code != exitOK || strings.Count(stdout, "divergences 0") != 2 {
+		t.Errorf("exit %d\n%s\n%s", code, stdout, stderr)
 	}
 }

@@ -459,24 +459,19 @@ func (o *replayOptions) checkPlaces(tracePath, prefix string) error {
 	return o.checkStores(tracePath, prefix)
 }
 
-// checkApart refuses two targets where one is, or holds, the other: preparing one
-// empties it, the other with it.
+// checkApart refuses two directory targets where one holds the other: preparing the outer
+// one deletes the inner one, which the replay then cannot open. The same directory or
+// s3:// prefix given twice (with different settings, say) is prepared again before each
+// run, and an s3:// prefix holds no directory that could go.
 func checkApart(targets []string) error {
-	place := func(t string) string {
-		if s3store.IsURL(t) {
-			u, _, _ := strings.Cut(t, "?")
-			return "s3:/" + filepath.Clean("/"+strings.TrimPrefix(u, "s3://"))
-		}
-		return resolvePath(t)
-	}
 	for i, a := range targets {
 		for _, b := range targets[i+1:] {
-			pa, pb := place(a), place(b)
-			if s3store.IsURL(a) != s3store.IsURL(b) {
+			if s3store.IsURL(a) || s3store.IsURL(b) {
 				continue
 			}
-			if sysinfo.Within(pa, pb) || sysinfo.Within(pb, pa) {
-				return usageErrorf("--target %s and --target %s are the same place, or one holds the other: preparing one empties the other", a, b)
+			pa, pb := resolvePath(a), resolvePath(b)
+			if pa != pb && (sysinfo.Within(pa, pb) || sysinfo.Within(pb, pa)) {
+				return usageErrorf("--target %s and --target %s: one holds the other, and preparing it deletes the other", a, b)
 			}
 		}
 	}

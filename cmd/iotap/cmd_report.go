@@ -58,7 +58,7 @@ func (o *reportOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.Top, "top", 10, "rows in the top-N tables (processes, files, directories)")
 	fs.StringVar(&o.By, "by", "", "also split the figures by `key`: host, or label:KEY for a label's value (one view per value)")
 	fs.StringVar(&o.Table, "table", "ops", "with --format csv, the `table` to write: "+strings.Join(report.CSVTables, ", "))
-	fs.StringVar(&o.Prices, "s3-prices", "", "for replays on s3:// targets, estimate request cost from `prices` per 1000 requests, e.g. GetObject=0.0004,PutObject=0.005 (see iotap replay --help)")
+	fs.StringVar(&o.Prices, "s3-prices", "", "for replays on s3:// targets, estimate request cost from `prices`: TYPE=PRICE per request, or TYPE=PRICE/N per N requests, TYPE an S3 operation (GetObject, PutObject, ...) or a billing class (GET: reads; PUT: writes, copies, lists, multipart calls; DELETE), e.g. GET=0.0004/1000,PUT=0.005/1000")
 	fs.DurationVar(&o.Interval, "interval", 0, "width of the per-interval series; 0: 1s, finer for traces shorter than 20s (the width doubles for very long traces)")
 }
 
