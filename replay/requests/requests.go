@@ -1,7 +1,8 @@
 // Package requests holds what a replay target's own requests cost (S3 requests of the
 // replay/s3 backend): tallies per phase of a run and per filesystem call, which a
 // replay.RequestCounter returns, and the sidecar file next to a replay trace
-// (base.requests.json, schema "iotap.requests/v1") they are written to. It does not
+// (base.requests.json, schema "iotap.requests/v1", snake_case keys as the field tags say,
+// durations in integer nanoseconds) they are written to. It does not
 // depend on the replay engine, so that reports read sidecars without it.
 package requests
 
@@ -16,35 +17,36 @@ import (
 
 // Phase is what one phase of a run cost in backend requests, per filesystem call.
 type Phase struct {
-	Phase   string
-	Profile string     // how filesystem calls were mapped to requests
-	Ops     []OpTally  // by filesystem call, sorted by name
-	Total   []ReqTally // all requests of the phase by request type, sorted by type
+	Phase   string     `json:"phase"`
+	Profile string     `json:"profile"` // how filesystem calls were mapped to requests
+	Ops     []OpTally  `json:"ops"`     // by filesystem call, sorted by name
+	Total   []ReqTally `json:"total"`   // all requests of the phase by request type, sorted by type
 	// Retries counts attempts beyond the first; Throttled counts responses that were
 	// 503 SlowDown (or another throttling code). Neither is hidden in the totals: a
 	// request retried twice counts once in Count and twice in Retries.
-	Retries, Throttled uint64
+	Retries   uint64 `json:"retries"`
+	Throttled uint64 `json:"throttled"`
 }
 
 // OpTally is one filesystem call's count, time and requests.
 type OpTally struct {
-	Op     string // backend call: lstat, open, read, write, readdir, close, rename, ...; "-": none (probes, cleanup)
-	Count  uint64 // calls
-	Errors uint64 // calls that returned an error (including Refused)
+	Op     string `json:"op"`     // backend call: lstat, open, read, write, readdir, close, rename, ...; "-": none (probes, cleanup)
+	Count  uint64 `json:"count"`  // calls
+	Errors uint64 `json:"errors"` // calls that returned an error (including Refused)
 	// Refused counts calls the backend's client cannot do: they failed the way that client
 	// fails (e.g. rename on Mountpoint: EPERM) without a request.
-	Refused  uint64
-	Time     time.Duration // summed latency of the calls, requests included
-	Requests []ReqTally    // by request type, sorted
+	Refused  uint64        `json:"refused"`
+	Time     time.Duration `json:"time_ns"`  // summed latency of the calls, requests included
+	Requests []ReqTally    `json:"requests"` // by request type, sorted
 }
 
 // ReqTally counts one request type.
 type ReqTally struct {
-	Type      string // S3 operation: GetObject, HeadObject, ListObjectsV2, PutObject, UploadPart, ...
-	Count     uint64 // operations issued (retries not included)
-	Bytes     int64  // payload bytes sent (PUT, UploadPart) or received (GET)
-	Retries   uint64
-	Throttled uint64
+	Type      string `json:"type"`  // S3 operation: GetObject, HeadObject, ListObjectsV2, PutObject, UploadPart, ...
+	Count     uint64 `json:"count"` // operations issued (retries not included)
+	Bytes     int64  `json:"bytes"` // payload bytes sent (PUT, UploadPart) or received (GET)
+	Retries   uint64 `json:"retries"`
+	Throttled uint64 `json:"throttled"`
 }
 
 // schema names the format of a request sidecar.
@@ -54,8 +56,8 @@ const schema = "iotap.requests/v1"
 // sidecar of a replay trace (base + ".requests.json").
 func Write(path string, phases []Phase) error {
 	doc := struct {
-		Schema string
-		Phases []Phase
+		Schema string  `json:"schema"`
+		Phases []Phase `json:"phases"`
 	}{schema, phases}
 	js, err := json.MarshalIndent(doc, "", "  ")
 	if err != nil {
@@ -74,8 +76,8 @@ func Read(path string) ([]Phase, error) {
 		return nil, fmt.Errorf("replay: read request counts: %w", err)
 	}
 	var doc struct {
-		Schema string
-		Phases []Phase
+		Schema string  `json:"schema"`
+		Phases []Phase `json:"phases"`
 	}
 	if err := json.Unmarshal(data, &doc); err != nil {
 		return nil, fmt.Errorf("replay: read request counts %s: %w", path, err)

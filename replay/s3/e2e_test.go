@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/iotap/iotap/internal/report"
@@ -134,5 +135,10 @@ func checkS3Replay(t *testing.T, s3b *Backend, sum *replay.Summary, out string) 
 	js, _ := os.ReadFile(side)
 	if err := json.Unmarshal(js, &doc); err != nil || doc.Schema != "iotap.requests/v1" || len(doc.Phases) < 2 {
 		t.Errorf("sidecar: %v %+v", err, doc)
+	}
+	for _, key := range []string{`"schema"`, `"phases"`, `"ops"`, `"time_ns"`, `"requests"`, `"type"`} {
+		if !strings.Contains(string(js), key) {
+			t.Errorf("sidecar has no key %s (snake_case keys)", key)
+		}
 	}
 }
