@@ -68,8 +68,12 @@
 // first request comes before that has them read in that request. Threads that existed before
 // the mount are read from /proc by
 // the resolver's goroutine after their first request ("late"; the event's pid is the thread's
-// own when it is a process's main thread, else 0 until the record arrives). The summary says
-// how many records were late or missing. Without the connector, the tracer resolves each
+// own when it is a process's main thread, else 0 until the record arrives), but for a name
+// filter (Options.Comms), which reads such a thread whole in its first request: every kept
+// event follows its thread's record. A request the kernel sends for a thread after its exit
+// (a RELEASE, when the thread's exit closed the file) is attributed as the thread was. Each
+// record's FirstSeen is the start of the thread's first event. The summary says how many
+// records were late or missing. Without the connector, the tracer resolves each
 // thread from /proc in its first request and re-reads comm at most every 50 ms. RELEASE and
 // RELEASEDIR (pid 0) are attributed to the thread that opened the handle.
 //

@@ -45,7 +45,7 @@ type procSlot struct {
 // Hits do not allocate. The returned comm is empty on a cache hit. Time spent in /proc is
 // added to c.slow and to the layer's Resolve.
 func (t *tracer) proc(tid uint32, c *span) procInfo {
-	at := c.s1
+	at := c.s0 // a thread's FirstSeen is the start of its first event, not later
 	if t.conn != nil {
 		pid, keep := t.conn.Use(tid, at)
 		return procInfo{pid: pid, record: keep}

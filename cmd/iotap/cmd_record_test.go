@@ -113,6 +113,9 @@ type recorded struct {
 	Comm  string
 	Ret   int64
 	Errno uint16
+	Start int64 // ns since origin
+	// FirstSeen is that of the caller's process record read before the event, -1 without one.
+	FirstSeen int64
 }
 
 type traceContents struct {
@@ -141,9 +144,9 @@ func readTrace(t *testing.T, path string) traceContents {
 		if err != nil {
 			t.Fatalf("read trace: %v", err)
 		}
-		rec := recorded{Op: ev.Op, Path: r.PathName(ev.Path), Ret: ev.Ret, Errno: ev.Errno}
+		rec := recorded{Op: ev.Op, Path: r.PathName(ev.Path), Ret: ev.Ret, Errno: ev.Errno, Start: ev.Start, FirstSeen: -1}
 		if p, ok := r.Process(ev.Tid); ok {
-			rec.Comm = p.Comm
+			rec.Comm, rec.FirstSeen = p.Comm, p.FirstSeen
 		}
 		tc.events = append(tc.events, rec)
 	}
@@ -162,6 +165,17 @@ func (tc traceContents) has(op trace.Op, path, comm string) bool {
 		}
 	}
 	return false
+}
+
+// count returns the number of events of op.
+func (tc traceContents) count(op trace.Op) int {
+	n := 0
+	for _, e := range tc.events {
+		if e.Op == op {
+			n++
+		}
+	}
+	return n
 }
 
 func (tc traceContents) dump() string {
@@ -586,10 +600,18 @@ func TestRecordOptions(t *testing.T) {
 	if len(tc.events) == 0 {
 		t.Fatal("no events")
 	}
+	// Each kept op follows its thread's record, which dates from the thread's first op. The
+	// kernel sends a cat's RELEASE as cat exits: it is kept and attributed to cat too.
 	for _, e := range tc.events {
 		if e.Comm != "cat" {
 			t.Fatalf("--comm cat recorded an op by %q: %+v", e.Comm, e)
 		}
+		if e.FirstSeen > e.Start {
+			t.Errorf("op %+v: its thread's record is first seen after it", e)
+		}
+	}
+	if n := tc.count(trace.OpOpen); n != 20 || tc.count(trace.OpRelease) != n {
+		t.Errorf("%d opens and %d releases recorded, want 20 of each:\n%s", n, tc.count(trace.OpRelease), tc.dump())
 	}
 }
 

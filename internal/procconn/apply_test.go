@@ -1,6 +1,9 @@
 package procconn
 
-import "testing"
+import (
+	"os"
+	"testing"
+)
 
 // TestApply: the table follows fork, exec, rename and exit events, and a change of a thread
 // empties its cache slot (no socket: the events are applied as the socket would deliver them).
@@ -64,5 +67,65 @@ func TestApply(t *testing.T) {
 	r.overflowLocked()
 	if len(r.m) != 0 || r.cache[5].Load() != 0 || r.stats.Overflows != 1 {
 		t.Errorf("after an overflow: %d threads, slot %x, stats %+v", len(r.m), r.cache[5].Load(), r.stats)
+	}
+}
+
+// TestApplyAfterExit: a request that reaches the resolver after its thread's exit event (the
+// kernel sends a file's RELEASE on behalf of a thread that closed it in its exit, after the
+// thread is gone) is attributed as the thread was, and no second identity is reported.
+func TestApplyAfterExit(t *testing.T) {
+	var got []Thread
+	r := &Resolver{m: map[uint32]*entry{}, closed: true, self: 1,
+		cfg: Config{Report: func(th Thread, _ int64) { got = append(got, th) }, Keep: func(comm string) bool { return comm == "cat" }}}
+	const tid = 1 << 30 // above any pid_max: never a live thread
+	r.m[100] = &entry{pid: 100, ppid: 1, comm: "sh", exe: "/bin/sh", known: true, watch: true}
+	r.applyLocked(&Event{Kind: KindFork, ParentPid: 100, ParentTgid: 100, Pid: tid, Tgid: tid})
+	r.m[tid].comm, r.m[tid].exe, r.m[tid].forked = "cat", "/bin/cat", false // as exec and its read make it
+	if pid, keep := r.Use(tid, 5); pid != tid || !keep || len(got) != 1 {
+		t.Fatalf("live cat: pid %d keep %v, reports %+v", pid, keep, got)
+	}
+	r.applyLocked(&Event{Kind: KindExit, Pid: tid, Tgid: tid})
+	if pid, keep := r.Use(tid, 9); pid != tid || !keep {
+		t.Errorf("request after exit: pid %d keep %v, want %d true", pid, keep, tid)
+	}
+	if len(got) != 1 || len(r.jobs) != 0 {
+		t.Errorf("request after exit: reports %+v, jobs %+v; want the one report, no read", got, r.jobs)
+	}
+
+	// A known thread of the job that never used the mount (it inherited a handle) is
+	// reported at its first request, after its exit too.
+	r.applyLocked(&Event{Kind: KindFork, ParentPid: 100, ParentTgid: 100, Pid: tid + 1, Tgid: tid + 1})
+	r.applyLocked(&Event{Kind: KindExit, Pid: tid + 1, Tgid: tid + 1})
+	if pid, keep := r.Use(tid+1, 12); pid != tid+1 || keep || len(got) != 2 || got[1] != (Thread{Tid: tid + 1, Pid: tid + 1, PPid: 100, Comm: "sh", Exe: "/bin/sh"}) {
+		t.Errorf("exited child's first request: pid %d keep %v, reports %+v", pid, keep, got)
+	}
+
+	// The id of an exited thread taken by a new thread is the new thread's.
+	r.applyLocked(&Event{Kind: KindFork, ParentPid: 100, ParentTgid: 100, Pid: tid, Tgid: tid})
+	r.applyLocked(&Event{Kind: KindExit, Pid: tid, Tgid: tid})
+	if e := r.gone.find(tid); e == nil || e.comm != "sh" {
+		t.Errorf("reused id after exit: %+v", e)
+	}
+}
+
+// TestKeepUnknownThread: when the name filter meets a thread the resolver does not know (a
+// process older than the subscription), the thread's whole identity is read in the request's
+// path and reported before Use returns, so a kept request never precedes its thread's record.
+func TestKeepUnknownThread(t *testing.T) {
+	sleepExe := exePath(t, "sleep")
+	c := startCmd(t, "sleep", "60")
+	pid := uint32(c.Process.Pid)
+	var got []Thread
+	r := &Resolver{m: map[uint32]*entry{}, closed: true, self: 1,
+		cfg: Config{Report: func(th Thread, _ int64) { got = append(got, th) }, Keep: func(comm string) bool { return comm == "sleep" }}}
+	if p, keep := r.Use(pid, 5); p != pid || !keep {
+		t.Errorf("Use = %d, %v; want %d, true", p, keep, pid)
+	}
+	want := Thread{Tid: pid, Pid: pid, PPid: uint32(os.Getpid()), Comm: "sleep", Exe: sleepExe}
+	if len(got) != 1 || got[0] != want {
+		t.Errorf("reports %+v, want %+v at once", got, want)
+	}
+	if st := r.Stats(); st.Late != 0 || st.InPathReads != 1 {
+		t.Errorf("stats %+v, want one in-path read, nothing late", st)
 	}
 }

@@ -5,10 +5,14 @@
 // CN_IDX_PROC; needs CAP_NET_ADMIN in the initial namespaces) and keeps a table of the
 // host's threads: fork events give a new thread its process, parent, name and executable
 // (inherited from the forking thread), comm events a new name, exit events remove the
-// thread (memory follows the live threads). An exec event leaves the name and executable
-// unknown, as the kernel does not send them: when the thread descends from the resolver's
-// own process (a job iotap started) or from a thread that used the mount, the resolver's
-// goroutine reads them from /proc at once, while the program starts. Threads that existed
+// thread (memory follows the live threads). An exited thread of the job or one that used the
+// mount is kept apart for a few seconds more: the kernel sends requests on a thread's behalf
+// after its exit event (a file's last close, in the thread's exit, sends RELEASE
+// asynchronously with the thread's id), and they are attributed as the thread was, not as
+// an unknown thread. An exec event leaves the name and executable unknown, as the kernel
+// does not send them: when the thread descends from the resolver's own process (a job iotap
+// started) or from a thread that used the mount, the resolver's goroutine reads them from
+// /proc at once, while the program starts. Threads that existed
 // before the subscription are unknown too (but the resolver's own, entered when it
 // subscribes); the goroutine reads them (status and exe) when they first fork, exec or make
 // a request.
@@ -21,7 +25,9 @@
 // before the goroutine read it has its comm and exe link read there (two small reads; the
 // program is alive, blocked in the request, where it could be gone by the time the goroutine
 // reads; exec'd programs that are not watched and never use the mount are never read), and
-// an unknown thread's comm is read when a name filter ([Config.Keep]) must decide at once.
+// an unknown thread's whole identity is read when a name filter ([Config.Keep]) must decide
+// at once (it is then reported before Use returns: a kept request never precedes its
+// thread's identity).
 //
 // Each identity of a thread that made a request (its process and name, which an exec or
 // a rename change) is handed to [Config.Report] once: at its first request when it is
@@ -73,8 +79,8 @@ type Stats struct {
 	Overflows uint64 // times the socket's buffer overflowed (events were lost)
 	ProcReads uint64 // threads read from /proc by the resolver's goroutine
 	// Threads read from /proc in a request's path: a program's first request that came
-	// before the goroutine had read it (its name and executable), and the name of an
-	// unknown thread for Config.Keep; and the time of those reads.
+	// before the goroutine had read it (its name and executable), and an unknown thread
+	// for Config.Keep (its whole identity); and the time of those reads.
 	InPathReads uint64
 	InPath      time.Duration
 }
@@ -98,9 +104,53 @@ type entry struct {
 	queued    bool // a /proc read is queued
 	used      bool // a request came from this identity (or from the thread before an exec or rename)
 	late      bool // used before known
+	missing   bool // the /proc read that made it known failed or found no executable
 	reported  bool
 	keepSet   bool
 	keep      bool
+}
+
+// goneKeep is how long (at least) an exited thread stays in gone; goneMax bounds a
+// generation under a high exit rate.
+const (
+	goneKeep = 2 * time.Second
+	goneMax  = 1 << 16
+)
+
+// graveyard holds recently exited threads in two generations: an exited thread goes into
+// cur; when cur is goneKeep old (or goneMax large) old is dropped and cur becomes old.
+type graveyard struct {
+	cur, old map[uint32]*entry
+	since    time.Time // when cur was started
+}
+
+// bury keeps the exited thread tid.
+func (g *graveyard) bury(tid uint32, e *entry) {
+	now := time.Now()
+	if g.cur == nil {
+		g.cur, g.since = map[uint32]*entry{}, now
+	} else if len(g.cur) >= goneMax || now.Sub(g.since) >= goneKeep {
+		g.old, g.cur, g.since = g.cur, make(map[uint32]*entry, len(g.cur)), now
+	}
+	g.cur[tid] = e
+}
+
+// find returns the exited thread tid, or nil.
+func (g *graveyard) find(tid uint32) *entry {
+	if e := g.cur[tid]; e != nil {
+		return e
+	}
+	return g.old[tid]
+}
+
+// forget drops tid: a new thread has its id.
+func (g *graveyard) forget(tid uint32) {
+	if len(g.cur) > 0 {
+		delete(g.cur, tid)
+	}
+	if len(g.old) > 0 {
+		delete(g.old, tid)
+	}
 }
 
 // job is a /proc read for the goroutine.
@@ -122,6 +172,7 @@ type Resolver struct {
 
 	mu      sync.Mutex // guards everything below; taken by Use and the goroutine
 	m       map[uint32]*entry
+	gone    graveyard // exited threads whose requests may still come (see the package doc)
 	jobs    []job
 	evs     []Event
 	buf     []byte
@@ -283,22 +334,24 @@ func (r *Resolver) useSlow(tid uint32, at int64) (uint32, bool) {
 		e = r.m[tid]
 	}
 	if e == nil {
+		// A request of a thread that has exited (a RELEASE sent in its exit) is its own.
+		e = r.gone.find(tid)
+	}
+	if e == nil {
 		e = &entry{pid: leaderPid(tid)}
 		r.m[tid] = e
 		r.queueLocked(tid, e, true)
 	}
-	if !e.known && !e.all {
+	if !e.known && (!e.all || r.cfg.Keep != nil) {
 		// A program the resolver has not read yet (exec'd or forked from a thread it did
-		// not know): alive now, blocked in this request, and maybe gone when the resolver
-		// gets to it. Its name and executable are read here.
+		// not know), or a thread the name filter must judge now: alive, blocked in this
+		// request, and maybe gone when the resolver's goroutine gets to it. Its identity is
+		// read here, so that it is reported before its request is recorded.
 		t0 := time.Now()
-		th, err := readThread(tid, false)
+		th, err := readThread(tid, e.all)
 		r.stats.InPathReads++
 		r.stats.InPath += time.Since(t0)
-		if err == nil {
-			e.comm, e.exe = th.Comm, th.Exe
-		}
-		e.known = true
+		r.learnLocked(e, th, err)
 	}
 	if !e.used || e.first == 0 {
 		e.used = true
@@ -315,14 +368,7 @@ func (r *Resolver) useSlow(tid uint32, at int64) (uint32, bool) {
 	if !e.keepSet {
 		e.keep, e.keepSet = true, true
 		if r.cfg.Keep != nil {
-			comm := e.comm
-			if !e.known {
-				t0 := time.Now()
-				comm, _ = readComm(tid)
-				r.stats.InPathReads++
-				r.stats.InPath += time.Since(t0)
-			}
-			e.keep = r.cfg.Keep(comm)
+			e.keep = r.cfg.Keep(e.comm) // known: read above
 		}
 	}
 	pid, keep := e.pid, e.keep
@@ -358,11 +404,30 @@ func (r *Resolver) forgetLocked(tid uint32) {
 	}
 }
 
+// learnLocked sets e's identity from a /proc read (th, err) of it; a failed read (the
+// thread is gone) leaves what is known, and the identity counts as missing.
+func (r *Resolver) learnLocked(e *entry, th Thread, err error) {
+	if err == nil {
+		if e.all {
+			if e.pid == 0 {
+				e.pid = th.Pid
+			}
+			e.ppid = th.PPid
+		}
+		e.comm, e.exe = th.Comm, th.Exe
+	}
+	e.missing = err != nil || e.exe == ""
+	e.known = true
+}
+
 func (r *Resolver) reportLocked(tid uint32, e *entry) {
 	e.reported = true
 	r.stats.Threads++
 	if e.late {
 		r.stats.Late++
+	}
+	if e.missing {
+		r.stats.Missing++
 	}
 	if r.cfg.Report != nil {
 		r.cfg.Report(Thread{Tid: tid, Pid: e.pid, PPid: e.ppid, Comm: e.comm, Exe: e.exe}, e.first)
@@ -420,6 +485,7 @@ func (r *Resolver) overflowLocked() {
 		r.cache[i].Store(0)
 	}
 	clear(r.m)
+	r.gone = graveyard{}
 }
 
 func (r *Resolver) applyLocked(ev *Event) {
@@ -446,6 +512,7 @@ func (r *Resolver) applyLocked(ev *Event) {
 			c.comm, c.exe, c.known, c.forked = p.comm, p.exe, true, true
 		} // else read in its first request (Use), if it makes one
 		r.forgetLocked(ev.Pid)
+		r.gone.forget(ev.Pid)
 		r.m[ev.Pid] = c
 	case KindExec:
 		old := r.m[ev.Pid]
@@ -484,9 +551,12 @@ func (r *Resolver) applyLocked(ev *Event) {
 			r.queueLocked(ev.Pid, &n, n.all) // the executable is still to be read
 		}
 	case KindExit:
-		if _, ok := r.m[ev.Pid]; ok {
+		if e, ok := r.m[ev.Pid]; ok {
 			delete(r.m, ev.Pid)
 			r.forgetLocked(ev.Pid)
+			if e.known && (e.used || e.watch) {
+				r.gone.bury(ev.Pid, e)
+			}
 		}
 	}
 }
@@ -559,20 +629,8 @@ func (r *Resolver) work() {
 				continue
 			}
 			r.stats.ProcReads++
-			if err == nil {
-				if j.all {
-					if e.pid == 0 {
-						e.pid = th.Pid
-					}
-					e.ppid = th.PPid
-				}
-				e.comm, e.exe = th.Comm, th.Exe
-			}
-			e.known = true
+			r.learnLocked(e, th, err)
 			if e.used && !e.reported {
-				if err != nil || e.exe == "" {
-					r.stats.Missing++
-				}
 				r.reportLocked(j.tid, e)
 			}
 			r.mu.Unlock()
