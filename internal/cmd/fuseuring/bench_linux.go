@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -24,10 +25,12 @@ import (
 // driveResult is what one drive process prints.
 type driveResult struct {
 	Op       string  `json:"op"`
-	Ops      int     `json:"ops"` // operations issued, warm-up included
+	Ops      int     `json:"ops"`   // operations issued, warm-up included
+	Timed    int     `json:"timed"` // operations timed
 	MedianNs int64   `json:"median_ns"`
 	P99Ns    int64   `json:"p99_ns"`
 	OpsPerS  float64 `json:"ops_per_s"`
+	CPUNs    int64   `json:"cpu_ns"` // the process's CPU time over the timed operations
 }
 
 // drive is the "drive" subcommand: N timed operations on one file, after N/10 untimed ones.
@@ -36,11 +39,20 @@ func drive(args []string, stdout io.Writer) error {
 	path := fl.String("path", "", "`file` to stat or read")
 	op := fl.String("op", "stat", "`stat` or pread (4 KiB at offset 0)")
 	n := fl.Int("n", 20000, "timed operations")
+	cpu := fl.Int("cpu", -1, "pin the timed thread to `cpu` (-1: no pinning)")
 	if err := fl.Parse(args); err != nil {
 		return err
 	}
 	if *path == "" || *n < 1 {
 		return errors.New("drive: -path and a positive -n are required")
+	}
+	runtime.LockOSThread()
+	if *cpu >= 0 {
+		var set unix.CPUSet
+		set.Set(*cpu)
+		if err := unix.SchedSetaffinity(0, &set); err != nil {
+			return fmt.Errorf("drive: pin to CPU %d: %w", *cpu, err)
+		}
 	}
 	var do func() error
 	switch *op {
@@ -71,6 +83,7 @@ func drive(args []string, stdout io.Writer) error {
 		}
 	}
 	lat := make([]int64, *n)
+	cpu0 := cpuTime()
 	start := time.Now()
 	for i := range lat {
 		t := time.Now()
@@ -80,10 +93,11 @@ func drive(args []string, stdout io.Writer) error {
 		lat[i] = int64(time.Since(t))
 	}
 	total := time.Since(start)
+	cpuUsed := cpuTime() - cpu0
 	slices.Sort(lat)
 	return json.NewEncoder(stdout).Encode(driveResult{
-		Op: *op, Ops: warm + *n, MedianNs: lat[len(lat)/2], P99Ns: lat[len(lat)*99/100],
-		OpsPerS: float64(*n) / total.Seconds(),
+		Op: *op, Ops: warm + *n, Timed: *n, MedianNs: lat[len(lat)/2], P99Ns: lat[len(lat)*99/100],
+		OpsPerS: float64(*n) / total.Seconds(), CPUNs: int64(cpuUsed),
 	})
 }
 
@@ -92,6 +106,8 @@ type target struct {
 	name      string // as given in -targets
 	transport string // "" for native
 	readers   int
+	noPin     bool // uring:nopin: queue threads not pinned to their CPUs
+	deferTR   bool // uring:defer: rings with IORING_SETUP_DEFER_TASKRUN
 }
 
 func parseTargets(s string) ([]target, error) {
@@ -102,7 +118,8 @@ func parseTargets(s string) ([]target, error) {
 		switch {
 		case kind == "native" && !hasArg:
 			t.transport = ""
-		case kind == "uring" && !hasArg:
+		case kind == "uring" && (!hasArg || arg == "nopin" || arg == "defer"):
+			t.noPin, t.deferTR = arg == "nopin", arg == "defer"
 		case kind == "dev":
 			if hasArg {
 				r, err := strconv.Atoi(arg)
@@ -112,7 +129,7 @@ func parseTargets(s string) ([]target, error) {
 				t.readers = r
 			}
 		default:
-			return nil, fmt.Errorf("unknown target %q (native, dev, dev:N, uring)", name)
+			return nil, fmt.Errorf("unknown target %q (native, dev, dev:N, uring, uring:nopin, uring:defer)", name)
 		}
 		ts = append(ts, t)
 	}
@@ -123,16 +140,18 @@ func parseTargets(s string) ([]target, error) {
 type phaseResult struct {
 	driveResult
 	requests, viaURing uint64
+	serverCPU          time.Duration // over the whole drive process, warm-up included
 }
 
 // bench is the "bench" subcommand.
 func bench(ctx context.Context, args []string, stdout io.Writer) error {
 	fl := flag.NewFlagSet("bench", flag.ContinueOnError)
 	work := fl.String("work", "/var/tmp/fuseuring", "work `dir` (a tmpfs and a mount point are made in it)")
-	targetList := fl.String("targets", "native,dev,uring", "comma-separated: native, dev, dev:N (N reader threads), uring")
+	targetList := fl.String("targets", "native,dev,uring", "comma-separated: native, dev, dev:N (N reader threads), uring, uring:nopin (queue threads not pinned), uring:defer (DEFER_TASKRUN rings)")
 	rounds := fl.Int("rounds", 5, "rounds; the targets' order rotates each round")
 	n := fl.Int("n", 20000, "timed operations per phase")
 	depth := fl.Int("depth", 8, "entries per io_uring queue")
+	cpu := fl.Int("driver-cpu", -1, "pin the drive processes' timed thread to `cpu` (-1: no pinning)")
 	if err := fl.Parse(args); err != nil {
 		return err
 	}
@@ -170,9 +189,9 @@ func bench(ctx context.Context, args []string, stdout io.Writer) error {
 			t := targets[(i+r)%len(targets)]
 			var prs []phaseResult
 			if t.transport == "" {
-				prs, err = runNative(ctx, self, filepath.Join(tmpfs, fileName), ops, *n)
+				prs, err = runNative(ctx, self, filepath.Join(tmpfs, fileName), ops, *n, *cpu)
 			} else {
-				prs, err = runServer(ctx, self, mnt, t, *depth, ops, *n)
+				prs, err = runServer(ctx, self, mnt, t, *depth, ops, *n, *cpu)
 			}
 			if err != nil {
 				return fmt.Errorf("round %d, %s: %w", r+1, t.name, err)
@@ -188,8 +207,8 @@ func bench(ctx context.Context, args []string, stdout io.Writer) error {
 	return err
 }
 
-func runDrive(ctx context.Context, self, path, op string, n int) (driveResult, error) {
-	cmd := exec.CommandContext(ctx, self, "drive", "-path", path, "-op", op, "-n", strconv.Itoa(n))
+func runDrive(ctx context.Context, self, path, op string, n, cpu int) (driveResult, error) {
+	cmd := exec.CommandContext(ctx, self, "drive", "-path", path, "-op", op, "-n", strconv.Itoa(n), "-cpu", strconv.Itoa(cpu))
 	cmd.Stderr = os.Stderr
 	out, err := cmd.Output()
 	if err != nil {
@@ -202,10 +221,10 @@ func runDrive(ctx context.Context, self, path, op string, n int) (driveResult, e
 	return dr, nil
 }
 
-func runNative(ctx context.Context, self, path string, ops []string, n int) ([]phaseResult, error) {
+func runNative(ctx context.Context, self, path string, ops []string, n, cpu int) ([]phaseResult, error) {
 	var prs []phaseResult
 	for _, op := range ops {
-		dr, err := runDrive(ctx, self, path, op, n)
+		dr, err := runDrive(ctx, self, path, op, n, cpu)
 		if err != nil {
 			return nil, err
 		}
@@ -221,14 +240,14 @@ type serverProc struct {
 	lines *bufio.Scanner
 }
 
-func (p *serverProc) counts() (dev, uring uint64, err error) {
+func (p *serverProc) counts() (dev, uring uint64, cpu time.Duration, err error) {
 	if _, err := io.WriteString(p.in, "counts\n"); err != nil {
-		return 0, 0, err
+		return 0, 0, 0, err
 	}
 	return p.readCounts()
 }
 
-func (p *serverProc) readCounts() (dev, uring uint64, err error) {
+func (p *serverProc) readCounts() (dev, uring uint64, cpu time.Duration, err error) {
 	for p.lines.Scan() {
 		line, ok := strings.CutPrefix(p.lines.Text(), "counts ")
 		if !ok {
@@ -236,7 +255,7 @@ func (p *serverProc) readCounts() (dev, uring uint64, err error) {
 		}
 		var m map[string]map[string]uint64
 		if err := json.Unmarshal([]byte(line), &m); err != nil {
-			return 0, 0, fmt.Errorf("server counts %q: %w", line, err)
+			return 0, 0, 0, fmt.Errorf("server counts %q: %w", line, err)
 		}
 		for op, k := range m["dev"] {
 			if op != "FORGET" && op != "BATCH_FORGET" && op != "INIT" {
@@ -246,14 +265,15 @@ func (p *serverProc) readCounts() (dev, uring uint64, err error) {
 		for _, k := range m["uring"] {
 			uring += k
 		}
-		return dev, uring, nil
+		return dev, uring, time.Duration(m["cpu"]["ns"]), nil
 	}
-	return 0, 0, fmt.Errorf("server ended without counts: %v", p.lines.Err())
+	return 0, 0, 0, fmt.Errorf("server ended without counts: %v", p.lines.Err())
 }
 
-func runServer(ctx context.Context, self, mnt string, t target, depth int, ops []string, n int) (prs []phaseResult, err error) {
+func runServer(ctx context.Context, self, mnt string, t target, depth int, ops []string, n, cpu int) (prs []phaseResult, err error) {
 	cmd := exec.CommandContext(ctx, self, "serve", "-mnt", mnt, "-transport", t.transport,
-		"-readers", strconv.Itoa(t.readers), "-depth", strconv.Itoa(depth))
+		"-readers", strconv.Itoa(t.readers), "-depth", strconv.Itoa(depth), "-pin="+strconv.FormatBool(!t.noPin),
+		"-defer-taskrun="+strconv.FormatBool(t.deferTR))
 	cmd.Stderr = os.Stderr
 	in, err := cmd.StdinPipe()
 	if err != nil {
@@ -296,21 +316,21 @@ func runServer(ctx context.Context, self, mnt string, t target, depth int, ops [
 	}
 	mounted = true
 	path := filepath.Join(mnt, fileName)
-	dev0, ur0, err := p.counts()
+	dev0, ur0, cpu0, err := p.counts()
 	if err != nil {
 		return nil, err
 	}
 	for _, op := range ops {
-		dr, err := runDrive(ctx, self, path, op, n)
+		dr, err := runDrive(ctx, self, path, op, n, cpu)
 		if err != nil {
 			return nil, err
 		}
-		dev1, ur1, err := p.counts()
+		dev1, ur1, cpu1, err := p.counts()
 		if err != nil {
 			return nil, err
 		}
-		prs = append(prs, phaseResult{driveResult: dr, requests: dev1 - dev0 + ur1 - ur0, viaURing: ur1 - ur0})
-		dev0, ur0 = dev1, ur1
+		prs = append(prs, phaseResult{driveResult: dr, requests: dev1 - dev0 + ur1 - ur0, viaURing: ur1 - ur0, serverCPU: cpu1 - cpu0})
+		dev0, ur0, cpu0 = dev1, ur1, cpu1
 	}
 	return prs, nil
 }
@@ -328,27 +348,31 @@ func median(v []float64) float64 {
 // p99 latency and of ops/s, the requests per operation and the share served through io_uring.
 func table(targets []target, ops []string, res map[string]map[string][]phaseResult) string {
 	var w strings.Builder
-	fmt.Fprintln(&w, "| target | op | median µs | p99 µs | ops/s | FUSE requests/op | via io_uring |")
-	fmt.Fprintln(&w, "|---|---|---:|---:|---:|---:|---:|")
+	fmt.Fprintln(&w, "| target | op | median µs | p99 µs | ops/s | FUSE requests/op | via io_uring | caller CPU µs/op | server CPU µs/op |")
+	fmt.Fprintln(&w, "|---|---|---:|---:|---:|---:|---:|---:|---:|")
 	for _, op := range ops {
 		for _, t := range targets {
 			prs := res[t.name][op]
-			var med, p99, rate, rpo, share []float64
+			var med, p99, rate, rpo, share, ccpu, scpu []float64
 			for _, pr := range prs {
 				med = append(med, float64(pr.MedianNs)/1e3)
 				p99 = append(p99, float64(pr.P99Ns)/1e3)
 				rate = append(rate, pr.OpsPerS)
 				rpo = append(rpo, float64(pr.requests)/float64(pr.Ops))
+				ccpu = append(ccpu, float64(pr.CPUNs)/1e3/float64(pr.Timed))
+				scpu = append(scpu, float64(pr.serverCPU)/1e3/float64(pr.Ops))
 				if pr.requests > 0 {
 					share = append(share, float64(pr.viaURing)/float64(pr.requests))
 				}
 			}
-			rq, via := "–", "–"
+			rq, via, sc := "–", "–", "–"
 			if t.transport != "" {
 				rq = fmt.Sprintf("%.2f", median(rpo))
 				via = fmt.Sprintf("%.0f %%", 100*median(share))
+				sc = fmt.Sprintf("%.1f", median(scpu))
 			}
-			fmt.Fprintf(&w, "| %s | %s | %.1f | %.1f | %.0f | %s | %s |\n", t.name, op, median(med), median(p99), median(rate), rq, via)
+			fmt.Fprintf(&w, "| %s | %s | %.1f | %.1f | %.0f | %s | %s | %.1f | %s |\n", t.name, op, median(med), median(p99),
+				median(rate), rq, via, median(ccpu), sc)
 		}
 	}
 	return w.String()

@@ -14,6 +14,8 @@ import (
 const (
 	ioringSetupCQSize   = 1 << 3
 	ioringSetupSQE128   = 1 << 10
+	ioringSetupSingle   = 1 << 12 // IORING_SETUP_SINGLE_ISSUER
+	ioringSetupDeferTR  = 1 << 13 // IORING_SETUP_DEFER_TASKRUN
 	ioringEnterGetEvent = 1 << 0
 	ioringFeatSingleMap = 1 << 0
 	ioringOffSQRing     = 0
@@ -57,8 +59,15 @@ type ring struct {
 
 func u32at(b []byte, off uint32) *uint32 { return (*uint32)(unsafe.Pointer(&b[off])) }
 
-func newRing(entries uint32) (*ring, error) {
+// newRing makes a ring; with deferTaskrun, completions' task work (the kernel's copy of a FUSE
+// request into the entry's buffers) runs only when this thread waits in io_uring_enter, not
+// on a signal-like interruption (IORING_SETUP_SINGLE_ISSUER|IORING_SETUP_DEFER_TASKRUN: only
+// the creating thread may submit).
+func newRing(entries uint32, deferTaskrun bool) (*ring, error) {
 	p := uringParams{Flags: ioringSetupSQE128 | ioringSetupCQSize, CQEntries: 2 * entries}
+	if deferTaskrun {
+		p.Flags |= ioringSetupSingle | ioringSetupDeferTR
+	}
 	fd, _, errno := unix.Syscall(unix.SYS_IO_URING_SETUP, uintptr(entries), uintptr(unsafe.Pointer(&p)), 0)
 	if errno != 0 {
 		return nil, fmt.Errorf("io_uring_setup: %w", errno)

@@ -15,6 +15,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -118,7 +119,7 @@ func (s *server) count(via int, opcode uint32) {
 	s.counts[via][min(opcode, 63)].Add(1)
 }
 
-// countsJSON is {"dev":{"LOOKUP":n,…},"uring":{…}}.
+// countsJSON is {"dev":{"LOOKUP":n,…},"uring":{…},"cpu":{"ns":n}}.
 func (s *server) countsJSON() string {
 	m := map[string]map[string]uint64{"dev": {}, "uring": {}}
 	for via, name := range []string{"dev", "uring"} {
@@ -132,8 +133,18 @@ func (s *server) countsJSON() string {
 			}
 		}
 	}
+	m["cpu"] = map[string]uint64{"ns": uint64(cpuTime())}
 	b, _ := json.Marshal(m)
 	return string(b)
+}
+
+// cpuTime is the process's user and system time so far (getrusage, microsecond resolution).
+func cpuTime() time.Duration {
+	var ru unix.Rusage
+	if err := unix.Getrusage(unix.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // splitDev splits a request read from /dev/fuse.
@@ -293,8 +304,8 @@ func mmapAnon(n int) ([]byte, error) {
 	return unix.Mmap(-1, 0, n, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS|unix.MAP_POPULATE)
 }
 
-func (q *uringQueue) setup(depth int) error {
-	r, err := newRing(uint32(depth))
+func (q *uringQueue) setup(depth int, deferTaskrun bool) error {
+	r, err := newRing(uint32(depth), deferTaskrun)
 	if err != nil {
 		return err
 	}
@@ -353,7 +364,7 @@ func (q *uringQueue) submit(i int, cmd uint32) error {
 
 // run sets the queue up on its own pinned thread, reports on q.ready, then serves until the
 // connection goes away.
-func (q *uringQueue) run(depth int, pin bool) error {
+func (q *uringQueue) run(depth int, pin, deferTaskrun bool) error {
 	runtime.LockOSThread()
 	if pin {
 		var set unix.CPUSet
@@ -364,7 +375,7 @@ func (q *uringQueue) run(depth int, pin bool) error {
 		}
 	}
 	q.cqes = make([]cqe, 0, 2*depth)
-	err := q.setup(depth)
+	err := q.setup(depth, deferTaskrun)
 	q.ready <- err
 	if err != nil {
 		return nil
@@ -418,6 +429,7 @@ func serve(args []string) error {
 	readers := fl.Int("readers", 1, "threads reading /dev/fuse (dev transport)")
 	depth := fl.Int("depth", 8, "entries per io_uring queue")
 	pin := fl.Bool("pin", true, "pin each io_uring queue's thread to its CPU")
+	deferTaskrun := fl.Bool("defer-taskrun", false, "set up the rings with IORING_SETUP_SINGLE_ISSUER|IORING_SETUP_DEFER_TASKRUN")
 	directIO := fl.Bool("direct-io", true, "open the file with FOPEN_DIRECT_IO, so every read reaches the server")
 	if err := fl.Parse(args); err != nil {
 		return err
@@ -448,7 +460,7 @@ func serve(args []string) error {
 		}
 		for qid := range nq {
 			q := &uringQueue{s: s, qid: qid, ready: make(chan error, 1)}
-			go func() { errs <- q.run(*depth, *pin) }()
+			go func() { errs <- q.run(*depth, *pin, *deferTaskrun) }()
 			if err := <-q.ready; err != nil {
 				_ = unix.Unmount(*mnt, unix.MNT_DETACH)
 				return err
