@@ -13,13 +13,18 @@
 # Switches /sys/module/fuse/parameters/enable_uring to Y for the run and restores its value
 # on exit.
 #
-# Usage: bench/uring.sh [-r ROUNDS] [-n OPS] [-t TARGETS] [-c DRIVER_CPU] [-d WORKDIR]
-# Defaults: -r 7 -n 20000 -t native,dev,uring -d /var/tmp/iotap-uring (root; Linux ≥ 6.14)
+# Targets (-t): native, dev, dev:N, uring, uring:nopin (queue threads not pinned to their
+# CPU), uring:defer (rings with IORING_SETUP_DEFER_TASKRUN). -c pins the callers to a CPU;
+# -j runs J callers at once.
+#
+# Usage: bench/uring.sh [-r ROUNDS] [-n OPS] [-t TARGETS] [-c DRIVER_CPU] [-j JOBS] [-d WORKDIR]
+# Defaults: -r 7 -n 20000 -t native,dev,uring -j 1 -d /var/tmp/iotap-uring (root; Linux ≥ 6.14)
 set -euo pipefail
-ROUNDS=7 N=20000 TARGETS=native,dev,uring CPU=-1 WORK=/var/tmp/iotap-uring
-while getopts "r:n:t:c:d:h" o; do
+ROUNDS=7 N=20000 TARGETS=native,dev,uring CPU=-1 JOBS=1 WORK=/var/tmp/iotap-uring
+while getopts "r:n:t:c:j:d:h" o; do
   case $o in
-    r) ROUNDS=$OPTARG ;; n) N=$OPTARG ;; t) TARGETS=$OPTARG ;; c) CPU=$OPTARG ;; d) WORK=$OPTARG ;;
+    r) ROUNDS=$OPTARG ;; n) N=$OPTARG ;; t) TARGETS=$OPTARG ;; c) CPU=$OPTARG ;; j) JOBS=$OPTARG ;;
+    d) WORK=$OPTARG ;;
     *) sed -n '2,/^[^#]/{/^#/s/^# \{0,1\}//p}' "$0"; exit 2 ;;
   esac
 done
@@ -34,5 +39,7 @@ restore() { echo "$OLD" >"$PARAM"; }
 trap restore EXIT
 trap 'exit 130' INT TERM
 echo Y >"$PARAM"
-echo "# $(date -u '+%Y-%m-%d %H:%M UTC'), $(uname -r), $(nproc) CPUs: bench/uring.sh -r $ROUNDS -n $N -t $TARGETS -c $CPU"
-"$WORK/fuseuring" bench -work "$WORK" -targets "$TARGETS" -rounds "$ROUNDS" -n "$N" -driver-cpu "$CPU"
+echo "# $(date -u '+%Y-%m-%d %H:%M UTC'), $(uname -r), $(nproc) CPUs: bench/uring.sh -r $ROUNDS -n $N -t $TARGETS -c $CPU -j $JOBS"
+# A private mount namespace: no other process's new namespace copies the mounts (a copy would
+# keep a connection alive after its unmount here).
+unshare -m --propagation private "$WORK/fuseuring" bench -work "$WORK" -targets "$TARGETS" -rounds "$ROUNDS" -n "$N" -driver-cpu "$CPU" -jobs "$JOBS"

@@ -152,6 +152,7 @@ func bench(ctx context.Context, args []string, stdout io.Writer) error {
 	n := fl.Int("n", 20000, "timed operations per phase")
 	depth := fl.Int("depth", 8, "entries per io_uring queue")
 	cpu := fl.Int("driver-cpu", -1, "pin the drive processes' timed thread to `cpu` (-1: no pinning)")
+	jobs := fl.Int("jobs", 1, "drive processes running at once on each phase")
 	if err := fl.Parse(args); err != nil {
 		return err
 	}
@@ -159,9 +160,10 @@ func bench(ctx context.Context, args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if *rounds < 1 || *n < 1 {
-		return errors.New("bench: -rounds and -n must be positive")
+	if *rounds < 1 || *n < 1 || *jobs < 1 {
+		return errors.New("bench: -rounds, -n and -jobs must be positive")
 	}
+	l := load{n: *n, cpu: *cpu, jobs: *jobs}
 	self, err := os.Executable()
 	if err != nil {
 		return err
@@ -189,9 +191,9 @@ func bench(ctx context.Context, args []string, stdout io.Writer) error {
 			t := targets[(i+r)%len(targets)]
 			var prs []phaseResult
 			if t.transport == "" {
-				prs, err = runNative(ctx, self, filepath.Join(tmpfs, fileName), ops, *n, *cpu)
+				prs, err = runNative(ctx, self, filepath.Join(tmpfs, fileName), ops, l)
 			} else {
-				prs, err = runServer(ctx, self, mnt, t, *depth, ops, *n, *cpu)
+				prs, err = runServer(ctx, self, mnt, t, *depth, ops, l)
 			}
 			if err != nil {
 				return fmt.Errorf("round %d, %s: %w", r+1, t.name, err)
@@ -207,8 +209,43 @@ func bench(ctx context.Context, args []string, stdout io.Writer) error {
 	return err
 }
 
-func runDrive(ctx context.Context, self, path, op string, n, cpu int) (driveResult, error) {
-	cmd := exec.CommandContext(ctx, self, "drive", "-path", path, "-op", op, "-n", strconv.Itoa(n), "-cpu", strconv.Itoa(cpu))
+// load is what each phase runs: jobs drive processes at once, each timing n operations.
+type load struct{ n, cpu, jobs int }
+
+// runDrive runs l.jobs drive processes at once and combines their results: the median of
+// their medians, the largest p99, and sums of rates, operations and CPU time.
+func runDrive(ctx context.Context, self, path, op string, l load) (driveResult, error) {
+	type res struct {
+		dr  driveResult
+		err error
+	}
+	ch := make(chan res, l.jobs)
+	for range l.jobs {
+		go func() {
+			dr, err := runDrive1(ctx, self, path, op, l)
+			ch <- res{dr, err}
+		}()
+	}
+	var all driveResult
+	var meds []float64
+	var errs []error
+	for range l.jobs {
+		r := <-ch
+		errs = append(errs, r.err)
+		all.Op = r.dr.Op
+		all.Ops += r.dr.Ops
+		all.Timed += r.dr.Timed
+		all.OpsPerS += r.dr.OpsPerS
+		all.CPUNs += r.dr.CPUNs
+		all.P99Ns = max(all.P99Ns, r.dr.P99Ns)
+		meds = append(meds, float64(r.dr.MedianNs))
+	}
+	all.MedianNs = int64(median(meds))
+	return all, errors.Join(errs...)
+}
+
+func runDrive1(ctx context.Context, self, path, op string, l load) (driveResult, error) {
+	cmd := exec.CommandContext(ctx, self, "drive", "-path", path, "-op", op, "-n", strconv.Itoa(l.n), "-cpu", strconv.Itoa(l.cpu))
 	cmd.Stderr = os.Stderr
 	out, err := cmd.Output()
 	if err != nil {
@@ -221,10 +258,10 @@ func runDrive(ctx context.Context, self, path, op string, n, cpu int) (driveResu
 	return dr, nil
 }
 
-func runNative(ctx context.Context, self, path string, ops []string, n, cpu int) ([]phaseResult, error) {
+func runNative(ctx context.Context, self, path string, ops []string, l load) ([]phaseResult, error) {
 	var prs []phaseResult
 	for _, op := range ops {
-		dr, err := runDrive(ctx, self, path, op, n, cpu)
+		dr, err := runDrive(ctx, self, path, op, l)
 		if err != nil {
 			return nil, err
 		}
@@ -270,7 +307,7 @@ func (p *serverProc) readCounts() (dev, uring uint64, cpu time.Duration, err err
 	return 0, 0, 0, fmt.Errorf("server ended without counts: %v", p.lines.Err())
 }
 
-func runServer(ctx context.Context, self, mnt string, t target, depth int, ops []string, n, cpu int) (prs []phaseResult, err error) {
+func runServer(ctx context.Context, self, mnt string, t target, depth int, ops []string, l load) (prs []phaseResult, err error) {
 	cmd := exec.CommandContext(ctx, self, "serve", "-mnt", mnt, "-transport", t.transport,
 		"-readers", strconv.Itoa(t.readers), "-depth", strconv.Itoa(depth), "-pin="+strconv.FormatBool(!t.noPin),
 		"-defer-taskrun="+strconv.FormatBool(t.deferTR))
@@ -321,7 +358,7 @@ func runServer(ctx context.Context, self, mnt string, t target, depth int, ops [
 		return nil, err
 	}
 	for _, op := range ops {
-		dr, err := runDrive(ctx, self, path, op, n, cpu)
+		dr, err := runDrive(ctx, self, path, op, l)
 		if err != nil {
 			return nil, err
 		}

@@ -8,7 +8,7 @@
 //
 //	fuseuring serve -mnt DIR [-transport dev|uring] [-readers N] [-depth D] [-pin=false] [-defer-taskrun] [-direct-io=false]
 //	fuseuring drive -path FILE -op stat|pread [-n N]
-//	fuseuring bench -work DIR [-targets native,dev,dev:N,uring,uring:nopin,uring:defer] [-rounds 5] [-n 20000] [-driver-cpu C]
+//	fuseuring bench -work DIR [-targets native,dev,dev:N,uring,uring:nopin,uring:defer] [-rounds 5] [-n 20000] [-driver-cpu C] [-jobs J]
 //
 // serve mounts with mount(2) on an open /dev/fuse (root only) and answers INIT there, as the
 // protocol requires. With -transport dev, N threads read requests from /dev/fuse and write
@@ -27,11 +27,12 @@
 // O_DIRECT; the server opens it with FOPEN_DIRECT_IO so every read reaches it), and prints one
 // JSON line: median and p99 latency, ops/s, and its own CPU time over the timed calls.
 //
-// bench alternates the targets over rounds (rotating their order): native is a tmpfs
-// file, dev[:N] and uring are this server; each phase runs in a child drive process, and the
-// server's request counts and CPU time (asked for on its stdin) give the requests and server
-// CPU per operation and the share that came through io_uring. It prints a Markdown table of medians over rounds. bench/uring.sh runs it with
-// enable_uring switched on and restores the setting afterwards.
+// bench alternates the targets over rounds (rotating their order): native is a tmpfs file,
+// dev[:N] and uring are this server. Each phase runs in J child drive processes at once (their
+// rates add up; the latency is the median of their medians). The server's request counts and
+// CPU time, asked for on its stdin, give the requests and server CPU per operation and the
+// share that came through io_uring. It prints a Markdown table of medians over rounds.
+// bench/uring.sh runs it with enable_uring switched on and restores the setting afterwards.
 package main
 
 import (
