@@ -6,7 +6,8 @@
 // FLUSH, RELEASE, STATFS, INIT, DESTROY and FORGET) with two transports, and a benchmark
 // that drives it from a child process.
 //
-//	fuseuring serve -mnt DIR [-transport dev|uring] [-readers N] [-depth D] [-pin=false] [-defer-taskrun] [-direct-io=false]
+//	fuseuring serve -mnt DIR [-transport dev|uring] [-readers N] [-depth D] [-payload-size B]
+//	                [-pin=false] [-defer-taskrun] [-direct-io=false]
 //	fuseuring drive -path FILE -op stat|pread [-n N]
 //	fuseuring bench -work DIR [-targets native,dev,dev:N,uring,uring:nopin,uring:defer] [-rounds 5] [-n 20000] [-driver-cpu C] [-jobs J]
 //

@@ -28,8 +28,8 @@ const (
 	fileSize   = 4096
 	maxWrite   = 128 << 10
 	devBufSize = maxWrite + 4096
-	// payloadSize is each io_uring entry's payload buffer: the kernel requires at least
-	// max(max_write, max_pages × page size), 128 KiB with the values negotiated here.
+	// payloadSize is the default of each io_uring entry's payload buffer: the kernel requires
+	// at least max(max_write, max_pages × page size), 128 KiB with the values negotiated here.
 	payloadSize = 256 << 10
 )
 
@@ -304,7 +304,7 @@ func mmapAnon(n int) ([]byte, error) {
 	return unix.Mmap(-1, 0, n, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS|unix.MAP_POPULATE)
 }
 
-func (q *uringQueue) setup(depth int, deferTaskrun bool) error {
+func (q *uringQueue) setup(depth, payloadSize int, deferTaskrun bool) error {
 	r, err := newRing(uint32(depth), deferTaskrun)
 	if err != nil {
 		return err
@@ -364,7 +364,7 @@ func (q *uringQueue) submit(i int, cmd uint32) error {
 
 // run sets the queue up on its own pinned thread, reports on q.ready, then serves until the
 // connection goes away.
-func (q *uringQueue) run(depth int, pin, deferTaskrun bool) error {
+func (q *uringQueue) run(depth, payloadSize int, pin, deferTaskrun bool) error {
 	runtime.LockOSThread()
 	if pin {
 		var set unix.CPUSet
@@ -375,7 +375,7 @@ func (q *uringQueue) run(depth int, pin, deferTaskrun bool) error {
 		}
 	}
 	q.cqes = make([]cqe, 0, 2*depth)
-	err := q.setup(depth, deferTaskrun)
+	err := q.setup(depth, payloadSize, deferTaskrun)
 	q.ready <- err
 	if err != nil {
 		return nil
@@ -429,6 +429,7 @@ func serve(args []string) error {
 	readers := fl.Int("readers", 1, "threads reading /dev/fuse (dev transport)")
 	depth := fl.Int("depth", 8, "entries per io_uring queue")
 	pin := fl.Bool("pin", true, "pin each io_uring queue's thread to its CPU")
+	payload := fl.Int("payload-size", payloadSize, "`bytes` of each io_uring entry's payload buffer (the kernel requires 128 KiB here)")
 	deferTaskrun := fl.Bool("defer-taskrun", false, "set up the rings with IORING_SETUP_SINGLE_ISSUER|IORING_SETUP_DEFER_TASKRUN")
 	directIO := fl.Bool("direct-io", true, "open the file with FOPEN_DIRECT_IO, so every read reaches the server")
 	if err := fl.Parse(args); err != nil {
@@ -440,14 +441,15 @@ func serve(args []string) error {
 	if *transport != "dev" && *transport != "uring" {
 		return fmt.Errorf("serve: unknown transport %q", *transport)
 	}
-	if *readers < 1 || *depth < 1 || *depth > 4096 {
-		return errors.New("serve: -readers and -depth must be at least 1 (depth at most 4096)")
+	if *readers < 1 || *depth < 1 || *depth > 4096 || *payload < 4096 {
+		return errors.New("serve: -readers and -depth must be at least 1 (depth at most 4096), -payload-size at least 4096")
 	}
 	s := &server{data: make([]byte, fileSize), directIO: *directIO}
 	for i := range s.data {
 		s.data[i] = byte('a' + i%26)
 	}
 	if err := s.mountAndInit(*mnt, *transport == "uring"); err != nil {
+		_ = unix.Unmount(*mnt, unix.MNT_DETACH) // if mounted: no dead mount left behind
 		return err
 	}
 	errs := make(chan error, 64)
@@ -460,7 +462,7 @@ func serve(args []string) error {
 		}
 		for qid := range nq {
 			q := &uringQueue{s: s, qid: qid, ready: make(chan error, 1)}
-			go func() { errs <- q.run(*depth, *pin, *deferTaskrun) }()
+			go func() { errs <- q.run(*depth, *payload, *pin, *deferTaskrun) }()
 			if err := <-q.ready; err != nil {
 				_ = unix.Unmount(*mnt, unix.MNT_DETACH)
 				return err
