@@ -381,17 +381,26 @@ func median(v []float64) float64 {
 	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
 
-// table returns, per target and operation, the medians over rounds of the median and
-// p99 latency and of ops/s, the requests per operation and the share served through io_uring.
+// table returns, per target and operation, the medians over rounds of the median and p99
+// latency, of ops/s, of the requests and CPU per operation, and of the share served through
+// io_uring; and the median over rounds of the per-round ratios of median latency and ops/s to
+// the first FUSE target's (the base), measured in the same round.
 func table(targets []target, ops []string, res map[string]map[string][]phaseResult) string {
+	base := ""
+	for _, t := range targets {
+		if t.transport != "" {
+			base = t.name
+			break
+		}
+	}
 	var w strings.Builder
-	fmt.Fprintln(&w, "| target | op | median µs | p99 µs | ops/s | FUSE requests/op | via io_uring | caller CPU µs/op | server CPU µs/op |")
-	fmt.Fprintln(&w, "|---|---|---:|---:|---:|---:|---:|---:|---:|")
+	fmt.Fprintf(&w, "| target | op | median µs | p99 µs | ops/s | median / %[1]s | ops/s / %[1]s | FUSE requests/op | via io_uring | caller CPU µs/op | server CPU µs/op |\n", base)
+	fmt.Fprintln(&w, "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 	for _, op := range ops {
 		for _, t := range targets {
 			prs := res[t.name][op]
-			var med, p99, rate, rpo, share, ccpu, scpu []float64
-			for _, pr := range prs {
+			var med, p99, rate, rpo, share, ccpu, scpu, medRatio, rateRatio []float64
+			for k, pr := range prs {
 				med = append(med, float64(pr.MedianNs)/1e3)
 				p99 = append(p99, float64(pr.P99Ns)/1e3)
 				rate = append(rate, pr.OpsPerS)
@@ -401,15 +410,22 @@ func table(targets []target, ops []string, res map[string]map[string][]phaseResu
 				if pr.requests > 0 {
 					share = append(share, float64(pr.viaURing)/float64(pr.requests))
 				}
+				if b := res[base][op]; base != "" && k < len(b) {
+					medRatio = append(medRatio, float64(pr.MedianNs)/float64(b[k].MedianNs))
+					rateRatio = append(rateRatio, pr.OpsPerS/b[k].OpsPerS)
+				}
 			}
-			rq, via, sc := "–", "–", "–"
+			rq, via, sc, mr, rr := "–", "–", "–", "–", "–"
 			if t.transport != "" {
 				rq = fmt.Sprintf("%.2f", median(rpo))
 				via = fmt.Sprintf("%.0f %%", 100*median(share))
 				sc = fmt.Sprintf("%.1f", median(scpu))
 			}
-			fmt.Fprintf(&w, "| %s | %s | %.1f | %.1f | %.0f | %s | %s | %.1f | %s |\n", t.name, op, median(med), median(p99),
-				median(rate), rq, via, median(ccpu), sc)
+			if len(medRatio) > 0 {
+				mr, rr = fmt.Sprintf("%.2f", median(medRatio)), fmt.Sprintf("%.2f", median(rateRatio))
+			}
+			fmt.Fprintf(&w, "| %s | %s | %.1f | %.1f | %.0f | %s | %s | %s | %s | %.1f | %s |\n", t.name, op, median(med), median(p99),
+				median(rate), mr, rr, rq, via, median(ccpu), sc)
 		}
 	}
 	return w.String()
