@@ -61,8 +61,10 @@ func allowOtherPermissions(t *testing.T, cache fusefs.CacheMode) {
 			var out [2]string
 			var failed [2]bool
 			for j, dir := range []string{native, c.Mnt} {
-				cmd := exec.Command("sh", "-c", tc.script)
-				cmd.Dir = dir
+				// sh changes into dir itself: a chdir between fork and exec (cmd.Dir)
+				// would wait on this process's own mount while the forking thread holds its
+				// P, which a garbage collection starting then cannot stop.
+				cmd := exec.Command("sh", "-c", `cd "$1" || exit 1; `+tc.script, "sh", dir)
 				cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: nobody, Gid: nobody}}
 				var b bytes.Buffer
 				cmd.Stdout, cmd.Stderr = &b, &b

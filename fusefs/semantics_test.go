@@ -409,8 +409,10 @@ func runSemOp(t *testing.T, bin, root string, tc semCase, i int) string {
 	for k, a := range tc.args {
 		args[k] = expand(a, i)
 	}
+	// The child changes into root itself (semOpWorkload), not through cmd.Dir: a chdir
+	// between fork and exec would send a request to this process's own mount while the
+	// forking thread holds its P, and a garbage collection starting then could not stop it.
 	cmd := exec.Command(bin)
-	cmd.Dir = root
 	cmd.Env = append(os.Environ(), workloadEnv+"=semop", workloadEnv+"_DIR="+root,
 		"IOTAP_SEM_UMASK="+strconv.Itoa(tc.umask), "IOTAP_SEM_CD="+tc.cd, "IOTAP_SEM_ARGS="+strings.Join(args, "\x1f"))
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: tc.uid, Gid: tc.uid, Groups: tc.groups}}
@@ -427,7 +429,10 @@ func init() { workloads["semop"] = semOpWorkload }
 // semOpWorkload runs one operation (IOTAP_SEM_ARGS, NUL-separated; "then" starts a second
 // one; unit separators between arguments) in the current directory after changing into IOTAP_SEM_CD, under umask
 // IOTAP_SEM_UMASK, and prints each operation's result.
-func semOpWorkload(string) error {
+func semOpWorkload(root string) error {
+	if err := os.Chdir(root); err != nil {
+		return err
+	}
 	umask, _ := strconv.Atoi(os.Getenv("IOTAP_SEM_UMASK"))
 	syscall.Umask(umask)
 	if cd := os.Getenv("IOTAP_SEM_CD"); cd != "" {
