@@ -8,8 +8,6 @@ import (
 	"strings"
 	"sync/atomic"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/iotap/iotap/internal/procconn"
 	"github.com/iotap/iotap/trace"
 )
@@ -96,7 +94,7 @@ func (t *tracer) procSlow(tid uint32, at int64) procInfo {
 		return p
 	}
 	if ok {
-		comm, err := readComm(tid)
+		comm, err := procconn.ReadComm(tid)
 		if err != nil || comm == p.comm {
 			p.checked = at
 			t.procs.set(tid, p)
@@ -115,16 +113,16 @@ func (t *tracer) procSlow(tid uint32, at int64) procInfo {
 func (t *tracer) resolve(tid uint32, at int64) procInfo {
 	pr := trace.Process{Tid: tid, FirstSeen: at - t.origin}
 	var buf [4096]byte
-	status, err := readProc(tid, "status", buf[:])
+	status, err := procconn.ReadProc(tid, "status", buf[:])
 	if err != nil {
 		t.rec.CountError() // the thread is gone already; attribute what we can
-		pr.Comm, _ = readComm(tid)
+		pr.Comm, _ = procconn.ReadComm(tid)
 	} else {
-		pr.Pid = statusField(status, "Tgid:")
-		pr.PPid = statusField(status, "PPid:")
+		pr.Pid = procconn.StatusField(status, "Tgid:")
+		pr.PPid = procconn.StatusField(status, "PPid:")
 		pr.Comm = statusName(status)
 		if strings.IndexByte(pr.Comm, '\\') >= 0 { // escaped by the kernel: read it raw
-			pr.Comm, _ = readComm(tid)
+			pr.Comm, _ = procconn.ReadComm(tid)
 		}
 	}
 	if pr.Pid != 0 {
@@ -132,31 +130,6 @@ func (t *tracer) resolve(tid uint32, at int64) procInfo {
 	}
 	t.rec.AddProcess(pr)
 	return procInfo{pid: pr.Pid, record: t.commOK(pr.Comm), checked: at, comm: pr.Comm}
-}
-
-// readProc reads /proc/<tid>/<name> into buf with three system calls (os.ReadFile adds an
-// fstat and a growing buffer: this runs in a request's path).
-func readProc(tid uint32, name string, buf []byte) ([]byte, error) {
-	fd, err := unix.Open("/proc/"+strconv.FormatUint(uint64(tid), 10)+"/"+name, unix.O_RDONLY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return nil, err
-	}
-	defer func() { _ = unix.Close(fd) }()
-	n := 0
-	for n < len(buf) {
-		m, err := unix.Read(fd, buf[n:])
-		if err == unix.EINTR {
-			continue
-		}
-		if err != nil {
-			return nil, err
-		}
-		if m == 0 {
-			break
-		}
-		n += m
-	}
-	return buf[:n], nil
 }
 
 // statusName returns the Name line of /proc/<tid>/status (comm, with \ and control
@@ -182,27 +155,4 @@ func (t *tracer) commOK(comm string) bool {
 		}
 	}
 	return false
-}
-
-func readComm(tid uint32) (string, error) {
-	var buf [64]byte
-	b, err := readProc(tid, "comm", buf[:])
-	if err != nil {
-		return "", err
-	}
-	return string(bytes.TrimSuffix(b, []byte("\n"))), nil
-}
-
-// statusField parses the decimal value of a "Key:\tvalue" line of /proc/<tid>/status.
-func statusField(status []byte, key string) uint32 {
-	i := bytes.Index(status, []byte("\n"+key))
-	if i < 0 {
-		return 0
-	}
-	rest := status[i+1+len(key):]
-	if j := bytes.IndexByte(rest, '\n'); j >= 0 {
-		rest = rest[:j]
-	}
-	v, _ := strconv.ParseUint(string(bytes.TrimSpace(rest)), 10, 32)
-	return uint32(v)
 }
