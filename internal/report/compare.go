@@ -440,6 +440,16 @@ func WriteCompareText(w io.Writer, c *Comparison) error {
 
 // errnoCounts lists failures by errno, the most frequent first: "2,048 EACCES, 3 ENOENT".
 func errnoCounts(m map[string]uint64) string {
+	ks := byCount(m)
+	parts := make([]string, len(ks))
+	for i, k := range ks {
+		parts[i] = format.Count(m[k]) + " " + k
+	}
+	return strings.Join(parts, ", ")
+}
+
+// byCount returns m's keys, the largest count first, then by name.
+func byCount(m map[string]uint64) []string {
 	ks := make([]string, 0, len(m))
 	for k := range m {
 		ks = append(ks, k)
@@ -450,11 +460,7 @@ func errnoCounts(m map[string]uint64) string {
 		}
 		return ks[i] < ks[j]
 	})
-	parts := make([]string, len(ks))
-	for i, k := range ks {
-		parts[i] = format.Count(m[k]) + " " + k
-	}
-	return strings.Join(parts, ", ")
+	return ks
 }
 
 // fsName names a trace's storage: its file system type, with the S3 profile of a replay

@@ -173,18 +173,8 @@ func sortedKeys(m map[string]string) []string {
 }
 
 func errnoList(m map[string]uint64) string {
-	ks := make([]string, 0, len(m))
-	for k := range m {
-		ks = append(ks, k)
-	}
-	sort.Slice(ks, func(i, j int) bool {
-		if m[ks[i]] != m[ks[j]] {
-			return m[ks[i]] > m[ks[j]]
-		}
-		return ks[i] < ks[j]
-	})
 	var parts []string
-	for _, k := range ks {
+	for _, k := range byCount(m) {
 		parts = append(parts, fmt.Sprintf("%s %s", k, format.Count(m[k])))
 	}
 	return strings.Join(parts, ", ")

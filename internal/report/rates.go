@@ -76,6 +76,13 @@ func jobRate(j *JobRates, ns int64) JobRate {
 	}
 }
 
+// data counts n data ops that read and wrote the given bytes.
+func (j *JobRates) data(n, read, written uint64) {
+	j.DataOps += n
+	j.ReadBytes += read
+	j.WriteBytes += written
+}
+
 // jobRates counts the job's bytes and ops: calls when calls is set and every trace has
 // them, else requests.
 func jobRates(s *stats.Stats, wallNs int64, calls bool) *JobRates {
@@ -86,15 +93,11 @@ func jobRates(s *stats.Stats, wallNs int64, calls bool) *JobRates {
 			c := &s.Calls[k]
 			switch fold.Syscall(k) {
 			case fold.SysRead:
-				j.ReadBytes += c.Bytes
-				j.DataOps += c.Count
+				j.data(c.Count, c.Bytes, 0)
 			case fold.SysWrite:
-				j.WriteBytes += c.Bytes
-				j.DataOps += c.Count
+				j.data(c.Count, 0, c.Bytes)
 			case fold.SysCopyFileRange:
-				j.ReadBytes += c.Bytes
-				j.WriteBytes += c.Bytes
-				j.DataOps += c.Count
+				j.data(c.Count, c.Bytes, c.Bytes)
 			default:
 				j.MetaOps += c.Count
 			}
@@ -104,15 +107,11 @@ func jobRates(s *stats.Stats, wallNs int64, calls bool) *JobRates {
 			o := &s.Ops[i]
 			switch trace.Op(i) {
 			case trace.OpRead:
-				j.ReadBytes += o.Bytes
-				j.DataOps += o.Count
+				j.data(o.Count, o.Bytes, 0)
 			case trace.OpWrite:
-				j.WriteBytes += o.Bytes
-				j.DataOps += o.Count
+				j.data(o.Count, 0, o.Bytes)
 			case trace.OpCopyFileRange:
-				j.ReadBytes += o.Bytes
-				j.WriteBytes += o.Bytes
-				j.DataOps += o.Count
+				j.data(o.Count, o.Bytes, o.Bytes)
 			case trace.OpForget:
 				// the kernel dropping inodes: no operation of the job
 			default:
