@@ -163,6 +163,8 @@ func appendHeader(dst []byte, h *Header) []byte {
 		dst = appendString(dst, l.Key)
 		dst = appendString(dst, l.Value)
 	}
+	dst = appendString(dst, h.Legs)
+	dst = appendString(dst, h.LegsNote)
 	return dst
 }
 
@@ -199,6 +201,10 @@ func decodeHeader(b []byte, h *Header) error {
 			h.Labels[i] = Label{Key: d.str(), Value: d.str()}
 		}
 	}
+	if len(d.b) > 0 { // version 4
+		h.Legs = d.strMax(MaxName)
+		h.LegsNote = d.strMax(MaxName)
+	}
 	// Trailing bytes are fields added by later writers of the same version: ignored.
 	return d.err
 }
@@ -224,7 +230,8 @@ func appendFooter(dst []byte, f *Footer) []byte {
 	dst = binary.AppendUvarint(dst, f.Layer.Threads)
 	dst = binary.AppendVarint(dst, int64(f.Layer.Resolve))
 	rt := f.RoundTrip != RoundTrip{}
-	attr := f.Layer.Connector || f.Layer.Late != 0 || f.Layer.Missing != 0
+	legs := f.Legs != LegStats{}
+	attr := f.Layer.Connector || f.Layer.Late != 0 || f.Layer.Missing != 0 || legs
 	if f.Lost != 0 || f.WriteError != "" || rt || attr {
 		dst = binary.AppendUvarint(dst, f.Lost)
 		dst = appendString(dst, f.WriteError)
@@ -242,6 +249,11 @@ func appendFooter(dst []byte, f *Footer) []byte {
 		dst = binary.AppendUvarint(dst, flags)
 		dst = binary.AppendUvarint(dst, f.Layer.Late)
 		dst = binary.AppendUvarint(dst, f.Layer.Missing)
+	}
+	if legs {
+		dst = binary.AppendUvarint(dst, f.Legs.Filled)
+		dst = binary.AppendUvarint(dst, f.Legs.Missing)
+		dst = binary.AppendUvarint(dst, f.Legs.Lost)
 	}
 	return dst
 }
@@ -281,6 +293,11 @@ func decodeFooter(b []byte, f *Footer) error {
 		f.Layer.Connector = d.uvarint()&1 != 0
 		f.Layer.Late = d.uvarint()
 		f.Layer.Missing = d.uvarint()
+	}
+	if len(d.b) > 0 { // how the kernel's legs were matched, absent from older footers
+		f.Legs.Filled = d.uvarint()
+		f.Legs.Missing = d.uvarint()
+		f.Legs.Lost = d.uvarint()
 	}
 	return d.err
 }
@@ -379,7 +396,10 @@ func decodeFiles(b []byte, fn func(File) error) error {
 // eventColumns returns the number of columns in an events chunk of the given format
 // version; every event takes at least one byte in each.
 func eventColumns(version uint16) int {
-	if version >= Version2 {
+	switch {
+	case version >= Version4:
+		return numColumns // the kernel's view after Offset2
+	case version >= Version2:
 		return 20 // Offset2 after Gid
 	}
 	return 19
@@ -426,8 +446,34 @@ func appendEvents(dst []byte, version uint16, evs []Event, pred *offsetPredictor
 	return c.payload(dst)
 }
 
-// numColumns is the number of columns of a version-2 events payload.
-const numColumns = 20
+// numColumns is the number of columns of a version-4 events payload.
+const numColumns = 28
+
+// Bits of the legs column (version 4).
+const (
+	legsQueued = 1 << 0 // Queued and Done
+	legsCall   = 1 << 1 // CallStart and CallNr
+	legsReturn = 1 << 2 // CallEnd
+	legsDelay  = 1 << 3 // RunDelay
+)
+
+// legBits returns the legs column's value for e.
+func legBits(e *Event) uint64 {
+	var b uint64
+	if e.Queued != 0 && e.Done != 0 {
+		b |= legsQueued
+		if e.CallStart != 0 {
+			b |= legsCall
+		}
+		if e.CallEnd != 0 {
+			b |= legsReturn
+		}
+		if e.CallStart != 0 && e.RunDelay > 0 {
+			b |= legsDelay
+		}
+	}
+	return b
+}
 
 // columnEncoder builds one events payload from blocks of events: each block's values are
 // appended to their column's buffer, and payload joins the columns. The trace writer feeds
@@ -436,15 +482,16 @@ const numColumns = 20
 // that twenty times would stream the stage through the caches the FUSE requests need.
 type columnEncoder struct {
 	version uint16
-	n       int   // events added since reset
-	prev    int64 // the last event's Start
+	n       int    // events added since reset
+	prev    int64  // the last event's Start
+	prevU   uint64 // the last event's Unique
 	pred    *offsetPredictor
 	cols    [numColumns][]byte
 }
 
 // reset starts a new payload.
 func (c *columnEncoder) reset() {
-	c.n, c.prev = 0, 0
+	c.n, c.prev, c.prevU = 0, 0, 0
 	c.pred.reset()
 	for i := range c.cols {
 		c.cols[i] = c.cols[i][:0]
@@ -522,6 +569,51 @@ func (c *columnEncoder) add(evs []Event) {
 			col[19] = binary.AppendVarint(col[19], evs[i].Offset2)
 		}
 	}
+	if c.version >= Version4 {
+		c.addLegs(evs)
+	}
+}
+
+// addLegs appends the version-4 columns: Unique as a difference to the previous event's,
+// then the legs bits and the kernel's times, each as a difference to a time the event
+// already holds (0 where the bits say it was not measured).
+func (c *columnEncoder) addLegs(evs []Event) {
+	col := &c.cols
+	prevU := c.prevU
+	for i := range evs {
+		col[20] = binary.AppendVarint(col[20], int64(evs[i].Unique-prevU))
+		prevU = evs[i].Unique
+	}
+	c.prevU = prevU
+	for i := range evs {
+		e := &evs[i]
+		bits := legBits(e)
+		col[21] = binary.AppendUvarint(col[21], bits)
+		var q, d, cs, ce int64
+		if bits&legsQueued != 0 {
+			q, d = e.Start-e.Queued, e.Done-e.End()
+		}
+		if bits&legsCall != 0 {
+			cs = e.Queued - e.CallStart
+		}
+		if bits&legsReturn != 0 {
+			ce = e.CallEnd - e.Done
+		}
+		col[22] = binary.AppendVarint(col[22], q)
+		col[23] = binary.AppendVarint(col[23], d)
+		col[24] = binary.AppendVarint(col[24], cs)
+		col[25] = binary.AppendVarint(col[25], ce)
+		var nr uint64
+		if bits&legsCall != 0 {
+			nr = uint64(e.CallNr)
+		}
+		col[26] = binary.AppendUvarint(col[26], nr)
+		var rd uint64
+		if bits&legsDelay != 0 {
+			rd = uint64(e.RunDelay - 1)
+		}
+		col[27] = binary.AppendUvarint(col[27], rd)
+	}
 }
 
 // payload appends the payload of the events added since reset.
@@ -568,6 +660,83 @@ func uvarints(b []byte, out []uint64) ([]byte, error) {
 }
 
 func unzig(u uint64) int64 { return int64(u>>1) ^ -int64(u&1) }
+
+// decodeLegs decodes the version-4 columns into evs (whose Start and Dur are set), with c
+// as scratch space, and returns the rest of b.
+func decodeLegs(b []byte, evs []Event, c []uint64) ([]byte, error) {
+	var err error
+	if b, err = uvarints(b, c); err != nil {
+		return nil, err
+	}
+	var prevU uint64
+	for i, v := range c {
+		prevU += uint64(unzig(v))
+		evs[i].Unique = prevU
+	}
+	if b, err = uvarints(b, c); err != nil {
+		return nil, err
+	}
+	for i, v := range c {
+		if v > legsQueued|legsCall|legsReturn|legsDelay || v&(legsCall|legsReturn) != 0 && v&legsQueued == 0 ||
+			v&legsDelay != 0 && v&legsCall == 0 {
+			return nil, fmt.Errorf("event %d: legs bits %#x", i, v)
+		}
+		// Keep the bits in CallNr until the times are read.
+		evs[i].CallNr = uint16(v)
+	}
+	for k := range 4 {
+		if b, err = uvarints(b, c); err != nil {
+			return nil, err
+		}
+		for i, v := range c {
+			e := &evs[i]
+			bits := e.CallNr
+			d := unzig(v)
+			switch {
+			case k == 0 && bits&legsQueued != 0:
+				e.Queued = e.Start - d
+			case k == 1 && bits&legsQueued != 0:
+				e.Done = e.End() + d
+			case k == 2 && bits&legsCall != 0:
+				e.CallStart = e.Queued - d
+			case k == 3 && bits&legsReturn != 0:
+				e.CallEnd = e.Done + d
+			}
+		}
+	}
+	// The call numbers (kept in RunDelay until the bits in CallNr are no longer needed),
+	// then the run delays.
+	if b, err = uvarints(b, c); err != nil {
+		return nil, err
+	}
+	for i, v := range c {
+		if evs[i].CallNr&legsCall == 0 {
+			continue
+		}
+		if v > 1<<16-1 {
+			return nil, fmt.Errorf("event %d: system call number %d overflows 16 bits", i, v)
+		}
+		evs[i].RunDelay = int64(v)
+	}
+	if b, err = uvarints(b, c); err != nil {
+		return nil, err
+	}
+	for i, v := range c {
+		e := &evs[i]
+		bits, nr := e.CallNr, e.RunDelay
+		e.CallNr, e.RunDelay = 0, 0
+		if bits&legsCall != 0 {
+			e.CallNr = uint16(nr)
+		}
+		if bits&legsDelay != 0 {
+			if v >= 1<<62 {
+				return nil, fmt.Errorf("event %d: run delay %d ns", i, v)
+			}
+			e.RunDelay = int64(v) + 1
+		}
+	}
+	return b, nil
+}
 
 // decodeEvents decodes an events payload of the given format version into evs (reusing
 // its storage) and returns it. col is scratch space for one column, reused across calls.
@@ -747,6 +916,11 @@ func decodeEvents(b []byte, version uint16, evs []Event, col *[]uint64, pred *of
 		}
 		for i, v := range c {
 			evs[i].Offset2 = unzig(v)
+		}
+	}
+	if version >= Version4 {
+		if b, err = decodeLegs(b, evs, c); err != nil {
+			return fail()
 		}
 	}
 	if len(b) != 0 {

@@ -3,6 +3,7 @@ package trace
 import (
 	"fmt"
 	"strings"
+	"time"
 )
 
 // Op identifies a filesystem operation. The numeric values are part of the on-disk format:
@@ -177,28 +178,60 @@ func (o Op) Class() Class {
 //     system call (read, write, open, create, setattr, lookup, getattr, mkdir, unlink,
 //     rmdir, rename, readlink, opendir), that call's start and duration; for the others,
 //     the request handler's.
+//   - Unique: the FUSE request's id in a recording (0 in replays and older traces).
+//   - Queued, Done, CallStart, CallEnd, CallNr: the kernel's view of the request, in
+//     recordings whose Header.Legs is LegsKernel (see HasLegs); zero when not measured.
 type Event struct {
-	Start   int64  // ns since Header.Origin (monotonic clock)
-	Dur     int64  // ns
-	Offset  int64  // see above
-	Ret     int64  // see above
-	Offset2 int64  // see above
-	Node    uint64 // FUSE node id
-	Node2   uint64 // second node id
-	Handle  uint64 // file handle
-	Handle2 uint64 // second file handle
-	Path    uint32 // path id (0 = unknown)
-	Path2   uint32 // second path id (0 = none)
-	Size    uint32 // requested size
-	Flags   uint32 // op flags
-	Mode    uint32 // file mode
-	Tid     uint32 // caller thread id
-	Pid     uint32 // caller process (thread group) id
-	Uid     uint32
-	Gid     uint32
-	Errno   uint16 // 0 on success, else the positive errno returned to the caller
-	Op      Op
+	Start   int64 // ns since Header.Origin (monotonic clock)
+	Dur     int64 // ns
+	Offset  int64 // see above
+	Ret     int64 // see above
+	Offset2 int64 // see above
+	// The kernel's view, in ns since Header.Origin (0: not measured). Queued..Done holds
+	// Start..End: the legs outside the server are Start-Queued (the request waiting for
+	// the server, and the server's own work before the backend call) and Done-End (the
+	// reply reaching the kernel). CallStart..CallEnd is the application's system call that
+	// sent the request: it waited CallEnd-CallStart for it.
+	Queued    int64 // the kernel queued the request for the server (fuse_request_send)
+	Done      int64 // the kernel completed it with the server's reply (fuse_request_end)
+	CallStart int64 // the system call that sent it entered the kernel; 0: unknown, or none (sent by the kernel on its own)
+	CallEnd   int64 // that call returned; set on the last request the call sent, 0 on the others
+	// RunDelay is, plus one, how long the calling thread waited for a CPU (runnable, not
+	// running: the scheduler's run delay) between the return of its previous system call
+	// that reached the mount and this call's first request; 0: not measured. See
+	// ThinkRunDelay.
+	RunDelay int64
+	Unique   uint64 // FUSE request id
+	Node     uint64 // FUSE node id
+	Node2    uint64 // second node id
+	Handle   uint64 // file handle
+	Handle2  uint64 // second file handle
+	Path     uint32 // path id (0 = unknown)
+	Path2    uint32 // second path id (0 = none)
+	Size     uint32 // requested size
+	Flags    uint32 // op flags
+	Mode     uint32 // file mode
+	Tid      uint32 // caller thread id
+	Pid      uint32 // caller process (thread group) id
+	Uid      uint32
+	Gid      uint32
+	Errno    uint16 // 0 on success, else the positive errno returned to the caller
+	CallNr   uint16 // the number of the system call CallStart names (Linux, the recorder's architecture)
+	Op       Op
 }
+
+// ThinkRunDelay returns how long the calling thread waited for a CPU before this call
+// since its previous call that reached the mount returned, and whether it was measured.
+func (e *Event) ThinkRunDelay() (time.Duration, bool) {
+	if e.RunDelay <= 0 {
+		return 0, false
+	}
+	return time.Duration(e.RunDelay - 1), true
+}
+
+// HasLegs reports whether the kernel's queue and completion times of the request were
+// measured (Queued, Done).
+func (e *Event) HasLegs() bool { return e.Queued != 0 && e.Done != 0 }
 
 // End returns Start+Dur.
 func (e *Event) End() int64 { return e.Start + e.Dur }

@@ -6,7 +6,7 @@ import "time"
 // file, and every report shows the parts that change how its numbers must be read (the
 // fidelity mode above all).
 type Header struct {
-	Version   uint16    // format version; Version3 for files written by this package
+	Version   uint16    // format version; Version4 for files written by this package
 	Kind      string    // "record" (traced through the FUSE layer) or "replay"
 	WallStart time.Time // wall-clock time (UTC) at Origin
 	// Origin is the monotonic reading (ns, CLOCK_MONOTONIC) that event Start times count
@@ -21,9 +21,21 @@ type Header struct {
 	FUSE         FUSEOptions
 	Command      []string // the wrapped job's argv, if any
 	Labels       []Label  // --label key=value, Slurm ids, ...
+	// Legs says how the FUSE legs outside the recording layer were measured: LegsKernel
+	// (every request's, from kernel tracepoints: Event.Queued..CallEnd), LegsProbe (a
+	// round trip sampled by a probe, Footer.RoundTrip), or "" (not measured, replays and
+	// traces before version 4). LegsNote says why the kernel's were not measured.
+	Legs     string
+	LegsNote string
 }
 
-// Format versions. This package writes Version3 and reads all three.
+// Values of Header.Legs.
+const (
+	LegsKernel = "kernel"
+	LegsProbe  = "probe"
+)
+
+// Format versions. This package writes Version4 and reads all four.
 const (
 	// Version1 is the first format: its events have no Offset2 (it reads as 0).
 	Version1 uint16 = 1
@@ -32,10 +44,13 @@ const (
 	// Version3 adds the samples chunk (resource use of the storage client and of iotap over
 	// time); its events chunks are as in Version2.
 	Version3 uint16 = 3
+	// Version4 adds the kernel's view of each request to events chunks (Unique, Queued,
+	// Done, CallStart, CallEnd, CallNr) and Legs, LegsNote to the header.
+	Version4 uint16 = 4
 )
 
 // writeVersion is the format version the Writer writes.
-const writeVersion = Version3
+const writeVersion = Version4
 
 // Target is the traced (or replayed-onto) directory as /proc/self/mountinfo described it.
 type Target struct {
@@ -104,6 +119,24 @@ type Footer struct {
 	// mount by the recorder; zero when not measured, and in traces written before it
 	// existed.
 	RoundTrip RoundTrip
+
+	// Legs counts how the kernel's view of the requests was matched to events (Header.Legs
+	// LegsKernel); zero otherwise.
+	Legs LegStats
+}
+
+// LegStats counts how the kernel's view of requests was matched to a recording's events.
+type LegStats struct {
+	Filled  uint64 // events given the kernel's times of their request
+	Missing uint64 // events with a request id the measurement had no times for
+	Lost    uint64 // kernel records lost for want of room in the measurement's buffer
+}
+
+// LegFiller fills the kernel's view of events (Queued, Done, CallStart, CallEnd, CallNr)
+// from their Unique: WriterOptions.Legs. Fill runs on the writer's encoder goroutine.
+type LegFiller interface {
+	Fill(evs []Event)
+	LegStats() LegStats
 }
 
 // RoundTrip is the recording layer's round trip per request as a caller sees it: a probe

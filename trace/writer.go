@@ -29,8 +29,14 @@ type WriterOptions struct {
 
 	// Observe, if set, sees every event the writer will write, a batch at a time, on the
 	// encoder goroutine (so off the producers' path) and in each producer's order, within
-	// FlushInterval of its Append. It must not keep the slice.
+	// FlushInterval (plus LegHold) of its Append. It must not keep the slice.
 	Observe func([]Event)
+
+	// Legs, if set, fills the kernel's view of each event before it is encoded (and
+	// observed), once the event has waited LegHold (default 50 ms) since the encoder took
+	// its batch: time for the kernel's records of its request and system call to arrive.
+	Legs    LegFiller
+	LegHold time.Duration
 }
 
 // Default writer settings.
@@ -39,6 +45,7 @@ const (
 	DefaultChunkEvents    = 16384
 	DefaultBufferEvents   = 1 << 18
 	DefaultPathIndexSlots = 1 << 20
+	DefaultLegHold        = 50 * time.Millisecond
 )
 
 // WriterStats are running totals of a Writer.
@@ -109,6 +116,8 @@ type Writer struct {
 	lost    atomic.Uint64 // events dropped because a write failed (part of dropped)
 
 	// Owned by the encoder goroutine.
+	held     []heldBatch // batches waiting for their kernel legs (opts.Legs), oldest first
+	holdT    *time.Timer
 	enc      *zstd.Encoder
 	cols     columnEncoder // the events of the chunk being built
 	raw      []byte
@@ -125,6 +134,12 @@ type Writer struct {
 type batch struct {
 	ev []Event
 	n  int
+}
+
+// heldBatch is a batch the encoder took at time at, to encode once LegHold has passed.
+type heldBatch struct {
+	b  *batch
+	at time.Time
 }
 
 type shard struct {
@@ -222,6 +237,9 @@ func newWriter(out io.Writer, file *os.File, h Header, o WriterOptions) (*Writer
 	}
 	if o.PathIndexSlots <= 0 {
 		o.PathIndexSlots = DefaultPathIndexSlots
+	}
+	if o.LegHold <= 0 {
+		o.LegHold = DefaultLegHold
 	}
 	w := &Writer{
 		opts:    o,
@@ -485,21 +503,64 @@ func (w *Writer) run() {
 	defer close(w.done)
 	t := time.NewTicker(w.opts.FlushInterval)
 	defer t.Stop()
+	w.holdT = time.NewTimer(time.Hour)
+	w.holdT.Stop()
+	defer w.holdT.Stop()
 	for {
 		select {
 		case b := <-w.full:
-			w.take(b)
+			w.accept(b)
+		case <-w.holdT.C:
+			w.releaseHeld(false)
 		case <-t.C:
 			w.stealPartial(false)
 			w.drain()
+			w.releaseHeld(false)
 			w.flush()
 		case <-w.closing:
 			w.stealPartial(true)
 			w.drain()
+			w.releaseHeld(true)
 			w.flush()
 			w.writeFooter()
 			return
 		}
+	}
+}
+
+// accept takes a batch from a producer: at once, or after LegHold when the kernel's legs
+// are to be filled in.
+func (w *Writer) accept(b *batch) {
+	if w.opts.Legs == nil {
+		w.take(b)
+		return
+	}
+	w.held = append(w.held, heldBatch{b: b, at: time.Now()})
+	if len(w.held) == 1 {
+		w.holdT.Reset(w.opts.LegHold)
+	}
+}
+
+// releaseHeld fills and encodes the held batches that have waited LegHold, or all of them.
+func (w *Writer) releaseHeld(all bool) {
+	now := time.Now()
+	i := 0
+	for ; i < len(w.held); i++ {
+		h := w.held[i]
+		if !all && now.Sub(h.at) < w.opts.LegHold {
+			break
+		}
+		w.opts.Legs.Fill(h.b.ev[:h.b.n])
+		w.take(h.b)
+	}
+	if i == 0 {
+		return
+	}
+	n := copy(w.held, w.held[i:])
+	clear(w.held[n:])
+	w.held = w.held[:n]
+	if n > 0 {
+		w.holdT.Reset(w.opts.LegHold - now.Sub(w.held[0].at))
 	}
 }
 
@@ -528,7 +589,7 @@ func (w *Writer) drain() {
 	for range cap(w.full) {
 		select {
 		case b := <-w.full:
-			w.take(b)
+			w.accept(b)
 		default:
 			return
 		}
@@ -659,6 +720,9 @@ func (w *Writer) writeFooter() {
 	w.sideMu.Lock()
 	f.Layer, f.RoundTrip = w.layer, w.roundTrip
 	w.sideMu.Unlock()
+	if w.opts.Legs != nil {
+		f.Legs = w.opts.Legs.LegStats()
+	}
 	last := 0
 	for i, c := range w.opCounts {
 		if c != 0 {

@@ -1,0 +1,177 @@
+package trace
+
+import (
+	"bytes"
+	"io"
+	"sync"
+	"testing"
+	"time"
+)
+
+// legEvents returns events covering each combination of what the kernel's view can hold:
+// nothing, queue and completion only, a call's entry, its return, a run delay, and an
+// asynchronous request whose call returned before it completed.
+func legEvents() []Event {
+	return []Event{
+		{Op: OpForget, Start: 10, Dur: 1},
+		{Op: OpLookup, Start: 1000, Dur: 50, Unique: 2, Queued: 900, Done: 1100},
+		{Op: OpOpen, Start: 2000, Dur: 70, Unique: 4, Queued: 1950, Done: 2090, CallStart: 1900, CallNr: 257, RunDelay: 1},
+		{Op: OpRead, Start: 3000, Dur: 40, Unique: 6, Queued: 2990, Done: 3045, CallStart: 2980, CallEnd: 3100, CallNr: 0, RunDelay: 12_345 + 1},
+		{Op: OpFlush, Start: 4000, Dur: 5, Unique: 8, Queued: 3990, Done: 4010, CallStart: 3980, CallNr: 3},
+		// A release the kernel sent while close(2) returned: the call ends before it.
+		{Op: OpRelease, Start: 4100, Dur: 5, Unique: 10, Queued: 4020, Done: 4200, CallStart: 3980, CallEnd: 4050, CallNr: 3},
+		// Ids go down as well as up: events of another thread's shard.
+		{Op: OpGetattr, Start: 5000, Dur: 3, Unique: 3, Queued: 4998, Done: 5004, CallStart: 4990, CallEnd: 5010, CallNr: 332},
+		// Clock skew between the kernel's clock and the layer's: a leg may read negative.
+		{Op: OpWrite, Start: 6000, Dur: 10, Unique: 1 << 40, Queued: 6001, Done: 6009, CallStart: 5990, CallEnd: 6020, CallNr: 1},
+	}
+}
+
+// TestLegsRoundTrip writes events holding the kernel's view and reads them back unchanged:
+// the version-4 columns carry every field, and unmeasured ones read back as zero.
+func TestLegsRoundTrip(t *testing.T) {
+	var buf bytes.Buffer
+	w, err := NewWriter(&buf, testHeader(), WriterOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := legEvents()
+	for i := range want {
+		w.Append(&want[i])
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	r, err := NewReader(bytes.NewReader(buf.Bytes()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := r.Header().Version; v != Version4 {
+		t.Fatalf("version %d, want %d", v, Version4)
+	}
+	got := readAll(t, r)
+	if len(got) != len(want) {
+		t.Fatalf("read %d events, want %d", len(got), len(want))
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("event %d:\n got  %+v\n want %+v", i, got[i], want[i])
+		}
+	}
+	if d, ok := got[3].ThinkRunDelay(); !ok || d != 12_345 {
+		t.Errorf("run delay %v %v, want 12.345µs", d, ok)
+	}
+	if _, ok := got[1].ThinkRunDelay(); ok {
+		t.Error("an event without a call has a run delay")
+	}
+}
+
+// TestLegsOnlyWithTheirBits checks that values of the kernel's view the writer cannot
+// stand for (a call's times without the request's) are not written.
+func TestLegsOnlyWithTheirBits(t *testing.T) {
+	in := []Event{{Op: OpRead, Start: 100, Dur: 1, Unique: 2, CallStart: 50, CallEnd: 200, CallNr: 0, RunDelay: 9}}
+	var p offsetPredictor
+	b := appendEvents(nil, Version4, in, &p)
+	var col []uint64
+	out, err := decodeEvents(b, Version4, nil, &col, &p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Event{Op: OpRead, Start: 100, Dur: 1, Unique: 2}
+	if out[0] != want {
+		t.Errorf("got %+v, want %+v", out[0], want)
+	}
+}
+
+// TestLegsBadBits checks that a legs column claiming a call without the request's times,
+// or unknown bits, is a corrupt chunk.
+func TestLegsBadBits(t *testing.T) {
+	for _, bits := range []byte{legsCall, legsReturn, legsDelay | legsQueued, 0x10} {
+		var p offsetPredictor
+		b := appendEvents(nil, Version4, []Event{{Op: OpRead, Start: 1}}, &p)
+		// The legs column is the 22nd: count, 21 one-byte values before it.
+		b[1+21] = bits
+		var col []uint64
+		if _, err := decodeEvents(b, Version4, nil, &col, &p); err == nil {
+			t.Errorf("bits %#x: no error", bits)
+		}
+	}
+}
+
+// fakeLegs fills each event's Queued from its Unique, and counts.
+type fakeLegs struct {
+	mu     sync.Mutex
+	filled uint64
+	calls  int
+}
+
+func (f *fakeLegs) Fill(evs []Event) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls++
+	for i := range evs {
+		if evs[i].Unique != 0 {
+			evs[i].Queued, evs[i].Done = evs[i].Start-1, evs[i].End()+1
+			f.filled++
+		}
+	}
+}
+
+func (f *fakeLegs) LegStats() LegStats {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return LegStats{Filled: f.filled, Missing: 7, Lost: 3}
+}
+
+// TestWriterFillsLegs checks that a writer with a LegFiller hands it every event before it
+// is observed and encoded, after the hold, and keeps its counts in the footer.
+func TestWriterFillsLegs(t *testing.T) {
+	var buf bytes.Buffer
+	legs := &fakeLegs{}
+	var observed, unfilled int
+	hold := 20 * time.Millisecond
+	w, err := NewWriter(&buf, testHeader(), WriterOptions{
+		ChunkEvents: 100, BufferEvents: 512, Legs: legs, LegHold: hold,
+		Observe: func(evs []Event) {
+			for i := range evs {
+				observed++
+				if evs[i].Queued == 0 {
+					unfilled++
+				}
+			}
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 1000
+	for i := range n {
+		w.Append(&Event{Op: OpRead, Tid: uint32(i % 3), Start: int64(i+1) * 1000, Dur: 10, Unique: uint64(2 * (i + 1))})
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if observed != n || unfilled != 0 {
+		t.Errorf("observed %d events, %d not filled; want %d, 0", observed, unfilled, n)
+	}
+	r, err := NewReader(bytes.NewReader(buf.Bytes()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	evs := readAll(t, r)
+	for _, ev := range evs {
+		if !ev.HasLegs() {
+			t.Fatalf("event without legs in the trace: %+v", ev)
+		}
+	}
+	f, ok := r.Footer()
+	if !ok || f.Legs != (LegStats{Filled: n, Missing: 7, Lost: 3}) {
+		t.Errorf("footer legs %+v (footer %v)", f.Legs, ok)
+	}
+	if len(evs) != n {
+		t.Errorf("%d events, want %d", len(evs), n)
+	}
+	if _, err := r.Next(); err != io.EOF {
+		t.Errorf("after the last event: %v", err)
+	}
+}
