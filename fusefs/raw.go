@@ -98,6 +98,7 @@ func event(op trace.Op, h *fuse.InHeader) trace.Event {
 	ev := trace.Event{Op: op}
 	if h != nil {
 		ev.Node = h.NodeId
+		ev.Unique = h.Unique
 		ev.Tid = h.Pid
 		ev.Uid = h.Uid
 		ev.Gid = h.Gid

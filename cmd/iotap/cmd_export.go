@@ -64,6 +64,16 @@ func exportCommands() []*command {
 //	handle2     second handle (copy_file_range output)
 //	offset2     copy_file_range output offset (0 for other ops, and in format-version-1
 //	            traces, which did not record it)
+//	unique      FUSE request id (0 in replays and traces before format version 4)
+//	queued_ns   the kernel queued the request for the layer, ns since the trace origin
+//	done_ns     the kernel completed the request
+//	call_start_ns  the application's system call that sent the request entered the kernel
+//	call_end_ns    that call returned (on the call's last request only)
+//	call_nr     that call's number (Linux, the recording machine's architecture)
+//	            The last five are 0 where the kernel's view was not measured (trace
+//	            header legs other than "kernel"); see trace.Event.
+//	run_delay_ns   how long the thread waited for a CPU between its previous call that
+//	            reached the mount and this one (-1: not measured)
 //
 // Names are bytes, not necessarily UTF-8. CSV writes them unchanged. JSON strings must be
 // UTF-8, so a byte that is not part of a valid UTF-8 sequence, 0xXY, is written as the
@@ -73,7 +83,7 @@ func exportCommands() []*command {
 var exportFields = []string{
 	"op", "start_ns", "dur_ns", "path", "path2", "node", "handle", "offset", "size", "ret",
 	"errno", "errno_name", "tid", "pid", "comm", "uid", "gid", "flags", "mode", "node2", "handle2",
-	"offset2",
+	"offset2", "unique", "queued_ns", "done_ns", "call_start_ns", "call_end_ns", "call_nr", "run_delay_ns",
 }
 
 type exportOptions struct {
@@ -250,6 +260,21 @@ func (x *exporter) record(ev *trace.Event, rec []string) {
 	rec[19] = u(ev.Node2)
 	rec[20] = u(ev.Handle2)
 	rec[21] = i(ev.Offset2)
+	rec[22] = u(ev.Unique)
+	rec[23] = i(ev.Queued)
+	rec[24] = i(ev.Done)
+	rec[25] = i(ev.CallStart)
+	rec[26] = i(ev.CallEnd)
+	rec[27] = u(uint64(ev.CallNr))
+	rec[28] = i(runDelayField(ev))
+}
+
+// runDelayField is the run_delay_ns field of ev: -1 when not measured.
+func runDelayField(ev *trace.Event) int64 {
+	if d, ok := ev.ThinkRunDelay(); ok {
+		return int64(d)
+	}
+	return -1
 }
 
 // appendJSON appends one JSON object and a newline. Field order is exportFields.
@@ -298,6 +323,20 @@ func (x *exporter) appendJSON(b []byte, ev *trace.Event) []byte {
 	b = strconv.AppendUint(b, ev.Handle2, 10)
 	b = append(b, `,"offset2":`...)
 	b = strconv.AppendInt(b, ev.Offset2, 10)
+	b = append(b, `,"unique":`...)
+	b = strconv.AppendUint(b, ev.Unique, 10)
+	b = append(b, `,"queued_ns":`...)
+	b = strconv.AppendInt(b, ev.Queued, 10)
+	b = append(b, `,"done_ns":`...)
+	b = strconv.AppendInt(b, ev.Done, 10)
+	b = append(b, `,"call_start_ns":`...)
+	b = strconv.AppendInt(b, ev.CallStart, 10)
+	b = append(b, `,"call_end_ns":`...)
+	b = strconv.AppendInt(b, ev.CallEnd, 10)
+	b = append(b, `,"call_nr":`...)
+	b = strconv.AppendUint(b, uint64(ev.CallNr), 10)
+	b = append(b, `,"run_delay_ns":`...)
+	b = strconv.AppendInt(b, runDelayField(ev), 10)
 	return append(b, "}\n"...)
 }
 

@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+	"github.com/iotap/iotap/trace/stats"
 	"io"
 	"strings"
 	"text/tabwriter"
@@ -93,6 +95,7 @@ type traceSummary struct {
 	bytes      [trace.NumOps]int64 // Ret of successful reads/writes/copies
 	first, end int64
 	tids       map[uint32]struct{}
+	legs       stats.Legs
 }
 
 func (s *traceSummary) add(ev *trace.Event) {
@@ -114,6 +117,7 @@ func (s *traceSummary) add(ev *trace.Event) {
 		s.bytes[op] += ev.Ret
 	}
 	s.tids[ev.Tid] = struct{}{}
+	s.legs.Add(ev)
 }
 
 // infoOne describes one trace into out.
@@ -244,6 +248,7 @@ func writeInfoFields(out *bytes.Buffer, name string, r *trace.Reader, s *traceSu
 			}
 			line("round trip", "recording layer %v per request before the job, %s", rt.Start, run)
 		}
+		writeLegsInfo(line, h, *footer, &s.legs)
 		if footer.Lost > 0 || footer.WriteError != "" {
 			line("write error", "%s: the last %d events were lost (counted in dropped); the trace ends, closed, before them",
 				q(footer.WriteError), footer.Lost)
@@ -252,6 +257,38 @@ func writeInfoFields(out *bytes.Buffer, name string, r *trace.Reader, s *traceSu
 		line("footer", "none (the writer did not close cleanly)")
 	}
 	return w.Flush()
+}
+
+// writeLegsInfo writes how the FUSE legs outside the layer were measured and, for the
+// kernel's measurement, the median and 99th percentile of each leg.
+func writeLegsInfo(line func(k, format string, a ...any), h *trace.Header, f trace.Footer, l *stats.Legs) {
+	switch h.Legs {
+	case trace.LegsKernel:
+		line("legs", "kernel tracepoints: %d of %d events measured (%d from a system call, %d calls seen whole); %d missing, %d kernel records lost",
+			l.Measured, l.Events, l.InCall, l.Calls, f.Legs.Missing, f.Legs.Lost)
+		q := func(hh *hdrhistogram.Histogram) string {
+			if hh == nil {
+				return "-"
+			}
+			return fmt.Sprintf("p50 %v p99 %v", time.Duration(stats.LegQuantile(hh, 50)), time.Duration(stats.LegQuantile(hh, 99)))
+		}
+		line("  per request", "queue %s; reply %s", q(l.Queue), q(l.Reply))
+		line("  per call", "entry %s; return %s; FUSE's share of the call %s", q(l.Entry), q(l.Return), q(l.Call))
+		if l.ThinkCalls > 0 {
+			line("  between calls", "%v over %d gaps (the application's own time), of which %v waiting for a CPU (over %d gaps measured)",
+				time.Duration(l.Think), l.ThinkCalls, time.Duration(l.ThinkRunDelay), l.ThinkDelayed)
+		}
+	case trace.LegsProbe:
+		note := ""
+		if h.LegsNote != "" {
+			note = " (kernel's not measured: " + termsafe.Name(h.LegsNote) + ")"
+		}
+		line("legs", "round-trip probe%s", note)
+	case "":
+		if h.LegsNote != "" {
+			line("legs", "not measured: %s", termsafe.Name(h.LegsNote))
+		}
+	}
 }
 
 func orDash(s string) string {

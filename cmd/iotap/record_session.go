@@ -15,6 +15,7 @@ import (
 
 	"github.com/iotap/iotap/fusefs"
 	"github.com/iotap/iotap/internal/job"
+	"github.com/iotap/iotap/internal/legs"
 	"github.com/iotap/iotap/internal/procsample"
 	"github.com/iotap/iotap/internal/sysinfo"
 	"github.com/iotap/iotap/internal/tally"
@@ -33,6 +34,7 @@ type session struct {
 	e       *env
 	sampler *procsample.Sampler // nil when not sampling
 	rt      trace.RoundTrip     // the layer's round trip, when measured
+	legs    *legs.Tracer        // the kernel's view of the requests, when measured
 }
 
 // openSession writes the header, creates the trace and mounts the layer. In place, it
@@ -71,8 +73,12 @@ func openSession(e *env, spec *recordSpec) (*session, error) {
 		DropWhenFull: spec.DropWhenFull, Logger: e.log, Observe: s.tally.AddBatch,
 		FlushInterval: flushInterval(spec.StatsInterval),
 	}
+	if err := s.openLegs(&h, &wo); err != nil {
+		return nil, err
+	}
 	w, closeW, err := createTraceAny(context.Background(), spec.Output, h, wo)
 	if err != nil {
+		s.detachLegs()
 		return nil, fmt.Errorf("cannot write the trace: %w", err)
 	}
 	s.w, s.closeW = w, closeW
@@ -89,11 +95,53 @@ func openSession(e *env, spec *recordSpec) (*session, error) {
 			s.sampler.Stop()
 		}
 		_ = closeW()
+		s.detachLegs()
 		return nil, explainMountError(spec, err)
 	}
 	s.srv = srv
+	if s.legs != nil {
+		if err := s.legs.Watch(spec.MountPoint, os.Getpid()); err != nil {
+			e.log.Warn("the kernel's legs are not measured", "err", err)
+		}
+	}
 	s.started = time.Now()
 	return s, nil
+}
+
+// openLegs starts measuring the FUSE legs from the kernel's tracepoints when --legs asks
+// for it and the kernel allows it, and names the source in the header.
+func (s *session) openLegs(h *trace.Header, wo *trace.WriterOptions) error {
+	probe := s.spec.Kind == "record" // record runs the round-trip probe; mount does not
+	if s.spec.Legs == "probe" {
+		if probe {
+			h.Legs = trace.LegsProbe
+		}
+		h.LegsNote = "--legs probe"
+		return nil
+	}
+	t, err := legs.Open(h.Origin)
+	if err != nil {
+		if s.spec.Legs == "kernel" {
+			return fmt.Errorf("--legs kernel: %w", err)
+		}
+		s.e.log.Debug("the kernel's legs are not measured", "err", err)
+		if probe {
+			h.Legs = trace.LegsProbe
+		}
+		h.LegsNote = err.Error()
+		return nil
+	}
+	s.legs = t
+	h.Legs = trace.LegsKernel
+	wo.Legs = t
+	return nil
+}
+
+// detachLegs stops the kernel's measurement, after the trace writer has closed.
+func (s *session) detachLegs() {
+	if s.legs != nil {
+		s.legs.Detach()
+	}
 }
 
 // flushInterval is the trace writer's flush interval for a live line every statsInterval:
@@ -158,6 +206,7 @@ func (s *session) close(outcome string) error {
 		sums = s.sampler.Stop() // its last samples go into the trace
 	}
 	err := s.closeW()
+	s.detachLegs()
 	st := s.w.Stats()
 	snap := s.tally.Snapshot()
 	writeSummary(s.e.stderr, snap, elapsed, st, cost, s.spec.Output, outcome)

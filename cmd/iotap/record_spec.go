@@ -39,6 +39,7 @@ type layerOptions struct {
 	AllowOther    bool
 	FUSEDebug     bool
 	ServerProcs   int
+	Legs          string
 	sampleOptions
 }
 
@@ -59,6 +60,9 @@ func (o *layerOptions) addFlags(fs *pflag.FlagSet, targetHelp string) {
 	fs.BoolVar(&o.FUSEDebug, "fuse-debug", false, "print every FUSE request (very verbose)")
 	fs.IntVar(&o.ServerProcs, "server-procs", 0, "CPUs the layer's Go code may use at once (GOMAXPROCS of the serving process; `n`=0: one per 4 CPUs, at least 1; "+
 		"a job that keeps many requests in flight on slow storage runs faster, and is timed closer, with 4)")
+	fs.StringVar(&o.Legs, "legs", "auto", "how to measure the FUSE legs outside the layer (what a replay leaves out of think times): "+
+		"`source` kernel (every request and system call, from kernel tracepoints; needs root), probe (a sampled round trip), "+
+		"or auto (kernel where possible, else probe)")
 	o.sampleOptions.addFlags(fs)
 }
 
@@ -83,6 +87,7 @@ type recordSpec struct {
 	StatsInterval time.Duration
 	DropWhenFull  bool
 	ServerProcs   int    // GOMAXPROCS while serving (0: fusefs.DefaultServerProcs)
+	Legs          string // "auto", "kernel" or "probe" (--legs)
 	Kind          string // "record" or "mount" (for messages)
 	// What to sample into the trace: the storage client (the given pids, or the process
 	// serving the target's mount) and the recorder, every SampleInterval (0: nothing).
@@ -122,6 +127,13 @@ func prepare(o *layerOptions, kind string) (*recordSpec, error) {
 	if o.ServerProcs < 0 {
 		return nil, usageErrorf("--server-procs must not be negative")
 	}
+	switch o.Legs {
+	case "auto", "kernel", "probe":
+	case "":
+		o.Legs = "auto"
+	default:
+		return nil, usageErrorf("--legs must be auto, kernel or probe, not %q", o.Legs)
+	}
 	if err := o.check(); err != nil {
 		return nil, err
 	}
@@ -138,6 +150,7 @@ func prepare(o *layerOptions, kind string) (*recordSpec, error) {
 		Cache: o.Cache, Include: o.Include, Exclude: o.Exclude, Comms: o.Comms,
 		AllowOther: o.AllowOther, FUSEDebug: o.FUSEDebug, StatsInterval: o.StatsInterval,
 		DropWhenFull: o.DropWhenFull, ServerProcs: o.ServerProcs, Kind: kind, Sample: o.sampleOptions,
+		Legs: o.Legs,
 	}
 	for _, u := range o.UIDs {
 		spec.UIDs = append(spec.UIDs, uint32(u))
