@@ -17,8 +17,9 @@ const maxAncestry = 16
 
 // descendant is the latest-ending op of a process's descendants, as planned so far.
 type descendant struct {
-	pid uint32
-	end int64
+	pid     uint32
+	end     int64
+	callEnd int64 // the return of the op's system call (0: not measured)
 }
 
 type procTree struct {
@@ -57,7 +58,7 @@ func (pt *procTree) plan(src Source, op *replayOp, prevEnd int64) {
 		return
 	}
 	if d, ok := pt.latest[op.Pid]; ok && op.Think >= 0 && d.end > prevEnd && d.end <= op.Start {
-		op.Child, op.ChildEnd = d.pid, d.end
+		op.Child, op.ChildEnd, op.ChildCallEnd = d.pid, d.end, d.callEnd
 	}
 	end := op.Start + op.Dur
 	pid := op.Pid
@@ -67,7 +68,7 @@ func (pt *procTree) plan(src Source, op *replayOp, prevEnd int64) {
 			return
 		}
 		if d := pt.latest[parent]; end > d.end {
-			pt.latest[parent] = descendant{pid: op.Pid, end: end}
+			pt.latest[parent] = descendant{pid: op.Pid, end: end, callEnd: op.CallEnd}
 		}
 		pid = parent
 	}
@@ -130,7 +131,14 @@ func (w *worker) waitChild(op *replayOp) (int64, bool) {
 // completed at at; the recorded time from it to the op follows, without round trips.
 func (w *worker) childDue(op *replayOp, at int64) int64 {
 	gap := op.Start - op.ChildEnd
-	cut := thinkAfter(&replayOp{Think: gap, Reqs: op.Reqs, FoldDur: op.FoldDur}, int64(w.e.opts.RoundTrip))
+	at2 := replayOp{Think: gap, Reqs: op.Reqs, FoldDur: op.FoldDur}
+	if op.CallStart != 0 && op.ChildCallEnd != 0 && op.CallStart >= op.ChildCallEnd {
+		at2.AppThink, at2.ThinkMeasured = op.CallStart-op.ChildCallEnd, true
+	}
+	cut := thinkAfter(&at2, int64(w.e.opts.RoundTrip))
+	if at2.ThinkMeasured {
+		cut = w.cutRunDelay(op.RunDelay, cut)
+	}
 	w.st.thinkCut += gap - cut
 	wait := int64(float64(cut) / w.e.speed)
 	w.st.thinkWait += wait

@@ -97,6 +97,12 @@ type Options struct {
 	RoundTrip time.Duration
 	// RoundTripSource says where RoundTrip comes from, for the summary.
 	RoundTripSource string
+	// KeepRunDelay makes think mode wait the whole measured think time, including the
+	// time the thread waited for a CPU while it was recorded (replayOp.RunDelay). By
+	// default that wait is left out: on the recording machine the recorder's own work and
+	// other processes caused it. A job that had more runnable threads than CPUs keeps
+	// some of it on any machine.
+	KeepRunDelay bool
 	// ThinkSpin makes think mode keep the CPU busy through a thread's think time instead of
 	// sleeping, as the job's own computing did: the target then serves the replay under
 	// the CPU contention the recording had. Waits for child processes and threads' first
@@ -109,6 +115,11 @@ type Options struct {
 	SpinMargin time.Duration
 	// QueueDepth is the number of planned ops buffered per worker (default 256).
 	QueueDepth int
+	// Workers is the number of threads the trace will need (State.Workers; 0: unknown).
+	// Before its clock starts, a timed run raises GOMAXPROCS for them at once and starts
+	// the operating-system threads they will lock, so that a thread's first op does not
+	// wait for either.
+	Workers int
 	// Progress, if set, is incremented once per replayed op.
 	Progress *atomic.Uint64
 	Log      *slog.Logger
@@ -255,6 +266,10 @@ func run(ctx context.Context, src Source, b Backend, sink Sink, o Options, procs
 	defer stop()
 
 	p := newPlanner(src, o.Plan)
+	if o.Timing != TimingAFAP && o.Workers > 0 {
+		e.reserveProcs(o.Workers)
+		warmThreads(min(o.Workers, maxProcs))
+	}
 	cpu0 := processCPU()
 	workers, lastRec, planErr := e.dispatch(p, src)
 	cpu := processCPU() - cpu0
@@ -569,6 +584,12 @@ func (w *worker) due(op *replayOp, anchor int64) int64 {
 		}
 		if !w.first(op, anchor) {
 			think := thinkAfter(op, int64(e.opts.RoundTrip))
+			if op.ThinkMeasured {
+				w.st.thinkMeasured++
+				think = w.cutRunDelay(op.RunDelay, think)
+			} else {
+				w.st.thinkEstimated++
+			}
 			w.st.thinkCut += op.Think - think
 			wait := int64(float64(think) / e.speed)
 			w.st.thinkWait += wait
@@ -581,6 +602,17 @@ func (w *worker) due(op *replayOp, anchor int64) int64 {
 		return e.replayTime(op.Start) + e.drift.Load()
 	}
 	return e.replayTime(op.Start)
+}
+
+// cutRunDelay returns a measured think time without the time the thread waited for a CPU
+// in it while recorded (runDelay, as replayOp.RunDelay), unless Options.KeepRunDelay.
+func (w *worker) cutRunDelay(runDelay, think int64) int64 {
+	if runDelay <= 0 || w.e.opts.KeepRunDelay {
+		return think
+	}
+	rd := min(runDelay-1, think)
+	w.st.runDelayCut += rd
+	return think - rd
 }
 
 // replayTime maps a recorded time to the monotonic time it is due at without drift.

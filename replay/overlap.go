@@ -217,6 +217,35 @@ func (e *engine) wantProc() {
 	}
 }
 
+// reserveProcs raises GOMAXPROCS once for n workers to come (each wantProc then finds its
+// P there): every raise stops the world, which a worker starting mid-run would wait for.
+func (e *engine) reserveProcs(n int) {
+	b := e.procs
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if want := min(b.n+n+2, maxProcs); runtime.GOMAXPROCS(0) < want {
+		runtime.GOMAXPROCS(want)
+	}
+}
+
+// warmThreads makes the runtime start n operating-system threads and keep them idle, so
+// that a worker locking a thread later takes one instead of cloning a new one.
+func warmThreads(n int) {
+	var locked, release sync.WaitGroup
+	locked.Add(n)
+	release.Add(1)
+	for range n {
+		go func() {
+			runtime.LockOSThread()
+			locked.Done()
+			release.Wait()
+			runtime.UnlockOSThread()
+		}()
+	}
+	locked.Wait()
+	release.Done()
+}
+
 // procBudget counts the goroutines of a run, or of copies run together, that have a P of
 // their own.
 type procBudget struct {

@@ -120,11 +120,25 @@ type replayOp struct {
 	// lie inside Think, with one recording-layer round trip per request (see RoundTrip).
 	Reqs    uint16
 	FoldDur int64
+	// CallStart and CallEnd are the recorded application system call the op stands for,
+	// as the kernel saw it enter and return (fold.Call's; 0: not measured). AppThink is
+	// the time the thread spent outside the file system before it: from the return of its
+	// previous op's system call to this one's entry, when ThinkMeasured (otherwise think
+	// mode takes the round trip estimate out of Think).
+	CallStart, CallEnd int64
+	AppThink           int64
+	ThinkMeasured      bool
+	// RunDelay is the part of AppThink the thread waited for a CPU while it was recorded
+	// (fold.Call's, plus one; 0: not measured).
+	RunDelay int64
 	// Child is a descendant process whose op ended during this op's think gap, at
 	// recorded time ChildEnd (the latest such): the thread was waiting for it (see
 	// children.go). 0: none.
 	Child    uint32
 	ChildEnd int64
+	// ChildCallEnd is the return of the descendant's system call that ended at ChildEnd
+	// (0: not measured).
+	ChildCallEnd int64
 
 	NDeps uint8
 	Deps  [maxDeps]opDep
@@ -156,6 +170,10 @@ type emitState struct {
 	doneEnd   int64
 	lastStart int64
 	started   bool
+	// The thread's latest system call (entry) among its ops, and the latest call whose
+	// return is known, with its entry: AppThink counts from that return when the two are
+	// the same call.
+	callStart, callEnd, callEndOf int64
 }
 
 // planner turns a stream of recorded events into replay ops in a dispatch order that
@@ -262,6 +280,12 @@ func opOf(c *fold.Call) replayOp {
 		Offset: c.Offset, Size: c.Size, Flags: c.Flags, Mode: c.Mode,
 		WantErrno: c.Errno, WantRet: c.Ret, Implicit: c.Implicit,
 		Events: c.Events, Reqs: c.Reqs, FoldDur: c.FoldDur,
+		CallStart: c.CallStart, CallEnd: c.CallEnd, RunDelay: c.RunDelay,
+	}
+	if c.Tid != c.Worker {
+		// Another thread's call (a close of a file this worker opened): its times say
+		// nothing of this worker's think time.
+		op.CallStart, op.CallEnd, op.RunDelay = 0, 0, 0
 	}
 	switch c.Kind {
 	case kRead, kWrite, kReadlink, kLseek, kCopy:
@@ -342,6 +366,24 @@ func (p *planner) threadOverlap(op *replayOp) int64 {
 		op.Think = max(op.Start-t.lastStart, 0)
 	default:
 		op.Think = max(op.Start-t.doneEnd, 0)
+		switch {
+		case op.CallStart == 0:
+		case op.CallStart == t.callStart:
+			// Another part of the system call the previous op came from (the kernel's
+			// privilege probe before a chown, a request split in two): the gap between
+			// them is the kernel's and the layer's, none of it the application's.
+			op.AppThink, op.ThinkMeasured = 0, true
+		case t.callEnd != 0 && t.callEndOf == t.callStart && op.CallStart >= t.callEnd:
+			op.AppThink, op.ThinkMeasured = op.CallStart-t.callEnd, true
+		}
+	}
+	if op.CallStart != 0 {
+		t.callStart = op.CallStart
+		if op.CallEnd != 0 {
+			t.callEnd, t.callEndOf = op.CallEnd, op.CallStart
+		}
+	} else {
+		t.callStart, t.callEnd, t.callEndOf = 0, 0, 0
 	}
 	t.running = append(t.running, op.Start+op.Dur)
 	t.lastStart = max(t.lastStart, op.Start)

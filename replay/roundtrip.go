@@ -78,9 +78,18 @@ func recordedThroughFUSE(h *trace.Header) bool {
 }
 
 // thinkAfter returns how long after its predecessor op's end an op is due in think mode:
-// the recorded gap without the requests folded into the op and without the recording
-// layer's round trip for each request it stands for.
+// the application's time between the two system calls where the kernel measured it
+// (AppThink), else the recorded gap without the requests folded into the op and without
+// the recording layer's round trip for each request it stands for.
 func thinkAfter(op *replayOp, rtt int64) int64 {
+	if op.ThinkMeasured {
+		return op.AppThink
+	}
+	return thinkEstimate(op, rtt)
+}
+
+// thinkEstimate is thinkAfter for an op whose think time the kernel did not measure.
+func thinkEstimate(op *replayOp, rtt int64) int64 {
 	return max(op.Think-op.FoldDur-int64(op.Reqs)*rtt, 0)
 }
 

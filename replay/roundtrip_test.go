@@ -396,3 +396,87 @@ func TestContended(t *testing.T) {
 		}
 	}
 }
+
+// TestThinkMeasuredByKernel: with the kernel's view of a recording (trace.Event's call
+// times), think mode waits the application's time between a call's return and its next
+// call's entry, whatever the FUSE legs around them were; the parts of one system call
+// (the kernel's privilege probe before a chown) follow each other at once however long
+// the server took to take the second (two getattrs of one call here); and the time the thread waited for a CPU is left
+// out unless asked for.
+func TestThinkMeasuredByKernel(t *testing.T) {
+	const (
+		n        = 40
+		think    = 2 * int64(time.Millisecond)  // the application's own time between calls
+		runDelay = int64(time.Millisecond)      // of which waiting for a CPU
+		leg      = 3 * int64(time.Millisecond)  // FUSE's legs around each request, large
+		stall    = 20 * int64(time.Millisecond) // the server's delay before the second part of a call
+	)
+	b := tracetest.NewFUSE(t)
+	b.W.AddFile(trace.File{Path: b.Path("f"), Type: trace.TypeFile, Mode: 0o644, Size: 10})
+	attrs := func(e *trace.Event) { e.Mode = unix.S_IFREG | 0o644; e.Ret = 10 }
+	var unique uint64
+	prevEnd := int64(0)
+	call := func(parts int, gapInside int64) {
+		start := b.Clock[1] - leg // the call's entry
+		for p := 0; p < parts; p++ {
+			unique += 2
+			op := trace.OpGetattr
+			last := p == parts-1
+			gap := gapInside
+			if last {
+				gap = 2*leg + think
+			}
+			b.Ev(1, op, "f", 5000, gap, func(e *trace.Event) {
+				attrs(e)
+				e.Unique = unique
+				e.Queued, e.Done = e.Start-leg/2, e.End()+leg/2
+				e.CallStart, e.CallNr = start, 4
+				if prevEnd != 0 {
+					e.RunDelay = runDelay + 1
+				}
+				if last {
+					e.CallEnd = e.Done + leg/2
+					prevEnd = e.CallEnd
+				}
+			})
+		}
+	}
+	for i := 0; i < n; i++ {
+		if i == n/2 {
+			call(2, stall)
+			continue
+		}
+		call(1, 0)
+	}
+	data := b.Bytes()
+	st, err := DeriveState(tracetest.Reader(t, data), PlanOptions{})
+	must(t, err)
+	for _, o := range []Options{{Timing: TimingThink}, {Timing: TimingThink, KeepRunDelay: true}} {
+		_, d := target(t, "")
+		must(t, Prepare(context.Background(), d, st, false))
+		sum, err := Run(context.Background(), tracetest.Reader(t, data), d, nil, o)
+		must(t, err)
+		if sum.Divergences != 0 {
+			t.Fatalf("divergences: %v", sum.Examples)
+		}
+		// n calls, the first without a think time before it; the split call's second
+		// part is no call of its own.
+		perCall := think
+		if !o.KeepRunDelay {
+			perCall -= runDelay
+		}
+		want := time.Duration((n - 1) * perCall)
+		t.Logf("keep run delay %v: span %v (recorded %v), think waited %v (measured %d, estimated %d, run delay cut %v), lag %v, calls %v",
+			o.KeepRunDelay, sum.ReplaySpan, sum.RecordedSpan, sum.ThinkWait, sum.ThinkMeasured, sum.ThinkEstimated, sum.RunDelayCut, sum.LagTotal, sum.ReplayIO)
+		if sum.ThinkWait != want {
+			t.Errorf("think waited %v, want %v", sum.ThinkWait, want)
+		}
+		if sum.ThinkMeasured != n || sum.ThinkEstimated != 0 {
+			t.Errorf("think times measured %d, estimated %d; want %d, 0", sum.ThinkMeasured, sum.ThinkEstimated, n)
+		}
+		if wantCut := time.Duration((n - 1) * runDelay); !o.KeepRunDelay && sum.RunDelayCut != wantCut {
+			t.Errorf("run delay cut %v, want %v", sum.RunDelayCut, wantCut)
+		}
+		checkSchedule(t, sum, 2*time.Millisecond)
+	}
+}

@@ -38,6 +38,7 @@ type State struct {
 	Files, Dirs, Symlinks int
 	Bytes                 int64
 	Ops                   uint64 // replay ops the trace plans (for progress)
+	Workers               int    // threads that issue ops (Options.Workers)
 	// RoundTrip is the recording layer's estimated round trip per request (0: not a FUSE
 	// recording, or too few samples), from RoundTripSamples path-walk gaps. Pass it to
 	// Options.RoundTrip, or Measured when there is one.
@@ -440,6 +441,7 @@ func DeriveState(src Source, po PlanOptions) (*State, error) {
 	p := newPlanner(src, po)
 	m := newModel(true)
 	var ops uint64
+	workers := map[uint32]struct{}{}
 	for {
 		op, err := p.next()
 		if err == io.EOF {
@@ -450,6 +452,7 @@ func DeriveState(src Source, po PlanOptions) (*State, error) {
 		}
 		m.apply(op)
 		ops++
+		workers[op.Worker] = struct{}{}
 	}
 	rtt, rttN := p.rtt.estimate()
 	// Objects the recording layer saw before the job changed them.
@@ -482,7 +485,7 @@ func DeriveState(src Source, po PlanOptions) (*State, error) {
 		known[name] = true
 	}
 	m.estimateListings(known)
-	st := &State{Ops: ops, RoundTrip: rtt, RoundTripSamples: rttN}
+	st := &State{Ops: ops, Workers: len(workers), RoundTrip: rtt, RoundTripSamples: rttN}
 	if fs, ok := src.(interface{ Footer() (*trace.Footer, bool) }); ok && recordedThroughFUSE(src.Header()) {
 		if f, ok := fs.Footer(); ok {
 			st.Measured = f.RoundTrip

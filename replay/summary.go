@@ -80,8 +80,11 @@ type runStats struct {
 	read, write       int64
 	recIO, ioTime     int64
 	depWait           int64
-	thinkCut          int64 // recorded think time not waited for (folded requests, round trips)
-	thinkWait         int64 // think time the schedule waited for (after the speed)
+	thinkCut          int64  // recorded think time not waited for (folded requests, round trips)
+	thinkWait         int64  // think time the schedule waited for (after the speed)
+	thinkMeasured     uint64 // ops whose think time the kernel measured (ThinkMeasured)
+	thinkEstimated    uint64 // ops whose think time is the recorded gap less the estimated round trips
+	runDelayCut       int64  // of the measured think times, time the threads waited for a CPU, not waited for
 	implicit          uint64
 	behind            uint64
 	implicitFailed    uint64
@@ -161,6 +164,15 @@ type Summary struct {
 	// accounts for a single thread's span: span = ThinkWait + LagTotal + ReplayIO, give or
 	// take the replayer's bookkeeping between ops.
 	ThinkWait time.Duration `json:"think_wait_ns"`
+	// ThinkMeasured counts the ops whose think time is the application's time between its
+	// system calls as the kernel measured it while recording (trace.Header.Legs kernel);
+	// ThinkEstimated those whose think time is the recorded gap less the round trip
+	// estimate (RoundTrip).
+	ThinkMeasured  uint64 `json:"think_measured"`
+	ThinkEstimated uint64 `json:"think_estimated"`
+	// RunDelayCut is the part of the measured think times that the recorded threads spent
+	// waiting for a CPU, which was not waited for (part of ThinkCut; Options.KeepRunDelay).
+	RunDelayCut time.Duration `json:"run_delay_cut_ns"`
 	// Behind counts ops that were due more than 1 ms before their thread's previous op
 	// returned: the target was slower than the recording (original timing). Such waits
 	// are not counted as lag.
@@ -274,6 +286,9 @@ func (s *Summary) add(st *runStats) {
 	s.DepWait += time.Duration(st.depWait)
 	s.ThinkCut += time.Duration(st.thinkCut)
 	s.ThinkWait += time.Duration(st.thinkWait)
+	s.ThinkMeasured += st.thinkMeasured
+	s.ThinkEstimated += st.thinkEstimated
+	s.RunDelayCut += time.Duration(st.runDelayCut)
 	s.ImplicitOpens += st.implicit
 	s.Behind += st.behind
 	s.ImplicitOpenFailures += st.implicitFailed
@@ -353,8 +368,14 @@ func (s *Summary) Print(w io.Writer) {
 		if s.RoundTripSource != "" {
 			src = ", " + s.RoundTripSource
 		}
-		_, _ = fmt.Fprintf(w, "  think    %v of recorded gaps not waited for: folded requests and the recording layer's round trip (%v per request%s); %v waited\n",
-			s.ThinkCut.Round(time.Microsecond), s.RoundTrip, src, s.ThinkWait.Round(time.Microsecond))
+		switch {
+		case s.ThinkMeasured > 0:
+			_, _ = fmt.Fprintf(w, "  think    %d ops waited the application's time between its system calls as the kernel measured it (less %v it waited for a CPU), %d the recorded gap less the layer's round trip (%v per request%s); %v of recorded gaps not waited for, %v waited\n",
+				s.ThinkMeasured, s.RunDelayCut.Round(time.Microsecond), s.ThinkEstimated, s.RoundTrip, src, s.ThinkCut.Round(time.Microsecond), s.ThinkWait.Round(time.Microsecond))
+		default:
+			_, _ = fmt.Fprintf(w, "  think    %v of recorded gaps not waited for: folded requests and the recording layer's round trip (%v per request%s); %v waited\n",
+				s.ThinkCut.Round(time.Microsecond), s.RoundTrip, src, s.ThinkWait.Round(time.Microsecond))
+		}
 	}
 	_, _ = fmt.Fprintf(w, "  runtime  replay %v vs recorded %v (%+.1f%%); summed op time %v vs %v (%+.1f%%)\n",
 		s.ReplaySpan.Round(time.Microsecond), s.RecordedSpan.Round(time.Microsecond), pct(s.ReplaySpan, s.RecordedSpan),

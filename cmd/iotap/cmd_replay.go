@@ -53,26 +53,27 @@ func replayCommands() []*command {
 }
 
 type replayOptions struct {
-	Targets    []string
-	Output     string
-	Repeat     int
-	DropCaches bool
-	Timing     string
-	Speed      float64
-	RoundTrip  string
-	ThinkCPU   string
-	OnDiverge  string
-	Prepare    string
-	Fill       string
-	Scratch    bool
-	Force      bool
-	DryRun     bool
-	NoFold     bool
-	NoCompare  bool
-	Progress   string
-	S3         replays3.Options
-	Shard      string
-	S3Opts     []string
+	Targets      []string
+	Output       string
+	Repeat       int
+	DropCaches   bool
+	Timing       string
+	Speed        float64
+	RoundTrip    string
+	ThinkCPU     string
+	KeepRunDelay bool
+	OnDiverge    string
+	Prepare      string
+	Fill         string
+	Scratch      bool
+	Force        bool
+	DryRun       bool
+	NoFold       bool
+	NoCompare    bool
+	Progress     string
+	S3           replays3.Options
+	Shard        string
+	S3Opts       []string
 	sampleOptions
 	coldOptions
 	Copies int
@@ -85,6 +86,8 @@ func (o *replayOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.DropCaches, "drop-caches", false, "sync and drop the page cache before each run (needs root)")
 	fs.StringVar(&o.Timing, "timing", "think", "timing `mode`: think (previous op done + recorded think time), original (recorded start times), afap")
 	fs.Float64Var(&o.Speed, "speed", 1, "scale think times and start offsets by 1/`x` (2 = twice as fast)")
+	fs.BoolVar(&o.KeepRunDelay, "keep-run-delay", false, "think mode: also wait the time a recorded thread waited for a CPU between its calls "+
+		"(measured with --legs kernel; left out by default: the recorder's own work and other processes caused it)")
 	fs.StringVar(&o.ThinkCPU, "think-cpu", "sleep", "think mode: what a thread does during its think time: sleep, or spin (keep a CPU busy as the job's computing did, so the target is measured under the same CPU contention; costs a CPU per thinking thread)")
 	fs.StringVar(&o.RoundTrip, "round-trip", "auto", "think mode: the recording layer's round trip per request, not waited for again (`auto`: the one the recorder measured while the job ran, else before it, else estimated from the trace's path walks; a duration such as 30us; 0: none)")
 	fs.StringVar(&o.OnDiverge, "on-diverge", "warn", "`policy` for a result (errno, byte count) that differs from the trace: ignore (count them), warn (count them and log the first ten) or abort (stop at the first). A replay that ran to the end exits 0 under ignore and warn, its divergences counted in the summary and the .json; abort exits 1. ENOTSUP/ENOSYS on one side only (target or recorded storage) is counted as a backend difference, not a divergence")
@@ -174,6 +177,7 @@ func runReplay(ctx context.Context, e *env, o *replayOptions, args []string) err
 	}
 	_, _ = fmt.Fprintf(e.stdout, "starting state: %d directories, %d files (%s), %d symlinks; %d replay ops\n",
 		st.Dirs, st.Files, format.Bytes(uint64(st.Bytes)), st.Symlinks, st.Ops)
+	ro.Workers = st.Workers
 	if ro.Timing == replay.TimingThink {
 		if o.RoundTrip == "auto" {
 			c := st.AutoRoundTrip()
@@ -297,7 +301,8 @@ func (o *replayOptions) runOptions(e *env) (replay.Options, error) {
 	}
 	return replay.Options{
 		Timing: timing, Speed: o.Speed, RoundTrip: roundTrip, ThinkSpin: o.ThinkCPU == "spin", OnDiverge: policy,
-		Plan: replay.PlanOptions{NoFold: o.NoFold}, FillRandom: o.Fill == "random", Log: e.log,
+		KeepRunDelay: o.KeepRunDelay,
+		Plan:         replay.PlanOptions{NoFold: o.NoFold}, FillRandom: o.Fill == "random", Log: e.log,
 	}, nil
 }
 

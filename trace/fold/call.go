@@ -98,6 +98,12 @@ type Call struct {
 	Events  uint16
 	Reqs    uint16
 	FoldDur int64
+	// CallStart and CallEnd are the application's system call as the kernel saw it enter
+	// and return (trace.Event's, in recordings that measured them): the earliest entry and
+	// the latest return among the call's requests, 0 when unknown. RunDelay is the run
+	// delay before the call as trace.Event holds it (plus one; 0: not measured).
+	CallStart, CallEnd int64
+	RunDelay           int64
 }
 
 // Requests returns the number of recorded requests the call stands for.
@@ -138,8 +144,45 @@ func (c *Call) DataTime() int64 {
 // DataTime.
 func (c *Call) MetaTime() int64 { return c.Time() - c.DataTime() }
 
+// folded is what held calls folded into another stood for.
+type folded struct {
+	reqs               int
+	dur                int64
+	callStart, callEnd int64
+	runDelay           int64
+}
+
+// add counts the held call h as folded.
+func (fd *folded) add(h *Call) {
+	fd.reqs += int(h.Reqs)
+	fd.dur += h.Dur + h.FoldDur
+	if h.CallStart != 0 && (fd.callStart == 0 || h.CallStart < fd.callStart) {
+		fd.runDelay = h.RunDelay
+	}
+	fd.callStart, fd.callEnd = widenCall(fd.callStart, fd.callEnd, h.CallStart, h.CallEnd)
+}
+
 // fold charges folded requests to c.
-func (c *Call) fold(reqs int, dur int64) {
-	c.Reqs = uint16(min(int(c.Reqs)+reqs, 1<<16-1))
-	c.FoldDur += dur
+func (c *Call) fold(fd folded) {
+	c.Reqs = uint16(min(int(c.Reqs)+fd.reqs, 1<<16-1))
+	c.FoldDur += fd.dur
+	c.widen(fd.callStart, fd.callEnd, fd.runDelay)
+}
+
+// widen extends c's system call times with another request's (0: unknown), whose call's
+// run delay is runDelay.
+func (c *Call) widen(start, end, runDelay int64) {
+	if start != 0 && (c.CallStart == 0 || start < c.CallStart) {
+		c.RunDelay = runDelay
+	}
+	c.CallStart, c.CallEnd = widenCall(c.CallStart, c.CallEnd, start, end)
+}
+
+// widenCall returns the earliest known start and the latest end of two spans.
+func widenCall(s0, e0, s1, e1 int64) (start, end int64) {
+	start = s0
+	if s1 != 0 && (start == 0 || s1 < start) {
+		start = s1
+	}
+	return start, max(e0, e1)
 }

@@ -162,9 +162,11 @@ type handleState struct {
 	slot     int32
 	pathID   uint32
 	flushErr uint16
-	flushDur int64
-	flushed  bool
-	dir      bool
+	// flushCall is the flush's system call (trace.Event's CallStart, CallEnd, RunDelay).
+	flushCall [3]int64
+	flushDur  int64
+	flushed   bool
+	dir       bool
 	// pos is where the handle's last write or copy ended: the file position a
 	// copy_file_range with no output offset writes at. Only a version-1 trace needs it
 	// (it records only the input offset).

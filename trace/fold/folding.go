@@ -29,7 +29,7 @@ func (f *Folder) feed1(ev *trace.Event) {
 		f.holdLookup(ev, t, pi)
 		return
 	}
-	walk, foldReqs, foldDur := f.foldWalk(ev, t, pi, pi2)
+	walk, fd := f.foldWalk(ev, t, pi, pi2)
 	if ev.Op == trace.OpGetattr && !f.opts.NoFold {
 		if n := len(t.held); n > 0 && t.held[n-1].Rec == trace.OpGetxattr && t.held[n-1].Name == pi.name {
 			c := f.base(ev, pi, nil)
@@ -54,7 +54,7 @@ func (f *Folder) feed1(ev *trace.Event) {
 
 	c := f.base(ev, pi, pi2)
 	c.Walk = walk
-	c.fold(foldReqs, foldDur)
+	c.fold(fd)
 	if !f.setKind(ev, &c, pi, pi2) {
 		return
 	}
@@ -81,6 +81,7 @@ func (f *Folder) feedEnd(ev *trace.Event) bool {
 	case trace.OpFlush:
 		if h := f.handleOf(ev); h != nil {
 			h.flushed, h.flushErr, h.flushDur = true, ev.Errno, ev.Dur
+			h.flushCall = [3]int64{ev.CallStart, ev.CallEnd, ev.RunDelay}
 			// A close ends the reads and writes held for merging on the handle.
 			f.releaseOn(h.slot)
 		}
@@ -119,7 +120,7 @@ func (f *Folder) eventPaths(ev *trace.Event) (pi, pi2 *pathInfo, ok bool) {
 // A held lookup of an ancestor of this one was a step of this one's walk: it is folded.
 func (f *Folder) holdLookup(ev *trace.Event, t *threadState, pi *pathInfo) {
 	walk := pi.parent
-	reqs, dur := t.dropHeld(f, func(h *Call) bool {
+	fd := t.dropHeld(f, func(h *Call) bool {
 		if h.Kind == Stat && h.Rec == trace.OpLookup && IsUnder(pi.name, h.Name) && h.Name != pi.name {
 			if len(h.Walk) < len(walk) {
 				walk = h.Walk
@@ -133,7 +134,7 @@ func (f *Folder) holdLookup(ev *trace.Event, t *threadState, pi *pathInfo) {
 	}
 	c := f.base(ev, pi, nil)
 	c.Kind, c.Walk = Stat, walk
-	c.fold(reqs, dur)
+	c.fold(fd)
 	t.held = append(t.held, c)
 	if len(t.held) > 32 {
 		f.emit(&t.held[0])
@@ -143,11 +144,11 @@ func (f *Folder) holdLookup(ev *trace.Event, t *threadState, pi *pathInfo) {
 
 // foldWalk folds the held requests that were part of ev's call: the lookups of its path
 // walk (within FoldWindow), and the kernel's privilege probe before a setattr or write. It
-// returns the directory the walk started from and the requests and time folded.
-func (f *Folder) foldWalk(ev *trace.Event, t *threadState, pi, pi2 *pathInfo) (walk string, reqs int, dur int64) {
+// returns the directory the walk started from and what was folded.
+func (f *Folder) foldWalk(ev *trace.Event, t *threadState, pi, pi2 *pathInfo) (walk string, fd folded) {
 	walk = pi.parent
 	if len(t.held) > 0 {
-		reqs, dur = t.dropHeld(f, func(h *Call) bool {
+		fd = t.dropHeld(f, func(h *Call) bool {
 			if h.Kind != Stat || h.Rec != trace.OpLookup || ev.Start-(h.Start+h.Dur) > f.opts.FoldWindow {
 				return false
 			}
@@ -164,13 +165,17 @@ func (f *Folder) foldWalk(ev *trace.Event, t *threadState, pi, pi2 *pathInfo) (w
 	// (getattr) before a chown, truncate or write that may have to drop privileges: a
 	// replayed setattr or write makes it do so again.
 	if (ev.Op == trace.OpSetattr || ev.Op == trace.OpWrite) && len(t.held) > 0 && !f.opts.NoFold {
-		r, d := t.dropHeld(f, func(h *Call) bool {
+		more := t.dropHeld(f, func(h *Call) bool {
 			return (h.Rec == trace.OpGetxattr || h.Rec == trace.OpGetattr) && h.Name == pi.name &&
 				ev.Start-(h.Start+h.Dur) <= f.opts.FoldWindow
 		})
-		reqs, dur = reqs+r, dur+d
+		fd.reqs, fd.dur = fd.reqs+more.reqs, fd.dur+more.dur
+		if more.callStart != 0 && (fd.callStart == 0 || more.callStart < fd.callStart) {
+			fd.runDelay = more.runDelay
+		}
+		fd.callStart, fd.callEnd = widenCall(fd.callStart, fd.callEnd, more.callStart, more.callEnd)
 	}
-	return walk, reqs, dur
+	return walk, fd
 }
 
 // mergePiece merges a read or write into the thread's held piece of the same buffer (a
@@ -188,6 +193,7 @@ func (f *Folder) mergePiece(ev *trace.Event, t *threadState) bool {
 		h.Ret += ev.Ret
 		h.Dur = ev.End() - h.Start
 		h.Events++
+		h.widen(ev.CallStart, ev.CallEnd, ev.RunDelay)
 		f.Stats.Merged++
 		f.Stats.Folded[ev.Op]++
 		return true
@@ -352,20 +358,19 @@ func (f *Folder) copyKind(ev *trace.Event, c *Call, pi, pi2 *pathInfo) bool {
 // dropHeld folds the held calls fn accepts (counting them as folded), returning the
 // recorded requests and time they
 // stood for (to be charged to the call they fold into).
-func (t *threadState) dropHeld(f *Folder, fn func(*Call) bool) (reqs int, dur int64) {
+func (t *threadState) dropHeld(f *Folder, fn func(*Call) bool) (fd folded) {
 	j := 0
 	for i := range t.held {
 		if h := &t.held[i]; fn(h) {
 			f.Stats.Folded[h.Rec]++
-			reqs += int(h.Reqs)
-			dur += h.Dur + h.FoldDur
+			fd.add(h)
 			continue
 		}
 		t.held[j] = t.held[i]
 		j++
 	}
 	t.held = t.held[:j]
-	return reqs, dur
+	return fd
 }
 
 func (f *Folder) base(ev *trace.Event, pi, pi2 *pathInfo) Call {
@@ -373,7 +378,7 @@ func (f *Folder) base(ev *trace.Event, pi, pi2 *pathInfo) Call {
 		Rec: ev.Op, Worker: ev.Tid, Tid: ev.Tid, Pid: ev.Pid, Start: ev.Start, Dur: ev.Dur,
 		Name: pi.name, PathID: ev.Path, Handle: ev.Handle, Slot: -1, Slot2: -1,
 		Offset: ev.Offset, Size: int64(ev.Size), Flags: ev.Flags, Mode: ev.Mode,
-		Errno: ev.Errno, Ret: ev.Ret, Events: 1, Reqs: 1,
+		Errno: ev.Errno, Ret: ev.Ret, Events: 1, Reqs: 1, CallStart: ev.CallStart, CallEnd: ev.CallEnd, RunDelay: ev.RunDelay,
 	}
 	if pi2 != nil {
 		c.Name2, c.PathID2 = pi2.name, ev.Path2
@@ -503,6 +508,9 @@ func (f *Folder) close(ev *trace.Event) {
 	c.Errno, c.Ret = ev.Errno, 0
 	if h.flushed { // the application's close() is what flush timed
 		c.Rec, c.Dur, c.Errno = trace.OpFlush, h.flushDur, h.flushErr
+		release := [3]int64{c.CallStart, c.CallEnd, c.RunDelay}
+		c.CallStart, c.CallEnd, c.RunDelay = h.flushCall[0], h.flushCall[1], h.flushCall[2]
+		c.widen(release[0], release[1], release[2])
 		f.Stats.Folded[ev.Op]++
 		f.Stats.Folded[trace.OpFlush]--
 		c.Events = 2
