@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"sort"
 	"strings"
 	"syscall"
@@ -91,9 +92,35 @@ func main() {
 		lazyfree.Reexec() // before anything else: it may execute iotap again
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	stopProfile := startProfile(os.Getenv(profileEnv))
 	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	stopProfile()
 	stop()
 	os.Exit(code)
+}
+
+// profileEnv names the environment variable that makes iotap write a CPU profile of the
+// whole invocation to the file it names (for `go tool pprof`).
+const profileEnv = "IOTAP_CPUPROFILE"
+
+// startProfile starts a CPU profile into file (none when file is empty) and returns the
+// function that ends it.
+func startProfile(file string) func() {
+	if file == "" {
+		return func() {}
+	}
+	f, err := os.Create(file)
+	if err == nil {
+		err = pprof.StartCPUProfile(f)
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "iotap: %s: %v\n", profileEnv, err)
+		return func() {}
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		_ = f.Close()
+	}
 }
 
 // run executes one iotap invocation and returns the process exit code. It never exits.
