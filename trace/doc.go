@@ -4,8 +4,8 @@
 // A trace holds a header (how and where it was made), one Event per filesystem operation,
 // side tables that events refer to by id (paths, processes, files first seen), resource
 // samples of the storage client and of iotap itself, and a footer written when the writer
-// closes cleanly. This comment specifies format version 3 byte by byte so that other
-// programs can read and write traces, and how versions 1 and 2 differ from it (see
+// closes cleanly. This comment specifies format version 4 byte by byte so that other
+// programs can read and write traces, and how versions 1 to 3 differ from it (see
 // "Versions").
 //
 // # Conventions
@@ -28,11 +28,11 @@
 //
 //	offset  size  field
 //	0       8     magic: 0x89 'i' 'o' 't' 'a' 'p' '\r' '\n'
-//	8       2     format version, uint16 (3; 1 or 2 in older files)
+//	8       2     format version, uint16 (4; 1 to 3 in older files)
 //	10      2     reserved, 0
 //
 // A file whose first bytes differ from the magic is not a trace (ErrNotTrace). A reader
-// rejects versions it does not know (ErrVersion); this package reads versions 1 to 3. An
+// rejects versions it does not know (ErrVersion); this package reads versions 1 to 4. An
 // empty file, or one that ends before the header chunk is complete, gives ErrEmpty.
 //
 // # Chunk frame
@@ -79,7 +79,9 @@
 // Target.Mount strings; FUSE.Cache string; FUSE.MaxRead, FUSE.MaxWrite uvarints;
 // FUSE.EntryTimeout, FUSE.AttrTimeout varints (ns); one byte of FUSE flags (bit 0
 // DirectIO, bit 1 Passthrough, bit 2 Writeback); Command: uvarint count, then that many
-// strings; Labels: uvarint count, then that many pairs of strings (key, value).
+// strings; Labels: uvarint count, then that many pairs of strings (key, value); then, in
+// version 4, Legs and LegsNote strings (how the FUSE legs outside the recording layer were
+// measured: "kernel", "probe" or ""; and why not by the kernel).
 // Header.Version is the preamble's version. Bytes after the last field are ignored, so a
 // later writer of the same version may append fields.
 //
@@ -98,7 +100,9 @@
 // attribution fields follow: RoundTrip.Start varint (ns), RoundTrip.Run varint (ns),
 // RoundTrip.Samples uvarint (zeros when not measured), see RoundTrip. Then, when the layer
 // says how it attributed threads: flags uvarint (bit 0: Connector), Late uvarint and
-// Missing uvarint (see LayerCost). Bytes after the last field are ignored.
+// Missing uvarint (see LayerCost). Then, when the kernel's view of requests was measured:
+// Legs.Filled, Legs.Missing and Legs.Lost uvarints (see LegStats). Bytes after the last
+// field are ignored.
 //
 // # Side tables
 //
@@ -174,8 +178,8 @@
 // # Events payload
 //
 // An events payload holds n events as columns: first uvarint n (n ≤ MaxChunkEvents;
-// writers never write n = 0), then 20 columns (19 in version 1), each holding n values, in
-// this order:
+// writers never write n = 0), then 28 columns (20 in versions 2 and 3, 19 in version 1),
+// each holding n values, in this order:
 //
 //	column   encoding of value i
 //	Op       1 byte
@@ -198,10 +202,22 @@
 //	Uid      uvarint
 //	Gid      uvarint
 //	Offset2  varint, not predicted (version 2 and later)
+//	Unique   varint: Unique[i] - Unique[i-1], with Unique[-1] = 0 (version 4, as all below)
+//	Legs     uvarint of bits: 1 Queued and Done, 2 CallStart and CallNr, 4 CallEnd, 8
+//	         RunDelay; bits 2, 4 and 8 need bit 1, bit 8 needs bit 2, other bits are corrupt
+//	Queued   varint: Start - Queued (0 without bit 1)
+//	Done     varint: Done - (Start + Dur) (0 without bit 1)
+//	CallStart  varint: Queued - CallStart (0 without bit 2)
+//	CallEnd  varint: CallEnd - Done (0 without bit 4; negative for a request the kernel sent
+//	         without waiting for it, such as a release at close)
+//	CallNr   uvarint ≤ 65535 (0 without bit 2)
+//	RunDelay uvarint: the run delay in ns, which Event.RunDelay holds plus one (0 without
+//	         bit 8)
 //
-// The payload ends exactly after the last column (Offset2; Gid in version 1). Every value
-// takes at least one byte, so a count n larger than the rest of the payload divided by the
-// number of columns is corrupt.
+// A field whose bit is clear reads as zero. The payload ends exactly after the last column
+// (RunDelay; Offset2 in versions 2 and 3; Gid in version 1). Every value takes at least one
+// byte, so a count n larger than the rest of the payload divided by the number of columns
+// is corrupt.
 //
 // The predicted offset continues a sequential stream per handle: it is 0 when Handle[i] is 0; otherwise, with a table of
 // 64 slots, all empty at the start of each chunk, and slot s = Handle[i] mod 64: if the
@@ -211,18 +227,21 @@
 //
 // Events come out in file order. The writer shards its buffers by thread, so events of
 // one thread (Tid) are in append order, but the file as a whole is not sorted by Start.
-// The Writer in this package writes each event about one FlushInterval after its Append
-// at most (unless the disk cannot keep up), so a consumer that needs Start order can sort
-// within a bounded window; the format itself promises no order.
+// The Writer in this package writes each event about one FlushInterval (plus LegHold when
+// it fills the kernel's view) after its Append at most (unless the disk cannot keep up),
+// so a consumer that needs Start order can sort within a bounded window; the format
+// itself promises no order.
 //
 // # Versions
 //
-// Version 3 differs from version 2 only in allowing samples chunks (type 7); its events
-// payload is version 2's. Version 2 differs from version 1 only in the events payload: it
+// Version 4 differs from version 3 in the events payload, which adds the eight columns
+// from Unique on (the kernel's view of each request), and in the header's Legs and
+// LegsNote; reading an older file leaves them zero. Version 3 differs from version 2
+// only in allowing samples chunks (type 7); its events payload is version 2's. Version 2 differs from version 1 only in the events payload: it
 // adds the Offset2 column (copy_file_range's output offset). Reading a version-1 file
 // leaves Event.Offset2 at 0; reading a version-1 or 2 file gives no samples; everything
 // else reads the same. The preamble's version applies to every chunk of the file. Writers
-// in this package write version 3 only.
+// in this package write version 4 only.
 //
 // # Crash semantics
 //
