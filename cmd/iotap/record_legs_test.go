@@ -110,8 +110,45 @@ func TestRecordMeasuresLegs(t *testing.T) {
 		}
 	}
 
+	// report says what the application waited for its reads: the same sum, computed here
+	// from the events.
+	var wantWait int64
+	for _, ev := range reads {
+		wantWait += ev.CallEnd - ev.CallStart
+	}
+	code, stdout, stderr := runIotap(t, nil, "report", "--format", "json", tr)
+	if code != 0 {
+		t.Fatalf("report exit %d: %s", code, stderr)
+	}
+	var rep struct {
+		Total struct {
+			Syscalls []struct {
+				Call   string `json:"call"`
+				Waited *struct {
+					Count   uint64 `json:"count"`
+					TotalNs int64  `json:"total_ns"`
+					Storage int64  `json:"storage_ns"`
+				} `json:"waited"`
+			} `json:"syscalls"`
+		} `json:"total"`
+	}
+	mustDo(t, json.Unmarshal([]byte(stdout), &rep))
+	found := false
+	for _, c := range rep.Total.Syscalls {
+		if c.Call != "read" {
+			continue
+		}
+		found = true
+		if c.Waited == nil || c.Waited.Count != uint64(len(reads)) || c.Waited.TotalNs != wantWait {
+			t.Errorf("report: read calls waited %+v, want %d calls, %d ns", c.Waited, len(reads), wantWait)
+		}
+	}
+	if !found {
+		t.Errorf("report has no read calls:\n%s", stdout)
+	}
+
 	// info names the source and the legs.
-	code, stdout, stderr := runIotap(t, nil, "info", tr)
+	code, stdout, stderr = runIotap(t, nil, "info", tr)
 	if code != 0 || !strings.Contains(stdout, "legs:") || !strings.Contains(stdout, "kernel tracepoints") {
 		t.Errorf("info (exit %d) does not show the legs:\n%s%s", code, stdout, stderr)
 	}

@@ -95,7 +95,12 @@
 //	  p99_ns, p99_9_ns, max_ns, requests
 //	  (FUSE requests the calls stand for; 0 in a replay's trace, whose events are the
 //	  calls it issued), requests_per_call (mean), max_requests, busy_ns, ops_per_s,
-//	  mb_per_s, first_access, reaccess, cdf[], hist[] (as in ops[])
+//	  mb_per_s, first_access, reaccess, cdf[], hist[] (as in ops[]), and waited
+//	  (recordings with --legs kernel, for the calls whose system call entry and return
+//	  the kernel measured): {count, mean_ns, p50_ns, p90_ns, p99_ns, p99_9_ns, max_ns
+//	  of what the application waited for each call, total_ns, storage_ns (those calls'
+//	  time in the storage), fuse_ns (total_ns less storage_ns: what the layer's round
+//	  trips added), fuse_share (fuse_ns / total_ns)}
 //	call_ns      the calls' summed time
 //	syscall_notes[] what the per-system-call view cannot show, for these traces
 //	ops[]        one per operation (FUSE request) seen, by total_ns descending:

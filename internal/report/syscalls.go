@@ -45,6 +45,33 @@ type CallRow struct {
 	Reaccess    *AccessRow `json:"reaccess,omitempty"`
 	CDF         []CDFPoint `json:"cdf"`
 	Hist        []HistBin  `json:"hist"`
+	// Waited is what the application waited for the calls whose system call entry and
+	// return the kernel measured (recordings with --legs kernel); nil when none were.
+	Waited *WaitRow `json:"waited,omitempty"`
+}
+
+// WaitRow is what the application waited for calls of one kind, from the kernel's view:
+// each call's entry to its return (Latency), and how that splits between the calls' time
+// in the storage and what the FUSE layer's round trips added.
+type WaitRow struct {
+	Latency
+	TotalNs   int64   `json:"total_ns"`
+	StorageNs int64   `json:"storage_ns"`
+	FUSENs    int64   `json:"fuse_ns"`
+	FUSEShare float64 `json:"fuse_share"` // FUSENs / TotalNs
+}
+
+// waitRow makes the WaitRow of c, nil when no call was measured.
+func waitRow(c *stats.CallStats) *WaitRow {
+	w := &c.Waited
+	if w.Count == 0 {
+		return nil
+	}
+	fuse := max(w.TotalNs-c.WaitedStorageNs, 0)
+	return &WaitRow{
+		Latency: latency(w.Hist, w.Count, w.TotalNs, w.MaxNs), TotalNs: w.TotalNs,
+		StorageNs: c.WaitedStorageNs, FUSENs: fuse, FUSEShare: share(fuse, w.TotalNs),
+	}
 }
 
 // callView fills in v's per-system-call view from s.
@@ -68,6 +95,7 @@ func callView(v *View, s *stats.Stats) {
 			Requests: c.Requests, MaxRequests: c.MaxRequests,
 			PerCall: round3(float64(c.Requests) / float64(c.Count)),
 			BusyNs:  c.BusyNs,
+			Waited:  waitRow(c),
 		}
 		row.OpsPerS, row.MBps = opRates(row.Call, c.Count, c.Bytes, c.BusyNs)
 		if fold.Syscall(i) == fold.SysRead {
@@ -183,7 +211,30 @@ func writeCallTable(b *strings.Builder, v *View) {
 	for _, c := range v.Syscalls {
 		writeAccessSplit(b, c.Call+" calls", c.FirstAccess, c.Reaccess)
 	}
+	writeWaitTable(b, v)
 	b.WriteString("\nFUSE requests (what the storage saw)\n")
+}
+
+// writeWaitTable writes what the application waited for each kind of call, where the
+// kernel measured it, beside the calls' time in the storage.
+func writeWaitTable(b *strings.Builder, v *View) {
+	t := newTable("call", "measured", "waited", "in storage", "FUSE added", "FUSE share", "mean", "p50", "p90", "p99", "max")
+	n := 0
+	for _, c := range v.Syscalls {
+		w := c.Waited
+		if w == nil {
+			continue
+		}
+		n++
+		t.add(c.Call, format.Count(w.Count), format.Dur(w.TotalNs), format.Dur(w.StorageNs), format.Dur(w.FUSENs), format.Pct(w.FUSEShare),
+			format.Dur(int64(w.MeanNs)), format.Dur(w.P50), format.Dur(w.P90), format.Dur(w.P99), format.Dur(w.MaxNs))
+	}
+	if n == 0 {
+		return
+	}
+	b.WriteString("\nwhat the application waited under the layer (system call entry to return, measured by the kernel)\n")
+	b.WriteString(t.String())
+	b.WriteString("  FUSE added: the waits less the calls' time in the storage: the layer's round trips, which the storage behind it would not charge\n")
 }
 
 // callCSV is the syscalls table of WriteCSV.

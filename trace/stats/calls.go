@@ -28,6 +28,12 @@ type CallStats struct {
 	// getattr, open, create, flush, release, ...) and their data requests (read, write,
 	// fsync, ...; fold.IsDataOp). A replay's call is one or the other by its op.
 	MetaNs, DataNs int64
+	// Waited is what the application waited for the calls whose entry and return the
+	// kernel measured (recordings with --legs kernel: fold.Call's CallStart..CallEnd),
+	// and WaitedStorageNs those same calls' time in the storage: the difference is what
+	// FUSE added. Count 0 when nothing was measured.
+	Waited          OpStats
+	WaitedStorageNs int64
 }
 
 func (c *CallStats) merge(o *CallStats) {
@@ -37,6 +43,8 @@ func (c *CallStats) merge(o *CallStats) {
 	c.BusyNs += o.BusyNs
 	c.MetaNs += o.MetaNs
 	c.DataNs += o.DataNs
+	c.Waited.merge(&o.Waited)
+	c.WaitedStorageNs += o.WaitedStorageNs
 }
 
 // How a source's events became calls (Source.Calls).
@@ -87,6 +95,9 @@ func (v *callView) drain() {
 	for c, ok := v.folder.Next(); ok; c, ok = v.folder.Next() {
 		if s, ok := c.Syscall(); ok {
 			v.call(s, c.Rec, c.Start, c.Time(), c.DataTime(), c.Errno, c.Ret, uint64(c.Requests()))
+			if c.CallStart != 0 && c.CallEnd > c.CallStart {
+				v.waited(s, c.CallEnd-c.CallStart, c.Time())
+			}
 			if s == fold.SysRead {
 				v.read(c.PathID, c.Offset, c.Time(), c.Errno, c.Ret)
 			}
@@ -123,6 +134,21 @@ func (v *callView) call(s fold.Syscall, rec trace.Op, start, ns, data int64, err
 	}
 	c.Requests += reqs
 	c.MaxRequests = max(c.MaxRequests, reqs)
+}
+
+// waited counts what the application waited for one call of kind s (ns) whose time in the
+// storage was storage.
+func (v *callView) waited(s fold.Syscall, ns, storage int64) {
+	c := &v.calls[s]
+	w := &c.Waited
+	w.Count++
+	w.TotalNs += ns
+	w.MaxNs = max(w.MaxNs, ns)
+	if w.Hist == nil {
+		w.Hist = NewHist()
+	}
+	record(w.Hist, ns)
+	c.WaitedStorageNs += storage
 }
 
 // read splits a read call into first access and re-access (see Stats.FirstReads).
