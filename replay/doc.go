@@ -210,6 +210,12 @@
 //	              request, the recorded think time not waited for, the think time waited
 //	round_trip_source  where round_trip_ns came from: the recorder's measurement (while
 //	              the job ran, or before it), the path-walk estimate, or --round-trip
+//	think_measured, think_estimated: ops whose think time is the application's time
+//	              between its system calls as the kernel measured it while recording
+//	              (--legs kernel), and ops whose think time is the recorded gap less the
+//	              round trips (round_trip_ns)
+//	run_delay_cut_ns  of the measured think times, the time the recorded threads waited
+//	              for a CPU, not waited for again (unless --keep-run-delay)
 //	behind        ops due more than 1 ms before their thread's previous op returned
 //	recorded_span_ns, replay_span_ns, recorded_io_ns, replay_io_ns: first op start to last
 //	              op end, and summed op latencies, on each side
