@@ -178,7 +178,7 @@
 // # Events payload
 //
 // An events payload holds n events as columns: first uvarint n (n ≤ MaxChunkEvents;
-// writers never write n = 0), then 28 columns (20 in versions 2 and 3, 19 in version 1),
+// writers never write n = 0), then 30 columns (20 in versions 2 and 3, 19 in version 1),
 // each holding n values, in this order:
 //
 //	column   encoding of value i
@@ -204,7 +204,8 @@
 //	Offset2  varint, not predicted (version 2 and later)
 //	Unique   varint: Unique[i] - Unique[i-1], with Unique[-1] = 0 (version 4, as all below)
 //	Legs     uvarint of bits: 1 Queued and Done, 2 CallStart and CallNr, 4 CallEnd, 8
-//	         RunDelay; bits 2, 4 and 8 need bit 1, bit 8 needs bit 2, other bits are corrupt
+//	         RunDelay, 16 WokenAt and Waker; bits 2 and 4 need bit 1, bits 8 and 16 need
+//	         bit 2, other bits are corrupt
 //	Queued   varint: Start - Queued (0 without bit 1)
 //	Done     varint: Done - (Start + Dur) (0 without bit 1)
 //	CallStart  varint: Queued - CallStart (0 without bit 2)
@@ -213,9 +214,11 @@
 //	CallNr   uvarint ≤ 65535 (0 without bit 2)
 //	RunDelay uvarint: the run delay in ns, which Event.RunDelay holds plus one (0 without
 //	         bit 8)
+//	WokenAt  varint: CallStart - WokenAt (0 without bit 16)
+//	Waker    uvarint ≤ 2^32-1 (0 without bit 16)
 //
 // A field whose bit is clear reads as zero. The payload ends exactly after the last column
-// (RunDelay; Offset2 in versions 2 and 3; Gid in version 1). Every value takes at least one
+// (Waker; Offset2 in versions 2 and 3; Gid in version 1). Every value takes at least one
 // byte, so a count n larger than the rest of the payload divided by the number of columns
 // is corrupt.
 //
@@ -234,7 +237,7 @@
 //
 // # Versions
 //
-// Version 4 differs from version 3 in the events payload, which adds the eight columns
+// Version 4 differs from version 3 in the events payload, which adds the ten columns
 // from Unique on (the kernel's view of each request), and in the header's Legs and
 // LegsNote; reading an older file leaves them zero. Version 3 differs from version 2
 // only in allowing samples chunks (type 7); its events payload is version 2's. Version 2 differs from version 1 only in the events payload: it

@@ -447,7 +447,7 @@ func appendEvents(dst []byte, version uint16, evs []Event, pred *offsetPredictor
 }
 
 // numColumns is the number of columns of a version-4 events payload.
-const numColumns = 28
+const numColumns = 30
 
 // Bits of the legs column (version 4).
 const (
@@ -455,6 +455,7 @@ const (
 	legsCall   = 1 << 1 // CallStart and CallNr
 	legsReturn = 1 << 2 // CallEnd
 	legsDelay  = 1 << 3 // RunDelay
+	legsWoken  = 1 << 4 // WokenAt and Waker
 )
 
 // legBits returns the legs column's value for e.
@@ -470,6 +471,9 @@ func legBits(e *Event) uint64 {
 		}
 		if e.CallStart != 0 && e.RunDelay > 0 {
 			b |= legsDelay
+		}
+		if e.CallStart != 0 && e.WokenAt != 0 {
+			b |= legsWoken
 		}
 	}
 	return b
@@ -613,6 +617,13 @@ func (c *columnEncoder) addLegs(evs []Event) {
 			rd = uint64(e.RunDelay - 1)
 		}
 		col[27] = binary.AppendUvarint(col[27], rd)
+		var woken int64
+		var waker uint64
+		if bits&legsWoken != 0 {
+			woken, waker = e.CallStart-e.WokenAt, uint64(e.Waker)
+		}
+		col[28] = binary.AppendVarint(col[28], woken)
+		col[29] = binary.AppendUvarint(col[29], waker)
 	}
 }
 
@@ -677,8 +688,8 @@ func decodeLegs(b []byte, evs []Event, c []uint64) ([]byte, error) {
 		return nil, err
 	}
 	for i, v := range c {
-		if v > legsQueued|legsCall|legsReturn|legsDelay || v&(legsCall|legsReturn) != 0 && v&legsQueued == 0 ||
-			v&legsDelay != 0 && v&legsCall == 0 {
+		if v > legsQueued|legsCall|legsReturn|legsDelay|legsWoken || v&(legsCall|legsReturn) != 0 && v&legsQueued == 0 ||
+			v&(legsDelay|legsWoken) != 0 && v&legsCall == 0 {
 			return nil, fmt.Errorf("event %d: legs bits %#x", i, v)
 		}
 		// Keep the bits in CallNr until the times are read.
@@ -724,15 +735,38 @@ func decodeLegs(b []byte, evs []Event, c []uint64) ([]byte, error) {
 	for i, v := range c {
 		e := &evs[i]
 		bits, nr := e.CallNr, e.RunDelay
-		e.CallNr, e.RunDelay = 0, 0
-		if bits&legsCall != 0 {
-			e.CallNr = uint16(nr)
-		}
+		// Keep the bits in CallNr for the wake-up columns, the number in Waker.
+		e.RunDelay, e.Waker = 0, uint32(nr)
 		if bits&legsDelay != 0 {
 			if v >= 1<<62 {
 				return nil, fmt.Errorf("event %d: run delay %d ns", i, v)
 			}
 			e.RunDelay = int64(v) + 1
+		}
+	}
+	if b, err = uvarints(b, c); err != nil {
+		return nil, err
+	}
+	for i, v := range c {
+		if e := &evs[i]; e.CallNr&legsWoken != 0 {
+			e.WokenAt = e.CallStart - unzig(v)
+		}
+	}
+	if b, err = uvarints(b, c); err != nil {
+		return nil, err
+	}
+	for i, v := range c {
+		e := &evs[i]
+		bits, nr := e.CallNr, e.Waker
+		e.CallNr, e.Waker = 0, 0
+		if bits&legsCall != 0 {
+			e.CallNr = uint16(nr)
+		}
+		if bits&legsWoken != 0 {
+			if v > 1<<32-1 {
+				return nil, fmt.Errorf("event %d: waker %d overflows 32 bits", i, v)
+			}
+			e.Waker = uint32(v)
 		}
 	}
 	return b, nil

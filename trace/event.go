@@ -201,23 +201,30 @@ type Event struct {
 	// that reached the mount and this call's first request; 0: not measured. See
 	// ThinkRunDelay.
 	RunDelay int64
-	Unique   uint64 // FUSE request id
-	Node     uint64 // FUSE node id
-	Node2    uint64 // second node id
-	Handle   uint64 // file handle
-	Handle2  uint64 // second file handle
-	Path     uint32 // path id (0 = unknown)
-	Path2    uint32 // second path id (0 = none)
-	Size     uint32 // requested size
-	Flags    uint32 // op flags
-	Mode     uint32 // file mode
-	Tid      uint32 // caller thread id
-	Pid      uint32 // caller process (thread group) id
-	Uid      uint32
-	Gid      uint32
-	Errno    uint16 // 0 on success, else the positive errno returned to the caller
-	CallNr   uint16 // the number of the system call CallStart names (Linux, the recorder's architecture)
-	Op       Op
+	// WokenAt is when the calling thread was last woken up between the return of its
+	// previous system call that reached the mount and this call (0: it was not blocked,
+	// or not measured), and Waker the job's thread that woke it (0: an interrupt, such as
+	// its own timer, or a process the recorder did not follow). A thread that waited for
+	// another (pthread_join, wait4, a pipe) was woken by it.
+	WokenAt int64
+	Unique  uint64 // FUSE request id
+	Node    uint64 // FUSE node id
+	Node2   uint64 // second node id
+	Handle  uint64 // file handle
+	Handle2 uint64 // second file handle
+	Path    uint32 // path id (0 = unknown)
+	Path2   uint32 // second path id (0 = none)
+	Size    uint32 // requested size
+	Flags   uint32 // op flags
+	Mode    uint32 // file mode
+	Tid     uint32 // caller thread id
+	Pid     uint32 // caller process (thread group) id
+	Uid     uint32
+	Gid     uint32
+	Waker   uint32 // see WokenAt
+	Errno   uint16 // 0 on success, else the positive errno returned to the caller
+	CallNr  uint16 // the number of the system call CallStart names (Linux, the recorder's architecture)
+	Op      Op
 }
 
 // ThinkRunDelay returns how long the calling thread waited for a CPU before this call

@@ -16,8 +16,8 @@ func legEvents() []Event {
 		{Op: OpForget, Start: 10, Dur: 1},
 		{Op: OpLookup, Start: 1000, Dur: 50, Unique: 2, Queued: 900, Done: 1100},
 		{Op: OpOpen, Start: 2000, Dur: 70, Unique: 4, Queued: 1950, Done: 2090, CallStart: 1900, CallNr: 257, RunDelay: 1},
-		{Op: OpRead, Start: 3000, Dur: 40, Unique: 6, Queued: 2990, Done: 3045, CallStart: 2980, CallEnd: 3100, CallNr: 0, RunDelay: 12_345 + 1},
-		{Op: OpFlush, Start: 4000, Dur: 5, Unique: 8, Queued: 3990, Done: 4010, CallStart: 3980, CallNr: 3},
+		{Op: OpRead, Start: 3000, Dur: 40, Unique: 6, Queued: 2990, Done: 3045, CallStart: 2980, CallEnd: 3100, CallNr: 0, RunDelay: 12_345 + 1, WokenAt: 2900, Waker: 77},
+		{Op: OpFlush, Start: 4000, Dur: 5, Unique: 8, Queued: 3990, Done: 4010, CallStart: 3980, CallNr: 3, WokenAt: 3970},
 		// A release the kernel sent while close(2) returned: the call ends before it.
 		{Op: OpRelease, Start: 4100, Dur: 5, Unique: 10, Queued: 4020, Done: 4200, CallStart: 3980, CallEnd: 4050, CallNr: 3},
 		// Ids go down as well as up: events of another thread's shard.
@@ -69,7 +69,7 @@ func TestLegsRoundTrip(t *testing.T) {
 // TestLegsOnlyWithTheirBits checks that values of the kernel's view the writer cannot
 // stand for (a call's times without the request's) are not written.
 func TestLegsOnlyWithTheirBits(t *testing.T) {
-	in := []Event{{Op: OpRead, Start: 100, Dur: 1, Unique: 2, CallStart: 50, CallEnd: 200, CallNr: 0, RunDelay: 9}}
+	in := []Event{{Op: OpRead, Start: 100, Dur: 1, Unique: 2, CallStart: 50, CallEnd: 200, CallNr: 0, RunDelay: 9, WokenAt: 40, Waker: 3}}
 	var p offsetPredictor
 	b := appendEvents(nil, Version4, in, &p)
 	var col []uint64
@@ -86,7 +86,7 @@ func TestLegsOnlyWithTheirBits(t *testing.T) {
 // TestLegsBadBits checks that a legs column claiming a call without the request's times,
 // or unknown bits, is a corrupt chunk.
 func TestLegsBadBits(t *testing.T) {
-	for _, bits := range []byte{legsCall, legsReturn, legsDelay | legsQueued, 0x10} {
+	for _, bits := range []byte{legsCall, legsReturn, legsDelay | legsQueued, legsWoken | legsQueued, 0x20} {
 		var p offsetPredictor
 		b := appendEvents(nil, Version4, []Event{{Op: OpRead, Start: 1}}, &p)
 		// The legs column is the 22nd: count, 21 one-byte values before it.

@@ -74,6 +74,9 @@ func exportCommands() []*command {
 //	            header legs other than "kernel"); see trace.Event.
 //	run_delay_ns   how long the thread waited for a CPU between its previous call that
 //	            reached the mount and this one (-1: not measured)
+//	woken_ns    when the thread was last woken between those two calls (0: it was not
+//	            blocked, or not measured)
+//	waker       the job's thread that woke it then (0: an interrupt, or another process)
 //
 // Names are bytes, not necessarily UTF-8. CSV writes them unchanged. JSON strings must be
 // UTF-8, so a byte that is not part of a valid UTF-8 sequence, 0xXY, is written as the
@@ -84,6 +87,7 @@ var exportFields = []string{
 	"op", "start_ns", "dur_ns", "path", "path2", "node", "handle", "offset", "size", "ret",
 	"errno", "errno_name", "tid", "pid", "comm", "uid", "gid", "flags", "mode", "node2", "handle2",
 	"offset2", "unique", "queued_ns", "done_ns", "call_start_ns", "call_end_ns", "call_nr", "run_delay_ns",
+	"woken_ns", "waker",
 }
 
 type exportOptions struct {
@@ -267,6 +271,8 @@ func (x *exporter) record(ev *trace.Event, rec []string) {
 	rec[26] = i(ev.CallEnd)
 	rec[27] = u(uint64(ev.CallNr))
 	rec[28] = i(runDelayField(ev))
+	rec[29] = i(ev.WokenAt)
+	rec[30] = u(uint64(ev.Waker))
 }
 
 // runDelayField is the run_delay_ns field of ev: -1 when not measured.
@@ -337,6 +343,10 @@ func (x *exporter) appendJSON(b []byte, ev *trace.Event) []byte {
 	b = strconv.AppendUint(b, uint64(ev.CallNr), 10)
 	b = append(b, `,"run_delay_ns":`...)
 	b = strconv.AppendInt(b, runDelayField(ev), 10)
+	b = append(b, `,"woken_ns":`...)
+	b = strconv.AppendInt(b, ev.WokenAt, 10)
+	b = append(b, `,"waker":`...)
+	b = strconv.AppendUint(b, uint64(ev.Waker), 10)
 	return append(b, "}\n"...)
 }
 

@@ -23,6 +23,13 @@
 // (run_delay_off), so that a replay can tell the application's own time between calls
 // from time it lost to other tasks while it was recorded.
 //
+// And it says who ended the thread's wait when it had one between two calls: the last
+// wake-up of the thread (tracepoint sched:sched_waking) after its previous call that sent
+// requests returned, by a thread the program follows (one that sent requests itself), or
+// by anything else. A thread blocked in pthread_join, wait4 or on a pipe is woken by the
+// thread or process it waited for: a replay makes it wait for that thread's progress, not
+// for the recorded time, which held the other thread's FUSE round trips.
+//
 // Build: see gen.go (clang -target bpf); the object is committed.
 
 #include <linux/bpf.h>
@@ -46,6 +53,14 @@ struct send_args {
 	u32 len;
 };
 
+struct waking_args {
+	u64 common;
+	char comm[16];
+	s32 pid;
+	s32 prio;
+	s32 target_cpu;
+};
+
 struct end_args {
 	u64 common;
 	u32 connection;
@@ -65,6 +80,8 @@ struct task {
 	u64 last_unique; // the last request it sent
 	u64 rd_exit;     // run_delay when its last call that sent requests returned (0: unknown)
 	u64 think_rd;    // run_delay since then, as of the first request of the call in progress, plus 1 (0: unknown)
+	u64 woken;       // the last wake-up since its last call that sent requests returned (0: none)
+	u32 waker;       // the followed thread that woke it then (0: none, or something else)
 	u32 nr;          // its number
 	u32 nreq;        // requests it sent so far
 	u32 in_call;     // between sys_enter and sys_exit
@@ -76,6 +93,9 @@ struct send {
 	u64 enter;    // entry time of the sender's system call (0: unknown, or sent outside one)
 	u64 think_rd; // the call's task.think_rd
 	u64 call_end; // the sender's call returned before the request completed (an asynchronous request)
+	u64 woken;    // the sender's last wake-up before its call (task.woken)
+	u32 waker;    // and who woke it (task.waker)
+	u32 pad2;
 	u32 tid;   // the sending thread (0: the FUSE server's own, or the kernel's)
 	u32 nr;
 	u32 opcode;
@@ -96,6 +116,9 @@ struct rec {
 	u32 opcode; // REQ: FUSE opcode
 	u64 t3;     // REQ: the sender's run delay before its call, plus 1 (0: unknown)
 	u64 t4;     // REQ: the sender's call returned, when that was before the request completed (0: not)
+	u64 t5;     // REQ: the sender's last wake-up before its call (0: none)
+	u32 waker;  // REQ: the followed thread that woke it then (0: none or another)
+	u32 pad;
 };
 
 enum { CNT_LOST = 0, CNT_UNMATCHED = 1, CNT_REQS = 2, CNT_CALLS = 3, CNT_MAX = 4 };
@@ -196,6 +219,8 @@ int request_send(struct send_args *a)
 			s.enter = t->enter;
 			s.nr = t->nr;
 			s.think_rd = t->think_rd;
+			s.woken = t->woken;
+			s.waker = t->waker;
 			t->last_unique = unique;
 			t->nreq++;
 		}
@@ -234,9 +259,37 @@ int request_end(struct end_args *a)
 	r->opcode = s->opcode;
 	r->t3 = s->think_rd;
 	r->t4 = s->call_end;
+	r->t5 = s->woken;
+	r->waker = s->waker;
+	r->pad = 0;
 	bpf_ringbuf_submit(r, BPF_RB_NO_WAKEUP);
 	bpf_map_delete_elem(&sends, &unique);
 	count(CNT_REQS);
+	return 0;
+}
+
+SEC("tracepoint/sched/sched_waking")
+int sched_waking(struct waking_args *a)
+{
+	u32 wakee = (u32)a->pid;
+	struct task *t = bpf_map_lookup_elem(&tasks, &wakee);
+	if (!t || (t->in_call && t->nreq > 0))
+		return 0; // not a thread the program follows, or in a call that sent requests (a FUSE reply)
+	u64 id = bpf_get_current_pid_tgid();
+	u32 waker = (u32)id;
+	if (waker == wakee)
+		return 0;
+	t->woken = bpf_ktime_get_ns();
+	t->waker = 0;
+	// The waker is a followed thread in a system call (a futex wake, its exit, a pipe
+	// write). A wake-up from an interrupt (a timer) is nobody's: whatever ran is current,
+	// and a followed thread caught in user space is not taken for the waker.
+	struct task *w = bpf_map_lookup_elem(&tasks, &waker);
+	if (w && w->in_call) {
+		struct config *c = cfg();
+		if (c && (id >> 32) != c->daemon)
+			t->waker = waker;
+	}
 	return 0;
 }
 
@@ -284,6 +337,9 @@ int sys_exit(struct bpf_raw_tracepoint_args *ctx)
 				r->opcode = 0;
 				r->t3 = 0;
 				r->t4 = 0;
+				r->t5 = 0;
+				r->waker = 0;
+				r->pad = 0;
 				bpf_ringbuf_submit(r, BPF_RB_NO_WAKEUP);
 				count(CNT_CALLS);
 			} else {
@@ -291,6 +347,8 @@ int sys_exit(struct bpf_raw_tracepoint_args *ctx)
 			}
 		}
 		t->rd_exit = run_delay();
+		t->woken = 0;
+		t->waker = 0;
 	}
 	t->in_call = 0;
 	t->nreq = 0;

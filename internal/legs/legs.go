@@ -5,8 +5,8 @@
 // tell what the application spent outside the file system from what FUSE added.
 //
 // The measuring is a small BPF program (legs.bpf.c, built into legs.bpf.o by gen.go) on the
-// tracepoints fuse:fuse_request_send and fuse:fuse_request_end and the raw tracepoints
-// sys_enter and sys_exit. It needs root (CAP_BPF and CAP_PERFMON), a kernel with those
+// tracepoints fuse:fuse_request_send, fuse:fuse_request_end and sched:sched_waking and the
+// raw tracepoints sys_enter and sys_exit. It needs root (CAP_BPF and CAP_PERFMON), a kernel with those
 // tracepoints (Linux 6.1 and later have the FUSE ones) and tracefs, which Open mounts at
 // /sys/kernel/tracing when it is not mounted. Open returns an error saying which of these
 // is missing; a recorder then falls back to its round-trip probe.
@@ -58,7 +58,7 @@ const (
 	// bytes each).
 	TableSlots = 1 << 17
 	// recSize is the size of struct rec in legs.bpf.c.
-	recSize = 64
+	recSize = 80
 )
 
 // Record kinds (enum in legs.bpf.c).
@@ -108,6 +108,8 @@ type slot struct {
 	queued, done      int64
 	callStart, callEn int64
 	runDelay          int64 // 0: unknown, else the run delay plus 1
+	woken             int64 // the sender's last wake-up before its call (0: none)
+	waker             uint32
 	nr                uint16
 }
 
@@ -153,6 +155,11 @@ func Open(origin int64) (t *Tracer, err error) {
 		}
 		t.links = append(t.links, l)
 	}
+	l, err := link.Tracepoint("sched", "sched_waking", coll.Programs["sched_waking"], nil)
+	if err != nil {
+		return nil, fmt.Errorf("legs: attach to tracepoint sched:sched_waking: %w", err)
+	}
+	t.links = append(t.links, l)
 	for _, name := range []string{"sys_enter", "sys_exit"} {
 		l, err := link.AttachRawTracepoint(link.RawTracepointOptions{Name: name, Program: coll.Programs[name]})
 		if err != nil {
@@ -229,12 +236,16 @@ func (t *Tracer) apply(b []byte) {
 	unique := le.Uint64(b[8:])
 	t0, t1, t2 := int64(le.Uint64(b[16:])), int64(le.Uint64(b[24:])), int64(le.Uint64(b[32:]))
 	t3, t4 := int64(le.Uint64(b[48:])), int64(le.Uint64(b[56:]))
+	t5, waker := int64(le.Uint64(b[64:])), le.Uint32(b[72:])
 	s := &t.slots[(unique>>1)%TableSlots]
 	switch kind {
 	case recReq:
 		*s = slot{unique: unique, queued: t.rel(t0), done: t.rel(t1), callStart: t.rel(t2), callEn: t.rel(t4)}
 		if t2 != 0 {
 			s.nr, s.runDelay = nr, t3
+			if t5 != 0 {
+				s.woken, s.waker = t.rel(t5), waker
+			}
 		}
 	case recCall:
 		if s.unique == unique {
@@ -268,7 +279,7 @@ func (t *Tracer) Fill(evs []trace.Event) {
 			continue
 		}
 		ev.Queued, ev.Done, ev.CallStart, ev.CallEnd, ev.CallNr = s.queued, s.done, s.callStart, s.callEn, s.nr
-		ev.RunDelay = s.runDelay
+		ev.RunDelay, ev.WokenAt, ev.Waker = s.runDelay, s.woken, s.waker
 		t.stats.Filled++
 	}
 }
@@ -382,8 +393,9 @@ func ensureTracefs() error {
 
 // fieldOffsets are the tracepoint fields the program reads, at the offsets it reads them.
 var fieldOffsets = map[string]map[string]int{
-	"fuse_request_send": {"connection": 8, "unique": 16, "opcode": 24},
-	"fuse_request_end":  {"connection": 8, "unique": 16, "error": 28},
+	"fuse/fuse_request_send": {"connection": 8, "unique": 16, "opcode": 24},
+	"fuse/fuse_request_end":  {"connection": 8, "unique": 16, "error": 28},
+	"sched/sched_waking":     {"pid": 24},
 }
 
 // checkLayout checks that this kernel's FUSE tracepoints exist and have the fields the
@@ -393,17 +405,17 @@ func checkLayout() error {
 		var data []byte
 		var err error
 		for _, dir := range []string{tracefs, "/sys/kernel/debug/tracing"} {
-			if data, err = os.ReadFile(dir + "/events/fuse/" + ev + "/format"); err == nil {
+			if data, err = os.ReadFile(dir + "/events/" + ev + "/format"); err == nil {
 				break
 			}
 		}
 		if err != nil {
-			return fmt.Errorf("legs: this kernel has no tracepoint fuse:%s (Linux 6.1 or later has it): %w", ev, err)
+			return fmt.Errorf("legs: this kernel has no tracepoint %s (Linux 6.1 or later has the FUSE ones): %w", strings.Replace(ev, "/", ":", 1), err)
 		}
 		got := parseFormat(string(data))
 		for f, off := range want {
 			if o, ok := got[f]; !ok || o != off {
-				return fmt.Errorf("legs: tracepoint fuse:%s has field %s at offset %d, not %d", ev, f, o, off)
+				return fmt.Errorf("legs: tracepoint %s has field %s at offset %d, not %d", strings.Replace(ev, "/", ":", 1), f, o, off)
 			}
 		}
 	}
