@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# predict.sh: does a replay predict how a job does on other storage? For three real jobs
-# (the demo's samtools pipeline, a dd/cp/tar job, a sqlite3 job) and three backends (a
+# predict.sh: does a replay predict how a job does on other storage? For five real jobs
+# (the demo's samtools pipeline, a dd/cp/tar job, a sqlite3 job, and two programs with
+# workloads of their own: sysbench's random read/write file test with fsyncs, and git
+# cloning a repository, checking its status, searching it and repacking it) and three backends (a
 # local directory, s3fs and an rclone mount, both over a local S3 server on 127.0.0.1),
 # each run:
 #   - records the job on the local directory (iotap record): the trace replays predict from;
@@ -14,20 +16,20 @@
 #
 # Usage: bench/predict.sh            (RUNS=5 by default; RUNS=3 for a quicker run)
 # Environment: RUNS (5), WORK (/var/tmp/iotap-predict, on the local file system),
-#   READS (genomics job size, 10000), JOBS (genomics,ddcp,sqlite), BACKENDS (local,s3fs,rclone),
+#   READS (genomics job size, 10000), JOBS (genomics,ddcp,sqlite,sysbench,git), BACKENDS (local,s3fs,rclone),
 #   REPLAY_ARGS (extra iotap replay flags).
-# Needs: root, go, python3, jq, s3fs, rclone, samtools, sqlite3, tar, awk.
+# Needs: root, go, python3, jq, s3fs, rclone, samtools, sqlite3, tar, awk, sysbench, git.
 set -euo pipefail
 
 RUNS=${RUNS:-5}
 WORK=${WORK:-/var/tmp/iotap-predict}
 READS=${READS:-10000}
-JOBS=${JOBS:-genomics,ddcp,sqlite}
+JOBS=${JOBS:-genomics,ddcp,sqlite,sysbench,git}
 BACKENDS=${BACKENDS:-local,s3fs,rclone}
 REPLAY_ARGS=${REPLAY_ARGS:-}
 REPO=${REPO:-$(cd "$(dirname "$0")/.." && pwd)}
 
-for p in jq python3 s3fs rclone samtools sqlite3 tar awk; do
+for p in jq python3 s3fs rclone samtools sqlite3 tar awk sysbench git; do
   command -v "$p" >/dev/null || { echo "predict: $p is not installed" >&2; exit 2; }
 done
 [ "$(id -u)" = 0 ] || { echo "predict: run as root (in-place recording, FUSE mounts)" >&2; exit 2; }
@@ -43,6 +45,8 @@ cleanup
 rm -rf "$WORK"; mkdir -p "$WORK"/{bin,mnt/s3fs,mnt/rclone,local,s3fs-tmp,rclone-cache,out}
 (cd "$REPO" && go build -o "$WORK/bin/iotap" ./cmd/iotap && go build -o "$WORK/bin/fakes3" ./internal/cmd/fakes3)
 IOTAP=$WORK/bin/iotap
+# The git job clones this bare repository (outside every target) through git's own transport.
+git clone -q --bare "$REPO" "$WORK/src.git"
 
 # The S3 server, and both clients over it (one bucket each).
 "$WORK/bin/fakes3" -bucket s3fs -bucket rclone -url-file "$WORK/url" >"$WORK/fakes3.log" 2>&1 &
@@ -78,6 +82,11 @@ job_cmd() {
         insert into t(k, v) select hex(randomblob(8)), randomblob(200) from c; commit;"; done &&
       sqlite3 db.sqlite "create index tk on t(k); select count(*) from t where k like '"'"'A%'"'"';" >/dev/null &&
       sqlite3 db.sqlite ".dump" >dump.sql' ;;
+    sysbench) echo 'o="--file-num=16 --file-total-size=32M" && sysbench fileio $o prepare >/dev/null &&
+      sysbench fileio $o --file-test-mode=rndrw --file-fsync-freq=100 --time=0 --events=4000 --threads=1 run >/dev/null &&
+      sysbench fileio $o cleanup >/dev/null' ;;
+    git) echo "git clone -q --no-local $WORK/src.git repo && cd repo && git status >/dev/null &&
+      git log --stat >/dev/null && git grep -q fuse && git gc -q" ;;
     *) echo "predict: unknown job $1" >&2; exit 2 ;;
   esac
 }

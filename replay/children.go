@@ -92,15 +92,16 @@ func (t *progressTable) get(pid uint32) *pidProgress {
 	return v.(*pidProgress)
 }
 
-// done records the completion of op at end (monotonic ns).
-func (t *progressTable) done(op *replayOp, end int64) {
-	if op.Pid == 0 {
+// done records the completion at end (monotonic ns) of an op of process or thread id that
+// ended at recorded time recEnd.
+func (t *progressTable) done(id uint32, recEnd, end int64) {
+	if id == 0 {
 		return
 	}
-	p := t.get(op.Pid)
+	p := t.get(id)
 	p.mu.Lock()
-	if r := op.Start + op.Dur; r > p.recEnd {
-		p.recEnd, p.replayEnd = r, end
+	if recEnd > p.recEnd {
+		p.recEnd, p.replayEnd = recEnd, end
 	}
 	p.mu.Unlock()
 }
@@ -114,17 +115,35 @@ func (p *pidProgress) reached(recEnd int64) (int64, bool) {
 // waitChild blocks until op's descendant has completed its op ending at op.ChildEnd and
 // returns when that happened in the replay (false: the run was cancelled).
 func (w *worker) waitChild(op *replayOp) (int64, bool) {
-	p := w.e.progress.get(op.Child)
-	if at, ok := p.reached(op.ChildEnd); ok {
+	return w.waitProgress(w.e.progress.get(op.Child), op.ChildEnd)
+}
+
+// waitProgress blocks until the ops p counts have completed up to recorded end recEnd and
+// returns when that happened in the replay (false: the run was cancelled).
+func (w *worker) waitProgress(p *pidProgress, recEnd int64) (int64, bool) {
+	if at, ok := p.reached(recEnd); ok {
 		return at, true
 	}
 	t0 := now()
 	var at int64
-	if !w.e.await(func() (ok bool) { at, ok = p.reached(op.ChildEnd); return ok }) {
+	if !w.e.await(func() (ok bool) { at, ok = p.reached(recEnd); return ok }) {
 		return 0, false
 	}
 	w.st.depWait += now() - t0
 	return at, true
+}
+
+// wakeDue is when an op another thread woke up for (replayOp.WakeTid) is due: once the
+// waker's op has completed (at) and the recorded time from it to the op has passed, and
+// no sooner than the thread's own time after its wake-up from its previous op (anchor);
+// each without the time the thread waited for a CPU while recorded.
+func (w *worker) wakeDue(op *replayOp, at, anchor int64) int64 {
+	gap := w.cutRunDelay(op.RunDelay, op.WakeGap)
+	own := min(op.AfterWake, gap)
+	due := max(at+int64(float64(gap)/w.e.speed), anchor+int64(float64(own)/w.e.speed))
+	w.st.thinkWait += due - anchor
+	w.st.wokenOps++
+	return due
 }
 
 // childDue is when an op that waited for a descendant is due: the descendant's op

@@ -148,6 +148,7 @@ type engine struct {
 	// ahead) at the end of the op that completed last.
 	drift    atomic.Int64
 	progress progressTable // think mode: per process, how far its ops have completed
+	threads  progressTable // think mode: per traced thread, how far its ops have completed
 	origin   int64         // sink origin
 
 	counters table[atomic.Uint32] // resource id -> completed ops
@@ -494,7 +495,8 @@ func (w *worker) complete(op *replayOp, end int64) {
 	}
 	w.q.completed(end)
 	if e.opts.Timing == TimingThink {
-		e.progress.done(op, end)
+		e.progress.done(op.Pid, op.Start+op.Dur, end)
+		e.threads.done(op.Worker, op.Start+op.Dur, end)
 	}
 	if e.waiters.Load() > 0 {
 		e.mu.Lock()
@@ -671,6 +673,15 @@ func (w *worker) sleepUntil(t int64) {
 // one issues op, its thread's next op, once due; anchor is when the last of the thread's
 // ops it follows completed (0: none).
 func (w *worker) one(op *replayOp, anchor int64) {
+	if w.e.opts.Timing == TimingThink && op.WakeTid != 0 && anchor != 0 && !op.AfterIssue {
+		at, ok := w.waitProgress(w.e.threads.get(op.WakeTid), op.WakeEnd)
+		if !ok {
+			w.complete(op, now())
+			return
+		}
+		w.oneAt(op, w.wakeDue(op, at, anchor), anchor)
+		return
+	}
 	if w.e.opts.Timing == TimingThink && op.Child != 0 && anchor != 0 && !op.AfterIssue {
 		at, ok := w.waitChild(op)
 		if !ok {

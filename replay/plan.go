@@ -131,6 +131,16 @@ type replayOp struct {
 	// RunDelay is the part of AppThink the thread waited for a CPU while it was recorded
 	// (fold.Call's, plus one; 0: not measured).
 	RunDelay int64
+	// WakeTid is the traced thread whose progress the op waits for, when another thread
+	// of the job woke this one between its previous call and this op's (fold.Call's Waker,
+	// as the kernel saw it: a thread blocked in pthread_join, wait4 or on a pipe): the op
+	// is due once WakeTid's op that ended at recorded time WakeEnd (its last op to end
+	// before the wake-up) has completed, plus WakeGap, the recorded time from that op's
+	// return to this op's call; and no sooner than AfterWake (the thread's own time from
+	// its wake-up to this call) after its previous op. 0: none.
+	WakeTid          uint32
+	WakeEnd, WakeGap int64
+	AfterWake        int64
 	// Child is a descendant process whose op ended during this op's think gap, at
 	// recorded time ChildEnd (the latest such): the thread was waiting for it (see
 	// children.go). 0: none.
@@ -174,6 +184,42 @@ type emitState struct {
 	// return is known, with its entry: AppThink counts from that return when the two are
 	// the same call.
 	callStart, callEnd, callEndOf int64
+	// ends are the recorded ends (Start+Dur) and call returns of the thread's latest ops,
+	// for the ops another thread woke up after (wakeEdge).
+	ends [wakeRing]opEnd
+	nEnd int
+}
+
+// wakeRing is how many of a thread's latest ops a wake-up edge can point to.
+const wakeRing = 16
+
+// opEnd is an op's recorded end and its system call's return (0: not measured).
+type opEnd struct{ end, callEnd int64 }
+
+// wakeEdge points op, woken by op.WakeTid at recorded time op.WakeEnd, at the waker's
+// latest op that ended before the wake-up; without one (the waker had not yet ended an op
+// the planner saw) the op keeps its think time.
+func (p *planner) wakeEdge(op *replayOp) {
+	waker, woken := op.WakeTid, op.WakeEnd
+	op.WakeTid, op.WakeEnd = 0, 0
+	t := p.threads[waker]
+	if t == nil {
+		return
+	}
+	var best opEnd
+	for i := range min(t.nEnd, wakeRing) {
+		if e := t.ends[i]; e.end <= woken && e.end > best.end {
+			best = e
+		}
+	}
+	if best.end == 0 {
+		return
+	}
+	from := best.callEnd
+	if from == 0 || from > woken {
+		from = best.end
+	}
+	op.WakeTid, op.WakeEnd, op.WakeGap = waker, best.end, max(op.CallStart-from, 0)
 }
 
 // planner turns a stream of recorded events into replay ops in a dispatch order that
@@ -282,10 +328,14 @@ func opOf(c *fold.Call) replayOp {
 		Events: c.Events, Reqs: c.Reqs, FoldDur: c.FoldDur,
 		CallStart: c.CallStart, CallEnd: c.CallEnd, RunDelay: c.RunDelay,
 	}
+	if c.Waker != 0 && c.Waker != c.Worker && c.WokenAt != 0 && c.CallStart >= c.WokenAt {
+		op.WakeTid, op.WakeEnd, op.AfterWake = c.Waker, c.WokenAt, c.CallStart-c.WokenAt // WakeEnd: the wake-up, until emit finds the op
+	}
 	if c.Tid != c.Worker {
 		// Another thread's call (a close of a file this worker opened): its times say
 		// nothing of this worker's think time.
 		op.CallStart, op.CallEnd, op.RunDelay = 0, 0, 0
+		op.WakeTid = 0
 	}
 	switch c.Kind {
 	case kRead, kWrite, kReadlink, kLseek, kCopy:
@@ -309,6 +359,9 @@ func opOf(c *fold.Call) replayOp {
 func (p *planner) emit(op *replayOp) {
 	p.opSeq++
 	op.Seq = p.opSeq
+	if op.WakeTid != 0 {
+		p.wakeEdge(op)
+	}
 	anchor := p.threadOverlap(op)
 	p.procs.plan(p.src, op, anchor)
 	op.NDeps = 0
@@ -387,6 +440,8 @@ func (p *planner) threadOverlap(op *replayOp) int64 {
 	}
 	t.running = append(t.running, op.Start+op.Dur)
 	t.lastStart = max(t.lastStart, op.Start)
+	t.ends[t.nEnd%wakeRing] = opEnd{end: op.Start + op.Dur, callEnd: op.CallEnd}
+	t.nEnd++
 	return anchor
 }
 

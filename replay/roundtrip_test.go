@@ -480,3 +480,60 @@ func TestThinkMeasuredByKernel(t *testing.T) {
 		checkSchedule(t, sum, 2*time.Millisecond)
 	}
 }
+
+// TestThinkWaitsForWaker: a thread that waited for another (pthread_join: the kernel saw
+// the other thread wake it) is due after that thread's last op before the wake-up
+// completes in the replay, plus the recorded time from it, not after its recorded gap:
+// here the other thread's ops take 2 ms each in the recording (FUSE round trips) and
+// replay much faster, and so does the waiting thread.
+func TestThinkWaitsForWaker(t *testing.T) {
+	const (
+		n     = 50
+		slow  = 2 * int64(time.Millisecond) // recorded time per op of the worker thread
+		after = 300 * int64(time.Microsecond)
+	)
+	b := tracetest.NewFUSE(t)
+	b.W.AddFile(trace.File{Path: b.Path("f"), Type: trace.TypeFile, Mode: 0o644, Size: 10})
+	attrs := func(e *trace.Event) { e.Mode = unix.S_IFREG | 0o644; e.Ret = 10 }
+	var unique uint64
+	stamp := func(e *trace.Event) {
+		attrs(e)
+		unique += 2
+		e.Unique = unique
+		e.Queued, e.Done = e.Start-1000, e.End()+1000
+		e.CallStart, e.CallEnd = e.Queued-1000, e.Done+1000
+	}
+	// Thread 1 stats once, then blocks while thread 2 works.
+	b.Ev(1, trace.OpGetattr, "f", 5000, 0, stamp)
+	b.At(2, b.Clock[1]+int64(time.Millisecond))
+	for i := 0; i < n; i++ {
+		b.Ev(2, trace.OpGetattr, "f", slow, 0, stamp)
+	}
+	lastEnd := b.Clock[2] + 2000 // the worker's last call returned
+	wake := lastEnd + 50_000     // then it exited and woke thread 1
+	b.At(1, wake+after+2000)
+	b.Ev(1, trace.OpGetattr, "f", 5000, 0, func(e *trace.Event) {
+		stamp(e)
+		e.WokenAt, e.Waker = wake, 2
+	})
+	data := b.Bytes()
+	st, err := DeriveState(tracetest.Reader(t, data), PlanOptions{})
+	must(t, err)
+	_, d := target(t, "")
+	must(t, Prepare(context.Background(), d, st, false))
+	sum, err := Run(context.Background(), tracetest.Reader(t, data), d, nil, Options{Timing: TimingThink})
+	must(t, err)
+	if sum.Divergences != 0 {
+		t.Fatalf("divergences: %v", sum.Examples)
+	}
+	recorded := time.Duration(n * slow)
+	t.Logf("span %v (recorded %v), woken ops %d, think waited %v, lag %v, calls %v", sum.ReplaySpan, sum.RecordedSpan, sum.WokenOps, sum.ThinkWait, sum.LagTotal, sum.ReplayIO)
+	if sum.WokenOps != 1 {
+		t.Errorf("%d ops waited for their waker, want 1", sum.WokenOps)
+	}
+	// Thread 2's ops take microseconds here: the whole replay is far shorter than the
+	// recorded wait of thread 1.
+	if sum.ReplaySpan > recorded/2 {
+		t.Errorf("span %v: thread 1 waited its recorded gap (%v), not for thread 2", sum.ReplaySpan, recorded)
+	}
+}

@@ -85,6 +85,7 @@ type runStats struct {
 	thinkMeasured     uint64 // ops whose think time the kernel measured (ThinkMeasured)
 	thinkEstimated    uint64 // ops whose think time is the recorded gap less the estimated round trips
 	runDelayCut       int64  // of the measured think times, time the threads waited for a CPU, not waited for
+	wokenOps          uint64 // ops due after the progress of the thread that woke theirs (replayOp.WakeTid)
 	implicit          uint64
 	behind            uint64
 	implicitFailed    uint64
@@ -173,6 +174,9 @@ type Summary struct {
 	// RunDelayCut is the part of the measured think times that the recorded threads spent
 	// waiting for a CPU, which was not waited for (part of ThinkCut; Options.KeepRunDelay).
 	RunDelayCut time.Duration `json:"run_delay_cut_ns"`
+	// WokenOps counts the ops due after the progress of another thread that woke theirs
+	// while recorded (a thread that waited for another), not after a think time.
+	WokenOps uint64 `json:"woken_ops"`
 	// Behind counts ops that were due more than 1 ms before their thread's previous op
 	// returned: the target was slower than the recording (original timing). Such waits
 	// are not counted as lag.
@@ -289,6 +293,7 @@ func (s *Summary) add(st *runStats) {
 	s.ThinkMeasured += st.thinkMeasured
 	s.ThinkEstimated += st.thinkEstimated
 	s.RunDelayCut += time.Duration(st.runDelayCut)
+	s.WokenOps += st.wokenOps
 	s.ImplicitOpens += st.implicit
 	s.Behind += st.behind
 	s.ImplicitOpenFailures += st.implicitFailed
@@ -370,8 +375,8 @@ func (s *Summary) Print(w io.Writer) {
 		}
 		switch {
 		case s.ThinkMeasured > 0:
-			_, _ = fmt.Fprintf(w, "  think    %d ops waited the application's time between its system calls as the kernel measured it (less %v it waited for a CPU), %d the recorded gap less the layer's round trip (%v per request%s); %v of recorded gaps not waited for, %v waited\n",
-				s.ThinkMeasured, s.RunDelayCut.Round(time.Microsecond), s.ThinkEstimated, s.RoundTrip, src, s.ThinkCut.Round(time.Microsecond), s.ThinkWait.Round(time.Microsecond))
+			_, _ = fmt.Fprintf(w, "  think    %d ops waited the application's time between its system calls as the kernel measured it (less %v it waited for a CPU), %d the progress of the thread that woke theirs, %d the recorded gap less the layer's round trip (%v per request%s); %v of recorded gaps not waited for, %v waited\n",
+				s.ThinkMeasured, s.RunDelayCut.Round(time.Microsecond), s.WokenOps, s.ThinkEstimated, s.RoundTrip, src, s.ThinkCut.Round(time.Microsecond), s.ThinkWait.Round(time.Microsecond))
 		default:
 			_, _ = fmt.Fprintf(w, "  think    %v of recorded gaps not waited for: folded requests and the recording layer's round trip (%v per request%s); %v waited\n",
 				s.ThinkCut.Round(time.Microsecond), s.RoundTrip, src, s.ThinkWait.Round(time.Microsecond))

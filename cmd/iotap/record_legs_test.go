@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -203,5 +204,80 @@ func TestRecordLegsProbe(t *testing.T) {
 		if ev.HasLegs() || ev.CallStart != 0 {
 			t.Fatalf("an event has the kernel's view with --legs probe: %+v", ev)
 		}
+	}
+}
+
+// wakeJob's main thread starts a thread that reads a file, waits for it (join), then
+// writes another file: the kernel sees the reader thread wake the main thread.
+const wakeJob = `
+import os, threading
+def reader():
+    fd = os.open("in", os.O_RDONLY)
+    for i in range(16):
+        os.pread(fd, 4096, i * 4096)
+    os.close(fd)
+    with open("tid", "w") as f:
+        f.write(str(threading.get_native_id()))
+os.stat("in")
+t = threading.Thread(target=reader)
+t.start()
+t.join()
+fd = os.open("out", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+os.write(fd, b"done")
+os.close(fd)
+`
+
+// TestRecordWakeUps records a job whose main thread waits for another thread and checks
+// that the main thread's first call after the wait names that thread as its waker, and
+// when it was woken: between the reader's last call and the main thread's call.
+func TestRecordWakeUps(t *testing.T) {
+	requireRecord(t)
+	testenv.Programs(t, testenv.FUSE, "python3")
+	if err := legs.Available(); err != nil {
+		testenv.Skip(t, testenv.FUSE, "the kernel's legs cannot be measured here: %v", err)
+	}
+	dir := t.TempDir()
+	work := filepath.Join(dir, "work")
+	mustDo(t, os.MkdirAll(work, 0o755))
+	mustDo(t, os.WriteFile(filepath.Join(work, "in"), make([]byte, 64<<10), 0o644))
+	tr := filepath.Join(dir, "rec.iotap")
+	cmd := exec.Command(iotapBin, "record", "--legs", "kernel", "--target", work, "-o", tr, "--", "python3", "-c", wakeJob)
+	cmd.Dir = work
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("record: %v\n%s", err, out)
+	}
+	tidText, err := os.ReadFile(filepath.Join(work, "tid"))
+	mustDo(t, err)
+	var readerTid uint32
+	_, err = fmt.Sscan(string(tidText), &readerTid)
+	mustDo(t, err)
+	r, err := trace.Open(tr)
+	mustDo(t, err)
+	defer func() { _ = r.Close() }()
+	var readerLast int64
+	var create *trace.Event
+	for {
+		ev, err := r.Next()
+		if err != nil {
+			break
+		}
+		if ev.Tid == readerTid && ev.CallEnd > readerLast {
+			readerLast = ev.CallEnd
+		}
+		if ev.Op == trace.OpCreate && r.PathName(ev.Path) == "out" {
+			e := *ev
+			create = &e
+		}
+	}
+	if create == nil {
+		t.Fatal("no create of out in the trace")
+	}
+	t.Logf("reader %d last call returned at %d; create of out: woken at %d by %d, call at %d",
+		readerTid, readerLast, create.WokenAt, create.Waker, create.CallStart)
+	if create.Waker != readerTid {
+		t.Errorf("create of out: waker %d, want the reader thread %d", create.Waker, readerTid)
+	}
+	if !(readerLast <= create.WokenAt && create.WokenAt <= create.CallStart) {
+		t.Errorf("woken at %d, not between the reader's last call (%d) and the create (%d)", create.WokenAt, readerLast, create.CallStart)
 	}
 }

@@ -104,6 +104,9 @@ type Call struct {
 	// delay before the call as trace.Event holds it (plus one; 0: not measured).
 	CallStart, CallEnd int64
 	RunDelay           int64
+	// WokenAt and Waker are the wake-up before the call (trace.Event's).
+	WokenAt int64
+	Waker   uint32
 }
 
 // Requests returns the number of recorded requests the call stands for.
@@ -149,15 +152,31 @@ type folded struct {
 	reqs               int
 	dur                int64
 	callStart, callEnd int64
-	runDelay           int64
+	pre                callPre
 }
+
+// callPre is what the kernel measured before a call: its thread's run delay and last
+// wake-up since its previous call (trace.Event's RunDelay, WokenAt, Waker).
+type callPre struct {
+	runDelay, wokenAt int64
+	waker             uint32
+}
+
+// pre returns c's callPre.
+func (c *Call) pre() callPre { return callPre{c.RunDelay, c.WokenAt, c.Waker} }
+
+// setPre sets c's callPre.
+func (c *Call) setPre(p callPre) { c.RunDelay, c.WokenAt, c.Waker = p.runDelay, p.wokenAt, p.waker }
+
+// eventPre returns an event's callPre.
+func eventPre(ev *trace.Event) callPre { return callPre{ev.RunDelay, ev.WokenAt, ev.Waker} }
 
 // add counts the held call h as folded.
 func (fd *folded) add(h *Call) {
 	fd.reqs += int(h.Reqs)
 	fd.dur += h.Dur + h.FoldDur
 	if h.CallStart != 0 && (fd.callStart == 0 || h.CallStart < fd.callStart) {
-		fd.runDelay = h.RunDelay
+		fd.pre = h.pre()
 	}
 	fd.callStart, fd.callEnd = widenCall(fd.callStart, fd.callEnd, h.CallStart, h.CallEnd)
 }
@@ -166,14 +185,14 @@ func (fd *folded) add(h *Call) {
 func (c *Call) fold(fd folded) {
 	c.Reqs = uint16(min(int(c.Reqs)+fd.reqs, 1<<16-1))
 	c.FoldDur += fd.dur
-	c.widen(fd.callStart, fd.callEnd, fd.runDelay)
+	c.widen(fd.callStart, fd.callEnd, fd.pre)
 }
 
-// widen extends c's system call times with another request's (0: unknown), whose call's
-// run delay is runDelay.
-func (c *Call) widen(start, end, runDelay int64) {
+// widen extends c's system call times with another request's (0: unknown), with what the
+// kernel measured before that request's call.
+func (c *Call) widen(start, end int64, pre callPre) {
 	if start != 0 && (c.CallStart == 0 || start < c.CallStart) {
-		c.RunDelay = runDelay
+		c.setPre(pre)
 	}
 	c.CallStart, c.CallEnd = widenCall(c.CallStart, c.CallEnd, start, end)
 }

@@ -162,8 +162,10 @@ type handleState struct {
 	slot     int32
 	pathID   uint32
 	flushErr uint16
-	// flushCall is the flush's system call (trace.Event's CallStart, CallEnd, RunDelay).
-	flushCall [3]int64
+	// flushCall is the flush's system call (trace.Event's CallStart, CallEnd), flushPre
+	// what the kernel measured before it.
+	flushCall [2]int64
+	flushPre  callPre
 	flushDur  int64
 	flushed   bool
 	dir       bool

@@ -81,7 +81,8 @@ func (f *Folder) feedEnd(ev *trace.Event) bool {
 	case trace.OpFlush:
 		if h := f.handleOf(ev); h != nil {
 			h.flushed, h.flushErr, h.flushDur = true, ev.Errno, ev.Dur
-			h.flushCall = [3]int64{ev.CallStart, ev.CallEnd, ev.RunDelay}
+			h.flushCall = [2]int64{ev.CallStart, ev.CallEnd}
+			h.flushPre = eventPre(ev)
 			// A close ends the reads and writes held for merging on the handle.
 			f.releaseOn(h.slot)
 		}
@@ -171,7 +172,7 @@ func (f *Folder) foldWalk(ev *trace.Event, t *threadState, pi, pi2 *pathInfo) (w
 		})
 		fd.reqs, fd.dur = fd.reqs+more.reqs, fd.dur+more.dur
 		if more.callStart != 0 && (fd.callStart == 0 || more.callStart < fd.callStart) {
-			fd.runDelay = more.runDelay
+			fd.pre = more.pre
 		}
 		fd.callStart, fd.callEnd = widenCall(fd.callStart, fd.callEnd, more.callStart, more.callEnd)
 	}
@@ -193,7 +194,7 @@ func (f *Folder) mergePiece(ev *trace.Event, t *threadState) bool {
 		h.Ret += ev.Ret
 		h.Dur = ev.End() - h.Start
 		h.Events++
-		h.widen(ev.CallStart, ev.CallEnd, ev.RunDelay)
+		h.widen(ev.CallStart, ev.CallEnd, eventPre(ev))
 		f.Stats.Merged++
 		f.Stats.Folded[ev.Op]++
 		return true
@@ -378,7 +379,8 @@ func (f *Folder) base(ev *trace.Event, pi, pi2 *pathInfo) Call {
 		Rec: ev.Op, Worker: ev.Tid, Tid: ev.Tid, Pid: ev.Pid, Start: ev.Start, Dur: ev.Dur,
 		Name: pi.name, PathID: ev.Path, Handle: ev.Handle, Slot: -1, Slot2: -1,
 		Offset: ev.Offset, Size: int64(ev.Size), Flags: ev.Flags, Mode: ev.Mode,
-		Errno: ev.Errno, Ret: ev.Ret, Events: 1, Reqs: 1, CallStart: ev.CallStart, CallEnd: ev.CallEnd, RunDelay: ev.RunDelay,
+		Errno: ev.Errno, Ret: ev.Ret, Events: 1, Reqs: 1, CallStart: ev.CallStart, CallEnd: ev.CallEnd,
+		RunDelay: ev.RunDelay, WokenAt: ev.WokenAt, Waker: ev.Waker,
 	}
 	if pi2 != nil {
 		c.Name2, c.PathID2 = pi2.name, ev.Path2
@@ -508,9 +510,10 @@ func (f *Folder) close(ev *trace.Event) {
 	c.Errno, c.Ret = ev.Errno, 0
 	if h.flushed { // the application's close() is what flush timed
 		c.Rec, c.Dur, c.Errno = trace.OpFlush, h.flushDur, h.flushErr
-		release := [3]int64{c.CallStart, c.CallEnd, c.RunDelay}
-		c.CallStart, c.CallEnd, c.RunDelay = h.flushCall[0], h.flushCall[1], h.flushCall[2]
-		c.widen(release[0], release[1], release[2])
+		relStart, relEnd, relPre := c.CallStart, c.CallEnd, c.pre()
+		c.CallStart, c.CallEnd = h.flushCall[0], h.flushCall[1]
+		c.setPre(h.flushPre)
+		c.widen(relStart, relEnd, relPre)
 		f.Stats.Folded[ev.Op]++
 		f.Stats.Folded[trace.OpFlush]--
 		c.Events = 2
