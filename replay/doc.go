@@ -103,8 +103,16 @@
 // # Timing
 //
 //   - think (default, closed loop): an op is due when its predecessor in the same thread
-//     completed, plus the recorded think time (this op's start minus the predecessor's
-//     end), divided by the speed. The think time leaves out what the recording layer
+//     completed, plus the think time, divided by the speed. In a recording that measured
+//     the kernel's view of its requests (package internal/legs), the think time is the
+//     application's own: from the return of the thread's previous system call to the
+//     entry of this op's, less the time the thread waited for a CPU then (Options.
+//     KeepRunDelay keeps it); parts of one system call follow each other at once; and an
+//     op whose thread another thread of the job woke up in that gap (pthread_join, wait4,
+//     a pipe) is due once the waker's last op before the wake-up has completed, plus the
+//     recorded time from that op to this op's call, and no sooner than the thread's own
+//     time after the wake-up (plan.go wakeEdge). Otherwise the think time is the recorded
+//     gap (this op's start minus the predecessor's end), less what the recording layer
 //     added to the gap: the requests folded into the op (path-walk lookups, probes) and
 //     one round trip of the layer per request (Options.RoundTrip: the recorder's
 //     measurement against its mount when the trace has one, else an estimate from the
@@ -216,6 +224,7 @@
 //	              round trips (round_trip_ns)
 //	run_delay_cut_ns  of the measured think times, the time the recorded threads waited
 //	              for a CPU, not waited for again (unless --keep-run-delay)
+//	woken_ops     ops due after the progress of the thread that woke theirs
 //	behind        ops due more than 1 ms before their thread's previous op returned
 //	recorded_span_ns, replay_span_ns, recorded_io_ns, replay_io_ns: first op start to last
 //	              op end, and summed op latencies, on each side
