@@ -225,6 +225,13 @@
 //	run_delay_cut_ns  of the measured think times, the time the recorded threads waited
 //	              for a CPU, not waited for again (unless --keep-run-delay)
 //	woken_ops     ops due after the progress of the thread that woke theirs
+//	prediction    (think timing) what the run predicts for the job on the target, each
+//	              figure with the interval it is sure of (predict.go): {runtime_ns,
+//	              runtime_low_ns, runtime_high_ns, io_ns, io_low_ns, io_high_ns, runs,
+//	              estimated_think_ns (the think time estimated, not measured, as half a
+//	              round trip per request: part of the interval), and, when the job's
+//	              native runtime is known, native_runtime_ns, recorded_io_ns,
+//	              anchored_runtime_ns, anchored_runtime_low_ns, anchored_runtime_high_ns}
 //	behind        ops due more than 1 ms before their thread's previous op returned
 //	recorded_span_ns, replay_span_ns, recorded_io_ns, replay_io_ns: first op start to last
 //	              op end, and summed op latencies, on each side

@@ -103,6 +103,9 @@ type Options struct {
 	// other processes caused it. A job that had more runnable threads than CPUs keeps
 	// some of it on any machine.
 	KeepRunDelay bool
+	// NativeRuntime is the job's runtime without the recording layer, when known: the
+	// prediction is anchored on it too (Prediction).
+	NativeRuntime time.Duration
 	// ThinkSpin makes think mode keep the CPU busy through a thread's think time instead of
 	// sleeping, as the job's own computing did: the target then serves the replay under
 	// the CPU contention the recording had. Waits for child processes and threads' first
@@ -302,6 +305,7 @@ func run(ctx context.Context, src Source, b Backend, sink Sink, o Options, procs
 	}
 	sum.Causes = e.causes.causes()
 	sum.finish()
+	sum.predict(o)
 	sum.Interrupted = ctx.Err() != nil
 	if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) {
 		return sum, cause

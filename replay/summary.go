@@ -182,6 +182,9 @@ type Summary struct {
 	// are not counted as lag.
 	Behind uint64 `json:"behind"`
 
+	// Prediction is what the run predicts for the job on the target (think timing only).
+	Prediction *Prediction `json:"prediction,omitempty"`
+
 	RecordedSpan time.Duration `json:"recorded_span_ns"` // first op start to last op end
 	ReplaySpan   time.Duration `json:"replay_span_ns"`
 	RecordedIO   time.Duration `json:"recorded_io_ns"` // summed op latencies
@@ -385,6 +388,9 @@ func (s *Summary) Print(w io.Writer) {
 	_, _ = fmt.Fprintf(w, "  runtime  replay %v vs recorded %v (%+.1f%%); summed op time %v vs %v (%+.1f%%)\n",
 		s.ReplaySpan.Round(time.Microsecond), s.RecordedSpan.Round(time.Microsecond), pct(s.ReplaySpan, s.RecordedSpan),
 		s.ReplayIO.Round(time.Microsecond), s.RecordedIO.Round(time.Microsecond), pct(s.ReplayIO, s.RecordedIO))
+	if s.Prediction != nil {
+		_, _ = fmt.Fprintf(w, "  predicts %s\n", s.Prediction.Line())
+	}
 	s.printReplayer(w)
 	if s.Divergences > 0 || s.SkippedOps > 0 {
 		var parts []string

@@ -100,9 +100,10 @@
 // attribution fields follow: RoundTrip.Start varint (ns), RoundTrip.Run varint (ns),
 // RoundTrip.Samples uvarint (zeros when not measured), see RoundTrip. Then, when the layer
 // says how it attributed threads: flags uvarint (bit 0: Connector), Late uvarint and
-// Missing uvarint (see LayerCost). Then, when the kernel's view of requests was measured:
-// Legs.Filled, Legs.Missing and Legs.Lost uvarints (see LegStats). Bytes after the last
-// field are ignored.
+// Missing uvarint (see LayerCost). Then, when the kernel's view of requests was measured
+// or a prediction follows: Legs.Filled, Legs.Missing and Legs.Lost uvarints (see
+// LegStats). Then, in a replay's trace: Prediction's ten fields as varints (ns), in the
+// order of the struct. Bytes after the last field are ignored.
 //
 // # Side tables
 //

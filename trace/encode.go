@@ -230,7 +230,8 @@ func appendFooter(dst []byte, f *Footer) []byte {
 	dst = binary.AppendUvarint(dst, f.Layer.Threads)
 	dst = binary.AppendVarint(dst, int64(f.Layer.Resolve))
 	rt := f.RoundTrip != RoundTrip{}
-	legs := f.Legs != LegStats{}
+	pred := f.Prediction != Prediction{}
+	legs := f.Legs != LegStats{} || pred
 	attr := f.Layer.Connector || f.Layer.Late != 0 || f.Layer.Missing != 0 || legs
 	if f.Lost != 0 || f.WriteError != "" || rt || attr {
 		dst = binary.AppendUvarint(dst, f.Lost)
@@ -254,6 +255,12 @@ func appendFooter(dst []byte, f *Footer) []byte {
 		dst = binary.AppendUvarint(dst, f.Legs.Filled)
 		dst = binary.AppendUvarint(dst, f.Legs.Missing)
 		dst = binary.AppendUvarint(dst, f.Legs.Lost)
+	}
+	if pred {
+		p := &f.Prediction
+		for _, v := range [...]int64{p.Runtime, p.RuntimeLow, p.RuntimeHigh, p.IO, p.IOLow, p.IOHigh, p.Native, p.Anchored, p.AnchoredLow, p.AnchoredHigh} {
+			dst = binary.AppendVarint(dst, v)
+		}
 	}
 	return dst
 }
@@ -298,6 +305,12 @@ func decodeFooter(b []byte, f *Footer) error {
 		f.Legs.Filled = d.uvarint()
 		f.Legs.Missing = d.uvarint()
 		f.Legs.Lost = d.uvarint()
+	}
+	if len(d.b) > 0 { // a replay's prediction, absent from recordings and older footers
+		p := &f.Prediction
+		for _, v := range [...]*int64{&p.Runtime, &p.RuntimeLow, &p.RuntimeHigh, &p.IO, &p.IOLow, &p.IOHigh, &p.Native, &p.Anchored, &p.AnchoredLow, &p.AnchoredHigh} {
+			*v = d.varint()
+		}
 	}
 	return d.err
 }

@@ -123,6 +123,20 @@ type Footer struct {
 	// Legs counts how the kernel's view of the requests was matched to events (Header.Legs
 	// LegsKernel); zero otherwise.
 	Legs LegStats
+
+	// Prediction is, in a replay's trace, what the replay predicted for the job on its
+	// target; zero in recordings and older traces.
+	Prediction Prediction
+}
+
+// Prediction is a think-mode replay's prediction for the job on its target, each figure
+// with its interval, in ns (package replay, Prediction).
+type Prediction struct {
+	Runtime, RuntimeLow, RuntimeHigh int64
+	IO, IOLow, IOHigh                int64
+	// Native is the job's native runtime the prediction was anchored on (0: none), and
+	// Anchored* the anchored runtime.
+	Native, Anchored, AnchoredLow, AnchoredHigh int64
 }
 
 // LegStats counts how the kernel's view of requests was matched to a recording's events.

@@ -175,3 +175,29 @@ func TestWriterFillsLegs(t *testing.T) {
 		t.Errorf("after the last event: %v", err)
 	}
 }
+
+// TestFooterPrediction: a replay's prediction survives the footer, and a footer without
+// one reads it as zero.
+func TestFooterPrediction(t *testing.T) {
+	for _, p := range []Prediction{{}, {Runtime: 5e9, RuntimeLow: 4e9, RuntimeHigh: 6e9, IO: 3e9, IOLow: 2e9, IOHigh: 4e9, Native: 1e9, Anchored: 2e9, AnchoredLow: 1e9, AnchoredHigh: 3e9}} {
+		var buf bytes.Buffer
+		w, err := NewWriter(&buf, testHeader(), WriterOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.Append(&Event{Op: OpRead, Start: 1, Dur: 1})
+		w.SetPrediction(p)
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+		r, err := NewReader(bytes.NewReader(buf.Bytes()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		readAll(t, r)
+		f, ok := r.Footer()
+		if !ok || f.Prediction != p || f.Legs != (LegStats{}) {
+			t.Errorf("footer prediction %+v legs %+v (footer %v), want %+v", f.Prediction, f.Legs, ok, p)
+		}
+	}
+}

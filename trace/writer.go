@@ -99,9 +99,10 @@ type Writer struct {
 
 	paths *pathIndex
 
-	sideMu    sync.Mutex // guards pendProcs, pendFiles, pendSamples, layer
+	sideMu    sync.Mutex // guards pendProcs, pendFiles, pendSamples, layer, roundTrip, predict
 	layer     LayerCost
 	roundTrip RoundTrip
+	predict   Prediction
 	encodeCPU atomic.Int64 // ns, set with the footer
 	pendProcs []Process
 	pendFiles []File
@@ -439,6 +440,14 @@ func (w *Writer) SetRoundTrip(rt RoundTrip) {
 	w.sideMu.Unlock()
 }
 
+// SetPrediction sets a replay's prediction for the footer (Footer.Prediction). Call it
+// before Close.
+func (w *Writer) SetPrediction(p Prediction) {
+	w.sideMu.Lock()
+	w.predict = p
+	w.sideMu.Unlock()
+}
+
 // CountError counts a recording failure other than a drop; the footer reports it.
 func (w *Writer) CountError() { w.errors.Add(1) }
 
@@ -718,7 +727,7 @@ func (w *Writer) writeFooter() {
 		}
 	}
 	w.sideMu.Lock()
-	f.Layer, f.RoundTrip = w.layer, w.roundTrip
+	f.Layer, f.RoundTrip, f.Prediction = w.layer, w.roundTrip, w.predict
 	w.sideMu.Unlock()
 	if w.opts.Legs != nil {
 		f.Legs = w.opts.Legs.LegStats()

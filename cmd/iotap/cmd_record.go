@@ -5,12 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strconv"
 	"time"
 
 	"github.com/spf13/pflag"
 
 	"github.com/iotap/iotap/fusefs"
 	"github.com/iotap/iotap/internal/job"
+	"github.com/iotap/iotap/trace"
 )
 
 // recordCommands returns the record subcommand and the hidden one it re-executes itself as.
@@ -41,13 +43,21 @@ func recordCommands() []*command {
 // recordOptions are the flags of `iotap record`.
 type recordOptions struct {
 	layerOptions
+	NativeFirst   bool
+	NativeRuntime time.Duration
 }
 
 // AddFlags registers the flags of `iotap record`.
 func (o *recordOptions) AddFlags(fs *pflag.FlagSet) {
 	o.addFlags(fs, "trace the directory `dir` in place (default: the current directory)")
 	fs.StringVar(&o.MountAt, "mount-at", "", "expose the traced view at `dir` instead of over --target (no mount namespace needed)")
+	fs.BoolVar(&o.NativeFirst, "native-first", false, "run the job once without the layer first and keep its runtime in the trace, "+
+		"for replays to anchor their predictions on (the job runs twice in the same place: only for a job that can)")
+	fs.DurationVar(&o.NativeRuntime, "native-runtime", 0, "the job's runtime without the layer, as `duration` measured elsewhere, kept in the trace for replays to anchor on")
 }
+
+// nativeRuntimeLabel is the trace label that holds the job's native runtime (ns).
+const nativeRuntimeLabel = "native_runtime_ns"
 
 // Test hooks.
 var (
@@ -84,11 +94,53 @@ func runRecord(ctx context.Context, e *env, opts *recordOptions, args []string) 
 	if err := createOutput(spec.Output); err != nil {
 		return err
 	}
+	native := opts.NativeRuntime
+	switch {
+	case native < 0:
+		return usageErrorf("--native-runtime must not be negative")
+	case opts.NativeFirst && native > 0:
+		return usageErrorf("--native-first measures the native runtime: give it or --native-runtime, not both")
+	case opts.NativeFirst:
+		if native, err = runNative(ctx, e, spec); err != nil {
+			return err
+		}
+	}
+	if native > 0 {
+		spec.Labels = append(spec.Labels, trace.Label{Key: nativeRuntimeLabel, Value: strconv.FormatInt(int64(native), 10)})
+	}
 	_, _ = fmt.Fprintf(e.stderr, "iotap: tracing %s%s, trace %s\n", spec.Target, viewNote(spec), spec.Output)
 	if !spec.InPlace {
 		return serve(ctx, e, spec)
 	}
 	return reexecInNamespace(e, spec)
+}
+
+// runNative runs the job once without the layer, in its own directory, and returns its
+// runtime; a job that fails stops the recording.
+func runNative(ctx context.Context, e *env, spec *recordSpec) (time.Duration, error) {
+	_, _ = fmt.Fprintf(e.stderr, "iotap: running the job once without the layer (--native-first)\n")
+	t0 := time.Now()
+	cmd, err := job.Start(job.Spec{
+		Argv: spec.Argv, Dir: spec.Dir, Env: job.EnvWithPWD(os.Environ(), spec.Dir),
+		Stdin: e.stdin, Stdout: e.stdout, Stderr: e.stderr,
+	})
+	if err != nil {
+		return 0, fmt.Errorf("--native-first: %w", err)
+	}
+	stop := job.Forward(cmd.Process)
+	code, werr := job.Wait(cmd)
+	stop()
+	d := time.Since(t0)
+	switch {
+	case werr != nil:
+		return 0, fmt.Errorf("--native-first: %w", werr)
+	case code != 0:
+		return 0, &exitCodeError{code: code, err: fmt.Errorf("--native-first: the job without the layer exited %d; nothing recorded", code)}
+	case ctx.Err() != nil:
+		return 0, ctx.Err()
+	}
+	_, _ = fmt.Fprintf(e.stderr, "iotap: the job ran in %v without the layer\n", d.Round(time.Microsecond))
+	return d, nil
 }
 
 func viewNote(s *recordSpec) string {

@@ -53,27 +53,28 @@ func replayCommands() []*command {
 }
 
 type replayOptions struct {
-	Targets      []string
-	Output       string
-	Repeat       int
-	DropCaches   bool
-	Timing       string
-	Speed        float64
-	RoundTrip    string
-	ThinkCPU     string
-	KeepRunDelay bool
-	OnDiverge    string
-	Prepare      string
-	Fill         string
-	Scratch      bool
-	Force        bool
-	DryRun       bool
-	NoFold       bool
-	NoCompare    bool
-	Progress     string
-	S3           replays3.Options
-	Shard        string
-	S3Opts       []string
+	Targets       []string
+	Output        string
+	Repeat        int
+	DropCaches    bool
+	Timing        string
+	Speed         float64
+	RoundTrip     string
+	ThinkCPU      string
+	KeepRunDelay  bool
+	NativeRuntime time.Duration
+	OnDiverge     string
+	Prepare       string
+	Fill          string
+	Scratch       bool
+	Force         bool
+	DryRun        bool
+	NoFold        bool
+	NoCompare     bool
+	Progress      string
+	S3            replays3.Options
+	Shard         string
+	S3Opts        []string
 	sampleOptions
 	coldOptions
 	Copies int
@@ -86,6 +87,8 @@ func (o *replayOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.DropCaches, "drop-caches", false, "sync and drop the page cache before each run (needs root)")
 	fs.StringVar(&o.Timing, "timing", "think", "timing `mode`: think (previous op done + recorded think time), original (recorded start times), afap")
 	fs.Float64Var(&o.Speed, "speed", 1, "scale think times and start offsets by 1/`x` (2 = twice as fast)")
+	fs.DurationVar(&o.NativeRuntime, "native-runtime", 0, "the job's runtime without the layer (`duration`): each prediction is also anchored on it "+
+		"(default: the one the trace keeps, from record --native-first or --native-runtime)")
 	fs.BoolVar(&o.KeepRunDelay, "keep-run-delay", false, "think mode: also wait the time a recorded thread waited for a CPU between its calls "+
 		"(measured with --legs kernel; left out by default: the recorder's own work and other processes caused it)")
 	fs.StringVar(&o.ThinkCPU, "think-cpu", "sleep", "think mode: what a thread does during its think time: sleep, or spin (keep a CPU busy as the job's computing did, so the target is measured under the same CPU contention; costs a CPU per thinking thread)")
@@ -178,6 +181,9 @@ func runReplay(ctx context.Context, e *env, o *replayOptions, args []string) err
 	_, _ = fmt.Fprintf(e.stdout, "starting state: %d directories, %d files (%s), %d symlinks; %d replay ops\n",
 		st.Dirs, st.Files, format.Bytes(uint64(st.Bytes)), st.Symlinks, st.Ops)
 	ro.Workers = st.Workers
+	if ro.NativeRuntime == 0 {
+		ro.NativeRuntime = traceNativeRuntime(tracePath)
+	}
 	if ro.Timing == replay.TimingThink {
 		if o.RoundTrip == "auto" {
 			c := st.AutoRoundTrip()
@@ -217,6 +223,9 @@ func runReplay(ctx context.Context, e *env, o *replayOptions, args []string) err
 	if o.Prepare == "only" {
 		return damaged(nil)
 	}
+	if o.Repeat > 1 {
+		writeMergedPredictions(e, o.Targets, results)
+	}
 	if len(targets) > 1 && !o.NoCompare {
 		if err := compareTargets(ctx, e, o.Targets, results); err != nil {
 			return err
@@ -230,6 +239,31 @@ func runReplay(ctx context.Context, e *env, o *replayOptions, args []string) err
 		_, _ = fmt.Fprintf(e.stderr, "iotap replay: %d ops diverged from the trace in %d runs (see the summaries)\n", diverged, runs)
 	}
 	return damaged(nil)
+}
+
+// writeMergedPredictions prints, for each target replayed more than once, the prediction
+// of its runs together (replay.MergePredictions), read back from the runs' summaries.
+func writeMergedPredictions(e *env, names []string, results [][]string) {
+	for i, runs := range results {
+		var ps []*replay.Prediction
+		for _, tr := range runs {
+			var sum struct {
+				Prediction *replay.Prediction `json:"prediction"`
+			}
+			b, err := os.ReadFile(strings.TrimSuffix(tr, ".iotap") + ".json")
+			if err != nil || json.Unmarshal(b, &sum) != nil {
+				continue
+			}
+			ps = append(ps, sum.Prediction)
+		}
+		if m := replay.MergePredictions(ps); m != nil && m.Runs > 1 {
+			name := fmt.Sprintf("target %d", i+1)
+			if i < len(names) {
+				name = names[i]
+			}
+			_, _ = fmt.Fprintf(e.stdout, "%s predicts %s\n", termsafe.Text(name), m.Line())
+		}
+	}
 }
 
 // runOptions checks the flags that shape a run and returns the engine's options (the
@@ -301,8 +335,8 @@ func (o *replayOptions) runOptions(e *env) (replay.Options, error) {
 	}
 	return replay.Options{
 		Timing: timing, Speed: o.Speed, RoundTrip: roundTrip, ThinkSpin: o.ThinkCPU == "spin", OnDiverge: policy,
-		KeepRunDelay: o.KeepRunDelay,
-		Plan:         replay.PlanOptions{NoFold: o.NoFold}, FillRandom: o.Fill == "random", Log: e.log,
+		KeepRunDelay: o.KeepRunDelay, NativeRuntime: o.NativeRuntime,
+		Plan: replay.PlanOptions{NoFold: o.NoFold}, FillRandom: o.Fill == "random", Log: e.log,
 	}, nil
 }
 
@@ -755,6 +789,9 @@ func replayOnce(ctx context.Context, e *env, o *replayOptions, tracePath, base s
 	stop := startProgress(e, o.Progress, int64(st.Ops), fmt.Sprintf("%s run %d", b.Target().Path, rep+1), &done)
 	sum, runErr := replay.Run(ctx, r, b, w, ro)
 	stop()
+	if sum != nil && sum.Prediction != nil {
+		w.SetPrediction(sum.Prediction.Figures())
+	}
 	var sampled []procsample.Summary
 	if sampler != nil {
 		sampled = sampler.Stop()
@@ -786,6 +823,25 @@ func replayOnce(ctx context.Context, e *env, o *replayOptions, tracePath, base s
 		return sum, sampled, &exitCodeError{code: exitError, err: runErr}
 	}
 	return sum, sampled, runErr // damage was found, and said, by deriveState
+}
+
+// traceNativeRuntime returns the job's native runtime the trace keeps (record
+// --native-first or --native-runtime), 0 if none.
+func traceNativeRuntime(tracePath string) time.Duration {
+	r, err := openTrace(tracePath)
+	if err != nil {
+		return 0
+	}
+	defer func() { _ = r.Close() }()
+	v, ok := r.Header().Label(nativeRuntimeLabel)
+	if !ok {
+		return 0
+	}
+	ns, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || ns <= 0 {
+		return 0
+	}
+	return time.Duration(ns)
 }
 
 // replayHeader is the header of a replay trace of tracePath (header src) onto b.

@@ -1,0 +1,68 @@
+package replay
+
+import (
+	"testing"
+	"time"
+)
+
+// TestPredictInterval checks the interval's terms one by one on a summary whose figures
+// are known: the replayer's lag lowers the low end, the run delay not waited raises the
+// high end, each estimated think time widens both by half a round trip, and the model's
+// error widens both by its share of the point.
+func TestPredictInterval(t *testing.T) {
+	s := &Summary{
+		Timing: TimingThink.String(), ReplaySpan: 10 * time.Second, ReplayIO: 4 * time.Second,
+		RecordedIO: 3 * time.Second, LagTotal: 500 * time.Millisecond, RunDelayCut: 200 * time.Millisecond,
+		ThinkEstimated: 1000, RoundTrip: 40 * time.Microsecond,
+	}
+	s.predict(Options{NativeRuntime: 2 * time.Second})
+	p := s.Prediction
+	est := int64(1000 * 40 * time.Microsecond / 2)
+	model := int64(float64(10*time.Second) * ModelError.Runtime)
+	if want := int64(10*time.Second) - int64(500*time.Millisecond) - est - model; p.RuntimeLowNs != want {
+		t.Errorf("runtime low %v, want %v", time.Duration(p.RuntimeLowNs), time.Duration(want))
+	}
+	if want := int64(10*time.Second) + int64(200*time.Millisecond) + est + model; p.RuntimeHighNs != want {
+		t.Errorf("runtime high %v, want %v", time.Duration(p.RuntimeHighNs), time.Duration(want))
+	}
+	ioErr := int64(float64(4*time.Second) * ModelError.IO)
+	if p.IOLowNs != int64(4*time.Second)-ioErr || p.IOHighNs != int64(4*time.Second)+ioErr {
+		t.Errorf("I/O interval %v–%v", time.Duration(p.IOLowNs), time.Duration(p.IOHighNs))
+	}
+	// Anchored: 2 s native + 4 s replayed I/O - 3 s recorded.
+	if p.AnchoredNs != int64(3*time.Second) || p.AnchoredLowNs != int64(3*time.Second)-ioErr || p.AnchoredHighNs != int64(3*time.Second)+ioErr {
+		t.Errorf("anchored %v (%v–%v), want 3s ± %v", time.Duration(p.AnchoredNs), time.Duration(p.AnchoredLowNs), time.Duration(p.AnchoredHighNs), time.Duration(ioErr))
+	}
+	// With the run delay kept, it is no longer a reason to be higher.
+	s.predict(Options{KeepRunDelay: true})
+	if want := int64(10*time.Second) + est + model; s.Prediction.RuntimeHighNs != want || s.Prediction.AnchoredNs != 0 {
+		t.Errorf("keep run delay: high %v anchored %v", time.Duration(s.Prediction.RuntimeHighNs), s.Prediction.AnchoredNs)
+	}
+	// Other timings predict nothing.
+	s.Prediction, s.Timing = nil, TimingAFAP.String()
+	s.predict(Options{})
+	if s.Prediction != nil {
+		t.Error("an afap replay predicts")
+	}
+}
+
+// TestMergePredictions: several runs give their median, in the interval of all of them.
+func TestMergePredictions(t *testing.T) {
+	ps := []*Prediction{
+		{RuntimeNs: 10, RuntimeLowNs: 8, RuntimeHighNs: 12, IONs: 5, IOLowNs: 4, IOHighNs: 6, Runs: 1},
+		nil,
+		{RuntimeNs: 14, RuntimeLowNs: 11, RuntimeHighNs: 17, IONs: 7, IOLowNs: 6, IOHighNs: 8, Runs: 1},
+		{RuntimeNs: 12, RuntimeLowNs: 10, RuntimeHighNs: 13, IONs: 6, IOLowNs: 5, IOHighNs: 7, Runs: 1},
+	}
+	m := MergePredictions(ps)
+	want := Prediction{RuntimeNs: 12, RuntimeLowNs: 8, RuntimeHighNs: 17, IONs: 6, IOLowNs: 4, IOHighNs: 8, Runs: 3}
+	if *m != want {
+		t.Errorf("merged %+v, want %+v", *m, want)
+	}
+	if m := MergePredictions(ps[:2]); m.Runs != 1 || m.RuntimeNs != 10 {
+		t.Errorf("one run merged: %+v", m)
+	}
+	if MergePredictions([]*Prediction{nil}) != nil {
+		t.Error("no run, a prediction")
+	}
+}
