@@ -232,8 +232,8 @@
 // one thread (Tid) are in append order, but the file as a whole is not sorted by Start.
 // The Writer in this package writes each event about one FlushInterval (plus LegHold when
 // it fills the kernel's view) after its Append at most (unless the disk cannot keep up),
-// so a consumer that needs Start order can sort within a bounded window; the format
-// itself promises no order.
+// so a consumer that needs Start order can sort within a bounded window (Sorter); the
+// format itself promises no order.
 //
 // # Versions
 //

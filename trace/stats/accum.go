@@ -230,6 +230,8 @@ type Accumulator struct {
 	depth depthAcc  // in-flight depth (depth.go)
 	calls *callView // the per-system-call view (nil: none)
 
+	order trace.Sorter // events not yet aggregated, to be taken in start order
+
 	events uint64
 }
 
@@ -397,12 +399,22 @@ func hasBytes(op trace.Op) bool {
 	return false
 }
 
-// Add aggregates one event. It does not keep ev.
+// Add takes the next event in file order; the Accumulator copies it. Events are aggregated
+// in start order: Add holds the most recent ones in a window of trace.DefaultSortWindow
+// events and aggregates the earliest once the window is full (Finish aggregates the rest).
+func (a *Accumulator) Add(ev *trace.Event) {
+	a.order.Push(ev)
+	for a.order.Full() {
+		a.add(a.order.Pop())
+	}
+}
+
+// add aggregates one event, in start order.
 //
-// Add runs once per event of every trace a report reads (BenchmarkStatsAdd), so it stays
+// add runs once per event of every trace a report reads (BenchmarkStatsAdd), so it stays
 // one function that orders its memory accesses: the file's state, the likely cache miss,
 // is touched first and the work that does not depend on it overlaps the miss.
-func (a *Accumulator) Add(ev *trace.Event) {
+func (a *Accumulator) add(ev *trace.Event) {
 	op := ev.Op
 	if op >= trace.NumOps {
 		op = trace.OpInvalid
@@ -689,8 +701,12 @@ func (a *Accumulator) sample(ev *trace.Event, f *fileAgg, write bool, nbytes uin
 // when the trace was cut short); damage lists what the reader had to skip. The
 // Accumulator must not be used afterwards.
 func (a *Accumulator) Finish(r Resolver, footer *trace.Footer, damage []error) *Stats {
+	for a.order.Len() > 0 {
+		a.add(a.order.Pop())
+	}
 	s := New()
 	src := a.src
+	src.Unordered = a.order.Late
 	src.Footer = footer
 	for _, d := range damage {
 		src.Damage = append(src.Damage, d.Error())

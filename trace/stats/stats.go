@@ -365,6 +365,9 @@ type Source struct {
 	// a lower bound when BusyLate events came too late to be placed exactly.
 	BusyNs   int64
 	BusyLate uint64
+	// Unordered counts the events that arrived after the Accumulator's sort window had
+	// passed their start time: they were aggregated late (trace.Sorter.Late).
+	Unordered uint64
 	// Samples are the resource series of the storage client and of iotap sampled while the
 	// trace was made (samples.go); Moved is the bytes the trace's reads and writes moved,
 	// which CPU time per GB is taken over.

@@ -153,6 +153,9 @@ func TestAccessPatterns(t *testing.T) {
 		{Op: trace.OpWrite, Path: 4, Handle: 3, Offset: 100, Size: 10, Ret: 10},
 		{Op: trace.OpRelease, Path: 4, Handle: 3},
 	}
+	for i := range evs {
+		evs[i].Start = int64(i) * 2000 // one after the other
+	}
 	s := accumulate("p", evs, Options{})
 	f := s.Files["?2"]
 	if f == nil {
@@ -623,5 +626,58 @@ func TestSucceeded(t *testing.T) {
 	}
 	if all := o.Percentile(100); all < 10e6 || o.Hist.TotalCount() != 4 {
 		t.Errorf("the op's own figures changed: max %d, %d ops", all, o.Hist.TotalCount())
+	}
+}
+
+// TestFirstAccessInStartOrder: the first access to a file is the read that started first,
+// whatever order the trace lists events in. A trace lists events per group of threads
+// (trace/doc.go), so here the second reader's events come first in the file, as they do
+// in a recording of `dd bs=1M; dd bs=64k` of the same file.
+func TestFirstAccessInStartOrder(t *testing.T) {
+	const mib = 1 << 20
+	var first, second []trace.Event
+	tm := int64(1000)
+	next := func(d int64) int64 { tm += d; return tm - d }
+	first = append(first, trace.Event{Op: trace.OpOpen, Path: 2, Handle: 1, Start: next(2000), Dur: 1000, Tid: 10, Pid: 10})
+	for i := range int64(4) {
+		first = append(first, trace.Event{Op: trace.OpRead, Path: 2, Handle: 1, Offset: i * mib, Size: mib, Ret: mib,
+			Start: next(500_000), Dur: 400_000, Tid: 10, Pid: 10})
+	}
+	first = append(first, trace.Event{Op: trace.OpRelease, Path: 2, Handle: 1, Start: next(2000), Dur: 1000, Tid: 10, Pid: 10})
+	second = append(second, trace.Event{Op: trace.OpOpen, Path: 2, Handle: 2, Start: next(2000), Dur: 1000, Tid: 20, Pid: 20})
+	for i := range int64(64) {
+		second = append(second, trace.Event{Op: trace.OpRead, Path: 2, Handle: 2, Offset: i * mib / 16, Size: mib / 16, Ret: mib / 16,
+			Start: next(10_000), Dur: 8_000, Tid: 20, Pid: 20})
+	}
+	second = append(second, trace.Event{Op: trace.OpRelease, Path: 2, Handle: 2, Start: next(2000), Dur: 1000, Tid: 20, Pid: 20})
+	fileOrder := append(slices.Clone(second), first...)
+
+	names := &Names{Paths: map[uint32]string{2: "f"}}
+	for _, kind := range []string{"record", "replay"} {
+		t.Run(kind, func(t *testing.T) {
+			h := &trace.Header{Kind: kind}
+			a := NewAccumulator(kind, h, Options{Names: names})
+			for i := range fileOrder {
+				a.Add(&fileOrder[i])
+			}
+			s := a.Finish(names, nil, nil)
+			check := func(what string, firstN, reN uint64, firstNs, reNs int64) {
+				t.Helper()
+				if firstN != 4 || reN != 64 || firstNs != 4*400_000 || reNs != 64*8_000 {
+					t.Errorf("%s: first access %d (%d ns), re-access %d (%d ns); want 4 (1600000 ns) and 64 (512000 ns)",
+						what, firstN, firstNs, reN, reNs)
+				}
+			}
+			check("requests", s.FirstReads.Count, s.Rereads.Count, s.FirstReads.TotalNs, s.Rereads.TotalNs)
+			check("calls", s.CallFirstReads.Count, s.CallRereads.Count, s.CallFirstReads.TotalNs, s.CallRereads.TotalNs)
+			f := s.Files["f"]
+			if f == nil {
+				t.Fatalf("no file f in %v", s.Files)
+			}
+			check("file", f.FirstReads, f.Rereads, f.FirstReadNs, f.RereadNs)
+			if f.FirstByteNs != 400_000 || f.SeqReads != 68 || f.UnusedOpen != 0 {
+				t.Errorf("file: first byte %d ns, sequential reads %d, unused opens %d; want 400000, 68, 0", f.FirstByteNs, f.SeqReads, f.UnusedOpen)
+			}
+		})
 	}
 }
