@@ -69,7 +69,9 @@
 // A view:
 //
 //	name, traces[] (indexes into traces), events, dropped, start (first op),
-//	duration_ns (first op start to last op end), total_ns (job I/O time)
+//	duration_ns (wall time from the first op's start to the last op's end of each trace;
+//	with several traces, the time at least one of them covers: runs made one after another
+//	add their own durations, without the time between them), total_ns (job I/O time)
 //	job          the job's bytes and rates: {view ("syscalls" when every trace has the
 //	             per-system-call view, else "requests": what the counts count),
 //	             read_bytes, write_bytes, data_ops (reads, writes, copy_file_range),

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -162,5 +163,62 @@ func TestVerdict(t *testing.T) {
 	}
 	if len(doc.Verdict) != 1 || doc.Verdict[0] != want || doc.Verdicts[0].IORatio != v.IORatio {
 		t.Errorf("json verdict %+v", doc)
+	}
+}
+
+// runTrace is one run of a small job made at wall: 8 creates and 8 writes of writeNs each,
+// one after the other, 1 µs apart.
+func runTrace(t testing.TB, wall time.Time, writeNs int64) *stats.Stats {
+	b := tracetest.NewWithHeader(t, trace.Header{Kind: "replay", WallStart: wall, Target: trace.Target{Path: "/t", FSType: "ext4"}})
+	b.At(1, 1e9)
+	for i := range 8 {
+		name := fmt.Sprintf("f%d", i)
+		b.FH++
+		fh := b.FH
+		b.Ev(1, trace.OpCreate, name, 10e3, 1000, func(e *trace.Event) { e.Handle, e.Mode = fh, unix.S_IFREG|0o644 })
+		b.Ev(1, trace.OpWrite, name, writeNs, 1000, func(e *trace.Event) { e.Handle, e.Size, e.Ret = fh, 4096, 4096 })
+	}
+	return statsOf(t, "run.iotap", b.Bytes())
+}
+
+// TestMergedRunsDuration: the runs of replay --repeat merged into one side last as long as
+// their own spans added up, not from the first run's start to the last one's end; traces
+// made at once (the nodes of one job) count their common time once.
+func TestMergedRunsDuration(t *testing.T) {
+	t0 := time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)
+	const fastSpan int64 = 8*(10e3+1000+50e3+1000) - 1000 // the last write's end
+	const slowSpan int64 = 8*(10e3+1000+100e3+1000) - 1000
+	merge := func(runs ...*stats.Stats) *stats.Stats {
+		s := stats.New()
+		for _, r := range runs {
+			s.Merge(r)
+		}
+		return s
+	}
+	// Two runs onto each of two targets, interleaved 10 s apart as replay does them.
+	fast := merge(runTrace(t, t0, 50e3), runTrace(t, t0.Add(20*time.Second), 50e3))
+	slow := merge(runTrace(t, t0.Add(10*time.Second), 100e3), runTrace(t, t0.Add(30*time.Second), 100e3))
+	if got := fast.WallNs(); got != 2*fastSpan {
+		t.Errorf("two runs: wall %d ns, want %d", got, 2*fastSpan)
+	}
+	rep, err := Build([]*stats.Stats{fast}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Total.DurationNs != 2*fastSpan || rep.Total.Job.WallNs != 2*fastSpan {
+		t.Errorf("report of two runs: duration %d, job wall %d; want %d", rep.Total.DurationNs, rep.Total.Job.WallNs, 2*fastSpan)
+	}
+	c := Compare([]string{"fast", "slow"}, []*stats.Stats{fast, slow}, 0.05)
+	CompareCalls(c, []*stats.Stats{fast, slow})
+	if c.Sides[0].DurationNs != 2*fastSpan || c.Sides[1].DurationNs != 2*slowSpan {
+		t.Errorf("sides' durations %d and %d, want %d and %d", c.Sides[0].DurationNs, c.Sides[1].DurationNs, 2*fastSpan, 2*slowSpan)
+	}
+	if v := c.Verdicts[0]; v.RuntimeNs != 2*slowSpan || v.BaseRuntimeNs != 2*fastSpan {
+		t.Errorf("verdict runtimes %d against %d, want %d against %d", v.RuntimeNs, v.BaseRuntimeNs, 2*slowSpan, 2*fastSpan)
+	}
+	// Two nodes of one job, the second starting 100 µs after the first: their union.
+	nodes := merge(runTrace(t, t0, 50e3), runTrace(t, t0.Add(100*time.Microsecond), 50e3))
+	if got := nodes.WallNs(); got != fastSpan+100e3 {
+		t.Errorf("two overlapping traces: wall %d ns, want %d", got, fastSpan+100e3)
 	}
 }

@@ -145,7 +145,7 @@ type View struct {
 	Events     uint64    `json:"events"`
 	Dropped    uint64    `json:"dropped"`
 	Start      time.Time `json:"start"`
-	DurationNs int64     `json:"duration_ns"` // wall time from the first op's start to the last op's end
+	DurationNs int64     `json:"duration_ns"` // wall time the traces cover (stats.Stats.WallNs)
 	TotalNs    int64     `json:"total_ns"`    // job I/O time: sum of all op durations
 	// Job is the job's bytes and rates over its wall time and its I/O-active time.
 	Job *JobRates `json:"job"`
@@ -586,9 +586,9 @@ func histBins(h *hdrhistogram.Histogram) []HistBin {
 
 func buildView(name string, s *stats.Stats, traces []int, o Options) *View {
 	v := &View{Name: name, Traces: traces, Events: s.Events, Dropped: s.Dropped(), TotalNs: s.TotalNs()}
-	if st, en := s.Span(); !st.IsZero() {
+	if st, _ := s.Span(); !st.IsZero() {
 		v.Start = st.UTC()
-		v.DurationNs = int64(en.Sub(st))
+		v.DurationNs = s.WallNs()
 	}
 	v.Job = jobRates(s, v.DurationNs, true)
 	for i := range s.Ops {

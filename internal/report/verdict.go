@@ -20,7 +20,8 @@ type Verdict struct {
 	BaseIONs int64   `json:"baseline_io_ns"`
 	IORatio  float64 `json:"io_ratio"`
 	DeltaNs  int64   `json:"delta_ns"`
-	// RuntimeNs is the side's wall time, first op's start to last op's end.
+	// RuntimeNs is the side's wall time (its duration_ns: each trace's first op's start to
+	// its last op's end, runs one after another added up).
 	RuntimeNs     int64   `json:"runtime_ns"`
 	BaseRuntimeNs int64   `json:"baseline_runtime_ns"`
 	RuntimeRatio  float64 `json:"runtime_ratio"`

@@ -1,8 +1,10 @@
 package stats
 
 import (
+	"cmp"
 	"errors"
 	"math"
+	"slices"
 	"time"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
@@ -819,7 +821,37 @@ func pathName(r Resolver, id uint32) string {
 // ErrNoEvents is returned by helpers when a trace held no events at all.
 var ErrNoEvents = errors.New("stats: trace has no events")
 
-// Span returns the wall-clock time covered by the sources' events.
+// WallNs returns the wall-clock time the sources' events cover: the union of each
+// source's span, from its first event's start to its last event's end. Traces made one
+// after another (the runs of replay --repeat) add their own spans, without the time
+// between them; traces made at once (the nodes of a job) count the time they overlap once.
+func (s *Stats) WallNs() int64 {
+	type span struct{ from, to int64 } // Unix ns
+	var spans []span
+	for i := range s.Sources {
+		src := &s.Sources[i]
+		if src.Events == 0 {
+			continue
+		}
+		from := src.Header.WallStart.Add(time.Duration(src.FirstNs)).UnixNano()
+		spans = append(spans, span{from, from + max(0, src.LastNs-src.FirstNs)})
+	}
+	slices.SortFunc(spans, func(a, b span) int { return cmp.Compare(a.from, b.from) })
+	var total, end int64
+	for i, sp := range spans {
+		if i == 0 || sp.from > end {
+			total += sp.to - sp.from
+			end = sp.to
+		} else if sp.to > end {
+			total += sp.to - end
+			end = sp.to
+		}
+	}
+	return total
+}
+
+// Span returns the wall-clock time from the first event's start to the last event's end
+// of all sources (WallNs leaves out the time no source covers).
 func (s *Stats) Span() (start, end time.Time) {
 	for i := range s.Sources {
 		src := &s.Sources[i]
