@@ -76,7 +76,7 @@ func TestHonestRatios(t *testing.T) {
 		if err := WriteCompareText(&txt, c); err != nil {
 			t.Fatal(err)
 		}
-		if !regexp.MustCompile(`(?m)^s3fs +8 +8 EACCES +- .* - +- +- +- +all failed$`).MatchString(txt.String()) {
+		if !regexp.MustCompile(`(?m)^s3fs +8 +8 EACCES \([0-9.k]+/s\) +- .* - +- +- +- +all failed$`).MatchString(txt.String()) {
 			t.Errorf("no failure column in:\n%s", txt.String())
 		}
 	})
@@ -220,5 +220,61 @@ func TestMergedRunsDuration(t *testing.T) {
 	nodes := merge(runTrace(t, t0, 50e3), runTrace(t, t0.Add(100*time.Microsecond), 50e3))
 	if got := nodes.WallNs(); got != fastSpan+100e3 {
 		t.Errorf("two overlapping traces: wall %d ns, want %d", got, fastSpan+100e3)
+	}
+}
+
+// TestVerdictOtherWork: a side whose calls mostly failed where the baseline's succeeded is
+// faster because it did nothing: it gets no I/O time or runtime ratio but a warning, and
+// its rates count only the calls that succeeded, its failures at their own rate.
+func TestVerdictOtherWork(t *testing.T) {
+	base := sideTrace(t, "ext4", 10e3, 50e3, false, 65536)
+	fail := sideTrace(t, "fuse.s3fs", 2e3, 50e3, true, 65536)
+	slow := sideTrace(t, "fuse.s3fs", 1e6, 2e6, false, 65536)
+	c := Compare([]string{"local", "broken", "s3fs"}, []*stats.Stats{base, fail, slow}, 0.05)
+	if !CompareCalls(c, []*stats.Stats{base, fail, slow}) {
+		t.Fatal("no call view")
+	}
+	v := c.Verdicts[0]
+	// The baseline's 8 opens, writes, reads and closes succeed; the side's 8 opens fail.
+	if v.IORatio != 0 || v.RuntimeRatio != 0 || len(v.Top) != 0 || v.Differing != 32 || v.Compared != 33 {
+		t.Errorf("verdict of the side that failed: %+v", v)
+	}
+	want := "broken: no ratio, not the same work: 32 of 33 (97.0%) differ from the baseline's in kind or outcome: open +8 failed, −8 succeeded; write −8 succeeded; read −8 succeeded"
+	if c.Verdict[0] != want {
+		t.Errorf("verdict\n got %q\nwant %q", c.Verdict[0], want)
+	}
+	if c.Sides[1].CallRatio != 0 || c.Verdicts[1].IORatio == 0 || c.Sides[2].CallRatio == 0 {
+		t.Errorf("call ratios %v, %v; other side's verdict %+v", c.Sides[1].CallRatio, c.Sides[2].CallRatio, c.Verdicts[1])
+	}
+	warned := false
+	for _, w := range c.Warnings {
+		warned = warned || strings.HasPrefix(w, "broken is not the same work as the baseline: 32 of its calls (97.0%)")
+	}
+	if !warned {
+		t.Errorf("no warning: %q", c.Warnings)
+	}
+	var txt bytes.Buffer
+	if err := WriteCompareText(&txt, c); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(txt.String(), want+"\n") || !strings.Contains(txt.String(), "WARNING: broken is not the same work") {
+		t.Errorf("text:\n%s", txt.String())
+	}
+	open := callRow(t, c, "open").Sides[1]
+	if open.OpsPerS != 0 || open.FailsPerS == 0 {
+		t.Errorf("open of the side that failed: %v/s succeeded, %v/s failed", open.OpsPerS, open.FailsPerS)
+	}
+	// A report of the side: its open rate is of the calls that succeeded.
+	rep, err := Build([]*stats.Stats{fail}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rep.Total.Syscalls {
+		if r.Call == "open" && (r.OpsPerS != 0 || r.FailsPerS == 0) {
+			t.Errorf("report's open row: %v/s, %v/s failed", r.OpsPerS, r.FailsPerS)
+		}
+	}
+	if j := rep.Total.Job; j.FailedOps != 8+1 || j.MetaOps != 0 || j.Wall.MetaOps != 0 {
+		t.Errorf("job: %+v", j)
 	}
 }
