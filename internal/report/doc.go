@@ -145,12 +145,14 @@
 //	             reread_lower_bound, read_sizes[]/write_sizes[] {bucket, count},
 //	             meta_share, data_share (of job I/O time; meta = every class but data)}
 //	processes[]  top N by total_ns: {host, pid, comm, exe, ops, errors, total_ns, share,
-//	             meta_ns, data_ns, read_bytes, write_bytes}
+//	             meta_ns, data_ns, read_bytes, write_bytes (copy_file_range's bytes
+//	             count as read and as written)}
 //	files_by_time[], files_by_bytes[], dirs_by_time[], dirs_by_bytes[]: top N
 //	             {path ("." is the traced root), ops, errors, total_ns, share, meta_ns,
-//	             data_ns, read_ops, write_ops, read_bytes, write_bytes, seq_share (of data
+//	             data_ns, read_ops, write_ops, read_bytes, write_bytes (with the bytes
+//	             copy_file_range copied from and to the file), seq_share (of data
 //	             ops), reread_bytes, reread_lower_bound, opens, unused_opens (handles
-//	             closed without a read or write), first_access_reads,
+//	             closed without a read, write or copy_file_range), first_access_reads,
 //	             first_access_bytes, first_access_ns, reaccess_reads, reaccess_bytes,
 //	             reaccess_ns (the file's reads split as in ops[].first_access), first_byte_ns
 //	             (files only: the latency of its first read that returned data; the

@@ -525,6 +525,11 @@ func (a *Accumulator) add(ev *trace.Event) {
 			fsl.ReadBytes += nbytes
 			fsl.WriteBytes += nbytes
 		}
+		p.ReadBytes += nbytes
+		p.WriteBytes += nbytes
+		if !failed {
+			a.copied(ev, f, nbytes) // last: it may move f
+		}
 	case trace.OpOpen, trace.OpCreate:
 		if !failed {
 			f.Opens++
@@ -552,6 +557,25 @@ func (a *Accumulator) add(ev *trace.Event) {
 	}
 	if a.calls != nil {
 		a.calls.add(ev)
+	}
+}
+
+// copied counts a copy_file_range's bytes as read from its input file f and written to
+// its output file, and marks both handles used. It may create the output file's state,
+// which moves the other files' (f included).
+func (a *Accumulator) copied(ev *trace.Event, f *fileAgg, nbytes uint64) {
+	f.ReadBytes += nbytes
+	if ev.Handle != 0 {
+		a.handle(f, ev.Handle, ev.Path).used = true
+	}
+	if ev.Path2 == 0 {
+		return
+	}
+	out := a.file(ev.Path2)
+	out.touched = true
+	out.WriteBytes += nbytes
+	if ev.Handle2 != 0 {
+		a.handle(out, ev.Handle2, ev.Path2).used = true
 	}
 }
 

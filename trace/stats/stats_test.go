@@ -702,3 +702,31 @@ func TestFirstAccessInStartOrder(t *testing.T) {
 		})
 	}
 }
+
+// TestCopyFileRangeBytes: copy_file_range's bytes count as read by the process and from
+// the input file, and as written by the process and to the output file, as the job's
+// figures count them.
+func TestCopyFileRangeBytes(t *testing.T) {
+	const n = 64 << 20
+	evs := []trace.Event{
+		{Op: trace.OpOpen, Path: 2, Handle: 1, Start: 1000, Dur: 1000, Pid: 50, Tid: 50},
+		{Op: trace.OpCreate, Path: 3, Handle: 2, Start: 3000, Dur: 1000, Pid: 50, Tid: 50},
+		{Op: trace.OpCopyFileRange, Path: 2, Path2: 3, Handle: 1, Handle2: 2, Size: n, Ret: n, Start: 5000, Dur: 1e6, Pid: 50, Tid: 50},
+		{Op: trace.OpCopyFileRange, Path: 2, Path2: 3, Handle: 1, Handle2: 2, Offset: n, Offset2: n, Size: n, Ret: 0, Start: 2e6, Dur: 1000, Pid: 50, Tid: 50},
+	}
+	s := accumulate("cp", evs, Options{})
+	var p *ProcStats
+	for _, ps := range s.Procs {
+		p = ps
+	}
+	if p == nil || p.ReadBytes != n || p.WriteBytes != n {
+		t.Errorf("process: %+v, want %d bytes read and written", p, n)
+	}
+	if in, out := s.Files["?2"], s.Files["?3"]; in == nil || out == nil || in.ReadBytes != n || in.WriteBytes != 0 || out.WriteBytes != n ||
+		out.ReadBytes != 0 || in.UnusedOpen != 0 || out.UnusedOpen != 0 {
+		t.Errorf("files: input %+v, output %+v", in, out)
+	}
+	if got := s.Ops[trace.OpCopyFileRange].Bytes; got != n {
+		t.Errorf("copy_file_range bytes %d, want %d", got, n)
+	}
+}
