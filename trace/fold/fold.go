@@ -164,11 +164,12 @@ type handleState struct {
 	flushErr uint16
 	// flushCall is the flush's system call (trace.Event's CallStart, CallEnd), flushPre
 	// what the kernel measured before it.
-	flushCall [2]int64
-	flushPre  callPre
-	flushDur  int64
-	flushed   bool
-	dir       bool
+	flushCall  [2]int64
+	flushPre   callPre
+	flushStart int64
+	flushDur   int64
+	flushed    bool
+	dir        bool
 	// pos is where the handle's last write or copy ended: the file position a
 	// copy_file_range with no output offset writes at. Only a version-1 trace needs it
 	// (it records only the input offset).
