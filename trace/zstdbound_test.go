@@ -15,7 +15,7 @@ func TestZstdBound(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer enc.Close()
+	defer func() { _ = enc.Close() }()
 	rng := rand.New(rand.NewPCG(1, 2))
 	for i, n := range []int{0, 1, 100, 4096, 128 << 10, 1 << 20, 3<<20 + 7} {
 		p := make([]byte, n)
