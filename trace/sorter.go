@@ -24,7 +24,8 @@ type Sorter struct {
 	out     bool // an event came out (lastOut is set)
 }
 
-// DefaultSortWindow is the window of a zero Sorter: 65536 events, about 9 MiB.
+// DefaultSortWindow is the window of a zero Sorter: 65536 events, each held as an Event and
+// a 28-byte entry.
 const DefaultSortWindow = 1 << 16
 
 // Push adds an event; the Sorter copies it.

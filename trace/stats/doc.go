@@ -8,10 +8,10 @@
 // aggregates them in start order: a trace lists events per group of threads, not by start
 // (trace/doc.go), and the figures that depend on order (first access against re-access,
 // sequential against random, a handle's open before its reads) need start order. Add holds
-// the latest [trace.DefaultSortWindow] events (65,536, about 9 MiB) in a [trace.Sorter] and
-// aggregates the earliest whenever it is full; an event that arrives after the window
-// passed its start is aggregated late and counted in Source.Unordered. Beyond the window
-// its memory grows with the number of distinct paths (440 bytes each),
+// the latest [trace.DefaultSortWindow] events (65,536, each a trace.Event and 28 bytes) in a
+// [trace.Sorter] and aggregates the earliest whenever it is full; an event that arrives
+// after the window passed its start is aggregated late and counted in Source.Unordered.
+// Beyond the window its memory grows with the number of distinct paths (440 bytes each),
 // processes and open handles the trace touched, and with the job's duration up to
 // [Options.MaxIntervals] intervals of about 1 KiB (beyond that the interval width doubles
 // and neighbouring intervals merge), and with the requests of each operation that started
