@@ -236,3 +236,35 @@ func TestPlanAsyncRelease(t *testing.T) {
 		t.Errorf("%d closes, want 20", closes)
 	}
 }
+
+// TestPlanDirClose: a directory's close sends only a release, after close() returned: the
+// thread's next call, which runs while the release does, is not at a queue depth of 2.
+func TestPlanDirClose(t *testing.T) {
+	b := tracetest.New(t)
+	b.W.AddFile(trace.File{Path: b.Path("d"), Type: trace.TypeDir, Mode: 0o755})
+	b.W.AddFile(trace.File{Path: b.Path("d/f"), Type: trace.TypeFile, Mode: 0o644, Size: 4096})
+	for range 5 {
+		b.Walk(1, "d", 0, unix.S_IFDIR|0o755, 4096)
+		b.FH++
+		dh := b.FH
+		b.Ev(1, trace.OpOpendir, "d", 5000, 1000, func(e *trace.Event) { e.Handle = dh })
+		b.Ev(1, trace.OpFsyncdir, "d", 5000, 1000, func(e *trace.Event) { e.Handle = dh })
+		rel := b.Clock[1]
+		b.Ev(1, trace.OpReleasedir, "d", 80_000, 0, func(e *trace.Event) { e.Handle = dh })
+		b.At(1, rel+2000)
+		fh := b.Open(1, "d/f", unix.O_RDONLY)
+		b.RW(1, trace.OpRead, "d/f", fh, 0, 4096, 4096).Close(1, "d/f", fh)
+		b.At(1, b.Clock[1]+100_000)
+	}
+	p := newPlanner(tracetest.Reader(t, b.Bytes()), PlanOptions{})
+	for {
+		op, err := p.next()
+		if err == io.EOF {
+			break
+		}
+		must(t, err)
+		if op.Overlap != 0 {
+			t.Errorf("op %v of %s: overlap %d, want 0", op.Kind, op.Name, op.Overlap)
+		}
+	}
+}

@@ -447,7 +447,13 @@ func (p *planner) threadOverlap(op *replayOp) int64 {
 	} else {
 		t.callStart, t.callEnd, t.callEndOf = 0, 0, 0
 	}
-	t.running = append(t.running, span{op.Start, op.Start + op.Dur})
+	// A close that sent no flush (a directory's, a file's last reference dropped outside
+	// close()) is timed by its release, which the kernel sends once close() has returned:
+	// the thread did not keep it in flight.
+	releaseOnly := op.Kind == kClose && (op.Rec == trace.OpRelease || op.Rec == trace.OpReleasedir)
+	if !releaseOnly {
+		t.running = append(t.running, span{op.Start, op.Start + op.Dur})
+	}
 	t.lastStart = max(t.lastStart, op.Start)
 	t.ends[t.nEnd%wakeRing] = opEnd{end: op.Start + op.Dur, callEnd: op.CallEnd}
 	t.nEnd++
