@@ -191,3 +191,80 @@ func BenchmarkQueueDepthLag(b *testing.B) {
 		})
 	}
 }
+
+// TestPlanAsyncRelease: the kernel sends a file's RELEASE after the application's close()
+// returned, while the thread goes on: a single-threaded job whose releases overlap its
+// next calls has a queue depth of 1, and its close is timed by the flush it waited for.
+func TestPlanAsyncRelease(t *testing.T) {
+	b := tracetest.New(t)
+	for i := range 20 {
+		name := fmt.Sprintf("f%d", i)
+		b.W.AddFile(trace.File{Path: b.Path(name), Type: trace.TypeFile, Mode: 0o644, Size: 4096})
+	}
+	var flushAt int64
+	for i := range 20 {
+		name := fmt.Sprintf("f%d", i)
+		fh := b.Open(1, name, unix.O_RDONLY)
+		b.RW(1, trace.OpRead, name, fh, 0, 4096, 4096)
+		flushAt = b.Clock[1]
+		b.Ev(1, trace.OpFlush, name, 2000, 500, func(e *trace.Event) { e.Handle = fh })
+		// The release starts after the flush and runs while the thread opens the next file.
+		rel := b.Clock[1]
+		b.Ev(1, trace.OpStatfs, "-", 1000, 0, nil) // the next call, then the release
+		b.At(1, rel).Ev(1, trace.OpRelease, name, 300_000, 0, func(e *trace.Event) { e.Handle = fh })
+		b.At(1, rel+3000)
+	}
+	p := newPlanner(tracetest.Reader(t, b.Bytes()), PlanOptions{})
+	closes := 0
+	for {
+		op, err := p.next()
+		if err == io.EOF {
+			break
+		}
+		must(t, err)
+		if op.Overlap != 0 {
+			t.Errorf("op %v of %s: overlap %d, want 0", op.Kind, op.Name, op.Overlap)
+		}
+		if op.Kind == kClose {
+			closes++
+			if op.Name == "f19" && (op.Start != flushAt || op.Dur != 2000) {
+				t.Errorf("close of f19 at %d for %d ns, want the flush's %d for 2000 ns", op.Start, op.Dur, flushAt)
+			}
+		}
+	}
+	if closes != 20 {
+		t.Errorf("%d closes, want 20", closes)
+	}
+}
+
+// TestPlanDirClose: a directory's close sends only a release, after close() returned: the
+// thread's next call, which runs while the release does, is not at a queue depth of 2.
+func TestPlanDirClose(t *testing.T) {
+	b := tracetest.New(t)
+	b.W.AddFile(trace.File{Path: b.Path("d"), Type: trace.TypeDir, Mode: 0o755})
+	b.W.AddFile(trace.File{Path: b.Path("d/f"), Type: trace.TypeFile, Mode: 0o644, Size: 4096})
+	for range 5 {
+		b.Walk(1, "d", 0, unix.S_IFDIR|0o755, 4096)
+		b.FH++
+		dh := b.FH
+		b.Ev(1, trace.OpOpendir, "d", 5000, 1000, func(e *trace.Event) { e.Handle = dh })
+		b.Ev(1, trace.OpFsyncdir, "d", 5000, 1000, func(e *trace.Event) { e.Handle = dh })
+		rel := b.Clock[1]
+		b.Ev(1, trace.OpReleasedir, "d", 80_000, 0, func(e *trace.Event) { e.Handle = dh })
+		b.At(1, rel+2000)
+		fh := b.Open(1, "d/f", unix.O_RDONLY)
+		b.RW(1, trace.OpRead, "d/f", fh, 0, 4096, 4096).Close(1, "d/f", fh)
+		b.At(1, b.Clock[1]+100_000)
+	}
+	p := newPlanner(tracetest.Reader(t, b.Bytes()), PlanOptions{})
+	for {
+		op, err := p.next()
+		if err == io.EOF {
+			break
+		}
+		must(t, err)
+		if op.Overlap != 0 {
+			t.Errorf("op %v of %s: overlap %d, want 0", op.Kind, op.Name, op.Overlap)
+		}
+	}
+}

@@ -175,8 +175,11 @@ type resState struct {
 
 // emitState is what emit keeps per worker: the recorded ends of its planned ops that may
 // still be running, the latest end of those that had ended, and the latest start.
+// span is a recorded op's [start, end).
+type span struct{ start, end int64 }
+
 type emitState struct {
-	running   []int64
+	running   []span // the thread's ops that had not ended at the latest op's start
 	doneEnd   int64
 	lastStart int64
 	started   bool
@@ -399,22 +402,28 @@ func (p *planner) threadOverlap(op *replayOp) int64 {
 		t = &emitState{}
 		p.threads[op.Worker] = t
 	}
-	j := 0
-	for _, end := range t.running {
-		if end > op.Start {
-			t.running[j] = end
+	j, overlap := 0, 0
+	for _, r := range t.running {
+		if r.end > op.Start {
+			t.running[j] = r
 			j++
+			if r.start <= op.Start {
+				overlap++
+			}
 		} else {
-			t.doneEnd = max(t.doneEnd, end)
+			t.doneEnd = max(t.doneEnd, r.end)
 		}
 	}
 	t.running = t.running[:j]
-	op.Overlap = uint16(min(len(t.running), maxOverlap))
+	// Ops that started after op are not its queue: op comes later than its start (a
+	// close, emitted when the kernel's asynchronous release arrived, is timed by the
+	// flush the application waited for).
+	op.Overlap = uint16(min(overlap, maxOverlap))
 	anchor := t.doneEnd
 	switch {
 	case !t.started:
 		op.Think, t.started = -1, true
-	case len(t.running) > 0 && t.lastStart > t.doneEnd:
+	case overlap > 0 && t.lastStart > t.doneEnd:
 		op.AfterIssue, anchor = true, t.lastStart
 		op.Think = max(op.Start-t.lastStart, 0)
 	default:
@@ -438,7 +447,13 @@ func (p *planner) threadOverlap(op *replayOp) int64 {
 	} else {
 		t.callStart, t.callEnd, t.callEndOf = 0, 0, 0
 	}
-	t.running = append(t.running, op.Start+op.Dur)
+	// A close that sent no flush (a directory's, a file's last reference dropped outside
+	// close()) is timed by its release, which the kernel sends once close() has returned:
+	// the thread did not keep it in flight.
+	releaseOnly := op.Kind == kClose && (op.Rec == trace.OpRelease || op.Rec == trace.OpReleasedir)
+	if !releaseOnly {
+		t.running = append(t.running, span{op.Start, op.Start + op.Dur})
+	}
 	t.lastStart = max(t.lastStart, op.Start)
 	t.ends[t.nEnd%wakeRing] = opEnd{end: op.Start + op.Dur, callEnd: op.CallEnd}
 	t.nEnd++

@@ -164,6 +164,10 @@
 //     its joined path and a fixed cost for the maps that index it (about 100 bytes), a
 //     resource sample 80 bytes; a recording stays far below the limit (a sample every
 //     100 ms for a day is 69 MB in memory and at least 7 MB of trace);
+//   - a compressed payload that is not a sequence of whole zstd frames, whose blocks cannot
+//     hold R bytes (a raw or RLE block holds its size, a compressed block at most 128 KiB),
+//     or whose frames declare content sizes summing to more than R: a reader sizes its
+//     buffers by R only once the stored bytes can hold it;
 //   - an event whose Op is not a known operation, or whose Dur is negative;
 //   - an events chunk with an event naming a path id that has no record yet (its events
 //     are still returned);
@@ -233,8 +237,8 @@
 // one thread (Tid) are in append order, but the file as a whole is not sorted by Start.
 // The Writer in this package writes each event about one FlushInterval (plus LegHold when
 // it fills the kernel's view) after its Append at most (unless the disk cannot keep up),
-// so a consumer that needs Start order can sort within a bounded window; the format
-// itself promises no order.
+// so a consumer that needs Start order can sort within a bounded window (Sorter); the
+// format itself promises no order.
 //
 // # Versions
 //
@@ -262,5 +266,7 @@
 // the damaged payload when its frame was valid, else at the next offset that holds a
 // valid frame). Reader.SetStrict(true) makes Next return the error instead. A reader
 // never allocates more than the frame limits (one chunk's stored and decompressed bytes)
-// and the side-table limit (see "Limits") allow, for any input.
+// and the side-table limit (see "Limits") allow, for any input, and for a chunk no more
+// than its bytes hold: the stored buffer grows as the bytes arrive, and the decompressed
+// one is sized only after the zstd blocks are seen to hold what the frame says.
 package trace

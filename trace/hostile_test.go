@@ -2,11 +2,15 @@ package trace_test
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"io"
+	"os"
 	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/klauspost/compress/zstd"
 
 	"github.com/iotap/iotap/internal/tracecraft"
 	"github.com/iotap/iotap/trace"
@@ -150,6 +154,56 @@ func TestChunkSequenceDamage(t *testing.T) {
 			}
 			if err == io.EOF {
 				t.Errorf("strict reader ended with EOF, damage %v", s.Damage())
+			}
+		})
+	}
+}
+
+// TestDeclaredLengthsBounded: a tiny trace whose chunk frame, or whose zstd frame inside
+// it, says the chunk decompresses to 64 MiB is corrupt, and reading it allocates about
+// what the file holds, not what it declares.
+func TestDeclaredLengthsBounded(t *testing.T) {
+	small, err := os.ReadFile("../testdata/trace/v3-small.iotap")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, chunks, err := tracecraft.Split(small)
+	if err != nil {
+		t.Fatal(err)
+	}
+	enc, err := zstd.NewWriter(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	events := enc.EncodeAll(chunks[len(chunks)-2].Payload, nil)
+	_ = enc.Close()
+	// A zstd frame by hand: single segment, a 4-byte content size of 64 MiB, then one raw
+	// block of 10 bytes.
+	lying := []byte{0x28, 0xB5, 0x2F, 0xFD, 0xA0}
+	lying = binary.LittleEndian.AppendUint32(lying, trace.MaxChunkRaw)
+	lying = append(lying, 10<<3|1, 0, 0)
+	lying = append(lying, make([]byte, 10)...)
+	for _, tc := range []struct {
+		name   string
+		stored []byte
+		raw    uint32
+		reason string
+	}{
+		{"chunk frame says 64 MiB", events, trace.MaxChunkRaw, "zstd blocks hold at most"},
+		{"zstd frame says 64 MiB", lying, trace.MaxChunkRaw, "zstd blocks hold at most 10"},
+		{"zstd frame says more than the chunk frame", lying, 10, "declare 67108864 bytes, the chunk frame 10"},
+		{"not zstd", []byte("not a zstd frame at all"), 1 << 20, "not whole zstd frames"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			file := append(tracecraft.Preamble(trace.Version3), tracecraft.Frame(chunks[0].Type, chunks[0].Payload, true)...)
+			file = append(file, tracecraft.FrameRaw(trace.ChunkEvents, tc.stored, 1, tc.raw)...)
+			if len(file) > 4<<10 {
+				t.Fatalf("crafted trace of %d bytes", len(file))
+			}
+			r, _, alloc := readCounting(t, file)
+			damageWith(t, r, trace.ErrCorrupt, tc.reason)
+			if alloc > 4<<20 {
+				t.Errorf("reading a %d-byte trace allocated %d bytes", len(file), alloc)
 			}
 		})
 	}

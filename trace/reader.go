@@ -588,7 +588,18 @@ func (r *Reader) readChunk() (ChunkType, []byte, error) {
 	}
 	payload := r.stored
 	if f.flags&flagZstd != 0 {
-		if cap(r.raw) < int(f.raw) { // room for what the frame promises (≤ MaxChunkRaw) at once
+		// The lengths the frames declare are trusted only as far as the stored bytes can
+		// hold them: the buffer below, and the decoder's own, are sized by them.
+		bound, declared, ok := zstdBound(r.stored)
+		switch {
+		case !ok:
+			return f.typ, nil, &ChunkError{Offset: start, Type: f.typ, Reason: "decompress: payload is not whole zstd frames", Err: ErrCorrupt}
+		case uint64(f.raw) > bound:
+			return f.typ, nil, &ChunkError{Offset: start, Type: f.typ, Reason: fmt.Sprintf("frame says %d bytes, its zstd blocks hold at most %d", f.raw, bound), Err: ErrCorrupt}
+		case declared > uint64(f.raw):
+			return f.typ, nil, &ChunkError{Offset: start, Type: f.typ, Reason: fmt.Sprintf("zstd frames declare %d bytes, the chunk frame %d", declared, f.raw), Err: ErrCorrupt}
+		}
+		if cap(r.raw) < int(f.raw) { // room for what the frame promises (≤ MaxChunkRaw, ≤ bound) at once
 			r.raw = make([]byte, 0, f.raw)
 		}
 		out, err := r.dec.DecodeAll(r.stored, r.raw[:0])

@@ -114,6 +114,9 @@ type recorded struct {
 	Ret   int64
 	Errno uint16
 	Start int64 // ns since origin
+	Tid   uint32
+	Pid   uint32 // the caller's process, as the event names it
+	Exe   string // from the caller's process record
 	// FirstSeen is that of the caller's process record read before the event, -1 without one.
 	FirstSeen int64
 }
@@ -144,9 +147,10 @@ func readTrace(t *testing.T, path string) traceContents {
 		if err != nil {
 			t.Fatalf("read trace: %v", err)
 		}
-		rec := recorded{Op: ev.Op, Path: r.PathName(ev.Path), Ret: ev.Ret, Errno: ev.Errno, Start: ev.Start, FirstSeen: -1}
+		rec := recorded{Op: ev.Op, Path: r.PathName(ev.Path), Ret: ev.Ret, Errno: ev.Errno, Start: ev.Start,
+			Tid: ev.Tid, Pid: ev.Pid, FirstSeen: -1}
 		if p, ok := r.Process(ev.Tid); ok {
-			rec.Comm, rec.FirstSeen = p.Comm, p.FirstSeen
+			rec.Comm, rec.Exe, rec.FirstSeen = p.Comm, p.Exe, p.FirstSeen
 		}
 		tc.events = append(tc.events, rec)
 	}
@@ -612,6 +616,59 @@ func TestRecordOptions(t *testing.T) {
 	}
 	if n := tc.count(trace.OpOpen); n != 20 || tc.count(trace.OpRelease) != n {
 		t.Errorf("%d opens and %d releases recorded, want 20 of each:\n%s", n, tc.count(trace.OpRelease), tc.dump())
+	}
+}
+
+// TestRecordThreads: the requests of a thread a program starts are the program's (its name,
+// process and executable), and a --comm filter naming the program keeps them.
+func TestRecordThreads(t *testing.T) {
+	requireRecord(t)
+	testenv.Programs(t, testenv.FUSE, "python3")
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "data.txt"), []byte("hello\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// The main thread writes main.txt, a thread it starts reads data.txt five times.
+	script := `import threading
+with open("main.txt", "w") as f: f.write("main\n")
+def reader():
+    for _ in range(5):
+        with open("data.txt") as f: f.read()
+th = threading.Thread(target=reader); th.start(); th.join()`
+	for _, filter := range []bool{false, true} {
+		t.Run(fmt.Sprintf("comm filter %v", filter), func(t *testing.T) {
+			out := filepath.Join(t.TempDir(), "t.iotap")
+			args := []string{"record", "-o", out}
+			if filter {
+				args = append(args, "--comm", "python3")
+			}
+			p := startIotap(t, dir, append(args, "--", "python3", "-c", script)...)
+			_ = p.stdin.Close()
+			if code, _ := p.wait(t); code != 0 {
+				t.Fatalf("exit %d; stderr %s", code, p.stderr)
+			}
+			tc := readTrace(t, out)
+			var main, thread *recorded
+			reads := 0
+			for i, e := range tc.events {
+				switch {
+				case (e.Op == trace.OpCreate || e.Op == trace.OpOpen) && e.Path == "main.txt":
+					main = &tc.events[i]
+				case e.Op == trace.OpRead && e.Path == "data.txt":
+					thread = &tc.events[i]
+					reads++
+				}
+			}
+			if main == nil || thread == nil {
+				t.Fatalf("no open of main.txt or no read of data.txt; events:\n%s", tc.dump())
+			}
+			if reads < 5 {
+				t.Errorf("%d reads of data.txt recorded, want at least 5", reads)
+			}
+			if thread.Tid == main.Tid || thread.Pid != main.Pid || thread.Comm != "python3" || thread.Comm != main.Comm || thread.Exe != main.Exe {
+				t.Errorf("thread's read %+v, want the main thread's process, name and executable: %+v", *thread, *main)
+			}
+		})
 	}
 }
 

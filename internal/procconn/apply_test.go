@@ -21,11 +21,21 @@ func TestApply(t *testing.T) {
 		t.Errorf("forked child not cached: %x", w)
 	}
 
-	// A new thread of the child: same process, the process's parent.
-	r.applyLocked(&Event{Kind: KindFork, ParentPid: 101, ParentTgid: 101, Pid: 102, Tgid: 101})
-	if e := r.m[102]; e == nil || e.pid != 101 || e.ppid != 100 || e.comm != "sh" {
+	// A new thread of a program the child started: the kernel's event names the real
+	// parent of the thread, which is the parent of its process (sh), not the program. The
+	// thread is the program's.
+	r.m[101].comm, r.m[101].exe = "python3", "/usr/bin/python3"
+	r.forgetLocked(101)
+	r.applyLocked(&Event{Kind: KindFork, ParentPid: 100, ParentTgid: 100, Pid: 102, Tgid: 101})
+	if e := r.m[102]; e == nil || e.pid != 101 || e.ppid != 100 || e.comm != "python3" || e.exe != "/usr/bin/python3" {
 		t.Errorf("thread: %+v", e)
 	}
+	// A new thread of a process the resolver does not know is read in its first request.
+	r.applyLocked(&Event{Kind: KindFork, ParentPid: 100, ParentTgid: 100, Pid: 302, Tgid: 301})
+	if e := r.m[302]; e == nil || e.pid != 301 || e.known || r.m[301] != nil {
+		t.Errorf("thread of an unknown process: %+v (process %+v)", e, r.m[301])
+	}
+	delete(r.m, 302)
 
 	// The used child execs: its slot empties, the new program is queued for a read and
 	// counts as used.

@@ -4,7 +4,8 @@
 // A [Resolver] subscribes to the proc connector (netlink NETLINK_CONNECTOR, multicast group
 // CN_IDX_PROC; needs CAP_NET_ADMIN in the initial namespaces) and keeps a table of the
 // host's threads: fork events give a new thread its process, parent, name and executable
-// (inherited from the forking thread), comm events a new name, exit events remove the
+// (a new process's from the forking thread; a new thread's from its process's main thread,
+// since the event names the process's parent, not the creating thread), comm events a new name, exit events remove the
 // thread (memory follows the live threads). An exited thread of the job or one that used the
 // mount is kept apart for a few seconds more: the kernel sends requests on a thread's behalf
 // after its exit event (a file's last close, in the thread's exit, sends RELEASE
@@ -495,18 +496,30 @@ func (r *Resolver) applyLocked(ev *Event) {
 		if len(r.m) >= maxThreads {
 			r.overflowLocked()
 		}
-		c := &entry{pid: ev.Tgid}
-		p := r.m[ev.ParentPid]
-		if p == nil {
-			p = &entry{pid: ev.ParentTgid}
-			r.m[ev.ParentPid] = p
-			r.queueLocked(ev.ParentPid, p, true)
-		}
-		c.watch = p.watch || p.used || ev.ParentTgid == r.self
-		if ev.Tgid == ev.ParentTgid { // a new thread of the same process
+		// The event names the new task's real parent: for a new process the forking
+		// process, for a new thread (Pid ≠ Tgid) the parent of the thread's process, never
+		// the thread that created it. A thread takes its process's identity, from the
+		// process's main thread.
+		c := &entry{pid: ev.Tgid, ppid: ev.ParentTgid}
+		var p *entry
+		if ev.Pid != ev.Tgid {
+			p = r.m[ev.Tgid]
+			if p == nil { // a process the resolver does not know: read in the thread's first request
+				r.forgetLocked(ev.Pid)
+				r.gone.forget(ev.Pid)
+				r.m[ev.Pid] = c
+				return
+			}
 			c.ppid = p.ppid
+			c.watch = p.watch || p.used || ev.Tgid == r.self
 		} else {
-			c.ppid = ev.ParentTgid
+			p = r.m[ev.ParentPid]
+			if p == nil {
+				p = &entry{pid: ev.ParentTgid}
+				r.m[ev.ParentPid] = p
+				r.queueLocked(ev.ParentPid, p, true)
+			}
+			c.watch = p.watch || p.used || ev.ParentTgid == r.self
 		}
 		if p.known {
 			c.comm, c.exe, c.known, c.forked = p.comm, p.exe, true, true

@@ -2,6 +2,7 @@ package procconn
 
 import (
 	"bufio"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -170,4 +171,40 @@ func TestResolverKeep(t *testing.T) {
 		t.Errorf("tail kept")
 	}
 	report(t, ch, a.Process.Pid)
+}
+
+// TestResolverThreads: a thread a program starts is the program's (its name, executable,
+// process and parent), though the kernel's fork event names the process's parent.
+func TestResolverThreads(t *testing.T) {
+	exePath(t, "python3")
+	r, ch := startResolver(t, nil)
+	c := exec.Command("python3", "-c", `import sys, threading
+def run():
+    sys.stdout.write("%d\n" % threading.get_native_id()); sys.stdout.flush()
+    sys.stdin.readline()
+th = threading.Thread(target=run); th.start(); th.join()`)
+	in, _ := c.StdinPipe()
+	outp, _ := c.StdoutPipe()
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = in.Close(); _ = c.Wait() })
+	var tid int
+	if _, err := fmt.Fscan(bufio.NewReader(outp), &tid); err != nil {
+		t.Fatal(err)
+	}
+	pid := c.Process.Pid
+	if tid == pid {
+		t.Fatalf("thread id %d is the process's", tid)
+	}
+	pyExe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid)) // python3 may be a launcher that execs another
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := r.Use(uint32(tid), 1); got != uint32(pid) {
+		t.Errorf("Use(thread) = %d, want %d", got, pid)
+	}
+	if th := report(t, ch, tid); th.Pid != uint32(pid) || th.PPid != uint32(os.Getpid()) || th.Comm != "python3" || th.Exe != pyExe {
+		t.Errorf("thread: %+v, want pid %d, parent %d, comm python3, exe %s", th, pid, os.Getpid(), pyExe)
+	}
 }

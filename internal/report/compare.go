@@ -48,6 +48,8 @@ type Comparison struct {
 	// most (see CompareCalls); Change.Op names the call.
 	SlowerCalls []Change `json:"slower_calls,omitempty"`
 	FasterCalls []Change `json:"faster_calls,omitempty"`
+
+	diffWarnings []string // the warnings verdict added (it may run again for another view)
 }
 
 // CompareSide is one side: one trace, or several merged (a directory of per-node traces).
@@ -93,10 +95,12 @@ type OpSide struct {
 	P50     int64   `json:"p50_ns"`
 	P99     int64   `json:"p99_ns"`
 	TotalNs int64   `json:"total_ns"`
-	// BusyNs is the time at least one was in flight; OpsPerS and MBps are over it.
-	BusyNs  int64   `json:"busy_ns"`
-	OpsPerS float64 `json:"ops_per_s"`
-	MBps    float64 `json:"mb_per_s,omitempty"`
+	// BusyNs is the time at least one was in flight; OpsPerS (the ops that succeeded),
+	// FailsPerS (those that failed) and MBps are over it.
+	BusyNs    int64   `json:"busy_ns"`
+	OpsPerS   float64 `json:"ops_per_s"`
+	FailsPerS float64 `json:"failures_per_s,omitempty"`
+	MBps      float64 `json:"mb_per_s,omitempty"`
 	// FirstAccess and Reaccess split the reads (read rows; see the report's ops[]).
 	FirstAccess *AccessRow `json:"first_access,omitempty"`
 	Reaccess    *AccessRow `json:"reaccess,omitempty"`
@@ -387,7 +391,7 @@ func WriteCompareText(w io.Writer, c *Comparison) error {
 	for _, wn := range c.Warnings {
 		fmt.Fprintf(&b, "WARNING: %s\n", wn)
 	}
-	fmt.Fprintf(&b, "\nper %s: latencies and their ratios are over the %ss that succeeded; failures by errno; rate and MB/s per second of the time at least one was in flight (MB = 10^6 B); total ratio only where counts differ\n",
+	fmt.Fprintf(&b, "\nper %s: latencies, their ratios and the rate are over the %ss that succeeded; failures by errno, with their own rate; rates and MB/s per second of the time at least one was in flight (MB = 10^6 B); total ratio only where counts differ\n",
 		rowKind(c.View), rowKind(c.View))
 	for _, o := range c.rows() {
 		fmt.Fprintf(&b, "\n%s\n", o.Name)
@@ -399,7 +403,7 @@ func WriteCompareText(w io.Writer, c *Comparison) error {
 			}
 			fails, bytes := "-", "-"
 			if s.Errors > 0 {
-				fails = errnoCounts(s.Errnos)
+				fails = errnoCounts(s.Errnos) + " (" + rateCell(o.Name, s.FailsPerS) + ")"
 			}
 			if s.Bytes > 0 {
 				bytes = format.Bytes(s.Bytes)

@@ -49,6 +49,9 @@ func CompareCalls(c *Comparison, sides []*stats.Stats) bool {
 	for i, s := range sides {
 		c.Sides[i].CallNs = s.CallTotalNs()
 		c.Sides[i].CallRatio = ratio(float64(c.Sides[i].CallNs), float64(base.CallTotalNs()))
+		// The requests view's ratios, which a verdict of that view may have left out.
+		c.Sides[i].Ratio = ratio(float64(c.Sides[i].TotalNs), float64(c.Sides[0].TotalNs))
+		c.Sides[i].WorkRatio = ratio(float64(c.Sides[i].WorkNs), float64(c.Sides[0].WorkNs))
 		c.Sides[i].Job = jobRates(s, c.Sides[i].DurationNs, true)
 		if i == 0 {
 			continue
@@ -124,7 +127,7 @@ func opSide(name string, in sideIn, base *stats.OpStats, ratios bool) OpSide {
 	l := latency(ok.Hist, ok.Count, ok.TotalNs, ok.MaxNs)
 	os := OpSide{Count: o.Count, Errors: o.Errors, Bytes: o.Bytes, MeanNs: l.MeanNs, P50: l.P50, P99: l.P99, TotalNs: o.TotalNs,
 		BusyNs: in.busy, Hist: histBins(o.Hist)}
-	os.OpsPerS, os.MBps = opRates(name, o.Count, o.Bytes, in.busy)
+	os.OpsPerS, os.FailsPerS, os.MBps = opRates(name, o.Count, o.Errors, o.Bytes, in.busy)
 	if len(o.Errnos) > 0 {
 		os.Errnos = map[string]uint64{}
 		for e, n := range o.Errnos {

@@ -26,7 +26,8 @@
 // Latencies are durations of filesystem operations as the tracing layer timed them.
 // Percentiles come from HDR histograms with 3 significant digits: pN is the highest value
 // equivalent to the order statistic of rank round(N/100 × count) (at least 1), capped at
-// the exact maximum, so it is at most 0.1 % (or 512 ns) above the exact order statistic.
+// the exact maximum, so it is never below the exact order statistic and less than 1/1024
+// (0.1 %) of it above, from 1 ns up (values below 2048 ns are exact).
 // Mean, total and max are exact. "Job I/O time" is the sum of all op durations: concurrent
 // ops add up, so it can exceed the wall-clock duration.
 //
@@ -69,15 +70,18 @@
 // A view:
 //
 //	name, traces[] (indexes into traces), events, dropped, start (first op),
-//	duration_ns (first op start to last op end), total_ns (job I/O time)
+//	duration_ns (wall time from the first op's start to the last op's end of each trace;
+//	with several traces, the time at least one of them covers: runs made one after another
+//	add their own durations, without the time between them), total_ns (job I/O time)
 //	job          the job's bytes and rates: {view ("syscalls" when every trace has the
 //	             per-system-call view, else "requests": what the counts count),
-//	             read_bytes, write_bytes, data_ops (reads, writes, copy_file_range),
-//	             meta_ops (every other call or request but forget), wall_ns (=
+//	             read_bytes, write_bytes, data_ops (reads, writes, copy_file_range that
+//	             succeeded), meta_ops (every other call or request but forget that
+//	             succeeded), failed_ops (the calls or requests that failed), wall_ns (=
 //	             duration_ns), active_ns (I/O-active time: at least one op in flight;
 //	             summed over traces, active_summed, when there are several), wall and active {mb_per_s, read_mb_per_s,
-//	             write_mb_per_s, iops (data ops per second), meta_ops_per_s}: over wall_ns
-//	             and over active_ns}
+//	             write_mb_per_s, iops (data_ops per second), meta_ops_per_s (meta_ops per
+//	             second)}: over wall_ns and over active_ns}
 //	syscalls[]   the per-system-call view, one per kind of call seen, by total_ns
 //	             descending (absent when a trace was read without it):
 //	  call ("open" (also creat and opendir), "stat" (stat, lstat, fstat, statx, and a
@@ -95,12 +99,12 @@
 //	  p99_ns, p99_9_ns, max_ns, requests
 //	  (FUSE requests the calls stand for; 0 in a replay's trace, whose events are the
 //	  calls it issued), requests_per_call (mean), max_requests, busy_ns, ops_per_s,
-//	  mb_per_s, first_access, reaccess, cdf[], hist[] (as in ops[]), and waited
-//	  (recordings with --legs kernel, for the calls whose system call entry and return
-//	  the kernel measured): {count, mean_ns, p50_ns, p90_ns, p99_ns, p99_9_ns, max_ns
-//	  of what the application waited for each call, total_ns, storage_ns (those calls'
-//	  time in the storage), fuse_ns (total_ns less storage_ns: what the layer's round
-//	  trips added), fuse_share (fuse_ns / total_ns)}
+//	  failures_per_s, mb_per_s, first_access, reaccess, cdf[], hist[] (as in ops[]), and
+//	  waited (recordings with --legs kernel, for the calls whose system call entry and
+//	  return the kernel measured): {count, mean_ns, p50_ns, p90_ns, p99_ns, p99_9_ns,
+//	  max_ns of what the application waited for each call, total_ns, storage_ns (those
+//	  calls' time in the storage), fuse_ns (total_ns less storage_ns: what the layer's
+//	  round trips added), fuse_share (fuse_ns / total_ns)}
 //	call_ns      the calls' summed time
 //	syscall_notes[] what the per-system-call view cannot show, for these traces
 //	ops[]        one per operation (FUSE request) seen, by total_ns descending:
@@ -108,9 +112,11 @@
 //	  bytes (bytes done: read, write, copy_file_range, readdir*, *xattr, readlink),
 //	  total_ns, share (of the view's total_ns), mean_ns, p50_ns, p90_ns, p99_ns,
 //	  p99_9_ns, max_ns,
-//	  busy_ns (time at least one request of the op was in flight), ops_per_s and
-//	  mb_per_s (read, write, copy_file_range; MB = 10^6 B) over busy_ns: the rate the
-//	  storage served the op at while the job asked for it,
+//	  busy_ns (time at least one request of the op was in flight, failed ones
+//	  included), ops_per_s (the requests that succeeded), failures_per_s (those that
+//	  failed; absent when none did) and mb_per_s (read, write, copy_file_range; MB =
+//	  10^6 B) over busy_ns: the rate the storage served the op at while the job asked
+//	  for it,
 //	  first_access, reaccess (read only): the reads that returned bytes never read
 //	  before from their file in the trace (at least one), and the reads that returned
 //	  only bytes read before: {count, bytes, total_ns, mean_ns, p50_ns, p90_ns, p99_ns,
@@ -139,12 +145,14 @@
 //	             reread_lower_bound, read_sizes[]/write_sizes[] {bucket, count},
 //	             meta_share, data_share (of job I/O time; meta = every class but data)}
 //	processes[]  top N by total_ns: {host, pid, comm, exe, ops, errors, total_ns, share,
-//	             meta_ns, data_ns, read_bytes, write_bytes}
+//	             meta_ns, data_ns, read_bytes, write_bytes (copy_file_range's bytes
+//	             count as read and as written)}
 //	files_by_time[], files_by_bytes[], dirs_by_time[], dirs_by_bytes[]: top N
 //	             {path ("." is the traced root), ops, errors, total_ns, share, meta_ns,
-//	             data_ns, read_ops, write_ops, read_bytes, write_bytes, seq_share (of data
+//	             data_ns, read_ops, write_ops, read_bytes, write_bytes (with the bytes
+//	             copy_file_range copied from and to the file), seq_share (of data
 //	             ops), reread_bytes, reread_lower_bound, opens, unused_opens (handles
-//	             closed without a read or write), first_access_reads,
+//	             closed without a read, write or copy_file_range), first_access_reads,
 //	             first_access_bytes, first_access_ns, reaccess_reads, reaccess_bytes,
 //	             reaccess_ns (the file's reads split as in ops[].first_access), first_byte_ns
 //	             (files only: the latency of its first read that returned data; the
@@ -204,10 +212,20 @@
 //	          close +1.00s (12.2%)": the side's I/O time (call time in the syscalls view,
 //	          job I/O time in the requests view) and runtime (duration_ns) as ratios to the
 //	          baseline's, and the three rows whose time moved most in the same direction,
-//	          with their share of the time all rows moving that way moved
+//	          with their share of the time all rows moving that way moved. A side whose
+//	          calls differ from the baseline's in kind or outcome (success or failure) by
+//	          more than 1 % (MaxWorkDiff) did other work and gets no ratio: "broken: no
+//	          ratio, not the same work: 8,266 of 20,062 (41.2%) differ from the baseline's
+//	          in kind or outcome: open +2,050 failed, −2,050 succeeded; ...", and a warning
 //	verdict_figures[] the same in figures: {side, text, io_ns, baseline_io_ns, io_ratio,
 //	          delta_ns, runtime_ns, baseline_runtime_ns, runtime_ratio, top[] {name,
-//	          delta_ns, share}}
+//	          delta_ns, share}, differing (calls with no counterpart of the same kind and
+//	          outcome on the baseline: per kind and outcome, the larger of the side's
+//	          excess and its shortfall, summed over the rows the same-work check counts),
+//	          compared (the larger side's calls over those rows), differing_rows[] (when
+//	          there is no ratio: up to three rows that differ most, {name, succeeded,
+//	          failed}: the side's count minus the baseline's); io_ratio, runtime_ratio are
+//	          0 and top[] empty when there is no ratio}
 //	view      "syscalls" (the default: per system call) or "requests" (--view
 //	          requests: per FUSE request): the view that leads and that the same-work
 //	          check uses
@@ -221,13 +239,16 @@
 //	          client_peak_rss_bytes (the largest of its traces), client_cpu_s,
 //	          client_cpu_s_per_gb, iotap_peak_rss_bytes, iotap_cpu_s, iotap_cpu_s_per_gb,
 //	          settings (the S3 client options a replay used, label replay.s3_options)},
-//	          call_ns (the calls' summed time; syscalls view), call_ratio,
+//	          call_ns (the calls' summed time; syscalls view), call_ratio (0, as
+//	          total_ratio and work_ratio in the requests view, for a side that is not the
+//	          same work: see verdict),
 //	          job (the side's bytes and rates as in a report's view, counted in the
 //	          comparison's view)}
 //	syscalls[] syscalls view: by the baseline's total time: {call, sides[] (as in ops[])}
 //	ops[]     by the baseline's total time: {op, sides[] {count, errors, errnos{"EACCES":
 //	          n}, bytes, mean_ns, p50_ns, p99_ns (over the ops that succeeded), total_ns
-//	          (all ops), busy_ns, ops_per_s, mb_per_s (as in a report's ops[]),
+//	          (all ops), busy_ns, ops_per_s, failures_per_s, mb_per_s (as in a report's
+//	          ops[]),
 //	          first_access, reaccess (read rows, as in a report), flags[] ("≠count": the
 //	          count differs from the baseline's; "≠bytes": the bytes differ; "no data": a
 //	          data op that moved no bytes on one of the two sides, not ratioed; "all failed":

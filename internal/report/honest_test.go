@@ -8,6 +8,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -75,7 +76,7 @@ func TestHonestRatios(t *testing.T) {
 		if err := WriteCompareText(&txt, c); err != nil {
 			t.Fatal(err)
 		}
-		if !regexp.MustCompile(`(?m)^s3fs +8 +8 EACCES +- .* - +- +- +- +all failed$`).MatchString(txt.String()) {
+		if !regexp.MustCompile(`(?m)^s3fs +8 +8 EACCES \([0-9.k]+/s\) +- .* - +- +- +- +all failed$`).MatchString(txt.String()) {
 			t.Errorf("no failure column in:\n%s", txt.String())
 		}
 	})
@@ -162,5 +163,118 @@ func TestVerdict(t *testing.T) {
 	}
 	if len(doc.Verdict) != 1 || doc.Verdict[0] != want || doc.Verdicts[0].IORatio != v.IORatio {
 		t.Errorf("json verdict %+v", doc)
+	}
+}
+
+// runTrace is one run of a small job made at wall: 8 creates and 8 writes of writeNs each,
+// one after the other, 1 µs apart.
+func runTrace(t testing.TB, wall time.Time, writeNs int64) *stats.Stats {
+	b := tracetest.NewWithHeader(t, trace.Header{Kind: "replay", WallStart: wall, Target: trace.Target{Path: "/t", FSType: "ext4"}})
+	b.At(1, 1e9)
+	for i := range 8 {
+		name := fmt.Sprintf("f%d", i)
+		b.FH++
+		fh := b.FH
+		b.Ev(1, trace.OpCreate, name, 10e3, 1000, func(e *trace.Event) { e.Handle, e.Mode = fh, unix.S_IFREG|0o644 })
+		b.Ev(1, trace.OpWrite, name, writeNs, 1000, func(e *trace.Event) { e.Handle, e.Size, e.Ret = fh, 4096, 4096 })
+	}
+	return statsOf(t, "run.iotap", b.Bytes())
+}
+
+// TestMergedRunsDuration: the runs of replay --repeat merged into one side last as long as
+// their own spans added up, not from the first run's start to the last one's end; traces
+// made at once (the nodes of one job) count their common time once.
+func TestMergedRunsDuration(t *testing.T) {
+	t0 := time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)
+	const fastSpan int64 = 8*(10e3+1000+50e3+1000) - 1000 // the last write's end
+	const slowSpan int64 = 8*(10e3+1000+100e3+1000) - 1000
+	merge := func(runs ...*stats.Stats) *stats.Stats {
+		s := stats.New()
+		for _, r := range runs {
+			s.Merge(r)
+		}
+		return s
+	}
+	// Two runs onto each of two targets, interleaved 10 s apart as replay does them.
+	fast := merge(runTrace(t, t0, 50e3), runTrace(t, t0.Add(20*time.Second), 50e3))
+	slow := merge(runTrace(t, t0.Add(10*time.Second), 100e3), runTrace(t, t0.Add(30*time.Second), 100e3))
+	if got := fast.WallNs(); got != 2*fastSpan {
+		t.Errorf("two runs: wall %d ns, want %d", got, 2*fastSpan)
+	}
+	rep, err := Build([]*stats.Stats{fast}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Total.DurationNs != 2*fastSpan || rep.Total.Job.WallNs != 2*fastSpan {
+		t.Errorf("report of two runs: duration %d, job wall %d; want %d", rep.Total.DurationNs, rep.Total.Job.WallNs, 2*fastSpan)
+	}
+	c := Compare([]string{"fast", "slow"}, []*stats.Stats{fast, slow}, 0.05)
+	CompareCalls(c, []*stats.Stats{fast, slow})
+	if c.Sides[0].DurationNs != 2*fastSpan || c.Sides[1].DurationNs != 2*slowSpan {
+		t.Errorf("sides' durations %d and %d, want %d and %d", c.Sides[0].DurationNs, c.Sides[1].DurationNs, 2*fastSpan, 2*slowSpan)
+	}
+	if v := c.Verdicts[0]; v.RuntimeNs != 2*slowSpan || v.BaseRuntimeNs != 2*fastSpan {
+		t.Errorf("verdict runtimes %d against %d, want %d against %d", v.RuntimeNs, v.BaseRuntimeNs, 2*slowSpan, 2*fastSpan)
+	}
+	// Two nodes of one job, the second starting 100 µs after the first: their union.
+	nodes := merge(runTrace(t, t0, 50e3), runTrace(t, t0.Add(100*time.Microsecond), 50e3))
+	if got := nodes.WallNs(); got != fastSpan+100e3 {
+		t.Errorf("two overlapping traces: wall %d ns, want %d", got, fastSpan+100e3)
+	}
+}
+
+// TestVerdictOtherWork: a side whose calls mostly failed where the baseline's succeeded is
+// faster because it did nothing: it gets no I/O time or runtime ratio but a warning, and
+// its rates count only the calls that succeeded, its failures at their own rate.
+func TestVerdictOtherWork(t *testing.T) {
+	base := sideTrace(t, "ext4", 10e3, 50e3, false, 65536)
+	fail := sideTrace(t, "fuse.s3fs", 2e3, 50e3, true, 65536)
+	slow := sideTrace(t, "fuse.s3fs", 1e6, 2e6, false, 65536)
+	c := Compare([]string{"local", "broken", "s3fs"}, []*stats.Stats{base, fail, slow}, 0.05)
+	if !CompareCalls(c, []*stats.Stats{base, fail, slow}) {
+		t.Fatal("no call view")
+	}
+	v := c.Verdicts[0]
+	// The baseline's 8 opens, writes, reads and closes succeed; the side's 8 opens fail.
+	if v.IORatio != 0 || v.RuntimeRatio != 0 || len(v.Top) != 0 || v.Differing != 32 || v.Compared != 33 {
+		t.Errorf("verdict of the side that failed: %+v", v)
+	}
+	want := "broken: no ratio, not the same work: 32 of 33 (97.0%) differ from the baseline's in kind or outcome: open +8 failed, −8 succeeded; write −8 succeeded; read −8 succeeded"
+	if c.Verdict[0] != want {
+		t.Errorf("verdict\n got %q\nwant %q", c.Verdict[0], want)
+	}
+	if c.Sides[1].CallRatio != 0 || c.Verdicts[1].IORatio == 0 || c.Sides[2].CallRatio == 0 {
+		t.Errorf("call ratios %v, %v; other side's verdict %+v", c.Sides[1].CallRatio, c.Sides[2].CallRatio, c.Verdicts[1])
+	}
+	warned := false
+	for _, w := range c.Warnings {
+		warned = warned || strings.HasPrefix(w, "broken is not the same work as the baseline: 32 of its calls (97.0%)")
+	}
+	if !warned {
+		t.Errorf("no warning: %q", c.Warnings)
+	}
+	var txt bytes.Buffer
+	if err := WriteCompareText(&txt, c); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(txt.String(), want+"\n") || !strings.Contains(txt.String(), "WARNING: broken is not the same work") {
+		t.Errorf("text:\n%s", txt.String())
+	}
+	open := callRow(t, c, "open").Sides[1]
+	if open.OpsPerS != 0 || open.FailsPerS == 0 {
+		t.Errorf("open of the side that failed: %v/s succeeded, %v/s failed", open.OpsPerS, open.FailsPerS)
+	}
+	// A report of the side: its open rate is of the calls that succeeded.
+	rep, err := Build([]*stats.Stats{fail}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rep.Total.Syscalls {
+		if r.Call == "open" && (r.OpsPerS != 0 || r.FailsPerS == 0) {
+			t.Errorf("report's open row: %v/s, %v/s failed", r.OpsPerS, r.FailsPerS)
+		}
+	}
+	if j := rep.Total.Job; j.FailedOps != 8+1 || j.MetaOps != 0 || j.Wall.MetaOps != 0 {
+		t.Errorf("job: %+v", j)
 	}
 }

@@ -145,7 +145,7 @@ type View struct {
 	Events     uint64    `json:"events"`
 	Dropped    uint64    `json:"dropped"`
 	Start      time.Time `json:"start"`
-	DurationNs int64     `json:"duration_ns"` // wall time from the first op's start to the last op's end
+	DurationNs int64     `json:"duration_ns"` // wall time the traces cover (stats.Stats.WallNs)
 	TotalNs    int64     `json:"total_ns"`    // job I/O time: sum of all op durations
 	// Job is the job's bytes and rates over its wall time and its I/O-active time.
 	Job *JobRates `json:"job"`
@@ -195,11 +195,13 @@ type OpRow struct {
 	TotalNs int64             `json:"total_ns"`
 	Share   float64           `json:"share"` // of the view's total_ns
 	Latency
-	// BusyNs is the time at least one request of the op was in flight; OpsPerS and MBps
-	// (read, write, copy_file_range) are over it (rates.go).
-	BusyNs  int64   `json:"busy_ns"`
-	OpsPerS float64 `json:"ops_per_s"`
-	MBps    float64 `json:"mb_per_s,omitempty"`
+	// BusyNs is the time at least one request of the op was in flight; OpsPerS (the
+	// requests that succeeded), FailsPerS (those that failed) and MBps (read, write,
+	// copy_file_range) are over it (rates.go).
+	BusyNs    int64   `json:"busy_ns"`
+	OpsPerS   float64 `json:"ops_per_s"`
+	FailsPerS float64 `json:"failures_per_s,omitempty"`
+	MBps      float64 `json:"mb_per_s,omitempty"`
 	// FirstAccess and Reaccess split the reads (read only; see stats.Stats.FirstReads).
 	FirstAccess *AccessRow `json:"first_access,omitempty"`
 	Reaccess    *AccessRow `json:"reaccess,omitempty"`
@@ -586,9 +588,9 @@ func histBins(h *hdrhistogram.Histogram) []HistBin {
 
 func buildView(name string, s *stats.Stats, traces []int, o Options) *View {
 	v := &View{Name: name, Traces: traces, Events: s.Events, Dropped: s.Dropped(), TotalNs: s.TotalNs()}
-	if st, en := s.Span(); !st.IsZero() {
+	if st, _ := s.Span(); !st.IsZero() {
 		v.Start = st.UTC()
-		v.DurationNs = int64(en.Sub(st))
+		v.DurationNs = s.WallNs()
 	}
 	v.Job = jobRates(s, v.DurationNs, true)
 	for i := range s.Ops {
@@ -609,7 +611,7 @@ func buildView(name string, s *stats.Stats, traces []int, o Options) *View {
 		}
 		row.Inflight = inflightRow(&s.Inflight.Ops[i])
 		row.BusyNs = s.Inflight.Ops[i].BusyNs
-		row.OpsPerS, row.MBps = opRates(row.Op, op.Count, op.Bytes, row.BusyNs)
+		row.OpsPerS, row.FailsPerS, row.MBps = opRates(row.Op, op.Count, op.Errors, op.Bytes, row.BusyNs)
 		if trace.Op(i) == trace.OpRead {
 			row.FirstAccess, row.Reaccess = accessRow(&s.FirstReads), accessRow(&s.Rereads)
 		}

@@ -14,7 +14,8 @@ import (
 //
 // An operation's rate is over the time at least one of its requests (or calls) was in
 // flight, its busy time: what the storage delivered while the job asked for that
-// operation, whatever the job did between. MB are 10^6 bytes. A job's rates are over its
+// operation, whatever the job did between. The rate counts the ops that succeeded; those
+// that failed have their own rate over the same time. MB are 10^6 bytes. A job's rates are over its
 // wall time (first op's start to last op's end) and over its I/O-active time (the time
 // at least one op of any kind was in flight).
 
@@ -40,10 +41,13 @@ type JobRates struct {
 	View       string `json:"view"`
 	ReadBytes  uint64 `json:"read_bytes"`
 	WriteBytes uint64 `json:"write_bytes"`
-	DataOps    uint64 `json:"data_ops"` // reads, writes and copy_file_range
-	MetaOps    uint64 `json:"meta_ops"` // every other op or call
-	WallNs     int64  `json:"wall_ns"`
-	ActiveNs   int64  `json:"active_ns"` // I/O-active time: at least one op in flight
+	// DataOps (reads, writes and copy_file_range) and MetaOps (every other op or call)
+	// count those that succeeded, and the rates are of them; FailedOps are the others.
+	DataOps   uint64 `json:"data_ops"`
+	MetaOps   uint64 `json:"meta_ops"`
+	FailedOps uint64 `json:"failed_ops"`
+	WallNs    int64  `json:"wall_ns"`
+	ActiveNs  int64  `json:"active_ns"` // I/O-active time: at least one op in flight
 	// ActiveSummed says ActiveNs sums the I/O-active times of several traces (nodes).
 	ActiveSummed bool    `json:"active_summed,omitempty"`
 	Wall         JobRate `json:"wall"`
@@ -76,11 +80,18 @@ func jobRate(j *JobRates, ns int64) JobRate {
 	}
 }
 
-// data counts n data ops that read and wrote the given bytes.
-func (j *JobRates) data(n, read, written uint64) {
-	j.DataOps += n
+// data counts the data ops of o (successful ones read and wrote the given bytes).
+func (j *JobRates) data(o *stats.OpStats, read, written uint64) {
+	j.DataOps += o.Count - o.Errors
+	j.FailedOps += o.Errors
 	j.ReadBytes += read
 	j.WriteBytes += written
+}
+
+// meta counts the metadata ops of o.
+func (j *JobRates) meta(o *stats.OpStats) {
+	j.MetaOps += o.Count - o.Errors
+	j.FailedOps += o.Errors
 }
 
 // jobRates counts the job's bytes and ops: calls when calls is set and every trace has
@@ -90,16 +101,16 @@ func jobRates(s *stats.Stats, wallNs int64, calls bool) *JobRates {
 	if calls && s.HasCalls() {
 		j.View = ViewSyscalls
 		for k := range s.Calls {
-			c := &s.Calls[k]
+			c := &s.Calls[k].OpStats
 			switch fold.Syscall(k) {
 			case fold.SysRead:
-				j.data(c.Count, c.Bytes, 0)
+				j.data(c, c.Bytes, 0)
 			case fold.SysWrite:
-				j.data(c.Count, 0, c.Bytes)
+				j.data(c, 0, c.Bytes)
 			case fold.SysCopyFileRange:
-				j.data(c.Count, c.Bytes, c.Bytes)
+				j.data(c, c.Bytes, c.Bytes)
 			default:
-				j.MetaOps += c.Count
+				j.meta(c)
 			}
 		}
 	} else {
@@ -107,15 +118,15 @@ func jobRates(s *stats.Stats, wallNs int64, calls bool) *JobRates {
 			o := &s.Ops[i]
 			switch trace.Op(i) {
 			case trace.OpRead:
-				j.data(o.Count, o.Bytes, 0)
+				j.data(o, o.Bytes, 0)
 			case trace.OpWrite:
-				j.data(o.Count, 0, o.Bytes)
+				j.data(o, 0, o.Bytes)
 			case trace.OpCopyFileRange:
-				j.data(o.Count, o.Bytes, o.Bytes)
+				j.data(o, o.Bytes, o.Bytes)
 			case trace.OpForget:
 				// the kernel dropping inodes: no operation of the job
 			default:
-				j.MetaOps += o.Count
+				j.meta(o)
 			}
 		}
 	}
@@ -137,8 +148,12 @@ func jobLine(j *JobRates) string {
 			span, format.Dur(ns), r.MBps, r.ReadMBps, r.WriteMBps, rateText(r.IOPS), rateText(r.MetaOps), what)
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "job: read %s, wrote %s in %s data and %s metadata %s\n", format.Bytes(j.ReadBytes), format.Bytes(j.WriteBytes),
+	fmt.Fprintf(&b, "job: read %s, wrote %s in %s data and %s metadata %s", format.Bytes(j.ReadBytes), format.Bytes(j.WriteBytes),
 		format.Count(j.DataOps), format.Count(j.MetaOps), what)
+	if j.FailedOps > 0 {
+		fmt.Fprintf(&b, " that succeeded (and %s that failed)", format.Count(j.FailedOps))
+	}
+	b.WriteString("\n")
 	b.WriteString(line("wall time", j.WallNs, j.Wall))
 	active := "I/O-active time (at least one op in flight)"
 	if j.ActiveSummed {
@@ -192,11 +207,13 @@ func mbCell(name string, mbps float64) string {
 	return fmt.Sprintf("%.1f", mbps)
 }
 
-// opRates are an op's ops/s and MB/s over busyNs.
-func opRates(name string, count, bytes uint64, busyNs int64) (opsPerS, mbps float64) {
-	opsPerS = perSec(float64(count), busyNs)
+// opRates are an op's rates over busyNs: its successful ops per second, its failed ops
+// per second, and its MB/s (bytes are counted for successful ops only).
+func opRates(name string, count, errors, bytes uint64, busyNs int64) (opsPerS, failsPerS, mbps float64) {
+	opsPerS = perSec(float64(count-min(errors, count)), busyNs)
+	failsPerS = perSec(float64(errors), busyNs)
 	if dataOp(name) {
 		mbps = perSec(float64(bytes)/1e6, busyNs)
 	}
-	return opsPerS, mbps
+	return opsPerS, failsPerS, mbps
 }

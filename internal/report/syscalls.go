@@ -37,9 +37,11 @@ type CallRow struct {
 	Requests    uint64  `json:"requests"`
 	PerCall     float64 `json:"requests_per_call"`
 	MaxRequests uint64  `json:"max_requests"`
-	// BusyNs, OpsPerS, MBps, FirstAccess and Reaccess are as in OpRow, for the calls.
+	// BusyNs, OpsPerS, FailsPerS, MBps, FirstAccess and Reaccess are as in OpRow, for
+	// the calls.
 	BusyNs      int64      `json:"busy_ns"`
 	OpsPerS     float64    `json:"ops_per_s"`
+	FailsPerS   float64    `json:"failures_per_s,omitempty"`
 	MBps        float64    `json:"mb_per_s,omitempty"`
 	FirstAccess *AccessRow `json:"first_access,omitempty"`
 	Reaccess    *AccessRow `json:"reaccess,omitempty"`
@@ -97,7 +99,7 @@ func callView(v *View, s *stats.Stats) {
 			BusyNs:  c.BusyNs,
 			Waited:  waitRow(c),
 		}
-		row.OpsPerS, row.MBps = opRates(row.Call, c.Count, c.Bytes, c.BusyNs)
+		row.OpsPerS, row.FailsPerS, row.MBps = opRates(row.Call, c.Count, c.Errors, c.Bytes, c.BusyNs)
 		if fold.Syscall(i) == fold.SysRead {
 			row.FirstAccess, row.Reaccess = accessRow(&s.CallFirstReads), accessRow(&s.CallRereads)
 		}
@@ -207,7 +209,7 @@ func writeCallTable(b *strings.Builder, v *View) {
 		fmt.Fprintf(b, "  %s\n", n)
 	}
 	b.WriteString("  meta and data: the calls' time in metadata requests (lookup, getattr, open, create, flush, release, readdir, ...) and in data requests (read, write, fsync, ...)\n")
-	b.WriteString("  rate and MB/s: per second of the time at least one call of the kind was in flight (MB = 10^6 B)\n")
+	b.WriteString("  rate (of the calls that succeeded) and MB/s: per second of the time at least one call of the kind was in flight (MB = 10^6 B)\n")
 	for _, c := range v.Syscalls {
 		writeAccessSplit(b, c.Call+" calls", c.FirstAccess, c.Reaccess)
 	}

@@ -142,7 +142,7 @@ func writeOpTable(b *strings.Builder, v *View) {
 			format.Dur(o.P50), format.Dur(o.P90), format.Dur(o.P99), format.Dur(o.P999), format.Dur(o.MaxNs))
 	}
 	b.WriteString(t.String())
-	b.WriteString("  rate and MB/s: per second of the time at least one request of the op was in flight (MB = 10^6 B)\n")
+	b.WriteString("  rate (of the requests that succeeded) and MB/s: per second of the time at least one request of the op was in flight (MB = 10^6 B)\n")
 	for _, o := range v.Ops {
 		writeAccessSplit(b, o.Op+" requests", o.FirstAccess, o.Reaccess)
 	}

@@ -2,10 +2,12 @@ package report
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
 	"github.com/iotap/iotap/internal/format"
+	"github.com/iotap/iotap/trace"
 )
 
 // Verdict is the answer of a comparison for one side, in one line (Text) and in figures:
@@ -20,12 +22,103 @@ type Verdict struct {
 	BaseIONs int64   `json:"baseline_io_ns"`
 	IORatio  float64 `json:"io_ratio"`
 	DeltaNs  int64   `json:"delta_ns"`
-	// RuntimeNs is the side's wall time, first op's start to last op's end.
+	// RuntimeNs is the side's wall time (its duration_ns: each trace's first op's start to
+	// its last op's end, runs one after another added up).
 	RuntimeNs     int64   `json:"runtime_ns"`
 	BaseRuntimeNs int64   `json:"baseline_runtime_ns"`
 	RuntimeRatio  float64 `json:"runtime_ratio"`
 	// Top are up to three rows whose time moved most in the direction of DeltaNs.
 	Top []VerdictRow `json:"top"`
+	// Differing are the side's calls (requests in the requests view) that have no
+	// counterpart of the same kind and outcome (success or failure) on the baseline, of
+	// Compared (the larger side's calls; see workDiff). When they are more than
+	// MaxWorkDiff of them the side did other work: IORatio, RuntimeRatio and Top are left
+	// out (zero, empty) and DiffRows say where it differs.
+	Differing uint64        `json:"differing"`
+	Compared  uint64        `json:"compared"`
+	DiffRows  []WorkDiffRow `json:"differing_rows,omitempty"`
+}
+
+// MaxWorkDiff is the share of calls that may differ from the baseline's in kind or outcome
+// before a side gets no I/O time or runtime ratio. A replay whose opens failed with
+// ENOTDIR is fast because it did nothing; ranking it would be wrong. One per cent leaves
+// room for the odd call a backend answers differently (a fallback, an xattr it lacks).
+const MaxWorkDiff = 0.01
+
+// WorkDiffRow is a row's part of the calls that differ from the baseline's: how many more
+// (or, negative, fewer) succeeded and failed on the side.
+type WorkDiffRow struct {
+	Name      string `json:"name"`
+	Succeeded int64  `json:"succeeded"`
+	Failed    int64  `json:"failed"`
+}
+
+// differs reports whether the verdict's side did other work than the baseline.
+func (v *Verdict) differs() bool {
+	return v.Differing > 1 && float64(v.Differing) > MaxWorkDiff*float64(v.Compared)
+}
+
+// workDiff counts the calls of side i that have no counterpart of the same kind and
+// outcome on the baseline, over rows (the leading view's) but those the same-work check
+// leaves out: the larger of the calls the side has in excess and those it lacks, per
+// (kind, outcome), against the larger side's number of calls. rows[k].Sides[i] are side
+// i's figures. Readdir and readdirplus requests count as one kind.
+func (c *Comparison) workDiff(rows []compareRow, i int) (diff, total uint64, byRow []WorkDiffRow) {
+	skip := map[string]bool{}
+	for _, e := range c.Excluded {
+		skip[e] = true
+	}
+	if c.View != ViewSyscalls {
+		for op := range trace.NumOps {
+			if notWork[op] {
+				skip[trace.Op(op).String()] = true
+			}
+		}
+	}
+	type counts struct{ ok, failed [2]int64 } // [baseline, side]
+	per := map[string]*counts{}
+	var names []string
+	for _, r := range rows {
+		if skip[r.Name] {
+			continue
+		}
+		name := r.Name
+		if name == trace.OpReaddirplus.String() {
+			name = trace.OpReaddir.String()
+		}
+		k := per[name]
+		if k == nil {
+			k = &counts{}
+			per[name] = k
+			names = append(names, name)
+		}
+		for j, s := range [2]OpSide{r.Sides[0], r.Sides[i]} {
+			k.ok[j] += int64(s.Count - s.Errors)
+			k.failed[j] += int64(s.Errors)
+		}
+	}
+	var more, fewer, all [2]int64
+	for _, name := range names {
+		k := per[name]
+		d := WorkDiffRow{Name: name, Succeeded: k.ok[1] - k.ok[0], Failed: k.failed[1] - k.failed[0]}
+		for _, x := range []int64{d.Succeeded, d.Failed} {
+			if x > 0 {
+				more[0] += x
+			} else {
+				fewer[0] -= x
+			}
+		}
+		for j := range 2 {
+			all[j] += k.ok[j] + k.failed[j]
+		}
+		if d.Succeeded != 0 || d.Failed != 0 {
+			byRow = append(byRow, d)
+		}
+	}
+	sort.SliceStable(byRow, func(a, b int) bool {
+		return abs64(byRow[a].Succeeded)+abs64(byRow[a].Failed) > abs64(byRow[b].Succeeded)+abs64(byRow[b].Failed)
+	})
+	return uint64(max(more[0], fewer[0])), uint64(max(all[0], all[1])), byRow
 }
 
 // VerdictRow is a row's part of a side's difference.
@@ -51,12 +144,33 @@ func (c *Comparison) verdict() {
 	}
 	rows := c.rows()
 	base := &c.Sides[0]
+	c.Warnings = slices.DeleteFunc(c.Warnings, func(w string) bool { return slices.Contains(c.diffWarnings, w) })
+	c.diffWarnings = nil
 	for i := 1; i < len(c.Sides); i++ {
 		s := &c.Sides[i]
 		v := Verdict{Side: s.Name, IONs: io(s), BaseIONs: io(base), RuntimeNs: s.DurationNs, BaseRuntimeNs: base.DurationNs}
+		v.DeltaNs = v.IONs - v.BaseIONs
+		var byRow []WorkDiffRow
+		v.Differing, v.Compared, byRow = c.workDiff(rows, i)
+		if v.differs() {
+			v.DiffRows = byRow[:min(len(byRow), 3)]
+			v.Top = []VerdictRow{}
+			v.Text = verdictText(&v)
+			c.Verdicts = append(c.Verdicts, v)
+			c.Verdict = append(c.Verdict, v.Text)
+			w := fmt.Sprintf("%s is not the same work as the baseline: %s of its %ss (%s) differ in kind or outcome (success or failure), more than %s; its I/O time and runtime get no ratio",
+				s.Name, format.Count(v.Differing), rowKind(c.View), format.Pct(float64(v.Differing)/float64(v.Compared)), format.Pct(MaxWorkDiff))
+			c.Warnings = append(c.Warnings, w)
+			c.diffWarnings = append(c.diffWarnings, w)
+			if c.View == ViewSyscalls {
+				s.CallRatio = 0
+			} else {
+				s.Ratio, s.WorkRatio = 0, 0
+			}
+			continue
+		}
 		v.IORatio = ratio(float64(v.IONs), float64(v.BaseIONs))
 		v.RuntimeRatio = ratio(float64(v.RuntimeNs), float64(v.BaseRuntimeNs))
-		v.DeltaNs = v.IONs - v.BaseIONs
 		var top []VerdictRow
 		var gross int64 // the time the rows moving with DeltaNs moved
 		for _, r := range rows {
@@ -84,6 +198,14 @@ func abs64(x int64) int64 {
 	return x
 }
 
+// signedCount formats a difference of counts with its sign: "+2,050", "−12".
+func signedCount(n int64) string {
+	if n < 0 {
+		return "−" + format.Count(uint64(-n))
+	}
+	return "+" + format.Count(uint64(n))
+}
+
 // signedDur formats a difference with its sign: "+8.20s", "−1.30ms".
 func signedDur(ns int64) string {
 	if ns < 0 {
@@ -97,6 +219,25 @@ func signedDur(ns int64) string {
 func verdictText(v *Verdict) string {
 	var b strings.Builder
 	b.WriteString(v.Side + ": ")
+	if v.differs() {
+		fmt.Fprintf(&b, "no ratio, not the same work: %s of %s (%s) differ from the baseline's in kind or outcome", format.Count(v.Differing),
+			format.Count(v.Compared), format.Pct(float64(v.Differing)/float64(v.Compared)))
+		var parts []string
+		for _, d := range v.DiffRows {
+			var p []string
+			if d.Failed != 0 {
+				p = append(p, signedCount(d.Failed)+" failed")
+			}
+			if d.Succeeded != 0 {
+				p = append(p, signedCount(d.Succeeded)+" succeeded")
+			}
+			parts = append(parts, d.Name+" "+strings.Join(p, ", "))
+		}
+		if len(parts) > 0 {
+			b.WriteString(": " + strings.Join(parts, "; "))
+		}
+		return b.String()
+	}
 	switch {
 	case v.BaseIONs == 0 && v.IONs == 0:
 		b.WriteString("no I/O time on either side")

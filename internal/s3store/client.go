@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -159,15 +160,22 @@ var (
 	ErrThrottled = errors.New("throttled or unavailable")
 	// ErrUnreachable marks an endpoint that could not be reached.
 	ErrUnreachable = errors.New("endpoint unreachable")
+	// ErrNoCredentials marks a request that could not be signed: the SDK found no
+	// credentials (its chain ends in EC2 instance metadata), or the profile named does
+	// not exist.
+	ErrNoCredentials = errors.New("no credentials")
 )
 
 // Classify translates an SDK error into the io/fs sentinels and ours, keeping the original
 // in the chain: the result satisfies errors.Is with fs.ErrNotExist, fs.ErrPermission,
-// ErrNoBucket, ErrThrottled or ErrUnreachable where that applies, and errors.As still finds
-// the SDK's types. nil stays nil.
+// ErrNoBucket, ErrThrottled, ErrUnreachable or ErrNoCredentials where that applies, and
+// errors.As still finds the SDK's types. nil stays nil.
 func Classify(err error) error {
 	if err == nil {
 		return nil
+	}
+	if noCredentials(err) { // first: a failed metadata request is no fault of the endpoint
+		return &classified{kind: ErrNoCredentials, err: err}
 	}
 	var nsk *types.NoSuchKey
 	var nf *types.NotFound
@@ -210,6 +218,25 @@ func Classify(err error) error {
 	return err
 }
 
+// noCredentials reports whether err says the SDK could not get credentials: a signing
+// failure, a shared-config profile that does not exist, or a failed request to EC2
+// instance metadata (the last link of the SDK's chain, reached when nothing else had
+// credentials).
+func noCredentials(err error) bool {
+	var se *v4.SigningError
+	var pe config.SharedConfigProfileNotExistError
+	if errors.As(err, &se) || errors.As(err, &pe) {
+		return true
+	}
+	var oe *smithy.OperationError
+	for e := err; errors.As(e, &oe); e = oe.Err {
+		if oe.Service() == "ec2imds" {
+			return true
+		}
+	}
+	return false
+}
+
 // classified is an SDK error with the sentinel it was classified as.
 type classified struct {
 	kind error
@@ -233,6 +260,9 @@ func Explain(err error) string {
 		return "the endpoint could not be reached (check --s3-endpoint and the network)"
 	case errors.Is(err, ErrThrottled):
 		return "the service kept throttling or failing after retries"
+	case errors.Is(err, ErrNoCredentials):
+		return "no AWS credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE (replay: --aws-profile) " +
+			"naming a profile of ~/.aws/config; the SDK looks in the environment, then the shared config and credentials files, then EC2 instance metadata"
 	}
 	return ""
 }

@@ -84,9 +84,16 @@ func Frame(t trace.ChunkType, payload []byte, compress bool) []byte {
 		stored, flags = enc.EncodeAll(payload, nil), flagZstd
 		_ = enc.Close()
 	}
+	return FrameRaw(t, stored, flags, uint32(len(payload)))
+}
+
+// FrameRaw returns a chunk of type t whose stored payload is stored, with the given frame
+// flags and decompressed length raw (whatever stored decompresses to), and valid
+// checksums.
+func FrameRaw(t trace.ChunkType, stored []byte, flags byte, raw uint32) []byte {
 	b := binary.LittleEndian.AppendUint32(nil, uint32(len(stored)))
 	b = append(b, byte(t), flags, 0, 0)
-	b = binary.LittleEndian.AppendUint32(b, uint32(len(payload)))
+	b = binary.LittleEndian.AppendUint32(b, raw)
 	b = binary.LittleEndian.AppendUint32(b, crc32.Checksum(stored, castagnoli))
 	b = binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, castagnoli))
 	return append(b, stored...)

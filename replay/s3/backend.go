@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -310,21 +311,31 @@ func (b *Backend) checkParent(ctx context.Context, name string) error {
 	return nil
 }
 
-// IsEmpty implements replay.Backend: no key below the prefix.
+// IsEmpty implements replay.Backend: no key below the prefix but the prefix's own
+// directory marker (the object "prefix/" that s3fs and other clients make for a directory
+// made through them: the directory itself, not an entry of it).
 func (b *Backend) IsEmpty(ctx context.Context) (bool, error) {
-	out, err := b.client.ListObjectsV2(ctx, &awss3.ListObjectsV2Input{Bucket: &b.bucket, Prefix: &b.prefix, MaxKeys: aws.Int32(1)})
+	out, err := b.client.ListObjectsV2(ctx, &awss3.ListObjectsV2Input{Bucket: &b.bucket, Prefix: &b.prefix, MaxKeys: aws.Int32(2)})
 	if err != nil {
 		return false, b.cls("list "+b.url, err)
 	}
-	return len(out.Contents) == 0, nil
+	for _, o := range out.Contents {
+		if aws.ToString(o.Key) != b.prefix {
+			return false, nil
+		}
+	}
+	return true, nil
 }
 
-// Reset implements replay.Backend: it deletes every object below the prefix.
+// Reset implements replay.Backend: it deletes every object below the prefix but the
+// prefix's own directory marker (see IsEmpty), without which a client that shows
+// directories by their markers would lose the directory the target is.
 func (b *Backend) Reset(ctx context.Context) error {
 	keys, err := b.listAll(ctx, b.prefix)
 	if err != nil {
 		return err
 	}
+	keys = slices.DeleteFunc(keys, func(k string) bool { return k == b.prefix })
 	if err := b.deleteKeys(ctx, keys); err != nil {
 		return err
 	}

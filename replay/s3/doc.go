@@ -58,5 +58,7 @@
 //
 // Every key is the prefix plus a name checked with replay.CheckName: nothing outside the
 // prefix is read or written. Close deletes the objects this backend created unless Keep
-// was set, and aborts multipart uploads left open.
+// was set, and aborts multipart uploads left open. The prefix's own marker object
+// ("prefix/", made by s3fs for a directory made through it) is the directory the target
+// is, not an entry of it: IsEmpty does not count it and Reset keeps it.
 package s3

@@ -25,9 +25,10 @@
 //	                                                    first ≥ 64 KiB and not page aligned, are
 //	                                                    one call (a buffer the kernel split)
 //	flush ... release, releasedir                     Close, in the thread that opened the
-//	                                                    file; its time is the flush's (the
-//	                                                    application's close waits for the flush
-//	                                                    only)
+//	                                                    file; its start and time are the
+//	                                                    flush's (the application's close waits
+//	                                                    for the flush only; the kernel sends
+//	                                                    the release after it returned)
 //	readdir, readdirplus                              Readdir
 //	setattr                                           by the attributes it sets: Truncate
 //	                                                    (Ftruncate when the thread holds the file

@@ -164,11 +164,12 @@ type handleState struct {
 	flushErr uint16
 	// flushCall is the flush's system call (trace.Event's CallStart, CallEnd), flushPre
 	// what the kernel measured before it.
-	flushCall [2]int64
-	flushPre  callPre
-	flushDur  int64
-	flushed   bool
-	dir       bool
+	flushCall  [2]int64
+	flushPre   callPre
+	flushStart int64
+	flushDur   int64
+	flushed    bool
+	dir        bool
 	// pos is where the handle's last write or copy ended: the file position a
 	// copy_file_range with no output offset writes at. Only a version-1 trace needs it
 	// (it records only the input offset).
@@ -204,14 +205,8 @@ type Folder struct {
 	// the window), before it is folded.
 	OnEvent func(*trace.Event)
 
-	// The sort window: events live in slots of evs, ordered by win (window.go); free
-	// lists unused slots.
-	evs     []trace.Event
-	win     window
-	free    []int32
-	seq     uint64
-	ended   bool
-	lastOut int64
+	sort  trace.Sorter // the sort window
+	ended bool
 
 	paths   pathTable
 	handles map[uint64]*handleState
@@ -226,7 +221,6 @@ type Folder struct {
 	freeSlot     []int32
 	nSlots       int32
 
-	cur   trace.Event
 	out   []Call // ready calls, FIFO
 	outAt int
 
@@ -241,7 +235,7 @@ func New(names Names, h *trace.Header, o Options) *Folder {
 		names: names, opts: o, off2: h == nil || h.Version >= trace.Version2,
 		handles:    map[uint64]*handleState{},
 		superseded: map[uint64]*handleState{}, threads: map[uint32]*threadState{},
-		lastOut: -1 << 62,
+		sort: trace.Sorter{Window: o.Window},
 	}
 }
 
@@ -259,19 +253,7 @@ func (f *Folder) PathName(id uint32) (string, bool) {
 }
 
 // Add takes the next event in file order. The folder copies it.
-func (f *Folder) Add(ev *trace.Event) {
-	f.seq++
-	var slot int32
-	if n := len(f.free); n > 0 {
-		slot = f.free[n-1]
-		f.free = f.free[:n-1]
-		f.evs[slot] = *ev
-	} else {
-		slot = int32(len(f.evs))
-		f.evs = append(f.evs, *ev)
-	}
-	f.win.push(winEntry{start: ev.Start, seq: f.seq, slot: slot})
-}
+func (f *Folder) Add(ev *trace.Event) { f.sort.Push(ev) }
 
 // End says that no event follows: Next then returns every call still held.
 func (f *Folder) End() { f.ended = true }
@@ -284,7 +266,7 @@ func (f *Folder) Ended() bool { return f.ended }
 func (f *Folder) Next() (*Call, bool) {
 	for f.outAt >= len(f.out) {
 		f.out, f.outAt = f.out[:0], 0
-		if n := f.win.len(); n > 0 && (f.ended || n >= f.opts.Window) {
+		if n := f.sort.Len(); n > 0 && (f.ended || f.sort.Full()) {
 			f.feed(f.pop())
 			continue
 		}
@@ -297,17 +279,11 @@ func (f *Folder) Next() (*Call, bool) {
 	return c, true
 }
 
-// pop returns the earliest event of the sort window.
+// pop returns the earliest event of the sort window, valid until the next pop.
 func (f *Folder) pop() *trace.Event {
-	slot := f.win.pop()
-	f.free = append(f.free, slot)
-	f.cur = f.evs[slot]
-	if f.cur.Start < f.lastOut {
-		f.Stats.Unordered++
-	} else {
-		f.lastOut = f.cur.Start
-	}
-	return &f.cur
+	ev := f.sort.Pop()
+	f.Stats.Unordered = f.sort.Late
+	return ev
 }
 
 // path returns the state of path id with its name resolved.

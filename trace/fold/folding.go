@@ -80,7 +80,7 @@ func (f *Folder) feedEnd(ev *trace.Event) bool {
 		return true
 	case trace.OpFlush:
 		if h := f.handleOf(ev); h != nil {
-			h.flushed, h.flushErr, h.flushDur = true, ev.Errno, ev.Dur
+			h.flushed, h.flushErr, h.flushStart, h.flushDur = true, ev.Errno, ev.Start, ev.Dur
 			h.flushCall = [2]int64{ev.CallStart, ev.CallEnd}
 			h.flushPre = eventPre(ev)
 			// A close ends the reads and writes held for merging on the handle.
@@ -508,8 +508,8 @@ func (f *Folder) close(ev *trace.Event) {
 	c := f.base(ev, pi, nil)
 	c.Kind, c.Worker, c.Slot = Close, h.worker, h.slot
 	c.Errno, c.Ret = ev.Errno, 0
-	if h.flushed { // the application's close() is what flush timed
-		c.Rec, c.Dur, c.Errno = trace.OpFlush, h.flushDur, h.flushErr
+	if h.flushed { // the application's close() is what flush timed, when flush ran
+		c.Rec, c.Start, c.Dur, c.Errno = trace.OpFlush, h.flushStart, h.flushDur, h.flushErr
 		relStart, relEnd, relPre := c.CallStart, c.CallEnd, c.pre()
 		c.CallStart, c.CallEnd = h.flushCall[0], h.flushCall[1]
 		c.setPre(h.flushPre)

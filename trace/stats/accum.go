@@ -1,8 +1,10 @@
 package stats
 
 import (
+	"cmp"
 	"errors"
 	"math"
+	"slices"
 	"time"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
@@ -230,6 +232,8 @@ type Accumulator struct {
 	depth depthAcc  // in-flight depth (depth.go)
 	calls *callView // the per-system-call view (nil: none)
 
+	order trace.Sorter // events not yet aggregated, to be taken in start order
+
 	events uint64
 }
 
@@ -397,12 +401,22 @@ func hasBytes(op trace.Op) bool {
 	return false
 }
 
-// Add aggregates one event. It does not keep ev.
+// Add takes the next event in file order; the Accumulator copies it. Events are aggregated
+// in start order: Add holds the most recent ones in a window of trace.DefaultSortWindow
+// events and aggregates the earliest once the window is full (Finish aggregates the rest).
+func (a *Accumulator) Add(ev *trace.Event) {
+	a.order.Push(ev)
+	for a.order.Full() {
+		a.add(a.order.Pop())
+	}
+}
+
+// add aggregates one event, in start order.
 //
-// Add runs once per event of every trace a report reads (BenchmarkStatsAdd), so it stays
+// add runs once per event of every trace a report reads (BenchmarkStatsAdd), so it stays
 // one function that orders its memory accesses: the file's state, the likely cache miss,
 // is touched first and the work that does not depend on it overlaps the miss.
-func (a *Accumulator) Add(ev *trace.Event) {
+func (a *Accumulator) add(ev *trace.Event) {
 	op := ev.Op
 	if op >= trace.NumOps {
 		op = trace.OpInvalid
@@ -511,6 +525,11 @@ func (a *Accumulator) Add(ev *trace.Event) {
 			fsl.ReadBytes += nbytes
 			fsl.WriteBytes += nbytes
 		}
+		p.ReadBytes += nbytes
+		p.WriteBytes += nbytes
+		if !failed {
+			a.copied(ev, f, nbytes) // last: it may move f
+		}
 	case trace.OpOpen, trace.OpCreate:
 		if !failed {
 			f.Opens++
@@ -538,6 +557,25 @@ func (a *Accumulator) Add(ev *trace.Event) {
 	}
 	if a.calls != nil {
 		a.calls.add(ev)
+	}
+}
+
+// copied counts a copy_file_range's bytes as read from its input file f and written to
+// its output file, and marks both handles used. It may create the output file's state,
+// which moves the other files' (f included).
+func (a *Accumulator) copied(ev *trace.Event, f *fileAgg, nbytes uint64) {
+	f.ReadBytes += nbytes
+	if ev.Handle != 0 {
+		a.handle(f, ev.Handle, ev.Path).used = true
+	}
+	if ev.Path2 == 0 {
+		return
+	}
+	out := a.file(ev.Path2)
+	out.touched = true
+	out.WriteBytes += nbytes
+	if ev.Handle2 != 0 {
+		a.handle(out, ev.Handle2, ev.Path2).used = true
 	}
 }
 
@@ -689,8 +727,12 @@ func (a *Accumulator) sample(ev *trace.Event, f *fileAgg, write bool, nbytes uin
 // when the trace was cut short); damage lists what the reader had to skip. The
 // Accumulator must not be used afterwards.
 func (a *Accumulator) Finish(r Resolver, footer *trace.Footer, damage []error) *Stats {
+	for a.order.Len() > 0 {
+		a.add(a.order.Pop())
+	}
 	s := New()
 	src := a.src
+	src.Unordered = a.order.Late
 	src.Footer = footer
 	for _, d := range damage {
 		src.Damage = append(src.Damage, d.Error())
@@ -803,7 +845,37 @@ func pathName(r Resolver, id uint32) string {
 // ErrNoEvents is returned by helpers when a trace held no events at all.
 var ErrNoEvents = errors.New("stats: trace has no events")
 
-// Span returns the wall-clock time covered by the sources' events.
+// WallNs returns the wall-clock time the sources' events cover: the union of each
+// source's span, from its first event's start to its last event's end. Traces made one
+// after another (the runs of replay --repeat) add their own spans, without the time
+// between them; traces made at once (the nodes of a job) count the time they overlap once.
+func (s *Stats) WallNs() int64 {
+	type span struct{ from, to int64 } // Unix ns
+	var spans []span
+	for i := range s.Sources {
+		src := &s.Sources[i]
+		if src.Events == 0 {
+			continue
+		}
+		from := src.Header.WallStart.Add(time.Duration(src.FirstNs)).UnixNano()
+		spans = append(spans, span{from, from + max(0, src.LastNs-src.FirstNs)})
+	}
+	slices.SortFunc(spans, func(a, b span) int { return cmp.Compare(a.from, b.from) })
+	var total, end int64
+	for i, sp := range spans {
+		if i == 0 || sp.from > end {
+			total += sp.to - sp.from
+			end = sp.to
+		} else if sp.to > end {
+			total += sp.to - end
+			end = sp.to
+		}
+	}
+	return total
+}
+
+// Span returns the wall-clock time from the first event's start to the last event's end
+// of all sources (WallNs leaves out the time no source covers).
 func (s *Stats) Span() (start, end time.Time) {
 	for i := range s.Sources {
 		src := &s.Sources[i]

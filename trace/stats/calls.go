@@ -68,7 +68,9 @@ func newCallView(names fold.Names, h *trace.Header) *callView {
 	if h != nil && h.Kind == "replay" {
 		return &callView{}
 	}
-	return &callView{folder: fold.New(names, h, fold.Options{})}
+	// The Accumulator hands events over in start order already: the folder needs no
+	// window of its own.
+	return &callView{folder: fold.New(names, h, fold.Options{Window: 1})}
 }
 
 // add takes one event.

@@ -4,8 +4,14 @@
 //
 // # Streaming and bounded memory
 //
-// An [Accumulator] is fed one trace's events in file order with [Accumulator.Add]; it never
-// keeps events. Its memory grows with the number of distinct paths (440 bytes each),
+// An [Accumulator] is fed one trace's events in file order with [Accumulator.Add] and
+// aggregates them in start order: a trace lists events per group of threads, not by start
+// (trace/doc.go), and the figures that depend on order (first access against re-access,
+// sequential against random, a handle's open before its reads) need start order. Add holds
+// the latest [trace.DefaultSortWindow] events (65,536, each a trace.Event and 28 bytes) in a
+// [trace.Sorter] and aggregates the earliest whenever it is full; an event that arrives
+// after the window passed its start is aggregated late and counted in Source.Unordered.
+// Beyond the window its memory grows with the number of distinct paths (440 bytes each),
 // processes and open handles the trace touched, and with the job's duration up to
 // [Options.MaxIntervals] intervals of about 1 KiB (beyond that the interval width doubles
 // and neighbouring intervals merge), and with the requests of each operation that started
@@ -21,7 +27,8 @@
 //
 // With Options.Names the Accumulator also keeps the per-system-call view (calls.go): it folds
 // the requests into the calls they belong to with package trace/fold, as replay does. The
-// folder holds a sort window of 65536 events (7 MiB), the name of each path it has seen and
+// folder takes the events in the Accumulator's start order (it needs no window of its own)
+// and holds the name of each path it has seen and
 // the state of the handles open at once and of the threads holding requests back; an event
 // still costs no allocation (TestAddWithCallsDoesNotAllocate), and about twice the CPU of
 // the per-request figures alone (BenchmarkStatsAddCalls against BenchmarkStatsAdd).
@@ -37,8 +44,9 @@
 // # Latency
 //
 // Per-operation latencies are recorded in HDR histograms (github.com/HdrHistogram/hdrhistogram-go)
-// in nanoseconds, covering 1 µs to 1 h with 3 significant digits: a reported percentile is
-// at most 0.1 % (and at most 512 ns) above the exact order statistic. Values outside the
+// in nanoseconds, covering 1 ns to 1 h with 3 significant digits: a reported percentile is
+// never below the exact order statistic and less than 1/1024 of it above (exact below
+// 2048 ns). Each histogram is a fixed array of about 270 KiB. Values outside the
 // range are clamped into it before recording (a negative duration counts as 0, anything
 // longer than an hour as an hour). Means, totals and maxima are exact.
 //

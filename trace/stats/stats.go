@@ -244,14 +244,14 @@ type FileStats struct {
 	Errors     uint64
 	TotalNs    int64             // time of all ops on this path
 	ClassNs    [NumClasses]int64 // time by trace.Class
-	ReadOps    uint64
+	ReadOps    uint64            // reads (copy_file_range is neither a read nor a write op)
 	WriteOps   uint64
-	ReadBytes  uint64
-	WriteBytes uint64
+	ReadBytes  uint64 // bytes read, and copied from the file by copy_file_range
+	WriteBytes uint64 // bytes written, and copied to the file by copy_file_range
 	ReadNs     int64
 	WriteNs    int64
 	Opens      uint64 // successful open/create
-	UnusedOpen uint64 // handles released without a read or write
+	UnusedOpen uint64 // handles released without a read, write or copy_file_range
 	MaxEnd     int64  // largest offset+bytes read or written
 	// First access against re-access (see Stats.FirstReads): reads that returned bytes
 	// never read before from the file in the trace, and reads all of whose bytes were.
@@ -319,8 +319,8 @@ type ProcStats struct {
 	Errors     uint64
 	TotalNs    int64
 	ClassNs    [NumClasses]int64
-	ReadBytes  uint64
-	WriteBytes uint64
+	ReadBytes  uint64 // read, and copied by copy_file_range
+	WriteBytes uint64 // written, and copied by copy_file_range
 }
 
 func (p *ProcStats) merge(o *ProcStats) {
@@ -365,6 +365,9 @@ type Source struct {
 	// a lower bound when BusyLate events came too late to be placed exactly.
 	BusyNs   int64
 	BusyLate uint64
+	// Unordered counts the events that arrived after the Accumulator's sort window had
+	// passed their start time: they were aggregated late (trace.Sorter.Late).
+	Unordered uint64
 	// Samples are the resource series of the storage client and of iotap sampled while the
 	// trace was made (samples.go); Moved is the bytes the trace's reads and writes moved,
 	// which CPU time per GB is taken over.

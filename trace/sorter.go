@@ -1,4 +1,74 @@
-package fold
+package trace
+
+// Sorter restores start-time order to events read in file order, within a bounded window.
+//
+// A trace lists events about as they end, in batches per group of threads (see "Events come
+// out in file order" in the package comment), so a consumer that needs start order (an
+// access's first read before its re-reads, a handle's open before its reads) holds the
+// most recent events and hands out the earliest whenever the window is full. An event that
+// arrives after the window has handed out a later-starting one comes out late and is
+// counted in Late. The zero value holds DefaultSortWindow events.
+type Sorter struct {
+	// Window is the number of events held before the earliest comes out (0: DefaultSortWindow).
+	Window int
+	// Late counts events that came out after an event that started later than them: they
+	// arrived after the window had passed their start time.
+	Late uint64
+
+	evs     []Event // slots; free lists the unused ones
+	free    []int32
+	win     window
+	seq     uint64
+	cur     Event
+	lastOut int64
+	out     bool // an event came out (lastOut is set)
+}
+
+// DefaultSortWindow is the window of a zero Sorter: 65536 events, each held as an Event and
+// a 28-byte entry.
+const DefaultSortWindow = 1 << 16
+
+// Push adds an event; the Sorter copies it.
+func (s *Sorter) Push(ev *Event) {
+	s.seq++
+	var slot int32
+	if n := len(s.free); n > 0 {
+		slot = s.free[n-1]
+		s.free = s.free[:n-1]
+		s.evs[slot] = *ev
+	} else {
+		slot = int32(len(s.evs))
+		s.evs = append(s.evs, *ev)
+	}
+	s.win.push(winEntry{start: ev.Start, seq: s.seq, slot: slot})
+}
+
+// Len returns the number of events held.
+func (s *Sorter) Len() int { return s.win.len() }
+
+// Full reports whether the window holds as many events as it may: the earliest must come
+// out before the next is pushed.
+func (s *Sorter) Full() bool {
+	w := s.Window
+	if w <= 0 {
+		w = DefaultSortWindow
+	}
+	return s.win.len() >= w
+}
+
+// Pop removes the earliest event held (by start, then by the order of Push) and returns
+// it, valid until the next Push or Pop; the Sorter must not be empty.
+func (s *Sorter) Pop() *Event {
+	slot := s.win.pop()
+	s.free = append(s.free, slot)
+	s.cur = s.evs[slot]
+	if s.out && s.cur.Start < s.lastOut {
+		s.Late++
+	} else {
+		s.lastOut, s.out = s.cur.Start, true
+	}
+	return &s.cur
+}
 
 // The sort window restores start order. A trace lists requests about as they end, in
 // batches per group of threads, so it is made of runs already in start order, interleaved.

@@ -1,4 +1,4 @@
-package fold
+package trace
 
 import (
 	"cmp"
@@ -37,5 +37,24 @@ func TestWindowOrder(t *testing.T) {
 		if w.len() != len(pending) {
 			t.Fatalf("seed %d: window holds %d, want %d", seed, w.len(), len(pending))
 		}
+	}
+}
+
+// TestSorterLate: a Sorter hands out events by start within its window, and counts the one
+// that arrives after the window passed its start.
+func TestSorterLate(t *testing.T) {
+	s := Sorter{Window: 3}
+	var got []int64
+	for _, start := range []int64{20, 10, 30, 40, 50, 5, 60} {
+		s.Push(&Event{Start: start})
+		for s.Full() {
+			got = append(got, s.Pop().Start)
+		}
+	}
+	for s.Len() > 0 {
+		got = append(got, s.Pop().Start)
+	}
+	if want := []int64{10, 20, 30, 5, 40, 50, 60}; !slices.Equal(got, want) || s.Late != 1 {
+		t.Errorf("order %v late %d, want %v and 1", got, s.Late, want)
 	}
 }
