@@ -201,3 +201,56 @@ func TestFooterPrediction(t *testing.T) {
 		}
 	}
 }
+
+// lockedBuffer is a bytes.Buffer safe to read while the writer writes to it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) Bytes() []byte {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return bytes.Clone(l.b.Bytes())
+}
+
+// TestWriterLegsStillFlushes: held for their legs, events still reach the file about one
+// flush interval after they were appended, without a Close (a killed recorder keeps them).
+func TestWriterLegsStillFlushes(t *testing.T) {
+	var out lockedBuffer
+	w, err := NewWriter(&out, testHeader(), WriterOptions{FlushInterval: 50 * time.Millisecond, LegHold: 30 * time.Millisecond, Legs: &fakeLegs{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = w.Close() }()
+	for i := range 10 {
+		w.Append(&Event{Op: OpRead, Tid: 1, Start: int64(i + 1), Dur: 1, Unique: uint64(2 * (i + 1))})
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		r, err := NewReader(bytes.NewReader(out.Bytes()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var n int
+		for {
+			if _, err := r.Next(); err != nil {
+				break
+			}
+			n++
+		}
+		if n == 10 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of 10 events in the file after 5 s", n)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

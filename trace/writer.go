@@ -119,6 +119,7 @@ type Writer struct {
 	// Owned by the encoder goroutine.
 	held     []heldBatch // batches waiting for their kernel legs (opts.Legs), oldest first
 	holdT    *time.Timer
+	flushDue bool // a flush interval ended while batches were held: flush once they are encoded
 	enc      *zstd.Encoder
 	cols     columnEncoder // the events of the chunk being built
 	raw      []byte
@@ -521,10 +522,15 @@ func (w *Writer) run() {
 			w.accept(b)
 		case <-w.holdT.C:
 			w.releaseHeld(false)
+			if w.flushDue && len(w.held) == 0 {
+				w.flushDue = false
+				w.flush()
+			}
 		case <-t.C:
 			w.stealPartial(false)
 			w.drain()
 			w.releaseHeld(false)
+			w.flushDue = len(w.held) > 0
 			w.flush()
 		case <-w.closing:
 			w.stealPartial(true)
