@@ -96,7 +96,8 @@ func TestRecordMeasuresLegs(t *testing.T) {
 			}
 			// Kernel and layer clocks agree within a few µs (trace.Now).
 			const skew = 20_000
-			if !(ev.CallStart <= ev.Queued && ev.Queued <= ev.Start+skew && ev.End() <= ev.Done+skew && ev.Done <= ev.CallEnd) {
+			inOrder := ev.CallStart <= ev.Queued && ev.Queued <= ev.Start+skew && ev.End() <= ev.Done+skew && ev.Done <= ev.CallEnd
+			if !inOrder {
 				t.Errorf("%s %d: times out of order: call %d..%d, kernel %d..%d, layer %d..%d",
 					what, i, ev.CallStart, ev.CallEnd, ev.Queued, ev.Done, ev.Start, ev.End())
 			}
@@ -277,7 +278,7 @@ func TestRecordWakeUps(t *testing.T) {
 	if create.Waker != readerTid {
 		t.Errorf("create of out: waker %d, want the reader thread %d", create.Waker, readerTid)
 	}
-	if !(readerLast <= create.WokenAt && create.WokenAt <= create.CallStart) {
+	if between := readerLast <= create.WokenAt && create.WokenAt <= create.CallStart; !between {
 		t.Errorf("woken at %d, not between the reader's last call (%d) and the create (%d)", create.WokenAt, readerLast, create.CallStart)
 	}
 }
