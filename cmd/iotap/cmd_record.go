@@ -12,6 +12,7 @@ import (
 
 	"github.com/iotap/iotap/fusefs"
 	"github.com/iotap/iotap/internal/job"
+	"github.com/iotap/iotap/internal/report"
 	"github.com/iotap/iotap/trace"
 )
 
@@ -55,9 +56,6 @@ func (o *recordOptions) AddFlags(fs *pflag.FlagSet) {
 		"for replays to anchor their predictions on (the job runs twice in the same place: only for a job that can)")
 	fs.DurationVar(&o.NativeRuntime, "native-runtime", 0, "the job's runtime without the layer, as `duration` measured elsewhere, kept in the trace for replays to anchor on")
 }
-
-// nativeRuntimeLabel is the trace label that holds the job's native runtime (ns).
-const nativeRuntimeLabel = "native_runtime_ns"
 
 // Test hooks.
 var (
@@ -106,7 +104,7 @@ func runRecord(ctx context.Context, e *env, opts *recordOptions, args []string) 
 		}
 	}
 	if native > 0 {
-		spec.Labels = append(spec.Labels, trace.Label{Key: nativeRuntimeLabel, Value: strconv.FormatInt(int64(native), 10)})
+		spec.Labels = append(spec.Labels, trace.Label{Key: report.NativeRuntimeLabel, Value: strconv.FormatInt(int64(native), 10)})
 	}
 	_, _ = fmt.Fprintf(e.stderr, "iotap: tracing %s%s, trace %s\n", spec.Target, viewNote(spec), spec.Output)
 	if !spec.InPlace {

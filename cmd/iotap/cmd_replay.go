@@ -833,7 +833,7 @@ func traceNativeRuntime(tracePath string) time.Duration {
 		return 0
 	}
 	defer func() { _ = r.Close() }()
-	v, ok := r.Header().Label(nativeRuntimeLabel)
+	v, ok := r.Header().Label(report.NativeRuntimeLabel)
 	if !ok {
 		return 0
 	}

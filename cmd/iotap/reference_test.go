@@ -675,6 +675,9 @@ func refCheckCompare(t *testing.T, base string, runs []string, glob string) {
 			RuntimeNs     int64   `json:"runtime_ns"`
 			BaseRuntimeNs int64   `json:"baseline_runtime_ns"`
 			RuntimeRatio  float64 `json:"runtime_ratio"`
+			RatioLow      float64 `json:"runtime_ratio_low"`
+			RatioHigh     float64 `json:"runtime_ratio_high"`
+			Source        string  `json:"runtime_source"`
 			Differing     uint64  `json:"differing"`
 			Compared      uint64  `json:"compared"`
 		} `json:"verdict_figures"`
@@ -721,15 +724,52 @@ func refCheckCompare(t *testing.T, base string, runs []string, glob string) {
 	v := cmp.Verdicts[0]
 	c.eq("verdict io_ns", v.IONs, side.callNs)
 	c.eq("verdict baseline_io_ns", v.BaseIONs, b.CallNs)
-	c.eq("verdict runtime_ns", v.RuntimeNs, side.spanNs)
+	// A replay's runtime is what it predicted, as each run's summary says; a run without a
+	// prediction counts its span.
+	runtime, low, high, predicted := refPredicted(t, runs)
+	if !predicted {
+		runtime, low, high = side.spanNs, side.spanNs, side.spanNs
+	}
+	c.eq("verdict runtime_ns (the runs' predictions, from their summaries)", v.RuntimeNs, runtime)
 	c.eq("verdict baseline_runtime_ns", v.BaseRuntimeNs, baseFig.spanNs)
 	ratio := func(a, b int64) float64 { return math.Round(float64(a)/float64(b)*1000) / 1000 }
+	if v.Differing*100 <= v.Compared {
+		c.eq("verdict runtime_ratio_low", v.RatioLow, ratio(low, baseFig.spanNs))
+		c.eq("verdict runtime_ratio_high", v.RatioHigh, ratio(high, baseFig.spanNs))
+	}
 	if v.Differing*100 > v.Compared { // more than 1 %: no ratio
 		c.eq("verdict io_ratio (not the same work)", v.IORatio, 0)
 	} else {
 		c.eq("verdict io_ratio", v.IORatio, ratio(side.callNs, b.CallNs))
-		c.eq("verdict runtime_ratio", v.RuntimeRatio, ratio(side.spanNs, baseFig.spanNs))
+		c.eq("verdict runtime_ratio", v.RuntimeRatio, ratio(runtime, baseFig.spanNs))
 	}
+}
+
+// refPredicted adds up the runtimes the replay runs predicted, with their intervals, from
+// the runs' JSON summaries (next to their traces); false when a run predicted nothing.
+func refPredicted(t *testing.T, runs []string) (runtime, low, high int64, ok bool) {
+	t.Helper()
+	for _, r := range runs {
+		var sum struct {
+			Prediction *struct {
+				Runtime int64 `json:"runtime_ns"`
+				Low     int64 `json:"runtime_low_ns"`
+				High    int64 `json:"runtime_high_ns"`
+			} `json:"prediction"`
+		}
+		b, err := os.ReadFile(strings.TrimSuffix(r, ".iotap") + ".json")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(b, &sum); err != nil {
+			t.Fatal(err)
+		}
+		if sum.Prediction == nil {
+			return 0, 0, 0, false
+		}
+		runtime, low, high = runtime+sum.Prediction.Runtime, low+sum.Prediction.Low, high+sum.Prediction.High
+	}
+	return runtime, low, high, len(runs) > 0
 }
 
 // refRecord records job (sh -c) in dir into out.

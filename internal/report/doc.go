@@ -58,7 +58,13 @@
 //	  client serving the target (the FUSE daemon: s3fs, mount-s3, mfsmount, ...) and iotap
 //	  itself (the recorder, or the replayer: on an s3:// target the S3 client) used while
 //	  the trace was made, sampled from /proc (see "Resources" below); other_clients[] when
-//	  several client processes were sampled (--client-pid repeated)
+//	  several client processes were sampled (--client-pid repeated); native_runtime_ns
+//	  (a recording that keeps the job's runtime without the layer: record --native-first
+//	  or --native-runtime); prediction (a think-mode replay's trace: what the replay
+//	  predicted for the job on its target, replay.Prediction: {runtime_ns,
+//	  runtime_low_ns, runtime_high_ns, io_ns, io_low_ns, io_high_ns, and when anchored
+//	  native_runtime_ns, anchored_runtime_ns, anchored_runtime_low_ns,
+//	  anchored_runtime_high_ns})
 //	warnings[]   human-readable caveats (drops, damage, cache mode, cache=none mixed with
 //	             cache=kernel)
 //	by           "" | "host" | "label:KEY"
@@ -225,7 +231,15 @@
 //	          compared (the larger side's calls over those rows), differing_rows[] (when
 //	          there is no ratio: up to three rows that differ most, {name, succeeded,
 //	          failed}: the side's count minus the baseline's); io_ratio, runtime_ratio are
-//	          0 and top[] empty when there is no ratio}
+//	          0 and top[] empty when there is no ratio; runtime_source and
+//	          baseline_runtime_source say what each runtime is: "anchored prediction"
+//	          (replays' predictions anchored on the native runtime, summed over the
+//	          side's runs), "prediction" (replays' predictions), "native" (the recording's
+//	          runtime without the layer, which a side anchored on it is measured against),
+//	          "recorded" (the wall time as recorded or replayed); runtime_ratio_low,
+//	          runtime_ratio_high, io_ratio_low, io_ratio_high: where the sides'
+//	          prediction intervals put the ratios (a side's low against the baseline's
+//	          high and the other way; the ratio itself when neither is a prediction)}
 //	view      "syscalls" (the default: per system call) or "requests" (--view
 //	          requests: per FUSE request): the view that leads and that the same-work
 //	          check uses

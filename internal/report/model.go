@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -62,6 +63,40 @@ type Trace struct {
 	Client       *ProcUse   `json:"client,omitempty"`
 	OtherClients []*ProcUse `json:"other_clients,omitempty"`
 	Iotap        *ProcUse   `json:"iotap,omitempty"`
+	// NativeNs is the job's runtime without the recording layer, when the recording keeps
+	// one (record --native-first or --native-runtime; label native_runtime_ns).
+	NativeNs int64 `json:"native_runtime_ns,omitempty"`
+	// Prediction is, for a replay's trace, what the replay predicted for the job on its
+	// target (its footer); nil otherwise.
+	Prediction *TracePrediction `json:"prediction,omitempty"`
+}
+
+// TracePrediction is a replay's prediction for the job on its target, each figure with its
+// interval (replay.Prediction, as the replay trace's footer keeps it).
+type TracePrediction struct {
+	RuntimeNs      int64 `json:"runtime_ns"`
+	RuntimeLowNs   int64 `json:"runtime_low_ns"`
+	RuntimeHighNs  int64 `json:"runtime_high_ns"`
+	IONs           int64 `json:"io_ns"`
+	IOLowNs        int64 `json:"io_low_ns"`
+	IOHighNs       int64 `json:"io_high_ns"`
+	NativeNs       int64 `json:"native_runtime_ns,omitempty"`
+	AnchoredNs     int64 `json:"anchored_runtime_ns,omitempty"`
+	AnchoredLowNs  int64 `json:"anchored_runtime_low_ns,omitempty"`
+	AnchoredHighNs int64 `json:"anchored_runtime_high_ns,omitempty"`
+}
+
+// tracePrediction is the TracePrediction of a footer, nil when it holds none.
+func tracePrediction(f *trace.Footer) *TracePrediction {
+	if f == nil || f.Prediction == (trace.Prediction{}) {
+		return nil
+	}
+	p := f.Prediction
+	return &TracePrediction{
+		RuntimeNs: p.Runtime, RuntimeLowNs: p.RuntimeLow, RuntimeHighNs: p.RuntimeHigh,
+		IONs: p.IO, IOLowNs: p.IOLow, IOHighNs: p.IOHigh,
+		NativeNs: p.Native, AnchoredNs: p.Anchored, AnchoredLowNs: p.AnchoredLow, AnchoredHighNs: p.AnchoredHigh,
+	}
 }
 
 // RecordingCost is what recording cost, as the layer and the trace writer measured it
@@ -447,6 +482,7 @@ func traceInfo(s *stats.Source) Trace {
 	if f := s.Footer; f != nil {
 		t.Lost, t.WriteError = f.Lost, f.WriteError
 	}
+	t.Prediction = tracePrediction(s.Footer)
 	t.Target.FSName = fsName(&t)
 	t.Client, t.Iotap, t.OtherClients = traceUse(s)
 	if len(h.Labels) > 0 {
@@ -454,9 +490,17 @@ func traceInfo(s *stats.Source) Trace {
 		for _, l := range h.Labels {
 			t.Labels[l.Key] = l.Value
 		}
+		if h.Kind == "record" {
+			if ns, err := strconv.ParseInt(t.Labels[NativeRuntimeLabel], 10, 64); err == nil && ns > 0 {
+				t.NativeNs = ns
+			}
+		}
 	}
 	return t
 }
+
+// NativeRuntimeLabel is the label a recording keeps the job's native runtime in (ns).
+const NativeRuntimeLabel = "native_runtime_ns"
 
 func footerEvents(s *stats.Source) uint64 {
 	if s.Footer == nil {

@@ -22,11 +22,22 @@ type Verdict struct {
 	BaseIONs int64   `json:"baseline_io_ns"`
 	IORatio  float64 `json:"io_ratio"`
 	DeltaNs  int64   `json:"delta_ns"`
-	// RuntimeNs is the side's wall time (its duration_ns: each trace's first op's start to
-	// its last op's end, runs one after another added up).
-	RuntimeNs     int64   `json:"runtime_ns"`
-	BaseRuntimeNs int64   `json:"baseline_runtime_ns"`
-	RuntimeRatio  float64 `json:"runtime_ratio"`
+	// RuntimeNs is the side's runtime (RuntimeSource says which): the replays' predictions
+	// (anchored on the job's native runtime where they were), the recording's native
+	// runtime where it keeps one, else its wall time (its duration_ns: each trace's first
+	// op's start to its last op's end, runs one after another added up).
+	RuntimeNs         int64   `json:"runtime_ns"`
+	BaseRuntimeNs     int64   `json:"baseline_runtime_ns"`
+	RuntimeRatio      float64 `json:"runtime_ratio"`
+	RuntimeSource     string  `json:"runtime_source"`
+	BaseRuntimeSource string  `json:"baseline_runtime_source"`
+	// RuntimeRatioLow..High and IORatioLow..High hold the ratios where the sides'
+	// predictions put them: a side's low against the baseline's high, and the other way.
+	// Equal to the ratio when neither side is a prediction.
+	RuntimeRatioLow  float64 `json:"runtime_ratio_low"`
+	RuntimeRatioHigh float64 `json:"runtime_ratio_high"`
+	IORatioLow       float64 `json:"io_ratio_low"`
+	IORatioHigh      float64 `json:"io_ratio_high"`
 	// Top are up to three rows whose time moved most in the direction of DeltaNs.
 	Top []VerdictRow `json:"top"`
 	// Differing are the side's calls (requests in the requests view) that have no
@@ -148,7 +159,14 @@ func (c *Comparison) verdict() {
 	c.diffWarnings = nil
 	for i := 1; i < len(c.Sides); i++ {
 		s := &c.Sides[i]
-		v := Verdict{Side: s.Name, IONs: io(s), BaseIONs: io(base), RuntimeNs: s.DurationNs, BaseRuntimeNs: base.DurationNs}
+		v := Verdict{Side: s.Name, IONs: io(s), BaseIONs: io(base)}
+		rt, brt := sideRuntime(s), sideRuntime(base)
+		if rt.source == RuntimeAnchored && brt.source == RuntimeRecorded {
+			// The side's predictions were anchored on the job's native runtime: the
+			// baseline's runtime is that, not its wall time under the recording layer.
+			brt = nativeOf(s, len(base.Traces))
+		}
+		v.RuntimeNs, v.BaseRuntimeNs, v.RuntimeSource, v.BaseRuntimeSource = rt.ns, brt.ns, rt.source, brt.source
 		v.DeltaNs = v.IONs - v.BaseIONs
 		var byRow []WorkDiffRow
 		v.Differing, v.Compared, byRow = c.workDiff(rows, i)
@@ -171,6 +189,9 @@ func (c *Comparison) verdict() {
 		}
 		v.IORatio = ratio(float64(v.IONs), float64(v.BaseIONs))
 		v.RuntimeRatio = ratio(float64(v.RuntimeNs), float64(v.BaseRuntimeNs))
+		v.RuntimeRatioLow, v.RuntimeRatioHigh = ratioSpan(rt.ns, rt.low, rt.high, brt.ns, brt.low, brt.high)
+		sio, bio := sideIO(s, v.IONs), sideIO(base, v.BaseIONs)
+		v.IORatioLow, v.IORatioHigh = ratioSpan(v.IONs, sio.low, sio.high, v.BaseIONs, bio.low, bio.high)
 		var top []VerdictRow
 		var gross int64 // the time the rows moving with DeltaNs moved
 		for _, r := range rows {
@@ -189,6 +210,103 @@ func (c *Comparison) verdict() {
 		c.Verdicts = append(c.Verdicts, v)
 		c.Verdict = append(c.Verdict, v.Text)
 	}
+}
+
+// ratioRange is " (low–high×)" when a ratio has an interval, "" when it is exact.
+func ratioRange(r, low, high float64) string {
+	if low == r && high == r {
+		return ""
+	}
+	return fmt.Sprintf(" (%s–%s)", strings.TrimSuffix(fmtX(low), "×"), fmtX(high))
+}
+
+// span is a figure with the interval it is known in, and where it comes from.
+type span struct {
+	ns, low, high int64
+	source        string
+}
+
+// Where a side's runtime comes from (Verdict.RuntimeSource).
+const (
+	RuntimeAnchored  = "anchored prediction" // replays' predictions anchored on the native runtime
+	RuntimePredicted = "prediction"          // replays' predictions
+	RuntimeNative    = "native"              // the recording's native runtime
+	RuntimeRecorded  = "recorded"            // wall time under the recording layer, or of the replay
+)
+
+// sideRuntime is a side's runtime: the sum over its traces of the replays' predictions
+// (anchored where every one was), of the recordings' native runtimes, or else the side's
+// wall time.
+func sideRuntime(s *CompareSide) span {
+	var pred, anch, native span
+	np, na, nn := 0, 0, 0
+	for _, t := range s.Traces {
+		if p := t.Prediction; p != nil {
+			np++
+			pred.ns, pred.low, pred.high = pred.ns+p.RuntimeNs, pred.low+p.RuntimeLowNs, pred.high+p.RuntimeHighNs
+			if p.AnchoredNs > 0 {
+				na++
+				anch.ns, anch.low, anch.high = anch.ns+p.AnchoredNs, anch.low+p.AnchoredLowNs, anch.high+p.AnchoredHighNs
+			}
+		}
+		if t.NativeNs > 0 {
+			nn++
+			native.ns += t.NativeNs
+		}
+	}
+	n := len(s.Traces)
+	switch {
+	case n > 0 && na == n:
+		anch.source = RuntimeAnchored
+		return anch
+	case n > 0 && np == n:
+		pred.source = RuntimePredicted
+		return pred
+	case n > 0 && nn == n:
+		native.low, native.high, native.source = native.ns, native.ns, RuntimeNative
+		return native
+	}
+	return span{ns: s.DurationNs, low: s.DurationNs, high: s.DurationNs, source: RuntimeRecorded}
+}
+
+// nativeOf is the native runtime a side's anchored predictions name, for n traces.
+func nativeOf(s *CompareSide, n int) span {
+	var ns int64
+	for _, t := range s.Traces {
+		if t.Prediction != nil && t.Prediction.NativeNs > 0 {
+			ns = t.Prediction.NativeNs
+			break
+		}
+	}
+	ns *= int64(max(n, 1))
+	return span{ns: ns, low: ns, high: ns, source: RuntimeNative}
+}
+
+// sideIO is the interval of a side's I/O time ns: the replays' predictions' relative
+// interval applied to it, or ns itself.
+func sideIO(s *CompareSide, ns int64) span {
+	var io, low, high int64
+	for _, t := range s.Traces {
+		p := t.Prediction
+		if p == nil || p.IONs <= 0 {
+			return span{ns: ns, low: ns, high: ns}
+		}
+		io, low, high = io+p.IONs, low+p.IOLowNs, high+p.IOHighNs
+	}
+	if io == 0 {
+		return span{ns: ns, low: ns, high: ns}
+	}
+	f := float64(ns) / float64(io)
+	return span{ns: ns, low: int64(float64(low) * f), high: int64(float64(high) * f)}
+}
+
+// ratioSpan returns the lowest and highest ratio of a (in lo..hi) to b (in blo..bhi).
+func ratioSpan(a, lo, hi, b, blo, bhi int64) (float64, float64) {
+	if b <= 0 || blo <= 0 {
+		r := ratio(float64(a), float64(b))
+		return r, r
+	}
+	return ratio(float64(lo), float64(bhi)), ratio(float64(hi), float64(blo))
 }
 
 func abs64(x int64) int64 {
@@ -244,10 +362,13 @@ func verdictText(v *Verdict) string {
 	case v.BaseIONs == 0:
 		fmt.Fprintf(&b, "%s of I/O time, none on the baseline", format.Dur(v.IONs))
 	default:
-		fmt.Fprintf(&b, "%s the baseline's I/O time (%s)", fmtX(v.IORatio), signedDur(v.DeltaNs))
+		fmt.Fprintf(&b, "%s the baseline's I/O time (%s)%s", fmtX(v.IORatio), signedDur(v.DeltaNs), ratioRange(v.IORatio, v.IORatioLow, v.IORatioHigh))
 	}
 	if v.BaseRuntimeNs > 0 {
-		fmt.Fprintf(&b, ", runtime %s", fmtX(v.RuntimeRatio))
+		fmt.Fprintf(&b, ", runtime %s%s", fmtX(v.RuntimeRatio), ratioRange(v.RuntimeRatio, v.RuntimeRatioLow, v.RuntimeRatioHigh))
+		if v.RuntimeSource == RuntimeAnchored || v.BaseRuntimeSource == RuntimeNative {
+			fmt.Fprintf(&b, " (%s against %s)", v.RuntimeSource, v.BaseRuntimeSource)
+		}
 	}
 	var parts []string
 	for _, t := range v.Top {
