@@ -70,13 +70,10 @@ func Mount(mountpoint, rootDir string, rec Recorder, o Options) (*Server, error)
 	if err != nil {
 		return nil, fmt.Errorf("fusefs: open target %s: %w", dir, err)
 	}
-	backPath := dir
-	if dst.Dev == mst.Dev && dst.Ino == mst.Ino {
-		// In place: path-based loopback operations go through the descriptor, which keeps
-		// pointing at the directory underneath the mount.
-		backPath = "/proc/self/fd/" + strconv.Itoa(rootFd)
-	}
-	root, err := newRoot(backPath, rootFd, o.Cache)
+	// The backend is named through the descriptor, never by dir's path: in place, the path
+	// leads to the mount itself; at another mount point, whatever is at dir now (the target
+	// renamed, covered by another mount, or unmounted lazily) is not what the view shows.
+	root, err := newRoot("/proc/self/fd/"+strconv.Itoa(rootFd), rootFd, o.Cache)
 	if err != nil {
 		_ = unix.Close(rootFd)
 		return nil, fmt.Errorf("fusefs: target %s: %w", dir, err)

@@ -34,8 +34,9 @@ func (b *backing) backendFlags(flags uint32) uint32 {
 }
 
 // node is a loopback node whose Open, Create and Tmpfile return our file handle, so reads
-// are eager and kernel passthrough is never offered. Everything else is the go-fuse
-// loopback, reached through the backend root path; timing happens in [tracer], one level up.
+// are eager and kernel passthrough is never offered. Every other operation is ours too
+// (nodeat.go), with the go-fuse loopback's replies, and reaches the backend through the
+// root descriptor; timing happens in [tracer], one level up.
 type node struct {
 	*fs.LoopbackNode
 	b *backing

@@ -63,11 +63,11 @@ func (b *backing) done(fd int) {
 }
 
 // procPath names rel for the system calls that take no directory descriptor (truncate,
-// statfs, the *xattr calls): the backend root's path and rel (the root's path is
-// /proc/self/fd/N, the root descriptor, when the layer is mounted in place; a walk through
-// procfs costs a few µs more), or /proc/self/fd/N/rest through a directory on the way when
-// that is too long. The last component is looked up as in the call itself (lgetxattr does
-// not follow a symlink there). The caller releases fd with done.
+// statfs, the *xattr calls): /proc/self/fd/N/rel, N the root descriptor, so the call
+// reaches the object the view shows whatever has become of the target's path; or
+// /proc/self/fd/M/rest through a directory on the way when that is too long. The last
+// component is looked up as in the call itself (lgetxattr does not follow a symlink there).
+// The caller releases fd with done.
 func (b *backing) procPath(rel string) (p string, fd int, err error) {
 	if base := b.root.Path; len(base)+1+len(rel) < unix.PathMax {
 		return base + "/" + rel, -1, nil // rel "." names the root itself
@@ -568,14 +568,12 @@ func (n *node) Listxattr(ctx context.Context, dest []byte) (uint32, syscall.Errn
 	return uint32(max(sz, 0)), errnoOf(err)
 }
 
-// Setattr without a handle (chmod, chown, truncate, utimes by name): the changes, timed,
-// then one lstat for the reply. With a handle it is the file's Setattr.
+// Setattr without a file handle (chmod, chown, truncate, utimes by name, and any change
+// through a directory handle): the changes relative to the root descriptor, timed, then one
+// lstat for the reply. With a file handle it is the file's Setattr.
 func (n *node) Setattr(ctx context.Context, fh fs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
 	if f, ok := fh.(*file); ok {
 		return f.Setattr(ctx, in, out)
-	}
-	if fh != nil {
-		return n.LoopbackNode.Setattr(ctx, fh, in, out)
 	}
 	if orphanTimes(n, in) {
 		// The kernel flushes the times of an inode it evicts, and with write-back caching
