@@ -663,9 +663,22 @@ type attrSetter interface {
 	utimes(ts *[2]unix.Timespec) error
 }
 
+// setattrChanges are the SETATTR bits that ask for a change other than ctime.
+const setattrChanges = fuse.FATTR_MODE | fuse.FATTR_UID | fuse.FATTR_GID | fuse.FATTR_SIZE |
+	fuse.FATTR_ATIME | fuse.FATTR_MTIME | fuse.FATTR_ATIME_NOW | fuse.FATTR_MTIME_NOW
+
 // applySetattr makes the changes in asks for, in the loopback's order: mode, owner, size,
 // then times (so an explicit mtime is not clobbered by the truncate).
+//
+// A SETATTR that asks for none of them is chown(f, -1, -1) (or fchown, lchown): the kernel
+// sends it to change ctime alone (with the kernel cache, it sets ctime to its own clock in
+// the inode it caches and says so with FATTR_CTIME). The same call on the backing file
+// has the backing file system do what it does natively: set ctime to now, and drop a
+// set-user-ID bit.
 func applySetattr(in *fuse.SetAttrIn, s attrSetter) syscall.Errno {
+	if in.Valid&setattrChanges == 0 {
+		return errnoOf(s.chown(-1, -1))
+	}
 	if mode, ok := in.GetMode(); ok {
 		if err := s.chmod(mode); err != nil {
 			return errnoOf(err)
