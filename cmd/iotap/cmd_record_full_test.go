@@ -11,8 +11,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// TestRecordTraceDiskFull records a job whose trace fills its file system (a 256 KiB
-// tmpfs). The job must see nothing of it: same output, its own exit code when it fails.
+// TestRecordTraceDiskFull records a job whose trace fills its file system (a 128 KiB tmpfs:
+// the job's 50,000 events take about 240 KiB). The job must see nothing of it: same output,
+// its own exit code when it fails.
 // The trace must end cleanly at the last chunk written whole, with a footer saying how many
 // events were lost and why, and the summary, the error and the report must say so too. A
 // job that succeeded makes iotap exit 1: the recording it asked for is incomplete.
@@ -27,7 +28,7 @@ func TestRecordTraceDiskFull(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			if err := unix.Mount("iotap-test", full, "tmpfs", 0, "size=256k"); err != nil {
+			if err := unix.Mount("iotap-test", full, "tmpfs", 0, "size=128k"); err != nil {
 				t.Fatalf("mount tmpfs: %v", err)
 			}
 			defer func() { _ = unix.Unmount(full, unix.MNT_DETACH) }()
