@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -61,7 +62,7 @@ func runCompare(ctx context.Context, e *env, o *compareOptions, args []string) e
 		return usageErrorf("--tolerance %g: want a fraction in [0, 1)", o.Tolerance)
 	}
 	var sides []*stats.Stats
-	var names, damaged, all []string
+	var names, damaged, dropped, all []string
 	sideOf := map[string]int{} // a side's only trace -> its index in sides
 	argNames := sideNames(args)
 	for i, a := range args {
@@ -82,6 +83,7 @@ func runCompare(ctx context.Context, e *env, o *compareOptions, args []string) e
 		}
 		all = append(all, files...)
 		damaged = append(damaged, dmg...)
+		dropped = append(dropped, droppedNotes(files, per)...)
 		// The copies of one `replay --copies` run are a side each; other traces of one
 		// argument are merged.
 		n, s := splitCopies(argNames[i], per)
@@ -98,6 +100,11 @@ func runCompare(ctx context.Context, e *env, o *compareOptions, args []string) e
 		// The damage is the likely cause: a trace cut short lacks the end of the work.
 		return fmt.Errorf("%w: %s, and the traces are not the same work (tolerance %g):\n  %s\nuse --force to compare the readable parts anyway",
 			errDamaged, strings.Join(damaged, ", "), o.Tolerance, strings.Join(c.Mismatches, "\n  "))
+	}
+	if len(c.Mismatches) > 0 && !o.Force && len(dropped) > 0 {
+		// So are the events a recorder dropped.
+		return fmt.Errorf("%w: %s, and the traces are not the same work (tolerance %g):\n  %s\nuse --force to compare the recorded events anyway",
+			errDropped, strings.Join(dropped, "; "), o.Tolerance, strings.Join(c.Mismatches, "\n  "))
 	}
 	if len(c.Mismatches) > 0 && !o.Force {
 		return usageErrorf("the traces are not the same work (tolerance %g):\n  %s\nuse --force to compare anyway",
@@ -129,7 +136,7 @@ func runCompare(ctx context.Context, e *env, o *compareOptions, args []string) e
 	if err := writeOutput(e, o.Output, buf.Bytes()); err != nil {
 		return err
 	}
-	return damageError(damaged)
+	return errors.Join(damageError(damaged), droppedError(dropped))
 }
 
 // sideNames shortens the arguments to their base names without ".iotap" when those are

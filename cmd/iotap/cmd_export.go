@@ -203,6 +203,10 @@ func runExport(ctx context.Context, e *env, o *exportOptions, args []string) (er
 	if err := bw.Flush(); err != nil {
 		return fmt.Errorf("write output: %w", err)
 	}
+	var dropped error
+	if f, ok := r.Footer(); ok {
+		dropped = droppedError(nonEmpty(droppedNote(args[0], f)))
+	}
 	if d := r.Damage(); len(d) > 0 {
 		var msg strings.Builder
 		for _, x := range d {
@@ -210,11 +214,11 @@ func runExport(ctx context.Context, e *env, o *exportOptions, args []string) (er
 		}
 		_, _ = io.WriteString(e.stderr, msg.String()) // diagnostics: the exit code says it too
 		if stopErr != nil {
-			return fmt.Errorf("%w: %s: stopped at the first damaged chunk (--strict)", errDamaged, args[0])
+			return errors.Join(fmt.Errorf("%w: %s: stopped at the first damaged chunk (--strict)", errDamaged, args[0]), dropped)
 		}
-		return fmt.Errorf("%w: %s (the export holds every readable event)", errDamaged, args[0])
+		return errors.Join(fmt.Errorf("%w: %s (the export holds every readable event)", errDamaged, args[0]), dropped)
 	}
-	return nil
+	return dropped
 }
 
 // exporter turns events into export records, resolving paths and thread names.

@@ -52,14 +52,14 @@ func runInfo(ctx context.Context, e *env, o *infoOptions, args []string) error {
 	if err != nil {
 		return err
 	}
-	var damaged []string
+	var damaged, dropped []string
 	var out bytes.Buffer
 	for i, a := range args {
 		out.Reset()
 		if i > 0 {
 			out.WriteByte('\n')
 		}
-		d, err := infoOne(ctx, e, o, a, &out)
+		d, drop, err := infoOne(ctx, e, o, a, &out)
 		if err != nil {
 			return err
 		}
@@ -69,11 +69,15 @@ func runInfo(ctx context.Context, e *env, o *infoOptions, args []string) error {
 		if d {
 			damaged = append(damaged, a)
 		}
+		if drop != "" {
+			dropped = append(dropped, drop)
+		}
 	}
+	var derr error
 	if len(damaged) > 0 {
-		return fmt.Errorf("%w: %s (see damage above)", errDamaged, strings.Join(damaged, ", "))
+		derr = fmt.Errorf("%w: %s (see damage above)", errDamaged, strings.Join(damaged, ", "))
 	}
-	return nil
+	return errors.Join(derr, droppedError(dropped))
 }
 
 // openTraceArg opens a trace named on the command line: a file, "-" (the command's
@@ -120,20 +124,24 @@ func (s *traceSummary) add(ev *trace.Event) {
 	s.legs.Add(ev)
 }
 
-// infoOne describes one trace into out.
-func infoOne(ctx context.Context, e *env, o *infoOptions, name string, out *bytes.Buffer) (damaged bool, err error) {
+// infoOne describes one trace into out. It says whether the trace is damaged, and what its
+// recorder dropped (droppedNote).
+func infoOne(ctx context.Context, e *env, o *infoOptions, name string, out *bytes.Buffer) (damaged bool, dropped string, err error) {
 	r, closeTrace, err := openTraceArg(ctx, e, name)
 	if err != nil {
-		return false, err
+		return false, "", err
 	}
 	defer func() { _ = closeTrace() }() // read-only
 	r.SetStrict(o.Strict)
 	s, stopErr, err := summarize(ctx, r, name, o.Strict)
 	if err != nil {
-		return false, err
+		return false, "", err
 	}
 	if err := writeInfoFields(out, name, r, &s); err != nil {
-		return false, err
+		return false, "", err
+	}
+	if f, ok := r.Footer(); ok {
+		dropped = droppedNote(name, f)
 	}
 	if s.events > 0 {
 		out.WriteByte('\n')
@@ -153,7 +161,7 @@ func infoOne(ctx context.Context, e *env, o *infoOptions, name string, out *byte
 	dmg := r.Damage()
 	if len(dmg) == 0 {
 		out.WriteString("\ndamage: none\n")
-		return false, nil
+		return false, dropped, nil
 	}
 	fmt.Fprintf(out, "\ndamage: %d problem(s)\n", len(dmg))
 	for _, d := range dmg {
@@ -162,7 +170,7 @@ func infoOne(ctx context.Context, e *env, o *infoOptions, name string, out *byte
 	if stopErr != nil {
 		out.WriteString("  stopped at the first damaged chunk (--strict)\n")
 	}
-	return true, nil
+	return true, dropped, nil
 }
 
 // summarize reads every event of r (trace name). With strict, a damaged chunk stops the

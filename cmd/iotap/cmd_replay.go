@@ -171,12 +171,16 @@ func runReplay(ctx context.Context, e *env, o *replayOptions, args []string) err
 		}
 		_, _ = fmt.Fprintf(e.stderr, "iotap replay: %s\n", termsafe.Text(damage.note))
 	}
-	// A replay of a damaged trace runs to its end, then exits with the damage.
+	// A replay of a damaged trace, or of one whose recorder dropped events, runs to its end,
+	// then exits with the damage and the drops.
 	damaged := func(err error) error {
-		if err == nil && damage.err != nil {
-			return fmt.Errorf("%w: %v (replayed the %d readable events)", errDamaged, damage.err, damage.events)
+		if err != nil {
+			return err
 		}
-		return err
+		if damage.err != nil {
+			err = fmt.Errorf("%w: %v (replayed the %d readable events)", errDamaged, damage.err, damage.events)
+		}
+		return errors.Join(err, droppedError(nonEmpty(damage.dropped)))
 	}
 	_, _ = fmt.Fprintf(e.stdout, "starting state: %d directories, %d files (%s), %d symlinks; %d replay ops\n",
 		st.Dirs, st.Files, format.Bytes(uint64(st.Bytes)), st.Symlinks, st.Ops)
@@ -708,10 +712,11 @@ const (
 
 // traceDamage is what reading a whole trace found wrong with it.
 type traceDamage struct {
-	err    error  // the first damage, nil if none
-	cut    bool   // only the tail is missing: the writer was killed or its disk filled
-	note   string // what a replay of it does, for the user
-	events uint64 // events readable
+	err     error  // the first damage, nil if none
+	cut     bool   // only the tail is missing: the writer was killed or its disk filled
+	note    string // what a replay of it does, for the user
+	events  uint64 // events readable
+	dropped string // the events its recorder dropped (droppedNote), "" if none
 }
 
 // cancellable is a trace whose Next fails once ctx is done: the passes over a trace that
@@ -741,6 +746,9 @@ func deriveState(ctx context.Context, path string, po replay.PlanOptions) (*repl
 		return nil, traceDamage{}, err
 	}
 	d := traceDamage{cut: r.CutShort(), events: r.EventsRead()}
+	if f, ok := r.Footer(); ok {
+		d.dropped = droppedNote(path, f)
+	}
 	dmg := r.Damage()
 	if len(dmg) == 0 {
 		return st, d, nil

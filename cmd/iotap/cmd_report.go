@@ -137,7 +137,7 @@ func runReport(ctx context.Context, e *env, o *reportOptions, args []string) err
 	if err := writeOutput(e, o.Output, buf.Bytes()); err != nil {
 		return err
 	}
-	return damageError(damaged)
+	return errors.Join(damageError(damaged), droppedError(droppedNotes(files, per)))
 }
 
 func contains(list []string, s string) bool {

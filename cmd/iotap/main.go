@@ -30,6 +30,7 @@ const (
 	exitError    = 1 // the command failed (bad trace, unreachable target, ...)
 	exitUsage    = 2 // bad flags or arguments
 	exitDamaged  = 3 // the trace was read, but it is damaged (truncated or corrupt chunks)
+	exitDropped  = 4 // the trace was read whole, but its recorder dropped events (footer)
 	exitNotFound = 127
 )
 
@@ -196,9 +197,12 @@ func exitCode(stderr io.Writer, name string, err error) int {
 	case errors.Is(err, errUsage):
 		say(err)
 		return exitUsage
-	case errors.Is(err, errDamaged):
+	case errors.Is(err, errDamaged): // before errDropped: a trace may be both
 		say(err)
 		return exitDamaged
+	case errors.Is(err, errDropped):
+		say(err)
+		return exitDropped
 	default:
 		say(err)
 		return exitError
@@ -240,6 +244,9 @@ Exit codes:
   2    bad flags or arguments
   3    the trace was read but is damaged (cut short, or corrupt chunks); the output covers
        its readable part (replay: up to a cut; a corrupt trace only with --force)
+  4    the trace was read whole, but its recorder dropped events (a full buffer with
+       --drop-when-full, or a trace write that failed): the output leaves them out
+       (3 when a trace is also damaged)
   127  record: the job's command was not found
   N    record: the job's own exit code (128+signal if it was killed)
 `
