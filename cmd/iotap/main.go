@@ -18,6 +18,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/iotap/iotap/internal/lazyfree"
+	"github.com/iotap/iotap/internal/memlimit"
 	"github.com/iotap/iotap/internal/termsafe"
 )
 
@@ -91,6 +92,10 @@ func usageErrorf(format string, a ...any) error {
 func main() {
 	if len(os.Args) > 1 && (os.Args[1] == "record" || os.Args[1] == "mount" || os.Args[1] == recordChildCommand) {
 		lazyfree.Reexec() // before anything else: it may execute iotap again
+	}
+	// The garbage collector works to the memory limit of iotap's cgroup, if it has one.
+	if _, err := memlimit.Set(); err != nil && os.Getenv("IOTAP_DEBUG") != "" {
+		_, _ = fmt.Fprintf(os.Stderr, "iotap: Go memory limit from the cgroup: %v\n", err)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	stopProfile := startProfile(os.Getenv(profileEnv))

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/iotap/iotap/internal/format"
+	"github.com/iotap/iotap/internal/memlimit"
 	"github.com/iotap/iotap/internal/tally"
 	"github.com/iotap/iotap/trace"
 )
@@ -101,6 +102,9 @@ func writeSummary(w io.Writer, snap tally.Snapshot, elapsed time.Duration, ws tr
 	_, _ = fmt.Fprintf(w, "\n  trace %s (%s)", path, format.Bytes(ws.Bytes))
 	if rss := peakRSS(); rss > 0 {
 		_, _ = fmt.Fprintf(w, ", recorder peak RSS %s", format.Bytes(rss))
+	}
+	if l := memlimit.Applied(); l.Bytes > 0 {
+		_, _ = fmt.Fprintf(w, " (Go memory limit %s: %.0f%% of %s)", format.Bytes(uint64(l.Bytes)), 100*memlimit.Ratio, l.File)
 	}
 	_, _ = fmt.Fprintln(w)
 }

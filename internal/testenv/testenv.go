@@ -25,6 +25,9 @@ const (
 	Slurm Requirement = "IOTAP_REQUIRE_SLURM"
 	// MooseFS covers the end-to-end tests on a local MooseFS cluster (e2e/moosefs).
 	MooseFS Requirement = "IOTAP_REQUIRE_MOOSEFS"
+	// Cgroups covers the tests that create a cgroup with a memory limit (root, and a cgroup
+	// hierarchy with the memory controller).
+	Cgroups Requirement = "IOTAP_REQUIRE_CGROUPS"
 )
 
 // Required reports whether r's variable is set to 1.
