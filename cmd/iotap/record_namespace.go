@@ -28,6 +28,11 @@ const recordChildCommand = "__record-child"
 // reexecInNamespace runs this binary again as the hidden child command in a new mount
 // namespace, so that the mount over the target is seen by the job alone. The child is
 // killed if this process dies (the job then gets ENOTCONN instead of hanging).
+//
+// The new namespace is a copy of this one, made by clone(CLONE_NEWNS); the child makes its
+// mounts slaves of the ones they copy (makeSlave) before it mounts anything. Go's
+// Unshareflags would make them private instead: the copies would then pin the host's
+// mounts, and a disk the host unmounts lazily would stay busy until the job ended.
 func reexecInNamespace(e *env, spec *recordSpec) error {
 	data, err := json.Marshal(spec)
 	if err != nil {
@@ -43,8 +48,8 @@ func reexecInNamespace(e *env, spec *recordSpec) error {
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = e.stdin, e.stdout, e.stderr
 	cmd.ExtraFiles = []*os.File{pr}
 	cmd.SysProcAttr = &syscall.SysProcAttr{
-		Unshareflags: syscall.CLONE_NEWNS,
-		Pdeathsig:    syscall.SIGKILL,
+		Cloneflags: syscall.CLONE_NEWNS,
+		Pdeathsig:  syscall.SIGKILL,
 	}
 	// SIGUSR1 asks the recorder for a stats line; it is not the job's. Catch it before the
 	// job can run, so that an early one cannot kill iotap.
@@ -112,6 +117,10 @@ func runRecordChild(ctx context.Context, e *env) error {
 	if err := json.Unmarshal(data, spec); err != nil {
 		return fmt.Errorf("decode spec: %w", err)
 	}
+	if err := makeSlave(); err != nil {
+		_, _ = fmt.Fprintf(e.stderr, "iotap %s: %v\n", spec.Kind, err)
+		return &exitCodeError{code: exitError}
+	}
 	err = serve(ctx, e, spec)
 	var ec *exitCodeError
 	if err != nil && !errors.As(err, &ec) {
@@ -124,4 +133,16 @@ func runRecordChild(ctx context.Context, e *env) error {
 		return &exitCodeError{code: ec.code}
 	}
 	return err
+}
+
+// makeSlave makes every mount of this process's new mount namespace a slave of the mount it
+// copies: unmounts and mounts on the host reach the job's namespace (a disk the host
+// unmounts is not pinned by the copy), and mounts made here, the layer's first, never reach
+// the host. A mount that was private on the host stays private. Nothing may be mounted
+// before this succeeds: a shared copy would propagate the mount to the host.
+func makeSlave() error {
+	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_SLAVE, ""); err != nil {
+		return fmt.Errorf("make the mount namespace's mounts slaves of the host's: %w", err)
+	}
+	return nil
 }
