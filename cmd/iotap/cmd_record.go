@@ -107,10 +107,7 @@ func runRecord(ctx context.Context, e *env, opts *recordOptions, args []string) 
 		spec.Labels = append(spec.Labels, trace.Label{Key: report.NativeRuntimeLabel, Value: strconv.FormatInt(int64(native), 10)})
 	}
 	_, _ = fmt.Fprintf(e.stderr, "iotap: tracing %s%s, trace %s\n", spec.Target, viewNote(spec), spec.Output)
-	if !spec.InPlace {
-		return serve(ctx, e, spec)
-	}
-	return reexecInNamespace(e, spec)
+	return reexecRecorder(e, spec)
 }
 
 // runNative runs the job once without the layer, in its own directory, and returns its

@@ -396,69 +396,6 @@ func TestRecordForwardsSIGTERM(t *testing.T) {
 	}
 }
 
-// TestRecordKill9 kills iotap while the job runs: the job must see errors, not hang, and
-// the trace must be readable up to its last flush.
-func TestRecordKill9(t *testing.T) {
-	requireRecord(t)
-	dir := t.TempDir()
-	target := filepath.Join(dir, "data")
-	if err := os.Mkdir(target, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	out := filepath.Join(dir, "t.iotap")
-	script := `for i in 1 2 3 4 5; do echo x > f$i; done; sleep 1.6; echo ready; read x
-n=0; while cat f1 >/dev/null 2>&1; do n=$((n+1)); [ $n -gt 200 ] && break; sleep 0.05; done
-cat f1 2>&1; echo done`
-	p := startIotap(t, target, "record", "-o", out, "--", "sh", "-c", script)
-	if l := p.readLine(t); l != "ready" {
-		t.Fatalf("got %q; stderr %s", l, p.stderr)
-	}
-	if err := p.cmd.Process.Kill(); err != nil {
-		t.Fatal(err)
-	}
-	// Only the job holds stdout from now on: reading to EOF waits for the job.
-	_, _ = io.WriteString(p.stdin, "go\n")
-	_ = p.stdin.Close()
-	start := time.Now()
-	code, rest := p.wait(t)
-	if code != 128+int(syscall.SIGKILL) {
-		t.Errorf("iotap exit %d, want %d", code, 128+int(syscall.SIGKILL))
-	}
-	if !strings.Contains(rest, "done") || (!strings.Contains(rest, "not connected") && !strings.Contains(rest, "connection abort")) {
-		t.Errorf("job output after the kill: %q (want an ENOTCONN error, then done)", rest)
-	}
-	if d := time.Since(start); d > 15*time.Second {
-		t.Errorf("the job took %v to finish after the kill", d)
-	}
-	tc := readTrace(t, out)
-	if tc.footer {
-		t.Error("trace of a killed recorder has a footer")
-	}
-	n := 0
-	for _, e := range tc.events {
-		if e.Op == trace.OpCreate {
-			n++
-		}
-	}
-	if n != 5 {
-		t.Errorf("trace has %d creates, want 5 (flushed before the kill); events:\n%s", n, tc.dump())
-	}
-	// The killed recording replays up to its last flush: cut short is not corrupt.
-	tgt := filepath.Join(dir, "replayed")
-	if err := os.Mkdir(tgt, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	code, stdout, stderr := runIotap(t, nil, "replay", "--target", tgt, "-o", filepath.Join(dir, "res"), out)
-	if code != exitDamaged || !strings.Contains(stderr, "was cut short") || !strings.Contains(stdout, "run 1/1") {
-		t.Errorf("replay of the killed recording: exit %d; stdout:\n%s\nstderr:\n%s", code, stdout, stderr)
-	}
-	for i := 1; i <= 5; i++ {
-		if _, err := os.Stat(filepath.Join(tgt, fmt.Sprintf("f%d", i))); err != nil {
-			t.Errorf("replay of the killed recording: %v", err)
-		}
-	}
-}
-
 // TestRecordErrors runs the checks made before anything is mounted, in process.
 func TestRecordErrors(t *testing.T) {
 	dir := t.TempDir()

@@ -1,5 +1,5 @@
-// In-place recording: record re-executes itself in a private mount namespace and the
-// child serves the layer over the target there.
+// The recorder: record re-executes itself as a child that serves the layer and runs the job
+// (in place, in a mount namespace of its own, over the target there).
 
 package main
 
@@ -13,11 +13,14 @@ import (
 	"os/exec"
 	"os/signal"
 	"runtime"
+	"strconv"
 	"syscall"
+	"time"
 	"unsafe"
 
 	"github.com/iotap/iotap/internal/job"
 	"github.com/iotap/iotap/internal/lazyfree"
+	"github.com/iotap/iotap/internal/sysinfo"
 	"golang.org/x/sys/unix"
 )
 
@@ -25,15 +28,22 @@ import (
 // mount namespace. Its spec arrives as JSON on fd 3.
 const recordChildCommand = "__record-child"
 
-// reexecInNamespace runs this binary again as the hidden child command in a new mount
-// namespace, so that the mount over the target is seen by the job alone. The child is
-// killed if this process dies (the job then gets ENOTCONN instead of hanging).
+// reexecRecorder runs this binary again as the hidden child command, the recorder: it
+// mounts the layer, serves it and runs the job as its own child. In place, the recorder has
+// a new mount namespace, so that the mount over the target is seen by the job alone.
 //
-// The new namespace is a copy of this one, made by clone(CLONE_NEWNS); the child makes its
-// mounts slaves of the ones they copy (makeSlave) before it mounts anything. Go's
+// The new namespace is a copy of this one, made by clone(CLONE_NEWNS); the recorder makes
+// its mounts slaves of the ones they copy (makeSlave) before it mounts anything. Go's
 // Unshareflags would make them private instead: the copies would then pin the host's
 // mounts, and a disk the host unmounts lazily would stay busy until the job ended.
-func reexecInNamespace(e *env, spec *recordSpec) error {
+//
+// The job ends with iotap, however iotap ends (docs/manual.md, "When iotap is stopped"):
+//   - this process killed: the recorder gets parentDeathSignal, ends the job's processes,
+//     and takes down the mount and the trace as when the job ends;
+//   - the recorder killed: the job's command gets SIGKILL from the kernel (its
+//     Pdeathsig), and this process, the reaper of the orphans below it (job.Subreaper),
+//     kills what is left of the job.
+func reexecRecorder(e *env, spec *recordSpec) error {
 	data, err := json.Marshal(spec)
 	if err != nil {
 		return fmt.Errorf("encode recorder spec: %w", err)
@@ -43,13 +53,16 @@ func reexecInNamespace(e *env, spec *recordSpec) error {
 		return fmt.Errorf("pipe: %w", err)
 	}
 	defer func() { _ = pr.Close() }()
+	if err := job.Subreaper(); err != nil {
+		e.log.Warn("the job's processes may outlive a killed recorder", "err", err)
+	}
 	cmd := exec.Command("/proc/self/exe", recordChildCommand)
 	cmd.Env = lazyfree.ChildEnv(os.Environ()) // the child serves the mount
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = e.stdin, e.stdout, e.stderr
 	cmd.ExtraFiles = []*os.File{pr}
-	cmd.SysProcAttr = &syscall.SysProcAttr{
-		Cloneflags: syscall.CLONE_NEWNS,
-		Pdeathsig:  syscall.SIGKILL,
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: parentDeathSignal}
+	if spec.InPlace {
+		cmd.SysProcAttr.Cloneflags = syscall.CLONE_NEWNS
 	}
 	// SIGUSR1 asks the recorder for a stats line; it is not the job's. Catch it before the
 	// job can run, so that an early one cannot kill iotap.
@@ -61,7 +74,7 @@ func reexecInNamespace(e *env, spec *recordSpec) error {
 	defer runtime.UnlockOSThread()
 	if err := cmd.Start(); err != nil {
 		_ = pw.Close()
-		if errors.Is(err, syscall.EPERM) {
+		if errors.Is(err, syscall.EPERM) && spec.InPlace {
 			return fmt.Errorf("cannot create a private mount namespace (needs CAP_SYS_ADMIN); use --mount-at DIR: %w", err)
 		}
 		return fmt.Errorf("start recorder: %w", err)
@@ -88,7 +101,21 @@ func reexecInNamespace(e *env, spec *recordSpec) error {
 	}
 	st := cmd.ProcessState
 	if ws, ok := st.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-		return &exitCodeError{code: job.ExitCode(st), err: fmt.Errorf("recorder %s", job.Describe(st))}
+		// The job's command died with the recorder; its orphans came here.
+		msg := fmt.Sprintf("recorder %s", job.Describe(st))
+		if n := job.KillDescendants(killWait); n > 0 {
+			msg += fmt.Sprintf("; ended what was left of the job (%d processes)", n)
+		}
+		if !spec.InPlace {
+			// The view's server is gone: take its dead mount away (in place, it went with
+			// the recorder's mount namespace).
+			if m, ok, err := sysinfo.IsMountPoint(realOrSelf(spec.MountPoint)); err == nil && ok && isIotapMount(m) {
+				if err := unmountDir(e, realOrSelf(spec.MountPoint)); err != nil {
+					msg += fmt.Sprintf("; %v", err)
+				}
+			}
+		}
+		return &exitCodeError{code: job.ExitCode(st), err: errors.New(msg)}
 	}
 	if code := st.ExitCode(); code != 0 {
 		return &exitCodeError{code: code}
@@ -96,8 +123,35 @@ func reexecInNamespace(e *env, spec *recordSpec) error {
 	return nil
 }
 
-// runRecordChild is the recorder inside its private mount namespace.
+// parentDeathSignal is the signal the recorder gets when the iotap process that started it
+// dies (its Pdeathsig): it then ends the job (watchJob). iotap uses it for nothing else.
+const parentDeathSignal = syscall.SIGUSR2
+
+// killWait bounds the killing of a job's processes (job.KillDescendants): a process stuck
+// in the kernel (a hung network file system) dies only when its call returns.
+const killWait = 5 * time.Second
+
+// runRecordChild is the recorder, started by reexecRecorder (in a mount namespace of its
+// own when in place).
 func runRecordChild(ctx context.Context, e *env) error {
+	// The iotap process that started the recorder dies: the job must not outlive it.
+	parent := os.Getppid()
+	deathSig := make(chan os.Signal, 1)
+	signal.Notify(deathSig, parentDeathSignal)
+	parentDied := make(chan struct{})
+	go func() {
+		for range deathSig {
+			if os.Getppid() != parent { // the signal is the kernel's, not a stray one
+				close(parentDied)
+				return
+			}
+		}
+	}()
+	// The job's processes that lose their parent stay below the recorder, where it finds
+	// them when it must end the job.
+	if err := job.Subreaper(); err != nil {
+		e.log.Warn("the job's orphaned processes cannot be followed", "err", err)
+	}
 	// Re-executed as /proc/self/exe, this process is called "exe": name the thread that
 	// enters the job's directory and starts the job, so the trace attributes those few
 	// requests to iotap.
@@ -117,11 +171,13 @@ func runRecordChild(ctx context.Context, e *env) error {
 	if err := json.Unmarshal(data, spec); err != nil {
 		return fmt.Errorf("decode spec: %w", err)
 	}
-	if err := makeSlave(); err != nil {
-		_, _ = fmt.Fprintf(e.stderr, "iotap %s: %v\n", spec.Kind, err)
-		return &exitCodeError{code: exitError}
+	if spec.InPlace {
+		if err := makeSlave(parent); err != nil {
+			_, _ = fmt.Fprintf(e.stderr, "iotap %s: %v\n", spec.Kind, err)
+			return &exitCodeError{code: exitError}
+		}
 	}
-	err = serve(ctx, e, spec)
+	err = serve(ctx, e, spec, parentDied)
 	var ec *exitCodeError
 	if err != nil && !errors.As(err, &ec) {
 		// Print with the user's command name, then exit quietly.
@@ -139,8 +195,16 @@ func runRecordChild(ctx context.Context, e *env) error {
 // copies: unmounts and mounts on the host reach the job's namespace (a disk the host
 // unmounts is not pinned by the copy), and mounts made here, the layer's first, never reach
 // the host. A mount that was private on the host stays private. Nothing may be mounted
-// before this succeeds: a shared copy would propagate the mount to the host.
-func makeSlave() error {
+// before this succeeds: a shared copy would propagate the mount to the host. It refuses to
+// change the mounts of the namespace of parent, the process that made this one.
+func makeSlave(parent int) error {
+	self, err := os.Readlink("/proc/self/ns/mnt")
+	if err != nil {
+		return fmt.Errorf("the recorder's mount namespace: %w", err)
+	}
+	if host, err := os.Readlink("/proc/" + strconv.Itoa(parent) + "/ns/mnt"); err != nil || host == self {
+		return fmt.Errorf("the recorder is not in a mount namespace of its own (%s): its mounts are left as they are", self)
+	}
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_SLAVE, ""); err != nil {
 		return fmt.Errorf("make the mount namespace's mounts slaves of the host's: %w", err)
 	}

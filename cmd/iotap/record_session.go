@@ -8,8 +8,10 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/signal"
 	"runtime"
 	"strconv"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -231,8 +233,9 @@ func (s *session) close(outcome string) error {
 }
 
 // serve mounts the layer, runs the job (record) and takes everything down. It returns the
-// job's exit status as an *exitCodeError.
-func serve(ctx context.Context, e *env, spec *recordSpec) error {
+// job's exit status as an *exitCodeError. When parentDied is closed (the iotap process that
+// started this recorder died), the job is ended at once.
+func serve(ctx context.Context, e *env, spec *recordSpec, parentDied <-chan struct{}) error {
 	s, err := openSession(e, spec)
 	if err != nil {
 		return err
@@ -272,9 +275,14 @@ func serve(ctx context.Context, e *env, spec *recordSpec) error {
 			jobDir = ""
 		}
 	}
+	// The job's command dies with the thread that starts it (Pdeathsig): with this recorder,
+	// however it ends.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	cmd, err := job.Start(job.Spec{
 		Argv: spec.Argv, Dir: jobDir, Env: job.EnvWithPWD(os.Environ(), spec.Dir),
 		Stdin: e.stdin, Stdout: e.stdout, Stderr: e.stderr,
+		SysProcAttr: &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL},
 	})
 	if jobDir == "" {
 		if cerr := back.Chdir(); cerr != nil {
@@ -295,13 +303,23 @@ func serve(ctx context.Context, e *env, spec *recordSpec) error {
 		}
 		return &exitCodeError{code: code, err: err}
 	}
-	stop := job.Forward(cmd.Process)
+	w := watchJob(e, cmd.Process, parentDied)
 	code, werr := job.Wait(cmd)
-	stop()
+	w.stop()
 	stopProbe()
+	outcome := "job " + job.Describe(cmd.ProcessState)
+	if w.orphaned.Load() {
+		outcome += ", ended when iotap record died"
+	}
+	if w.stopping.Load() {
+		// iotap was told to stop: the job ends with it, and so do the processes the job left.
+		if n := job.KillDescendants(killWait); n > 0 {
+			_, _ = fmt.Fprintf(e.stderr, "iotap: ended what the job left running (%d processes)\n", n)
+		}
+	}
 	close(stopLive)
 	s.unmount()
-	cerr := s.close("job " + job.Describe(cmd.ProcessState))
+	cerr := s.close(outcome)
 	switch {
 	case werr != nil:
 		return werr
@@ -313,6 +331,54 @@ func serve(ctx context.Context, e *env, spec *recordSpec) error {
 		return cerr
 	}
 	return nil
+}
+
+// jobWatch relays to the job the signals job.Forward relays, and notes what asks the
+// recording to stop before the job ends by itself.
+type jobWatch struct {
+	stopping atomic.Bool // a signal job.Forward relays came, or the parent died
+	orphaned atomic.Bool // the iotap process that started this recorder died
+	done     chan struct{}
+	exited   chan struct{}
+}
+
+// watchJob relays the signals job.Forward relays to p until stop. When parentDied is
+// closed, it ends the job's processes at once (SIGKILL), as the kernel does to the job's
+// command when this recorder dies.
+func watchJob(e *env, p *os.Process, parentDied <-chan struct{}) *jobWatch {
+	w := &jobWatch{done: make(chan struct{}), exited: make(chan struct{})}
+	sigs := make(chan os.Signal, 8)
+	signal.Notify(sigs, job.Forwarded...)
+	stopFwd := job.Forward(p)
+	go func() {
+		defer close(w.exited)
+		for {
+			select {
+			case <-sigs:
+				w.stopping.Store(true)
+			case <-parentDied:
+				w.orphaned.Store(true)
+				w.stopping.Store(true)
+				_, _ = fmt.Fprintln(e.stderr, "iotap: iotap record died: ending the job")
+				job.KillDescendants(killWait)
+				parentDied = nil
+			case <-w.done:
+				stopFwd()
+				signal.Stop(sigs)
+				if len(sigs) > 0 {
+					w.stopping.Store(true)
+				}
+				return
+			}
+		}
+	}()
+	return w
+}
+
+// stop stops relaying signals; the flags are final once it returns.
+func (w *jobWatch) stop() {
+	close(w.done)
+	<-w.exited
 }
 
 // closeOnExec marks every descriptor above stderr close-on-exec.
