@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -168,4 +169,51 @@ func exits(fd int, d time.Duration) bool {
 func alive(fd int) bool {
 	n, err := unix.Poll([]unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}, 0)
 	return err == nil && n == 0
+}
+
+// TestRecordBackendGone records a job on a FUSE file system whose daemon is then killed (a
+// storage client that dies: s3fs, mfsmount; here an `iotap mount` view). The job's calls
+// through the layer must fail as they fail natively (ENOTCONN, or ECONNABORTED for one in
+// flight), not hang, and the recording must end as usual: the job's exit code, the trace
+// closed with its footer and holding the failed calls.
+func TestRecordBackendGone(t *testing.T) {
+	requireRecord(t)
+	data, backend, _ := mountDirs(t)
+	srv := startMount(t, data, backend, filepath.Join(t.TempDir(), "backend.iotap"))
+	t.Cleanup(func() { _ = unix.Unmount(backend, unix.MNT_DETACH) }) // its server killed below
+	out := filepath.Join(t.TempDir(), "t.iotap")
+	script := `cat in; echo ready; read x; cat in 2>&1; echo "cat exit $?"; echo new > f 2>&1; echo done; exit 3`
+	p := startIotap(t, backend, "record", "-o", out, "--", "sh", "-c", script)
+	if l := p.readLine(t); l != "input" {
+		t.Fatalf("job read %q through the layer; stderr: %s", l, p.stderr)
+	}
+	if l := p.readLine(t); l != "ready" {
+		t.Fatalf("got %q; stderr: %s", l, p.stderr)
+	}
+	if err := srv.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_ = srv.Wait()
+	_, _ = io.WriteString(p.stdin, "go\n")
+	_ = p.stdin.Close()
+	code, rest := p.wait(t)
+	if code != 3 || !strings.Contains(rest, "cat exit 1") || !strings.Contains(rest, "done") {
+		t.Errorf("exit %d, job output after the backend died %q; want exit 3, a failed cat, then done; stderr:\n%s", code, rest, p.stderr)
+	}
+	if !strings.Contains(rest, "not connected") && !strings.Contains(rest, "connection abort") {
+		t.Errorf("job output %q lacks ENOTCONN or ECONNABORTED", rest)
+	}
+	tc := readTrace(t, out)
+	if !tc.footer || len(tc.damage) > 0 {
+		t.Errorf("footer %v, damage %v", tc.footer, tc.damage)
+	}
+	failed := 0
+	for _, e := range tc.events {
+		if e.Errno == uint16(syscall.ENOTCONN) || e.Errno == uint16(syscall.ECONNABORTED) {
+			failed++
+		}
+	}
+	if failed == 0 {
+		t.Errorf("no call failed with ENOTCONN or ECONNABORTED in the trace:\n%s", tc.dump())
+	}
 }
