@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime"
 	"strconv"
+	"syscall"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -92,6 +94,11 @@ func runRecord(ctx context.Context, e *env, opts *recordOptions, args []string) 
 	if err := createOutput(spec.Output); err != nil {
 		return err
 	}
+	// The job's processes that lose their parent stay below this process, which kills them
+	// when the job must end with iotap (reexecRecorder).
+	if err := job.Subreaper(); err != nil {
+		e.log.Warn("the job's processes may outlive a killed recorder", "err", err)
+	}
 	native := opts.NativeRuntime
 	switch {
 	case native < 0:
@@ -114,10 +121,15 @@ func runRecord(ctx context.Context, e *env, opts *recordOptions, args []string) 
 // runtime; a job that fails stops the recording.
 func runNative(ctx context.Context, e *env, spec *recordSpec) (time.Duration, error) {
 	_, _ = fmt.Fprintf(e.stderr, "iotap: running the job once without the layer (--native-first)\n")
+	// As under the layer, the job ends with iotap (reexecRecorder): its command dies with
+	// the thread that starts it, and what it leaves is killed if iotap is told to stop.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	t0 := time.Now()
 	cmd, err := job.Start(job.Spec{
 		Argv: spec.Argv, Dir: spec.Dir, Env: job.EnvWithPWD(os.Environ(), spec.Dir),
 		Stdin: e.stdin, Stdout: e.stdout, Stderr: e.stderr,
+		SysProcAttr: &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL},
 	})
 	if err != nil {
 		return 0, fmt.Errorf("--native-first: %w", err)
@@ -126,6 +138,9 @@ func runNative(ctx context.Context, e *env, spec *recordSpec) (time.Duration, er
 	code, werr := job.Wait(cmd)
 	stop()
 	d := time.Since(t0)
+	if ctx.Err() != nil {
+		job.KillDescendants(killWait)
+	}
 	switch {
 	case werr != nil:
 		return 0, fmt.Errorf("--native-first: %w", werr)

@@ -217,3 +217,52 @@ func TestRecordBackendGone(t *testing.T) {
 		t.Errorf("no call failed with ENOTCONN or ECONNABORTED in the trace:\n%s", tc.dump())
 	}
 }
+
+// TestRecordNativeFirstStopped stops iotap record while it runs the job without the layer
+// first (--native-first): the job's command ends with iotap whether iotap is killed or told
+// to stop, and on SIGTERM so does the background process the command started.
+func TestRecordNativeFirstStopped(t *testing.T) {
+	requireRecord(t)
+	for _, sig := range []syscall.Signal{syscall.SIGKILL, syscall.SIGTERM} {
+		t.Run(sig.String(), func(t *testing.T) {
+			dir := t.TempDir()
+			p := startIotap(t, dir, "record", "--native-first", "-o", filepath.Join(t.TempDir(), "t.iotap"), "--",
+				"sh", "-c", `sleep 1000 & echo $$ $!; wait`)
+			pids := strings.Fields(p.readLine(t))
+			if len(pids) != 2 {
+				t.Fatalf("job printed %q; stderr: %s", pids, p.stderr)
+			}
+			procs := map[string]int{"the job's shell": atoi(t, pids[0])}
+			if sig == syscall.SIGTERM {
+				procs["its background sleep"] = atoi(t, pids[1])
+			} else {
+				// Nothing of iotap is left to end it: killed at once by the test.
+				t.Cleanup(func() { _ = syscall.Kill(atoi(t, pids[1]), syscall.SIGKILL) })
+			}
+			fds := map[string]int{}
+			for name, pid := range procs {
+				fd, err := unix.PidfdOpen(pid, 0)
+				if err != nil {
+					t.Fatalf("pidfd of %s: %v", name, err)
+				}
+				t.Cleanup(func() { _ = unix.Close(fd) })
+				fds[name] = fd
+			}
+			if err := p.cmd.Process.Signal(sig); err != nil {
+				t.Fatal(err)
+			}
+			for name, fd := range fds {
+				if !exits(fd, 10*time.Second) {
+					t.Errorf("%s still runs 10 s after %v", name, sig)
+				}
+			}
+			_ = p.stdin.Close()
+			if sig == syscall.SIGKILL {
+				_ = syscall.Kill(atoi(t, pids[1]), syscall.SIGKILL) // lets stdout close
+			}
+			if code, _ := p.wait(t); code != 128+int(sig) {
+				t.Errorf("exit %d, want %d; stderr:\n%s", code, 128+int(sig), p.stderr)
+			}
+		})
+	}
+}

@@ -41,8 +41,8 @@ const recordChildCommand = "__record-child"
 //   - this process killed: the recorder gets parentDeathSignal, ends the job's processes,
 //     and takes down the mount and the trace as when the job ends;
 //   - the recorder killed: the job's command gets SIGKILL from the kernel (its
-//     Pdeathsig), and this process, the reaper of the orphans below it (job.Subreaper),
-//     kills what is left of the job.
+//     Pdeathsig), and this process, the reaper of the orphans below it (job.Subreaper in
+//     runRecord), kills what is left of the job.
 func reexecRecorder(e *env, spec *recordSpec) error {
 	data, err := json.Marshal(spec)
 	if err != nil {
@@ -53,9 +53,6 @@ func reexecRecorder(e *env, spec *recordSpec) error {
 		return fmt.Errorf("pipe: %w", err)
 	}
 	defer func() { _ = pr.Close() }()
-	if err := job.Subreaper(); err != nil {
-		e.log.Warn("the job's processes may outlive a killed recorder", "err", err)
-	}
 	cmd := exec.Command("/proc/self/exe", recordChildCommand)
 	cmd.Env = lazyfree.ChildEnv(os.Environ()) // the child serves the mount
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = e.stdin, e.stdout, e.stderr
