@@ -8,7 +8,10 @@
 #   native        the job in a directory of the backend
 #   loopback      the job in an untraced go-fuse loopback of it (benchmount, --cache none
 #                 options and node code)
-#   MODE          `iotap record --cache MODE` of the job, for each MODE of -m
+#   MODE          `iotap record --cache MODE` of the job, for each MODE of -m (with the
+#                 default --legs auto: the kernel's legs measured, as root)
+#   MODE@LEGS     the same with `--legs LEGS`, for each LEGS of -l (e.g. -l probe: what
+#                 measuring the kernel's legs costs, against the round-trip probe alone)
 #   before-MODE   the same with iotap built from revision -B (when given)
 # A round runs every target once per job, in an order that rotates every round; each run gets
 # a fresh directory. Prints per job the median wall time over rounds of each target and its
@@ -16,15 +19,15 @@
 # work per request" (the cost line, self_ns_per_request in the report) and its late and
 # missing attributions.
 #
-# Usage: bench/jobs.sh [-r ROUNDS] [-n READS] [-k CATS] [-m MODE,...] [-B REV] [-o JOB,...] [-d WORKDIR]
+# Usage: bench/jobs.sh [-r ROUNDS] [-n READS] [-k CATS] [-m MODE,...] [-l LEGS,...] [-B REV] [-o JOB,...] [-d WORKDIR]
 # Defaults: -r 5 -n 120000 -k 1000 -m none,kernel -o genomics,catloop -d /var/tmp/iotap-jobs
 # Needs root (iotap record's private mount), go, samtools, sqlite3, tar, awk.
 set -euo pipefail
 
-ROUNDS=5 READS=120000 CATS=1000 MODES=none,kernel BEFORE='' JOBS=genomics,catloop WORK=/var/tmp/iotap-jobs
-while getopts "r:n:k:m:B:o:d:h" o; do
+ROUNDS=5 READS=120000 CATS=1000 MODES=none,kernel LEGS='' BEFORE='' JOBS=genomics,catloop WORK=/var/tmp/iotap-jobs
+while getopts "r:n:k:m:l:B:o:d:h" o; do
   case $o in
-    r) ROUNDS=$OPTARG ;; n) READS=$OPTARG ;; k) CATS=$OPTARG ;; m) MODES=$OPTARG ;;
+    r) ROUNDS=$OPTARG ;; n) READS=$OPTARG ;; k) CATS=$OPTARG ;; m) MODES=$OPTARG ;; l) LEGS=$OPTARG ;;
     B) BEFORE=$OPTARG ;; o) JOBS=$OPTARG ;; d) WORK=$OPTARG ;; *) sed -n '2,/^[^#]/{/^#/s/^# \{0,1\}//p}' "$0"; exit 2 ;;
   esac
 done
@@ -47,6 +50,10 @@ rm -rf --one-file-system "$WORK"
 mkdir -p "$WORK"/{bin,runs,traces,logs,mnt}
 (cd "$REPO" && go build -o "$WORK/bin/iotap" ./cmd/iotap && go build -o "$WORK/bin/benchmount" ./internal/cmd/benchmount)
 TARGETS=(native loopback "${MODES[@]}")
+if [ -n "$LEGS" ]; then
+  IFS=, read -ra legs <<<"$LEGS"
+  for m in "${MODES[@]}"; do for l in "${legs[@]}"; do TARGETS+=("$m@$l"); done; done
+fi
 if [ -n "$BEFORE" ]; then
   git -C "$REPO" worktree add --detach "$WORK/src-before" "$BEFORE" >/dev/null
   (cd "$WORK/src-before" && go build -o "$WORK/bin/iotap-before" ./cmd/iotap)
@@ -83,10 +90,11 @@ run() {
       t0=$EPOCHREALTIME; sh -c "cd $WORK/mnt && $cmd" >"$log" 2>&1; t1=$EPOCHREALTIME
       kill -TERM "$PID"; wait "$PID" 2>/dev/null || true; PID='' ;;
     *) # iotap record, run from the target as a job is (the job starts in the caller's directory)
-      local bin=$WORK/bin/iotap mode=$tgt
+      local bin=$WORK/bin/iotap mode=$tgt legs=()
       case $tgt in before-*) bin=$WORK/bin/iotap-before mode=${tgt#before-} ;; esac
+      case $mode in *@*) legs=(--legs "${mode#*@}"); mode=${mode%@*} ;; esac
       t0=$EPOCHREALTIME
-      (cd "$dir" && "$bin" record --cache "$mode" --target . -o "$WORK/traces/t.iotap" -- sh -c "$cmd") >"$log" 2>&1
+      (cd "$dir" && "$bin" record --cache "$mode" "${legs[@]}" --target . -o "$WORK/traces/t.iotap" -- sh -c "$cmd") >"$log" 2>&1
       t1=$EPOCHREALTIME ;;
   esac
   echo "$job $tgt $(python3 -c "print(f'{$t1 - $t0:.4f}')")" >>"$WORK/results.txt"

@@ -10,9 +10,13 @@
 #     real job I/O time: summed system call time; on the local directory that is the
 #     recording itself) and once without iotap (the real runtime);
 #   - replays the local recording onto every backend in think mode (the prediction).
+# Before recording, each run times the job once more on the local directory: the native
+# runtime the replays anchor their predictions on (replay --native-runtime), measured apart
+# from the runs the predictions are checked against.
 # It prints, per job and backend, the medians over the runs of the predicted and the real
-# job I/O time and runtime, and the prediction's error in %. The local row is the A/A
-# check (goal 5 %), the others the cross-backend prediction (goal 15 %).
+# job I/O time and runtime, the prediction's error in %, the anchored prediction's, and how
+# many runs' real values fell inside the printed intervals. The local row is the A/A check
+# (goal 10 %), the others the cross-backend prediction (goal 15 %).
 #
 # Usage: bench/predict.sh            (RUNS=5 by default; RUNS=3 for a quicker run)
 # Environment: RUNS (5), WORK (/var/tmp/iotap-predict, on the local file system),
@@ -107,6 +111,11 @@ IFS=, read -ra backends <<<"$BACKENDS"
 for run in $(seq "$RUNS"); do
   for job in "${jobs[@]}"; do
     cmd=$(job_cmd "$job")
+    # The native runtime the replays anchor on.
+    d=$WORK/local/anchor-$job-$run; fresh "$d"; sync
+    a0=$(now); (cd "$d" && sh -c "$cmd"); a1=$(now)
+    rm -rf "$d"
+    anchor=$(python3 -c "print(f'{($a1-$a0)*1e9:.0f}ns')")
     rec=$WORK/out/$job.$run.rec.iotap
     d=$WORK/local/rec-$job-$run; fresh "$d"
     (cd "$d" && "$IOTAP" record --target "$d" -o "$rec" -- sh -c "$cmd" >/dev/null 2>"$rec.log")
@@ -128,10 +137,12 @@ for run in $(seq "$RUNS"); do
       # The prediction: the local recording replayed onto the backend.
       d=$base/replay-$job-$run; fresh "$d"; sync
       # shellcheck disable=SC2086 # REPLAY_ARGS holds several flags
-      "$IOTAP" replay "$rec" --target "$d" -o "$WORK/out/$job.$run.$b.replay" --sample-interval 0 $REPLAY_ARGS >"$WORK/out/$job.$run.$b.replay.log" 2>&1
+      "$IOTAP" replay "$rec" --target "$d" -o "$WORK/out/$job.$run.$b.replay" --sample-interval 0 --native-runtime "$anchor" $REPLAY_ARGS >"$WORK/out/$job.$run.$b.replay.log" 2>&1
       rm -rf "$d"
       jq -r --arg job "$job" --arg b "$b" --arg run "$run" --arg wall "$(python3 -c "print($t1-$t0)")" --arg rio "$rio" --arg rspan "$rspan" \
-        '[$job, $b, $run, .replay_io_ns, .replay_span_ns, .recorded_io_ns, .recorded_span_ns, $rio, $rspan, $wall, .divergences, .fallbacks, .round_trip_ns, .lag_p99_ns, .replayer_cpu_share] | @tsv' \
+        '[$job, $b, $run, .replay_io_ns, .replay_span_ns, .recorded_io_ns, .recorded_span_ns, $rio, $rspan, $wall, .divergences, .fallbacks, .round_trip_ns, .lag_p99_ns, .replayer_cpu_share,
+          .prediction.runtime_low_ns, .prediction.runtime_high_ns, .prediction.io_low_ns, .prediction.io_high_ns,
+          .prediction.anchored_runtime_ns, .prediction.anchored_runtime_low_ns, .prediction.anchored_runtime_high_ns] | @tsv' \
         "$WORK/out/$job.$run.$b.replay.t1.r1.json" >>"$RES"
     done
   done
@@ -144,15 +155,30 @@ from collections import defaultdict
 rows = defaultdict(list)
 for line in open(sys.argv[1]):
     f = line.rstrip("\n").split("\t")
-    rows[(f[0], f[1])].append([float(x) for x in f[3:]])
+    rows[(f[0], f[1])].append([float(x) if x not in ("", "null") else float("nan") for x in f[3:]])
 def err(p, r):
     return 100 * (p - r) / r if r else float("nan")
-print("| job | backend | predicted I/O s | real I/O s | error | predicted runtime s | real runtime s | error | recorded runtime s | divergences | fallbacks | round trip µs | replayer lag p99 ms | replayer CPU |")
-print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+inside = defaultdict(lambda: [0, 0])  # what -> [runs inside, runs]
+print("| job | backend | predicted I/O s | real I/O s | error | predicted runtime s | real runtime s | error | anchored runtime s | error | runs inside interval: I/O, runtime, anchored | recorded runtime s | divergences | replayer lag p99 ms |")
+print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|")
 for (job, b), rs in rows.items():
     m = lambda i: st.median(r[i] for r in rs)
     pio, pspan, lio, lspan, rio, rspan, wall = (m(i) for i in range(7))
-    div, fb, rtt, lag, cpu = m(7), m(8), m(9), m(10), m(11)
+    div, lag = m(7), m(10)
+    anch = m(16)
+    cnt = []
+    for what, val, lo, hi in (("io", 4, 14, 15), ("runtime", 6, 12, 13), ("anchored", 6, 17, 18)):
+        n = k = 0
+        for r in rs:
+            real = r[val] * (1e9 if val == 6 else 1)
+            if r[lo] == r[lo] and r[hi] == r[hi]:
+                n += 1
+                k += r[lo] <= real <= r[hi]
+        inside[what][0] += k; inside[what][1] += n
+        cnt.append(f"{k}/{n}")
     print(f"| {job} | {b} | {pio/1e9:.3f} | {rio/1e9:.3f} | {err(pio, rio):+.1f} % | {pspan/1e9:.3f} | {wall:.3f} | {err(pspan/1e9, wall):+.1f} % "
-          f"| {lspan/1e9:.3f} | {div:.0f} | {fb:.0f} | {rtt/1e3:.1f} | {lag/1e6:.2f} | {100*cpu:.0f} % |")
+          f"| {anch/1e9:.3f} | {err(anch/1e9, wall):+.1f} % | {', '.join(cnt)} | {lspan/1e9:.3f} | {div:.0f} | {lag/1e6:.2f} |")
+print()
+for what, (k, n) in inside.items():
+    print(f"runs whose real {what} lies inside the printed interval: {k} of {n} ({100*k/max(n,1):.0f} %)")
 PY

@@ -677,7 +677,11 @@ func (w *worker) sleepUntil(t int64) {
 // one issues op, its thread's next op, once due; anchor is when the last of the thread's
 // ops it follows completed (0: none).
 func (w *worker) one(op *replayOp, anchor int64) {
-	if w.e.opts.Timing == TimingThink && op.WakeTid != 0 && anchor != 0 && !op.AfterIssue {
+	// Of the two edges to another thread's progress, the one whose op ended later in the
+	// recording holds less recorded time: a shell woken by a wrapper script that waited for
+	// its command waits for the command's last op, not for the wrapper's first.
+	wake := op.WakeTid != 0 && !(op.Child != 0 && op.ChildEnd > op.WakeEnd)
+	if w.e.opts.Timing == TimingThink && wake && anchor != 0 && !op.AfterIssue {
 		at, ok := w.waitProgress(w.e.threads.get(op.WakeTid), op.WakeEnd)
 		if !ok {
 			w.complete(op, now())

@@ -435,17 +435,23 @@ func (p *planner) threadOverlap(op *replayOp) int64 {
 			// privilege probe before a chown, a request split in two): the gap between
 			// them is the kernel's and the layer's, none of it the application's.
 			op.AppThink, op.ThinkMeasured = 0, true
+		case op.CallStart < t.callStart:
+			// An op that comes after a later call's (a close the planner had to hold
+			// for its release): its call is over; it is issued at once.
+			op.AppThink, op.ThinkMeasured = 0, true
 		case t.callEnd != 0 && t.callEndOf == t.callStart && op.CallStart >= t.callEnd:
 			op.AppThink, op.ThinkMeasured = op.CallStart-t.callEnd, true
 		}
 	}
-	if op.CallStart != 0 {
+	switch {
+	case op.CallStart == 0:
+		t.callStart, t.callEnd, t.callEndOf = 0, 0, 0
+	case op.CallStart >= t.callStart:
+		// The thread's latest call: later ops' think times count from its return.
 		t.callStart = op.CallStart
 		if op.CallEnd != 0 {
 			t.callEnd, t.callEndOf = op.CallEnd, op.CallStart
 		}
-	} else {
-		t.callStart, t.callEnd, t.callEndOf = 0, 0, 0
 	}
 	// A close that sent no flush (a directory's, a file's last reference dropped outside
 	// close()) is timed by its release, which the kernel sends once close() has returned:
