@@ -20,10 +20,18 @@ import (
 //     it on any machine, so the runtime may be higher by up to that much;
 //   - ops whose think time was estimated (the recorded gap less the round-trip probe's
 //     estimate, ThinkEstimated): each may be off by half a round trip either way;
+//   - the job's own time between its calls, as recorded, runs slower than the job does
+//     alone (the recorder works on the other CPUs: on a 2-vCPU machine, maybe a sibling
+//     hyperthread), so the runtime may be lower by up to ModelError.Think of the think
+//     time the replay waited (at most its span);
+//   - each call the job made cost the recorder's backend more than it costs the job alone,
+//     or the replay's call more than the job's: the job I/O time (and the runtime) may be
+//     higher by up to ModelError.Call per replayed call;
 //   - the method's own error, which these terms do not explain (the target's and the job's
-//     run-to-run spread, the replay's system calls costing more or less than the job's):
-//     ModelError of the point, either way. It is calibrated on bench/predict.sh (five real
-//     jobs, three backends): see docs/performance.md.
+//     run-to-run spread): ModelError of the point, either way.
+//
+// The constants are calibrated on bench/predict.sh (five real jobs, three backends, five
+// runs each): see docs/performance.md.
 //
 // Runs repeated onto one target (--repeat) widen the interval to every run's.
 //
@@ -34,10 +42,13 @@ import (
 // the replay cannot reproduce of the job's own time (its computing under other load, the
 // replayer's cost) and keeps what changes with the storage.
 
-// ModelError is the relative error, either way, that a prediction's interval allows
-// beyond the terms it measures: at least 80 % of bench/predict.sh's rows fell within it
-// of the real value (docs/performance.md).
-var ModelError = struct{ Runtime, IO float64 }{Runtime: 0.15, IO: 0.15}
+// ModelError is what a prediction's interval allows beyond the terms the run measures:
+// Runtime and IO are relative errors of the point either way, Think the share of the think
+// time waited the recording may have added, Call the time per call it may have taken out.
+var ModelError = struct {
+	Runtime, IO, Think float64
+	Call               time.Duration
+}{Runtime: 0.15, IO: 0.15, Think: 0.25, Call: 2 * time.Microsecond}
 
 // Prediction is what a think-mode replay predicts for the job on its target, each figure
 // with the interval it is sure of (see above).
@@ -68,14 +79,17 @@ func (s *Summary) predict(o Options) {
 	span, io := int64(s.ReplaySpan), int64(s.ReplayIO)
 	// Each estimated think time may be off by half a round trip per request.
 	est := int64(s.ThinkEstimated) * int64(s.RoundTrip) / 2
-	up := est + int64(float64(span)*ModelError.Runtime)
+	calls := int64(s.ReplayedOps) * int64(ModelError.Call)
+	up := est + calls + int64(float64(span)*ModelError.Runtime)
 	if !o.KeepRunDelay {
 		up += int64(s.RunDelayCut)
 	}
-	down := est + int64(s.LagTotal) + int64(float64(span)*ModelError.Runtime)
+	slower := int64(float64(min(int64(s.ThinkWait), span)) * ModelError.Think)
+	down := est + int64(s.LagTotal) + slower + int64(float64(span)*ModelError.Runtime)
+	ioErr := int64(float64(io) * ModelError.IO)
 	p := &Prediction{
 		RuntimeNs: span, RuntimeLowNs: max(span-down, 0), RuntimeHighNs: span + up,
-		IONs: io, IOLowNs: max(io-int64(float64(io)*ModelError.IO), 0), IOHighNs: io + int64(float64(io)*ModelError.IO),
+		IONs: io, IOLowNs: max(io-ioErr, 0), IOHighNs: io + ioErr + calls,
 		Runs: 1, EstimatedThinkNs: est,
 	}
 	if o.NativeRuntime > 0 {

@@ -13,29 +13,31 @@ func TestPredictInterval(t *testing.T) {
 	s := &Summary{
 		Timing: TimingThink.String(), ReplaySpan: 10 * time.Second, ReplayIO: 4 * time.Second,
 		RecordedIO: 3 * time.Second, LagTotal: 500 * time.Millisecond, RunDelayCut: 200 * time.Millisecond,
-		ThinkEstimated: 1000, RoundTrip: 40 * time.Microsecond,
+		ThinkEstimated: 1000, RoundTrip: 40 * time.Microsecond, ThinkWait: 5 * time.Second, ReplayedOps: 10_000,
 	}
 	s.predict(Options{NativeRuntime: 2 * time.Second})
 	p := s.Prediction
 	est := int64(1000 * 40 * time.Microsecond / 2)
 	model := int64(float64(10*time.Second) * ModelError.Runtime)
-	if want := int64(10*time.Second) - int64(500*time.Millisecond) - est - model; p.RuntimeLowNs != want {
+	slower := int64(float64(5*time.Second) * ModelError.Think)
+	calls := 10_000 * int64(ModelError.Call)
+	if want := int64(10*time.Second) - int64(500*time.Millisecond) - est - slower - model; p.RuntimeLowNs != want {
 		t.Errorf("runtime low %v, want %v", time.Duration(p.RuntimeLowNs), time.Duration(want))
 	}
-	if want := int64(10*time.Second) + int64(200*time.Millisecond) + est + model; p.RuntimeHighNs != want {
+	if want := int64(10*time.Second) + int64(200*time.Millisecond) + est + calls + model; p.RuntimeHighNs != want {
 		t.Errorf("runtime high %v, want %v", time.Duration(p.RuntimeHighNs), time.Duration(want))
 	}
 	ioErr := int64(float64(4*time.Second) * ModelError.IO)
-	if p.IOLowNs != int64(4*time.Second)-ioErr || p.IOHighNs != int64(4*time.Second)+ioErr {
+	if p.IOLowNs != int64(4*time.Second)-ioErr || p.IOHighNs != int64(4*time.Second)+ioErr+calls {
 		t.Errorf("I/O interval %v–%v", time.Duration(p.IOLowNs), time.Duration(p.IOHighNs))
 	}
 	// Anchored: 2 s native + 4 s replayed I/O - 3 s recorded.
-	if p.AnchoredNs != int64(3*time.Second) || p.AnchoredLowNs != int64(3*time.Second)-ioErr || p.AnchoredHighNs != int64(3*time.Second)+ioErr {
-		t.Errorf("anchored %v (%v–%v), want 3s ± %v", time.Duration(p.AnchoredNs), time.Duration(p.AnchoredLowNs), time.Duration(p.AnchoredHighNs), time.Duration(ioErr))
+	if p.AnchoredNs != int64(3*time.Second) || p.AnchoredLowNs != int64(3*time.Second)-ioErr || p.AnchoredHighNs != int64(3*time.Second)+ioErr+calls {
+		t.Errorf("anchored %v (%v–%v), want 3s - %v + %v", time.Duration(p.AnchoredNs), time.Duration(p.AnchoredLowNs), time.Duration(p.AnchoredHighNs), time.Duration(ioErr), time.Duration(ioErr+calls))
 	}
 	// With the run delay kept, it is no longer a reason to be higher.
 	s.predict(Options{KeepRunDelay: true})
-	if want := int64(10*time.Second) + est + model; s.Prediction.RuntimeHighNs != want || s.Prediction.AnchoredNs != 0 {
+	if want := int64(10*time.Second) + est + calls + model; s.Prediction.RuntimeHighNs != want || s.Prediction.AnchoredNs != 0 {
 		t.Errorf("keep run delay: high %v anchored %v", time.Duration(s.Prediction.RuntimeHighNs), s.Prediction.AnchoredNs)
 	}
 	// Other timings predict nothing.
