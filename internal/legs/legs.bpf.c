@@ -5,17 +5,19 @@
 // The kernel's view of a FUSE mount's requests and of the system calls that sent them.
 //
 // For every request of one FUSE connection this program emits, when the kernel completes
-// it, a REQ record: when the kernel queued it (tracepoint fuse:fuse_request_send), when it
-// completed it (fuse:fuse_request_end), the thread that sent it, and the entry time and
+// it, a REQ record: when the kernel queued it (raw tracepoint fuse_request_send), when it
+// completed it (fuse_request_end), the thread that sent it, and the entry time and
 // number of the system call that thread was in. For every system call that sent at least
 // one request it emits, when the call returns, a CALL record: the thread, the entry and
 // return times, the call's number and the last request it sent. Times are bpf_ktime_get_ns
 // (CLOCK_MONOTONIC). Records go to a ring buffer without waking the reader: user space
 // drains it on a timer.
 //
-// System call entry and exit are raw tracepoints that fire for every task on the host; a
-// task the program does not follow (one that never sent a request to the connection) costs
-// one hash lookup.
+// All are raw tracepoints: they read the kernel's structures (struct fuse_req, struct
+// task_struct) at offsets user space finds in the kernel's BTF and sets below, and they
+// detach at once (a perf-event tracepoint waits for an RCU grace period when it detaches).
+// System call entry and exit fire for every task on the host; a task the program does not
+// follow (one that never sent a request to the connection) costs one hash lookup.
 //
 // For each call it also gives the time its thread spent runnable but waiting for a CPU
 // since its previous call that sent requests returned: the scheduler's run_delay of the
@@ -24,7 +26,7 @@
 // from time it lost to other tasks while it was recorded.
 //
 // And it says who ended the thread's wait when it had one between two calls: the last
-// wake-up of the thread (tracepoint sched:sched_waking) after its previous call that sent
+// wake-up of the thread (raw tracepoint sched_waking) after its previous call that sent
 // requests returned, by a thread the program follows (one that sent requests itself), or
 // by anything else. A thread blocked in pthread_join, wait4 or on a pipe is woken by the
 // thread or process it waited for: a replay makes it wait for that thread's progress, not
@@ -42,33 +44,28 @@ typedef int s32;
 
 char LICENSE[] SEC("license") = "Dual MIT/GPL";
 
-// The tracepoints' records, as /sys/kernel/tracing/events/fuse/*/format gives them
-// (user space checks the offsets before it attaches).
-struct send_args {
-	u64 common;
-	u32 connection; // dev_t of the FUSE connection
-	u32 pad;
-	u64 unique;
-	u32 opcode;
-	u32 len;
-};
+// Offsets in the kernel's structures (0: unknown). fuse_req.in.h.unique, .in.h.opcode,
+// .out.h.error, .fm; fuse_mount.fc; fuse_conn.dev; task_struct.pid.
+volatile const u32 req_unique_off = 0;
+volatile const u32 req_opcode_off = 0;
+volatile const u32 req_error_off = 0;
+volatile const u32 req_fm_off = 0;
+volatile const u32 fm_fc_off = 0;
+volatile const u32 fc_dev_off = 0;
+volatile const u32 task_pid_off = 0;
 
-struct waking_args {
-	u64 common;
-	char comm[16];
-	s32 pid;
-	s32 prio;
-	s32 target_cpu;
-};
-
-struct end_args {
-	u64 common;
-	u32 connection;
-	u32 pad;
-	u64 unique;
-	u32 len;
-	s32 error;
-};
+// req_fields reads a request's id, opcode and connection.
+static __always_inline void req_fields(void *req, u64 *unique, u32 *opcode, u32 *conn)
+{
+	void *fm = 0, *fc = 0;
+	bpf_probe_read_kernel(unique, sizeof(*unique), req + req_unique_off);
+	bpf_probe_read_kernel(opcode, sizeof(*opcode), req + req_opcode_off);
+	bpf_probe_read_kernel(&fm, sizeof(fm), req + req_fm_off);
+	if (fm)
+		bpf_probe_read_kernel(&fc, sizeof(fc), fm + fm_fc_off);
+	if (fc)
+		bpf_probe_read_kernel(conn, sizeof(*conn), fc + fc_dev_off);
+}
 
 struct config {
 	u32 connection; // 0: not yet mounted, ignore everything
@@ -186,14 +183,17 @@ static __always_inline struct config *cfg(void)
 #define FUSE_FORGET 2
 #define FUSE_BATCH_FORGET 42
 
-SEC("tracepoint/fuse/fuse_request_send")
-int request_send(struct send_args *a)
+SEC("raw_tracepoint/fuse_request_send")
+int request_send(struct bpf_raw_tracepoint_args *ctx)
 {
 	struct config *c = cfg();
-	if (!c || c->connection == 0 || a->connection != c->connection)
+	if (!c || c->connection == 0)
 		return 0;
-	u64 unique = a->unique;
-	u32 opcode = a->opcode;
+	u64 unique = 0;
+	u32 opcode = 0, conn = 0;
+	req_fields((void *)ctx->args[0], &unique, &opcode, &conn);
+	if (conn != c->connection)
+		return 0;
 	if (opcode == FUSE_FORGET || opcode == FUSE_BATCH_FORGET || (unique & 1))
 		return 0;
 	u64 now = bpf_ktime_get_ns();
@@ -229,14 +229,21 @@ int request_send(struct send_args *a)
 	return 0;
 }
 
-SEC("tracepoint/fuse/fuse_request_end")
-int request_end(struct end_args *a)
+SEC("raw_tracepoint/fuse_request_end")
+int request_end(struct bpf_raw_tracepoint_args *ctx)
 {
 	struct config *c = cfg();
-	if (!c || c->connection == 0 || a->connection != c->connection)
+	if (!c || c->connection == 0)
 		return 0;
 	u64 now = bpf_ktime_get_ns();
-	u64 unique = a->unique;
+	void *req = (void *)ctx->args[0];
+	u64 unique = 0;
+	u32 opcode = 0, conn = 0;
+	s32 error = 0;
+	req_fields(req, &unique, &opcode, &conn);
+	if (conn != c->connection)
+		return 0;
+	bpf_probe_read_kernel(&error, sizeof(error), req + req_error_off);
 	struct send *s = bpf_map_lookup_elem(&sends, &unique);
 	if (!s) {
 		count(CNT_UNMATCHED);
@@ -255,7 +262,7 @@ int request_end(struct end_args *a)
 	r->t0 = s->queued;
 	r->t1 = now;
 	r->t2 = s->enter;
-	r->error = a->error;
+	r->error = error;
 	r->opcode = s->opcode;
 	r->t3 = s->think_rd;
 	r->t4 = s->call_end;
@@ -268,10 +275,12 @@ int request_end(struct end_args *a)
 	return 0;
 }
 
-SEC("tracepoint/sched/sched_waking")
-int sched_waking(struct waking_args *a)
+SEC("raw_tracepoint/sched_waking")
+int sched_waking(struct bpf_raw_tracepoint_args *ctx)
 {
-	u32 wakee = (u32)a->pid;
+	s32 pid = 0;
+	bpf_probe_read_kernel(&pid, sizeof(pid), (void *)ctx->args[0] + task_pid_off);
+	u32 wakee = (u32)pid;
 	struct task *t = bpf_map_lookup_elem(&tasks, &wakee);
 	if (!t || (t->in_call && t->nreq > 0))
 		return 0; // not a thread the program follows, or in a call that sent requests (a FUSE reply)

@@ -5,11 +5,11 @@
 // tell what the application spent outside the file system from what FUSE added.
 //
 // The measuring is a small BPF program (legs.bpf.c, built into legs.bpf.o by gen.go) on the
-// tracepoints fuse:fuse_request_send, fuse:fuse_request_end and sched:sched_waking and the
-// raw tracepoints sys_enter and sys_exit. It needs root (CAP_BPF and CAP_PERFMON), a kernel with those
-// tracepoints (Linux 6.1 and later have the FUSE ones) and tracefs, which Open mounts at
-// /sys/kernel/tracing when it is not mounted. Open returns an error saying which of these
-// is missing; a recorder then falls back to its round-trip probe.
+// raw tracepoints fuse_request_send, fuse_request_end, sched_waking, sys_enter and
+// sys_exit. It needs root (CAP_BPF and CAP_PERFMON), a kernel with those tracepoints
+// (Linux 6.1 and later have the FUSE ones) and the kernel's BTF (/sys/kernel/btf/vmlinux),
+// where Open finds the offsets of the fields the program reads. Open returns an error
+// saying which of these is missing; a recorder then falls back to its round-trip probe.
 //
 // # How records become event fields
 //
@@ -31,7 +31,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -115,65 +114,52 @@ type slot struct {
 
 // Open loads the program and attaches it; it measures nothing until Watch names the
 // mount. origin is the trace's Header.Origin: times are stored relative to it.
-func Open(origin int64) (t *Tracer, err error) {
+func Open(origin int64) (*Tracer, error) {
 	if os.Geteuid() != 0 {
 		return nil, errors.New("measuring the kernel's legs needs root")
-	}
-	if err := ensureTracefs(); err != nil {
-		return nil, err
-	}
-	if err := checkLayout(); err != nil {
-		return nil, err
 	}
 	spec, err := ebpf.LoadCollectionSpecFromReader(bytes.NewReader(program))
 	if err != nil {
 		return nil, fmt.Errorf("legs: load program: %w", err)
 	}
-	// Without the offset the program measures everything but the run delay.
-	if off, err := runDelayOffset(); err == nil {
-		if v := spec.Variables["run_delay_off"]; v != nil {
-			_ = v.Set(off)
-		}
+	if err := setOffsets(spec); err != nil {
+		return nil, err
 	}
 	coll, err := ebpf.NewCollection(spec)
 	if err != nil {
 		return nil, fmt.Errorf("legs: load program into the kernel: %w", err)
 	}
-	t = &Tracer{coll: coll, origin: origin, stop: make(chan struct{}), done: make(chan struct{})}
-	defer func() {
-		if err != nil {
-			t.detach()
-		}
-	}()
-	for _, tp := range []struct{ prog, name string }{
-		{"request_send", "fuse_request_send"},
-		{"request_end", "fuse_request_end"},
-	} {
-		l, err := link.Tracepoint("fuse", tp.name, coll.Programs[tp.prog], nil)
-		if err != nil {
-			return nil, fmt.Errorf("legs: attach to tracepoint fuse:%s: %w", tp.name, err)
-		}
-		t.links = append(t.links, l)
-	}
-	l, err := link.Tracepoint("sched", "sched_waking", coll.Programs["sched_waking"], nil)
-	if err != nil {
-		return nil, fmt.Errorf("legs: attach to tracepoint sched:sched_waking: %w", err)
-	}
-	t.links = append(t.links, l)
-	for _, name := range []string{"sys_enter", "sys_exit"} {
-		l, err := link.AttachRawTracepoint(link.RawTracepointOptions{Name: name, Program: coll.Programs[name]})
-		if err != nil {
-			return nil, fmt.Errorf("legs: attach to raw tracepoint %s: %w", name, err)
-		}
-		t.links = append(t.links, l)
-	}
-	t.rd, err = ringbuf.NewReader(coll.Maps["ring"])
-	if err != nil {
-		return nil, fmt.Errorf("legs: open ring buffer: %w", err)
+	t := &Tracer{coll: coll, origin: origin, stop: make(chan struct{}), done: make(chan struct{})}
+	if err := t.attach(); err != nil {
+		t.detach()
+		return nil, err
 	}
 	t.slots = make([]slot, TableSlots)
 	go t.run()
 	return t, nil
+}
+
+// attach attaches the programs and opens the ring buffer.
+func (t *Tracer) attach() error {
+	for _, tp := range []struct{ prog, name string }{
+		{"request_send", "fuse_request_send"},
+		{"request_end", "fuse_request_end"},
+		{"sched_waking", "sched_waking"},
+		{"sys_enter", "sys_enter"},
+		{"sys_exit", "sys_exit"},
+	} {
+		l, err := link.AttachRawTracepoint(link.RawTracepointOptions{Name: tp.name, Program: t.coll.Programs[tp.prog]})
+		if err != nil {
+			return fmt.Errorf("legs: attach to raw tracepoint %s: %w", tp.name, err)
+		}
+		t.links = append(t.links, l)
+	}
+	rd, err := ringbuf.NewReader(t.coll.Maps["ring"])
+	if err != nil {
+		return fmt.Errorf("legs: open ring buffer: %w", err)
+	}
+	t.rd = rd
+	return nil
 }
 
 // Watch starts measuring the FUSE mount at mountpoint, whose server is the process daemon
@@ -345,115 +331,80 @@ func (t *Tracer) detach() {
 	}
 }
 
-// runDelayOffset returns the offset of sched_info.run_delay in struct task_struct, from
-// the kernel's BTF.
-func runDelayOffset() (uint32, error) {
-	spec, err := btf.LoadKernelSpec()
-	if err != nil {
-		return 0, err
-	}
-	var task *btf.Struct
-	if err := spec.TypeByName("task_struct", &task); err != nil {
-		return 0, err
-	}
-	for _, m := range task.Members {
-		if m.Name != "sched_info" {
-			continue
-		}
-		si, ok := btf.UnderlyingType(m.Type).(*btf.Struct)
-		if !ok {
-			break
-		}
-		for _, f := range si.Members {
-			if f.Name == "run_delay" && f.Offset%8 == 0 {
-				return uint32(m.Offset.Bytes() + f.Offset.Bytes()), nil
-			}
-		}
-	}
-	return 0, errors.New("task_struct has no sched_info.run_delay")
+// offsets are the kernel structures' fields the program reads: its constant, and the path
+// of struct and member names to the field. The run delay is optional: without it the
+// program measures everything else.
+var offsets = []struct {
+	name     string
+	path     []string
+	optional bool
+}{
+	{"req_unique_off", []string{"fuse_req", "in", "h", "unique"}, false},
+	{"req_opcode_off", []string{"fuse_req", "in", "h", "opcode"}, false},
+	{"req_error_off", []string{"fuse_req", "out", "h", "error"}, false},
+	{"req_fm_off", []string{"fuse_req", "fm"}, false},
+	{"fm_fc_off", []string{"fuse_mount", "fc"}, false},
+	{"fc_dev_off", []string{"fuse_conn", "dev"}, false},
+	{"task_pid_off", []string{"task_struct", "pid"}, false},
+	{"run_delay_off", []string{"task_struct", "sched_info", "run_delay"}, true},
 }
 
-// tracefs is where the FUSE tracepoints are described.
-const tracefs = "/sys/kernel/tracing"
-
-// ensureTracefs mounts tracefs at its usual place when it is not mounted there (the
-// tracepoints' ids are read from it).
-func ensureTracefs() error {
-	if _, err := os.Stat(tracefs + "/events"); err == nil {
-		return nil
+// setOffsets finds each field of offsets in the kernel's BTF and sets the program's
+// constant to it.
+func setOffsets(spec *ebpf.CollectionSpec) error {
+	kernel, err := btf.LoadKernelSpec()
+	if err != nil {
+		return fmt.Errorf("legs: the kernel's BTF: %w", err)
 	}
-	if _, err := os.Stat("/sys/kernel/debug/tracing/events"); err == nil {
-		return nil
-	}
-	if err := unix.Mount("tracefs", tracefs, "tracefs", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
-		return fmt.Errorf("legs: tracefs is not mounted and mounting it at %s failed: %w", tracefs, err)
+	for _, o := range offsets {
+		off, err := fieldOffset(kernel, o.path)
+		if err != nil {
+			if o.optional {
+				continue
+			}
+			return fmt.Errorf("legs: %w", err)
+		}
+		v := spec.Variables[o.name]
+		if v == nil {
+			return fmt.Errorf("legs: the program has no constant %s", o.name)
+		}
+		if err := v.Set(off); err != nil {
+			return fmt.Errorf("legs: set %s: %w", o.name, err)
+		}
 	}
 	return nil
 }
 
-// fieldOffsets are the tracepoint fields the program reads, at the offsets it reads them.
-var fieldOffsets = map[string]map[string]int{
-	"fuse/fuse_request_send": {"connection": 8, "unique": 16, "opcode": 24},
-	"fuse/fuse_request_end":  {"connection": 8, "unique": 16, "error": 28},
-	"sched/sched_waking":     {"pid": 24},
-}
-
-// checkLayout checks that this kernel's FUSE tracepoints exist and have the fields the
-// program reads where it reads them.
-func checkLayout() error {
-	for ev, want := range fieldOffsets {
-		var data []byte
-		var err error
-		for _, dir := range []string{tracefs, "/sys/kernel/debug/tracing"} {
-			if data, err = os.ReadFile(dir + "/events/" + ev + "/format"); err == nil {
+// fieldOffset returns the byte offset of the field path[1:] (members, nested) in the
+// struct named path[0].
+func fieldOffset(spec *btf.Spec, path []string) (uint32, error) {
+	var st *btf.Struct
+	if err := spec.TypeByName(path[0], &st); err != nil {
+		return 0, fmt.Errorf("struct %s: %w", path[0], err)
+	}
+	var off uint32
+	members := st.Members
+	for i, name := range path[1:] {
+		var m *btf.Member
+		for k := range members {
+			if members[k].Name == name {
+				m = &members[k]
 				break
 			}
 		}
-		if err != nil {
-			return fmt.Errorf("legs: this kernel has no tracepoint %s (Linux 6.1 or later has the FUSE ones): %w", strings.Replace(ev, "/", ":", 1), err)
+		if m == nil || m.Offset%8 != 0 || m.BitfieldSize != 0 {
+			return 0, fmt.Errorf("struct %s has no field %s", path[0], strings.Join(path[1:i+2], "."))
 		}
-		got := parseFormat(string(data))
-		for f, off := range want {
-			if o, ok := got[f]; !ok || o != off {
-				return fmt.Errorf("legs: tracepoint %s has field %s at offset %d, not %d", strings.Replace(ev, "/", ":", 1), f, o, off)
+		off += m.Offset.Bytes()
+		if i+2 < len(path) {
+			inner, ok := btf.UnderlyingType(m.Type).(*btf.Struct)
+			if !ok {
+				return 0, fmt.Errorf("%s.%s is not a struct", path[0], strings.Join(path[1:i+2], "."))
 			}
+			members = inner.Members
 		}
 	}
-	return nil
-}
-
-// parseFormat returns the offsets of the fields a tracefs format file lists.
-func parseFormat(s string) map[string]int {
-	out := map[string]int{}
-	for _, line := range strings.Split(s, "\n") {
-		line = strings.TrimSpace(line)
-		if !strings.HasPrefix(line, "field:") {
-			continue
-		}
-		var name string
-		off := -1
-		for _, part := range strings.Split(line, ";") {
-			part = strings.TrimSpace(part)
-			switch {
-			case strings.HasPrefix(part, "field:"):
-				decl := strings.Fields(strings.TrimPrefix(part, "field:"))
-				if len(decl) > 0 {
-					name = strings.TrimLeft(decl[len(decl)-1], "*")
-					if i := strings.IndexByte(name, '['); i >= 0 {
-						name = name[:i]
-					}
-				}
-			case strings.HasPrefix(part, "offset:"):
-				if v, err := strconv.Atoi(strings.TrimPrefix(part, "offset:")); err == nil {
-					off = v
-				}
-			}
-		}
-		if name != "" && off >= 0 {
-			out[name] = off
-		}
-	}
-	return out
+	return off, nil
 }
 
 // LegStats returns what the trace footer keeps of Stats (trace.LegFiller).
