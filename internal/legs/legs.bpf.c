@@ -142,21 +142,21 @@ static __always_inline u64 run_delay(void)
 
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 32768);
+	__uint(max_entries, 8192);
 	__type(key, u32);
 	__type(value, struct task);
 } tasks SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 65536);
+	__uint(max_entries, 16384);
 	__type(key, u64);
 	__type(value, struct send);
 } sends SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
-	__uint(max_entries, 8 << 20);
+	__uint(max_entries, 4 << 20);
 } ring SEC(".maps");
 
 struct {
