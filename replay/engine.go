@@ -150,6 +150,9 @@ type engine struct {
 	// drift is, in think mode, the replay's lateness against the recording (negative:
 	// ahead) at the end of the op that completed last.
 	drift    atomic.Int64
+	// linkedAway holds the names a link fallback renamed away (fallback.go): the job's
+	// later unlink of one is done already.
+	linkedAway sync.Map
 	progress progressTable // think mode: per process, how far its ops have completed
 	threads  progressTable // think mode: per traced thread, how far its ops have completed
 	origin   int64         // sink origin
@@ -894,6 +897,9 @@ func (w *worker) execName(ctx context.Context, op *replayOp, b Backend) (ret int
 		err = b.Mknod(ctx, op.Name, op.Mode)
 	case kUnlink:
 		err = b.Remove(ctx, op.Name)
+		if err != nil && op.WantErrno == 0 {
+			w.fellBack, err = w.unlinkFallback(op.Name, err)
+		}
 	case kRmdir:
 		err = b.Rmdir(ctx, op.Name)
 	case kRename:
@@ -903,6 +909,9 @@ func (w *worker) execName(ctx context.Context, op *replayOp, b Backend) (ret int
 		}
 	case kLink:
 		err = b.Link(ctx, op.Name2, op.Name)
+		if err != nil && op.WantErrno == 0 {
+			w.fellBack, err = w.linkFallback(ctx, b, op.Name2, op.Name, err)
+		}
 	case kSymlink:
 		err = b.Symlink(ctx, op.Name2, op.Name)
 	case kReadlink:

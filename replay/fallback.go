@@ -31,9 +31,43 @@ import (
 //     FALLOC_FL_PUNCH_HOLE) is skipped, as an application that gets EOPNOTSUPP for it
 //     goes on without it. Collapsing or inserting a range has no substitute.
 //
+//   - link refused (EPERM, ENOTSUP, ENOSYS, EXDEV, EMLINK, or the EIO of rclone's mount,
+//     none of which the recording saw): a rename of the existing file to the new name, as
+//     git does when it cannot hard-link a finished object or pack into place; the job
+//     then removed the old name, which is gone already: that unlink is counted as done.
+//
 // A fallback is taken only where the recorded call did not fail the same way. The op then counts as a
 // backend difference (OpSummary.Fallbacks), not a divergence, and the summary says what
 // was done instead (Summary.BackendExamples).
+
+// linkFallback is what an application does when link(2) of existing to name was refused
+// (err) where the recorded one succeeded: git renames existing to name instead. It
+// returns the substitute's error and what was done, or ("", err) when there is none.
+func (w *worker) linkFallback(ctx context.Context, b Backend, existing, name string, err error) (string, error) {
+	switch Errno(err) {
+	case syscall.EPERM, syscall.ENOTSUP, syscall.ENOSYS, syscall.EXDEV, syscall.EMLINK, syscall.EIO:
+	default:
+		return "", err
+	}
+	what := fmt.Sprintf("link refused (%v): renamed to the new name instead, as git does", Errno(err))
+	if rerr := b.Rename(ctx, existing, name, 0); rerr != nil {
+		return what, rerr
+	}
+	w.e.linkedAway.Store(existing, struct{}{})
+	return what, nil
+}
+
+// unlinkFallback is an unlink of name refused (err) where the recorded one succeeded:
+// done already when a link fallback renamed name away.
+func (w *worker) unlinkFallback(name string, err error) (string, error) {
+	if Errno(err) != syscall.ENOENT {
+		return "", err
+	}
+	if _, ok := w.e.linkedAway.LoadAndDelete(name); !ok {
+		return "", err
+	}
+	return "the name a link fallback renamed away is gone already", nil
+}
 
 // maxZeroFill bounds the zeros a fallocate fallback writes (a job's fallocate of a huge
 // sparse range would otherwise fill the target).

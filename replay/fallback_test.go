@@ -2,6 +2,7 @@ package replay
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -19,7 +20,15 @@ import (
 // systems without it), and opening one name (EACCES).
 type refusing struct {
 	Backend
-	open string
+	open    string
+	linkErr syscall.Errno // link(2) fails with it (0: links)
+}
+
+func (r refusing) Link(ctx context.Context, existing, name string) error {
+	if r.linkErr != 0 {
+		return r.linkErr
+	}
+	return r.Backend.Link(ctx, existing, name)
 }
 
 func (r refusing) Rename(ctx context.Context, from, to string, flags uint32) error {
@@ -96,6 +105,52 @@ func TestRenameFallback(t *testing.T) {
 			must(t, err)
 			if len(ents) != len(tc.want) {
 				t.Errorf("%d entries under the root, want %d (a temporary name left?)", len(ents), len(tc.want))
+			}
+		})
+	}
+}
+
+// TestLinkFallback: a target that refuses link(2) as object-store clients do (s3fs ENOTSUP,
+// rclone EIO) gets what git does instead: the finished file renamed into place; the job's
+// unlink of the temporary name that followed is done already. Two fallbacks, no
+// divergence, and the tree ends as the job's did. Another error stays a divergence.
+func TestLinkFallback(t *testing.T) {
+	for _, tc := range []struct {
+		name                string
+		err                 syscall.Errno
+		fallbacks, diverged uint64
+		want                map[string]string
+	}{
+		{"ENOTSUP", syscall.ENOTSUP, 2, 0, map[string]string{"pack": "data"}},
+		{"EIO", syscall.EIO, 2, 0, map[string]string{"pack": "data"}},
+		{"EEXIST", syscall.EEXIST, 0, 1, map[string]string{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := tracetest.New(t)
+			b.W.AddFile(trace.File{Path: b.Path("tmp"), Type: trace.TypeFile, Mode: 0o644, Size: 4})
+			b.Ev(1, trace.OpLink, "pack", 20_000, 1000, func(e *trace.Event) { e.Path2 = b.Path("tmp") })
+			b.Ev(1, trace.OpUnlink, "tmp", 20_000, 1000, nil)
+			data := b.Bytes()
+			root, d := target(t, "")
+			st, err := DeriveState(tracetest.Reader(t, data), PlanOptions{})
+			must(t, err)
+			must(t, Prepare(context.Background(), d, st, false))
+			must(t, os.WriteFile(filepath.Join(root, "tmp"), []byte("data"), 0o644))
+			sum, err := Run(context.Background(), tracetest.Reader(t, data), refusing{Backend: d, linkErr: tc.err}, nil, Options{Timing: TimingAFAP})
+			must(t, err)
+			if sum.Fallbacks != tc.fallbacks || sum.Divergences != tc.diverged {
+				t.Errorf("fallbacks %d, divergences %d; want %d, %d (%v %v)", sum.Fallbacks, sum.Divergences, tc.fallbacks, tc.diverged, sum.BackendExamples, sum.Examples)
+			}
+			ents, err := os.ReadDir(root)
+			must(t, err)
+			got := map[string]string{}
+			for _, e := range ents {
+				b, err := os.ReadFile(filepath.Join(root, e.Name()))
+				must(t, err)
+				got[e.Name()] = string(b)
+			}
+			if fmt.Sprint(got) != fmt.Sprint(tc.want) {
+				t.Errorf("tree %v, want %v", got, tc.want)
 			}
 		})
 	}
