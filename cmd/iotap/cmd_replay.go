@@ -895,6 +895,9 @@ func startProgress(e *env, when string, total int64, desc string, done *atomic.U
 		progressbar.OptionThrottle(100*time.Millisecond),
 		progressbar.OptionClearOnFinish(),
 	)
+	// The bar's clock starts now: left to start at its first update, it divides the ops
+	// done by then by a few microseconds.
+	bar.StartWithoutRender()
 	quit := make(chan struct{})
 	finished := make(chan struct{})
 	go func() {

@@ -1,0 +1,33 @@
+package main
+
+import (
+	"bytes"
+	"regexp"
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// TestProgressRate: the replay's progress bar gives its rate over the time since the run
+// started: 625 ops in about 0.3 s is some thousands of ops/s, not tens of millions.
+func TestProgressRate(t *testing.T) {
+	var out bytes.Buffer
+	e := &env{stderr: &out}
+	var done atomic.Uint64
+	stop := startProgress(e, "always", 2015, "run", &done)
+	time.Sleep(150 * time.Millisecond) // the run's first ops
+	done.Store(625)
+	time.Sleep(150 * time.Millisecond)
+	stop()
+	rates := regexp.MustCompile(`(\d+) ops/s`).FindAllStringSubmatch(out.String(), -1)
+	if len(rates) == 0 {
+		t.Fatalf("no rate in the bar's output:\n%q", out.String())
+	}
+	for _, m := range rates {
+		r, _ := strconv.Atoi(m[1])
+		if r > 625*1000/100 { // more than 625 ops in 100 ms: the clock started late
+			t.Errorf("rate %d ops/s for 625 ops in about 300 ms", r)
+		}
+	}
+}
