@@ -19,7 +19,9 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	bin := filepath.Join(dir, "iotap")
-	cmd := exec.Command("go", "build", "-o", bin, ".")
+	// -buildvcs=auto: the version comes from the checkout where there is one, as a user's
+	// go build or go install gets it, whatever GOFLAGS this machine sets.
+	cmd := exec.Command("go", "build", "-buildvcs=auto", "-o", bin, ".")
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	if err := cmd.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "testmain: go build of iotap failed:", err)
