@@ -317,3 +317,37 @@ func TestReplaySameTargetTwice(t *testing.T) {
 		t.Errorf("exit %d\n%s\n%s", code, stdout, stderr)
 	}
 }
+
+// TestExitCodesAgree: a missing target and an -o that cannot be written are bad arguments
+// in every command: exit 2 with one line naming them, before any work.
+func TestExitCodesAgree(t *testing.T) {
+	dir := t.TempDir()
+	tr := filepath.Join(dir, "job.iotap")
+	writeCreates(t, tr, 3, time.Millisecond)
+	notDir := filepath.Join(dir, "file")
+	mustDo(t, os.WriteFile(notDir, []byte("x"), 0o600))
+	unwritable := filepath.Join(notDir, "out") // a file's name as a directory: ENOTDIR
+	target := filepath.Join(dir, "target")
+	mustDo(t, os.Mkdir(target, 0o755))
+	missing := filepath.Join(dir, "missing")
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"record missing target", []string{"record", "--target", missing, "--", "true"}, missing},
+		{"record unwritable -o", []string{"record", "--target", target, "-o", unwritable + ".iotap", "--", "true"}, notDir + " is not a directory"},
+		{"replay missing target", []string{"replay", tr, "--target", missing}, missing},
+		{"replay unwritable -o", []string{"replay", tr, "--target", target, "-o", unwritable}, unwritable},
+		{"report unwritable -o", []string{"report", tr, "-o", unwritable}, unwritable},
+		{"compare unwritable -o", []string{"compare", tr, tr, "-o", unwritable}, unwritable},
+		{"export unwritable -o", []string{"export", tr, "-o", unwritable}, "create output"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, _, stderr := runIotap(t, nil, tc.args...)
+			if code != exitUsage || !strings.Contains(stderr, tc.want) {
+				t.Errorf("exit %d, want %d; stderr %q should name %q", code, exitUsage, stderr, tc.want)
+			}
+		})
+	}
+}

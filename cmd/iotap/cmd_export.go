@@ -128,7 +128,7 @@ func runExport(ctx context.Context, e *env, o *exportOptions, args []string) (er
 	if o.Output != "" && o.Output != "-" {
 		file, err = private.OpenFile(o.Output, os.O_WRONLY|os.O_TRUNC)
 		if err != nil {
-			return fmt.Errorf("create output: %w", err)
+			return usageErrorf("create output: %v", err)
 		}
 		defer func() {
 			if cerr := file.Close(); cerr != nil && err == nil {

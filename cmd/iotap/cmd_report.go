@@ -150,14 +150,14 @@ func contains(list []string, s string) bool {
 }
 
 // checkOutputNotInput checks an output file (-o) before the traces are read: its
-// directory must exist (as for export, an error, exit 1), and it must not be one of the
-// input traces, which would be overwritten with the report of itself (a usage error).
+// directory must exist, and it must not be one of the input traces, which would be
+// overwritten with the report of itself (usage errors, as for every command's -o).
 func checkOutputNotInput(output string, files []string) error {
 	if output == "" || output == "-" {
 		return nil
 	}
 	if fi, err := os.Stat(filepath.Dir(output)); err != nil || !fi.IsDir() {
-		return fmt.Errorf("write report: -o %s: its directory %s does not exist", output, filepath.Dir(output))
+		return usageErrorf("write report: -o %s: its directory %s does not exist", output, filepath.Dir(output))
 	}
 	out, err := os.Stat(output)
 	if err != nil {

@@ -246,7 +246,8 @@ const exitCodesHelp = `
 Exit codes:
   0    success
   1    the command failed
-  2    bad flags or arguments
+  2    bad flags or arguments (a missing target, an -o that cannot be written: before any
+       work, in every command)
   3    the trace was read but is damaged (cut short, or corrupt chunks); the output covers
        its readable part (replay: up to a cut; a corrupt trace only with --force)
   4    the trace was read whole, but its recorder dropped events (a full buffer with

@@ -213,11 +213,11 @@ func checkDir(p, what string) (abs, real string, err error) {
 	st, err := os.Stat(abs)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		return "", "", fmt.Errorf("%s %s does not exist", what, p)
+		return "", "", usageErrorf("%s %s does not exist", what, p)
 	case err != nil:
-		return "", "", fmt.Errorf("%s %s: %w", what, p, err)
+		return "", "", usageErrorf("%s %s: %v", what, p, err)
 	case !st.IsDir():
-		return "", "", fmt.Errorf("%s %s is not a directory", what, p)
+		return "", "", usageErrorf("%s %s is not a directory", what, p)
 	}
 	real, err = filepath.EvalSymlinks(abs)
 	if err != nil {
@@ -268,17 +268,17 @@ func resolveOutput(out, realTarget, realView string) (string, error) {
 	dir := filepath.Dir(abs)
 	rdir, err := resolveMissing(dir)
 	if err != nil {
-		return "", fmt.Errorf("output %s: %w", abs, err)
+		return "", usageErrorf("output %s: %v", abs, err)
 	}
 	rout := filepath.Join(rdir, filepath.Base(abs))
 	if sysinfo.Within(rout, realTarget) {
-		return "", fmt.Errorf("output %s is inside the traced tree %s: write the trace elsewhere (-o)", abs, realTarget)
+		return "", usageErrorf("output %s is inside the traced tree %s: write the trace elsewhere (-o)", abs, realTarget)
 	}
 	if realView != "" && sysinfo.Within(rout, realView) {
-		return "", fmt.Errorf("output %s is inside the mount point %s: write the trace elsewhere (-o)", abs, realView)
+		return "", usageErrorf("output %s is inside the mount point %s: write the trace elsewhere (-o)", abs, realView)
 	}
 	if st, err := os.Stat(abs); err == nil && st.IsDir() {
-		return "", fmt.Errorf("output %s is a directory", abs)
+		return "", usageErrorf("output %s is a directory", abs)
 	}
 	return abs, nil
 }
@@ -322,11 +322,11 @@ func createOutput(path string) error {
 		return nil // checked when the recorder opens the upload
 	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return fmt.Errorf("cannot write the trace: %w", err)
+		return usageErrorf("cannot write the trace: %v", err)
 	}
 	f, err := private.OpenFile(path, os.O_WRONLY)
 	if err != nil {
-		return fmt.Errorf("cannot write the trace: %w", err)
+		return usageErrorf("cannot write the trace: %v", err)
 	}
 	return f.Close()
 }
