@@ -149,13 +149,13 @@ type engine struct {
 	speed      float64
 	// drift is, in think mode, the replay's lateness against the recording (negative:
 	// ahead) at the end of the op that completed last.
-	drift    atomic.Int64
+	drift atomic.Int64
 	// linkedAway holds the names a link fallback renamed away (fallback.go): the job's
 	// later unlink of one is done already.
 	linkedAway sync.Map
-	progress progressTable // think mode: per process, how far its ops have completed
-	threads  progressTable // think mode: per traced thread, how far its ops have completed
-	origin   int64         // sink origin
+	progress   progressTable // think mode: per process, how far its ops have completed
+	threads    progressTable // think mode: per traced thread, how far its ops have completed
+	origin     int64         // sink origin
 
 	counters table[atomic.Uint32] // resource id -> completed ops
 	slotCnt  table[atomic.Uint32] // slot -> completed ops
@@ -683,7 +683,8 @@ func (w *worker) one(op *replayOp, anchor int64) {
 	// Of the two edges to another thread's progress, the one whose op ended later in the
 	// recording holds less recorded time: a shell woken by a wrapper script that waited for
 	// its command waits for the command's last op, not for the wrapper's first.
-	wake := op.WakeTid != 0 && !(op.Child != 0 && op.ChildEnd > op.WakeEnd)
+	childLater := op.Child != 0 && op.ChildEnd > op.WakeEnd
+	wake := op.WakeTid != 0 && !childLater
 	if w.e.opts.Timing == TimingThink && wake && anchor != 0 && !op.AfterIssue {
 		at, ok := w.waitProgress(w.e.threads.get(op.WakeTid), op.WakeEnd)
 		if !ok {
