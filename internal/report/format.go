@@ -3,10 +3,14 @@ package report
 import (
 	"strings"
 
+	"github.com/rivo/uniseg"
+
 	"github.com/iotap/iotap/internal/termsafe"
 )
 
-// table writes aligned columns: the first column left-aligned, the others right-aligned.
+// table writes aligned columns: the first column left-aligned, the others right-aligned,
+// by the cells' width on a terminal (a wide character, as in CJK names, takes two columns;
+// a combining mark none).
 type table struct {
 	rows [][]string
 	left map[int]bool
@@ -29,7 +33,7 @@ func (t *table) String() string {
 	var w []int
 	for _, r := range t.rows {
 		for i, c := range r {
-			n := len([]rune(c))
+			n := uniseg.StringWidth(c)
 			if i >= len(w) {
 				w = append(w, n)
 			} else if n > w[i] {
@@ -44,7 +48,7 @@ func (t *table) String() string {
 			if i > 0 {
 				line.WriteString("  ")
 			}
-			pad := strings.Repeat(" ", w[i]-len([]rune(c)))
+			pad := strings.Repeat(" ", w[i]-uniseg.StringWidth(c))
 			if t.left[i] {
 				line.WriteString(c)
 				if i < len(r)-1 {
