@@ -55,6 +55,9 @@ func TestRecordMeasuresLegs(t *testing.T) {
 	if err != nil {
 		t.Fatalf("record: %v\n%s", err, out)
 	}
+	if !strings.Contains(string(out), "legs outside the layer: measured by the kernel") {
+		t.Errorf("the record summary does not say the kernel measured the legs:\n%s", out)
+	}
 	r, err := trace.Open(tr)
 	mustDo(t, err)
 	if h := r.Header(); h.Legs != trace.LegsKernel {
@@ -188,8 +191,12 @@ func TestRecordLegsProbe(t *testing.T) {
 	tr := filepath.Join(dir, "rec.iotap")
 	cmd := exec.Command(iotapBin, "record", "--legs", "probe", "--target", work, "-o", tr, "--", "sh", "-c", "echo a > f; cat f >/dev/null")
 	cmd.Dir = work
-	if out, err := cmd.CombinedOutput(); err != nil {
+	out, err := cmd.CombinedOutput()
+	if err != nil {
 		t.Fatalf("record: %v\n%s", err, out)
+	}
+	if !strings.Contains(string(out), "legs outside the layer: not measured by the kernel (--legs probe)") {
+		t.Errorf("the record summary does not say the legs were not measured:\n%s", out)
 	}
 	r, err := trace.Open(tr)
 	mustDo(t, err)

@@ -37,6 +37,7 @@ type session struct {
 	sampler *procsample.Sampler // nil when not sampling
 	rt      trace.RoundTrip     // the layer's round trip, when measured
 	legs    *legs.Tracer        // the kernel's view of the requests, when measured
+	legsWhy string              // why the kernel's view is not measured
 }
 
 // openSession writes the header, creates the trace and mounts the layer. In place, it
@@ -119,6 +120,7 @@ func (s *session) openLegs(h *trace.Header, wo *trace.WriterOptions) error {
 			h.Legs = trace.LegsProbe
 		}
 		h.LegsNote = "--legs probe"
+		s.legsWhy = h.LegsNote
 		return nil
 	}
 	t, err := legs.Open(h.Origin)
@@ -131,6 +133,7 @@ func (s *session) openLegs(h *trace.Header, wo *trace.WriterOptions) error {
 			h.Legs = trace.LegsProbe
 		}
 		h.LegsNote = err.Error()
+		s.legsWhy = h.LegsNote
 		return nil
 	}
 	s.legs = t
@@ -208,12 +211,26 @@ func (s *session) close(outcome string) error {
 		sums = s.sampler.Stop() // its last samples go into the trace
 	}
 	err := s.closeW()
+	var legStats legs.Stats
+	if s.legs != nil {
+		legStats = s.legs.Stats()
+	}
 	s.detachLegs()
 	st := s.w.Stats()
 	snap := s.tally.Snapshot()
 	writeSummary(s.e.stderr, snap, elapsed, st, cost, s.spec.Output, outcome)
 	_, _, rd, wr := snap.Totals()
 	writeSampleSummary(s.e.stderr, sums, rd+wr, "recorder")
+	if s.legs != nil {
+		_, _ = fmt.Fprintf(s.e.stderr, "  legs outside the layer: measured by the kernel for %d events (%d without, %d kernel records lost)\n",
+			legStats.Filled, legStats.Missing, legStats.Lost)
+	} else {
+		how := "replays estimate think times from the trace's path walks"
+		if s.rt.Start > 0 {
+			how = "replays take the round trip below out of think times"
+		}
+		_, _ = fmt.Fprintf(s.e.stderr, "  legs outside the layer: not measured by the kernel (%s); %s\n", s.legsWhy, how)
+	}
 	switch {
 	case s.rt.Start > 0 && s.rt.Samples == 0:
 		_, _ = fmt.Fprintf(s.e.stderr, "  layer round trip %v per request before the job (the job ended before one was sampled while it ran)\n",
