@@ -6,7 +6,7 @@ import (
 	"io/fs"
 	"syscall"
 
-	"github.com/iotap/iotap/replay/requests"
+	"github.com/iotap/iotap/internal/s3req"
 	"github.com/iotap/iotap/trace"
 )
 
@@ -140,12 +140,12 @@ type File interface {
 // RequestCounter is implemented by backends that turn filesystem calls into requests of
 // their own (S3), counted by phase (see Backend.BeginPhase). The engine does not need it:
 // the replay command takes the tallies after each run and writes them next to the replay
-// trace (requests.Write); `iotap report` prints them.
+// trace (s3req.Write); `iotap report` prints them.
 type RequestCounter interface {
 	// TakeRequests returns the tallies of the phases begun since the previous call, oldest
 	// first, so that each phase is taken once (with --repeat, each run's sidecar holds that
 	// run's phases).
-	TakeRequests() []requests.Phase
+	TakeRequests() []s3req.Phase
 }
 
 // RangeCopier is an optional File capability: copying a byte range to another File of

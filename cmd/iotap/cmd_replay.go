@@ -26,11 +26,11 @@ import (
 	"github.com/iotap/iotap/internal/private"
 	"github.com/iotap/iotap/internal/procsample"
 	"github.com/iotap/iotap/internal/report"
+	"github.com/iotap/iotap/internal/s3req"
 	"github.com/iotap/iotap/internal/s3store"
 	"github.com/iotap/iotap/internal/sysinfo"
 	"github.com/iotap/iotap/internal/termsafe"
 	"github.com/iotap/iotap/replay"
-	"github.com/iotap/iotap/replay/requests"
 	replays3 "github.com/iotap/iotap/replay/s3"
 	"github.com/iotap/iotap/trace"
 	"github.com/iotap/iotap/trace/stats"
@@ -823,7 +823,7 @@ func replayOnce(ctx context.Context, e *env, o *replayOptions, tracePath, base s
 		}
 	}
 	if t.requests != nil {
-		if err := requests.Write(base+".requests.json", t.requests.TakeRequests()); err != nil && runErr == nil {
+		if err := s3req.Write(base+".requests.json", t.requests.TakeRequests()); err != nil && runErr == nil {
 			runErr = err
 		}
 	}

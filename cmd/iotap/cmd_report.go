@@ -19,9 +19,9 @@ import (
 
 	"github.com/iotap/iotap/internal/private"
 	"github.com/iotap/iotap/internal/report"
+	"github.com/iotap/iotap/internal/s3req"
 	"github.com/iotap/iotap/internal/s3store"
 	"github.com/iotap/iotap/internal/termsafe"
-	"github.com/iotap/iotap/replay/requests"
 	"github.com/iotap/iotap/trace"
 	"github.com/iotap/iotap/trace/stats"
 )
@@ -332,7 +332,7 @@ func writeRequestSidecars(w io.Writer, files []string, prices report.Prices, use
 		if _, err := os.Stat(side); err != nil {
 			continue
 		}
-		phases, err := requests.Read(side)
+		phases, err := s3req.Read(side)
 		if err != nil {
 			return err
 		}

@@ -16,10 +16,10 @@ import (
 
 	"github.com/iotap/iotap/internal/format"
 	"github.com/iotap/iotap/internal/private"
+	"github.com/iotap/iotap/internal/s3req"
 	"github.com/iotap/iotap/internal/s3store"
 	"github.com/iotap/iotap/internal/termsafe"
 	"github.com/iotap/iotap/replay"
-	"github.com/iotap/iotap/replay/requests"
 	"github.com/iotap/iotap/trace"
 	"github.com/iotap/iotap/trace/stats"
 )
@@ -143,7 +143,7 @@ func replayCopies(ctx context.Context, e *env, o *replayOptions, tracePath, base
 			}
 		}
 		if rc := t.copies[k].requests; rc != nil {
-			if err := requests.Write(name+".requests.json", rc.TakeRequests()); err != nil && runErr == nil {
+			if err := s3req.Write(name+".requests.json", rc.TakeRequests()); err != nil && runErr == nil {
 				runErr = err
 			}
 		}

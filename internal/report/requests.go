@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/iotap/iotap/internal/format"
-	"github.com/iotap/iotap/replay/requests"
+	"github.com/iotap/iotap/internal/s3req"
 )
 
 // Prices is a per-request price table, keyed by S3 operation name or by the billing
@@ -62,7 +62,7 @@ func (p Prices) price(typ string) float64 {
 }
 
 // Cost estimates the price of a phase's requests.
-func (p Prices) Cost(rs *requests.Phase) float64 {
+func (p Prices) Cost(rs *s3req.Phase) float64 {
 	var c float64
 	for _, t := range rs.Total {
 		c += float64(t.Count) * p.price(t.Type)
@@ -73,7 +73,7 @@ func (p Prices) Cost(rs *requests.Phase) float64 {
 // WriteRequests writes a phase's request tally as a table: per filesystem call, its count,
 // mean latency and the requests it issued; then totals, retries and throttles, and the
 // estimated cost if prices is non-nil.
-func WriteRequests(w io.Writer, rs requests.Phase, prices Prices) {
+func WriteRequests(w io.Writer, rs s3req.Phase, prices Prices) {
 	_, _ = fmt.Fprintf(w, "S3 requests, %s phase (%s profile)\n", rs.Phase, rs.Profile)
 	_, _ = fmt.Fprintf(w, "  %-12s %8s %8s %12s  %s\n", "call", "count", "refused", "mean", "requests (count, bytes)")
 	for _, o := range rs.Ops {
@@ -114,7 +114,7 @@ func WriteRequests(w io.Writer, rs requests.Phase, prices Prices) {
 // WriteRequestUse writes, under a phase's request table, the bytes its requests moved
 // against the bytes the job's calls used: GET bytes fetched for readBytes read, PUT and
 // UploadPart bytes sent for writeBytes written, and the ratio of the two.
-func WriteRequestUse(w io.Writer, rs requests.Phase, readBytes, writeBytes uint64) {
+func WriteRequestUse(w io.Writer, rs s3req.Phase, readBytes, writeBytes uint64) {
 	var got, sent int64
 	for _, t := range rs.Total {
 		switch t.Type {

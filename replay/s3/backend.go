@@ -19,9 +19,9 @@ import (
 	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/smithy-go/middleware"
 
+	"github.com/iotap/iotap/internal/s3req"
 	"github.com/iotap/iotap/internal/s3store"
 	"github.com/iotap/iotap/replay"
-	"github.com/iotap/iotap/replay/requests"
 	"github.com/iotap/iotap/trace"
 )
 
@@ -214,10 +214,10 @@ func (b *Backend) BeginPhase(phase string) {
 }
 
 // Requests returns the tallies of all phases so far, oldest first.
-func (b *Backend) Requests() []requests.Phase {
+func (b *Backend) Requests() []s3req.Phase {
 	b.tmu.Lock()
 	defer b.tmu.Unlock()
-	out := make([]requests.Phase, 0, len(b.phases))
+	out := make([]s3req.Phase, 0, len(b.phases))
 	for _, t := range b.phases {
 		out = append(out, t.snapshot(b.prof.name()))
 	}
@@ -225,10 +225,10 @@ func (b *Backend) Requests() []requests.Phase {
 }
 
 // TakeRequests implements replay.RequestCounter.
-func (b *Backend) TakeRequests() []requests.Phase {
+func (b *Backend) TakeRequests() []s3req.Phase {
 	b.tmu.Lock()
 	defer b.tmu.Unlock()
-	var out []requests.Phase
+	var out []s3req.Phase
 	for _, t := range b.phases[min(b.taken, len(b.phases)):] {
 		out = append(out, t.snapshot(b.prof.name()))
 	}

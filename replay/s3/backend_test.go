@@ -19,10 +19,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/smithy-go"
 
+	"github.com/iotap/iotap/internal/s3req"
 	"github.com/iotap/iotap/internal/s3store"
 	"github.com/iotap/iotap/internal/s3test"
 	"github.com/iotap/iotap/replay"
-	"github.com/iotap/iotap/replay/requests"
 )
 
 // s3Server starts a local S3 server with bucket "data" for the test.
@@ -414,10 +414,10 @@ func TestS3SDK(t *testing.T) {
 			replay.Decorate(b, replay.Chain()).BeginPhase("run2")
 		}
 		path := fmt.Sprintf("%s/%d.json", dir, i)
-		if err := requests.Write(path, b.TakeRequests()); err != nil {
+		if err := s3req.Write(path, b.TakeRequests()); err != nil {
 			t.Fatal(err)
 		}
-		ph, err := requests.Read(path)
+		ph, err := s3req.Read(path)
 		if err != nil {
 			t.Fatal(err)
 		}

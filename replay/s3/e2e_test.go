@@ -10,9 +10,9 @@ import (
 	"testing"
 
 	"github.com/iotap/iotap/internal/report"
+	"github.com/iotap/iotap/internal/s3req"
 	"github.com/iotap/iotap/internal/tracetest"
 	"github.com/iotap/iotap/replay"
-	"github.com/iotap/iotap/replay/requests"
 	"github.com/iotap/iotap/trace"
 )
 
@@ -125,12 +125,12 @@ func checkS3Replay(t *testing.T, s3b *Backend, sum *replay.Summary, out string) 
 		}
 	}
 	side := filepath.Join(out, prof+".requests.json")
-	if err := requests.Write(side, s3b.TakeRequests()); err != nil {
+	if err := s3req.Write(side, s3b.TakeRequests()); err != nil {
 		t.Fatal(err)
 	}
 	var doc struct {
 		Schema string
-		Phases []requests.Phase
+		Phases []s3req.Phase
 	}
 	js, _ := os.ReadFile(side)
 	if err := json.Unmarshal(js, &doc); err != nil || doc.Schema != "iotap.requests/v1" || len(doc.Phases) < 2 {

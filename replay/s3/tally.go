@@ -12,7 +12,7 @@ import (
 	"github.com/aws/smithy-go"
 	"github.com/aws/smithy-go/middleware"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
-	"github.com/iotap/iotap/replay/requests"
+	"github.com/iotap/iotap/internal/s3req"
 )
 
 // tally accumulates one phase. mu guards everything in it.
@@ -26,7 +26,7 @@ type tally struct {
 type opAcc struct {
 	count, errors, refused uint64
 	time                   time.Duration
-	reqs                   map[string]*requests.ReqTally
+	reqs                   map[string]*s3req.ReqTally
 }
 
 func newTally(phase string) *tally {
@@ -45,16 +45,16 @@ type opRef struct {
 func (t *tally) acc(op string) *opAcc {
 	a := t.ops[op]
 	if a == nil {
-		a = &opAcc{reqs: map[string]*requests.ReqTally{}}
+		a = &opAcc{reqs: map[string]*s3req.ReqTally{}}
 		t.ops[op] = a
 	}
 	return a
 }
 
-func (a *opAcc) req(typ string) *requests.ReqTally {
+func (a *opAcc) req(typ string) *s3req.ReqTally {
 	r := a.reqs[typ]
 	if r == nil {
-		r = &requests.ReqTally{Type: typ}
+		r = &s3req.ReqTally{Type: typ}
 		a.reqs[typ] = r
 	}
 	return r
@@ -87,18 +87,18 @@ func addBytes(ctx context.Context, typ string, n int64) {
 	ref.t.mu.Unlock()
 }
 
-func (t *tally) snapshot(profile string) requests.Phase {
+func (t *tally) snapshot(profile string) s3req.Phase {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	rs := requests.Phase{Phase: t.phase, Profile: profile, Retries: t.retries, Throttled: t.throttled}
-	total := map[string]*requests.ReqTally{}
+	rs := s3req.Phase{Phase: t.phase, Profile: profile, Retries: t.retries, Throttled: t.throttled}
+	total := map[string]*s3req.ReqTally{}
 	for name, a := range t.ops {
-		ot := requests.OpTally{Op: name, Count: a.count, Errors: a.errors, Refused: a.refused, Time: a.time}
+		ot := s3req.OpTally{Op: name, Count: a.count, Errors: a.errors, Refused: a.refused, Time: a.time}
 		for _, r := range a.reqs {
 			ot.Requests = append(ot.Requests, *r)
 			tt := total[r.Type]
 			if tt == nil {
-				tt = &requests.ReqTally{Type: r.Type}
+				tt = &s3req.ReqTally{Type: r.Type}
 				total[r.Type] = tt
 			}
 			tt.Count += r.Count

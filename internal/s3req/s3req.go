@@ -1,10 +1,11 @@
-// Package requests holds what a replay target's own requests cost (S3 requests of the
+// Package s3req holds what a replay target's own requests cost (S3 requests of the
 // replay/s3 backend): tallies per phase of a run and per filesystem call, which a
 // replay.RequestCounter returns, and the sidecar file next to a replay trace
 // (base.requests.json, schema "iotap.requests/v1", snake_case keys as the field tags say,
-// durations in integer nanoseconds) they are written to. It does not
-// depend on the replay engine, so that reports read sidecars without it.
-package requests
+// durations in integer nanoseconds) they are written to. The replayer writes sidecars and
+// reports read them; it is a leaf package so that reports read them without the replay
+// engine.
+package s3req
 
 import (
 	"encoding/json"
