@@ -11,7 +11,7 @@
 // the latest [trace.DefaultSortWindow] events (65,536, each a trace.Event and 28 bytes) in a
 // [trace.Sorter] and aggregates the earliest whenever it is full; an event that arrives
 // after the window passed its start is aggregated late and counted in Source.Unordered.
-// Beyond the window its memory grows with the number of distinct paths (440 bytes each),
+// Beyond the window its memory grows with the number of distinct paths (448 bytes each),
 // processes and open handles the trace touched, and with the job's duration up to
 // [Options.MaxIntervals] intervals of about 1 KiB (beyond that the interval width doubles
 // and neighbouring intervals merge), and with the requests of each operation that started
@@ -46,13 +46,13 @@
 // Per-operation latencies are recorded in HDR histograms (github.com/HdrHistogram/hdrhistogram-go)
 // in nanoseconds, covering 1 ns to 1 h with 3 significant digits: a reported percentile is
 // never below the exact order statistic and less than 1/1024 of it above (exact below
-// 2048 ns). Each histogram is a fixed array of about 270 KiB. Values outside the
+// 2048 ns). Each histogram is a fixed array of about 264 KiB. Values outside the
 // range are clamped into it before recording (a negative duration counts as 0, anything
 // longer than an hour as an hour). Means, totals and maxima are exact.
 //
-// The per-interval p99 uses a smaller log-linear histogram (8 buckets per power of two of
-// microseconds), so it is exact to within 12.5 %: enough to see stalls, cheap enough to keep one per
-// second.
+// The per-interval p99 uses a smaller log-linear histogram ([LogHist]: 8 buckets per power
+// of two of microseconds), so it is within 12.5 % from 8 µs up and within 1 µs below:
+// enough to see stalls, cheap enough to keep one per interval.
 //
 // # In-flight depth
 //

@@ -8,8 +8,9 @@ import (
 // Histogram range, in nanoseconds: 1 ns to 1 h with 3 significant digits. The lowest
 // discernible value sets the histogram's unit: with 1 ns every value keeps three
 // significant digits (values below 2048 ns are exact), where 1 µs would make the unit
-// 512 ns and round every latency below a millisecond to a multiple of it. A histogram
-// takes about 270 KiB (TestPercentilesResolution).
+// 512 ns and round every latency below a millisecond to a multiple of it. A histogram is
+// a fixed array of about 264 KiB (NewHist().ByteSize(); TestPercentilesResolution bounds
+// it).
 const (
 	HistLowest  int64 = 1
 	HistHighest int64 = 3_600_000_000_000 // 1 h
@@ -47,8 +48,11 @@ func mergeHist(dst **hdrhistogram.Histogram, src *hdrhistogram.Histogram) {
 	(*dst).Merge(src)
 }
 
-// LogHist is a small log-linear latency histogram (package loghist): 8 buckets per power of two of
-// microseconds, from 1 µs to about 2.4 h. It is exact to within 12.5 % and costs 1 KiB,
+// LogHist is a small log-linear latency histogram (package loghist) of microseconds, 8
+// buckets per power of two: one per microsecond below 8 µs (the first holds everything
+// under 1 µs), then buckets at most an eighth of their values wide, up to the last, which
+// starts at about 4.47 h and holds everything longer. A quantile is the upper bound of its
+// bucket: within 12.5 % above the value from 8 µs up, within 1 µs below. It costs 1 KiB,
 // which is why the per-interval series uses it instead of an HDR histogram.
 type LogHist [NumLogBuckets]uint32
 
