@@ -366,7 +366,7 @@ func WriteCompareText(w io.Writer, c *Comparison) error {
 	if len(c.Verdict) > 0 {
 		b.WriteString("\n")
 	}
-	fmt.Fprintf(&b, "iotap compare: %d sides, baseline %s; %s; ratios are side / baseline (>1 = slower)\n\n", len(c.Sides), termsafe.Name(c.Sides[0].Name), viewLine(c.View))
+	fmt.Fprintf(&b, "iotap compare: %d sides, baseline %s; %s; ratios are side / baseline (>1 = slower)\n\n", len(c.Sides), termsafe.Name(c.Sides[0].Name), axisOf(c.View).line)
 	t := compareSidesTable(c.View)
 	for _, s := range c.Sides {
 		var kinds, hosts, fss, caches []string
@@ -392,7 +392,7 @@ func WriteCompareText(w io.Writer, c *Comparison) error {
 		fmt.Fprintf(&b, "WARNING: %s\n", wn)
 	}
 	fmt.Fprintf(&b, "\nper %s: latencies, their ratios and the rate are over the %ss that succeeded; failures by errno, with their own rate; rates and MB/s per second of the time at least one was in flight (MB = 10^6 B); total ratio only where counts differ\n",
-		rowKind(c.View), rowKind(c.View))
+		axisOf(c.View).unit, axisOf(c.View).unit)
 	for _, o := range c.rows() {
 		fmt.Fprintf(&b, "\n%s\n", o.Name)
 		t := newTable("side", "count", "failures", "bytes", "rate", "MB/s", "p50", "p99", "mean", "total", "p50 ratio", "p99 ratio", "mean ratio", "total ratio", "flags")
@@ -429,7 +429,7 @@ func WriteCompareText(w io.Writer, c *Comparison) error {
 			return
 		}
 		fmt.Fprintf(&b, "\n%s\n", title)
-		t := newTable("side", rowKind(c.View), "baseline total", "total", "change", "mean ratio", "p99 ratio", "flags")
+		t := newTable("side", axisOf(c.View).unit, "baseline total", "total", "change", "mean ratio", "p99 ratio", "flags")
 		for _, ch := range chs {
 			t.add(ch.Side, ch.Op, format.Dur(ch.BaseNs), format.Dur(ch.TotalNs), signedDur(ch.DeltaNs), fmtRatio(ch.MeanRatio), fmtRatio(ch.P99Ratio), strings.Join(ch.Flags, " "))
 		}
@@ -527,7 +527,7 @@ var compareTmpl = template.Must(template.New("compare").Funcs(funcs).Funcs(templ
 	"ratio":       fmtRatio,
 	"fsName":      fsName,
 	"errnoCounts": errnoCounts,
-	"viewLine":    viewLine,
+	"viewLine":    func(view string) string { return axisOf(view).line },
 	"join":        strings.Join,
 	"side":        func(c *Comparison, i int) string { return c.Sides[i].Name },
 	"delta": func(ns int64) string {

@@ -266,22 +266,6 @@ func (c *Comparison) rows() []compareRow {
 	return out
 }
 
-// viewLine says which view leads a comparison.
-func viewLine(view string) string {
-	if view == ViewSyscalls {
-		return "per system call (time in the storage per call; --view requests: per FUSE request)"
-	}
-	return "per FUSE request (--view syscalls: per system call)"
-}
-
-// rowKind names the rows of a view.
-func rowKind(view string) string {
-	if view == ViewSyscalls {
-		return "call"
-	}
-	return "op"
-}
-
 // compareSidesTable starts the table of sides of a view.
 func compareSidesTable(view string) *table {
 	if view == ViewSyscalls {

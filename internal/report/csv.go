@@ -23,15 +23,9 @@ func WriteCSV(w io.Writer, r *Report, tableName string) error {
 	var rows [][]string
 	switch tableName {
 	case "", "ops":
-		rows = append(rows, []string{"view", "op", "class", "count", "errors", "bytes", "total_ns", "share", "mean_ns", "p50_ns", "p90_ns", "p99_ns", "p99_9_ns", "max_ns", "busy_ns", "ops_per_s", "mb_per_s"})
-		for _, v := range views {
-			for _, o := range v.Ops {
-				rows = append(rows, []string{v.Name, o.Op, o.Class, u(o.Count), u(o.Errors), u(o.Bytes), i64(o.TotalNs), f(o.Share), f(o.MeanNs), i64(o.P50), i64(o.P90), i64(o.P99), i64(o.P999), i64(o.MaxNs),
-					i64(o.BusyNs), f(o.OpsPerS), f(o.MBps)})
-			}
-		}
+		rows = opRows.csv(views, func(v *View) []*OpRow { return v.Ops })
 	case "syscalls":
-		rows = callCSV(views)
+		rows = callRows.csv(views, func(v *View) []*CallRow { return v.Syscalls })
 	case "sizes":
 		rows = append(rows, []string{"view", "op", "bucket", "max_bytes", "count", "bytes", "mean_ns", "p50_ns", "p90_ns", "p99_ns", "p99_9_ns"})
 		for _, v := range views {

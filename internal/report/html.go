@@ -43,12 +43,7 @@ func reportFigures(v *View, groups []*View, traces []Trace) ([]figure, error) {
 	s := figureSet{traces: traces}
 	s.syscalls(v)
 	ops := v.Ops[:min(len(v.Ops), maxPlotOps)]
-	var names []string
-	var bins [][]HistBin
-	for _, o := range ops {
-		names = append(names, o.Op)
-		bins = append(bins, o.Hist)
-	}
+	names, bins := plotted(ops)
 	if len(ops) > 0 {
 		p, err := cdfPlot("Latency CDF per operation", names, bins, false)
 		s.add(p, err, 16*vg.Centimeter, 10*vg.Centimeter)
@@ -220,6 +215,8 @@ var funcs = template.FuncMap{
 		return 0
 	},
 	"fileTable": func(rows []FileRow, dirs bool) fileTable { return fileTable{rows, dirs} },
+	"opTable":   func(rows []*OpRow) rowTable { return opRows.table(rows, true) },
+	"callTable": func(rows []*CallRow) rowTable { return callRows.table(rows, true) },
 	"orDash":    orDash,
 	"classes": func(cs []ClassRow) string {
 		var parts []string
@@ -268,17 +265,17 @@ var pageTmpl = template.Must(template.New("page").Funcs(funcs).Parse(`<!DOCTYPE 
 {{end}}{{end}}{{range .R.Warnings}}<div class="warn{{if or (contains . "damaged") (contains . "dropped")}} bad{{end}}">⚠ {{.}}</div>
 {{end}}
 
-{{if $v.Syscalls}}<h2>System calls</h2>
+{{if $v.Syscalls}}{{$calls := callTable $v.Syscalls}}<h2>System calls</h2>
 <p class="muted">As the application made them: FUSE requests folded into the calls they belong to, as replay folds them. Time is each call's time in the storage (its requests' durations summed). Sorted by total time.</p>
-{{template "calls" $v}}
+{{template "rows" $calls}}
 {{range $v.CallNotes}}<div class="facts">{{.}}</div>
-{{end}}{{range $v.Syscalls}}{{with access (printf "%s calls" .Call) .FirstAccess .Reaccess}}<div class="facts">{{.}}</div>
-{{end}}{{end}}{{end}}
+{{end}}{{range $calls.Access}}<div class="facts">{{.}}</div>
+{{end}}{{end}}
 <h2>FUSE requests (operations)</h2>
 <p class="muted">What the storage saw. Sorted by total time. Percentiles from HDR histograms (3 significant digits); mean, total and max are exact.</p>
-{{template "ops" $v}}
-{{range $v.Ops}}{{with access (printf "%s requests" .Op) .FirstAccess .Reaccess}}<div class="facts">{{.}}</div>
-{{end}}{{end}}<p class="muted">Rate and MB/s: per second of the time at least one request (or call) of the kind was in flight; MB = 10^6 B.</p>
+{{$ops := opTable $v.Ops}}{{template "rows" $ops}}
+{{range $ops.Access}}<div class="facts">{{.}}</div>
+{{end}}<p class="muted">Rate and MB/s: per second of the time at least one request (or call) of the kind was in flight; MB = 10^6 B.</p>
 <pre>{{job $v.Job}}</pre>
 <p>Job I/O time: data {{pct $v.Patterns.DataShare}}, metadata {{pct $v.Patterns.MetaShare}} ({{classes $v.Classes}}).
 {{with $v.Patterns}}{{if .ReadBytes}}<br>Reads: {{bytes .ReadBytes}}, {{pct .SeqReadShare}} sequential by bytes ({{count .SeqReads}} sequential / {{count .RandReads}} random ops){{if .RereadBytes}}; re-read {{if .RereadApprox}}at least {{end}}{{bytes .RereadBytes}} of already read ranges — a cache would help{{end}}.{{end}}
@@ -292,8 +289,8 @@ var pageTmpl = template.Must(template.New("page").Funcs(funcs).Parse(`<!DOCTYPE 
 
 {{range .R.Groups}}<h2>{{.Name}}</h2>
 <p class="facts">{{len .Traces}} trace(s), {{count .Events}} events over {{dur .DurationNs}}; job I/O time {{dur .TotalNs}}.</p>
-{{if .Syscalls}}{{template "calls" .}}{{end}}
-{{template "ops" .}}
+{{if .Syscalls}}{{template "rows" (callTable .Syscalls)}}{{end}}
+{{template "rows" (opTable .Ops)}}
 {{end}}
 {{range .R.Stragglers}}<div class="warn">⚠ {{.}}</div>
 {{end}}
@@ -321,12 +318,10 @@ var pageTmpl = template.Must(template.New("page").Funcs(funcs).Parse(`<!DOCTYPE 
 {{if $v.Unused.Count}}<h3>Files opened but never read or written ({{$v.Unused.Count}})</h3>
 <ul>{{range $v.Unused.Paths}}<li>{{.}}</li>{{end}}{{if gt $v.Unused.Count (len $v.Unused.Paths)}}<li class="muted">… {{count (u64 $v.Unused.Count)}} in all</li>{{end}}</ul>{{end}}
 </body></html>
-{{define "ops"}}<table><tr><th class="l">op</th><th>count</th><th>errors</th><th>bytes</th><th>total</th><th>share</th><th>rate</th><th>MB/s</th><th>mean</th><th>p50</th><th>p90</th><th>p99</th><th>p99.9</th><th>max</th><th class="l">errnos</th></tr>
-{{range .Ops}}<tr><td class="l">{{.Op}}</td><td>{{count .Count}}</td><td>{{count .Errors}}</td><td>{{if .Bytes}}{{bytes .Bytes}}{{else}}-{{end}}</td><td>{{dur .TotalNs}}</td><td>{{pct .Share}}</td><td>{{rate .Op .OpsPerS}}</td><td>{{mb .Op .MBps}}</td><td>{{durf .MeanNs}}</td><td>{{dur .P50}}</td><td>{{dur .P90}}</td><td>{{dur .P99}}</td><td>{{dur .P999}}</td><td>{{dur .MaxNs}}</td><td class="l">{{errnos .Errnos}}</td></tr>
+{{define "rows"}}<table><tr><th class="l">{{.Unit}}</th>{{range .Heads}}<th>{{.}}</th>{{end}}<th class="l">errnos</th></tr>
+{{range .Rows}}<tr><td class="l">{{.Name}}</td>{{range .Cells}}<td>{{.}}</td>{{end}}<td class="l">{{.Errnos}}</td></tr>
 {{end}}</table>{{end}}
-{{define "calls"}}<table><tr><th class="l">call</th><th>count</th><th>errors</th><th>bytes</th><th>total</th><th>share</th><th>meta</th><th>data</th><th>rate</th><th>MB/s</th><th>mean</th><th>p50</th><th>p90</th><th>p99</th><th>p99.9</th><th>max</th><th>requests per call</th><th class="l">errnos</th></tr>
-{{range .Syscalls}}<tr><td class="l">{{.Call}}</td><td>{{count .Count}}</td><td>{{count .Errors}}</td><td>{{if .Bytes}}{{bytes .Bytes}}{{else}}-{{end}}</td><td>{{dur .TotalNs}}</td><td>{{pct .Share}}</td><td>{{dur .MetaNs}}</td><td>{{dur .DataNs}}</td><td>{{rate .Call .OpsPerS}}</td><td>{{mb .Call .MBps}}</td><td>{{durf .MeanNs}}</td><td>{{dur .P50}}</td><td>{{dur .P90}}</td><td>{{dur .P99}}</td><td>{{dur .P999}}</td><td>{{dur .MaxNs}}</td><td>{{if .Requests}}{{printf "%.2f" .PerCall}}{{else}}-{{end}}</td><td class="l">{{errnos .Errnos}}</td></tr>
-{{end}}</table>{{end}}
+
 {{define "sizes"}}<table><tr><th class="l">size</th><th>count</th><th>bytes</th><th>mean</th><th>p50</th><th>p90</th><th>p99</th><th>p99.9</th></tr>
 {{range .}}<tr><td class="l">{{.Bucket}}</td><td>{{count .Count}}</td><td>{{bytes .Bytes}}</td><td>{{durf .MeanNs}}</td><td>{{dur .P50}}</td><td>{{dur .P90}}</td><td>{{dur .P99}}</td><td>{{dur .P999}}</td></tr>
 {{end}}</table>{{end}}

@@ -220,30 +220,58 @@ type Latency struct {
 	MaxNs  int64   `json:"max_ns"`
 }
 
-// OpRow is one operation's line.
-type OpRow struct {
-	Op      string            `json:"op"`
-	Class   string            `json:"class"`
+// Every row of a view, whatever kind it stands for (a kind of FUSE request in ops[], a
+// kind of system call in syscalls[]), has Totals, Latency and Pace. Each kind of row
+// embeds them among its own fields, where its JSON schema puts them; rows.go builds,
+// sorts and prints them for every kind.
+
+// Totals are a row's failures, bytes and time.
+type Totals struct {
 	Errors  uint64            `json:"errors"`
 	Errnos  map[string]uint64 `json:"errnos,omitempty"`
 	Bytes   uint64            `json:"bytes"`
 	TotalNs int64             `json:"total_ns"`
-	Share   float64           `json:"share"` // of the view's total_ns
-	Latency
-	// BusyNs is the time at least one request of the op was in flight; OpsPerS (the
-	// requests that succeeded), FailsPerS (those that failed) and MBps (read, write,
-	// copy_file_range) are over it (rates.go).
+	Share   float64           `json:"share"` // of the view's total_ns (requests) or call_ns (calls)
+}
+
+// Pace is how fast a row's requests or calls were served, and how their latency spread.
+type Pace struct {
+	// BusyNs is the time at least one of the row's requests or calls was in flight;
+	// OpsPerS (those that succeeded), FailsPerS (those that failed) and MBps (read,
+	// write, copy_file_range) are over it (rates.go).
 	BusyNs    int64   `json:"busy_ns"`
 	OpsPerS   float64 `json:"ops_per_s"`
 	FailsPerS float64 `json:"failures_per_s,omitempty"`
 	MBps      float64 `json:"mb_per_s,omitempty"`
-	// FirstAccess and Reaccess split the reads (read only; see stats.Stats.FirstReads).
+	// FirstAccess and Reaccess split the reads (read rows only; see
+	// stats.Stats.FirstReads).
 	FirstAccess *AccessRow `json:"first_access,omitempty"`
 	Reaccess    *AccessRow `json:"reaccess,omitempty"`
 	CDF         []CDFPoint `json:"cdf"`
 	Hist        []HistBin  `json:"hist"`
-	// Inflight is the operation's in-flight depth (inflight.go).
+}
+
+func (t *Totals) totals() *Totals { return t }
+func (l *Latency) lat() *Latency  { return l }
+func (p *Pace) pace() *Pace       { return p }
+
+// OpRow is one kind of FUSE request (operation): its class and its in-flight depth
+// (inflight.go), beside what every row has.
+type OpRow struct {
+	Op    string `json:"op"`
+	Class string `json:"class"`
+	Totals
+	Latency
+	Pace
 	Inflight *InflightRow `json:"inflight,omitempty"`
+}
+
+func (r *OpRow) name() string { return r.Op }
+
+// newOpRow is the OpRow of operation k of s, but for what every row has.
+func newOpRow(s *stats.Stats, k int) *OpRow {
+	op := trace.Op(k)
+	return &OpRow{Op: op.String(), Class: stats.ClassName(op.Class()), Inflight: inflightRow(&s.Inflight.Ops[k])}
 }
 
 // CDFPoint is one point of a latency distribution: P percent of ops took at most Ns.
@@ -637,42 +665,7 @@ func buildView(name string, s *stats.Stats, traces []int, o Options) *View {
 		v.DurationNs = s.WallNs()
 	}
 	v.Job = jobRates(s, v.DurationNs, true)
-	for i := range s.Ops {
-		op := &s.Ops[i]
-		if op.Count == 0 {
-			continue
-		}
-		row := &OpRow{
-			Op:      trace.Op(i).String(),
-			Class:   stats.ClassName(trace.Op(i).Class()),
-			Errors:  op.Errors,
-			Bytes:   op.Bytes,
-			TotalNs: op.TotalNs,
-			Share:   share(op.TotalNs, v.TotalNs),
-			Latency: latency(op.Hist, op.Count, op.TotalNs, op.MaxNs),
-			CDF:     cdf(op.Hist, op.MaxNs),
-			Hist:    histBins(op.Hist),
-		}
-		row.Inflight = inflightRow(&s.Inflight.Ops[i])
-		row.BusyNs = s.Inflight.Ops[i].BusyNs
-		row.OpsPerS, row.FailsPerS, row.MBps = opRates(row.Op, op.Count, op.Errors, op.Bytes, row.BusyNs)
-		if trace.Op(i) == trace.OpRead {
-			row.FirstAccess, row.Reaccess = accessRow(&s.FirstReads), accessRow(&s.Rereads)
-		}
-		if len(op.Errnos) > 0 {
-			row.Errnos = map[string]uint64{}
-			for e, n := range op.Errnos {
-				row.Errnos[trace.ErrnoName(e)] += n
-			}
-		}
-		v.Ops = append(v.Ops, row)
-	}
-	sort.SliceStable(v.Ops, func(i, j int) bool {
-		if v.Ops[i].TotalNs != v.Ops[j].TotalNs {
-			return v.Ops[i].TotalNs > v.Ops[j].TotalNs
-		}
-		return v.Ops[i].Op < v.Ops[j].Op
-	})
+	v.Ops = opRows.build(s)
 	for c := range stats.NumClasses {
 		cs := s.Classes[c]
 		v.Classes = append(v.Classes, ClassRow{Class: stats.ClassName(trace.Class(c)), Count: cs.Count, TotalNs: cs.TotalNs, Share: share(cs.TotalNs, v.TotalNs)})

@@ -2,8 +2,6 @@ package report
 
 import (
 	"fmt"
-	"sort"
-	"strconv"
 	"strings"
 
 	"gonum.org/v1/plot/vg"
@@ -17,14 +15,12 @@ import (
 // CallRow is one kind of system call in the per-system-call view: the calls the
 // application made, folded from the FUSE requests as replay folds them (package
 // trace/fold). Latencies are the calls' time in the storage: the summed durations of the
-// requests each call stands for.
+// requests each call stands for. Beside what every row has, it splits the time between
+// metadata and data requests, counts the requests per call, and says what the
+// application waited.
 type CallRow struct {
-	Call    string            `json:"call"`
-	Errors  uint64            `json:"errors"`
-	Errnos  map[string]uint64 `json:"errnos,omitempty"`
-	Bytes   uint64            `json:"bytes"`
-	TotalNs int64             `json:"total_ns"`
-	Share   float64           `json:"share"` // of the view's call time
+	Call string `json:"call"`
+	Totals
 	// MetaNs and DataNs split TotalNs between the calls' metadata requests (lookup,
 	// getattr, open, create, flush, release, readdir, setattr, ...) and data requests
 	// (read, write, fsync, fallocate, copy_file_range); MetaShare is MetaNs / TotalNs.
@@ -37,19 +33,22 @@ type CallRow struct {
 	Requests    uint64  `json:"requests"`
 	PerCall     float64 `json:"requests_per_call"`
 	MaxRequests uint64  `json:"max_requests"`
-	// BusyNs, OpsPerS, FailsPerS, MBps, FirstAccess and Reaccess are as in OpRow, for
-	// the calls.
-	BusyNs      int64      `json:"busy_ns"`
-	OpsPerS     float64    `json:"ops_per_s"`
-	FailsPerS   float64    `json:"failures_per_s,omitempty"`
-	MBps        float64    `json:"mb_per_s,omitempty"`
-	FirstAccess *AccessRow `json:"first_access,omitempty"`
-	Reaccess    *AccessRow `json:"reaccess,omitempty"`
-	CDF         []CDFPoint `json:"cdf"`
-	Hist        []HistBin  `json:"hist"`
+	Pace
 	// Waited is what the application waited for the calls whose system call entry and
 	// return the kernel measured (recordings with --legs kernel); nil when none were.
 	Waited *WaitRow `json:"waited,omitempty"`
+}
+
+func (r *CallRow) name() string { return r.Call }
+
+// newCallRow is the CallRow of kind k of s, but for what every row has.
+func newCallRow(s *stats.Stats, k int) *CallRow {
+	c := &s.Calls[k]
+	return &CallRow{
+		Call: fold.Syscall(k).String(), MetaNs: c.MetaNs, DataNs: c.DataNs, MetaShare: share(c.MetaNs, c.TotalNs),
+		Requests: c.Requests, MaxRequests: c.MaxRequests, PerCall: round3(float64(c.Requests) / float64(c.Count)),
+		Waited: waitRow(c),
+	}
 }
 
 // WaitRow is what the application waited for calls of one kind, from the kernel's view:
@@ -82,41 +81,7 @@ func callView(v *View, s *stats.Stats) {
 		return
 	}
 	v.CallNs = s.CallTotalNs()
-	v.Syscalls = []*CallRow{}
-	for i := range s.Calls {
-		c := &s.Calls[i]
-		if c.Count == 0 {
-			continue
-		}
-		row := &CallRow{
-			Call: fold.Syscall(i).String(), Errors: c.Errors, Bytes: c.Bytes, TotalNs: c.TotalNs,
-			Share:  share(c.TotalNs, v.CallNs),
-			MetaNs: c.MetaNs, DataNs: c.DataNs, MetaShare: share(c.MetaNs, c.TotalNs),
-			Latency: latency(c.Hist, c.Count, c.TotalNs, c.MaxNs),
-			CDF:     cdf(c.Hist, c.MaxNs), Hist: histBins(c.Hist),
-			Requests: c.Requests, MaxRequests: c.MaxRequests,
-			PerCall: round3(float64(c.Requests) / float64(c.Count)),
-			BusyNs:  c.BusyNs,
-			Waited:  waitRow(c),
-		}
-		row.OpsPerS, row.FailsPerS, row.MBps = opRates(row.Call, c.Count, c.Errors, c.Bytes, c.BusyNs)
-		if fold.Syscall(i) == fold.SysRead {
-			row.FirstAccess, row.Reaccess = accessRow(&s.CallFirstReads), accessRow(&s.CallRereads)
-		}
-		if len(c.Errnos) > 0 {
-			row.Errnos = map[string]uint64{}
-			for e, n := range c.Errnos {
-				row.Errnos[trace.ErrnoName(e)] += n
-			}
-		}
-		v.Syscalls = append(v.Syscalls, row)
-	}
-	sort.SliceStable(v.Syscalls, func(i, j int) bool {
-		if v.Syscalls[i].TotalNs != v.Syscalls[j].TotalNs {
-			return v.Syscalls[i].TotalNs > v.Syscalls[j].TotalNs
-		}
-		return v.Syscalls[i].Call < v.Syscalls[j].Call
-	})
+	v.Syscalls = append([]*CallRow{}, callRows.build(s)...)
 	v.CallNotes = callNotes(s)
 }
 
@@ -187,22 +152,10 @@ func writeCallTable(b *strings.Builder, v *View) {
 		return
 	}
 	b.WriteString("system calls (as the application made them; time in the storage per call)\n")
+	t := callRows.table(v.Syscalls, false)
 	if len(v.Syscalls) == 0 {
 		b.WriteString("(no calls)\n")
 	} else {
-		t := newTable("call", "count", "errors", "bytes", "total", "share", "meta", "data", "rate", "MB/s", "mean", "p50", "p90", "p99", "p99.9", "max", "req/call")
-		for _, c := range v.Syscalls {
-			bytes, perCall := "-", "-"
-			if c.Bytes > 0 {
-				bytes = format.Bytes(c.Bytes)
-			}
-			if c.Requests > 0 {
-				perCall = fmt.Sprintf("%.2f", c.PerCall)
-			}
-			t.add(c.Call, format.Count(c.Count), format.Count(c.Errors), bytes, format.Dur(c.TotalNs), format.Pct(c.Share),
-				format.Dur(c.MetaNs), format.Dur(c.DataNs), rateCell(c.Call, c.OpsPerS), mbCell(c.Call, c.MBps), format.Dur(int64(c.MeanNs)),
-				format.Dur(c.P50), format.Dur(c.P90), format.Dur(c.P99), format.Dur(c.P999), format.Dur(c.MaxNs), perCall)
-		}
 		b.WriteString(t.String())
 	}
 	for _, n := range v.CallNotes {
@@ -210,8 +163,8 @@ func writeCallTable(b *strings.Builder, v *View) {
 	}
 	b.WriteString("  meta and data: the calls' time in metadata requests (lookup, getattr, open, create, flush, release, readdir, ...) and in data requests (read, write, fsync, ...)\n")
 	b.WriteString("  rate (of the calls that succeeded) and MB/s: per second of the time at least one call of the kind was in flight (MB = 10^6 B)\n")
-	for _, c := range v.Syscalls {
-		writeAccessSplit(b, c.Call+" calls", c.FirstAccess, c.Reaccess)
+	for _, a := range t.Access {
+		fmt.Fprintf(b, "  %s\n", a)
 	}
 	writeWaitTable(b, v)
 	b.WriteString("\nFUSE requests (what the storage saw)\n")
@@ -239,47 +192,11 @@ func writeWaitTable(b *strings.Builder, v *View) {
 	b.WriteString("  FUSE added: the waits less the calls' time in the storage: the layer's round trips, which the storage behind it would not charge\n")
 }
 
-// callCSV is the syscalls table of WriteCSV.
-func callCSV(views []*View) [][]string {
-	rows := [][]string{{"view", "call", "count", "errors", "bytes", "total_ns", "share", "mean_ns", "p50_ns", "p90_ns", "p99_ns", "p99_9_ns", "max_ns", "requests", "requests_per_call", "max_requests", "meta_ns", "data_ns", "busy_ns", "ops_per_s", "mb_per_s"}}
-	u := func(n uint64) string { return strconv.FormatUint(n, 10) }
-	i64 := func(n int64) string { return strconv.FormatInt(n, 10) }
-	f := func(x float64) string { return strconv.FormatFloat(x, 'f', -1, 64) }
-	for _, v := range views {
-		for _, c := range v.Syscalls {
-			rows = append(rows, []string{v.Name, c.Call, u(c.Count), u(c.Errors), u(c.Bytes), i64(c.TotalNs), f(c.Share), f(c.MeanNs),
-				i64(c.P50), i64(c.P90), i64(c.P99), i64(c.P999), i64(c.MaxNs), u(c.Requests), f(c.PerCall), u(c.MaxRequests),
-				i64(c.MetaNs), i64(c.DataNs), i64(c.BusyNs), f(c.OpsPerS), f(c.MBps)})
-		}
-	}
-	return rows
-}
-
-// writeCallErrors lists the errors of each kind of call by errno.
-func writeCallErrors(b *strings.Builder, v *View) {
-	var lines []string
-	for _, c := range v.Syscalls {
-		if len(c.Errnos) > 0 {
-			lines = append(lines, fmt.Sprintf("  %-12s %s\n", c.Call, errnoList(c.Errnos)))
-		}
-	}
-	if len(lines) > 0 {
-		b.WriteString("\nsystem call errors by errno\n")
-		b.WriteString(strings.Join(lines, ""))
-	}
-}
-
 // syscalls adds the latency CDF of the busiest kinds of system call.
 func (s *figureSet) syscalls(v *View) {
-	calls := v.Syscalls[:min(len(v.Syscalls), maxPlotOps)]
-	if len(calls) == 0 {
+	names, bins := plotted(v.Syscalls)
+	if len(names) == 0 {
 		return
-	}
-	var names []string
-	var bins [][]HistBin
-	for _, c := range calls {
-		names = append(names, c.Call)
-		bins = append(bins, c.Hist)
 	}
 	p, err := cdfPlot("Latency CDF per system call (time in the storage)", names, bins, false)
 	s.add(p, err, 16*vg.Centimeter, 10*vg.Centimeter)

@@ -131,27 +131,11 @@ func writeOpTable(b *strings.Builder, v *View) {
 		b.WriteString("(no events)\n")
 		return
 	}
-	t := newTable("op", "count", "errors", "bytes", "total", "share", "rate", "MB/s", "mean", "p50", "p90", "p99", "p99.9", "max")
-	for _, o := range v.Ops {
-		bytes := "-"
-		if o.Bytes > 0 {
-			bytes = format.Bytes(o.Bytes)
-		}
-		t.add(o.Op, format.Count(o.Count), format.Count(o.Errors), bytes, format.Dur(o.TotalNs), format.Pct(o.Share),
-			rateCell(o.Op, o.OpsPerS), mbCell(o.Op, o.MBps), format.Dur(int64(o.MeanNs)),
-			format.Dur(o.P50), format.Dur(o.P90), format.Dur(o.P99), format.Dur(o.P999), format.Dur(o.MaxNs))
-	}
+	t := opRows.table(v.Ops, false)
 	b.WriteString(t.String())
 	b.WriteString("  rate (of the requests that succeeded) and MB/s: per second of the time at least one request of the op was in flight (MB = 10^6 B)\n")
-	for _, o := range v.Ops {
-		writeAccessSplit(b, o.Op+" requests", o.FirstAccess, o.Reaccess)
-	}
-}
-
-// writeAccessSplit writes the first-access split of reads in one line.
-func writeAccessSplit(b *strings.Builder, what string, first, again *AccessRow) {
-	if l := accessLine(what, first, again); l != "" {
-		fmt.Fprintf(b, "  %s\n", l)
+	for _, a := range t.Access {
+		fmt.Fprintf(b, "  %s\n", a)
 	}
 }
 
@@ -207,32 +191,8 @@ func writeSummaryLines(b *strings.Builder, v *View) {
 }
 
 func writeDetails(b *strings.Builder, v *View) {
-	writeCallErrors(b, v)
-	var errs []string
-	for _, o := range v.Ops {
-		if len(o.Errnos) == 0 {
-			continue
-		}
-		names := make([]string, 0, len(o.Errnos))
-		for n := range o.Errnos {
-			names = append(names, n)
-		}
-		sort.Slice(names, func(i, j int) bool {
-			if o.Errnos[names[i]] != o.Errnos[names[j]] {
-				return o.Errnos[names[i]] > o.Errnos[names[j]]
-			}
-			return names[i] < names[j]
-		})
-		var parts []string
-		for _, n := range names {
-			parts = append(parts, fmt.Sprintf("%s %s", n, format.Count(o.Errnos[n])))
-		}
-		errs = append(errs, fmt.Sprintf("  %-12s %s\n", o.Op, strings.Join(parts, ", ")))
-	}
-	if len(errs) > 0 {
-		b.WriteString("\nerrors by errno\n")
-		b.WriteString(strings.Join(errs, ""))
-	}
+	writeErrnos(b, "system call errors by errno", v.Syscalls)
+	writeErrnos(b, "errors by errno", v.Ops)
 	for _, x := range []struct {
 		name string
 		rows []SizeRow

@@ -177,7 +177,7 @@ func (c *Comparison) verdict() {
 			c.Verdicts = append(c.Verdicts, v)
 			c.Verdict = append(c.Verdict, v.Text)
 			w := fmt.Sprintf("%s is not the same work as the baseline: %s of its %ss (%s) differ in kind or outcome (success or failure), more than %s; its I/O time and runtime get no ratio",
-				s.Name, format.Count(v.Differing), rowKind(c.View), format.Pct(float64(v.Differing)/float64(v.Compared)), format.Pct(MaxWorkDiff))
+				s.Name, format.Count(v.Differing), axisOf(c.View).unit, format.Pct(float64(v.Differing)/float64(v.Compared)), format.Pct(MaxWorkDiff))
 			c.Warnings = append(c.Warnings, w)
 			c.diffWarnings = append(c.diffWarnings, w)
 			if c.View == ViewSyscalls {
