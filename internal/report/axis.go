@@ -38,6 +38,9 @@ type axis struct {
 	replayFoldedWhy string
 }
 
+// isNotWork reports whether kind k is one of ax.notWork.
+func (ax *axis) isNotWork(k int) bool { return ax.notWork != nil && ax.notWork(k) }
+
 // rowIn are a set of traces' figures of one row.
 type rowIn struct {
 	o            *stats.OpStats

@@ -14,11 +14,18 @@ import (
 	"github.com/iotap/iotap/internal/format"
 	"github.com/iotap/iotap/internal/termsafe"
 	"github.com/iotap/iotap/trace"
+	"github.com/iotap/iotap/trace/fold"
 	"github.com/iotap/iotap/trace/stats"
 )
 
 // CompareSchema identifies the JSON form of a comparison.
 const CompareSchema = "iotap.compare/v1"
+
+// Views of a comparison (Comparison.View): per system call, or per FUSE request.
+const (
+	ViewSyscalls = "syscalls"
+	ViewRequests = "requests"
+)
 
 // Comparison puts traces of the same work on different storage side by side. Side 0 is the
 // baseline; ratios are side / baseline (above 1: slower or more).
@@ -83,7 +90,13 @@ type CompareOp struct {
 	Sides []OpSide `json:"sides"`
 }
 
-// OpSide is one operation on one side.
+// CompareCall is one kind of system call across sides.
+type CompareCall struct {
+	Call  string   `json:"call"`
+	Sides []OpSide `json:"sides"`
+}
+
+// OpSide is one operation or kind of call on one side.
 type OpSide struct {
 	Count  uint64            `json:"count"`
 	Errors uint64            `json:"errors"`
@@ -154,44 +167,45 @@ var notWork = [trace.NumOps]bool{
 // same-work check leaves them out when a recording is compared with a replay.
 var ReplayFolded = []trace.Op{trace.OpGetattr, trace.OpGetxattr, trace.OpIoctl}
 
-// replayFoldedWhy is the note shown when ReplayFolded ops were left out.
-const replayFoldedWhy = "replay folds the kernel's getattr and getxattr(security.capability) probes into the calls they belong to and does not issue ioctl"
-
-// SameWork lists why other does not look like the same work as base: counts of the
-// operations the job asked for (all but lookup, forget, release, releasedir and flush, and
-// the ops in skip; readdir and readdirplus count together), bytes read or bytes written
-// that differ by more than tol (a fraction of the larger value). Counts that differ by a
-// single op are ignored.
+// SameWork lists why other does not look like the same work as base, per FUSE request:
+// counts of the operations the job asked for (all but lookup, forget, release, releasedir
+// and flush, and the ops in skip; readdir and readdirplus count together), bytes read or
+// bytes written that differ by more than tol (a fraction of the larger value). Counts that
+// differ by a single op are ignored.
 func SameWork(base, other *stats.Stats, tol float64, skip ...trace.Op) []string {
+	return requestAxis.sameWork(base, other, tol, kindNames(skip))
+}
+
+// SameCalls lists why other does not look like the same work as base, call by call:
+// counts of each kind of system call but those in skip, bytes read (read and
+// copy_file_range) and bytes written (write and copy_file_range) that differ by more than
+// tol (a fraction of the larger value). Counts that differ by a single call, and bytes by
+// a single byte, are ignored.
+func SameCalls(base, other *stats.Stats, tol float64, skip ...fold.Syscall) []string {
+	return callAxis.sameWork(base, other, tol, kindNames(skip))
+}
+
+// sameWork lists why other does not look like the same work as base in ax's rows: the
+// counts of ax.work but those named in skip, bytes read or bytes written, that differ by
+// more than tol (a fraction of the larger value). Counts that differ by one, and bytes by
+// ax.byteSlack or less, are ignored.
+func (ax *axis) sameWork(base, other *stats.Stats, tol float64, skip []string) []string {
 	var out []string
-	off := func(a, b uint64) bool {
-		hi := max(a, b)
-		return hi > 0 && float64(hi-min(a, b)) > tol*float64(hi)
+	off := func(a, b, slack uint64) bool {
+		hi, lo := max(a, b), min(a, b)
+		return hi-lo > slack && float64(hi-lo) > tol*float64(hi)
 	}
-	count := func(name string, a, b uint64) {
-		if max(a, b)-min(a, b) <= 1 {
-			return
-		}
-		if off(a, b) {
-			out = append(out, fmt.Sprintf("%s count %d vs %d (%s)", name, a, b, apart(a, b)))
+	bw, ow := ax.work(base), ax.work(other)
+	for i, name := range bw.names {
+		if a, b := bw.counts[i], ow.counts[i]; !slices.Contains(skip, name) && off(a, b, 1) {
+			out = append(out, fmt.Sprintf("%s %s %d vs %d (%s)", name, ax.countWord, a, b, apart(a, b)))
 		}
 	}
-	for i := range base.Ops {
-		op := trace.Op(i)
-		if notWork[i] || op == trace.OpReaddir || op == trace.OpReaddirplus || slices.Contains(skip, op) {
-			continue
-		}
-		count(op.String(), base.Ops[i].Count, other.Ops[i].Count)
+	if off(bw.read, ow.read, ax.byteSlack) {
+		out = append(out, fmt.Sprintf("bytes read %d vs %d (%s)", bw.read, ow.read, apart(bw.read, ow.read)))
 	}
-	rd := func(s *stats.Stats) uint64 { return s.Ops[trace.OpReaddir].Count + s.Ops[trace.OpReaddirplus].Count }
-	count("readdir+readdirplus", rd(base), rd(other))
-	rb := func(s *stats.Stats) uint64 { return s.Patterns.SeqReadBytes + s.Patterns.RandReadBytes }
-	wb := func(s *stats.Stats) uint64 { return s.Patterns.SeqWriteBytes + s.Patterns.RandWriteBytes }
-	if off(rb(base), rb(other)) {
-		out = append(out, fmt.Sprintf("bytes read %d vs %d (%s)", rb(base), rb(other), apart(rb(base), rb(other))))
-	}
-	if off(wb(base), wb(other)) {
-		out = append(out, fmt.Sprintf("bytes written %d vs %d (%s)", wb(base), wb(other), apart(wb(base), wb(other))))
+	if off(bw.written, ow.written, ax.byteSlack) {
+		out = append(out, fmt.Sprintf("bytes written %d vs %d (%s)", bw.written, ow.written, apart(bw.written, ow.written)))
 	}
 	return out
 }
@@ -215,89 +229,82 @@ func ratio(a, b float64) float64 {
 	return math.Round(a/b*1000) / 1000
 }
 
-// Compare builds a comparison of sides (side 0 is the baseline). names label the sides.
-// It does not refuse anything itself: callers check Mismatches and Forced.
+// Compare builds a comparison of sides (side 0 is the baseline) led by the FUSE requests
+// (CompareCalls makes the system calls lead). names label the sides. It does not refuse
+// anything itself: callers check Mismatches and Forced.
 func Compare(names []string, sides []*stats.Stats, tol float64) *Comparison {
-	c := &Comparison{Schema: CompareSchema, Tolerance: tol, View: ViewRequests}
+	c := &Comparison{Schema: CompareSchema, Tolerance: tol}
 	for i, s := range sides {
 		r, _ := Build([]*stats.Stats{s}, Options{Top: 1})
-		cs := CompareSide{Name: names[i], Traces: r.Traces, Events: s.Events, DurationNs: r.Total.DurationNs, TotalNs: s.TotalNs(), DataShare: r.Total.Patterns.DataShare}
-		cs.Ratio = ratio(float64(cs.TotalNs), float64(sides[0].TotalNs()))
-		cs.WorkNs = workNs(s)
-		cs.WorkRatio = ratio(float64(cs.WorkNs), float64(workNs(sides[0])))
+		cs := CompareSide{Name: names[i], Traces: r.Traces, Events: s.Events, DurationNs: r.Total.DurationNs, TotalNs: s.TotalNs(),
+			WorkNs: workNs(s), DataShare: r.Total.Patterns.DataShare}
 		cs.Use = sideUse(&cs)
-		cs.Job = jobRates(s, cs.DurationNs, false)
 		c.Sides = append(c.Sides, cs)
 		c.Warnings = append(c.Warnings, r.Warnings...)
 	}
+	c.lead(&requestAxis, sides)
+	c.Warnings = dedup(c.Warnings)
+	return c
+}
+
+// CompareCalls makes c lead with the per-system-call view: it adds each side's calls
+// (Calls, CallNs, CallRatio, SlowerCalls, FasterCalls) and bases the same-work check
+// (Mismatches), the sides' job figures and the verdict on calls rather than requests.
+// Calls are comparable between a recording and its replay: replay issues the calls the
+// recording folds into. It returns false, leaving c as it was, when a side has no
+// per-system-call view.
+func CompareCalls(c *Comparison, sides []*stats.Stats) bool {
+	for _, s := range sides {
+		if !s.HasCalls() {
+			return false
+		}
+	}
+	c.lead(&callAxis, sides)
+	return true
+}
+
+// lead makes the rows of ax lead c: it compares them side by side, bases the same-work
+// check, the sides' job figures and the verdict on them, and sets every view's side
+// ratios again (a view's verdict withholds its own from a side that is not the same work).
+func (c *Comparison) lead(ax *axis, sides []*stats.Stats) {
+	c.View = ax.view
+	c.Mismatches, c.Excluded, c.ExcludedWhy = nil, nil, ""
+	c.Warnings = slices.DeleteFunc(c.Warnings, func(w string) bool { return w == mixedWarning })
 	kinds := map[string]bool{}
-	for i := range c.Sides {
-		for _, t := range c.Sides[i].Traces {
+	for i, s := range sides {
+		cs, base := &c.Sides[i], &c.Sides[0]
+		if ax.view == ViewSyscalls {
+			cs.CallNs = s.CallTotalNs()
+		}
+		cs.Ratio = ratio(float64(cs.TotalNs), float64(base.TotalNs))
+		cs.WorkRatio = ratio(float64(cs.WorkNs), float64(base.WorkNs))
+		cs.CallRatio = ratio(float64(cs.CallNs), float64(base.CallNs))
+		cs.Job = jobRates(s, cs.DurationNs, ax.view == ViewSyscalls)
+		for _, t := range cs.Traces {
 			kinds[t.Kind] = true
 		}
 		if i == 0 {
 			continue
 		}
-		var skip []trace.Op
-		if hasKind(&c.Sides[0], "record") != hasKind(&c.Sides[i], "record") &&
-			(hasKind(&c.Sides[0], "replay") || hasKind(&c.Sides[i], "replay")) {
-			// A recording against a replay: leave out what replay folds by design.
-			skip = ReplayFolded
+		var skip []string
+		if hasKind(base, "record") != hasKind(cs, "record") && (hasKind(base, "replay") || hasKind(cs, "replay")) {
+			// A recording against a replay: leave out what replay does not reproduce.
+			skip = ax.replayFolded
 			if c.Excluded == nil {
-				for _, op := range ReplayFolded {
-					c.Excluded = append(c.Excluded, op.String())
-				}
-				c.ExcludedWhy = replayFoldedWhy
+				c.Excluded, c.ExcludedWhy = slices.Clone(ax.replayFolded), ax.replayFoldedWhy
 			}
 		}
-		for _, m := range SameWork(sides[0], sides[i], tol, skip...) {
-			c.Mismatches = append(c.Mismatches, names[i]+": "+m)
+		for _, m := range ax.sameWork(sides[0], s, c.Tolerance, skip) {
+			c.Mismatches = append(c.Mismatches, cs.Name+": "+m)
 		}
 	}
 	mixed := kinds["record"] && kinds["replay"]
-	if mixed {
+	if mixed && ax.notWork != nil {
 		c.Warnings = append(c.Warnings, mixedWarning)
 	}
-	type opKey struct {
-		op    int
-		total int64
-	}
-	var order []opKey
-	for i := range trace.NumOps {
-		var any bool
-		for _, s := range sides {
-			any = any || s.Ops[i].Count > 0
-		}
-		if any {
-			order = append(order, opKey{i, sides[0].Ops[i].TotalNs})
-		}
-	}
-	sort.SliceStable(order, func(a, b int) bool { return order[a].total > order[b].total })
-	totals := make([]int64, len(sides))
-	for i, s := range sides {
-		totals[i] = s.TotalNs()
-	}
-	var slower, faster []Change
-	for _, k := range order {
-		co := CompareOp{Op: trace.Op(k.op).String()}
-		for si, s := range sides {
-			in := sideIn{o: &s.Ops[k.op], busy: s.Inflight.Ops[k.op].BusyNs}
-			if trace.Op(k.op) == trace.OpRead {
-				in.first, in.again = &s.FirstReads, &s.Rereads
-			}
-			os := opSide(co.Op, in, &sides[0].Ops[k.op], si > 0)
-			co.Sides = append(co.Sides, os)
-			if si == 0 || (mixed && notWork[k.op]) {
-				continue // on a mixed pair, folded or reshaped by replay: its change is an artefact
-			}
-			slower, faster = addChange(slower, faster, change(names[si], co.Op, &co.Sides[0], &os), totals[0], totals[si])
-		}
-		c.Ops = append(c.Ops, co)
-	}
-	c.Slower, c.Faster = mostChanged(slower, faster)
+	rows, slower, faster := compareRows(ax, c.Sides, sides, mixed)
+	c.put(ax.view, rows, slower, faster)
 	c.verdict()
-	c.Warnings = dedup(c.Warnings)
-	return c
 }
 
 // mixedWarning says how to read requests of a recording against those of a replay.

@@ -79,11 +79,10 @@ func (c *Comparison) workDiff(rows []compareRow, i int) (diff, total uint64, byR
 	for _, e := range c.Excluded {
 		skip[e] = true
 	}
-	if c.View != ViewSyscalls {
-		for op := range trace.NumOps {
-			if notWork[op] {
-				skip[trace.Op(op).String()] = true
-			}
+	ax := axisOf(c.View)
+	for k := range ax.kinds {
+		if ax.isNotWork(k) {
+			skip[ax.name(k)] = true
 		}
 	}
 	type counts struct{ ok, failed [2]int64 } // [baseline, side]
