@@ -108,15 +108,9 @@ type OpSide struct {
 	P50     int64   `json:"p50_ns"`
 	P99     int64   `json:"p99_ns"`
 	TotalNs int64   `json:"total_ns"`
-	// BusyNs is the time at least one was in flight; OpsPerS (the ops that succeeded),
-	// FailsPerS (those that failed) and MBps are over it.
-	BusyNs    int64   `json:"busy_ns"`
-	OpsPerS   float64 `json:"ops_per_s"`
-	FailsPerS float64 `json:"failures_per_s,omitempty"`
-	MBps      float64 `json:"mb_per_s,omitempty"`
-	// FirstAccess and Reaccess split the reads (read rows; see the report's ops[]).
-	FirstAccess *AccessRow `json:"first_access,omitempty"`
-	Reaccess    *AccessRow `json:"reaccess,omitempty"`
+	// Rates and AccessSplit are as in a report's rows.
+	Rates
+	AccessSplit
 	// Flags say why the side's ratios must be read with care, or are not given:
 	// "≠count" (its count differs from the baseline's), "≠bytes" (its bytes differ),
 	// "no data" (a data op that moved no bytes on this side or on the baseline: no

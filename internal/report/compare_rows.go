@@ -51,12 +51,8 @@ func opSide(name string, in rowIn, base *stats.OpStats, ratios bool) OpSide {
 	o := in.o
 	ok := o.Succeeded()
 	l := latency(ok.Hist, ok.Count, ok.TotalNs, ok.MaxNs)
-	os := OpSide{Count: o.Count, Errors: o.Errors, Bytes: o.Bytes, MeanNs: l.MeanNs, P50: l.P50, P99: l.P99, TotalNs: o.TotalNs,
-		BusyNs: in.busy, Errnos: errnoNames(o.Errnos), Hist: histBins(o.Hist)}
-	os.OpsPerS, os.FailsPerS, os.MBps = opRates(name, o.Count, o.Errors, o.Bytes, in.busy)
-	if in.first != nil {
-		os.FirstAccess, os.Reaccess = accessRow(in.first), accessRow(in.again)
-	}
+	os := OpSide{Count: o.Count, Errors: o.Errors, Errnos: errnoNames(o.Errnos), Bytes: o.Bytes, MeanNs: l.MeanNs, P50: l.P50, P99: l.P99,
+		TotalNs: o.TotalNs, Rates: rowRates(name, in), AccessSplit: accessSplit(in), Hist: histBins(o.Hist)}
 	if !ratios {
 		return os
 	}

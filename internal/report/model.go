@@ -234,21 +234,13 @@ type Totals struct {
 	Share   float64           `json:"share"` // of the view's total_ns (requests) or call_ns (calls)
 }
 
-// Pace is how fast a row's requests or calls were served, and how their latency spread.
+// Pace is how fast a row's requests or calls were served (their rates, and the
+// first-access split of reads) and how their latency spread.
 type Pace struct {
-	// BusyNs is the time at least one of the row's requests or calls was in flight;
-	// OpsPerS (those that succeeded), FailsPerS (those that failed) and MBps (read,
-	// write, copy_file_range) are over it (rates.go).
-	BusyNs    int64   `json:"busy_ns"`
-	OpsPerS   float64 `json:"ops_per_s"`
-	FailsPerS float64 `json:"failures_per_s,omitempty"`
-	MBps      float64 `json:"mb_per_s,omitempty"`
-	// FirstAccess and Reaccess split the reads (read rows only; see
-	// stats.Stats.FirstReads).
-	FirstAccess *AccessRow `json:"first_access,omitempty"`
-	Reaccess    *AccessRow `json:"reaccess,omitempty"`
-	CDF         []CDFPoint `json:"cdf"`
-	Hist        []HistBin  `json:"hist"`
+	Rates
+	AccessSplit
+	CDF  []CDFPoint `json:"cdf"`
+	Hist []HistBin  `json:"hist"`
 }
 
 func (t *Totals) totals() *Totals { return t }

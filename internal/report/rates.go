@@ -28,6 +28,21 @@ type AccessRow struct {
 	Latency
 }
 
+// AccessSplit splits a read row's reads into first access and re-access; both are nil on
+// other rows.
+type AccessSplit struct {
+	FirstAccess *AccessRow `json:"first_access,omitempty"`
+	Reaccess    *AccessRow `json:"reaccess,omitempty"`
+}
+
+// accessSplit is the AccessSplit of a row with figures in.
+func accessSplit(in rowIn) AccessSplit {
+	if in.first == nil {
+		return AccessSplit{}
+	}
+	return AccessSplit{FirstAccess: accessRow(in.first), Reaccess: accessRow(in.again)}
+}
+
 func accessRow(a *stats.AccessStats) *AccessRow {
 	if a.Count == 0 {
 		return nil
@@ -207,13 +222,22 @@ func mbCell(name string, mbps float64) string {
 	return fmt.Sprintf("%.1f", mbps)
 }
 
-// opRates are an op's rates over busyNs: its successful ops per second, its failed ops
-// per second, and its MB/s (bytes are counted for successful ops only).
-func opRates(name string, count, errors, bytes uint64, busyNs int64) (opsPerS, failsPerS, mbps float64) {
-	opsPerS = perSec(float64(count-min(errors, count)), busyNs)
-	failsPerS = perSec(float64(errors), busyNs)
+// Rates are a row's rates over its busy time (BusyNs: at least one of its requests or
+// calls in flight): OpsPerS of those that succeeded, FailsPerS of those that failed, and
+// MBps of the bytes the successful ones moved (read, write, copy_file_range rows).
+type Rates struct {
+	BusyNs    int64   `json:"busy_ns"`
+	OpsPerS   float64 `json:"ops_per_s"`
+	FailsPerS float64 `json:"failures_per_s,omitempty"`
+	MBps      float64 `json:"mb_per_s,omitempty"`
+}
+
+// rowRates are the Rates of a row named name with figures in.
+func rowRates(name string, in rowIn) Rates {
+	o := in.o
+	r := Rates{BusyNs: in.busy, OpsPerS: perSec(float64(o.Count-min(o.Errors, o.Count)), in.busy), FailsPerS: perSec(float64(o.Errors), in.busy)}
 	if dataOp(name) {
-		mbps = perSec(float64(bytes)/1e6, busyNs)
+		r.MBps = perSec(float64(o.Bytes)/1e6, in.busy)
 	}
-	return opsPerS, failsPerS, mbps
+	return r
 }

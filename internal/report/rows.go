@@ -96,11 +96,7 @@ func (rk *rowKind[R]) build(s *stats.Stats) []R {
 func figures(name string, in rowIn, total int64) (Totals, Latency, Pace) {
 	o := in.o
 	t := Totals{Errors: o.Errors, Errnos: errnoNames(o.Errnos), Bytes: o.Bytes, TotalNs: o.TotalNs, Share: share(o.TotalNs, total)}
-	p := Pace{BusyNs: in.busy, CDF: cdf(o.Hist, o.MaxNs), Hist: histBins(o.Hist)}
-	p.OpsPerS, p.FailsPerS, p.MBps = opRates(name, o.Count, o.Errors, o.Bytes, in.busy)
-	if in.first != nil {
-		p.FirstAccess, p.Reaccess = accessRow(in.first), accessRow(in.again)
-	}
+	p := Pace{Rates: rowRates(name, in), AccessSplit: accessSplit(in), CDF: cdf(o.Hist, o.MaxNs), Hist: histBins(o.Hist)}
 	return t, latency(o.Hist, o.Count, o.TotalNs, o.MaxNs), p
 }
 
