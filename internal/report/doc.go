@@ -172,7 +172,8 @@
 //	opened_unused {count, paths[] (at most N)}: files opened but never read or written
 //	intervals    {start (the trace origin), width_ns, points[] {t (s since start), ops,
 //	             errors, ops_per_s, read_mb_s, write_mb_s (MB = 10^6 B), p99_ns
-//	             (within 12.5 %), max_ns (exact), busy_ns}}; ops are placed by start time
+//	             (the upper bound of a log bucket: at most 12.5 % above from 8 µs up,
+//	             1 µs below), max_ns (exact), busy_ns}}; ops are placed by start time
 //	inflight_intervals  the in-flight depth over time of up to 4 operations that overlapped
 //	             (max at least 2), on the view's intervals: {start, width_ns, ops[] {op,
 //	             mean[] (time-weighted mean depth per interval), max[]}}; absent when no
@@ -291,8 +292,10 @@
 // # HTML
 //
 // WriteHTML writes one self-contained file: inline CSS and SVG plots made with
-// gonum.org/v1/plot, no scripts and no network access. Plots: latency CDF per operation,
-// a latency histogram per operation, MB/s, under it the resident memory and CPUs busy of the
-// storage client and iotap over the same time axis (sampled traces), ops/s, p99 and max per
-// interval, in-flight depth per interval, and sampled offset-vs-time for the busiest files.
+// gonum.org/v1/plot, no scripts and no network access. Plots: latency CDF per system call
+// and per operation, the latency tail per operation, MB/s, under it the resident memory and
+// CPUs busy of the storage client and iotap over the same time axis (sampled traces), ops/s,
+// p99 and max per interval, in-flight depth per interval, with --by the busiest
+// operations' CDFs by group, a latency histogram per operation, and sampled
+// offset-vs-time for the busiest files.
 package report

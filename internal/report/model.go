@@ -390,7 +390,7 @@ type IntervalRow struct {
 	OpsPerSec float64 `json:"ops_per_s"`
 	ReadMBps  float64 `json:"read_mb_s"` // MB = 10^6 bytes
 	WriteMBps float64 `json:"write_mb_s"`
-	P99       int64   `json:"p99_ns"` // approximate (log buckets, within 12.5 %)
+	P99       int64   `json:"p99_ns"` // approximate (stats.LogHist: within 12.5 % from 8 µs up, 1 µs below)
 	MaxNs     int64   `json:"max_ns"` // exact
 	BusyNs    int64   `json:"busy_ns"`
 }

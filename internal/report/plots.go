@@ -113,7 +113,7 @@ func (bytesTicks) Ticks(min, max float64) []plot.Tick {
 }
 
 // niceTicks places ticks on [min, max] at a round step (1, 2 or 5 times a power of ten)
-// giving 3 to 8 labelled ticks, with unlabelled ticks between, and labels each with the
+// giving 2 to 8 labelled ticks, with unlabelled ticks between, and labels each with the
 // decimals the step needs (9.45, not 9.450000000000001).
 func niceTicks(min, max float64) []plot.Tick {
 	if !(max > min) || math.IsInf(max-min, 0) {
@@ -173,8 +173,9 @@ var palette = []color.Color{
 	color.RGBA{R: 0xF0, G: 0xE4, B: 0x42, A: 0xFF}, // yellow
 }
 
-// color8 returns the i-th colour of the palette; from the ninth line on colours repeat and
-// the plots dash the line.
+// color8 returns the i-th colour of the palette; colours repeat from the ninth line on.
+// The report's CDF and tail plots dash their eighth line and later ones (yellow, the
+// weakest on white, is the eighth colour).
 func color8(i int) color.Color { return palette[i%len(palette)] }
 
 // binLo is where a bin starts on a log axis. The first bin, [0, 1µs), is drawn as wide as

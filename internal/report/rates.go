@@ -178,7 +178,8 @@ func jobLine(j *JobRates) string {
 	return b.String()
 }
 
-// rateText formats a rate per second with three significant digits ("141k", "7.00").
+// rateText formats a rate per second with three significant digits at most ("141k",
+// "2.1k", "7.5").
 func rateText(r float64) string {
 	switch {
 	case r == 0:

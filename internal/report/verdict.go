@@ -332,7 +332,7 @@ func signedDur(ns int64) string {
 }
 
 // verdictText is a verdict in one line, e.g. "s3fs: 19.2× the baseline's I/O time
-// (+8.20s), runtime 3.10×: flush +2.20s (27%), write +1.90s (23%), create +1.00s (12%)".
+// (+8.20s), runtime 3.10×: write +2.20s (27.0%), open +1.90s (23.2%), close +1.00s (12.2%)".
 func verdictText(v *Verdict) string {
 	var b strings.Builder
 	b.WriteString(v.Side + ": ")
