@@ -11,7 +11,7 @@ import (
 // application made (callAxis: syscalls[], the syscalls view); processes or files would be
 // two more. It says where a row's figures are in a [stats.Stats], what the rows are called
 // in text, and how a comparison treats them, so that building, sorting, comparing and
-// printing rows are each written once, over an axis (rows.go, compare.go).
+// printing rows are each written once, over an axis (rows.go, compare.go, compare_rows.go).
 type axis struct {
 	view   string // the comparison view the axis leads: ViewRequests or ViewSyscalls
 	line   string // which view leads a comparison, in its header
@@ -23,8 +23,8 @@ type axis struct {
 	total  func(s *stats.Stats) int64        // the time a row's share is of
 
 	// notWork, when set, are the kinds whose counts follow the kernel and the replay's
-	// folding more than the job: the same-work check and the verdict leave them out, and
-	// between a recording and a replay their change is an artefact.
+	// folding more than the job: work and the verdict leave them out, and between a
+	// recording and a replay their change is an artefact the comparison warns about.
 	notWork func(k int) bool
 	// work are the figures the same-work check compares; it names a count "<name>
 	// <countWord>" and ignores byte differences of byteSlack or less.

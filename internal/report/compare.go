@@ -273,7 +273,7 @@ func (c *Comparison) lead(ax *axis, sides []*stats.Stats) {
 		cs.Ratio = ratio(float64(cs.TotalNs), float64(base.TotalNs))
 		cs.WorkRatio = ratio(float64(cs.WorkNs), float64(base.WorkNs))
 		cs.CallRatio = ratio(float64(cs.CallNs), float64(base.CallNs))
-		cs.Job = jobRates(s, cs.DurationNs, ax.view == ViewSyscalls)
+		cs.Job = jobRates(s, cs.DurationNs, ax)
 		for _, t := range cs.Traces {
 			kinds[t.Kind] = true
 		}

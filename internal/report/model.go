@@ -656,7 +656,11 @@ func buildView(name string, s *stats.Stats, traces []int, o Options) *View {
 		v.Start = st.UTC()
 		v.DurationNs = s.WallNs()
 	}
-	v.Job = jobRates(s, v.DurationNs, true)
+	job := &requestAxis
+	if s.HasCalls() {
+		job = &callAxis
+	}
+	v.Job = jobRates(s, v.DurationNs, job)
 	v.Ops = opRows.build(s)
 	for c := range stats.NumClasses {
 		cs := s.Classes[c]

@@ -5,8 +5,6 @@ import (
 	"strings"
 
 	"github.com/iotap/iotap/internal/format"
-	"github.com/iotap/iotap/trace"
-	"github.com/iotap/iotap/trace/fold"
 	"github.com/iotap/iotap/trace/stats"
 )
 
@@ -109,40 +107,23 @@ func (j *JobRates) meta(o *stats.OpStats) {
 	j.FailedOps += o.Errors
 }
 
-// jobRates counts the job's bytes and ops: calls when calls is set and every trace has
-// them, else requests.
-func jobRates(s *stats.Stats, wallNs int64, calls bool) *JobRates {
-	j := &JobRates{View: ViewRequests, WallNs: wallNs, ActiveNs: s.BusyNs(), ActiveSummed: len(s.Sources) > 1}
-	if calls && s.HasCalls() {
-		j.View = ViewSyscalls
-		for k := range s.Calls {
-			c := &s.Calls[k].OpStats
-			switch fold.Syscall(k) {
-			case fold.SysRead:
-				j.data(c, c.Bytes, 0)
-			case fold.SysWrite:
-				j.data(c, 0, c.Bytes)
-			case fold.SysCopyFileRange:
-				j.data(c, c.Bytes, c.Bytes)
-			default:
-				j.meta(c)
-			}
-		}
-	} else {
-		for i := range s.Ops {
-			o := &s.Ops[i]
-			switch trace.Op(i) {
-			case trace.OpRead:
-				j.data(o, o.Bytes, 0)
-			case trace.OpWrite:
-				j.data(o, 0, o.Bytes)
-			case trace.OpCopyFileRange:
-				j.data(o, o.Bytes, o.Bytes)
-			case trace.OpForget:
-				// the kernel dropping inodes: no operation of the job
-			default:
-				j.meta(o)
-			}
+// jobRates counts the job's bytes and ops in the rows of ax: reads, writes and
+// copy_file_range are data, forgets (the kernel dropping inodes) no operation of the job,
+// anything else metadata.
+func jobRates(s *stats.Stats, wallNs int64, ax *axis) *JobRates {
+	j := &JobRates{View: ax.view, WallNs: wallNs, ActiveNs: s.BusyNs(), ActiveSummed: len(s.Sources) > 1}
+	for k := range ax.kinds {
+		o := ax.in(s, k).o
+		switch ax.name(k) {
+		case "read":
+			j.data(o, o.Bytes, 0)
+		case "write":
+			j.data(o, 0, o.Bytes)
+		case "copy_file_range":
+			j.data(o, o.Bytes, o.Bytes)
+		case "forget": // the kernel dropping inodes
+		default:
+			j.meta(o)
 		}
 	}
 	j.Wall, j.Active = jobRate(j, j.WallNs), jobRate(j, j.ActiveNs)
