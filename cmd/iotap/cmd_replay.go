@@ -624,7 +624,7 @@ func replayTargets(ctx context.Context, e *env, o *replayOptions, tracePath, pre
 			if sum != nil {
 				var out strings.Builder
 				sum.Print(&out)
-				writeSampleSummary(&out, sampled, uint64(sum.ReplayedRead+sum.ReplayedWrite), "replayer")
+				procsample.WriteSummaries(&out, sampled, uint64(sum.ReplayedRead+sum.ReplayedWrite), "replayer")
 				if sum.Interrupted {
 					_, _ = fmt.Fprintf(&out, "  INTERRUPTED  the run stopped before the trace's end: %d of its %d replay ops were issued\n", sum.ReplayedOps, st.Ops)
 				}

@@ -220,7 +220,7 @@ func (s *session) close(outcome string) error {
 	snap := s.tally.Snapshot()
 	writeSummary(s.e.stderr, snap, elapsed, st, cost, s.spec.Output, outcome)
 	_, _, rd, wr := snap.Totals()
-	writeSampleSummary(s.e.stderr, sums, rd+wr, "recorder")
+	procsample.WriteSummaries(s.e.stderr, sums, rd+wr, "recorder")
 	if s.legs != nil {
 		_, _ = fmt.Fprintf(s.e.stderr, "  legs outside the layer: measured by the kernel for %d events (%d without, %d kernel records lost)\n",
 			legStats.Filled, legStats.Missing, legStats.Lost)
