@@ -139,8 +139,8 @@ type File interface {
 
 // RequestCounter is implemented by backends that turn filesystem calls into requests of
 // their own (S3), counted by phase (see Backend.BeginPhase). The engine does not need it:
-// the replay command takes the tallies after each run and writes them next to the replay
-// trace (s3req.Write); `iotap report` prints them.
+// the campaign (replay/campaign) takes the tallies after each run and writes them next to
+// the replay trace (s3req.Write); `iotap report` prints them.
 type RequestCounter interface {
 	// TakeRequests returns the tallies of the phases begun since the previous call, oldest
 	// first, so that each phase is taken once (with --repeat, each run's sidecar holds that

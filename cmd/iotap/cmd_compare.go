@@ -6,11 +6,15 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/pflag"
 
 	"github.com/iotap/iotap/internal/report"
+	"github.com/iotap/iotap/replay/campaign"
+	"github.com/iotap/iotap/trace"
 	"github.com/iotap/iotap/trace/stats"
 )
 
@@ -153,4 +157,55 @@ func sideNames(args []string) []string {
 		out[i] = n
 	}
 	return out
+}
+
+// splitCopies returns the sides compare shows for one argument's traces (named name):
+// one side per copy, named by its trace, when they are all the copies of one --copies run
+// (labels campaign.LabelCopy and LabelCopies), in copy order; else the traces merged as one
+// side.
+func splitCopies(name string, per []*stats.Stats) (names []string, sides []*stats.Stats) {
+	merged := func() ([]string, []*stats.Stats) {
+		s := stats.New()
+		for _, p := range per {
+			s.Merge(p)
+		}
+		return []string{name}, []*stats.Stats{s}
+	}
+	if len(per) < 2 {
+		return merged()
+	}
+	type copyOf struct {
+		k int
+		s *stats.Stats
+	}
+	var cs []copyOf
+	var total string
+	for _, p := range per {
+		h := &p.Sources[0].Header
+		k, err := strconv.Atoi(label(h, campaign.LabelCopy))
+		n := label(h, campaign.LabelCopies)
+		if err != nil || n == "" || (total != "" && n != total) {
+			return merged()
+		}
+		total = n
+		cs = append(cs, copyOf{k, p})
+	}
+	sort.SliceStable(cs, func(i, j int) bool { return cs[i].k < cs[j].k })
+	for i, c := range cs {
+		if i > 0 && c.k == cs[i-1].k { // copies of different runs
+			return merged()
+		}
+		names = append(names, strings.TrimSuffix(filepath.Base(c.s.Sources[0].Name), ".iotap"))
+		sides = append(sides, c.s)
+	}
+	return names, sides
+}
+
+func label(h *trace.Header, key string) string {
+	for _, l := range h.Labels {
+		if l.Key == key {
+			return l.Value
+		}
+	}
+	return ""
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/iotap/iotap/internal/lazyfree"
 	"github.com/iotap/iotap/internal/memlimit"
 	"github.com/iotap/iotap/internal/termsafe"
+	"github.com/iotap/iotap/replay/campaign"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -199,10 +200,10 @@ func exitCode(stderr io.Writer, name string, err error) int {
 			say(ec.err)
 		}
 		return ec.code
-	case errors.Is(err, errUsage):
+	case errors.Is(err, errUsage), errors.Is(err, campaign.ErrUsage):
 		say(err)
 		return exitUsage
-	case errors.Is(err, errDamaged): // before errDropped: a trace may be both
+	case errors.Is(err, errDamaged), errors.Is(err, campaign.ErrDamaged): // before errDropped: a trace may be both
 		say(err)
 		return exitDamaged
 	case errors.Is(err, errDropped):

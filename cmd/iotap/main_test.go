@@ -8,6 +8,8 @@ import (
 	"io"
 	"strings"
 	"testing"
+
+	"github.com/iotap/iotap/replay/campaign"
 )
 
 func TestRunDispatch(t *testing.T) {
@@ -57,6 +59,8 @@ func TestExitCodeMapping(t *testing.T) {
 		{"command not found", fmt.Errorf("start: %w", &exitCodeError{code: exitNotFound, err: errors.New("no such command")}), exitNotFound},
 		{"usage", usageErrorf("bad %s", "flag"), exitUsage},
 		{"damaged", fmt.Errorf("%w: a.iotap", errDamaged), exitDamaged},
+		{"campaign usage", fmt.Errorf("%w: --repeat 0", campaign.ErrUsage), exitUsage},
+		{"campaign on a damaged trace", errors.Join(fmt.Errorf("%w: a.iotap", campaign.ErrDamaged), fmt.Errorf("%w: b", errDropped)), exitDamaged},
 		{"other", errors.New("disk on fire"), exitError},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -9,16 +9,17 @@ import (
 
 	"github.com/iotap/iotap/internal/s3test"
 	"github.com/iotap/iotap/replay"
+	"github.com/iotap/iotap/replay/campaign"
 )
 
 // readCopies reads a --copies run's figures.
-func readCopies(t *testing.T, path string) CopiesSummary {
+func readCopies(t *testing.T, path string) campaign.CopiesSummary {
 	t.Helper()
 	js, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var cs CopiesSummary
+	var cs campaign.CopiesSummary
 	if err := json.Unmarshal(js, &cs); err != nil {
 		t.Fatal(err)
 	}
@@ -27,7 +28,7 @@ func readCopies(t *testing.T, path string) CopiesSummary {
 
 // checkCopies checks the figures of n copies of writeSmallTrace's job: each copy read and
 // wrote 8 KiB and opened two files, and the aggregate is their sum.
-func checkCopies(t *testing.T, cs CopiesSummary, n int) {
+func checkCopies(t *testing.T, cs campaign.CopiesSummary, n int) {
 	t.Helper()
 	if cs.Copies != n || len(cs.PerCopy) != n {
 		t.Fatalf("%d copies, %d rows; want %d", cs.Copies, len(cs.PerCopy), n)

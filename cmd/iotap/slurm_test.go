@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/iotap/iotap/internal/report"
+	"github.com/iotap/iotap/replay/campaign"
 )
 
 func TestWriteStragglers(t *testing.T) {
@@ -80,7 +81,7 @@ func TestReplayShard(t *testing.T) {
 			t.Setenv("SLURM_PROCID", tc.procid)
 			t.Setenv("SLURM_NTASKS", tc.ntasks)
 			base := t.TempDir()
-			o := &replayOptions{Shard: "auto", Prepare: "auto", Targets: []string{filepath.Join(base, "cand")}}
+			o := &replayOptions{Shard: "auto", Spec: campaign.Spec{Prepare: "auto", Targets: []string{filepath.Join(base, "cand")}}}
 			if tc.output != "" {
 				o.Output = filepath.Join(base, tc.output)
 			}
@@ -131,12 +132,12 @@ func TestReplayShard(t *testing.T) {
 	t.Setenv("SLURM_NTASKS", "2")
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
-	o := &replayOptions{Shard: "auto", Prepare: "auto", Targets: []string{t.TempDir()}, Output: t.TempDir()}
+	o := &replayOptions{Shard: "auto", Spec: campaign.Spec{Prepare: "auto", Targets: []string{t.TempDir()}, Output: t.TempDir()}}
 	err := replayShard(ctx, &env{stdout: io.Discard}, o, []string{filepath.Join(dir, "n1-0.iotap")}, func(*replayOptions, string) error { return nil })
 	if err == nil || !strings.Contains(err.Error(), "wait for the other tasks") {
 		t.Errorf("barrier without peers: %v", err)
 	}
-	if err := replayShard(ctx, &env{stdout: io.Discard}, &replayOptions{Targets: []string{"a", "b"}}, []string{dir}, nil); err == nil {
+	if err := replayShard(ctx, &env{stdout: io.Discard}, &replayOptions{Spec: campaign.Spec{Targets: []string{"a", "b"}}}, []string{dir}, nil); err == nil {
 		t.Error("two targets accepted with --shard auto")
 	}
 }

@@ -1,4 +1,4 @@
-package main
+package campaign
 
 import (
 	"context"
@@ -6,9 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -17,122 +14,96 @@ import (
 	"github.com/iotap/iotap/internal/format"
 	"github.com/iotap/iotap/internal/private"
 	"github.com/iotap/iotap/internal/s3req"
-	"github.com/iotap/iotap/internal/s3store"
 	"github.com/iotap/iotap/internal/termsafe"
 	"github.com/iotap/iotap/replay"
 	"github.com/iotap/iotap/trace"
 	"github.com/iotap/iotap/trace/stats"
 )
 
-// Replaying N copies of a job at once (--copies N).
+// Replaying N copies of a job at once (Spec.Copies).
 //
 // Each copy replays onto its own part of the target, copy1 ... copyN: a subdirectory of a
-// directory target, a key prefix under an s3:// target, each prepared with its own
-// starting state. The copies run as one run (replay.RunCopies: one start, shared
-// processors), each writing its own replay trace and summary (PREFIX.tT.rR.cK.*), and the
-// run's figures go to PREFIX.tT.rR.copies.json: aggregate MB/s, IOPS and files/s over
-// the run's span, and each copy's rates and latency percentiles.
+// directory target, a key prefix under a remote one, each prepared with its own starting
+// state. The copies run as one run (replay.RunCopies: one start, shared processors), each
+// writing its own replay trace and summary (PREFIX.tT.rR.cK.*), and the run's figures go
+// to PREFIX.tT.rR.copies.json: aggregate MB/s, IOPS and files/s over the run's span, and
+// each copy's rates and latency percentiles.
 
-// maxCopies bounds --copies: each copy is a goroutine team per traced thread, an open
-// trace and a target of its own.
-const maxCopies = 1024
+// Labels of the replay trace of a copy: which copy (from 1), and of how many.
+const (
+	LabelCopy   = "replay.copy"
+	LabelCopies = "replay.copies"
+)
 
-// copySpec names copy k (from 1) of target spec: a subdirectory or a key prefix.
-func copySpec(spec string, k int) string {
-	name := "copy" + strconv.Itoa(k)
-	if s3store.IsURL(spec) {
-		return strings.TrimRight(spec, "/") + "/" + name
-	}
-	return filepath.Join(spec, name)
-}
-
-// openCopies opens the copies of target spec (creating their directories) and checks that
-// each is empty unless --scratch or --prepare=skip.
-func openCopies(ctx context.Context, e *env, o *replayOptions, spec string) ([]replayTarget, error) {
-	var out []replayTarget
-	s3o := o.S3
-	s3o.Log = e.log
-	for k := 1; k <= o.Copies; k++ {
-		cs := copySpec(spec, k)
-		if !s3store.IsURL(cs) {
-			if err := os.Mkdir(cs, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
-				return out, fmt.Errorf("replay: copy %d: %w", k, err)
-			}
-			if fi, err := os.Lstat(cs); err != nil || !fi.IsDir() {
-				return out, usageErrorf("--copies: %s exists and is not a directory", cs)
-			}
-		}
-		b, rc, err := openTarget(ctx, cs, s3o)
-		if err != nil {
-			return out, err
-		}
-		out = append(out, replayTarget{b: b, requests: rc})
-		if o.Prepare == "skip" {
-			continue
-		}
-		empty, err := b.IsEmpty(ctx)
-		if err != nil {
-			return out, fmt.Errorf("replay: target %s: %w", cs, err)
-		}
-		if !empty && !o.Scratch {
-			return out, usageErrorf("--target %s is not empty: replay deletes what is there before each run; pass --scratch if it is a scratch area", cs)
-		}
-	}
-	return out, nil
-}
-
-// prepareCopies makes the starting state in each copy of t, unless --prepare skip.
-func prepareCopies(ctx context.Context, o *replayOptions, t replayTarget, st *replay.State, ro replay.Options) error {
-	if o.Prepare == "skip" {
+// prepareCopies makes the starting state in each copy of t, unless Prepare "skip".
+func (c *Campaign) prepareCopies(ctx context.Context, t target, st *replay.State) error {
+	if c.spec.Prepare == "skip" {
 		return nil
 	}
-	for _, c := range t.copies {
-		if err := replay.PrepareTarget(ctx, c.b, st, ro.FillRandom); err != nil {
+	for _, cp := range t.copies {
+		if err := replay.PrepareTarget(ctx, cp.b, st, c.engine.FillRandom); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// replayCopies replays the copies of target t as one run, writing base.cK.{iotap,json}
+// runCopies replays the copies of run r and prints the run's figures.
+func (c *Campaign) runCopies(ctx context.Context, rs *runs, r run) error {
+	sums, err := c.replayCopies(ctx, rs.st, r)
+	for k, sum := range sums {
+		if sum != nil {
+			rs.traces[r.i] = append(rs.traces[r.i], fmt.Sprintf("%s.c%d.iotap", r.base, k+1))
+			rs.diverged += sum.Divergences
+			rs.n++
+		}
+	}
+	if errors.Is(err, context.Canceled) {
+		return errors.New("interrupted: the result traces and summaries above cover the ops replayed until then")
+	}
+	return err
+}
+
+// replayCopies replays the copies of run r's target as one run, writing base.cK.{iotap,json}
 // per copy and base.copies.json, and prints the run's figures. It returns the copies'
 // summaries.
-func replayCopies(ctx context.Context, e *env, o *replayOptions, tracePath, base string, t replayTarget, st *replay.State, ro replay.Options, rep int) ([]*replay.Summary, error) {
-	n := len(t.copies)
+func (c *Campaign) replayCopies(ctx context.Context, st *replay.State, r run) ([]*replay.Summary, error) {
+	n := len(r.t.copies)
 	copies := make([]replay.Copy, n)
 	writers := make([]*trace.Writer, n)
 	defer func() {
-		for _, c := range copies {
-			if r, ok := c.Source.(*trace.Reader); ok {
-				_ = r.Close()
+		for _, cp := range copies {
+			if tr, ok := cp.Source.(*trace.Reader); ok {
+				_ = tr.Close()
 			}
 		}
 	}()
 	for k := range n {
-		r, err := openTrace(tracePath)
+		tr, err := openTrace(c.spec.Trace)
 		if err != nil {
 			return nil, err
 		}
-		copies[k] = replay.Copy{Source: r, Backend: t.copies[k].b}
-		h := replayHeader(r.Header(), t.copies[k].b, tracePath, ro, rep)
-		h.Labels = append(h.Labels, trace.Label{Key: "replay.copy", Value: strconv.Itoa(k + 1)},
-			trace.Label{Key: "replay.copies", Value: strconv.Itoa(n)})
-		w, err := trace.Create(fmt.Sprintf("%s.c%d.iotap", base, k+1), h, trace.WriterOptions{Logger: e.log})
+		copies[k] = replay.Copy{Source: tr, Backend: r.t.copies[k].b}
+		h := c.replayHeader(tr.Header(), r.t.copies[k].b, r.rep)
+		h.Labels = append(h.Labels, trace.Label{Key: LabelCopy, Value: strconv.Itoa(k + 1)},
+			trace.Label{Key: LabelCopies, Value: strconv.Itoa(n)})
+		w, err := trace.Create(fmt.Sprintf("%s.c%d.iotap", r.base, k+1), h, trace.WriterOptions{Logger: c.env.Log})
 		if err != nil {
 			return nil, fmt.Errorf("replay: create result: %w", err)
 		}
 		writers[k], copies[k].Sink = w, w
 	}
+	ro := c.engine
 	var done atomic.Uint64
 	ro.Progress = &done
-	stop := startProgress(e, o.Progress, int64(st.Ops)*int64(n), fmt.Sprintf("%s run %d, %d copies", t.b.Target().Path, rep+1, n), &done)
+	stop := startProgress(c.env.Stderr, c.spec.Progress, int64(st.Ops)*int64(n), fmt.Sprintf("%s run %d, %d copies", r.t.b.Target().Path, r.rep+1, n), &done)
 	t0 := time.Now()
 	sums, runErr := replay.RunCopies(ctx, copies, ro)
 	wall := time.Since(t0)
 	stop()
 	var files []string
 	for k, w := range writers {
-		name := fmt.Sprintf("%s.c%d", base, k+1)
+		name := fmt.Sprintf("%s.c%d", r.base, k+1)
 		files = append(files, name+".iotap")
 		if err := w.Close(); err != nil && runErr == nil {
 			runErr = fmt.Errorf("replay: write result: %w", err)
@@ -142,7 +113,7 @@ func replayCopies(ctx context.Context, e *env, o *replayOptions, tracePath, base
 				runErr = err
 			}
 		}
-		if rc := t.copies[k].requests; rc != nil {
+		if rc := r.t.copies[k].requests; rc != nil {
 			if err := s3req.Write(name+".requests.json", rc.TakeRequests()); err != nil && runErr == nil {
 				runErr = err
 			}
@@ -151,22 +122,19 @@ func replayCopies(ctx context.Context, e *env, o *replayOptions, tracePath, base
 	if countNil(sums) == n {
 		return nil, runErr
 	}
-	cs, err := copiesFigures(ctx, e, files, sums, wall)
+	cs, err := c.copiesFigures(ctx, files, sums, wall)
 	if err != nil && runErr == nil {
 		runErr = err
 	}
 	if cs != nil {
 		if js, err := json.MarshalIndent(cs, "", "  "); err == nil {
-			if err := private.WriteFile(base+".copies.json", append(js, '\n')); err != nil && runErr == nil {
+			if err := private.WriteFile(r.base+".copies.json", append(js, '\n')); err != nil && runErr == nil {
 				runErr = fmt.Errorf("replay: write copies summary: %w", err)
 			}
 		}
-		var out strings.Builder // under the run's header (replayTargets)
+		var out strings.Builder // under the run's header (printRunHeader)
 		cs.print(&out, sums)
-		_, _ = io.WriteString(e.stdout, termsafe.Text(out.String()))
-	}
-	if runErr != nil && errors.Is(runErr, replay.ErrDiverged) {
-		return sums, &exitCodeError{code: exitError, err: runErr}
+		_, _ = io.WriteString(c.env.Stdout, termsafe.Text(out.String()))
 	}
 	return sums, runErr
 }
@@ -196,7 +164,7 @@ func writeReplaySummary(path string, sum *replay.Summary) error {
 // copiesSchema names the JSON form of a CopiesSummary; docs/copies.md documents it.
 const copiesSchema = "iotap.copies/v1"
 
-// CopiesSummary is the JSON of a --copies run (PREFIX.tT.rR.copies.json): the copies
+// CopiesSummary is the JSON of a copies run (PREFIX.tT.rR.copies.json): the copies
 // together, and each. Rates are over a span: the aggregate's from the common start to
 // the end of the last copy, a copy's from the common start to its own end.
 type CopiesSummary struct {
@@ -229,8 +197,8 @@ type CopyFigures struct {
 }
 
 // copiesFigures computes the run's figures from the copies' summaries and replay traces.
-func copiesFigures(ctx context.Context, e *env, files []string, sums []*replay.Summary, wall time.Duration) (*CopiesSummary, error) {
-	per, _, err := loadTraces(ctx, e, files, stats.Options{})
+func (c *Campaign) copiesFigures(ctx context.Context, files []string, sums []*replay.Summary, wall time.Duration) (*CopiesSummary, error) {
+	per, err := c.env.Load(ctx, files)
 	if err != nil {
 		return nil, err
 	}
@@ -337,55 +305,4 @@ func orDashDur(ns int64) string {
 		return "-"
 	}
 	return format.Dur(ns)
-}
-
-// splitCopies returns the sides compare shows for one argument's traces (named name):
-// one side per copy, named by its trace, when they are all the copies of one --copies run
-// (labels replay.copy and replay.copies), in copy order; else the traces merged as one
-// side.
-func splitCopies(name string, per []*stats.Stats) (names []string, sides []*stats.Stats) {
-	merged := func() ([]string, []*stats.Stats) {
-		s := stats.New()
-		for _, p := range per {
-			s.Merge(p)
-		}
-		return []string{name}, []*stats.Stats{s}
-	}
-	if len(per) < 2 {
-		return merged()
-	}
-	type copyOf struct {
-		k int
-		s *stats.Stats
-	}
-	var cs []copyOf
-	var total string
-	for _, p := range per {
-		h := &p.Sources[0].Header
-		k, err := strconv.Atoi(label(h, "replay.copy"))
-		n := label(h, "replay.copies")
-		if err != nil || n == "" || (total != "" && n != total) {
-			return merged()
-		}
-		total = n
-		cs = append(cs, copyOf{k, p})
-	}
-	sort.SliceStable(cs, func(i, j int) bool { return cs[i].k < cs[j].k })
-	for i, c := range cs {
-		if i > 0 && c.k == cs[i-1].k { // copies of different runs
-			return merged()
-		}
-		names = append(names, strings.TrimSuffix(filepath.Base(c.s.Sources[0].Name), ".iotap"))
-		sides = append(sides, c.s)
-	}
-	return names, sides
-}
-
-func label(h *trace.Header, key string) string {
-	for _, l := range h.Labels {
-		if l.Key == key {
-			return l.Value
-		}
-	}
-	return ""
 }

@@ -1,4 +1,4 @@
-package main
+package campaign
 
 import (
 	"bytes"
@@ -13,9 +13,8 @@ import (
 // started: 625 ops in about 0.3 s is some thousands of ops/s, not tens of millions.
 func TestProgressRate(t *testing.T) {
 	var out bytes.Buffer
-	e := &env{stderr: &out}
 	var done atomic.Uint64
-	stop := startProgress(e, "always", 2015, "run", &done)
+	stop := startProgress(&out, "always", 2015, "run", &done)
 	done.Store(625) // the run's first ops, done before the bar's first update
 	time.Sleep(300 * time.Millisecond)
 	stop()
