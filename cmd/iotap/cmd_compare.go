@@ -25,11 +25,7 @@ func compareCommands() []*command {
 			name:    "compare",
 			summary: "compare traces of the same work on different storage, per operation, against the first",
 			usage:   "[flags] BASELINE OTHER [OTHER...]  (each a trace, a directory of traces or a glob; the copies of a `replay --copies` run are a side each)",
-			setup: func(fs *pflag.FlagSet) func(context.Context, *env, []string) error {
-				opts := &compareOptions{}
-				opts.AddFlags(fs)
-				return func(ctx context.Context, e *env, args []string) error { return runCompare(ctx, e, opts, args) }
-			},
+			setup:   withOptions(runCompare),
 		},
 	}
 }

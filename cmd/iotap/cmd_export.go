@@ -28,11 +28,7 @@ func exportCommands() []*command {
 			name:    "export",
 			summary: "export a trace's events as JSON lines or CSV (one event per line, stable field names)",
 			usage:   "[flags] TRACE",
-			setup: func(fs *pflag.FlagSet) func(context.Context, *env, []string) error {
-				opts := &exportOptions{}
-				opts.AddFlags(fs)
-				return func(ctx context.Context, e *env, args []string) error { return runExport(ctx, e, opts, args) }
-			},
+			setup:   withOptions(runExport),
 		},
 	}
 }

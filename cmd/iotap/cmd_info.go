@@ -25,11 +25,7 @@ func infoCommands() []*command {
 			name:    "info",
 			summary: "show a trace's header, operation counts, duration, drops and damage",
 			usage:   "[flags] TRACE...",
-			setup: func(fs *pflag.FlagSet) func(context.Context, *env, []string) error {
-				opts := &infoOptions{}
-				opts.AddFlags(fs)
-				return func(ctx context.Context, e *env, args []string) error { return runInfo(ctx, e, opts, args) }
-			},
+			setup:   withOptions(runInfo),
 		},
 	}
 }

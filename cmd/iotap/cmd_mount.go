@@ -22,19 +22,13 @@ func mountCommands() []*command {
 			name:    "mount",
 			summary: "serve a traced view of --target at --mount-at until unmounted or interrupted",
 			usage:   "--target DIR --mount-at DIR2 [-o TRACE] [flags]",
-			setup: func(fs *pflag.FlagSet) func(context.Context, *env, []string) error {
-				opts := &mountOptions{}
-				opts.AddFlags(fs)
-				return func(ctx context.Context, e *env, args []string) error { return runMount(ctx, e, opts, args) }
-			},
+			setup:   withOptions(runMount),
 		},
 		{
 			name:    "unmount",
 			summary: "unmount a traced view made by 'iotap mount' (its trace is then closed)",
 			usage:   "DIR",
-			setup: func(fs *pflag.FlagSet) func(context.Context, *env, []string) error {
-				return func(ctx context.Context, e *env, args []string) error { return runUnmount(ctx, e, args) }
-			},
+			setup:   withoutOptions(runUnmount),
 		},
 	}
 }

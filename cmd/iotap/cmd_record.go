@@ -25,20 +25,14 @@ func recordCommands() []*command {
 			name:    "record",
 			summary: "run a command with its I/O under --target traced, and write the trace",
 			usage:   "[flags] -- COMMAND [ARGS...]",
-			setup: func(fs *pflag.FlagSet) func(context.Context, *env, []string) error {
-				opts := &recordOptions{}
-				opts.AddFlags(fs)
-				return func(ctx context.Context, e *env, args []string) error { return runRecord(ctx, e, opts, args) }
-			},
+			setup:   withOptions(runRecord),
 		},
 		{
 			name:    recordChildCommand,
 			summary: "internal: the recorder inside its private mount namespace",
 			usage:   "(internal)",
 			hidden:  true,
-			setup: func(fs *pflag.FlagSet) func(context.Context, *env, []string) error {
-				return func(ctx context.Context, e *env, args []string) error { return runRecordChild(ctx, e) }
-			},
+			setup:   withoutOptions(func(ctx context.Context, e *env, _ []string) error { return runRecordChild(ctx, e) }),
 		},
 	}
 }

@@ -27,11 +27,7 @@ func replayCommands() []*command {
 			name:    "replay",
 			summary: "re-drive a recorded trace on other storage and measure it",
 			usage:   "[flags] TRACE --target DIR [--target DIR...]",
-			setup: func(fs *pflag.FlagSet) func(context.Context, *env, []string) error {
-				opts := &replayOptions{}
-				opts.AddFlags(fs)
-				return func(ctx context.Context, e *env, args []string) error { return runReplay(ctx, e, opts, args) }
-			},
+			setup:   withOptions(runReplay),
 		},
 	}
 }

@@ -33,11 +33,7 @@ func reportCommands() []*command {
 			name:    "report",
 			summary: "report latency percentiles per operation, processes, files, intervals and access patterns of traces",
 			usage:   "[flags] TRACE|DIR|GLOB...",
-			setup: func(fs *pflag.FlagSet) func(context.Context, *env, []string) error {
-				opts := &reportOptions{}
-				opts.AddFlags(fs)
-				return func(ctx context.Context, e *env, args []string) error { return runReport(ctx, e, opts, args) }
-			},
+			setup:   withOptions(runReport),
 		},
 	}
 }

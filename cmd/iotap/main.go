@@ -52,9 +52,30 @@ type command struct {
 	summary string
 	usage   string // argument synopsis after the command name
 	// setup binds the flags of a fresh options struct to fs, and returns the function
-	// that runs the command with those options.
-	setup  func(fs *pflag.FlagSet) func(ctx context.Context, e *env, args []string) error
+	// that runs the command with those options (withOptions, withoutOptions).
+	setup  func(fs *pflag.FlagSet) runFunc
 	hidden bool // not listed in --help (the recorder's internal child)
+}
+
+// runFunc runs a command on its arguments.
+type runFunc = func(ctx context.Context, e *env, args []string) error
+
+// withOptions is the setup of a command whose flags are those of its options struct O:
+// each setup binds them to a fresh O, which run is then given with the arguments.
+func withOptions[O any, P interface {
+	*O
+	AddFlags(fs *pflag.FlagSet)
+}](run func(ctx context.Context, e *env, opts P, args []string) error) func(*pflag.FlagSet) runFunc {
+	return func(fs *pflag.FlagSet) runFunc {
+		opts := P(new(O))
+		opts.AddFlags(fs)
+		return func(ctx context.Context, e *env, args []string) error { return run(ctx, e, opts, args) }
+	}
+}
+
+// withoutOptions is the setup of a command that has no flags.
+func withoutOptions(run runFunc) func(*pflag.FlagSet) runFunc {
+	return func(*pflag.FlagSet) runFunc { return run }
 }
 
 // commandList returns every subcommand of iotap.

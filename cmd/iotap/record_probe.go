@@ -16,7 +16,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/spf13/pflag"
 	"golang.org/x/sys/unix"
 
 	"github.com/iotap/iotap/fusefs"
@@ -43,9 +42,7 @@ func probeCommands() []*command {
 		summary: "internal: times lookups of a name through the recording layer",
 		usage:   "PATH FIRST N INTERVAL (internal)",
 		hidden:  true,
-		setup: func(fs *pflag.FlagSet) func(context.Context, *env, []string) error {
-			return runRTTProbe
-		},
+		setup:   withoutOptions(runRTTProbe),
 	}}
 }
 
