@@ -99,6 +99,30 @@ func (o *exportOptions) AddFlags(fs *pflag.FlagSet) {
 }
 
 func runExport(ctx context.Context, e *env, o *exportOptions, args []string) (err error) {
+	if err := o.check(args); err != nil {
+		return err
+	}
+	r, closeTrace, err := openTraceArg(ctx, e, args[0])
+	if err != nil {
+		return err
+	}
+	defer func() { _ = closeTrace() }() // read-only
+	r.SetStrict(o.Strict)
+	out, end, err := o.output(e)
+	if err != nil {
+		return err
+	}
+	defer func() { err = end(err) }()
+	x := &exporter{r: r, comm: map[uint32]string{}}
+	stopped, err := x.export(ctx, out, o, args[0])
+	if err != nil {
+		return err
+	}
+	return exportOutcome(e, r, args[0], stopped)
+}
+
+// check checks export's flags and its argument, one trace that is not the output.
+func (o *exportOptions) check(args []string) error {
 	if len(args) != 1 {
 		return usageErrorf("want exactly one trace, got %d arguments", len(args))
 	}
@@ -112,109 +136,125 @@ func runExport(ctx context.Context, e *env, o *exportOptions, args []string) (er
 			return usageErrorf("--output %s is the trace itself", o.Output)
 		}
 	}
-	r, closeTrace, err := openTraceArg(ctx, e, args[0])
-	if err != nil {
-		return err
-	}
-	defer func() { _ = closeTrace() }() // read-only
-	r.SetStrict(o.Strict)
+	return nil
+}
 
-	out := e.stdout
-	var file *os.File
+// output returns where the export goes, --output or standard output, and end, which ends
+// it given the export's error and returns the command's: a file is closed (a failure to
+// close is the error if there was none), and a closed pipe on standard output is no error.
+func (o *exportOptions) output(e *env) (out io.Writer, end func(error) error, err error) {
 	if o.Output != "" && o.Output != "-" {
-		file, err = private.OpenFile(o.Output, os.O_WRONLY|os.O_TRUNC)
+		file, err := private.OpenFile(o.Output, os.O_WRONLY|os.O_TRUNC)
 		if err != nil {
-			return usageErrorf("create output: %v", err)
+			return nil, nil, usageErrorf("create output: %v", err)
 		}
-		defer func() {
+		return file, func(err error) error {
 			if cerr := file.Close(); cerr != nil && err == nil {
-				err = fmt.Errorf("write output: %w", cerr)
+				return fmt.Errorf("write output: %w", cerr)
 			}
-		}()
-		out = file
+			return err
+		}, nil
 	}
-	if file == nil {
-		// A reader that stops early (iotap export T | head) closes the pipe: with SIGPIPE
-		// caught, the write fails with EPIPE instead of killing the process, and the export
-		// ends quietly with exit status 0. Caught, not ignored: a caught signal is back to its
-		// default in the programs other commands start.
-		sigpipe := make(chan os.Signal, 1)
-		signal.Notify(sigpipe, syscall.SIGPIPE)
-		defer signal.Stop(sigpipe)
-		defer func() {
-			if errors.Is(err, syscall.EPIPE) {
-				err = nil
-			}
-		}()
-	}
+	// A reader that stops early (iotap export T | head) closes the pipe: with SIGPIPE
+	// caught, the write fails with EPIPE instead of killing the process, and the export
+	// ends quietly with exit status 0. Caught, not ignored: a caught signal is back to its
+	// default in the programs other commands start.
+	sigpipe := make(chan os.Signal, 1)
+	signal.Notify(sigpipe, syscall.SIGPIPE)
+	return e.stdout, func(err error) error {
+		signal.Stop(sigpipe)
+		if errors.Is(err, syscall.EPIPE) {
+			return nil
+		}
+		return err
+	}, nil
+}
+
+// export writes every event of the trace (named name) to out, in o.Format. Under
+// o.Strict it stops at the first damaged chunk, and returns that damage as stopped.
+func (x *exporter) export(ctx context.Context, out io.Writer, o *exportOptions, name string) (stopped, err error) {
 	bw := bufio.NewWriterSize(out, 1<<16)
-	x := &exporter{r: r, comm: map[uint32]string{}}
-	var write func(ev *trace.Event) error
-	var cw *csv.Writer
-	if o.Format == "csv" {
-		cw = csv.NewWriter(bw)
-		if err := cw.Write(exportFields); err != nil {
-			return fmt.Errorf("write output: %w", err)
+	write, flush, err := x.encoder(o.Format, bw)
+	if err != nil {
+		return nil, fmt.Errorf("write output: %w", err)
+	}
+	for n := 0; ; n++ {
+		if n&0xffff == 0 && ctx.Err() != nil {
+			return nil, ctx.Err()
 		}
-		rec := make([]string, len(exportFields))
-		write = func(ev *trace.Event) error {
-			x.record(ev, rec)
-			return cw.Write(rec)
+		ev, err := x.r.Next()
+		if err == io.EOF {
+			break
 		}
-	} else {
+		if err != nil {
+			if !o.Strict || (!errors.Is(err, trace.ErrCorrupt) && !errors.Is(err, trace.ErrTruncated)) {
+				return nil, fmt.Errorf("read trace %s: %w", name, err)
+			}
+			stopped = err
+			break
+		}
+		if err := write(ev); err != nil {
+			return nil, fmt.Errorf("write output: %w", err)
+		}
+	}
+	if err := flush(); err != nil {
+		return nil, fmt.Errorf("write output: %w", err)
+	}
+	return stopped, nil
+}
+
+// encoder returns the function that writes an event to bw in format (jsonl or csv, whose
+// header it writes first), and the one that flushes bw.
+func (x *exporter) encoder(format string, bw *bufio.Writer) (write func(*trace.Event) error, flush func() error, err error) {
+	if format != "csv" {
 		var line []byte
 		write = func(ev *trace.Event) error {
 			line = x.appendJSON(line[:0], ev)
 			_, err := bw.Write(line)
 			return err
 		}
+		return write, bw.Flush, nil
 	}
-
-	var stopErr error
-	for n := 0; ; n++ {
-		if n&0xffff == 0 && ctx.Err() != nil {
-			return ctx.Err()
-		}
-		ev, err := r.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			if !o.Strict || (!errors.Is(err, trace.ErrCorrupt) && !errors.Is(err, trace.ErrTruncated)) {
-				return fmt.Errorf("read trace %s: %w", args[0], err)
-			}
-			stopErr = err
-			break
-		}
-		if err := write(ev); err != nil {
-			return fmt.Errorf("write output: %w", err)
-		}
+	cw := csv.NewWriter(bw)
+	if err := cw.Write(exportFields); err != nil {
+		return nil, nil, err
 	}
-	if cw != nil {
+	rec := make([]string, len(exportFields))
+	write = func(ev *trace.Event) error {
+		x.record(ev, rec)
+		return cw.Write(rec)
+	}
+	flush = func() error {
 		cw.Flush()
 		if err := cw.Error(); err != nil {
-			return fmt.Errorf("write output: %w", err)
+			return err
 		}
+		return bw.Flush()
 	}
-	if err := bw.Flush(); err != nil {
-		return fmt.Errorf("write output: %w", err)
-	}
+	return write, flush, nil
+}
+
+// exportOutcome is what export leaves out of the trace r (named name): the events its
+// recorder dropped, and its damage, said on stderr too (stopped: the damage --strict
+// stopped at).
+func exportOutcome(e *env, r *trace.Reader, name string, stopped error) error {
 	var dropped error
 	if f, ok := r.Footer(); ok {
-		dropped = droppedError(nonEmpty(droppedNote(args[0], f)))
+		dropped = droppedError(nonEmpty(droppedNote(name, f)))
 	}
-	if d := r.Damage(); len(d) > 0 {
-		var msg strings.Builder
-		for _, x := range d {
-			fmt.Fprintf(&msg, "iotap export: %s: damaged: %s\n", termsafe.Name(args[0]), termsafe.Text(x.Error()))
-		}
-		_, _ = io.WriteString(e.stderr, msg.String()) // diagnostics: the exit code says it too
-		if stopErr != nil {
-			return errors.Join(fmt.Errorf("%w: %s: stopped at the first damaged chunk (--strict)", errDamaged, args[0]), dropped)
-		}
-		return errors.Join(fmt.Errorf("%w: %s (the export holds every readable event)", errDamaged, args[0]), dropped)
+	d := r.Damage()
+	if len(d) == 0 {
+		return dropped
 	}
-	return dropped
+	var msg strings.Builder
+	for _, x := range d {
+		fmt.Fprintf(&msg, "iotap export: %s: damaged: %s\n", termsafe.Name(name), termsafe.Text(x.Error()))
+	}
+	_, _ = io.WriteString(e.stderr, msg.String()) // diagnostics: the exit code says it too
+	if stopped != nil {
+		return errors.Join(fmt.Errorf("%w: %s: stopped at the first damaged chunk (--strict)", errDamaged, name), dropped)
+	}
+	return errors.Join(fmt.Errorf("%w: %s (the export holds every readable event)", errDamaged, name), dropped)
 }
 
 // exporter turns events into export records, resolving paths and thread names.
