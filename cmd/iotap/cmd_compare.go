@@ -47,6 +47,33 @@ func (o *compareOptions) AddFlags(fs *pflag.FlagSet) {
 }
 
 func runCompare(ctx context.Context, e *env, o *compareOptions, args []string) error {
+	if err := o.check(args); err != nil {
+		return err
+	}
+	in, err := loadSides(ctx, e, o, args)
+	if err != nil {
+		return err
+	}
+	c := report.Compare(in.names, in.sides, o.Tolerance)
+	if o.View == report.ViewSyscalls && !report.CompareCalls(c, in.sides) {
+		c.Warnings = append(c.Warnings, "a side has no per-system-call view: compared per FUSE request")
+	}
+	if err := in.refuse(c, o); err != nil {
+		return err
+	}
+	c.Forced = len(c.Mismatches) > 0
+	out, err := in.render(c, o.Format)
+	if err != nil {
+		return fmt.Errorf("render comparison: %w", err)
+	}
+	if err := writeOutput(e, o.Output, out); err != nil {
+		return err
+	}
+	return errors.Join(damageError(in.damaged), droppedError(in.dropped))
+}
+
+// check checks compare's flags and the number of its arguments.
+func (o *compareOptions) check(args []string) error {
 	if len(args) < 2 {
 		return usageErrorf("compare needs at least two traces (the first is the baseline)")
 	}
@@ -61,64 +88,84 @@ func runCompare(ctx context.Context, e *env, o *compareOptions, args []string) e
 	if !(o.Tolerance >= 0 && o.Tolerance < 1) { // NaN fails too
 		return usageErrorf("--tolerance %g: want a fraction in [0, 1)", o.Tolerance)
 	}
-	var sides []*stats.Stats
-	var names, damaged, dropped, all []string
-	sideOf := map[string]int{} // a side's only trace -> its index in sides
+	return nil
+}
+
+// compareSides are the sides of a comparison, loaded from compare's arguments.
+type compareSides struct {
+	names            []string
+	sides            []*stats.Stats
+	files            []string       // every trace, in argument order
+	sideOf           map[string]int // a side's only trace -> its index in sides
+	damaged, dropped []string       // the damaged traces, and the notes of those whose recorder dropped events
+}
+
+// loadSides loads one side per argument (each a trace, a directory of traces, a glob or
+// an s3:// prefix), or one per copy of a `replay --copies` run.
+func loadSides(ctx context.Context, e *env, o *compareOptions, args []string) (*compareSides, error) {
+	in := &compareSides{sideOf: map[string]int{}}
 	argNames := sideNames(args)
 	for i, a := range args {
-		in, err := traceInputs(ctx, []string{a}) // s3://bucket/prefix/ lists the traces below it
+		traces, err := traceInputs(ctx, []string{a}) // s3://bucket/prefix/ lists the traces below it
 		if err != nil {
-			return err
+			return nil, err
 		}
-		files, err := expandTraces(in)
+		files, err := expandTraces(traces)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if err := checkOutputNotInput(o.Output, files); err != nil {
-			return err
+			return nil, err
 		}
 		per, dmg, err := loadTraces(ctx, e, files, stats.Options{})
 		if err != nil {
-			return err
+			return nil, err
 		}
-		all = append(all, files...)
-		damaged = append(damaged, dmg...)
-		dropped = append(dropped, droppedNotes(files, per)...)
+		in.files = append(in.files, files...)
+		in.damaged = append(in.damaged, dmg...)
+		in.dropped = append(in.dropped, droppedNotes(files, per)...)
 		// The copies of one `replay --copies` run are a side each; other traces of one
 		// argument are merged.
 		n, s := splitCopies(argNames[i], per)
 		if len(files) == 1 && len(s) == 1 {
-			sideOf[files[0]] = len(sides)
+			in.sideOf[files[0]] = len(in.sides)
 		}
-		names, sides = append(names, n...), append(sides, s...)
+		in.names, in.sides = append(in.names, n...), append(in.sides, s...)
 	}
-	c := report.Compare(names, sides, o.Tolerance)
-	if o.View == report.ViewSyscalls && !report.CompareCalls(c, sides) {
-		c.Warnings = append(c.Warnings, "a side has no per-system-call view: compared per FUSE request")
+	return in, nil
+}
+
+// refuse refuses a comparison of sides that are not the same work, unless --force, naming
+// the likely cause: damage, dropped events, or the work itself.
+func (in *compareSides) refuse(c *report.Comparison, o *compareOptions) error {
+	if len(c.Mismatches) == 0 || o.Force {
+		return nil
 	}
-	if len(c.Mismatches) > 0 && !o.Force && len(damaged) > 0 {
+	if len(in.damaged) > 0 {
 		// The damage is the likely cause: a trace cut short lacks the end of the work.
 		return fmt.Errorf("%w: %s, and the traces are not the same work (tolerance %g):\n  %s\nuse --force to compare the readable parts anyway",
-			errDamaged, strings.Join(damaged, ", "), o.Tolerance, strings.Join(c.Mismatches, "\n  "))
+			errDamaged, strings.Join(in.damaged, ", "), o.Tolerance, strings.Join(c.Mismatches, "\n  "))
 	}
-	if len(c.Mismatches) > 0 && !o.Force && len(dropped) > 0 {
+	if len(in.dropped) > 0 {
 		// So are the events a recorder dropped.
 		return fmt.Errorf("%w: %s, and the traces are not the same work (tolerance %g):\n  %s\nuse --force to compare the recorded events anyway",
-			errDropped, strings.Join(dropped, "; "), o.Tolerance, strings.Join(c.Mismatches, "\n  "))
+			errDropped, strings.Join(in.dropped, "; "), o.Tolerance, strings.Join(c.Mismatches, "\n  "))
 	}
-	if len(c.Mismatches) > 0 && !o.Force {
-		return usageErrorf("the traces are not the same work (tolerance %g):\n  %s\nuse --force to compare anyway",
-			o.Tolerance, strings.Join(c.Mismatches, "\n  "))
-	}
-	c.Forced = len(c.Mismatches) > 0
+	return usageErrorf("the traces are not the same work (tolerance %g):\n  %s\nuse --force to compare anyway",
+		o.Tolerance, strings.Join(c.Mismatches, "\n  "))
+}
+
+// render writes the comparison in format; text adds what each S3 side cost in requests
+// (replays onto s3:// targets).
+func (in *compareSides) render(c *report.Comparison, format string) ([]byte, error) {
 	var buf bytes.Buffer
 	var err error
-	switch o.Format {
+	switch format {
 	case "text":
 		err = report.WriteCompareText(&buf, c)
-		if err == nil { // what each S3 side cost in requests (replays onto s3:// targets)
-			err = writeRequestSidecars(&buf, all, nil, func(f string) (uint64, uint64, bool) {
-				i, ok := sideOf[f]
+		if err == nil {
+			err = writeRequestSidecars(&buf, in.files, nil, func(f string) (uint64, uint64, bool) {
+				i, ok := in.sideOf[f]
 				if !ok || c.Sides[i].Job == nil {
 					return 0, 0, false
 				}
@@ -130,13 +177,7 @@ func runCompare(ctx context.Context, e *env, o *compareOptions, args []string) e
 	case "html":
 		err = report.WriteCompareHTML(&buf, c)
 	}
-	if err != nil {
-		return fmt.Errorf("render comparison: %w", err)
-	}
-	if err := writeOutput(e, o.Output, buf.Bytes()); err != nil {
-		return err
-	}
-	return errors.Join(damageError(damaged), droppedError(dropped))
+	return buf.Bytes(), err
 }
 
 // sideNames shortens the arguments to their base names without ".iotap" when those are
