@@ -218,7 +218,7 @@ func (s *session) close(outcome string) error {
 	s.detachLegs()
 	st := s.w.Stats()
 	snap := s.tally.Snapshot()
-	writeSummary(s.e.stderr, snap, elapsed, st, cost, s.spec.Output, outcome)
+	writeSummary(s.e.stderr, recordEnd{outcome: outcome, elapsed: elapsed, snap: snap, ws: st, cost: cost, path: s.spec.Output})
 	_, _, rd, wr := snap.Totals()
 	procsample.WriteSummaries(s.e.stderr, sums, rd+wr, "recorder")
 	if s.legs != nil {

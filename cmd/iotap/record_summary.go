@@ -66,12 +66,23 @@ func liveLine(d tally.Snapshot, dt time.Duration, dropped uint64) string {
 	return line
 }
 
+// recordEnd is what the end-of-run summary tells: how the run ended and after how long,
+// what the layer counted, what the trace writer wrote, and what recording cost.
+type recordEnd struct {
+	outcome string
+	elapsed time.Duration
+	snap    tally.Snapshot
+	ws      trace.WriterStats
+	cost    trace.LayerCost
+	path    string // the trace
+}
+
 // writeSummary prints the one-screen end-of-run summary.
-func writeSummary(w io.Writer, snap tally.Snapshot, elapsed time.Duration, ws trace.WriterStats, cost trace.LayerCost, path, outcome string) {
-	ops, errs, rd, wr := snap.Totals()
-	_, _ = fmt.Fprintf(w, "\niotap: %s after %s\n", outcome, elapsed.Round(time.Millisecond))
+func writeSummary(w io.Writer, end recordEnd) {
+	ops, errs, rd, wr := end.snap.Totals()
+	_, _ = fmt.Fprintf(w, "\niotap: %s after %s\n", end.outcome, end.elapsed.Round(time.Millisecond))
 	_, _ = fmt.Fprintf(w, "  ops %d (%d failed), read %s, written %s\n", ops, errs, format.Bytes(rd), format.Bytes(wr))
-	if by := snap.ByTime(); len(by) > 0 {
+	if by := end.snap.ByTime(); len(by) > 0 {
 		_, _ = fmt.Fprintf(w, "  %-14s %10s %10s %10s %10s %10s\n", "op", "count", "total", "p50", "p99", "bytes")
 		for i, o := range by {
 			if i == 8 {
@@ -85,21 +96,21 @@ func writeSummary(w io.Writer, snap tally.Snapshot, elapsed time.Duration, ws tr
 			_, _ = fmt.Fprintf(w, "  %-14s %10d %10s %10s %10s %10s\n", o.Op, o.Count, format.Dur(int64(o.Dur)), format.Dur(int64(o.Quantile(0.5))), format.Dur(int64(o.Quantile(0.99))), b)
 		}
 	}
-	_, _ = fmt.Fprintf(w, "  events %d written, %d dropped", ws.Written, ws.Dropped)
-	if ws.Lost > 0 {
-		_, _ = fmt.Fprintf(w, " (%d of them when a write of the trace failed)", ws.Lost)
+	_, _ = fmt.Fprintf(w, "  events %d written, %d dropped", end.ws.Written, end.ws.Dropped)
+	if end.ws.Lost > 0 {
+		_, _ = fmt.Fprintf(w, " (%d of them when a write of the trace failed)", end.ws.Lost)
 	}
-	if ws.Blocked > 0 {
-		_, _ = fmt.Fprintf(w, ", job waited %s for trace buffer space", ws.Blocked.Round(time.Millisecond))
+	if end.ws.Blocked > 0 {
+		_, _ = fmt.Fprintf(w, ", job waited %s for trace buffer space", end.ws.Blocked.Round(time.Millisecond))
 	}
-	if line := costLine(cost, ws.EncodeCPU, ws.Written); line != "" {
+	if line := costLine(end.cost, end.ws.EncodeCPU, end.ws.Written); line != "" {
 		_, _ = fmt.Fprintf(w, "\n  %s", line)
 	}
-	if ws.PathCompactions > 0 {
+	if end.ws.PathCompactions > 0 {
 		_, _ = fmt.Fprintf(w, "\n  path index: %d paths no longer in use forgotten in %d compactions, %s",
-			ws.PathsForgotten, ws.PathCompactions, format.Bytes(uint64(16*ws.PathIndexSlots)))
+			end.ws.PathsForgotten, end.ws.PathCompactions, format.Bytes(uint64(16*end.ws.PathIndexSlots)))
 	}
-	_, _ = fmt.Fprintf(w, "\n  trace %s (%s)", path, format.Bytes(ws.Bytes))
+	_, _ = fmt.Fprintf(w, "\n  trace %s (%s)", end.path, format.Bytes(end.ws.Bytes))
 	if rss := peakRSS(); rss > 0 {
 		_, _ = fmt.Fprintf(w, ", recorder peak RSS %s", format.Bytes(rss))
 	}
