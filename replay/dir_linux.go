@@ -14,6 +14,7 @@ import (
 
 	"github.com/iotap/iotap/internal/sysinfo"
 	"github.com/iotap/iotap/trace"
+	"github.com/iotap/iotap/trace/fold"
 )
 
 // Dir is the Backend for a mounted directory: each method is the one system call an
@@ -156,7 +157,7 @@ func (d *Dir) dirFD(name string) (int, error) {
 func (d *Dir) forget(name string) {
 	d.mu.Lock()
 	for k, fd := range d.dirs {
-		if IsUnder(k, name) {
+		if fold.IsUnder(k, name) {
 			delete(d.dirs, k)
 			d.dead = append(d.dead, fd)
 		}
@@ -175,7 +176,7 @@ func (d *Dir) at(name string) (int, string, error) {
 	if err := CheckName(name); err != nil {
 		return -1, "", err
 	}
-	dir := parentOf(name)
+	dir := fold.Parent(name)
 	pfd, err := d.dirFD(dir)
 	if err != nil {
 		return -1, "", err
@@ -196,7 +197,7 @@ func (d *Dir) parentAt(name string) (int, string, error) {
 	if err := CheckName(name); err != nil {
 		return -1, "", err
 	}
-	dir, base := SplitName(name)
+	dir, base := fold.SplitName(name)
 	fd, err := d.dirFD(dir)
 	return fd, base, err
 }

@@ -32,31 +32,31 @@
 //
 //	recorded FUSE request(s)                     replayed call (kind)          op code in the replay trace
 //	lookup* of a path's components, then an op    the op only (walk folded)     the op's
-//	lookup standing alone (stat, access of a       lstat(path)        kStat      lookup
+//	lookup standing alone (stat, access of a       lstat(path)        fold.Stat  lookup
 //	  missing name, a failed open's walk)
 //	getattr                                      lstat(path), or fstat(fd)     getattr
 //	                                             when this thread holds the
-//	                                             path open             kStat/kFstat
+//	                                             path open             fold.Stat/fold.Fstat
 //	getxattr(size 0) [+ getattr] right before a   folded: the kernel's privilege probe before chown/truncate/write
 //	  setattr or write of the same path
-//	open (flags as recorded)                     openat2(path, flags)  kOpen     open
+//	open (flags as recorded)                     openat2(path, flags)  fold.Open open
 //	create                                       openat2(path, flags|O_CREAT, mode)  create
 //	opendir                                      openat2(path, O_RDONLY|O_DIRECTORY) opendir
-//	read / write, offset and size as recorded     pread / pwrite        kRead/kWrite  read / write
+//	read / write, offset and size as recorded     pread / pwrite        fold.Read/fold.Write read / write
 //	  two or more back-to-back contiguous pieces    one pread/pwrite of the sum (a buffer split by the kernel,
 //	  of one thread and handle, the first ≥64 KiB   e.g. 1 MiB as 1048560+16 with an unaligned buffer)
 //	  and not page aligned
 //	flush ... release (any thread, even tid 0)    close(fd) in the opener's worker  flush (release if no flush)
-//	releasedir                                   close(fd)             kClose     releasedir
+//	releasedir                                   close(fd)             fold.Close releasedir
 //	readdir / readdirplus                        getdents64(fd) (offset 0 rewinds) readdir
 //	setattr size                                 ftruncate(fd) if this thread holds it open, else
-//	                                             open+ftruncate+close  kFtruncate/kTruncate  setattr
+//	                                             open+ftruncate+close  fold.Ftruncate/fold.Truncate setattr
 //	setattr mode                                 fchmodat (refused on a symlink, like lchmod)   setattr
-//	setattr atime/mtime                          utimensat(now, AT_SYMLINK_NOFOLLOW)  kUtimes  setattr
+//	setattr atime/mtime                          utimensat(now, AT_SYMLINK_NOFOLLOW)  fold.Utimes setattr
 //	setattr uid/gid                              lchown to the replaying user (the trace has no owner)
 //	mkdir, mknod, unlink, rmdir, symlink,        mkdirat, mknodat, unlinkat, unlinkat(AT_REMOVEDIR),
 //	  link, rename (flags), readlink              symlinkat, linkat, renameat2, readlinkat
-//	fsync / fsyncdir (datasync bit)              fsync / fdatasync     kFsync
+//	fsync / fsyncdir (datasync bit)              fsync / fdatasync     fold.Fsync
 //	fallocate, lseek                             fallocate, lseek(SEEK_DATA/HOLE)
 //	getlk / setlk / setlkw                       fcntl(F_OFD_GETLK / F_OFD_SETLK) on the range; setlkw
 //	                                             polls F_OFD_SETLK every 50 µs (cancellable)
@@ -66,7 +66,7 @@
 //	                                             (traces do not record attribute names)
 //	copy_file_range(in, out)                     copy_file_range between the two replayed handles
 //	                                             at the recorded offsets, or ReadAt+WriteAt where
-//	                                             the backend cannot (RangeCopier)  kCopy  copy_file_range
+//	                                             the backend cannot (RangeCopier)  fold.Copy copy_file_range
 //	                                             (a version-1 trace has no output offset: the
 //	                                             output handle's position is used, where its last
 //	                                             write or copy ended, as cp and cat copy)

@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/iotap/iotap/trace"
+	"github.com/iotap/iotap/trace/fold"
 )
 
 // Sink receives the replay trace; *trace.Writer satisfies it.
@@ -394,7 +395,7 @@ func (e *engine) dispatch(p *planner, src Source) (workers map[uint32]*worker, l
 		lastRec = max(lastRec, op.Start+op.Dur)
 		if e.sink != nil {
 			op.OutPath = e.outPathID(outByID, outPaths, op.Name, op.PathID)
-			if op.Kind == kSymlink {
+			if op.Kind == fold.Symlink {
 				op.OutPath2 = e.sink.Raw(op.Name2)
 			} else if op.Name2 != "" {
 				op.OutPath2 = e.outPathID(outByID, outPaths, op.Name2, op.PathID2)
@@ -460,7 +461,7 @@ func (e *engine) outPath(m map[string]uint32, name string, id uint32) uint32 {
 	if v, ok := m[name]; ok {
 		return v
 	}
-	dir, base := SplitName(name)
+	dir, base := fold.SplitName(name)
 	parent := e.outPath(m, dir, 1)
 	v := e.sink.Path(parent, base)
 	m[name] = v
@@ -773,13 +774,13 @@ func (w *worker) exec(op *replayOp) (start, ret int64, errno syscall.Errno) {
 	ctx := e.ctx
 	b := w.backend(op)
 	var f, f2 File
-	if op.Slot >= 0 && op.Kind != kOpen {
+	if op.Slot >= 0 && op.Kind != fold.Open {
 		f = e.files.at(uint32(op.Slot)).f
 		if f == nil {
 			return now(), 0, syscall.EBADF
 		}
 	}
-	if op.Kind == kCopy {
+	if op.Kind == fold.Copy {
 		if op.Slot2 >= 0 {
 			f2 = e.files.at(uint32(op.Slot2)).f
 		}
@@ -790,11 +791,11 @@ func (w *worker) exec(op *replayOp) (start, ret int64, errno syscall.Errno) {
 	var err error
 	start = now()
 	switch op.Kind {
-	case kSkip:
+	case fold.Skip:
 		return start, op.WantRet, syscall.Errno(op.WantErrno)
-	case kOpen:
+	case fold.Open:
 		err = w.execOpen(ctx, op, b)
-	case kFstat, kClose, kRead, kWrite, kReaddir, kFsync, kFallocate, kFtruncate, kLock, kLseek, kCopy:
+	case fold.Fstat, fold.Close, fold.Read, fold.Write, fold.Readdir, fold.Fsync, fold.Fallocate, fold.Ftruncate, fold.Lock, fold.Lseek, fold.Copy:
 		ret, err = w.execFile(ctx, op, f, f2)
 	default:
 		ret, err = w.execName(ctx, op, b)
@@ -831,32 +832,32 @@ func (w *worker) execOpen(ctx context.Context, op *replayOp, b Backend) error {
 func (w *worker) execFile(ctx context.Context, op *replayOp, f, f2 File) (ret int64, err error) {
 	var n int
 	switch op.Kind {
-	case kFstat:
+	case fold.Fstat:
 		var a Attr
 		a, err = f.Stat(ctx)
 		ret = a.Size
-	case kClose:
+	case fold.Close:
 		err = f.Close(ctx)
 		w.e.files.at(uint32(op.Slot)).f = nil
-	case kRead:
+	case fold.Read:
 		n, err = f.ReadAt(ctx, w.rbuf(op.Size), op.Offset)
 		ret = int64(n)
-	case kWrite:
+	case fold.Write:
 		n, err = f.WriteAt(ctx, w.data(op.Size), op.Offset)
 		ret = int64(n)
-	case kReaddir:
+	case fold.Readdir:
 		n, err = f.ReadDir(ctx, w.rbuf(max(op.Size, 4096)), op.Offset)
 		ret = int64(n)
-	case kFsync:
+	case fold.Fsync:
 		err = f.Sync(ctx, op.Flags&trace.FsyncDatasync != 0)
-	case kFallocate:
+	case fold.Fallocate:
 		err = f.Allocate(ctx, op.Flags, op.Offset, op.Size)
 		if err != nil && uint16(Errno(err)) != op.WantErrno {
 			w.fellBack, err = w.allocateFallback(ctx, f, op.Flags, op.Offset, op.Size, err)
 		}
-	case kFtruncate:
+	case fold.Ftruncate:
 		err = f.Truncate(ctx, op.Size)
-	case kLock:
+	case fold.Lock:
 		cmd := LockSet
 		switch op.Rec {
 		case trace.OpGetlk:
@@ -865,9 +866,9 @@ func (w *worker) execFile(ctx context.Context, op *replayOp, f, f2 File) (ret in
 			cmd = LockWait
 		}
 		err = f.Lock(ctx, cmd, int16(op.Flags), op.Offset, op.Size)
-	case kLseek:
+	case fold.Lseek:
 		ret, err = f.Seek(ctx, op.Offset, int(op.Flags))
-	case kCopy:
+	case fold.Copy:
 		ret, err = w.copyRange(ctx, f, f2, op.Offset, op.Offset2, op.Size)
 	}
 	return ret, err
@@ -878,57 +879,57 @@ func (w *worker) execFile(ctx context.Context, op *replayOp, f, f2 File) (ret in
 func (w *worker) execName(ctx context.Context, op *replayOp, b Backend) (ret int64, err error) {
 	var n int
 	switch op.Kind {
-	case kStat:
+	case fold.Stat:
 		var a Attr
 		a, err = b.Lstat(ctx, op.Name)
 		ret = a.Size
-	case kAccess:
+	case fold.Access:
 		err = b.Access(ctx, op.Name, op.Flags)
-	case kTruncate:
+	case fold.Truncate:
 		err = b.Truncate(ctx, op.Name, op.Size)
-	case kChmod:
+	case fold.Chmod:
 		err = b.Chmod(ctx, op.Name, op.Mode)
-	case kUtimes:
+	case fold.Utimes:
 		err = b.Utimes(ctx, op.Name)
-	case kChown:
+	case fold.Chown:
 		err = b.Chown(ctx, op.Name)
-	case kMkdir:
+	case fold.Mkdir:
 		err = b.Mkdir(ctx, op.Name, op.Mode)
-	case kMknod:
+	case fold.Mknod:
 		err = b.Mknod(ctx, op.Name, op.Mode)
-	case kUnlink:
+	case fold.Unlink:
 		err = b.Remove(ctx, op.Name)
 		if err != nil && op.WantErrno == 0 {
 			w.fellBack, err = w.unlinkFallback(op.Name, err)
 		}
-	case kRmdir:
+	case fold.Rmdir:
 		err = b.Rmdir(ctx, op.Name)
-	case kRename:
+	case fold.Rename:
 		err = b.Rename(ctx, op.Name, op.Name2, op.Flags)
 		if err != nil && op.Flags != 0 && uint16(Errno(err)) != op.WantErrno {
 			w.fellBack, err = renameFallback(ctx, b, op.Name, op.Name2, op.Flags, err)
 		}
-	case kLink:
+	case fold.Link:
 		err = b.Link(ctx, op.Name2, op.Name)
 		if err != nil && op.WantErrno == 0 {
 			w.fellBack, err = w.linkFallback(ctx, b, op.Name2, op.Name, err)
 		}
-	case kSymlink:
+	case fold.Symlink:
 		err = b.Symlink(ctx, op.Name2, op.Name)
-	case kReadlink:
+	case fold.Readlink:
 		n, err = b.Readlink(ctx, op.Name, w.rbuf(max(op.Size, 4096)))
 		ret = int64(n)
-	case kStatfs:
+	case fold.Statfs:
 		err = b.Statfs(ctx)
-	case kGetxattr:
+	case fold.Getxattr:
 		n, err = b.Getxattr(ctx, op.Name, xattrName, w.rbuf(op.Size))
 		ret = int64(n)
-	case kListxattr:
+	case fold.Listxattr:
 		n, err = b.Listxattr(ctx, op.Name, w.rbuf(op.Size))
 		ret = int64(n)
-	case kSetxattr:
+	case fold.Setxattr:
 		err = b.Setxattr(ctx, op.Name, xattrName, w.data(op.Size), 0)
-	case kRemovexattr:
+	case fold.Removexattr:
 		err = b.Removexattr(ctx, op.Name, xattrName)
 	}
 	return ret, err
@@ -1012,15 +1013,15 @@ func (w *worker) account(op *replayOp, start, end, ret int64, errno syscall.Errn
 	st.ops[rec].recorded++
 	st.recIO += op.Dur
 	switch op.Kind {
-	case kRead:
+	case fold.Read:
 		st.recRead += op.WantRet
-	case kWrite:
+	case fold.Write:
 		st.recWrite += op.WantRet
-	case kCopy: // read and written, as the trace statistics count it
+	case fold.Copy: // read and written, as the trace statistics count it
 		st.recRead += op.WantRet
 		st.recWrite += op.WantRet
 	}
-	if op.Kind == kSkip {
+	if op.Kind == fold.Skip {
 		st.ops[rec].skipped++
 		return
 	}
@@ -1028,18 +1029,18 @@ func (w *worker) account(op *replayOp, start, end, ret int64, errno syscall.Errn
 	st.ioTime += end - start
 	if errno == 0 {
 		switch op.Kind {
-		case kRead:
+		case fold.Read:
 			st.read += ret
-		case kWrite:
+		case fold.Write:
 			st.write += ret
-		case kCopy:
+		case fold.Copy:
 			st.read += ret
 			st.write += ret
 		}
 	}
 	fellBack := w.fellBack
 	w.fellBack = ""
-	if op.Kind == kOpen && errno == 0 {
+	if op.Kind == fold.Open && errno == 0 {
 		e.causes.reopened(op.Slot)
 	}
 	div := uint16(errno) != op.WantErrno || (op.CheckRet && errno == 0 && ret != op.WantRet)
@@ -1068,7 +1069,7 @@ func (w *worker) account(op *replayOp, start, end, ret int64, errno syscall.Errn
 			Handle: op.Handle, Handle2: op.Handle2, Path: op.OutPath, Path2: op.OutPath2, Size: uint32(min(op.Size, 1<<32-1)),
 			Flags: op.Flags, Mode: op.Mode, Tid: op.Tid, Pid: op.Pid, Errno: uint16(errno), Op: rec,
 		}
-		if op.Kind == kSetxattr || op.Kind == kTruncate || op.Kind == kFtruncate {
+		if op.Kind == fold.Setxattr || op.Kind == fold.Truncate || op.Kind == fold.Ftruncate {
 			ev.Size = uint32(min(max(op.Size, 0), 1<<32-1))
 		}
 		e.sink.Append(&ev)
@@ -1108,7 +1109,7 @@ func (w *worker) diverge(op *replayOp, ret int64, errno syscall.Errno, note stri
 
 // opNames quotes op's path, and its second path for a rename or a link.
 func opNames(op *replayOp) string {
-	if op.Name2 != "" && (op.Kind == kRename || op.Kind == kLink) {
+	if op.Name2 != "" && (op.Kind == fold.Rename || op.Kind == fold.Link) {
 		return fmt.Sprintf("%q -> %q", op.Name, op.Name2)
 	}
 	return fmt.Sprintf("%q", op.Name)

@@ -9,6 +9,8 @@ import (
 	"syscall"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/iotap/iotap/trace/fold"
 )
 
 // Falling back as applications do.
@@ -90,7 +92,7 @@ func renameFallback(ctx context.Context, b Backend, from, to string, flags uint3
 		return "RENAME_NOREPLACE refused (EINVAL): plain rename to the absent destination, as mv does",
 			b.Rename(ctx, from, to, 0)
 	case unix.RENAME_EXCHANGE:
-		dir, base := SplitName(from)
+		dir, base := fold.SplitName(from)
 		tmp := ".iotap-exchange-" + base
 		if dir != "" {
 			tmp = dir + "/" + tmp
@@ -218,7 +220,7 @@ func (t *causeTable) note(op *replayOp, what string, backend bool) bool {
 	if op.Slot >= 0 {
 		t.bySlot[op.Slot] = c
 	}
-	if op.Slot2 >= 0 && op.Kind == kCopy {
+	if op.Slot2 >= 0 && op.Kind == fold.Copy {
 		t.bySlot[op.Slot2] = c
 	}
 	if op.Name != "" && !backend {
@@ -243,7 +245,7 @@ func (t *causeTable) find(op *replayOp) *Cause {
 			return c
 		}
 	}
-	if op.Kind == kCopy && op.Slot2 >= 0 {
+	if op.Kind == fold.Copy && op.Slot2 >= 0 {
 		if c := t.bySlot[op.Slot2]; c != nil {
 			return c
 		}

@@ -15,14 +15,3 @@ func CheckName(name string) error {
 	}
 	return nil
 }
-
-// SplitName splits a checked name into its parent directory ("" at the top) and last
-// component.
-func SplitName(name string) (dir, base string) { return fold.SplitName(name) }
-
-// parentOf returns the parent directory of name ("" for a top-level name and the root).
-func parentOf(name string) string { return fold.Parent(name) }
-
-// IsUnder reports whether the checked name is dir or below dir (everything is below the
-// root, "").
-func IsUnder(name, dir string) bool { return fold.IsUnder(name, dir) }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/iotap/iotap/internal/tracetest"
 	"github.com/iotap/iotap/trace"
+	"github.com/iotap/iotap/trace/fold"
 )
 
 // queueTrace is a trace of thread 1 reading file "q" at queue depth depth: n reads of
@@ -59,12 +60,12 @@ func TestPlanQueueDepth(t *testing.T) {
 			break
 		}
 		must(t, err)
-		if op.Kind == kRead {
+		if op.Kind == fold.Read {
 			reads[op.Worker] = append(reads[op.Worker], *op)
 		}
-		if op.Kind == kRead || op.Kind == kClose {
+		if op.Kind == fold.Read || op.Kind == fold.Close {
 			for _, d := range op.Deps[:op.NDeps] {
-				if d.Res > 1<<31 && op.Kind == kRead && op.Worker == 1 && op.Overlap > 0 && d.Need > uint32(len(reads[1])) {
+				if d.Res > 1<<31 && op.Kind == fold.Read && op.Worker == 1 && op.Overlap > 0 && d.Need > uint32(len(reads[1])) {
 					t.Errorf("read %d waits for %d ops of its handle: every earlier one", len(reads[1]), d.Need)
 				}
 			}
@@ -225,7 +226,7 @@ func TestPlanAsyncRelease(t *testing.T) {
 		if op.Overlap != 0 {
 			t.Errorf("op %v of %s: overlap %d, want 0", op.Kind, op.Name, op.Overlap)
 		}
-		if op.Kind == kClose {
+		if op.Kind == fold.Close {
 			closes++
 			if op.Name == "f19" && (op.Start != flushAt || op.Dur != 2000) {
 				t.Errorf("close of f19 at %d for %d ns, want the flush's %d for 2000 ns", op.Start, op.Dur, flushAt)

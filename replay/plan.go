@@ -18,46 +18,6 @@ type Source interface {
 	Processes() []trace.Process
 }
 
-// opKind is the system call (or backend method) a replayOp issues: the call the folding
-// found (see package trace/fold and the package documentation).
-type opKind = fold.Kind
-
-// Replay op kinds.
-const (
-	kSkip        = fold.Skip // counted, not issued (locks, ioctl, chown, ...)
-	kStat        = fold.Stat
-	kFstat       = fold.Fstat
-	kAccess      = fold.Access
-	kOpen        = fold.Open
-	kClose       = fold.Close
-	kRead        = fold.Read
-	kWrite       = fold.Write
-	kReaddir     = fold.Readdir
-	kFsync       = fold.Fsync
-	kFallocate   = fold.Fallocate
-	kFtruncate   = fold.Ftruncate
-	kTruncate    = fold.Truncate
-	kChmod       = fold.Chmod
-	kUtimes      = fold.Utimes
-	kMkdir       = fold.Mkdir
-	kMknod       = fold.Mknod
-	kUnlink      = fold.Unlink
-	kRmdir       = fold.Rmdir
-	kRename      = fold.Rename
-	kLink        = fold.Link
-	kSymlink     = fold.Symlink
-	kReadlink    = fold.Readlink
-	kStatfs      = fold.Statfs
-	kGetxattr    = fold.Getxattr
-	kListxattr   = fold.Listxattr
-	kSetxattr    = fold.Setxattr
-	kRemovexattr = fold.Removexattr
-	kLseek       = fold.Lseek
-	kChown       = fold.Chown
-	kLock        = fold.Lock
-	kCopy        = fold.Copy
-)
-
 // maxDeps is the most resources one op orders on.
 const maxDeps = 5
 
@@ -73,11 +33,11 @@ type opDep struct {
 
 // replayOp is one replay unit: the system call standing for one or more recorded events.
 type replayOp struct {
-	Seq    uint64   // dispatch order, from 1
-	Kind   opKind   // what to issue
-	Rec    trace.Op // op code written to the replay trace (the recorded primary event's)
-	Worker uint32   // traced thread whose worker issues it
-	Tid    uint32   // recorded caller
+	Seq    uint64    // dispatch order, from 1
+	Kind   fold.Kind // what to issue
+	Rec    trace.Op  // op code written to the replay trace (the recorded primary event's)
+	Worker uint32    // traced thread whose worker issues it
+	Tid    uint32    // recorded caller
 	Pid    uint32
 	Start  int64 // recorded start of the first folded event (ns since the trace origin)
 	Dur    int64 // recorded duration of the primary event(s)
@@ -101,7 +61,7 @@ type replayOp struct {
 	Handle uint64 // recorded handle
 	Slot   int32  // index of the handle's open file in the engine's table, -1 none
 	// Handle2, Slot2 and Offset2 are copy_file_range's output handle, its open file and
-	// the output offset (kCopy only).
+	// the output offset (fold.Copy only).
 	Handle2 uint64
 	Slot2   int32
 	Offset2 int64
@@ -288,7 +248,7 @@ func (p *planner) path(id uint32) pathRes {
 	if name, ok := p.PathName(id); ok {
 		pr = pathRes{res: p.dirRes(name), ok: true}
 		if name != "" {
-			pr.parent = p.dirRes(parentOf(name))
+			pr.parent = p.dirRes(fold.Parent(name))
 		}
 		p.paths[id] = pr
 	}
@@ -341,9 +301,9 @@ func opOf(c *fold.Call) replayOp {
 		op.WakeTid = 0
 	}
 	switch c.Kind {
-	case kRead, kWrite, kReadlink, kLseek, kCopy:
+	case fold.Read, fold.Write, fold.Readlink, fold.Lseek, fold.Copy:
 		op.CheckRet = true
-	case kOpen:
+	case fold.Open:
 		switch {
 		case c.Implicit && c.Dir:
 			op.Flags = unix.O_RDONLY | unix.O_DIRECTORY
@@ -368,17 +328,17 @@ func (p *planner) emit(op *replayOp) {
 	anchor := p.threadOverlap(op)
 	p.procs.plan(p.src, op, anchor)
 	op.NDeps = 0
-	if op.Kind != kStatfs {
+	if op.Kind != fold.Statfs {
 		if pr := p.path(op.PathID); pr.ok {
 			p.dep(op, pr.res)
 			if mutatesParent(op) && pr.parent != 0 { // the root has no parent
 				p.dep(op, pr.parent)
 			}
 		}
-		if op.Name2 != "" && op.Kind != kSymlink {
+		if op.Name2 != "" && op.Kind != fold.Symlink {
 			if pr := p.path(op.PathID2); pr.ok {
 				p.dep(op, pr.res)
-				if op.Kind == kRename || op.Kind == kLink {
+				if op.Kind == fold.Rename || op.Kind == fold.Link {
 					p.dep(op, pr.parent)
 				}
 			}
@@ -387,7 +347,7 @@ func (p *planner) emit(op *replayOp) {
 	if op.Slot >= 0 {
 		p.dep(op, slotRes(op.Slot))
 	}
-	if op.Kind == kCopy && op.Slot2 >= 0 && op.Slot2 != op.Slot {
+	if op.Kind == fold.Copy && op.Slot2 >= 0 && op.Slot2 != op.Slot {
 		p.dep(op, slotRes(op.Slot2))
 	}
 }
@@ -456,7 +416,7 @@ func (p *planner) threadOverlap(op *replayOp) int64 {
 	// A close that sent no flush (a directory's, a file's last reference dropped outside
 	// close()) is timed by its release, which the kernel sends once close() has returned:
 	// the thread did not keep it in flight.
-	releaseOnly := op.Kind == kClose && (op.Rec == trace.OpRelease || op.Rec == trace.OpReleasedir)
+	releaseOnly := op.Kind == fold.Close && (op.Rec == trace.OpRelease || op.Rec == trace.OpReleasedir)
 	if !releaseOnly {
 		t.running = append(t.running, span{op.Start, op.Start + op.Dur})
 	}
@@ -468,9 +428,9 @@ func (p *planner) threadOverlap(op *replayOp) int64 {
 
 func mutatesParent(op *replayOp) bool {
 	switch op.Kind {
-	case kMkdir, kMknod, kUnlink, kRmdir, kRename, kLink, kSymlink:
+	case fold.Mkdir, fold.Mknod, fold.Unlink, fold.Rmdir, fold.Rename, fold.Link, fold.Symlink:
 		return true
-	case kOpen:
+	case fold.Open:
 		return op.Flags&unix.O_CREAT != 0 && op.WantErrno == 0
 	}
 	return false
@@ -502,7 +462,7 @@ func (p *planner) dep(op *replayOp, r uint32) {
 	}
 	rs.pending = rs.pending[:j]
 	need := rs.started - uint32(len(rs.pending))
-	if r > 1<<31 && (op.Kind == kOpen || op.Kind == kClose) {
+	if r > 1<<31 && (op.Kind == fold.Open || op.Kind == fold.Close) {
 		// An open-file slot is reused only after the previous handle's close, and a
 		// handle is closed only after its other calls, whatever the recorded times say:
 		// all the slot's earlier ops must complete. Calls between the open and the

@@ -14,6 +14,7 @@ import (
 
 	"github.com/iotap/iotap/internal/tracetest"
 	"github.com/iotap/iotap/trace"
+	"github.com/iotap/iotap/trace/fold"
 )
 
 // Patterns of real programs that a replay got wrong: a shell redirection written by the
@@ -297,7 +298,7 @@ func TestCopyFileRangeOutputOffset(t *testing.T) {
 				break
 			}
 			must(t, err)
-			if op.Kind == kCopy {
+			if op.Kind == fold.Copy {
 				copies++
 				if op.Offset != offIn || op.Offset2 != offOut || op.Size != count {
 					t.Errorf("copy op offset %d, offset2 %d, size %d; want %d, %d, %d", op.Offset, op.Offset2, op.Size, offIn, offOut, count)

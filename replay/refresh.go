@@ -10,6 +10,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/iotap/iotap/trace"
+	"github.com/iotap/iotap/trace/fold"
 )
 
 // RefreshStats counts what RefreshTarget did.
@@ -48,7 +49,7 @@ func RefreshTarget(ctx context.Context, b Backend, st *State, fillRandom bool) (
 		goneSet[name] = true
 	}
 	gone = slices.DeleteFunc(gone, func(name string) bool {
-		for p, _ := SplitName(name); p != ""; p, _ = SplitName(p) {
+		for p, _ := fold.SplitName(name); p != ""; p, _ = fold.SplitName(p) {
 			if goneSet[p] {
 				return true
 			}

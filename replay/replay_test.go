@@ -16,6 +16,7 @@ import (
 
 	"github.com/iotap/iotap/internal/tracetest"
 	"github.com/iotap/iotap/trace"
+	"github.com/iotap/iotap/trace/fold"
 )
 
 const testMiB = 1 << 20
@@ -168,7 +169,7 @@ func TestFolding(t *testing.T) {
 	tracetest.Workload(b, 2)
 	data := b.Bytes()
 	p := newPlanner(tracetest.Reader(t, data), PlanOptions{})
-	kinds := map[opKind]int{}
+	kinds := map[fold.Kind]int{}
 	for {
 		op, err := p.next()
 		if err == io.EOF {
@@ -176,17 +177,17 @@ func TestFolding(t *testing.T) {
 		}
 		must(t, err)
 		kinds[op.Kind]++
-		if op.Kind == kClose && op.Worker == 0 {
+		if op.Kind == fold.Close && op.Worker == 0 {
 			t.Fatalf("close of handle %d scheduled on the kernel's tid 0", op.Handle)
 		}
 	}
 	// Standalone lookups of missing names become lstat; walk lookups disappear.
 	// workload(2): stats: getattr(1) + 2 getattr (ls) + app.db-wal + missing/file + out/link? (folded into readlink)
-	if kinds[kStat] != 2+2 || kinds[kFstat] != 1 {
-		t.Errorf("lstat count = %d, want 4, fstat %d, want 1 (%v)", kinds[kStat], kinds[kFstat], kinds)
+	if kinds[fold.Stat] != 2+2 || kinds[fold.Fstat] != 1 {
+		t.Errorf("lstat count = %d, want 4, fstat %d, want 1 (%v)", kinds[fold.Stat], kinds[fold.Fstat], kinds)
 	}
-	if kinds[kRead] != 3+1+6+1 {
-		t.Errorf("pread count = %d, want 11", kinds[kRead])
+	if kinds[fold.Read] != 3+1+6+1 {
+		t.Errorf("pread count = %d, want 11", kinds[fold.Read])
 	}
 	if p.Stats.Folded[trace.OpRelease] == 0 || p.Stats.Folded[trace.OpLookup] == 0 || p.Stats.Folded[trace.OpForget] != 1 {
 		t.Errorf("folded: %v", p.Stats.Folded)
@@ -370,7 +371,7 @@ func TestDirectoryEntryCount(t *testing.T) {
 	must(t, err)
 	var fill int
 	for _, e := range st.Entries {
-		if parentOf(e.Name) == "data" && e.Name != "data/s01" && e.Name != "data/s02" {
+		if fold.Parent(e.Name) == "data" && e.Name != "data/s01" && e.Name != "data/s02" {
 			fill++
 		}
 	}

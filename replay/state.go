@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/iotap/iotap/trace"
+	"github.com/iotap/iotap/trace/fold"
 )
 
 // Entry is one object of the starting state.
@@ -108,7 +109,7 @@ func newModel(derive bool) *model {
 
 func (m *model) add(name string, n *mnode) {
 	if _, ok := m.nodes[name]; !ok && name != "" {
-		m.children[parentOf(name)]++
+		m.children[fold.Parent(name)]++
 	}
 	m.nodes[name] = n
 }
@@ -116,7 +117,7 @@ func (m *model) add(name string, n *mnode) {
 func (m *model) del(name string) {
 	if _, ok := m.nodes[name]; ok && name != "" {
 		delete(m.nodes, name)
-		m.children[parentOf(name)]--
+		m.children[fold.Parent(name)]--
 	}
 }
 
@@ -155,7 +156,7 @@ func (m *model) need(op *replayOp, name string, typ trace.FileType) *mnode {
 		return nil // created or removed earlier in the trace: not starting state
 	}
 	if name != "" {
-		if m.need(op, parentOf(name), trace.TypeDir) == nil {
+		if m.need(op, fold.Parent(name), trace.TypeDir) == nil {
 			return nil
 		}
 	}
@@ -223,22 +224,22 @@ func (m *model) seekHole(op *replayOp) {
 // apply plays one op's recorded outcome on the model.
 func (m *model) apply(op *replayOp) {
 	switch op.Kind {
-	case kClose:
+	case fold.Close:
 		m.endListing(op.Handle)
-	case kSkip, kStatfs, kFsync, kLock:
-	case kLseek:
+	case fold.Skip, fold.Statfs, fold.Fsync, fold.Lock:
+	case fold.Lseek:
 		m.seekHole(op)
-	case kStat, kAccess, kReadlink, kGetxattr, kListxattr, kSetxattr, kRemovexattr, kChmod, kChown, kUtimes, kFstat:
+	case fold.Stat, fold.Access, fold.Readlink, fold.Getxattr, fold.Listxattr, fold.Setxattr, fold.Removexattr, fold.Chmod, fold.Chown, fold.Utimes, fold.Fstat:
 		m.applyLookup(op)
-	case kOpen:
+	case fold.Open:
 		m.applyOpen(op)
-	case kTruncate, kFtruncate, kRead, kCopy, kWrite, kFallocate, kReaddir:
+	case fold.Truncate, fold.Ftruncate, fold.Read, fold.Copy, fold.Write, fold.Fallocate, fold.Readdir:
 		if op.WantErrno == 0 {
 			m.applyData(op)
 		}
-	case kMkdir, kMknod, kSymlink, kLink:
+	case fold.Mkdir, fold.Mknod, fold.Symlink, fold.Link:
 		m.applyCreate(op)
-	case kUnlink, kRmdir, kRename:
+	case fold.Unlink, fold.Rmdir, fold.Rename:
 		m.applyRemove(op)
 	}
 }
@@ -250,12 +251,12 @@ func (m *model) applyLookup(op *replayOp) {
 	case op.WantErrno == uint16(syscall.ENOENT):
 		m.absent(op, name)
 	case op.WantErrno != 0:
-	case op.Kind == kStat:
+	case op.Kind == fold.Stat:
 		n := m.need(op, name, trace.TypeOfMode(op.Mode))
 		if n != nil && n.typ == trace.TypeFile && (op.Rec == trace.OpLookup || op.Rec == trace.OpGetattr) {
 			m.grow(n, op.WantRet, false)
 		}
-	case op.Kind == kReadlink:
+	case op.Kind == fold.Readlink:
 		n := m.need(op, name, trace.TypeSymlink)
 		if n != nil && n.entry != nil && !n.modified && n.entry.Target == "" && op.WantRet > 0 && op.WantRet < 4096 {
 			// The target text is not recorded, its length is: a placeholder of that
@@ -273,7 +274,7 @@ func (m *model) applyOpen(op *replayOp) {
 	ok := op.WantErrno == 0
 	switch {
 	case ok && op.Flags&unix.O_CREAT != 0 && op.Rec == trace.OpCreate:
-		m.need(op, parentOf(name), trace.TypeDir)
+		m.need(op, fold.Parent(name), trace.TypeDir)
 		if _, had := m.nodes[name]; !had {
 			m.touch(name, op.Start)
 			m.add(name, &mnode{typ: trace.TypeFile, modified: true})
@@ -301,18 +302,18 @@ func (m *model) applyOpen(op *replayOp) {
 func (m *model) applyData(op *replayOp) {
 	name := op.Name
 	switch op.Kind {
-	case kTruncate, kFtruncate:
+	case fold.Truncate, fold.Ftruncate:
 		if n := m.need(op, name, trace.TypeFile); n != nil {
 			n.modified, n.size = true, op.Size
 		}
-	case kRead:
+	case fold.Read:
 		if n := m.need(op, name, trace.TypeFile); n != nil {
 			m.grow(n, op.Offset+op.WantRet, op.WantRet < op.Size)
 			if !m.derive && !n.modified && n.typ == trace.TypeFile && op.Offset+op.WantRet > n.size {
 				m.problem(op, "reads to %d, file is %d bytes", op.Offset+op.WantRet, n.size)
 			}
 		}
-	case kCopy:
+	case fold.Copy:
 		if n := m.need(op, name, trace.TypeFile); n != nil {
 			m.grow(n, op.Offset+op.WantRet, op.WantRet < op.Size)
 		}
@@ -320,12 +321,12 @@ func (m *model) applyData(op *replayOp) {
 			n.modified = true
 			n.size = max(n.size, op.Offset2+op.WantRet)
 		}
-	case kWrite, kFallocate:
+	case fold.Write, fold.Fallocate:
 		if n := m.need(op, name, trace.TypeFile); n != nil {
 			n.modified = true
 			n.size = max(n.size, op.Offset+op.Size)
 		}
-	case kReaddir:
+	case fold.Readdir:
 		m.need(op, name, trace.TypeDir)
 		l := m.listings[op.Handle]
 		if l == nil {
@@ -351,19 +352,19 @@ func (m *model) applyCreate(op *replayOp) {
 		return
 	}
 	var src *mnode
-	if op.Kind == kLink {
+	if op.Kind == fold.Link {
 		src = m.need(op, op.Name2, trace.TypeUnknown)
 	}
-	m.need(op, parentOf(name), trace.TypeDir)
+	m.need(op, fold.Parent(name), trace.TypeDir)
 	m.absent(op, name)
 	m.touch(name, op.Start)
 	n := &mnode{typ: trace.TypeDir, modified: true}
 	switch op.Kind {
-	case kMknod:
+	case fold.Mknod:
 		n.typ = trace.TypeOfMode(op.Mode)
-	case kSymlink:
+	case fold.Symlink:
 		n.typ = trace.TypeSymlink
-	case kLink:
+	case fold.Link:
 		n.typ = trace.TypeFile
 		if src != nil {
 			n.typ, n.size = src.typ, src.size
@@ -384,20 +385,20 @@ func (m *model) applyRemove(op *replayOp) {
 		return
 	}
 	switch op.Kind {
-	case kUnlink:
+	case fold.Unlink:
 		m.need(op, name, trace.TypeUnknown)
 		m.touch(name, op.Start)
 		m.del(name)
-	case kRmdir:
+	case fold.Rmdir:
 		m.need(op, name, trace.TypeDir)
 		if !m.derive && m.children[name] > 0 {
 			m.problem(op, "directory is not empty at this point (%d entries)", m.children[name])
 		}
 		m.touch(name, op.Start)
 		m.delTree(name)
-	case kRename:
+	case fold.Rename:
 		n := m.need(op, name, trace.TypeUnknown)
-		m.need(op, parentOf(op.Name2), trace.TypeDir)
+		m.need(op, fold.Parent(op.Name2), trace.TypeDir)
 		m.touch(name, op.Start)
 		m.touch(op.Name2, op.Start)
 		if n != nil {
@@ -408,7 +409,7 @@ func (m *model) applyRemove(op *replayOp) {
 
 func (m *model) delTree(name string) {
 	for k := range m.nodes {
-		if k != "" && IsUnder(k, name) {
+		if k != "" && fold.IsUnder(k, name) {
 			m.del(k)
 		}
 	}
@@ -421,7 +422,7 @@ func (m *model) move(from, to string) {
 	}
 	var moved []kv
 	for k, n := range m.nodes {
-		if k != "" && IsUnder(k, from) {
+		if k != "" && fold.IsUnder(k, from) {
 			moved = append(moved, kv{k, n})
 		}
 	}
@@ -466,7 +467,7 @@ func DeriveState(src Source, po PlanOptions) (*State, error) {
 		}
 		e := m.initial[name]
 		if e == nil {
-			if m.need(&replayOp{Name: name}, parentOf(name), trace.TypeDir) == nil && parentOf(name) != "" {
+			if m.need(&replayOp{Name: name}, fold.Parent(name), trace.TypeDir) == nil && fold.Parent(name) != "" {
 				continue
 			}
 			e = &Entry{Name: name, Type: f.Type}
@@ -686,8 +687,8 @@ func (m *model) endListing(h uint64) {
 	}
 	pl := pendingList{listing: *l, names: map[string]bool{}}
 	for k := range m.nodes {
-		if k != "" && parentOf(k) == l.dir {
-			_, base := SplitName(k)
+		if k != "" && fold.Parent(k) == l.dir {
+			_, base := fold.SplitName(k)
 			pl.names[base] = true
 		}
 	}
@@ -708,8 +709,8 @@ type pendingList struct {
 func (m *model) estimateListings(known map[string]bool) {
 	for _, pl := range m.pending {
 		for name := range known {
-			if parentOf(name) == pl.dir {
-				_, base := SplitName(name)
+			if fold.Parent(name) == pl.dir {
+				_, base := fold.SplitName(name)
 				pl.names[base] = true
 			}
 		}

@@ -23,6 +23,7 @@ import (
 	"github.com/iotap/iotap/internal/s3store"
 	"github.com/iotap/iotap/replay"
 	"github.com/iotap/iotap/trace"
+	"github.com/iotap/iotap/trace/fold"
 )
 
 // Options configure Open.
@@ -297,7 +298,7 @@ func (b *Backend) lookup(ctx context.Context, name string) (entry, error) {
 // checkParent returns ENOENT or ENOTDIR unless name's parent is a directory (the kernel's
 // lookup of the parent before a create). Nothing is checked while preparing.
 func (b *Backend) checkParent(ctx context.Context, name string) error {
-	p, _ := replay.SplitName(name)
+	p, _ := fold.SplitName(name)
 	if p == "" || b.preparing.Load() {
 		return nil
 	}
@@ -482,7 +483,7 @@ func (b *Backend) Rmdir(ctx context.Context, name string) (err error) {
 	}
 	b.mu.Lock()
 	for k := range b.localDirs {
-		if p, _ := replay.SplitName(k); p == name {
+		if p, _ := fold.SplitName(k); p == name {
 			ents = append(ents, dirent{name: k})
 		}
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/iotap/iotap/replay"
 	"github.com/iotap/iotap/trace"
+	"github.com/iotap/iotap/trace/fold"
 )
 
 // file is an open file or directory of the S3 backend. What a handle holds depends on
@@ -225,13 +226,13 @@ func (f *file) list(ctx context.Context) error {
 		seen[e.name] = true
 	}
 	for k := range b.localDirs {
-		if p, base := replay.SplitName(k); p == f.name && k != f.name && !seen[base] {
+		if p, base := fold.SplitName(k); p == f.name && k != f.name && !seen[base] {
 			ents = append(ents, dirent{name: base, dir: true})
 			seen[base] = true
 		}
 	}
 	for k := range b.pending {
-		if p, base := replay.SplitName(k); p == f.name && !seen[base] {
+		if p, base := fold.SplitName(k); p == f.name && !seen[base] {
 			ents = append(ents, dirent{name: base})
 		}
 	}

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/iotap/iotap/replay"
+	"github.com/iotap/iotap/trace/fold"
 )
 
 // s3fs is the profile of s3fs-fuse:
@@ -109,7 +110,7 @@ func (p *s3fs) cache(name string, e entry) {
 func (p *s3fs) forget(name string) {
 	p.mu.Lock()
 	for k := range p.stats {
-		if replay.IsUnder(k, name) {
+		if fold.IsUnder(k, name) {
 			delete(p.stats, k)
 		}
 	}
