@@ -416,6 +416,7 @@ func TestThinkMeasuredByKernel(t *testing.T) {
 	attrs := func(e *trace.Event) { e.Mode = unix.S_IFREG | 0o644; e.Ret = 10 }
 	var unique uint64
 	prevEnd := int64(0)
+	b.At(1, int64(time.Second)) // the first call's entry lies after the origin
 	call := func(parts int, gapInside int64) {
 		start := b.Clock[1] - leg // the call's entry
 		for p := 0; p < parts; p++ {
