@@ -251,10 +251,11 @@ func TestOutputIsNotInput(t *testing.T) {
 			}
 		})
 	}
-	// An -o in a missing directory fails before the traces are read, as export's does.
+	// An -o in a missing directory is a usage error before the traces are read, as
+	// export's is.
 	for _, cmd := range [][]string{{"report", a}, {"compare", a, a}} {
 		code, stdout, stderr := runIotap(t, nil, append(cmd, "-o", filepath.Join(dir, "nope", "r.txt"))...)
-		if code != exitError || stdout != "" || !strings.Contains(stderr, "does not exist") {
+		if code != exitUsage || stdout != "" || !strings.Contains(stderr, "does not exist") {
 			t.Errorf("%s -o in a missing directory: exit %d, stderr %q", cmd[0], code, stderr)
 		}
 	}

@@ -37,7 +37,7 @@ func TestExport(t *testing.T) {
 		{name: "two-traces", args: []string{fx["good"], fx["good"]}, code: exitUsage, stderr: "want exactly one trace"},
 		{name: "missing", args: []string{fx["missing"]}, code: exitError, stderr: "does not exist"},
 		{name: "not-a-trace", args: []string{fx["text"]}, code: exitError, stderr: "is not an iotap trace"},
-		{name: "unwritable", args: []string{fx["good"], "-o", filepath.Join(fx["missing"], "x.jsonl")}, code: exitError, stderr: "create output:"},
+		{name: "unwritable", args: []string{fx["good"], "-o", filepath.Join(fx["missing"], "x.jsonl")}, code: exitUsage, stderr: "create output:"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, stdout, stderr := runIotap(t, nil, append([]string{"export"}, tc.args...)...)

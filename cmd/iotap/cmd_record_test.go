@@ -419,27 +419,27 @@ func TestRecordErrors(t *testing.T) {
 		wantCode int
 		want     string
 	}{
-		{name: "target missing", args: []string{"--target", filepath.Join(dir, "nope"), "-o", out, "--", "true"}, wantCode: 1, want: "does not exist"},
-		{name: "target not a directory", args: []string{"--target", file, "-o", out, "--", "true"}, wantCode: 1, want: "is not a directory"},
+		{name: "target missing", args: []string{"--target", filepath.Join(dir, "nope"), "-o", out, "--", "true"}, wantCode: exitUsage, want: "does not exist"},
+		{name: "target not a directory", args: []string{"--target", file, "-o", out, "--", "true"}, wantCode: exitUsage, want: "is not a directory"},
 		{name: "no command", args: []string{"--target", target, "-o", out}, wantCode: 2, want: "missing the command"},
 		{name: "bad cache mode", args: []string{"--target", target, "--cache", "some", "-o", out, "--", "true"}, wantCode: 2, want: "--cache"},
 		{name: "bad glob", args: []string{"--target", target, "--exclude", "[a", "-o", out, "--", "true"}, wantCode: 2, want: "bad glob"},
 		{name: "bad label", args: []string{"--target", target, "--label", "x", "-o", out, "--", "true"}, wantCode: 2, want: "key=value"},
 		{name: "stats interval too short", args: []string{"--target", target, "--stats-interval", "1ns", "-o", out, "--", "true"}, wantCode: 2, want: "--stats-interval 1ns: want at least 10ms"},
 		{name: "negative server procs", args: []string{"--target", target, "--server-procs", "-1", "-o", out, "--", "true"}, wantCode: 2, want: "--server-procs"},
-		{name: "output inside target", args: []string{"--target", target, "-o", filepath.Join(target, "sub", "..", "t.iotap"), "--", "true"}, wantCode: 1, want: "inside the traced tree"},
-		{name: "output dir under a file", args: []string{"--target", target, "-o", filepath.Join(file, "sub", "t.iotap"), "--", "true"}, wantCode: 1, want: "not a directory"},
-		{name: "missing output dir inside target", args: []string{"--target", target, "-o", filepath.Join(target, "new", "%j", "t.iotap"), "--", "true"}, wantCode: 1, want: "inside the traced tree"},
-		{name: "output unwritable", args: []string{"--target", target, "-o", filepath.Join(file, "t.iotap"), "--", "true"}, wantCode: 1, want: "not a directory"},
-		{name: "output is a directory", args: []string{"--target", target, "-o", mnt, "--", "true"}, wantCode: 1, want: "is a directory"},
+		{name: "output inside target", args: []string{"--target", target, "-o", filepath.Join(target, "sub", "..", "t.iotap"), "--", "true"}, wantCode: exitUsage, want: "inside the traced tree"},
+		{name: "output dir under a file", args: []string{"--target", target, "-o", filepath.Join(file, "sub", "t.iotap"), "--", "true"}, wantCode: exitUsage, want: "not a directory"},
+		{name: "missing output dir inside target", args: []string{"--target", target, "-o", filepath.Join(target, "new", "%j", "t.iotap"), "--", "true"}, wantCode: exitUsage, want: "inside the traced tree"},
+		{name: "output unwritable", args: []string{"--target", target, "-o", filepath.Join(file, "t.iotap"), "--", "true"}, wantCode: exitUsage, want: "not a directory"},
+		{name: "output is a directory", args: []string{"--target", target, "-o", mnt, "--", "true"}, wantCode: exitUsage, want: "is a directory"},
 		{name: "fuse unavailable", args: []string{"--target", target, "-o", out, "--", "true"}, fuseErr: errors.New("cannot open /dev/fuse: permission denied"), wantCode: 1, want: "FUSE is not available: cannot open /dev/fuse"},
 		{name: "not root in place", args: []string{"--target", target, "-o", out, "--", "true"}, euid: 1000, wantCode: 1, want: "needs root"},
 		{name: "command not found", args: []string{"--target", target, "-o", out, "--", "iotap-no-such-command"}, wantCode: 127, want: "iotap-no-such-command: command not found"},
-		{name: "mount point not a directory", args: []string{"--target", target, "--mount-at", file, "-o", out, "--", "true"}, wantCode: 1, want: "mount point " + file + " is not a directory"},
-		{name: "mount point missing", args: []string{"--target", target, "--mount-at", filepath.Join(dir, "nope"), "-o", out, "--", "true"}, wantCode: 1, want: "does not exist"},
+		{name: "mount point not a directory", args: []string{"--target", target, "--mount-at", file, "-o", out, "--", "true"}, wantCode: exitUsage, want: "mount point " + file + " is not a directory"},
+		{name: "mount point missing", args: []string{"--target", target, "--mount-at", filepath.Join(dir, "nope"), "-o", out, "--", "true"}, wantCode: exitUsage, want: "does not exist"},
 		{name: "mount point busy", args: []string{"--target", target, "--mount-at", "/proc", "-o", out, "--", "true"}, wantCode: 1, want: "is busy"},
 		{name: "mount point inside target", args: []string{"--target", dir, "--mount-at", mnt, "-o", filepath.Join(t.TempDir(), "t.iotap"), "--", "true"}, wantCode: 1, want: "must not contain each other"},
-		{name: "output inside mount point", args: []string{"--target", target, "--mount-at", mnt, "-o", filepath.Join(mnt, "t.iotap"), "--", "true"}, wantCode: 1, want: "inside the mount point"},
+		{name: "output inside mount point", args: []string{"--target", target, "--mount-at", mnt, "-o", filepath.Join(mnt, "t.iotap"), "--", "true"}, wantCode: exitUsage, want: "inside the mount point"},
 	}
 	defer func(f func() error, g func() int) { fuseAvailable, geteuid = f, g }(fuseAvailable, geteuid)
 	for _, tt := range tests {
