@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs the Debian packages iotap's demo and tests use, if any is missing. Needs root.
 set -euo pipefail
-pkgs=(fuse3 s3fs samtools sqlite3 fio git tar python3 gcc libc6-dev slurm-wlm munge moosefs-master moosefs-chunkserver moosefs-client)
+pkgs=(fuse3 s3fs samtools sqlite3 fio git tar python3 gcc libc6-dev groff-base slurm-wlm munge moosefs-master moosefs-chunkserver moosefs-client)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -5,17 +5,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
-	"github.com/iotap/iotap/trace/stats"
 	"io"
 	"strings"
 	"text/tabwriter"
 	"time"
 
+	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/spf13/pflag"
 
 	"github.com/iotap/iotap/internal/termsafe"
 	"github.com/iotap/iotap/trace"
+	"github.com/iotap/iotap/trace/stats"
 )
 
 // infoCommands returns the info subcommand.

@@ -84,6 +84,7 @@ func commandList() []*command {
 	for _, cs := range [][]*command{
 		recordCommands(), mountCommands(), reportCommands(), compareCommands(),
 		replayCommands(), infoCommands(), exportCommands(), probeCommands(),
+		completionCommands(),
 	} {
 		all = append(all, cs...)
 	}
