@@ -14,11 +14,11 @@ import (
 	"time"
 )
 
-var update = flag.Bool("update", false, "rewrite golden files in testdata/ (the version-3 trace only)")
+var update = flag.Bool("update", false, "rewrite golden files in testdata/ (the version-4 trace only)")
 
 // goldenPath is the committed version-1 trace. It must stay readable by every later
 // version of this package: never regenerate it to make TestGoldenV1 pass after a format
-// change (the Writer writes version 2 now, so it cannot); add a new golden file for a new
+// change (the Writer writes a later version, so it cannot); add a new golden file for a new
 // version instead.
 var goldenPath = filepath.Join("..", "testdata", "trace", "v1-small.iotap")
 
@@ -26,11 +26,15 @@ var goldenPath = filepath.Join("..", "testdata", "trace", "v1-small.iotap")
 // readable by every later version of this package and is never regenerated.
 var goldenV2Path = filepath.Join("..", "testdata", "trace", "v2-small.iotap")
 
-// goldenV3Path is the committed version-3 trace (go test ./trace -run TestGoldenV3 -update
-// rewrites it).
+// goldenV3Path is the committed version-3 trace. Like the earlier files, it must stay
+// readable by every later version of this package and is never regenerated.
 var goldenV3Path = filepath.Join("..", "testdata", "trace", "v3-small.iotap")
 
-// goldenSamples are the resource series of the version-3 golden trace: an s3fs client
+// goldenV4Path is the committed version-4 trace (go test ./trace -run TestGoldenV4 -update
+// rewrites it while the Writer writes version 4).
+var goldenV4Path = filepath.Join("..", "testdata", "trace", "v4-small.iotap")
+
+// goldenSamples are the resource series of the version-3 and later golden traces: an s3fs client
 // whose memory grows and shrinks, and the recorder.
 func goldenSamples() []Samples {
 	client := Samples{Role: RoleClient, Pid: 4242, Name: "s3fs"}
@@ -47,10 +51,15 @@ func goldenSamples() []Samples {
 
 // goldenContent is what the golden trace of the given format version holds. Version 2
 // holds version 1's content plus copy_file_range calls from in.bam into out/copy.bam at
-// output offsets other than their input offsets (the field version 2 added).
+// output offsets other than their input offsets (the field version 2 added). Version 4
+// adds the kernel's view of every request (the legs outside the layer, the system call
+// that sent it, the thread's run delay and wake-up).
 func goldenContent(version uint16) (Header, []PathRecord, []Process, []File, []Event) {
 	h := testHeader()
 	h.Version = version
+	if version >= Version4 {
+		h.Legs = LegsKernel
+	}
 	paths := []PathRecord{
 		{ID: 1},
 		{ID: 2, Parent: 1, Name: "data"},
@@ -83,6 +92,15 @@ func goldenContent(version uint16) (Header, []PathRecord, []Process, []File, []E
 		}
 		e.Pid = 100
 		e.Uid, e.Gid = 1000, 100
+		if version >= Version4 {
+			n := int64(len(evs))
+			e.Unique = uint64(2*n + 2)
+			e.Queued, e.Done = e.Start-300-n, e.Start+e.Dur+200+n
+			e.CallStart, e.CallEnd = e.Queued-400, e.Done+250
+			e.CallNr = uint16(n % 300)
+			e.RunDelay = 1 + 10*n
+			e.WokenAt, e.Waker = e.CallStart-100, uint32(e.Tid^1)
+		}
 		evs = append(evs, e)
 	}
 	add(Event{Op: OpLookup, Path: 2, Node: 1, Node2: 2, Mode: syscall.S_IFDIR | 0o755, Ret: 4096})
@@ -124,10 +142,10 @@ func goldenContent(version uint16) (Header, []PathRecord, []Process, []File, []E
 	return h, paths, procs, files, evs
 }
 
-// writeGolden writes the version-3 golden content with two events chunks, and its
-// resource series in two parts.
+// writeGolden writes the golden content of the version the Writer writes, with two
+// events chunks, and its resource series in two parts.
 func writeGolden(w io.Writer) error {
-	h, paths, procs, files, evs := goldenContent(Version3)
+	h, paths, procs, files, evs := goldenContent(writeVersion)
 	tw, err := NewWriter(w, h, WriterOptions{ChunkEvents: 16})
 	if err != nil {
 		return err
@@ -162,7 +180,7 @@ func writeGolden(w io.Writer) error {
 }
 
 // TestGoldenV1 reads the committed version-1 trace. It has no -update path on purpose:
-// the Writer writes version 2, and the point of the file is that version 1 wrote it.
+// the Writer writes a later version, and the point of the file is that version 1 wrote it.
 func TestGoldenV1(t *testing.T) {
 	got := checkGolden(t, goldenPath, Version1)
 	for _, e := range got {
@@ -179,22 +197,33 @@ func TestGoldenV2(t *testing.T) {
 }
 
 // TestGoldenV3 reads the committed version-3 trace, which holds resource samples.
-// -update rewrites it.
 func TestGoldenV3(t *testing.T) {
+	checkOffset2(t, checkGolden(t, goldenV3Path, Version3))
+}
+
+// TestGoldenV4 reads the committed version-4 trace, whose events carry the kernel's view
+// of each request. -update rewrites it.
+func TestGoldenV4(t *testing.T) {
 	if *update {
+		if writeVersion != Version4 {
+			t.Fatalf("the Writer writes version %d: add a golden file for it instead", writeVersion)
+		}
 		var buf bytes.Buffer
 		if err := writeGolden(&buf); err != nil {
 			t.Fatal(err)
 		}
-		if err := os.MkdirAll(filepath.Dir(goldenV3Path), 0o755); err != nil {
+		if err := os.WriteFile(goldenV4Path, buf.Bytes(), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(goldenV3Path, buf.Bytes(), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		t.Logf("wrote %s (%d bytes)", goldenV3Path, buf.Len())
+		t.Logf("wrote %s (%d bytes)", goldenV4Path, buf.Len())
 	}
-	checkOffset2(t, checkGolden(t, goldenV3Path, Version3))
+	got := checkGolden(t, goldenV4Path, Version4)
+	checkOffset2(t, got)
+	for _, e := range got {
+		if e.Unique == 0 || e.Queued == 0 || e.CallEnd == 0 || e.RunDelay == 0 {
+			t.Errorf("version-4 event without the kernel's view: %+v", e)
+		}
+	}
 }
 
 // checkOffset2 checks the output offsets of the golden traces' copy_file_range events.
