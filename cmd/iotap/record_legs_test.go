@@ -216,10 +216,19 @@ func TestRecordLegsProbe(t *testing.T) {
 }
 
 // wakeJob's main thread starts a thread that reads a file, waits for it (join), then
-// writes another file: the kernel sees the reader thread wake the main thread.
+// writes another file: the kernel sees the reader thread wake the main thread. The reader
+// starts its work after the main thread is asleep in join (on a loaded machine it could
+// otherwise finish before join, which then returns without a wake-up).
 const wakeJob = `
-import os, threading
+import os, threading, time
 def reader():
+    main = threading.main_thread().native_id
+    for _ in range(2000):
+        with open("/proc/self/task/%d/stat" % main) as f:
+            if f.read().rsplit(")", 1)[1].split()[0] == "S":
+                break
+        time.sleep(0.001)
+    time.sleep(0.01)
     fd = os.open("in", os.O_RDONLY)
     for i in range(16):
         os.pread(fd, 4096, i * 4096)
