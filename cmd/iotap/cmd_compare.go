@@ -36,6 +36,7 @@ type compareOptions struct {
 	Force     bool
 	Tolerance float64
 	View      string
+	traceStore
 }
 
 func (o *compareOptions) AddFlags(fs *pflag.FlagSet) {
@@ -44,10 +45,14 @@ func (o *compareOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.Force, "force", false, "compare even if the traces do not look like the same work")
 	fs.Float64Var(&o.Tolerance, "tolerance", 0.05, "largest relative difference in op counts and bytes between sides doing the same work, as a `fraction`")
 	fs.StringVar(&o.View, "view", report.ViewSyscalls, "`view` to compare by: syscalls (the application's system calls, folded from FUSE requests as replay folds them) or requests (the FUSE requests the storage saw)")
+	o.addStoreFlags(fs)
 }
 
 func runCompare(ctx context.Context, e *env, o *compareOptions, args []string) error {
 	if err := o.check(args); err != nil {
+		return err
+	}
+	if err := o.usedBy(args...); err != nil {
 		return err
 	}
 	in, err := loadSides(ctx, e, o, args)
@@ -106,7 +111,7 @@ func loadSides(ctx context.Context, e *env, o *compareOptions, args []string) (*
 	in := &compareSides{sideOf: map[string]int{}}
 	argNames := sideNames(args)
 	for i, a := range args {
-		traces, err := traceInputs(ctx, []string{a}) // s3://bucket/prefix/ lists the traces below it
+		traces, err := traceInputs(ctx, e, []string{a}) // s3://bucket/prefix/ lists the traces below it
 		if err != nil {
 			return nil, err
 		}

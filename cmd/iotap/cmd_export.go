@@ -90,16 +90,21 @@ type exportOptions struct {
 	Format string
 	Output string
 	Strict bool
+	traceStore
 }
 
 func (o *exportOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.Format, "format", "jsonl", "output `format`: jsonl (one JSON object per line) or csv (with a header row); fields, in order: "+strings.Join(exportFields, ","))
 	fs.StringVarP(&o.Output, "output", "o", "", "write to `file` instead of standard output")
 	fs.BoolVar(&o.Strict, "strict", false, "stop at the first corrupt chunk instead of skipping it")
+	o.addStoreFlags(fs)
 }
 
 func runExport(ctx context.Context, e *env, o *exportOptions, args []string) (err error) {
 	if err := o.check(args); err != nil {
+		return err
+	}
+	if err := o.usedBy(args...); err != nil {
 		return err
 	}
 	r, closeTrace, err := openTraceArg(ctx, e, args[0])

@@ -32,10 +32,12 @@ func infoCommands() []*command {
 
 type infoOptions struct {
 	Strict bool
+	traceStore
 }
 
 func (o *infoOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.Strict, "strict", false, "stop at the first corrupt chunk instead of skipping it")
+	o.addStoreFlags(fs)
 }
 
 // runInfo reads each trace to the end and describes it. A damaged trace (truncated tail,
@@ -44,7 +46,10 @@ func runInfo(ctx context.Context, e *env, o *infoOptions, args []string) error {
 	if len(args) == 0 {
 		return usageErrorf("no trace given")
 	}
-	args, err := traceInputs(ctx, args) // s3://bucket/prefix/ lists the traces below it
+	if err := o.usedBy(args...); err != nil {
+		return err
+	}
+	args, err := traceInputs(ctx, e, args) // s3://bucket/prefix/ lists the traces below it
 	if err != nil {
 		return err
 	}

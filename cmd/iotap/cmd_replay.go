@@ -41,6 +41,8 @@ type replayOptions struct {
 	S3     replays3.Options
 	S3Opts []string
 	Sample sampleOptions
+	// remoteTrace: the trace is an s3:// object (the account's flags apply to it).
+	remoteTrace bool
 }
 
 func (o *replayOptions) AddFlags(fs *pflag.FlagSet) {
@@ -68,9 +70,10 @@ func (o *replayOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.Shard, "shard", "", "`auto`: as one task of a Slurm step (srun), replay this task's share of the traces in TRACE|DIR|GLOB..., each onto --target/<trace name> and into -o DIR/<trace name>, all tasks starting together after preparing (docs/slurm.md)")
 	fs.StringVar(&o.Progress, "progress", "auto", "show a progress bar on standard error `when`: auto (stderr is a terminal), always, never")
 	fs.StringVar(&o.S3.Profile, "s3-profile", "mountpoint", "for s3:// targets: `profile` of S3 requests per file call: mountpoint, s3fs or sdk")
-	fs.StringVar(&o.S3.Endpoint, "s3-endpoint", "", "for s3:// targets: S3 endpoint `url` (path-style addressing)")
-	fs.StringVar(&o.S3.Region, "s3-region", "", "for s3:// targets: AWS `region`")
-	fs.StringVar(&o.S3.AWSProfile, "aws-profile", "", "for s3:// targets: AWS shared-config `profile`")
+	fs.StringVar(&o.S3.Endpoint, "s3-endpoint", "", "for s3:// targets and an s3:// trace: S3 endpoint `url`, addressed path-style "+
+		"(default $IOTAP_S3_ENDPOINT, else $AWS_ENDPOINT_URL_S3, else AWS)")
+	fs.StringVar(&o.S3.Region, "s3-region", "", "for s3:// targets and an s3:// trace: AWS `region` (default $AWS_REGION, else the profile's, else us-east-1)")
+	fs.StringVar(&o.S3.AWSProfile, "aws-profile", "", "for s3:// targets and an s3:// trace: AWS shared-config `profile` (default $AWS_PROFILE, else default)")
 	fs.BoolVar(&o.S3.Keep, "keep", false, "for s3:// targets: leave the replay's objects in the bucket")
 	fs.StringArrayVar(&o.S3Opts, "s3-opt", nil, "for s3:// targets: set a client `key=value` of the profile (repeatable; a target's own "+
 		"s3://bucket/prefix?key=value&key=value wins, and may set profile=NAME). "+replays3.SettingsHelp)
@@ -126,7 +129,8 @@ func (o *replayOptions) localTrace(ctx context.Context, args []string) (path str
 	if o.Output == "" {
 		return "", nil, usageErrorf("replaying %s: name the results with -o PREFIX", path)
 	}
-	return downloadTrace(ctx, path)
+	o.remoteTrace = true
+	return downloadTrace(ctx, traceStore{Endpoint: o.S3.Endpoint, Region: o.S3.Region, AWSProfile: o.S3.AWSProfile}, path)
 }
 
 // campaign checks the flags the campaign leaves to the command (S3's, sampling's) and
@@ -179,18 +183,20 @@ func (o *replayOptions) places(e *env) (replayPlaces, error) {
 	return replayPlaces{s3: s3o}, nil
 }
 
-// s3Only names an S3 flag given a value other than its default, or returns "".
+// s3Only names an S3 flag given a value other than its default, or returns "". The
+// account's flags also serve an s3:// trace.
 func (o *replayOptions) s3Only() string {
+	account := !o.remoteTrace
 	switch {
 	case len(o.S3Opts) > 0:
 		return "--s3-opt"
 	case o.S3.Profile != "mountpoint":
 		return "--s3-profile"
-	case o.S3.Endpoint != "":
+	case account && o.S3.Endpoint != "":
 		return "--s3-endpoint"
-	case o.S3.Region != "":
+	case account && o.S3.Region != "":
 		return "--s3-region"
-	case o.S3.AWSProfile != "":
+	case account && o.S3.AWSProfile != "":
 		return "--aws-profile"
 	case o.S3.Keep:
 		return "--keep"
@@ -250,8 +256,8 @@ func (p replayPlaces) Labels(b replay.Backend) []trace.Label {
 
 // downloadTrace copies an s3:// trace to a temporary file: replay reads its trace twice
 // (starting state, then the replay itself).
-func downloadTrace(ctx context.Context, url string) (string, func(), error) {
-	rc, err := s3store.Open(ctx, url)
+func downloadTrace(ctx context.Context, store traceStore, url string) (string, func(), error) {
+	rc, err := s3store.OpenWith(ctx, url, store.options())
 	if err != nil {
 		return "", nil, err
 	}

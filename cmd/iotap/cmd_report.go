@@ -46,6 +46,7 @@ type reportOptions struct {
 	Table    string
 	Interval time.Duration
 	Prices   string
+	traceStore
 }
 
 func (o *reportOptions) AddFlags(fs *pflag.FlagSet) {
@@ -56,6 +57,7 @@ func (o *reportOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.Table, "table", "ops", "with --format csv, the `table` to write: "+strings.Join(report.CSVTables, ", "))
 	fs.StringVar(&o.Prices, "s3-prices", "", "for replays on s3:// targets, estimate request cost from `prices`: TYPE=PRICE per request, or TYPE=PRICE/N per N requests, TYPE an S3 operation (GetObject, PutObject, ...) or a billing class (GET: reads; PUT: writes, copies, lists, multipart calls; DELETE), e.g. GET=0.0004/1000,PUT=0.005/1000")
 	fs.DurationVar(&o.Interval, "interval", 0, "width of the per-interval series; 0: 1s, finer for traces shorter than 20s (the width doubles for very long traces)")
+	o.addStoreFlags(fs)
 }
 
 func runReport(ctx context.Context, e *env, o *reportOptions, args []string) error {
@@ -87,7 +89,10 @@ func runReport(ctx context.Context, e *env, o *reportOptions, args []string) err
 		}
 		prices = p
 	}
-	args, err := traceInputs(ctx, args) // s3://bucket/prefix/ lists the traces below it
+	if err := o.usedBy(args...); err != nil {
+		return err
+	}
+	args, err := traceInputs(ctx, e, args) // s3://bucket/prefix/ lists the traces below it
 	if err != nil {
 		return err
 	}

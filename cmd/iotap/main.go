@@ -43,6 +43,9 @@ type env struct {
 	stdout io.Writer
 	stderr io.Writer
 	log    *slog.Logger
+	// traces are the S3 settings of the s3:// traces the command reads: its --s3-endpoint,
+	// --s3-region and --aws-profile (traceStore), set before it runs.
+	traces traceStore
 }
 
 // command is one subcommand. Each lives in its own cmd_<name>.go file, whose xxxCommands
@@ -69,7 +72,12 @@ func withOptions[O any, P interface {
 	return func(fs *pflag.FlagSet) runFunc {
 		opts := P(new(O))
 		opts.AddFlags(fs)
-		return func(ctx context.Context, e *env, args []string) error { return run(ctx, e, opts, args) }
+		return func(ctx context.Context, e *env, args []string) error {
+			if s, ok := any(opts).(interface{ store() traceStore }); ok {
+				e.traces = s.store()
+			}
+			return run(ctx, e, opts, args)
+		}
 	}
 }
 

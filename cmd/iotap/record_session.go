@@ -79,7 +79,7 @@ func openSession(e *env, spec *recordSpec) (*session, error) {
 	if err := s.openLegs(&h, &wo); err != nil {
 		return nil, err
 	}
-	w, closeW, err := createTraceAny(context.Background(), spec.Output, h, wo)
+	w, closeW, err := createTraceAny(context.Background(), spec.Store, spec.Output, h, wo)
 	if err != nil {
 		s.detachLegs()
 		return nil, fmt.Errorf("cannot write the trace: %w", err)

@@ -41,6 +41,7 @@ type layerOptions struct {
 	ServerProcs   int
 	Legs          string
 	sampleOptions
+	traceStore
 }
 
 func (o *layerOptions) addFlags(fs *pflag.FlagSet, targetHelp string) {
@@ -64,6 +65,7 @@ func (o *layerOptions) addFlags(fs *pflag.FlagSet, targetHelp string) {
 		"`source` kernel (every request and system call, from kernel tracepoints; needs root), probe (a sampled round trip), "+
 		"or auto (kernel where possible, else probe)")
 	o.sampleOptions.addFlags(fs)
+	o.addStoreFlags(fs)
 }
 
 // recordSpec is everything the serving process needs. `record` builds it after checking
@@ -92,6 +94,8 @@ type recordSpec struct {
 	// What to sample into the trace: the storage client (the given pids, or the process
 	// serving the target's mount) and the recorder, every SampleInterval (0: nothing).
 	Sample sampleOptions
+	// Store is the S3 account, region and endpoint of an s3:// trace (Output).
+	Store traceStore
 }
 
 func (s *recordSpec) fuseOptions(e *env) fusefs.Options {
@@ -150,7 +154,7 @@ func prepare(o *layerOptions, kind string) (*recordSpec, error) {
 		Cache: o.Cache, Include: o.Include, Exclude: o.Exclude, Comms: o.Comms,
 		AllowOther: o.AllowOther, FUSEDebug: o.FUSEDebug, StatsInterval: o.StatsInterval,
 		DropWhenFull: o.DropWhenFull, ServerProcs: o.ServerProcs, Kind: kind, Sample: o.sampleOptions,
-		Legs: o.Legs,
+		Legs: o.Legs, Store: o.traceStore,
 	}
 	for _, u := range o.UIDs {
 		spec.UIDs = append(spec.UIDs, uint32(u))
@@ -191,6 +195,9 @@ func prepare(o *layerOptions, kind string) (*recordSpec, error) {
 		return nil, fmt.Errorf("FUSE is not available: %w", err)
 	}
 	if spec.Output, err = resolveOutput(o.Output, spec.RealTarget, realOrSelf(spec.MountPoint)); err != nil {
+		return nil, err
+	}
+	if err := spec.Store.usedBy(spec.Output); err != nil {
 		return nil, err
 	}
 	return spec, nil

@@ -4,22 +4,65 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
+
+	"github.com/spf13/pflag"
 
 	"github.com/iotap/iotap/internal/s3store"
 	"github.com/iotap/iotap/trace"
 )
 
+// traceStore is the S3 account, region and endpoint of s3:// traces: the flags of every
+// command that reads or writes traces (replay's same flags serve its trace and its s3://
+// targets). Unset, each comes from the environment as the AWS SDK reads it.
+type traceStore struct {
+	Endpoint   string `json:",omitempty"`
+	Region     string `json:",omitempty"`
+	AWSProfile string `json:",omitempty"`
+}
+
+func (s *traceStore) addStoreFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&s.Endpoint, "s3-endpoint", "", "for s3:// traces: S3 endpoint `url`, addressed path-style "+
+		"(default $IOTAP_S3_ENDPOINT, else $AWS_ENDPOINT_URL_S3, else AWS)")
+	fs.StringVar(&s.Region, "s3-region", "", "for s3:// traces: AWS `region` (default $AWS_REGION, else the profile's, else us-east-1)")
+	fs.StringVar(&s.AWSProfile, "aws-profile", "", "for s3:// traces: AWS shared-config `profile` (default $AWS_PROFILE, else default)")
+}
+
+// store returns the settings; the options structs that embed traceStore have it, and a
+// command run with them reads its s3:// traces with these settings (env.traces).
+func (s *traceStore) store() traceStore { return *s }
+
+// usedBy refuses the flags when no trace the command names is in S3: they would be
+// ignored without a word.
+func (s traceStore) usedBy(names ...string) error {
+	if s == (traceStore{}) || slices.ContainsFunc(names, s3store.IsURL) {
+		return nil
+	}
+	flag := "--s3-endpoint"
+	switch {
+	case s.Region != "":
+		flag = "--s3-region"
+	case s.AWSProfile != "":
+		flag = "--aws-profile"
+	}
+	return usageErrorf("%s applies to s3:// traces, and none is named", flag)
+}
+
+func (s traceStore) options() s3store.Options {
+	return s3store.Options{Client: s3store.ClientOptions{Endpoint: s.Endpoint, Region: s.Region, Profile: s.AWSProfile}}
+}
+
 // traceInputs expands trace arguments: an s3://bucket/prefix/ (ending in "/") becomes the
 // traces below it; everything else is kept as it is.
-func traceInputs(ctx context.Context, args []string) ([]string, error) {
+func traceInputs(ctx context.Context, e *env, args []string) ([]string, error) {
 	var out []string
 	for _, a := range args {
 		if !s3store.IsURL(a) || !strings.HasSuffix(a, "/") {
 			out = append(out, a)
 			continue
 		}
-		urls, err := s3store.List(ctx, a)
+		urls, err := s3store.ListWith(ctx, a, e.traces.options())
 		if err != nil {
 			return nil, err
 		}
@@ -47,7 +90,7 @@ func openTraceAny(ctx context.Context, e *env, name string) (*trace.Reader, func
 		}
 		return r, r.Close, nil
 	}
-	rc, err := s3store.Open(ctx, name)
+	rc, err := s3store.OpenWith(ctx, name, e.traces.options())
 	if err != nil {
 		return nil, nil, err
 	}
@@ -62,7 +105,7 @@ func openTraceAny(ctx context.Context, e *env, name string) (*trace.Reader, func
 // createTraceAny creates a trace file, or an s3:// object uploaded as it is written (a
 // crash loses at most the last flush interval: see internal/s3store). Finish with the
 // returned close function instead of w.Close: for S3 it also completes the upload.
-func createTraceAny(ctx context.Context, name string, h trace.Header, o trace.WriterOptions) (w *trace.Writer, closeTrace func() error, err error) {
+func createTraceAny(ctx context.Context, store traceStore, name string, h trace.Header, o trace.WriterOptions) (w *trace.Writer, closeTrace func() error, err error) {
 	if !s3store.IsURL(name) {
 		w, err := trace.Create(name, h, o)
 		if err != nil {
@@ -70,7 +113,9 @@ func createTraceAny(ctx context.Context, name string, h trace.Header, o trace.Wr
 		}
 		return w, w.Close, nil
 	}
-	up, err := s3store.Create(ctx, name, s3store.Options{Log: o.Logger})
+	so := store.options()
+	so.Log = o.Logger
+	up, err := s3store.Create(ctx, name, so)
 	if err != nil {
 		return nil, nil, err
 	}

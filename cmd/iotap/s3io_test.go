@@ -27,7 +27,7 @@ func TestS3TraceIO(t *testing.T) {
 	e := &env{stdin: strings.NewReader(""), stdout: io.Discard, stderr: io.Discard, log: slog.New(slog.DiscardHandler)}
 
 	for _, host := range []string{"h1", "h2"} {
-		w, closeTrace, err := createTraceAny(ctx, "s3://traces/job-1/"+host+".iotap",
+		w, closeTrace, err := createTraceAny(ctx, traceStore{}, "s3://traces/job-1/"+host+".iotap",
 			trace.Header{Kind: "record", Hostname: host}, trace.WriterOptions{})
 		if err != nil {
 			t.Fatal(err)
@@ -39,7 +39,7 @@ func TestS3TraceIO(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	files, err := traceInputs(ctx, []string{"s3://traces/job-1/", "local.iotap"})
+	files, err := traceInputs(ctx, e, []string{"s3://traces/job-1/", "local.iotap"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,7 +69,7 @@ func TestS3TraceIO(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if _, err := traceInputs(ctx, []string{"s3://traces/none/"}); err == nil {
+	if _, err := traceInputs(ctx, e, []string{"s3://traces/none/"}); err == nil {
 		t.Error("an empty prefix gave no error")
 	}
 	if _, _, err := openTraceAny(ctx, e, "s3://traces/job-1/missing.iotap"); err == nil {

@@ -261,7 +261,7 @@ func Explain(err error) string {
 	case errors.Is(err, ErrThrottled):
 		return "the service kept throttling or failing after retries"
 	case errors.Is(err, ErrNoCredentials):
-		return "no AWS credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE (replay: --aws-profile) " +
+		return "no AWS credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE (--aws-profile) " +
 			"naming a profile of ~/.aws/config; the SDK looks in the environment, then the shared config and credentials files, then EC2 instance metadata"
 	}
 	return ""
