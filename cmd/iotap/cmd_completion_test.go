@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/spf13/pflag"
+
+	"github.com/iotap/iotap/internal/testenv"
 )
 
 // iotapOutput runs the test's iotap binary and returns its standard output.
@@ -125,9 +127,7 @@ func TestCompletionScriptsNameEveryFlag(t *testing.T) {
 // TestManPage renders iotap man with groff, warnings on, and finds every command and
 // flag in the rendered page.
 func TestManPage(t *testing.T) {
-	if _, err := exec.LookPath("groff"); err != nil {
-		t.Skip("groff is not installed (Debian groff-base; scripts/install-deps.sh installs it)")
-	}
+	testenv.Programs(t, testenv.FUSE, "groff") // Debian groff-base
 	page := iotapOutput(t, "man")
 	cmd := exec.Command("groff", "-man", "-Tutf8", "-ww", "-rLL=100n")
 	cmd.Stdin = bytes.NewReader(page)
