@@ -60,6 +60,11 @@ type Options struct {
 	Include, Exclude []string
 	UIDs             []uint32 // record only these callers (fs uid) when non-empty
 	Comms            []string // record only these commands when non-empty
+	// IgnoreSelf serves the requests of the process serving the mount without recording
+	// them: a recorder that enters the job's directory before it starts the job, or checks
+	// it, is not part of the job, and its requests would stand in the trace before the
+	// job's (a replay would replay them, and the time between them).
+	IgnoreSelf bool
 	FsName           string   // shown in /proc/mounts, default "iotap"
 	// CostByOp also sums the layer's own work per operation (Server.CostByOp), for
 	// benchmarks. It times every request instead of one in 8 (the layer's timing of

@@ -1,6 +1,7 @@
 package fusefs
 
 import (
+	"os"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -29,6 +30,7 @@ type tracer struct {
 	byOp      *[trace.NumOps]opCost // with Options.CostByOp
 	costShift uint8                 // the layer times its own work on one request in 1<<costShift
 	comms     bool                  // len(opts.Comms) > 0
+	self      uint32                // this process's pid with Options.IgnoreSelf, else 0
 
 	rec     Recorder
 	uids    map[uint32]bool               // record only these uids when non-nil
@@ -78,6 +80,9 @@ func newTracer(inner fuse.RawFileSystem, rec Recorder, o Options) *tracer {
 			forgot = func(ids []uint32) { f.forget(ids, t.nodes.byPath.liveSet()) }
 		}
 		k.KeepPaths(t.nodes.byPath.liveSet, forgot)
+	}
+	if o.IgnoreSelf {
+		t.self = uint32(os.Getpid())
 	}
 	if len(o.UIDs) > 0 {
 		t.uids = make(map[uint32]bool, len(o.UIDs))
@@ -245,7 +250,8 @@ func (c *opCost) median() uint64 {
 	return 0
 }
 
-// keep resolves the caller of ev and applies the uid, comm and path filters.
+// keep resolves the caller of ev and applies the uid, comm and path filters, and leaves
+// out the serving process's own requests (Options.IgnoreSelf).
 func (t *tracer) keep(ev *trace.Event, c *span) bool {
 	if ev.Tid != 0 && (ev.Pid == 0 || t.comms) {
 		p := t.proc(ev.Tid, c)
@@ -253,6 +259,9 @@ func (t *tracer) keep(ev *trace.Event, c *span) bool {
 		if !p.record {
 			return false
 		}
+	}
+	if t.self != 0 && ev.Pid == t.self {
+		return false
 	}
 	if ev.Tid == 0 && t.comms {
 		return false // kernel-originated and not attributable to a recorded command

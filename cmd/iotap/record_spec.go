@@ -108,6 +108,7 @@ func (s *recordSpec) fuseOptions(e *env) fusefs.Options {
 		Exclude:    s.Exclude,
 		UIDs:       s.UIDs,
 		Comms:      s.Comms,
+		IgnoreSelf: true,
 	}
 }
 
