@@ -26,7 +26,7 @@ func exportCommands() []*command {
 	return []*command{
 		{
 			name:    "export",
-			summary: "export a trace's events as JSON lines or CSV (one event per line, stable field names)",
+			summary: "export a trace's requests or system calls as JSON lines or CSV (one a line, stable field names)",
 			usage:   "[flags] TRACE",
 			setup:   withOptions(runExport),
 		},
@@ -90,13 +90,16 @@ type exportOptions struct {
 	Format string
 	Output string
 	Strict bool
+	View   string
 	traceStore
 }
 
 func (o *exportOptions) AddFlags(fs *pflag.FlagSet) {
-	fs.StringVar(&o.Format, "format", "jsonl", "output `format`: jsonl (one JSON object per line) or csv (with a header row); fields, in order: "+strings.Join(exportFields, ","))
+	fs.StringVar(&o.Format, "format", "jsonl", "output `format`: jsonl (one JSON object per line) or csv (with a header row); "+
+		"fields, in order: "+strings.Join(exportFields, ",")+"; with --view syscalls: "+strings.Join(exportCallFields, ","))
 	fs.StringVarP(&o.Output, "output", "o", "", "write to `file` instead of standard output")
 	fs.BoolVar(&o.Strict, "strict", false, "stop at the first corrupt chunk instead of skipping it")
+	fs.StringVar(&o.View, "view", viewRequests, "what a record is: requests (each FUSE request) or syscalls (the application's system calls, folded as report folds them)")
 	o.addStoreFlags(fs)
 }
 
@@ -133,6 +136,9 @@ func (o *exportOptions) check(args []string) error {
 	}
 	if o.Format != "jsonl" && o.Format != "csv" {
 		return usageErrorf("--format %q: want jsonl or csv", o.Format)
+	}
+	if o.View != viewRequests && o.View != viewSyscalls {
+		return usageErrorf("--view %q: want requests or syscalls", o.View)
 	}
 	if o.Output != "" && o.Output != "-" && args[0] != "-" {
 		in, ierr := os.Stat(args[0])
@@ -175,37 +181,68 @@ func (o *exportOptions) output(e *env) (out io.Writer, end func(error) error, er
 	}, nil
 }
 
-// export writes every event of the trace (named name) to out, in o.Format. Under
-// o.Strict it stops at the first damaged chunk, and returns that damage as stopped.
+// export writes every request (or, with --view syscalls, every system call) of the trace
+// (named name) to out, in o.Format. Under o.Strict it stops at the first damaged chunk, and
+// returns that damage as stopped.
 func (x *exporter) export(ctx context.Context, out io.Writer, o *exportOptions, name string) (stopped, err error) {
 	bw := bufio.NewWriterSize(out, 1<<16)
-	write, flush, err := x.encoder(o.Format, bw)
+	stop := func(n int) error {
+		if n&0xffff == 0 {
+			return ctx.Err()
+		}
+		return nil
+	}
+	if o.View == viewSyscalls {
+		err = exportCalls(x.r, x, o.Format, bw, stop)
+	} else {
+		err = x.exportRequests(o.Format, bw, stop)
+	}
+	var re *readError
+	if errors.As(err, &re) {
+		if !o.Strict || (!errors.Is(re.err, trace.ErrCorrupt) && !errors.Is(re.err, trace.ErrTruncated)) {
+			return nil, fmt.Errorf("read trace %s: %w", name, re.err)
+		}
+		stopped, err = re.err, nil
+	}
 	if err != nil {
-		return nil, fmt.Errorf("write output: %w", err)
+		return nil, err
+	}
+	if err := bw.Flush(); err != nil {
+		return nil, writeError(err)
+	}
+	return stopped, nil
+}
+
+// exportRequests writes the trace's events to bw in format, one per FUSE request. stop is
+// asked before each whether to stop (a cancelled context). An error reading the trace is a
+// *readError, returned once the events read before it are written.
+func (x *exporter) exportRequests(format string, bw *bufio.Writer, stop func(n int) error) error {
+	write, flush, err := x.encoder(format, bw)
+	if err != nil {
+		return writeError(err)
 	}
 	for n := 0; ; n++ {
-		if n&0xffff == 0 && ctx.Err() != nil {
-			return nil, ctx.Err()
+		if err := stop(n); err != nil {
+			return err
 		}
 		ev, err := x.r.Next()
 		if err == io.EOF {
 			break
 		}
 		if err != nil {
-			if !o.Strict || (!errors.Is(err, trace.ErrCorrupt) && !errors.Is(err, trace.ErrTruncated)) {
-				return nil, fmt.Errorf("read trace %s: %w", name, err)
+			if ferr := flush(); ferr != nil {
+				return writeError(ferr)
 			}
-			stopped = err
-			break
+			return &readError{err}
 		}
 		if err := write(ev); err != nil {
-			return nil, fmt.Errorf("write output: %w", err)
+			return writeError(err)
 		}
 	}
 	if err := flush(); err != nil {
-		return nil, fmt.Errorf("write output: %w", err)
+		return writeError(err)
 	}
-	return stopped, nil
+	return nil
 }
 
 // encoder returns the function that writes an event to bw in format (jsonl or csv, whose
