@@ -26,7 +26,7 @@ func exportCommands() []*command {
 	return []*command{
 		{
 			name:    "export",
-			summary: "export a trace's requests or system calls as JSON lines or CSV (one a line, stable field names)",
+			summary: "export a trace as JSON lines or CSV (stable field names), or as a fio iolog",
 			usage:   "[flags] TRACE",
 			setup:   withOptions(runExport),
 		},
@@ -87,19 +87,22 @@ var exportFields = []string{
 }
 
 type exportOptions struct {
-	Format string
-	Output string
-	Strict bool
-	View   string
+	Format   string
+	Output   string
+	Strict   bool
+	View     string
+	FioSetup string
 	traceStore
 }
 
 func (o *exportOptions) AddFlags(fs *pflag.FlagSet) {
-	fs.StringVar(&o.Format, "format", "jsonl", "output `format`: jsonl (one JSON object per line) or csv (with a header row); "+
-		"fields, in order: "+strings.Join(exportFields, ",")+"; with --view syscalls: "+strings.Join(exportCallFields, ","))
+	fs.StringVar(&o.Format, "format", "jsonl", "output `format`: jsonl (one JSON object per line), csv (with a header row), "+
+		"or fio (fio's iolog version 3, for fio --read_iolog); "+
+		"jsonl and csv fields, in order: "+strings.Join(exportFields, ",")+"; with --view syscalls: "+strings.Join(exportCallFields, ","))
 	fs.StringVarP(&o.Output, "output", "o", "", "write to `file` instead of standard output")
 	fs.BoolVar(&o.Strict, "strict", false, "stop at the first corrupt chunk instead of skipping it")
 	fs.StringVar(&o.View, "view", viewRequests, "what a record is: requests (each FUSE request) or syscalls (the application's system calls, folded as report folds them)")
+	fs.StringVar(&o.FioSetup, "fio-setup", "", "with --format fio, also write to `file` a shell script that prepares a directory for the iolog: it makes the directories of its files (fio makes files only) and links the names it changed")
 	o.addStoreFlags(fs)
 }
 
@@ -122,7 +125,7 @@ func runExport(ctx context.Context, e *env, o *exportOptions, args []string) (er
 	}
 	defer func() { err = end(err) }()
 	x := &exporter{r: r, comm: map[uint32]string{}}
-	stopped, err := x.export(ctx, out, o, args[0])
+	stopped, err := x.export(ctx, e, out, o, args[0])
 	if err != nil {
 		return err
 	}
@@ -134,17 +137,24 @@ func (o *exportOptions) check(args []string) error {
 	if len(args) != 1 {
 		return usageErrorf("want exactly one trace, got %d arguments", len(args))
 	}
-	if o.Format != "jsonl" && o.Format != "csv" {
-		return usageErrorf("--format %q: want jsonl or csv", o.Format)
+	switch o.Format {
+	case "jsonl", "csv", "fio":
+	default:
+		return usageErrorf("--format %q: want jsonl, csv or fio", o.Format)
 	}
 	if o.View != viewRequests && o.View != viewSyscalls {
 		return usageErrorf("--view %q: want requests or syscalls", o.View)
 	}
-	if o.Output != "" && o.Output != "-" && args[0] != "-" {
-		in, ierr := os.Stat(args[0])
-		out, oerr := os.Stat(o.Output)
-		if ierr == nil && oerr == nil && os.SameFile(in, out) {
-			return usageErrorf("--output %s is the trace itself", o.Output)
+	if o.FioSetup != "" && o.Format != "fio" {
+		return usageErrorf("--fio-setup goes with --format fio")
+	}
+	for _, f := range []string{o.Output, o.FioSetup} {
+		if f != "" && f != "-" && args[0] != "-" {
+			in, ierr := os.Stat(args[0])
+			out, oerr := os.Stat(f)
+			if ierr == nil && oerr == nil && os.SameFile(in, out) {
+				return usageErrorf("%s is the trace itself", f)
+			}
 		}
 	}
 	return nil
@@ -184,7 +194,7 @@ func (o *exportOptions) output(e *env) (out io.Writer, end func(error) error, er
 // export writes every request (or, with --view syscalls, every system call) of the trace
 // (named name) to out, in o.Format. Under o.Strict it stops at the first damaged chunk, and
 // returns that damage as stopped.
-func (x *exporter) export(ctx context.Context, out io.Writer, o *exportOptions, name string) (stopped, err error) {
+func (x *exporter) export(ctx context.Context, e *env, out io.Writer, o *exportOptions, name string) (stopped, err error) {
 	bw := bufio.NewWriterSize(out, 1<<16)
 	stop := func(n int) error {
 		if n&0xffff == 0 {
@@ -192,9 +202,12 @@ func (x *exporter) export(ctx context.Context, out io.Writer, o *exportOptions, 
 		}
 		return nil
 	}
-	if o.View == viewSyscalls {
+	switch {
+	case o.Format == "fio":
+		err = exportFio(e, x.r, o, bw)
+	case o.View == viewSyscalls:
 		err = exportCalls(x.r, x, o.Format, bw, stop)
-	} else {
+	default:
 		err = x.exportRequests(o.Format, bw, stop)
 	}
 	var re *readError
