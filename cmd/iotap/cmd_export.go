@@ -26,7 +26,7 @@ func exportCommands() []*command {
 	return []*command{
 		{
 			name:    "export",
-			summary: "export a trace as JSON lines or CSV (stable field names), or as a fio iolog",
+			summary: "export a trace as JSON lines or CSV (stable field names), a fio iolog or Perfetto JSON",
 			usage:   "[flags] TRACE",
 			setup:   withOptions(runExport),
 		},
@@ -97,7 +97,7 @@ type exportOptions struct {
 
 func (o *exportOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.Format, "format", "jsonl", "output `format`: jsonl (one JSON object per line), csv (with a header row), "+
-		"or fio (fio's iolog version 3, for fio --read_iolog); "+
+		"fio (fio's iolog version 3, for fio --read_iolog) or perfetto (Chrome trace-event JSON for ui.perfetto.dev and chrome://tracing); "+
 		"jsonl and csv fields, in order: "+strings.Join(exportFields, ",")+"; with --view syscalls: "+strings.Join(exportCallFields, ","))
 	fs.StringVarP(&o.Output, "output", "o", "", "write to `file` instead of standard output")
 	fs.BoolVar(&o.Strict, "strict", false, "stop at the first corrupt chunk instead of skipping it")
@@ -138,9 +138,9 @@ func (o *exportOptions) check(args []string) error {
 		return usageErrorf("want exactly one trace, got %d arguments", len(args))
 	}
 	switch o.Format {
-	case "jsonl", "csv", "fio":
+	case "jsonl", "csv", "fio", "perfetto":
 	default:
-		return usageErrorf("--format %q: want jsonl, csv or fio", o.Format)
+		return usageErrorf("--format %q: want jsonl, csv, fio or perfetto", o.Format)
 	}
 	if o.View != viewRequests && o.View != viewSyscalls {
 		return usageErrorf("--view %q: want requests or syscalls", o.View)
@@ -205,6 +205,8 @@ func (x *exporter) export(ctx context.Context, e *env, out io.Writer, o *exportO
 	switch {
 	case o.Format == "fio":
 		err = exportFio(e, x.r, o, bw)
+	case o.Format == "perfetto":
+		err = exportPerfetto(e, x.r, o.View, bw, stop)
 	case o.View == viewSyscalls:
 		err = exportCalls(x.r, x, o.Format, bw, stop)
 	default:
