@@ -87,11 +87,13 @@ var exportFields = []string{
 }
 
 type exportOptions struct {
-	Format   string
-	Output   string
-	Strict   bool
-	View     string
-	FioSetup string
+	Format    string
+	Output    string
+	Strict    bool
+	View      string
+	FioSetup  string
+	Anonymize bool
+	Key       anonymizeKeyOptions
 	traceStore
 }
 
@@ -103,6 +105,8 @@ func (o *exportOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.Strict, "strict", false, "stop at the first corrupt chunk instead of skipping it")
 	fs.StringVar(&o.View, "view", viewRequests, "what a record is: requests (each FUSE request) or syscalls (the application's system calls, folded as report folds them)")
 	fs.StringVar(&o.FioSetup, "fio-setup", "", "with --format fio, also write to `file` a shell script that prepares a directory for the iolog: it makes the directories of its files (fio makes files only) and links the names it changed")
+	fs.BoolVar(&o.Anonymize, "anonymize", false, "replace names by keyed tokens as iotap anonymize does (without --key-file, with a random key that is not kept)")
+	o.Key.AddFlags(fs)
 	o.addStoreFlags(fs)
 }
 
@@ -112,6 +116,12 @@ func runExport(ctx context.Context, e *env, o *exportOptions, args []string) (er
 	}
 	if err := o.usedBy(args...); err != nil {
 		return err
+	}
+	var key []byte
+	if o.Anonymize {
+		if key, _, err = o.Key.load(e, ""); err != nil {
+			return err
+		}
 	}
 	r, closeTrace, err := openTraceArg(ctx, e, args[0])
 	if err != nil {
@@ -125,6 +135,15 @@ func runExport(ctx context.Context, e *env, o *exportOptions, args []string) (er
 	}
 	defer func() { err = end(err) }()
 	x := &exporter{r: r, comm: map[uint32]string{}}
+	if o.Anonymize {
+		// The events come from the trace's anonymised copy, made as they are read.
+		var copied func() error
+		if x.r, copied, err = anonymizedStream(ctx, r, key, o.Key.NoExtensions); err != nil {
+			return err
+		}
+		defer func() { _ = copied() }() // after an early return: ends the copy
+		x.cause = copied
+	}
 	stopped, err := x.export(ctx, e, out, o, args[0])
 	if err != nil {
 		return err
@@ -147,6 +166,9 @@ func (o *exportOptions) check(args []string) error {
 	}
 	if o.FioSetup != "" && o.Format != "fio" {
 		return usageErrorf("--fio-setup goes with --format fio")
+	}
+	if !o.Anonymize && (o.Key.File != "" || o.Key.NoExtensions) {
+		return usageErrorf("--key-file and --no-extensions go with --anonymize")
 	}
 	for _, f := range []string{o.Output, o.FioSetup} {
 		if f != "" && f != "-" && args[0] != "-" {
@@ -214,6 +236,11 @@ func (x *exporter) export(ctx context.Context, e *env, out io.Writer, o *exportO
 	}
 	var re *readError
 	if errors.As(err, &re) {
+		if x.cause != nil {
+			if c := x.cause(); c != nil {
+				re = &readError{c} // why the stream of the copy ended
+			}
+		}
 		if !o.Strict || (!errors.Is(re.err, trace.ErrCorrupt) && !errors.Is(re.err, trace.ErrTruncated)) {
 			return nil, fmt.Errorf("read trace %s: %w", name, re.err)
 		}
@@ -318,6 +345,9 @@ func exportOutcome(e *env, r *trace.Reader, name string, stopped error) error {
 type exporter struct {
 	r    *trace.Reader
 	comm map[uint32]string
+	// cause, when r is a stream made as it is read (export --anonymize), waits for its end
+	// and returns the error that ended it early, the one to report.
+	cause func() error
 }
 
 func (x *exporter) commOf(tid uint32) string {

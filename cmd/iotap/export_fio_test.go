@@ -218,6 +218,7 @@ func TestExportFio(t *testing.T) {
 	}{
 		{name: "fio-setup-alone", args: []string{"--fio-setup", setup, tr}, stderr: "--fio-setup goes with --format fio"},
 		{name: "bad-view", args: []string{"--format", "fio", "--view", "calls", tr}, stderr: `--view "calls"`},
+		{name: "key-file-alone", args: []string{"--key-file", setup, tr}, stderr: "go with --anonymize"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, _, stderr := runIotap(t, nil, append([]string{"export"}, tc.args...)...)
