@@ -201,6 +201,9 @@ func runAnonymize(ctx context.Context, e *env, o *anonymizeOptions, args []strin
 	return dropped
 }
 
+// errCopyStopped ends the stream of a copy that failed.
+var errCopyStopped = errors.New("anonymize: the copy stopped")
+
 // anonymizedStream returns a reader of r's anonymised copy, made as it is read, and the
 // function that waits for the copy to end and returns its error (call it once the reader
 // is read to its end, or to stop the copy early).
@@ -214,7 +217,13 @@ func anonymizedStream(ctx context.Context, r *trace.Reader, key []byte, noExt bo
 	ctx, cancel := context.WithCancel(ctx)
 	go func() {
 		_, err := anonymize.Copy(ctx, r, pw, a, anonymize.KeyID(key))
-		_ = pw.CloseWithError(err) // nil: the reader sees the end
+		if err != nil {
+			// The stream ends there; wait returns why. The reader of the stream must not
+			// take the copy's error (a damaged chunk of r) for damage of its own.
+			_ = pw.CloseWithError(errCopyStopped)
+		} else {
+			_ = pw.Close()
+		}
 		done <- err
 	}()
 	var once sync.Once

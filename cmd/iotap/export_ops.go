@@ -92,6 +92,7 @@ type opStream struct {
 	calls *callReader // view syscalls
 	sort  trace.Sorter
 	ended bool
+	err   error // the error that ended the reading of r
 	cur   xop
 }
 
@@ -104,7 +105,8 @@ func newOpStream(r *trace.Reader, view string) *opStream {
 }
 
 // Next returns the next request or call, valid until the next call of Next, or io.EOF
-// after the last. Errors reading the trace are *readError.
+// after the last. An error reading the trace (a *readError) comes after the requests or
+// calls read before it.
 func (s *opStream) Next() (*xop, error) {
 	if s.calls != nil {
 		for {
@@ -135,16 +137,19 @@ func (s *opStream) Next() (*xop, error) {
 	}
 	for !s.ended && !s.sort.Full() {
 		ev, err := s.r.Next()
-		if err == io.EOF {
-			s.ended = true
-			break
-		}
 		if err != nil {
-			return nil, &readError{err}
+			s.ended = true
+			if err != io.EOF {
+				s.err = &readError{err} // after the requests read before it
+			}
+			break
 		}
 		s.sort.Push(ev)
 	}
 	if s.sort.Len() == 0 {
+		if s.err != nil {
+			return nil, s.err
+		}
 		return nil, io.EOF
 	}
 	ev := s.sort.Pop()

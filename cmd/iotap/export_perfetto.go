@@ -479,6 +479,7 @@ func exportPerfetto(e *env, r *trace.Reader, view string, w io.Writer, stop func
 	p.buf = append(p.buf, `,"time_unit":"ts and dur in microseconds since the trace's start"},"traceEvents":[`...)
 	p.write(p.buf)
 	s := newOpStream(r, view)
+	var readErr error // the file is still closed as JSON: it holds what was read before
 	for n := 0; ; n++ {
 		if err := stop(n); err != nil {
 			return err
@@ -488,7 +489,8 @@ func exportPerfetto(e *env, r *trace.Reader, view string, w io.Writer, stop func
 			break
 		}
 		if err != nil {
-			return err
+			readErr = err
+			break
 		}
 		p.op(r, o)
 		if p.err != nil {
@@ -500,6 +502,9 @@ func exportPerfetto(e *env, r *trace.Reader, view string, w io.Writer, stop func
 	p.write([]byte("\n]}\n"))
 	if p.err != nil {
 		return writeError(p.err)
+	}
+	if readErr != nil {
+		return readErr
 	}
 	_, _ = fmt.Fprintf(e.stderr, "iotap export: perfetto: %d complete events, %d async slices, %d counter and %d metadata events; %d bytes; counters every %v\n",
 		p.n.complete, p.n.async, p.n.counters, p.n.metadata, p.n.bytes, time.Duration(p.series.width))

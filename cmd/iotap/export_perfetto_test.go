@@ -314,3 +314,68 @@ func TestExportPerfetto(t *testing.T) {
 		t.Errorf("calls: %v, %d ns (the report's calls: %d ns)", cs.names, cs.durNs, totals.Total.CallNs)
 	}
 }
+
+// TestExportDamaged: every format and view exports a damaged trace as far as it reads and
+// exits 3, and with --strict stops at the first damaged chunk with what it read before in
+// a well-formed file.
+func TestExportDamaged(t *testing.T) {
+	fx := traceFixtures(t)
+	for _, format := range []string{"jsonl", "csv", "fio", "perfetto"} {
+		for _, view := range []string{"requests", "syscalls"} {
+			for _, strict := range []bool{false, true} {
+				name := format + "-" + view
+				args := []string{"export", "--format", format, "--view", view, fx["truncated"]}
+				if strict {
+					name += "-strict"
+					args = append(args, "--strict")
+				}
+				t.Run(name, func(t *testing.T) {
+					code, out, stderr := runIotap(t, nil, args...)
+					if code != exitDamaged || !strings.Contains(stderr, "no footer") {
+						t.Fatalf("exit %d, want %d\n%s", code, exitDamaged, stderr)
+					}
+					switch format {
+					case "perfetto":
+						if s := checkTraceEvents(t, []byte(out)); s.complete+s.async == 0 {
+							t.Error("no slice of the events read")
+						}
+					case "fio":
+						if n := checkIolog(t, out); n.files == 0 {
+							t.Error("no file in the iolog")
+						}
+					default:
+						if strings.Count(out, "\n") < 10 {
+							t.Errorf("%d lines", strings.Count(out, "\n"))
+						}
+					}
+				})
+			}
+		}
+	}
+}
+
+// TestExportAnonymizeDamaged: export --anonymize of a damaged trace ends as the plain
+// export does (exit 3, the events read before the damage), also when --strict stops the
+// anonymised copy at a corrupt chunk.
+func TestExportAnonymizeDamaged(t *testing.T) {
+	fx := traceFixtures(t)
+	for _, tc := range []struct {
+		name  string
+		trace string
+		args  []string
+	}{
+		{name: "corrupt", trace: fx["corrupt"]},
+		{name: "corrupt-strict", trace: fx["corrupt"], args: []string{"--strict"}},
+		{name: "truncated", trace: fx["truncated"]},
+		{name: "truncated-strict", trace: fx["truncated"], args: []string{"--strict"}},
+		{name: "truncated-strict-fio", trace: fx["truncated"], args: []string{"--strict", "--format", "fio"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, plain, _ := runIotap(t, nil, append([]string{"export", tc.trace}, tc.args...)...)
+			code, out, stderr := runIotap(t, nil, append([]string{"export", "--anonymize", tc.trace}, tc.args...)...)
+			if code != exitDamaged || strings.Count(out, "\n") != strings.Count(plain, "\n") {
+				t.Errorf("exit %d, %d lines (without --anonymize %d)\n%s", code, strings.Count(out, "\n"), strings.Count(plain, "\n"), stderr)
+			}
+		})
+	}
+}
