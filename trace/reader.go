@@ -224,6 +224,9 @@ func (r *Reader) advance() error {
 			return r.checkFooter()
 		}
 		if err != nil {
+			if ie := (*inputError)(nil); errors.As(err, &ie) {
+				return err // the input failed (an I/O error): nothing after it can be read
+			}
 			if errors.Is(err, ErrTruncated) {
 				r.done = true
 				r.damage = append(r.damage, err)
@@ -547,7 +550,7 @@ func (r *Reader) readChunk() (ChunkType, []byte, error) {
 	}
 	if len(hdr) < frameSize {
 		if err != io.EOF {
-			return 0, nil, fmt.Errorf("trace: read: %w", err)
+			return 0, nil, &inputError{err}
 		}
 		return 0, nil, &ChunkError{Offset: start, Reason: fmt.Sprintf("%d bytes left, a chunk frame needs %d", len(hdr), frameSize), Err: ErrTruncated}
 	}
@@ -576,7 +579,7 @@ func (r *Reader) readChunk() (ChunkType, []byte, error) {
 			if err == io.ErrUnexpectedEOF || err == io.EOF {
 				return 0, nil, &ChunkError{Offset: start, Type: f.typ, Reason: fmt.Sprintf("payload has %d of %d bytes", len(buf), f.payload), Err: ErrTruncated}
 			}
-			return 0, nil, fmt.Errorf("trace: read: %w", err)
+			return 0, nil, &inputError{err}
 		}
 	}
 	r.stored = buf
@@ -617,6 +620,13 @@ func (r *Reader) readChunk() (ChunkType, []byte, error) {
 	return f.typ, payload, nil
 }
 
+// inputError is an error reading the input itself (an I/O error), not a damaged chunk:
+// the reader cannot go past it.
+type inputError struct{ err error }
+
+func (e *inputError) Error() string { return "trace: read: " + e.err.Error() }
+func (e *inputError) Unwrap() error { return e.err }
+
 // resync skips bytes until the buffered input starts with a valid frame header, or to the
 // end of input. It returns how many bytes it skipped.
 func (r *Reader) resync() (int64, error) {
@@ -632,7 +642,7 @@ func (r *Reader) resync() (int64, error) {
 				r.off += int64(n)
 				return skipped + int64(n), nil
 			}
-			return skipped, fmt.Errorf("trace: read: %w", err)
+			return skipped, &inputError{err}
 		}
 		if _, reason := parseFrame(hdr); reason == "" {
 			return skipped, nil

@@ -37,6 +37,12 @@ type WriterOptions struct {
 	// its batch: time for the kernel's records of its request and system call to arrive.
 	Legs    LegFiller
 	LegHold time.Duration
+
+	// Ordered writes events in the order of their Appends, whatever their threads: every
+	// Append hands its event to the encoder at once instead of batching it by thread. For
+	// a writer that copies a trace from one goroutine (iotap anonymize), so that the copy
+	// lists events as the original did; a recording leaves it off.
+	Ordered bool
 }
 
 // Default writer settings.
@@ -46,6 +52,8 @@ const (
 	DefaultBufferEvents   = 1 << 18
 	DefaultPathIndexSlots = 1 << 20
 	DefaultLegHold        = 50 * time.Millisecond
+
+	orderedBatches = 4096 // at most this many events in flight with Ordered
 )
 
 // WriterStats are running totals of a Writer.
@@ -99,10 +107,12 @@ type Writer struct {
 
 	paths *pathIndex
 
-	sideMu    sync.Mutex // guards pendProcs, pendFiles, pendSamples, layer, roundTrip, predict
+	sideMu    sync.Mutex // guards pendProcs, pendFiles, pendSamples, layer, roundTrip, predict, copied, noFooter
 	layer     LayerCost
 	roundTrip RoundTrip
 	predict   Prediction
+	copied    *Footer      // CopyFooter's footer
+	noFooter  bool         // CopyFooter(nil): Close writes no footer
 	encodeCPU atomic.Int64 // ns, set with the footer
 	pendProcs []Process
 	pendFiles []File
@@ -263,6 +273,11 @@ func newWriter(out io.Writer, file *os.File, h Header, o WriterOptions) (*Writer
 	w.shards = make([]shard, ns)
 	bs := max(1, min(o.BufferEvents/(4*ns), 4096, o.ChunkEvents))
 	nb := max(1, o.BufferEvents/bs)
+	if o.Ordered {
+		// A batch of one is full at once: batches reach the encoder in Append order. A
+		// few thousand in flight keep the encoder busy.
+		bs, nb = 1, min(o.BufferEvents, orderedBatches)
+	}
 	w.freeStk = make([]*batch, 0, nb)
 	w.avail = make(chan struct{}, nb)
 	w.full = make(chan *batch, nb)
@@ -446,6 +461,22 @@ func (w *Writer) SetRoundTrip(rt RoundTrip) {
 func (w *Writer) SetPrediction(p Prediction) {
 	w.sideMu.Lock()
 	w.predict = p
+	w.sideMu.Unlock()
+}
+
+// CopyFooter makes the footer Close writes carry the figures of f, the footer of a trace
+// this writer copies: the recording's drops, waits, errors, end, cost, round trip, legs and
+// prediction. Events, Chunks and OpCounts stay this writer's own (they describe the file it
+// writes), and its own drops and errors add to f's. With a nil f, Close writes no footer, as the copied
+// trace had none (it was cut short). Call it before Close.
+func (w *Writer) CopyFooter(f *Footer) {
+	w.sideMu.Lock()
+	if f == nil {
+		w.copied, w.noFooter = nil, true
+	} else {
+		c := *f
+		w.copied, w.noFooter = &c, false
+	}
 	w.sideMu.Unlock()
 }
 
@@ -734,9 +765,24 @@ func (w *Writer) writeFooter() {
 	}
 	w.sideMu.Lock()
 	f.Layer, f.RoundTrip, f.Prediction = w.layer, w.roundTrip, w.predict
+	copied, noFooter := w.copied, w.noFooter
 	w.sideMu.Unlock()
 	if w.opts.Legs != nil {
 		f.Legs = w.opts.Legs.LegStats()
+	}
+	if noFooter {
+		return
+	}
+	if c := copied; c != nil {
+		f.Dropped += c.Dropped
+		f.Lost += c.Lost
+		f.Errors += c.Errors
+		// The copy's own waits are not the recording's: the job waited c.Blocked.
+		f.Blocked, f.End, f.WallClose, f.EncodeCPU = c.Blocked, c.End, c.WallClose, c.EncodeCPU
+		f.Layer, f.RoundTrip, f.Legs, f.Prediction = c.Layer, c.RoundTrip, c.Legs, c.Prediction
+		if f.WriteError == "" {
+			f.WriteError = c.WriteError
+		}
 	}
 	last := 0
 	for i, c := range w.opCounts {

@@ -26,7 +26,7 @@ func exportCommands() []*command {
 	return []*command{
 		{
 			name:    "export",
-			summary: "export a trace's events as JSON lines or CSV (one event per line, stable field names)",
+			summary: "export a trace as JSON lines or CSV (stable field names), a fio iolog or Perfetto JSON",
 			usage:   "[flags] TRACE",
 			setup:   withOptions(runExport),
 		},
@@ -87,16 +87,26 @@ var exportFields = []string{
 }
 
 type exportOptions struct {
-	Format string
-	Output string
-	Strict bool
+	Format    string
+	Output    string
+	Strict    bool
+	View      string
+	FioSetup  string
+	Anonymize bool
+	Key       anonymizeKeyOptions
 	traceStore
 }
 
 func (o *exportOptions) AddFlags(fs *pflag.FlagSet) {
-	fs.StringVar(&o.Format, "format", "jsonl", "output `format`: jsonl (one JSON object per line) or csv (with a header row); fields, in order: "+strings.Join(exportFields, ","))
+	fs.StringVar(&o.Format, "format", "jsonl", "output `format`: jsonl (one JSON object per line), csv (with a header row), "+
+		"fio (fio's iolog version 3, for fio --read_iolog) or perfetto (Chrome trace-event JSON for ui.perfetto.dev and chrome://tracing); "+
+		"jsonl and csv fields, in order: "+strings.Join(exportFields, ",")+"; with --view syscalls: "+strings.Join(exportCallFields, ","))
 	fs.StringVarP(&o.Output, "output", "o", "", "write to `file` instead of standard output")
 	fs.BoolVar(&o.Strict, "strict", false, "stop at the first corrupt chunk instead of skipping it")
+	fs.StringVar(&o.View, "view", viewRequests, "what a record is: requests (each FUSE request) or syscalls (the application's system calls, folded as report folds them)")
+	fs.StringVar(&o.FioSetup, "fio-setup", "", "with --format fio, also write to `file` a shell script that prepares a directory for the iolog: it makes the directories of its files (fio makes files only) and links the names it changed")
+	fs.BoolVar(&o.Anonymize, "anonymize", false, "replace names by keyed tokens as iotap anonymize does (without --key-file, with a random key that is not kept)")
+	o.Key.AddFlags(fs)
 	o.addStoreFlags(fs)
 }
 
@@ -106,6 +116,12 @@ func runExport(ctx context.Context, e *env, o *exportOptions, args []string) (er
 	}
 	if err := o.usedBy(args...); err != nil {
 		return err
+	}
+	var key []byte
+	if o.Anonymize {
+		if key, _, err = o.Key.load(e, ""); err != nil {
+			return err
+		}
 	}
 	r, closeTrace, err := openTraceArg(ctx, e, args[0])
 	if err != nil {
@@ -119,7 +135,16 @@ func runExport(ctx context.Context, e *env, o *exportOptions, args []string) (er
 	}
 	defer func() { err = end(err) }()
 	x := &exporter{r: r, comm: map[uint32]string{}}
-	stopped, err := x.export(ctx, out, o, args[0])
+	if o.Anonymize {
+		// The events come from the trace's anonymised copy, made as they are read.
+		var copied func() error
+		if x.r, copied, err = anonymizedStream(ctx, r, key, o.Key.NoExtensions); err != nil {
+			return err
+		}
+		defer func() { _ = copied() }() // after an early return: ends the copy
+		x.cause = copied
+	}
+	stopped, err := x.export(ctx, e, out, o, args[0])
 	if err != nil {
 		return err
 	}
@@ -131,14 +156,27 @@ func (o *exportOptions) check(args []string) error {
 	if len(args) != 1 {
 		return usageErrorf("want exactly one trace, got %d arguments", len(args))
 	}
-	if o.Format != "jsonl" && o.Format != "csv" {
-		return usageErrorf("--format %q: want jsonl or csv", o.Format)
+	switch o.Format {
+	case "jsonl", "csv", "fio", "perfetto":
+	default:
+		return usageErrorf("--format %q: want jsonl, csv, fio or perfetto", o.Format)
 	}
-	if o.Output != "" && o.Output != "-" && args[0] != "-" {
-		in, ierr := os.Stat(args[0])
-		out, oerr := os.Stat(o.Output)
-		if ierr == nil && oerr == nil && os.SameFile(in, out) {
-			return usageErrorf("--output %s is the trace itself", o.Output)
+	if o.View != viewRequests && o.View != viewSyscalls {
+		return usageErrorf("--view %q: want requests or syscalls", o.View)
+	}
+	if o.FioSetup != "" && o.Format != "fio" {
+		return usageErrorf("--fio-setup goes with --format fio")
+	}
+	if !o.Anonymize && (o.Key.File != "" || o.Key.NoExtensions) {
+		return usageErrorf("--key-file and --no-extensions go with --anonymize")
+	}
+	for _, f := range []string{o.Output, o.FioSetup} {
+		if f != "" && f != "-" && args[0] != "-" {
+			in, ierr := os.Stat(args[0])
+			out, oerr := os.Stat(f)
+			if ierr == nil && oerr == nil && os.SameFile(in, out) {
+				return usageErrorf("%s is the trace itself", f)
+			}
 		}
 	}
 	return nil
@@ -175,37 +213,78 @@ func (o *exportOptions) output(e *env) (out io.Writer, end func(error) error, er
 	}, nil
 }
 
-// export writes every event of the trace (named name) to out, in o.Format. Under
-// o.Strict it stops at the first damaged chunk, and returns that damage as stopped.
-func (x *exporter) export(ctx context.Context, out io.Writer, o *exportOptions, name string) (stopped, err error) {
+// export writes every request (or, with --view syscalls, every system call) of the trace
+// (named name) to out, in o.Format. Under o.Strict it stops at the first damaged chunk, and
+// returns that damage as stopped.
+func (x *exporter) export(ctx context.Context, e *env, out io.Writer, o *exportOptions, name string) (stopped, err error) {
 	bw := bufio.NewWriterSize(out, 1<<16)
-	write, flush, err := x.encoder(o.Format, bw)
+	stop := func(n int) error {
+		if n&0xffff == 0 {
+			return ctx.Err()
+		}
+		return nil
+	}
+	switch {
+	case o.Format == "fio":
+		err = exportFio(e, x.r, o, bw)
+	case o.Format == "perfetto":
+		err = exportPerfetto(e, x.r, o.View, bw, stop)
+	case o.View == viewSyscalls:
+		err = exportCalls(x.r, x, o.Format, bw, stop)
+	default:
+		err = x.exportRequests(o.Format, bw, stop)
+	}
+	var re *readError
+	if errors.As(err, &re) {
+		if x.cause != nil {
+			if c := x.cause(); c != nil {
+				re = &readError{c} // why the stream of the copy ended
+			}
+		}
+		if !o.Strict || (!errors.Is(re.err, trace.ErrCorrupt) && !errors.Is(re.err, trace.ErrTruncated)) {
+			return nil, fmt.Errorf("read trace %s: %w", name, re.err)
+		}
+		stopped, err = re.err, nil
+	}
 	if err != nil {
-		return nil, fmt.Errorf("write output: %w", err)
+		return nil, err
+	}
+	if err := bw.Flush(); err != nil {
+		return nil, writeError(err)
+	}
+	return stopped, nil
+}
+
+// exportRequests writes the trace's events to bw in format, one per FUSE request. stop is
+// asked before each whether to stop (a cancelled context). An error reading the trace is a
+// *readError, returned once the events read before it are written.
+func (x *exporter) exportRequests(format string, bw *bufio.Writer, stop func(n int) error) error {
+	write, flush, err := x.encoder(format, bw)
+	if err != nil {
+		return writeError(err)
 	}
 	for n := 0; ; n++ {
-		if n&0xffff == 0 && ctx.Err() != nil {
-			return nil, ctx.Err()
+		if err := stop(n); err != nil {
+			return err
 		}
 		ev, err := x.r.Next()
 		if err == io.EOF {
 			break
 		}
 		if err != nil {
-			if !o.Strict || (!errors.Is(err, trace.ErrCorrupt) && !errors.Is(err, trace.ErrTruncated)) {
-				return nil, fmt.Errorf("read trace %s: %w", name, err)
+			if ferr := flush(); ferr != nil {
+				return writeError(ferr)
 			}
-			stopped = err
-			break
+			return &readError{err}
 		}
 		if err := write(ev); err != nil {
-			return nil, fmt.Errorf("write output: %w", err)
+			return writeError(err)
 		}
 	}
 	if err := flush(); err != nil {
-		return nil, fmt.Errorf("write output: %w", err)
+		return writeError(err)
 	}
-	return stopped, nil
+	return nil
 }
 
 // encoder returns the function that writes an event to bw in format (jsonl or csv, whose
@@ -266,6 +345,9 @@ func exportOutcome(e *env, r *trace.Reader, name string, stopped error) error {
 type exporter struct {
 	r    *trace.Reader
 	comm map[uint32]string
+	// cause, when r is a stream made as it is read (export --anonymize), waits for its end
+	// and returns the error that ended it early, the one to report.
+	cause func() error
 }
 
 func (x *exporter) commOf(tid uint32) string {
