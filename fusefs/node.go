@@ -125,23 +125,24 @@ func (n *node) Create(ctx context.Context, name string, flags uint32, mode uint3
 	}
 	oflags := int(flags) | unix.O_CREAT | unix.O_NOFOLLOW | unix.O_CLOEXEC
 	var fd int
-	if c, ok := n.b.foreign(ctx); ok {
-		if e := n.b.runAs(c, func() {
-			t0 := n.b.svc.clock()
-			fd, err = unix.Openat(dir, rel, oflags, mode)
-			n.b.svc.measured(ctx, t0)
-		}); e != nil {
-			err = e
-		}
-	} else {
+	err = n.create(ctx, func() (err error) {
 		t0 := n.b.svc.clock()
 		fd, err = unix.Openat(dir, rel, oflags, mode)
 		n.b.svc.measured(ctx, t0)
-	}
+		return err
+	})
 	n.b.done(dir)
 	if err != nil {
 		return nil, nil, 0, errnoOf(err)
 	}
+	return n.newFileEntry(ctx, fd, flags, mode, false, out)
+}
+
+// newFileEntry replies with the entry and the handle of the regular file just made through
+// fd (CREATE, TMPFILE) with mode: its attributes, once the permission bits of mode that the
+// server's umask cleared are set again, its inode, and our file handle on fd. A file made by
+// TMPFILE that may be linked later (keepTmp) keeps a descriptor in its node.
+func (n *node) newFileEntry(ctx context.Context, fd int, flags, mode uint32, keepTmp bool, out *fuse.EntryOut) (*fs.Inode, fs.FileHandle, uint32, syscall.Errno) {
 	var st syscall.Stat_t
 	var x unix.Statx_t
 	if err := n.b.fstatNew(fd, false, unix.S_IFREG, mode, &st, &x); err != nil {
@@ -149,6 +150,11 @@ func (n *node) Create(ctx context.Context, name string, flags uint32, mode uint3
 		return nil, nil, 0, errnoOf(err)
 	}
 	child := &node{LoopbackNode: &fs.LoopbackNode{RootData: n.b.root}, b: n.b}
+	if keepTmp {
+		if d, err := unix.FcntlInt(uintptr(fd), unix.F_DUPFD_CLOEXEC, 0); err == nil {
+			child.tmp.Store(int32(d) + 1)
+		}
+	}
 	ch := n.NewInode(ctx, child, n.b.stableAttr(&st, &x))
 	out.FromStat(&st)
 	return ch, n.b.newFile(fd, flags, ch.StableAttr().Ino), n.b.openFlag, 0
@@ -202,32 +208,16 @@ func (n *node) Tmpfile(ctx context.Context, flags uint32, mode uint32, out *fuse
 	}
 	oflags := int(flags) | unix.O_TMPFILE | unix.O_CLOEXEC
 	var fd int
-	if c, ok := n.b.foreign(ctx); ok {
-		if e := n.b.runAs(c, func() { fd, err = unix.Openat(dir, rel, oflags, mode) }); e != nil {
-			err = e
-		}
-	} else {
+	err = n.create(ctx, func() (err error) {
 		fd, err = unix.Openat(dir, rel, oflags, mode)
-	}
+		return err
+	})
 	n.b.done(dir)
 	if err != nil {
 		return nil, nil, 0, errnoOf(err)
 	}
-	var st syscall.Stat_t
-	var x unix.Statx_t
-	if err := n.b.fstatNew(fd, false, unix.S_IFREG, mode, &st, &x); err != nil {
-		_ = unix.Close(fd)
-		return nil, nil, 0, errnoOf(err)
-	}
-	child := &node{LoopbackNode: &fs.LoopbackNode{RootData: n.b.root}, b: n.b}
-	if flags&unix.O_EXCL == 0 { // O_EXCL: the file can never be linked
-		if d, err := unix.FcntlInt(uintptr(fd), unix.F_DUPFD_CLOEXEC, 0); err == nil {
-			child.tmp.Store(int32(d) + 1)
-		}
-	}
-	ch := n.NewInode(ctx, child, n.b.stableAttr(&st, &x))
-	out.FromStat(&st)
-	return ch, n.b.newFile(fd, flags, ch.StableAttr().Ino), n.b.openFlag, 0
+	// O_EXCL: the file can never be linked.
+	return n.newFileEntry(ctx, fd, flags, mode, flags&unix.O_EXCL == 0, out)
 }
 
 // newFile wraps a backend descriptor this package opened, of the inode numbered ino.

@@ -275,91 +275,66 @@ var _ fs.NodeMkdirer = (*node)(nil)
 
 // Mkdir is mkdirat as the caller; the reply has the new directory's attributes.
 func (n *node) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
-	p := n.child(name)
-	dir, rel, err := n.b.at(p)
-	if err != nil {
-		return nil, errnoOf(err)
-	}
-	err = n.create(ctx, func() error {
-		t0 := n.b.svc.clock()
-		err := unix.Mkdirat(dir, rel, mode)
-		n.b.svc.measured(ctx, t0)
-		return err
+	return n.make(ctx, name, unix.S_IFDIR, mode, out, func(dir int, rel string) error {
+		return unix.Mkdirat(dir, rel, mode)
 	})
-	if err != nil {
-		n.b.done(dir)
-		return nil, errnoOf(err)
-	}
-	var st syscall.Stat_t
-	var x unix.Statx_t
-	if err := n.b.statNew(p, unix.S_IFDIR, mode, &st, &x); err != nil {
-		_ = unix.Unlinkat(dir, rel, unix.AT_REMOVEDIR)
-		n.b.done(dir)
-		return nil, errnoOf(err)
-	}
-	n.b.done(dir)
-	out.FromStat(&st)
-	return n.newChild(ctx, &st, &x), 0
 }
 
 var _ fs.NodeMknoder = (*node)(nil)
 
 // Mknod is mknodat as the caller.
 func (n *node) Mknod(ctx context.Context, name string, mode, rdev uint32, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
-	p := n.child(name)
-	dir, rel, err := n.b.at(p)
-	if err != nil {
-		return nil, errnoOf(err)
-	}
-	err = n.create(ctx, func() error {
-		t0 := n.b.svc.clock()
-		err := unix.Mknodat(dir, rel, mode, int(rdev))
-		n.b.svc.measured(ctx, t0)
-		return err
+	return n.make(ctx, name, mode&unix.S_IFMT, mode, out, func(dir int, rel string) error {
+		return unix.Mknodat(dir, rel, mode, int(rdev))
 	})
-	if err != nil {
-		n.b.done(dir)
-		return nil, errnoOf(err)
-	}
-	var st syscall.Stat_t
-	var x unix.Statx_t
-	if err := n.b.statNew(p, mode&unix.S_IFMT, mode, &st, &x); err != nil {
-		_ = unix.Unlinkat(dir, rel, 0)
-		n.b.done(dir)
-		return nil, errnoOf(err)
-	}
-	n.b.done(dir)
-	out.FromStat(&st)
-	return n.newChild(ctx, &st, &x), 0
 }
 
 var _ fs.NodeSymlinker = (*node)(nil)
 
 // Symlink is symlinkat as the caller.
 func (n *node) Symlink(ctx context.Context, target, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	// A symlink's permission bits are not its creator's to choose: nothing to restore.
+	return n.make(ctx, name, unix.S_IFLNK, 0, out, func(dir int, rel string) error {
+		return unix.Symlinkat(target, dir, rel)
+	})
+}
+
+// make makes name, an object of type typ with mode, in directory n: mk makes it at dir/rel
+// (one backend call, timed, as the caller), and the reply is its entry (newEntry).
+func (n *node) make(ctx context.Context, name string, typ, mode uint32, out *fuse.EntryOut, mk func(dir int, rel string) error) (*fs.Inode, syscall.Errno) {
 	p := n.child(name)
 	dir, rel, err := n.b.at(p)
 	if err != nil {
 		return nil, errnoOf(err)
 	}
+	defer n.b.done(dir)
 	err = n.create(ctx, func() error {
 		t0 := n.b.svc.clock()
-		err := unix.Symlinkat(target, dir, rel)
+		err := mk(dir, rel)
 		n.b.svc.measured(ctx, t0)
 		return err
 	})
 	if err != nil {
-		n.b.done(dir)
 		return nil, errnoOf(err)
 	}
+	return n.newEntry(ctx, p, dir, rel, typ, mode, out)
+}
+
+// newEntry replies with the entry of the object just made at p (dir/rel, relative to the
+// root descriptor) of type typ with mode: its attributes, once the permission bits of mode
+// that the server's umask cleared are set again (statNew; mode 0 asks for none), and its
+// inode. If the attributes cannot be read, the object is removed again and the call fails.
+func (n *node) newEntry(ctx context.Context, p string, dir int, rel string, typ, mode uint32, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
 	var st syscall.Stat_t
 	var x unix.Statx_t
-	if err := n.b.statAt(p, &st, &x); err != nil {
-		_ = unix.Unlinkat(dir, rel, 0)
-		n.b.done(dir)
+	if err := n.b.statNew(p, typ, mode, &st, &x); err != nil {
+		flags := 0
+		if typ == unix.S_IFDIR {
+			flags = unix.AT_REMOVEDIR
+		}
+		_ = unix.Unlinkat(dir, rel, flags)
 		return nil, errnoOf(err)
 	}
-	n.b.done(dir)
 	out.FromStat(&st)
 	return n.newChild(ctx, &st, &x), 0
 }
@@ -401,14 +376,8 @@ func (n *node) Link(ctx context.Context, target fs.InodeEmbedder, name string, o
 		return nil, errnoOf(err)
 	}
 	t.dropTmp() // it has a name now
-	var st syscall.Stat_t
-	var x unix.Statx_t
-	if err := n.b.statAt(p, &st, &x); err != nil {
-		_ = unix.Unlinkat(dir, rel, 0)
-		return nil, errnoOf(err)
-	}
-	out.FromStat(&st)
-	return n.newChild(ctx, &st, &x), 0
+	// A new name of an existing object: no mode to restore.
+	return n.newEntry(ctx, p, dir, rel, 0, 0, out)
 }
 
 var _ fs.NodeRenamer = (*node)(nil)
