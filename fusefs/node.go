@@ -12,7 +12,9 @@ import (
 
 // backing is shared by all nodes of one mount.
 type backing struct {
-	root     *fs.LoopbackRoot
+	root     *node     // the root node: paths are relative to it
+	rootPath string    // a path naming the backend root (/proc/self/fd/N of rootFd)
+	rootDev  uint64    // the backend root's device: inode numbers are mixed with it
 	rootFd   int       // O_PATH descriptor of the backend root, opened before the mount
 	openFlag uint32    // FOPEN_* flags for every open/create reply
 	svc      *svcTable // where backend calls report their time (nil when untraced)
@@ -33,36 +35,27 @@ func (b *backing) backendFlags(flags uint32) uint32 {
 	return flags
 }
 
-// node is a loopback node whose Open, Create and Tmpfile return our file handle, so reads
-// are eager and kernel passthrough is never offered. Every other operation is ours too
-// (nodeat.go), with the go-fuse loopback's replies, and reaches the backend through the
-// root descriptor; timing happens in [tracer], one level up.
+// node is one object of the backend directory, as go-fuse's node API sees it. It embeds
+// fs.Inode, which declares no operation: each operation the node serves is a method of its
+// own, declared with a `var _ fs.NodeXxxer` check beside it, that reaches the backend through
+// the root descriptor (nodeat.go) and gives the go-fuse loopback's replies. Open, Create and
+// Tmpfile return our file handle ([file]), so reads are eager and kernel passthrough is never
+// offered. Timing happens in [tracer], one level up.
 type node struct {
-	*fs.LoopbackNode
+	fs.Inode
 	b *backing
 	// tmp is 1 + a descriptor of a file made by TMPFILE, kept until the file is linked or
 	// forgotten (0: none).
 	tmp atomic.Int32
 }
 
-var _ fs.NodeWrapChilder = (*node)(nil)
-
-// WrapChild makes every node the loopback creates (lookup, create, mkdir, ...) one of ours.
-func (n *node) WrapChild(ctx context.Context, ops fs.InodeEmbedder) fs.InodeEmbedder {
-	if lb, ok := ops.(*fs.LoopbackNode); ok {
-		return &node{LoopbackNode: lb, b: n.b}
-	}
-	return ops
-}
-
-// newRoot builds the root node of a loopback on path (which resolves to the same directory as
-// rootFd) with our node type for every child.
+// newRoot builds the root node of the backend directory rootFd, which path names too.
 func newRoot(path string, rootFd int, cache CacheMode) (*node, error) {
 	var st syscall.Stat_t
 	if err := syscall.Fstat(rootFd, &st); err != nil {
 		return nil, err
 	}
-	b := &backing{rootFd: rootFd, id: selfIdentity(), locks: newLockTable()}
+	b := &backing{rootPath: path, rootDev: uint64(st.Dev), rootFd: rootFd, id: selfIdentity(), locks: newLockTable()}
 	switch cache {
 	case CacheNone:
 		b.openFlag = fuse.FOPEN_DIRECT_IO | parallelWrites
@@ -72,10 +65,8 @@ func newRoot(path string, rootFd int, cache CacheMode) (*node, error) {
 		b.openFlag = fuse.FOPEN_KEEP_CACHE
 		b.writeback = true
 	}
-	b.root = &fs.LoopbackRoot{Path: path, Dev: uint64(st.Dev)}
-	root := &node{LoopbackNode: &fs.LoopbackNode{RootData: b.root}, b: b}
-	b.root.RootNode = root
-	return root, nil
+	b.root = &node{b: b}
+	return b.root, nil
 }
 
 var _ fs.NodeOpener = (*node)(nil)
@@ -105,7 +96,7 @@ func (n *node) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, s
 
 // rel returns the node's path relative to the backend root ("." for the root).
 func (n *node) rel() string {
-	rel := n.Path(n.b.root.RootNode.EmbeddedInode())
+	rel := n.Path(n.b.root.EmbeddedInode())
 	if rel == "" {
 		rel = "."
 	}
@@ -149,7 +140,7 @@ func (n *node) newFileEntry(ctx context.Context, fd int, flags, mode uint32, kee
 		_ = unix.Close(fd)
 		return nil, nil, 0, errnoOf(err)
 	}
-	child := &node{LoopbackNode: &fs.LoopbackNode{RootData: n.b.root}, b: n.b}
+	child := &node{b: n.b}
 	if keepTmp {
 		if d, err := unix.FcntlInt(uintptr(fd), unix.F_DUPFD_CLOEXEC, 0); err == nil {
 			child.tmp.Store(int32(d) + 1)
@@ -181,8 +172,6 @@ func (b *backing) fstatNew(fd int, opath bool, typ, mode uint32, st *syscall.Sta
 	statFromStatx(x, st)
 	return nil
 }
-
-var _ fs.NodeSetattrer = (*node)(nil)
 
 var _ fs.NodeTmpfiler = (*node)(nil)
 
@@ -228,16 +217,16 @@ func (b *backing) newFile(fd int, flags uint32, ino uint64) *file {
 	return f
 }
 
-// stableAttr is the go-fuse loopback's inode identity for st (LoopbackRoot.idFromStat with
-// the generation from the birth time), so a later LOOKUP of the same file finds the inode
-// Create made.
+// stableAttr is the inode identity of st as the go-fuse loopback computes it
+// (LoopbackRoot.idFromStat: the device mixed into the inode number, the generation from the
+// birth time), so a later LOOKUP of the same file finds the inode Create made.
 func (b *backing) stableAttr(st *syscall.Stat_t, x *unix.Statx_t) fs.StableAttr {
 	gen := uint64(1)
 	if x.Mask&unix.STATX_BTIME != 0 && (x.Btime.Sec != 0 || x.Btime.Nsec != 0) {
 		gen = uint64(x.Btime.Sec)*1e9 + uint64(x.Btime.Nsec)
 	}
 	swapped := (st.Dev << 32) | (st.Dev >> 32)
-	swappedRoot := (b.root.Dev << 32) | (b.root.Dev >> 32)
+	swappedRoot := (b.rootDev << 32) | (b.rootDev >> 32)
 	return fs.StableAttr{Mode: st.Mode, Gen: gen, Ino: (swapped ^ swappedRoot) ^ st.Ino}
 }
 

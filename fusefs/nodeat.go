@@ -12,12 +12,10 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// The go-fuse loopback names backend files by absolute path. When the layer is mounted in
-// place, that path is /proc/self/fd/N/..., and every lookup walks procfs first: an lstat
-// costs about 4 µs instead of 1.5 µs. The name operations below go through the root
-// descriptor with *at system calls instead, with the loopback's replies. Every method of
-// fs.LoopbackNode is ours (TestNodeDeclaresEveryLoopbackNodeOp): a promoted one would name
-// the backend file by absolute path.
+// The node's operations reach the backend through the root descriptor with *at system
+// calls, and reply as the go-fuse loopback does. The loopback names backend files by
+// absolute path instead: mounted in place, that path is /proc/self/fd/N/..., and every
+// lookup would walk procfs first (an lstat costs about 4 µs instead of 1.5 µs).
 //
 // # Long paths
 //
@@ -69,7 +67,7 @@ func (b *backing) done(fd int) {
 // component is looked up as in the call itself (lgetxattr does not follow a symlink there).
 // The caller releases fd with done.
 func (b *backing) procPath(rel string) (p string, fd int, err error) {
-	if base := b.root.Path; len(base)+1+len(rel) < unix.PathMax {
+	if base := b.rootPath; len(base)+1+len(rel) < unix.PathMax {
 		return base + "/" + rel, -1, nil // rel "." names the root itself
 	}
 	const prefix = len("/proc/self/fd/") + 11 // and a descriptor number and a slash
@@ -82,7 +80,7 @@ func (b *backing) procPath(rel string) (p string, fd int, err error) {
 
 // child returns the backend path of name in directory n, relative to the root descriptor.
 func (n *node) child(name string) string {
-	rel := n.Path(n.b.root.RootNode.EmbeddedInode())
+	rel := n.Path(n.b.root.EmbeddedInode())
 	if rel == "" {
 		return name
 	}
@@ -136,7 +134,7 @@ func (b *backing) statNew(p string, typ, mode uint32, st *syscall.Stat_t, x *uni
 
 // newChild makes the inode for name, which the backend call just made or found.
 func (n *node) newChild(ctx context.Context, st *syscall.Stat_t, x *unix.Statx_t) *fs.Inode {
-	child := &node{LoopbackNode: &fs.LoopbackNode{RootData: n.b.root}, b: n.b}
+	child := &node{b: n.b}
 	return n.NewInode(ctx, child, n.b.stableAttr(st, x))
 }
 
@@ -536,6 +534,8 @@ func (n *node) Listxattr(ctx context.Context, dest []byte) (uint32, syscall.Errn
 	n.b.done(fd)
 	return uint32(max(sz, 0)), errnoOf(err)
 }
+
+var _ fs.NodeSetattrer = (*node)(nil)
 
 // Setattr without a file handle (chmod, chown, truncate, utimes by name, and any change
 // through a directory handle): the changes relative to the root descriptor, timed, then one

@@ -1,12 +1,7 @@
 package fusefs
 
 import (
-	"go/ast"
-	"go/parser"
-	"go/token"
-	"path/filepath"
 	"reflect"
-	"strings"
 	"testing"
 	"unsafe"
 
@@ -80,69 +75,5 @@ func TestTracerLayout(t *testing.T) {
 		if f.end > f.limit {
 			t.Errorf("tracer.%s ends at byte %d, beyond %d", f.name, f.end, f.limit)
 		}
-	}
-}
-
-// TestNodeDeclaresEveryLoopbackNodeOp: every fs.Node* operation the go-fuse loopback node
-// implements is declared by our node type itself. A method promoted from the embedded
-// fs.LoopbackNode would name the backend file by absolute path (wrong when mounted in place
-// and for paths near PATH_MAX) and would not report its backend call's time.
-func TestNodeDeclaresEveryLoopbackNodeOp(t *testing.T) {
-	ifaces := []reflect.Type{
-		reflect.TypeFor[fs.NodeStatfser](), reflect.TypeFor[fs.NodeAccesser](), reflect.TypeFor[fs.NodeGetattrer](),
-		reflect.TypeFor[fs.NodeSetattrer](), reflect.TypeFor[fs.NodeGetxattrer](), reflect.TypeFor[fs.NodeSetxattrer](),
-		reflect.TypeFor[fs.NodeRemovexattrer](), reflect.TypeFor[fs.NodeListxattrer](), reflect.TypeFor[fs.NodeReadlinker](),
-		reflect.TypeFor[fs.NodeOpener](), reflect.TypeFor[fs.NodeReader](), reflect.TypeFor[fs.NodeWriter](),
-		reflect.TypeFor[fs.NodeWritever](), reflect.TypeFor[fs.NodeFsyncer](), reflect.TypeFor[fs.NodeFlusher](),
-		reflect.TypeFor[fs.NodeReleaser](), reflect.TypeFor[fs.NodeAllocater](), reflect.TypeFor[fs.NodeCopyFileRanger](),
-		reflect.TypeFor[fs.NodeStatxer](), reflect.TypeFor[fs.NodeLseeker](), reflect.TypeFor[fs.NodeGetlker](),
-		reflect.TypeFor[fs.NodeSetlker](), reflect.TypeFor[fs.NodeSetlkwer](), reflect.TypeFor[fs.NodeIoctler](),
-		reflect.TypeFor[fs.NodeLookuper](), reflect.TypeFor[fs.NodeOpendirer](), reflect.TypeFor[fs.NodeReaddirer](),
-		reflect.TypeFor[fs.NodeMkdirer](), reflect.TypeFor[fs.NodeMknoder](), reflect.TypeFor[fs.NodeLinker](),
-		reflect.TypeFor[fs.NodeSymlinker](), reflect.TypeFor[fs.NodeCreater](), reflect.TypeFor[fs.NodeTmpfiler](),
-		reflect.TypeFor[fs.NodeUnlinker](), reflect.TypeFor[fs.NodeRmdirer](), reflect.TypeFor[fs.NodeRenamer](),
-		reflect.TypeFor[fs.NodeOpendirHandler](),
-	}
-	declared := map[string]bool{}
-	names, err := filepath.Glob("*.go")
-	if err != nil {
-		t.Fatal(err)
-	}
-	fset := token.NewFileSet()
-	for _, name := range names {
-		if strings.HasSuffix(name, "_test.go") {
-			continue
-		}
-		f, err := parser.ParseFile(fset, name, nil, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, d := range f.Decls {
-			fd, ok := d.(*ast.FuncDecl)
-			if !ok || fd.Recv == nil || len(fd.Recv.List) != 1 {
-				continue
-			}
-			if star, ok := fd.Recv.List[0].Type.(*ast.StarExpr); ok {
-				if id, ok := star.X.(*ast.Ident); ok && id.Name == "node" {
-					declared[fd.Name.Name] = true
-				}
-			}
-		}
-	}
-	lb := reflect.TypeFor[*fs.LoopbackNode]()
-	checked := 0
-	for _, it := range ifaces {
-		if !lb.Implements(it) {
-			continue
-		}
-		for i := 0; i < it.NumMethod(); i++ {
-			checked++
-			if m := it.Method(i).Name; !declared[m] {
-				t.Errorf("node does not declare %s (%s): the loopback's would be promoted", m, it)
-			}
-		}
-	}
-	if checked < 20 {
-		t.Errorf("only %d loopback node operations found", checked)
 	}
 }
