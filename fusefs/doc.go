@@ -3,8 +3,9 @@
 //
 // # Layers
 //
-// The node tree is go-fuse's loopback (fs.LoopbackNode) with our own node type on top, so that
-// Open, Create and Tmpfile return our file handle ([file]). That handle does its reads eagerly
+// The node tree is our own: each node embeds fs.Inode and declares every operation it serves,
+// carried out through the backend root's descriptor with the go-fuse loopback's replies. Open,
+// Create and Tmpfile return our file handle ([file]). That handle does its reads eagerly
 // (pread into the kernel's buffer, so the time of the real I/O is inside the request) and never
 // offers kernel passthrough, so every read and write reaches the daemon.
 //

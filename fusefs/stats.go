@@ -45,8 +45,10 @@ func (s CostCounters) LayerCost() trace.LayerCost {
 }
 
 // costSampleShift: the layer times its own work on one request in 1<<costSampleShift.
-// Timing it costs two clock reads and, when the node code measured the backend call, a
-// third; a clock read is 20–25 ns here, a tenth of the layer's work on a getattr.
+// Timing a request costs two more clock reads and, when the node code measured the backend
+// call, a third: on every request they would add a noticeable share to the layer's own
+// work on a cheap request such as a getattr (trace's BenchmarkNow times a clock read,
+// BenchmarkPartsCold the parts of the layer's own work).
 const costSampleShift = 3
 
 // sampled reports whether the request with this key (the kernel's request id, or the node
