@@ -1,31 +1,39 @@
 // Package fusefs serves a directory through a passthrough FUSE filesystem and records every
 // request it serves as a trace.Event.
 //
-// # Layers
+// # Two rooms
 //
-// The node tree is our own: each node embeds fs.Inode and declares every operation it serves,
-// carried out through the backend root's descriptor with the go-fuse loopback's replies. Open,
-// Create and Tmpfile return our file handle ([file]). That handle does its reads eagerly
-// (pread into the kernel's buffer, so the time of the real I/O is inside the request) and never
-// offers kernel passthrough, so every read and write reaches the daemon.
+// The layer is two things that meet at one point. What the job sees is the file system
+// itself, package loopback (fusefs/internal/loopback): a go-fuse node tree that carries out
+// each request on the backend directory and answers as the directory's own file system
+// would. What is recorded is this package's tracer ([tracer] and the tables it keeps): a
+// fuse.RawFileSystem over that tree that times every request, names its path and caller, and
+// hands the event to a [Recorder]. The two meet in package svc (fusefs/internal/svc), where
+// the node code leaves the time of the backend call that served a request for the tracer
+// to record.
 //
-// Timing happens one level up: [tracer] implements every method of fuse.RawFileSystem itself
-// (no embedding: a test fails when go-fuse adds a method) and wraps the fs.NewNodeFS bridge.
-// Each method takes the clock, calls the bridge, takes the clock again and appends one event.
-// The raw level sees every request, including the ones the bridge answers on its own (FORGET,
+// The tracer stays in this package with the mount because what callers ask of fusefs,
+// beyond mounting, is the tracer's: what to record (the filters of [Options]), where
+// ([Recorder]) and what recording cost ([Server.Cost]). Of the file system they need only
+// that it be mounted, so it sits below, behind one constructor, and imports neither this
+// package nor trace (a depguard rule in .golangci.yml): recording cannot change what the job
+// sees.
+//
+// # Timing
+//
+// [tracer] implements every method of fuse.RawFileSystem itself (no embedding: a test fails
+// when go-fuse adds a method) and wraps the file system's fs.NewNodeFS bridge. Each method
+// takes the clock, calls the bridge, takes the clock again and appends one event; where the
+// node code measured the backend call (package svc), the event's times are that call's. The
+// raw level sees every request, including the ones the bridge answers on its own (FORGET,
 // directory-stream buffering, Lseek and Statx defaults), and v2.12's WRITE→Writev dispatch.
-//
-// Read replies offer go-fuse's Slices, so the server writes them with a single writev. (With
-// fuse.ReadResultData, go-fuse v2.12 tries splice first: it writes the reply header into a
-// pipe, finds no descriptor to splice from, and drains the pipe again, costing four syscalls
-// per READ and, for 1 MiB reads, a log line each.)
 //
 // # In-place tracing
 //
-// Mount opens the target with O_PATH before mounting. Open goes through that descriptor
-// (openat2 with RESOLVE_NO_SYMLINKS: one syscall where the go-fuse loopback needs three), and
-// when the mount point is the target itself, the loopback's path-based operations use
-// /proc/self/fd/N as the root path, so the layer reaches the directory underneath the mount.
+// Mount opens the target with O_PATH before mounting, and the file system reaches the
+// backend only through that descriptor: mounted over the target itself (rootDir equal to the
+// mount point), the layer reads the directory it covers, and files written through the mount
+// land in the real directory.
 //
 // # Unmounting
 //
@@ -80,9 +88,8 @@
 //
 // # Errors
 //
-// Passthrough operations return the errno of their own syscall unchanged. Anything else goes
-// through [toErrno]. Recording never changes what the caller sees: a recording failure is
-// counted with Recorder.CountError.
+// Recording never changes what the caller sees: a recording failure is counted with
+// Recorder.CountError. The errno of a request is the file system's (package loopback).
 //
 // # Locks
 //

@@ -8,10 +8,11 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
 	"golang.org/x/sys/unix"
 
+	"github.com/iotap/iotap/fusefs/internal/loopback"
+	"github.com/iotap/iotap/fusefs/internal/svc"
 	"github.com/iotap/iotap/trace"
 )
 
@@ -50,14 +51,14 @@ func newUnitFS(t testing.TB, rec Recorder) *unitFS {
 		t.Fatal(err)
 	}
 	o, _ := Options{}.withDefaults()
-	root, err := newRoot(dir, fd, CacheNone)
+	times := new(svc.Table)
+	raw, err := loopback.New(dir, fd, o.loopbackOptions(times), o.fsOptions())
 	if err != nil {
 		t.Fatal(err)
 	}
-	u := &unitFS{raw: fs.NewNodeFS(root, o.fsOptions()), cancel: make(chan struct{}), rootDir: dir}
+	u := &unitFS{raw: raw, cancel: make(chan struct{}), rootDir: dir}
 	u.tr = newTracer(u.raw, rec, o)
-	root.b.svc = new(svcTable)
-	u.tr.svc = root.b.svc
+	u.tr.svc = times
 	u.hdr = fuse.InHeader{NodeId: 1, Caller: fuse.Caller{Owner: fuse.Owner{Uid: 0, Gid: 0}, Pid: uint32(syscall.Gettid())}}
 	var eo fuse.EntryOut
 	if st := u.tr.Lookup(nil, &u.hdr, "f", &eo); st != fuse.OK {
@@ -222,7 +223,7 @@ func TestServiceTime(t *testing.T) {
 	rec := &lastRecorder{}
 	u := newUnitFS(t, rec)
 	last := struct{ start, dur int64 }{dur: -1}
-	u.tr.svc.setProbe(func(start, dur int64) { last.start, last.dur = start, dur })
+	u.tr.svc.SetProbe(func(start, dur int64) { last.start, last.dur = start, dur })
 	check := func(name string, call func() fuse.Status) {
 		t.Helper()
 		last.dur = -1
@@ -289,12 +290,8 @@ func TestServiceTime(t *testing.T) {
 		c := make(chan struct{})
 		u.tr.GetAttr(c, &ga, &ao)
 	}
-	for i := range u.tr.svc.buckets {
-		for j := range u.tr.svc.buckets[i].keys {
-			if k := u.tr.svc.buckets[i].keys[j].Load(); k != 0 {
-				t.Fatalf("slot %d/%d still claimed by %#x", i, j, k)
-			}
-		}
+	if n := u.tr.svc.Claimed(); n != 0 {
+		t.Fatalf("%d slots still claimed", n)
 	}
 }
 

@@ -13,10 +13,11 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
 	"golang.org/x/sys/unix"
 
+	"github.com/iotap/iotap/fusefs/internal/loopback"
+	"github.com/iotap/iotap/fusefs/internal/svc"
 	"github.com/iotap/iotap/trace"
 )
 
@@ -73,17 +74,16 @@ func Mount(mountpoint, rootDir string, rec Recorder, o Options) (*Server, error)
 	// The backend is named through the descriptor, never by dir's path: in place, the path
 	// leads to the mount itself; at another mount point, whatever is at dir now (the target
 	// renamed, covered by another mount, or unmounted lazily) is not what the view shows.
-	root, err := newRoot("/proc/self/fd/"+strconv.Itoa(rootFd), rootFd, o.Cache)
-	if err != nil {
-		_ = unix.Close(rootFd)
-		return nil, fmt.Errorf("fusefs: target %s: %w", dir, err)
+	var times *svc.Table // where the node code reports its backend calls to the tracer
+	if rec != nil {
+		times = new(svc.Table)
 	}
 	fo := o.fsOptions()
 	fo.DirectMountFlags = mountFlags(dir)
-	raw := fs.NewNodeFS(root, fo)
-	raw = posixFlush{raw, root.b.locks} // a close releases the process's POSIX locks
-	if hasFsetid() {
-		raw = killPriv{raw} // the mount asks for FUSE_HANDLE_KILLPRIV_V2 (fsOptions)
+	raw, err := loopback.New("/proc/self/fd/"+strconv.Itoa(rootFd), rootFd, o.loopbackOptions(times), fo)
+	if err != nil {
+		_ = unix.Close(rootFd)
+		return nil, fmt.Errorf("fusefs: target %s: %w", dir, err)
 	}
 	s := &Server{rootFd: rootFd, mountpoint: mnt}
 	if rec != nil {
@@ -91,8 +91,7 @@ func Mount(mountpoint, rootDir string, rec Recorder, o Options) (*Server, error)
 		if err := s.tracer.startConn(); err != nil && o.Logger != nil {
 			o.Logger.Warn("fusefs: attributing requests from /proc, in their path", "err", err)
 		}
-		root.b.svc = new(svcTable)
-		s.tracer.svc = root.b.svc
+		s.tracer.svc = times
 		raw = s.tracer
 	}
 	srv, err := fuse.NewServer(raw, mnt, &fo.MountOptions)

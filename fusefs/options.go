@@ -11,6 +11,8 @@ import (
 	"github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
 
+	"github.com/iotap/iotap/fusefs/internal/loopback"
+	"github.com/iotap/iotap/fusefs/internal/svc"
 	"github.com/iotap/iotap/trace"
 )
 
@@ -140,8 +142,8 @@ func (o Options) fsOptions() *fs.Options {
 		// Kernel passthrough would let reads and writes bypass the layer.
 		DisabledCapabilities: fuse.CAP_PASSTHROUGH,
 		// The server drops set-user-ID and set-group-ID bits where the kernel says so
-		// (killPriv), and the kernel does not ask for security.capability before each
-		// write.
+		// (package loopback), and the kernel does not ask for security.capability before
+		// each write.
 		ExtraCapabilities: fuse.CAP_HANDLE_KILLPRIV_V2 | asyncDIO,
 	}
 	if o.AllowOther {
@@ -181,6 +183,22 @@ func (o Options) fsOptions() *fs.Options {
 // job runs at queue depth 1 and the trace cannot show the depth it used. The kernel also
 // splits one large O_DIRECT request into max_read-sized requests sent together.
 const asyncDIO = fuse.CAP_ASYNC_DIO
+
+// loopbackOptions are the file system's settings for o (with defaults applied), its backend
+// calls reporting their time to times (nil: untraced).
+func (o Options) loopbackOptions(times *svc.Table) loopback.Options {
+	lo := loopback.Options{Svc: times}
+	switch o.Cache {
+	case CacheNone:
+		lo.OpenFlags = fuse.FOPEN_DIRECT_IO | parallelWrites
+	case CacheKernel:
+		// Like a kernel file system, a re-open keeps the cached pages; the kernel drops them
+		// when it sees mtime or size change (CAP_AUTO_INVAL_DATA, on by default).
+		lo.OpenFlags = fuse.FOPEN_KEEP_CACHE
+		lo.Writeback = true
+	}
+	return lo
+}
 
 // parallelWrites lets the kernel send the writes of several threads to one direct-I/O file
 // together (FOPEN_PARALLEL_DIRECT_WRITES, on every open with cache none). Without it the

@@ -9,6 +9,7 @@ import (
 
 	"github.com/hanwen/go-fuse/v2/fuse"
 
+	"github.com/iotap/iotap/fusefs/internal/svc"
 	"github.com/iotap/iotap/internal/loghist"
 	"github.com/iotap/iotap/internal/procconn"
 	"github.com/iotap/iotap/trace"
@@ -25,7 +26,7 @@ type tracer struct {
 	inner     fuse.RawFileSystem
 	w         *trace.Writer // rec, when it is the trace writer (called directly)
 	nodes     *nodeTable
-	svc       *svcTable // service times from the node code (nil: handler times)
+	svc       *svc.Table // service times from the node code (nil: handler times)
 	origin    int64
 	byOp      *[trace.NumOps]opCost // with Options.CostByOp
 	costShift uint8                 // the layer times its own work on one request in 1<<costShift
@@ -113,30 +114,30 @@ func event(op trace.Op, h *fuse.InHeader) trace.Event {
 
 // span is one request's clock readings.
 type span struct {
-	te, t0, t1 int64  // layer entry, bridge call (te and the layer's own timing: sampled requests)
-	s0, s1     int64  // the times recorded: the backend call the node code measured, else t0..t1
-	slow       int64  // ns of /proc lookups in the request (excluded from the sampled times)
-	sl         svcRef // service-time slot
-	sampled    bool   // the layer times its own work on this request
+	te, t0, t1 int64   // layer entry, bridge call (te and the layer's own timing: sampled requests)
+	s0, s1     int64   // the times recorded: the backend call the node code measured, else t0..t1
+	slow       int64   // ns of /proc lookups in the request (excluded from the sampled times)
+	sl         svc.Ref // service-time slot
+	sampled    bool    // the layer times its own work on this request
 }
 
 // enter starts a request whose node code does not measure a backend call. key picks the
 // requests whose own work is timed (see sampled).
 func (t *tracer) enter(key uint64) span {
-	c := span{sl: noSvc, sampled: sampled(key, t.costShift)}
+	c := span{sl: svc.None, sampled: sampled(key, t.costShift)}
 	c.t0 = now()
 	c.te = c.t0
 	return c
 }
 
-// enterSvc starts a request whose node code may measure the backend call (svc.go): it
+// enterSvc starts a request whose node code may measure the backend call (package svc): it
 // claims the slot of cancel.
 func (t *tracer) enterSvc(cancel <-chan struct{}, key uint64) span {
 	c := span{sampled: sampled(key, t.costShift)}
 	if c.sampled {
 		c.te = now()
 	}
-	c.sl = t.svc.begin(cancel)
+	c.sl = t.svc.Begin(cancel)
 	c.t0 = now()
 	return c
 }
@@ -145,8 +146,8 @@ func (t *tracer) enterSvc(cancel <-chan struct{}, key uint64) span {
 // record. When the node code measured the backend call, the bridge's end is read only on a
 // sampled request (the layer's own timing needs it; the event does not).
 func (t *tracer) leave(c *span) {
-	if c.sl != noSvc {
-		if s0, s1, ok := t.svc.take(c.sl, c.t0); ok {
+	if c.sl != svc.None {
+		if s0, s1, ok := t.svc.Take(c.sl, c.t0); ok {
 			c.s0, c.s1 = s0, s1
 			if c.sampled {
 				c.t1 = now()

@@ -1,4 +1,4 @@
-package fusefs
+package loopback
 
 import (
 	"context"
@@ -8,20 +8,51 @@ import (
 	"github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
 	"golang.org/x/sys/unix"
+
+	"github.com/iotap/iotap/fusefs/internal/svc"
 )
+
+// Options say how the file system answers opens and where its backend calls report their
+// time.
+type Options struct {
+	// OpenFlags are the FOPEN_* flags of every open and create reply.
+	OpenFlags uint32
+	// Writeback: the kernel caches writes (FUSE write-back caching) and may read pages of a
+	// file the application opened write-only (to fill a partly written page), so such
+	// files are opened read-write on the backend.
+	Writeback bool
+	// Svc is where each request's backend call reports its time (nil: untraced).
+	Svc *svc.Table
+}
+
+// New returns the file system of the directory rootFd, an O_PATH descriptor that path names
+// too (the caller keeps it open while the file system is served, and closes it), as
+// go-fuse's raw protocol: go-fuse's bridge (fs.NewNodeFS with fo) over the node tree, with
+// an owner's POSIX locks released as it closes a file (posixFlush) and, for a server that
+// may keep set-user-ID and set-group-ID bits, those bits dropped where the kernel says so
+// (killPriv: the mount must ask for FUSE_HANDLE_KILLPRIV_V2).
+func New(path string, rootFd int, o Options, fo *fs.Options) (fuse.RawFileSystem, error) {
+	root, err := newRoot(path, rootFd, o)
+	if err != nil {
+		return nil, err
+	}
+	raw := fs.NewNodeFS(root, fo)
+	raw = posixFlush{raw, root.b.locks}
+	if hasFsetid() {
+		raw = killPriv{raw}
+	}
+	return raw, nil
+}
 
 // backing is shared by all nodes of one mount.
 type backing struct {
-	root     *node     // the root node: paths are relative to it
-	rootPath string    // a path naming the backend root (/proc/self/fd/N of rootFd)
-	rootDev  uint64    // the backend root's device: inode numbers are mixed with it
-	rootFd   int       // O_PATH descriptor of the backend root, opened before the mount
-	openFlag uint32    // FOPEN_* flags for every open/create reply
-	svc      *svcTable // where backend calls report their time (nil when untraced)
-	// writeback: the kernel caches writes and may read pages of a file the application
-	// opened write-only (to fill a partly written page), so such files are opened
-	// read-write on the backend.
-	writeback bool
+	root      *node      // the root node: paths are relative to it
+	rootPath  string     // a path naming the backend root (/proc/self/fd/N of rootFd)
+	rootDev   uint64     // the backend root's device: inode numbers are mixed with it
+	rootFd    int        // O_PATH descriptor of the backend root, opened before the mount
+	openFlag  uint32     // FOPEN_* flags for every open/create reply
+	svc       *svc.Table // where backend calls report their time (nil when untraced)
+	writeback bool       // Options.Writeback
 	id        identity   // what the server creates as (creds_linux.go)
 	locks     *lockTable // the owners of POSIX locks (locks_linux.go)
 }
@@ -40,7 +71,7 @@ func (b *backing) backendFlags(flags uint32) uint32 {
 // own, declared with a `var _ fs.NodeXxxer` check beside it, that reaches the backend through
 // the root descriptor (nodeat.go) and gives the go-fuse loopback's replies. Open, Create and
 // Tmpfile return our file handle ([file]), so reads are eager and kernel passthrough is never
-// offered. Timing happens in [tracer], one level up.
+// offered. The tracer (package fusefs) times the requests one level up, at the raw protocol.
 type node struct {
 	fs.Inode
 	b *backing
@@ -50,21 +81,13 @@ type node struct {
 }
 
 // newRoot builds the root node of the backend directory rootFd, which path names too.
-func newRoot(path string, rootFd int, cache CacheMode) (*node, error) {
+func newRoot(path string, rootFd int, o Options) (*node, error) {
 	var st syscall.Stat_t
 	if err := syscall.Fstat(rootFd, &st); err != nil {
 		return nil, err
 	}
-	b := &backing{rootPath: path, rootDev: uint64(st.Dev), rootFd: rootFd, id: selfIdentity(), locks: newLockTable()}
-	switch cache {
-	case CacheNone:
-		b.openFlag = fuse.FOPEN_DIRECT_IO | parallelWrites
-	case CacheKernel:
-		// Like a kernel file system, a re-open keeps the cached pages; the kernel drops them
-		// when it sees mtime or size change (CAP_AUTO_INVAL_DATA, on by default).
-		b.openFlag = fuse.FOPEN_KEEP_CACHE
-		b.writeback = true
-	}
+	b := &backing{rootPath: path, rootDev: uint64(st.Dev), rootFd: rootFd, openFlag: o.OpenFlags,
+		svc: o.Svc, writeback: o.Writeback, id: selfIdentity(), locks: newLockTable()}
 	b.root = &node{b: b}
 	return b.root, nil
 }
@@ -80,13 +103,13 @@ func (n *node) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, s
 		return nil, 0, errnoOf(err)
 	}
 	how := unix.OpenHow{Flags: uint64(flags) | unix.O_CLOEXEC, Resolve: unix.RESOLVE_NO_SYMLINKS}
-	t0 := n.b.svc.clock()
+	t0 := n.b.svc.Clock()
 	fd, err := unix.Openat2(dir, rel, &how)
 	if err == unix.ENOSYS {
-		t0 = n.b.svc.clock()
+		t0 = n.b.svc.Clock()
 		fd, err = unix.Openat(dir, rel, int(flags)|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	}
-	n.b.svc.measured(ctx, t0)
+	n.b.svc.Measured(ctx, t0)
 	n.b.done(dir)
 	if err != nil {
 		return nil, 0, errnoOf(err)
@@ -106,8 +129,8 @@ func (n *node) rel() string {
 var _ fs.NodeCreater = (*node)(nil)
 
 // Create is open(O_CREAT) relative to the root descriptor, as the caller (creds_linux.go),
-// with our file handle. The event's time is the open(O_CREAT) alone: the fstat for the reply
-// is FUSE's work, not the application's (see svc.go).
+// with our file handle. The time it reports is the open(O_CREAT) alone: the fstat for the
+// reply is FUSE's work, not the application's (package svc).
 func (n *node) Create(ctx context.Context, name string, flags uint32, mode uint32, out *fuse.EntryOut) (*fs.Inode, fs.FileHandle, uint32, syscall.Errno) {
 	flags = n.b.backendFlags(flags)
 	dir, rel, err := n.b.at(n.child(name))
@@ -117,9 +140,9 @@ func (n *node) Create(ctx context.Context, name string, flags uint32, mode uint3
 	oflags := int(flags) | unix.O_CREAT | unix.O_NOFOLLOW | unix.O_CLOEXEC
 	var fd int
 	err = n.create(ctx, func() (err error) {
-		t0 := n.b.svc.clock()
+		t0 := n.b.svc.Clock()
 		fd, err = unix.Openat(dir, rel, oflags, mode)
-		n.b.svc.measured(ctx, t0)
+		n.b.svc.Measured(ctx, t0)
 		return err
 	})
 	n.b.done(dir)

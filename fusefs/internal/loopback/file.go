@@ -1,4 +1,4 @@
-package fusefs
+package loopback
 
 import (
 	"context"
@@ -10,6 +10,8 @@ import (
 	"github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
 	"golang.org/x/sys/unix"
+
+	"github.com/iotap/iotap/fusefs/internal/svc"
 )
 
 // file is an open backend file. Reads and writes use the descriptor directly; the other
@@ -19,7 +21,7 @@ type file struct {
 	lf        *fs.LoopbackFile
 	fd        int
 	flags     uint32       // open flags as passed to the backend
-	svc       *svcTable    // nil when untraced
+	svc       *svc.Table   // nil when untraced
 	locks     *lockTable   // the mount's lock owners (nil in unit tests)
 	ino       uint64       // the inode's number in the mount (the lock table's key)
 	locked    atomic.Bool  // an owner's first lock came through this handle
@@ -36,9 +38,9 @@ var _ fs.FileReader = (*file)(nil)
 // Read preads into the kernel's buffer before returning, so the request's time includes the
 // backend I/O (the loopback's deferred ReadResultFd would do it after the handler returns).
 func (f *file) Read(ctx context.Context, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
-	t0 := f.svc.clock()
+	t0 := f.svc.Clock()
 	n, err := preadFull(f.fd, dest, off)
-	f.svc.measured(ctx, t0)
+	f.svc.Measured(ctx, t0)
 	if err != nil {
 		return nil, errnoOf(err)
 	}
@@ -104,9 +106,9 @@ var _ fs.FileWriter = (*file)(nil)
 
 // Write is pwrite on the backend descriptor.
 func (f *file) Write(ctx context.Context, data []byte, off int64) (uint32, syscall.Errno) {
-	t0 := f.svc.clock()
+	t0 := f.svc.Clock()
 	n, err := syscall.Pwrite(f.fd, data, off)
-	f.svc.measured(ctx, t0)
+	f.svc.Measured(ctx, t0)
 	if err != nil {
 		return 0, errnoOf(err)
 	}
@@ -120,9 +122,9 @@ func (f *file) Writev(ctx context.Context, data [][]byte, off int64) (uint32, sy
 	if len(data) == 1 {
 		return f.Write(ctx, data[0], off)
 	}
-	t0 := f.svc.clock()
+	t0 := f.svc.Clock()
 	n, err := unix.Pwritev(f.fd, data, off)
-	f.svc.measured(ctx, t0)
+	f.svc.Measured(ctx, t0)
 	if err != nil {
 		return 0, errnoOf(err)
 	}
@@ -192,11 +194,11 @@ var _ fs.FileSetattrer = (*file)(nil)
 
 // Setattr applies chmod, chown, truncate and utimes through the descriptor, in the
 // loopback's order (truncate before times, so an explicit mtime survives), then fstats
-// once for the reply. The event's time covers the changes, not the fstat (see svc.go).
+// once for the reply. The time it reports covers the changes, not the fstat (package svc).
 func (f *file) Setattr(ctx context.Context, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
-	t0 := f.svc.clock()
+	t0 := f.svc.Clock()
 	errno := f.setattr(in)
-	f.svc.measured(ctx, t0)
+	f.svc.Measured(ctx, t0)
 	if errno != 0 {
 		return errno
 	}
