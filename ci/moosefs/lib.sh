@@ -1,4 +1,5 @@
-# Sourced by start.sh and stop.sh. Settings (all optional, via env):
+# Sourced by start.sh and stop.sh, with the helpers all labs share (ci/lib.sh). Settings
+# (all optional, via env):
 #   MFSLAB_DIR        state, configs, chunk storage, logs, pid files   [/var/tmp/iotap-mfslab]
 #                     (the daemons run as user mfs: every parent directory must be
 #                      searchable by it; disk-backed, since it holds the chunks)
@@ -32,40 +33,5 @@ export PATH=$PATH:/usr/sbin:/sbin
 
 MFSLAB_PKGS="moosefs-master moosefs-chunkserver moosefs-client"
 
-now() { date +%s.%N; }
-elapsed() { awk -v a="$1" -v b="$(now)" 'BEGIN{printf "%.2f", b-a}'; }
-log() { echo "mfslab: $*" >&2; }
-
-# alive PID: true if PID runs and is not a zombie (PID 1 on some sandboxes reaps orphans
-# late, so kill -0 alone would see a dead daemon as alive).
-alive() {
-	local s
-	[ -n "$1" ] && [ -r "/proc/$1/stat" ] || return 1
-	s=$(awk '{sub(/^.*\) /, ""); print $1}' "/proc/$1/stat" 2>/dev/null) || return 1
-	[ -n "$s" ] && [ "$s" != Z ] && [ "$s" != X ]
-}
-
-# stop_pid PID NAME [timeout_s]: TERM, wait, then KILL. By PID only.
-stop_pid() {
-	local p=$1 name=$2 t=${3:-15} i=0
-	alive "$p" || return 0
-	kill -TERM "$p" 2>/dev/null || true
-	while alive "$p"; do
-		i=$((i + 1))
-		if [ $i -ge $((t * 10)) ]; then
-			log "$name (pid $p) ignored TERM for ${t}s: KILL"
-			kill -KILL "$p" 2>/dev/null || true
-			sleep 0.2
-			break
-		fi
-		sleep 0.1
-	done
-}
-
-pidfile_pid() { [ -s "$1" ] && tr -dc 0-9 < "$1" || true; }
-
-# mounted PATH: true if PATH is a mount point in this mount namespace (also when its FUSE
-# daemon died and the mount answers ENOTCONN, which `mountpoint` cannot stat).
-mounted() {
-	awk -v m="$1" '$5 == m { found = 1 } END { exit !found }' /proc/self/mountinfo
-}
+LAB_NAME=mfslab
+. "$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/lib.sh"

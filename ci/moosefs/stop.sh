@@ -53,14 +53,8 @@ holder=$(pidfile_pid "$D/run/holder.pid")
 left=0
 ns=$(cat "$D/run/netns" 2>/dev/null || true)
 if [ -n "$ns" ]; then
-	protect=" 1 "
-	a=$$
-	while [ -n "$a" ] && [ "$a" != 0 ]; do
-		protect="$protect$a "
-		a=$(awk '/^PPid:/{print $2}' "/proc/$a/status" 2>/dev/null)
-	done
-	host_ns=" $(readlink /proc/1/ns/net) "
-	for a in $protect; do host_ns="$host_ns$(readlink "/proc/$a/ns/net" 2>/dev/null) "; done
+	protect=$(protected_pids)
+	host_ns=$(host_namespaces "$protect" net)
 	case "$ns" in net:\[*\]) ;; *) log "bad namespace record '$ns': not sweeping it"; ns="" ;; esac
 	case "$host_ns" in *" $ns "*) log "namespace $ns is shared with the host: not sweeping it"; ns="" ;; esac
 fi

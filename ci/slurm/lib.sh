@@ -1,4 +1,5 @@
-# Sourced by start.sh, stop.sh and check.sh. Settings (all optional, via env):
+# Sourced by start.sh, stop.sh and check.sh, with the helpers all labs share (ci/lib.sh).
+# Settings (all optional, via env):
 #   SLURMLAB_DIR        state, config, logs, sockets, pid files     [/run/iotap-slurmlab]
 #                       (not under /tmp when SLURMLAB_PRIVATE_TMP=1: each node
 #                        gets its own /tmp, which would hide it from the nodes)
@@ -39,34 +40,5 @@ export SLURM_CONF=$SLURMLAB_DIR/slurm.conf
 
 slurmlab_nodes() { local i; for i in $(seq 1 "$SLURMLAB_NODES"); do echo "$SLURMLAB_PREFIX$i"; done; }
 
-now() { date +%s.%N; }
-elapsed() { awk -v a="$1" -v b="$(now)" 'BEGIN{printf "%.2f", b-a}'; }
-log() { echo "slurmlab: $*" >&2; }
-
-# alive PID: true if PID runs and is not a zombie (PID 1 on some sandboxes
-# reaps orphans late, so kill -0 alone would see a dead daemon as alive).
-alive() {
-	local s
-	[ -n "$1" ] && [ -r "/proc/$1/stat" ] || return 1
-	s=$(awk '{sub(/^.*\) /, ""); print $1}' "/proc/$1/stat" 2>/dev/null) || return 1
-	[ -n "$s" ] && [ "$s" != Z ] && [ "$s" != X ]
-}
-
-# stop_pid PID NAME [timeout_s]: TERM, wait, then KILL. By PID only.
-stop_pid() {
-	local p=$1 name=$2 t=${3:-15} i=0
-	alive "$p" || return 0
-	kill -TERM "$p" 2>/dev/null || true
-	while alive "$p"; do
-		i=$((i + 1))
-		if [ $i -ge $((t * 10)) ]; then
-			log "$name (pid $p) ignored TERM for ${t}s: KILL"
-			kill -KILL "$p" 2>/dev/null || true
-			sleep 0.2
-			break
-		fi
-		sleep 0.1
-	done
-}
-
-pidfile_pid() { [ -s "$1" ] && tr -dc 0-9 < "$1" || true; }
+LAB_NAME=slurmlab
+. "$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/lib.sh"
