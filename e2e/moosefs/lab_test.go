@@ -2,158 +2,61 @@ package moosefs_test
 
 import (
 	"bufio"
-	"bytes"
-	"context"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/iotap/iotap/fusefs"
+	"github.com/iotap/iotap/internal/e2etest"
 	"github.com/iotap/iotap/internal/testenv"
 )
-
-// skipOrFail skips t naming why, or fails it under IOTAP_REQUIRE_MOOSEFS=1.
-func skipOrFail(t *testing.T, format string, args ...any) {
-	t.Helper()
-	testenv.Skip(t, testenv.MooseFS, format, args...)
-}
 
 // requireMooseFS skips (or fails) unless this machine can run the MooseFS lab and the job.
 func requireMooseFS(t *testing.T) {
 	t.Helper()
-	if testing.Short() && !testenv.MooseFS.Required() {
-		t.Skip("MooseFS end-to-end tests start a MooseFS cluster: skipped with -short")
-	}
-	if runtime.GOOS != "linux" {
-		skipOrFail(t, "the MooseFS lab needs Linux")
-	}
-	if os.Geteuid() != 0 {
-		skipOrFail(t, "the MooseFS lab needs root (a network namespace, daemons that switch to user mfs, in-place record)")
-	}
-	var missing []string
-	for _, b := range []string{"mfsmaster", "mfschunkserver", "mfsmount", "mfssetgoal", "mfssettrashtime"} {
-		if _, err := lookPath(b); err != nil {
-			missing = append(missing, b)
-		}
-	}
+	e2etest.Require(t, testenv.MooseFS, "the MooseFS lab", "a network namespace, daemons that switch to user mfs, in-place record")
+	missing := e2etest.Missing("mfsmaster", "mfschunkserver", "mfsmount", "mfssetgoal", "mfssettrashtime")
 	if _, err := os.Stat("/var/lib/mfs/metadata.mfs.empty"); err != nil {
 		missing = append(missing, "/var/lib/mfs/metadata.mfs.empty")
 	}
 	if len(missing) > 0 {
-		skipOrFail(t, "MooseFS is not installed (missing %s; scripts/install-deps.sh or apt-get install -y --no-install-recommends moosefs-master moosefs-chunkserver moosefs-client)", strings.Join(missing, ", "))
+		testenv.Skip(t, testenv.MooseFS, "MooseFS is not installed (missing %s; scripts/install-deps.sh or apt-get install -y --no-install-recommends moosefs-master moosefs-chunkserver moosefs-client)", strings.Join(missing, ", "))
 	}
-	missing = nil
-	for _, b := range []string{"unshare", "nsenter", "setsid", "ip", "runuser", "umount", "samtools", "sqlite3", "tar", "awk"} {
-		if _, err := lookPath(b); err != nil {
-			missing = append(missing, b)
-		}
-	}
-	if len(missing) > 0 {
-		skipOrFail(t, "programs missing: %s (scripts/install-deps.sh installs them)", strings.Join(missing, ", "))
+	if missing := e2etest.Missing("unshare", "nsenter", "setsid", "ip", "runuser", "umount", "samtools", "sqlite3", "tar", "awk"); len(missing) > 0 {
+		testenv.Skip(t, testenv.MooseFS, "programs missing: %s (scripts/install-deps.sh installs them)", strings.Join(missing, ", "))
 	}
 	if err := fusefs.Available(); err != nil {
-		skipOrFail(t, "FUSE not usable: %v", err)
+		testenv.Skip(t, testenv.MooseFS, "FUSE not usable: %v", err)
 	}
-}
-
-// lookPath finds b in PATH or in /usr/sbin, /sbin (root's daemons).
-func lookPath(b string) (string, error) {
-	if p, err := exec.LookPath(b); err == nil {
-		return p, nil
-	}
-	for _, d := range []string{"/usr/sbin", "/sbin"} {
-		p := filepath.Join(d, b)
-		if st, err := os.Stat(p); err == nil && st.Mode()&0o111 != 0 {
-			return p, nil
-		}
-	}
-	return "", exec.ErrNotFound
-}
-
-// work is this test binary's work directory (searchable by user mfs) with the iotap binary.
-type work struct {
-	dir   string // work directory: labs, local job directories, traces
-	iotap string // the iotap binary
-	repo  string // repository root
 }
 
 // workPrefix names the work directories, so that one left by a killed run can be found.
-const workPrefix = "iotap-e2e-moosefs-"
-
-var (
-	buildOnce sync.Once
-	theWork   *work
-	buildErr  error
-)
+const workPrefix = "iotap-e2e-moosefs-" // e2etest's name for them: iotap-e2e-<Name>-
 
 // TestMain removes the work directory after a passing run and keeps it (naming it) after a
 // failing one, for its traces and job outputs. Labs are stopped by the tests themselves.
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if theWork != nil {
-		if code == 0 && os.Getenv("IOTAP_E2E_KEEP") != "1" {
-			if err := os.RemoveAll(theWork.dir); err != nil {
-				fmt.Fprintf(os.Stderr, "e2e/moosefs: remove the work directory: %v\n", err)
-			}
-		} else {
-			fmt.Fprintf(os.Stderr, "e2e/moosefs: kept the work directory %s (traces, job outputs)\n", theWork.dir)
-		}
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { e2etest.Main(m) }
 
 // workDir makes the work directory and builds iotap into it, once per test binary. It first
 // stops the labs of work directories whose test process is gone (a run killed by a
-// timeout), so that their daemons and mounts do not outlive it for long.
-func workDir(t *testing.T) *work {
+// timeout), so that their daemons and mounts do not outlive it for long, and names this
+// process as the new directory's owner.
+func workDir(t *testing.T) *e2etest.Work {
 	t.Helper()
-	buildOnce.Do(func() {
-		repo, err := filepath.Abs("../..")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		base := os.Getenv("IOTAP_E2E_DIR")
-		if base == "" {
-			base = "/var/tmp"
-		}
-		reapOrphans(t, repo, base)
-		dir, err := os.MkdirTemp(base, workPrefix)
-		if err != nil {
-			buildErr = err
-			return
-		}
-		// The daemons run as user mfs: the lab directory's parents must be searchable.
-		if err := os.Chmod(dir, 0o755); err != nil {
-			buildErr = err
-			return
-		}
-		if err := os.WriteFile(filepath.Join(dir, "owner"), []byte(selfIdentity()), 0o644); err != nil {
-			buildErr = err
-			return
-		}
-		w := &work{dir: dir, iotap: filepath.Join(dir, "bin", "iotap"), repo: repo}
-		cmd := exec.Command("go", "build", "-o", w.iotap, "./cmd/iotap")
-		cmd.Dir = repo
-		if out, err := cmd.CombinedOutput(); err != nil {
-			buildErr = fmt.Errorf("go build ./cmd/iotap: %v\n%s", err, out)
-			return
-		}
-		theWork = w
+	return e2etest.WorkDir(t, e2etest.Config{
+		Name:    "moosefs",
+		Prepare: reapOrphans,
+		Made: func(dir string) error {
+			return os.WriteFile(filepath.Join(dir, "owner"), []byte(selfIdentity()), 0o644)
+		},
 	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
-	}
-	return theWork
 }
 
 // selfIdentity is this process's PID and start time: a PID alone may be reused.
@@ -177,7 +80,7 @@ func procIdentity(pid int) string {
 }
 
 // reapOrphans stops the labs in work directories of test processes that no longer run.
-func reapOrphans(t *testing.T, repo, base string) {
+func reapOrphans(t testing.TB, repo, base string) {
 	dirs, _ := filepath.Glob(filepath.Join(base, workPrefix+"*"))
 	for _, d := range dirs {
 		owner, err := os.ReadFile(filepath.Join(d, "owner"))
@@ -226,28 +129,21 @@ type lab struct {
 }
 
 // newLab prepares a lab in <work>/<name> with extra MFSLAB_* settings; it starts nothing.
-func newLab(w *work, name string, settings ...string) *lab {
-	l := &lab{dir: filepath.Join(w.dir, name), scripts: filepath.Join(w.repo, "ci", "moosefs")}
+func newLab(w *e2etest.Work, name string, settings ...string) *lab {
+	l := &lab{dir: filepath.Join(w.Dir, name), scripts: filepath.Join(w.Repo, "ci", "moosefs")}
 	l.env = append(append(labEnv(), "MFSLAB_DIR="+l.dir), settings...)
 	return l
 }
 
-// script runs one of the lab scripts and returns its combined output.
+// script runs one of the lab scripts with extra settings and returns its combined output.
 func (l *lab) script(name string, settings ...string) (string, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, filepath.Join(l.scripts, name))
-	cmd.Env = append(append([]string(nil), l.env...), settings...)
-	out, err := cmd.CombinedOutput()
-	if ctx.Err() != nil {
-		return string(out), fmt.Errorf("%s: timed out: %w", name, ctx.Err())
-	}
-	return string(out), err
+	env := append(append([]string(nil), l.env...), settings...)
+	return e2etest.Script(filepath.Join(l.scripts, name), env, 3*time.Minute)
 }
 
 // startLab starts a lab and stops it when t ends, checking that the stop left nothing
 // behind. On failure the daemons' log tails are logged first.
-func startLab(t *testing.T, w *work, name string, settings ...string) *lab {
+func startLab(t *testing.T, w *e2etest.Work, name string, settings ...string) *lab {
 	t.Helper()
 	l := newLab(w, name, settings...)
 	t0 := time.Now()
@@ -263,7 +159,7 @@ func startLab(t *testing.T, w *work, name string, settings ...string) *lab {
 	t.Logf("MooseFS lab up in %v: %s", time.Since(t0).Round(time.Millisecond), strings.TrimSpace(lastLine(out)))
 	t.Cleanup(func() {
 		if t.Failed() {
-			l.dumpLogs(t)
+			e2etest.LogTails(t, l.dir)
 		}
 		l.stopAndCheck(t)
 	})
@@ -306,7 +202,7 @@ func (l *lab) state(t *testing.T) labState {
 func (s labState) checkGone(t *testing.T) {
 	t.Helper()
 	for name, pid := range s.pids {
-		if alive(pid) {
+		if e2etest.Alive(pid) {
 			t.Errorf("%s (pid %d) still runs", name, pid)
 		}
 	}
@@ -346,22 +242,6 @@ func (l *lab) stopAndCheck(t *testing.T) {
 	out, err = l.script("stop.sh")
 	if err != nil || !strings.Contains(out, "nothing to stop") {
 		t.Errorf("a second stop.sh: %v\n%s", err, out)
-	}
-}
-
-// dumpLogs logs the tails of the lab's logs (before stop.sh removes them).
-func (l *lab) dumpLogs(t *testing.T) {
-	files, _ := filepath.Glob(filepath.Join(l.dir, "log", "*.log"))
-	for _, f := range files {
-		data, err := os.ReadFile(f)
-		if err != nil {
-			continue
-		}
-		lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
-		if len(lines) > 30 {
-			lines = lines[len(lines)-30:]
-		}
-		t.Logf("----- %s (last %d lines)\n%s", f, len(lines), strings.Join(lines, "\n"))
 	}
 }
 
@@ -432,22 +312,11 @@ func procsInNetns(ns string) []int {
 		if err != nil {
 			continue
 		}
-		if l, err := os.Readlink(fmt.Sprintf("/proc/%d/ns/net", pid)); err == nil && l == ns && alive(pid) {
+		if l, err := os.Readlink(fmt.Sprintf("/proc/%d/ns/net", pid)); err == nil && l == ns && e2etest.Alive(pid) {
 			out = append(out, pid)
 		}
 	}
 	return out
-}
-
-// alive reports whether pid runs and is not a zombie (PID 1 here may reap late).
-func alive(pid int) bool {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	s := string(data)
-	i := strings.LastIndexByte(s, ')')
-	return i > 0 && i+2 < len(s) && s[i+2] != 'Z' && s[i+2] != 'X'
 }
 
 func lastLine(s string) string {
@@ -455,52 +324,16 @@ func lastLine(s string) string {
 	return lines[len(lines)-1]
 }
 
-// result is a finished command.
-type result struct {
-	code           int
-	stdout, stderr string
-}
-
-func (r result) String() string {
-	return fmt.Sprintf("exit %d\n--- stdout\n%s--- stderr\n%s", r.code, r.stdout, r.stderr)
-}
-
-// run runs argv in dir with extra environment and returns its status and output; it fails
-// the test only if the command cannot be run or times out.
-func run(t *testing.T, dir string, timeout time.Duration, env []string, argv ...string) result {
+// run runs argv in dir with this process's environment and env (e2etest.Run).
+func run(t *testing.T, dir string, timeout time.Duration, env []string, argv ...string) e2etest.Result {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), env...)
-	var so, se bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &so, &se
-	t0 := time.Now()
-	err := cmd.Run()
-	r := result{stdout: so.String(), stderr: se.String()}
-	if ctx.Err() != nil {
-		t.Fatalf("%s: timed out after %v\n%s", strings.Join(argv, " "), timeout, r)
-	}
-	if err != nil {
-		var ee *exec.ExitError
-		if !errors.As(err, &ee) {
-			t.Fatalf("%s: %v", strings.Join(argv, " "), err)
-		}
-		r.code = ee.ExitCode()
-	}
-	t.Logf("$ %s  (in %s: exit %d, %v)", strings.Join(argv, " "), dir, r.code, time.Since(t0).Round(time.Millisecond))
-	return r
+	return e2etest.Run(t, dir, timeout, append(os.Environ(), env...), argv...)
 }
 
 // mustRun is run that fails the test on a non-zero exit.
-func mustRun(t *testing.T, dir string, timeout time.Duration, env []string, argv ...string) result {
+func mustRun(t *testing.T, dir string, timeout time.Duration, env []string, argv ...string) e2etest.Result {
 	t.Helper()
-	r := run(t, dir, timeout, env, argv...)
-	if r.code != 0 {
-		t.Fatalf("%s failed: %s", strings.Join(argv, " "), r)
-	}
-	return r
+	return e2etest.MustRun(t, dir, timeout, append(os.Environ(), env...), argv...)
 }
 
 // kill ends a process the test started, by PID.

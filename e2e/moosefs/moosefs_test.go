@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -14,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/iotap/iotap/internal/e2etest"
 	"github.com/iotap/iotap/replay"
 	"github.com/iotap/iotap/trace"
 )
@@ -28,7 +28,7 @@ func TestMooseFS(t *testing.T) {
 	requireMooseFS(t)
 	w := workDir(t)
 	l := startLab(t, w, "lab")
-	j := &jobs{w: w, l: l, script: filepath.Join(w.repo, "scripts", "workload-genomics.sh")}
+	j := &jobs{w: w, l: l, script: filepath.Join(w.Repo, "scripts", "workload-genomics.sh")}
 	if !t.Run("record genomics", j.testRecord) {
 		t.Fatal("the recordings failed: replay and compare need them")
 	}
@@ -41,7 +41,7 @@ func TestMooseFS(t *testing.T) {
 
 // jobs holds one lab's recordings and replays.
 type jobs struct {
-	w      *work
+	w      *e2etest.Work
 	l      *lab
 	script string
 	// local and mfs are the job's directories; localTrace and mfsTrace its recordings.
@@ -54,26 +54,26 @@ type jobs struct {
 // record runs the genomics job under iotap record in dir, in place.
 func (j *jobs) record(t *testing.T, dir, out, backend string) {
 	t.Helper()
-	r := mustRun(t, dir, 5*time.Minute, []string{"WORKLOAD_READS=" + workloadReads}, j.w.iotap, "record",
+	r := mustRun(t, dir, 5*time.Minute, []string{"WORKLOAD_READS=" + workloadReads}, j.w.Iotap, "record",
 		"--target", dir, "-o", out, "--label", "backend="+backend, "--", "sh", j.script)
-	if !strings.Contains(r.stdout, "workload done: "+workloadReads+" reads") || !strings.Contains(r.stderr, "iotap: job exit 0 after") {
+	if !strings.Contains(r.Stdout, "workload done: "+workloadReads+" reads") || !strings.Contains(r.Stderr, "iotap: job exit 0 after") {
 		t.Fatalf("recording on %s: %s", backend, r)
 	}
-	t.Logf("record on %s:\n%s", backend, firstLines(r.stderr, 16))
+	t.Logf("record on %s:\n%s", backend, firstLines(r.Stderr, 16))
 }
 
 // testRecord records the job on both storages, checks byte-identical outputs and that each
 // trace is complete and shows the job's calls on its own storage.
 func (j *jobs) testRecord(t *testing.T) {
-	j.local = filepath.Join(j.w.dir, "local-job")
+	j.local = filepath.Join(j.w.Dir, "local-job")
 	j.mfs = filepath.Join(j.l.mnt, "job")
 	for _, d := range []string{j.local, j.mfs} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			t.Fatal(err)
 		}
 	}
-	j.localTrace = filepath.Join(j.w.dir, "local.iotap")
-	j.mfsTrace = filepath.Join(j.w.dir, "moosefs.iotap")
+	j.localTrace = filepath.Join(j.w.Dir, "local.iotap")
+	j.mfsTrace = filepath.Join(j.w.Dir, "moosefs.iotap")
 	j.record(t, j.local, j.localTrace, "local")
 	j.record(t, j.mfs, j.mfsTrace, "moosefs")
 
@@ -98,7 +98,7 @@ func (j *jobs) testRecord(t *testing.T) {
 	j.localTree = want
 
 	for _, side := range []struct{ path, backend string }{{j.localTrace, "local"}, {j.mfsTrace, "moosefs"}} {
-		h, counts, ft, ok := readTrace(t, side.path)
+		h, counts, ft, ok := e2etest.ReadTrace(t, side.path)
 		if !ok || ft.Lost != 0 || ft.Dropped != 0 || ft.Events != uint64(sum(counts)) {
 			t.Errorf("%s: complete %v, footer %+v, %d events read: want a complete trace with nothing lost", side.path, ok, ft, sum(counts))
 		}
@@ -121,7 +121,7 @@ func (j *jobs) testRecord(t *testing.T) {
 // requests' (reads and writes: the chunk server), the two adding up to the call's time; the
 // storage is named "fuse (mfs)" and its client, sampled while recording, mfsmount.
 func (j *jobs) testReport(t *testing.T) {
-	r := mustRun(t, j.w.dir, time.Minute, nil, j.w.iotap, "report", "--format", "json", j.mfsTrace)
+	r := mustRun(t, j.w.Dir, time.Minute, nil, j.w.Iotap, "report", "--format", "json", j.mfsTrace)
 	var doc struct {
 		Traces []struct {
 			Target struct {
@@ -141,7 +141,7 @@ func (j *jobs) testReport(t *testing.T) {
 			} `json:"syscalls"`
 		} `json:"total"`
 	}
-	if err := json.Unmarshal([]byte(r.stdout), &doc); err != nil {
+	if err := json.Unmarshal([]byte(r.Stdout), &doc); err != nil {
 		t.Fatalf("report JSON: %v", err)
 	}
 	if len(doc.Traces) != 1 || doc.Traces[0].Target.FSName != "fuse (mfs)" {
@@ -173,24 +173,24 @@ func (j *jobs) testReport(t *testing.T) {
 			t.Errorf("%s calls: meta %d data %d, want metadata only", call, sp[0], sp[1])
 		}
 	}
-	r = mustRun(t, j.w.dir, time.Minute, nil, j.w.iotap, "report", j.mfsTrace)
-	if !strings.Contains(r.stdout, "fuse (mfs)") || !strings.Contains(r.stdout, "meta and data: ") {
-		t.Errorf("text report lacks the storage name or the meta/data split:\n%s", firstLines(r.stdout, 30))
+	r = mustRun(t, j.w.Dir, time.Minute, nil, j.w.Iotap, "report", j.mfsTrace)
+	if !strings.Contains(r.Stdout, "fuse (mfs)") || !strings.Contains(r.Stdout, "meta and data: ") {
+		t.Errorf("text report lacks the storage name or the meta/data split:\n%s", firstLines(r.Stdout, 30))
 	}
 }
 
 // replayOnto replays tr onto targets (side by side) and checks each run's summary.
 func (j *jobs) replayOnto(t *testing.T, tr, prefix string, targets ...string) {
 	t.Helper()
-	args := []string{j.w.iotap, "replay", tr, "--progress", "never", "-o", prefix}
+	args := []string{j.w.Iotap, "replay", tr, "--progress", "never", "-o", prefix}
 	for _, d := range targets {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			t.Fatal(err)
 		}
 		args = append(args, "--target", d)
 	}
-	r := mustRun(t, j.w.dir, 5*time.Minute, nil, args...)
-	t.Logf("replay output:\n%s", firstLines(r.stdout, 40))
+	r := mustRun(t, j.w.Dir, 5*time.Minute, nil, args...)
+	t.Logf("replay output:\n%s", firstLines(r.Stdout, 40))
 	for i, d := range targets {
 		s := readSummary(t, fmt.Sprintf("%s.t%d.r1.json", prefix, i+1))
 		checkSummary(t, d, s)
@@ -209,13 +209,13 @@ func (j *jobs) replayOnto(t *testing.T, tr, prefix string, targets ...string) {
 }
 
 func (j *jobs) testReplayOntoMooseFS(t *testing.T) {
-	j.localRepMfs = filepath.Join(j.w.dir, "replay-local")
-	j.replayOnto(t, j.localTrace, j.localRepMfs, filepath.Join(j.l.mnt, "replay-local"), filepath.Join(j.w.dir, "replay-local-onto-local"))
+	j.localRepMfs = filepath.Join(j.w.Dir, "replay-local")
+	j.replayOnto(t, j.localTrace, j.localRepMfs, filepath.Join(j.l.mnt, "replay-local"), filepath.Join(j.w.Dir, "replay-local-onto-local"))
 }
 
 func (j *jobs) testReplayOntoLocal(t *testing.T) {
-	j.mfsRepLo = filepath.Join(j.w.dir, "replay-moosefs")
-	j.replayOnto(t, j.mfsTrace, j.mfsRepLo, filepath.Join(j.w.dir, "replay-moosefs-onto-local"))
+	j.mfsRepLo = filepath.Join(j.w.Dir, "replay-moosefs")
+	j.replayOnto(t, j.mfsTrace, j.mfsRepLo, filepath.Join(j.w.Dir, "replay-moosefs-onto-local"))
 }
 
 // testCompare compares each recording with its replays (the same work: no --force), and the
@@ -226,25 +226,25 @@ func (j *jobs) testCompare(t *testing.T) {
 	if j.localRepMfs == "" || j.mfsRepLo == "" {
 		t.Fatal("the replays did not run (see the replay subtests)")
 	}
-	r := mustRun(t, j.w.dir, time.Minute, nil, j.w.iotap, "compare", j.localTrace, j.localRepMfs+".t1.r1.iotap", j.localRepMfs+".t2.r1.iotap")
-	t.Logf("iotap compare local.iotap replay-local.t1.r1.iotap (MooseFS) replay-local.t2.r1.iotap (local):\n%s", firstLines(r.stdout, 40))
-	if !strings.Contains(r.stdout, "3 sides, baseline local") {
-		t.Errorf("compare header: %s", firstLines(r.stdout, 1))
+	r := mustRun(t, j.w.Dir, time.Minute, nil, j.w.Iotap, "compare", j.localTrace, j.localRepMfs+".t1.r1.iotap", j.localRepMfs+".t2.r1.iotap")
+	t.Logf("iotap compare local.iotap replay-local.t1.r1.iotap (MooseFS) replay-local.t2.r1.iotap (local):\n%s", firstLines(r.Stdout, 40))
+	if !strings.Contains(r.Stdout, "3 sides, baseline local") {
+		t.Errorf("compare header: %s", firstLines(r.Stdout, 1))
 	}
 	// Tables per system call: creates are opens, sqlite's syncs are fdatasync.
 	for _, op := range []string{"\nread\n", "\nwrite\n", "\nopen\n", "\nfdatasync\n"} {
-		if !strings.Contains(r.stdout, op) {
+		if !strings.Contains(r.Stdout, op) {
 			t.Errorf("compare has no table for %q", strings.TrimSpace(op))
 		}
 	}
-	mustRun(t, j.w.dir, time.Minute, nil, j.w.iotap, "compare", j.mfsTrace, j.mfsRepLo+".t1.r1.iotap")
+	mustRun(t, j.w.Dir, time.Minute, nil, j.w.Iotap, "compare", j.mfsTrace, j.mfsRepLo+".t1.r1.iotap")
 
-	r = run(t, j.w.dir, time.Minute, nil, j.w.iotap, "compare", j.localTrace, j.mfsTrace)
-	t.Logf("iotap compare local.iotap moosefs.iotap (exit %d):\n%s", r.code, r.stderr)
-	r = mustRun(t, j.w.dir, time.Minute, nil, j.w.iotap, "compare", "--force", j.localTrace, j.mfsTrace)
-	t.Logf("iotap compare --force local.iotap moosefs.iotap:\n%s", r.stdout)
-	if !strings.Contains(r.stdout, "2 sides, baseline local") {
-		t.Errorf("compare header: %s", firstLines(r.stdout, 1))
+	r = run(t, j.w.Dir, time.Minute, nil, j.w.Iotap, "compare", j.localTrace, j.mfsTrace)
+	t.Logf("iotap compare local.iotap moosefs.iotap (exit %d):\n%s", r.Code, r.Stderr)
+	r = mustRun(t, j.w.Dir, time.Minute, nil, j.w.Iotap, "compare", "--force", j.localTrace, j.mfsTrace)
+	t.Logf("iotap compare --force local.iotap moosefs.iotap:\n%s", r.Stdout)
+	if !strings.Contains(r.Stdout, "2 sides, baseline local") {
+		t.Errorf("compare header: %s", firstLines(r.Stdout, 1))
 	}
 }
 
@@ -263,9 +263,9 @@ func (j *jobs) testDirSize(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		want := mustRun(t, native, time.Minute, nil, "sh", "-c", job).stdout
-		got := mustRun(t, traced, time.Minute, nil, j.w.iotap, "record", "--target", traced,
-			"-o", filepath.Join(j.w.dir, fmt.Sprintf("dirsize-%d.iotap", i)), "--", "sh", "-c", job).stdout
+		want := mustRun(t, native, time.Minute, nil, "sh", "-c", job).Stdout
+		got := mustRun(t, traced, time.Minute, nil, j.w.Iotap, "record", "--target", traced,
+			"-o", filepath.Join(j.w.Dir, fmt.Sprintf("dirsize-%d.iotap", i)), "--", "sh", "-c", job).Stdout
 		if got != want {
 			t.Errorf("round %d: through iotap %q, natively %q", i, got, want)
 		}
@@ -339,35 +339,11 @@ func TestLabScripts(t *testing.T) {
 			t.Errorf("stop.sh does not say the mount was busy:\n%s", out)
 		}
 		s.checkGone(t)
-		if !alive(holder.Process.Pid) {
+		if !e2etest.Alive(holder.Process.Pid) {
 			t.Errorf("stop.sh ended a process outside the lab (pid %d)", holder.Process.Pid)
 		}
 		t.Logf("%s", out)
 	})
-}
-
-// readTrace returns a trace's header, its events counted by op, its footer and whether it
-// has one.
-func readTrace(t *testing.T, path string) (*trace.Header, map[string]int, *trace.Footer, bool) {
-	t.Helper()
-	r, err := trace.Open(path)
-	if err != nil {
-		t.Fatalf("open %s: %v", path, err)
-	}
-	defer func() { _ = r.Close() }()
-	counts := map[string]int{}
-	for {
-		ev, err := r.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			t.Fatalf("read %s: %v", path, err)
-		}
-		counts[ev.Op.String()]++
-	}
-	ft, ok := r.Footer()
-	return r.Header(), counts, ft, ok
 }
 
 func readSummary(t *testing.T, path string) replay.Summary {

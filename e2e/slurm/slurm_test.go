@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -14,8 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/iotap/iotap/internal/e2etest"
 	"github.com/iotap/iotap/internal/slurm"
-	"github.com/iotap/iotap/trace"
 )
 
 // TestSlurm runs every scenario on a fresh cluster with each process tracking plugin:
@@ -31,15 +30,15 @@ func TestSlurm(t *testing.T) {
 
 // jobDir is one cluster run's directory, shared by all nodes.
 type jobDir struct {
-	w      *work
+	w      *e2etest.Work
 	c      *cluster
 	dir    string // <work>/<proctrack>
 	shared string // the traced directory (the workload's input and output)
 }
 
-func testCluster(t *testing.T, w *work, proctrack string) {
+func testCluster(t *testing.T, w *e2etest.Work, proctrack string) {
 	c := startCluster(t, w, proctrack)
-	d := &jobDir{w: w, c: c, dir: filepath.Join(w.dir, proctrack)}
+	d := &jobDir{w: w, c: c, dir: filepath.Join(w.Dir, proctrack)}
 	d.shared = filepath.Join(d.dir, "shared")
 	if err := os.MkdirAll(filepath.Join(d.shared, "input"), 0o755); err != nil {
 		t.Fatal(err)
@@ -116,11 +115,11 @@ func (d *jobDir) sbatch(t *testing.T, name, script string) (job string, code int
 	path := filepath.Join(d.dir, name)
 	writeFile(t, path, script, 0o755)
 	r := d.c.run(t, d.dir, 5*time.Minute, "sbatch", "--wait", "--parsable", path)
-	job = strings.TrimSpace(strings.Split(r.stdout, ";")[0])
+	job = strings.TrimSpace(strings.Split(r.Stdout, ";")[0])
 	if _, err := strconv.Atoi(job); err != nil {
 		t.Fatalf("sbatch printed no job id: %s", r)
 	}
-	return job, r.code
+	return job, r.Code
 }
 
 func (d *jobDir) slurmOut(t *testing.T, job string) string {
@@ -136,7 +135,7 @@ func (d *jobDir) slurmOut(t *testing.T, job string) string {
 // did not have when the cluster started: the FUSE layer's lifetime stays inside the task.
 func (d *jobDir) checkStepLeftNothing(t *testing.T) {
 	t.Helper()
-	if pids := procsRunning(filepath.Join(d.w.bin, "iotap")); len(pids) > 0 {
+	if pids := procsRunning(filepath.Join(d.w.Bin, "iotap")); len(pids) > 0 {
 		t.Errorf("iotap processes outlived their step: pids %v", pids)
 	}
 	d.c.checkNoNewMounts(t)
@@ -156,7 +155,7 @@ func (d *jobDir) testRecord(t *testing.T) string {
 mkdir -p %[1]s/traces/$SLURM_JOB_ID
 cd %[2]s
 srun %[3]s/iotap record --target %[2]s -o '%[1]s/traces/%%j/%%n-%%t.iotap' -- %[1]s/workload.sh
-`, d.dir, d.shared, d.w.bin)
+`, d.dir, d.shared, d.w.Bin)
 	job, code := d.sbatch(t, "record.sbatch", script)
 	out := d.slurmOut(t, job)
 	t.Logf("job %s output:\n%s", job, out)
@@ -180,7 +179,7 @@ srun %[3]s/iotap record --target %[2]s -o '%[1]s/traces/%%j/%%n-%%t.iotap' -- %[
 		t.Fatalf("traces of job %s: %q, want %q (one per node)", job, names, want)
 	}
 	for i, n := range nodes {
-		h, counts, complete := readTrace(t, filepath.Join(d.dir, "traces", job, fmt.Sprintf("%s-%d.iotap", n, i)))
+		h, counts, _, complete := e2etest.ReadTrace(t, filepath.Join(d.dir, "traces", job, fmt.Sprintf("%s-%d.iotap", n, i)))
 		if h.Hostname != n {
 			t.Errorf("%s: header host %q, want %q", n, h.Hostname, n)
 		}
@@ -205,35 +204,12 @@ srun %[3]s/iotap record --target %[2]s -o '%[1]s/traces/%%j/%%n-%%t.iotap' -- %[
 	return job
 }
 
-// readTrace returns a trace's header, its events counted by op, and whether it has a footer.
-func readTrace(t *testing.T, path string) (*trace.Header, map[string]int, bool) {
-	t.Helper()
-	r, err := trace.Open(path)
-	if err != nil {
-		t.Fatalf("open %s: %v", path, err)
-	}
-	defer func() { _ = r.Close() }()
-	counts := map[string]int{}
-	for {
-		ev, err := r.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			t.Fatalf("read %s: %v", path, err)
-		}
-		counts[ev.Op.String()]++
-	}
-	_, complete := r.Footer()
-	return r.Header(), counts, complete
-}
-
 // exportCounts counts a trace's events by op through `iotap export`.
 func (d *jobDir) exportCounts(t *testing.T, path string) map[string]uint64 {
 	t.Helper()
-	r := d.c.mustRun(t, d.dir, time.Minute, filepath.Join(d.w.bin, "iotap"), "export", "--format", "jsonl", path)
+	r := d.c.mustRun(t, d.dir, time.Minute, filepath.Join(d.w.Bin, "iotap"), "export", "--format", "jsonl", path)
 	counts := map[string]uint64{}
-	sc := bufio.NewScanner(strings.NewReader(r.stdout))
+	sc := bufio.NewScanner(strings.NewReader(r.Stdout))
 	sc.Buffer(nil, 1<<20)
 	for sc.Scan() {
 		var ev struct {
@@ -281,32 +257,32 @@ func (v viewJSON) counts() map[string]uint64 {
 // per-trace counts, the per-node view must have one group per node with that node's
 // counts, and node n2 (which writes 32 MiB more) must come out as the straggler.
 func (d *jobDir) testReport(t *testing.T, job string) {
-	iotap := filepath.Join(d.w.bin, "iotap")
+	iotap := filepath.Join(d.w.Bin, "iotap")
 	tdir := filepath.Join("traces", job) + "/"
 	text := d.c.mustRun(t, d.dir, time.Minute, iotap, "report", "--by", "host", tdir)
-	t.Logf("iotap report --by host %s:\n%s", tdir, firstLines(text.stdout, 60))
+	t.Logf("iotap report --by host %s:\n%s", tdir, firstLines(text.Stdout, 60))
 	for _, n := range nodes {
-		if !strings.Contains(text.stdout, "-- host="+n+":") {
+		if !strings.Contains(text.Stdout, "-- host="+n+":") {
 			t.Errorf("text report has no per-node view for %s", n)
 		}
 	}
 	// Once report prints straggler lines (writeStragglers), n2 must be among them for its
 	// I/O or wall time (a node's p99 may stand out on a busy machine: logged only).
-	if strings.Contains(text.stdout, "straggler: ") {
-		if !strings.Contains(text.stdout, "straggler: host=n2: I/O time") && !strings.Contains(text.stdout, "straggler: host=n2: wall time") {
+	if strings.Contains(text.Stdout, "straggler: ") {
+		if !strings.Contains(text.Stdout, "straggler: host=n2: I/O time") && !strings.Contains(text.Stdout, "straggler: host=n2: wall time") {
 			t.Errorf("report does not name n2 for its I/O or wall time")
 		}
-		for _, l := range strings.Split(text.stdout, "\n") {
+		for _, l := range strings.Split(text.Stdout, "\n") {
 			if strings.HasPrefix(l, "straggler: ") {
 				t.Logf("report: %s", l)
 			}
 		}
 	} else {
-		t.Errorf("iotap report --by host prints no straggler section for a multi-node job:\n%s", text.stdout)
+		t.Errorf("iotap report --by host prints no straggler section for a multi-node job:\n%s", text.Stdout)
 	}
 	r := d.c.mustRun(t, d.dir, time.Minute, iotap, "report", "--format", "json", "--by", "host", tdir)
 	var rep reportJSON
-	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
+	if err := json.Unmarshal([]byte(r.Stdout), &rep); err != nil {
 		t.Fatalf("report JSON: %v", err)
 	}
 	sum := map[string]uint64{}
@@ -366,11 +342,11 @@ func firstLines(s string, n int) string {
 
 // shardReplay runs `iotap replay TRACES --shard auto` as a 2-node step: each task replays
 // its share of the traces, each onto ROOT/<trace name>, results into OUT/<trace name>.
-func (d *jobDir) shardReplay(t *testing.T, traces, out, root string, extra ...string) result {
+func (d *jobDir) shardReplay(t *testing.T, traces, out, root string, extra ...string) e2etest.Result {
 	t.Helper()
 	args := append([]string{"srun", "-N2", "--ntasks-per-node=1", "-l", "sh", "-c",
 		`root=$1 iotap=$2 traces=$3 out=$4; shift 4; mkdir -p "$root" && exec "$iotap" replay "$traces" --shard auto --target "$root" --scratch --progress never -o "$out" "$@"`,
-		"sh", root, filepath.Join(d.w.bin, "iotap"), traces, out}, extra...)
+		"sh", root, filepath.Join(d.w.Bin, "iotap"), traces, out}, extra...)
 	return d.c.run(t, d.dir, 3*time.Minute, args...)
 }
 
@@ -378,7 +354,7 @@ func (d *jobDir) shardReplay(t *testing.T, traces, out, root string, extra ...st
 // baseline directory on the shared file system and once onto each node's own /tmp (the
 // candidate), and compares the two runs as whole jobs.
 func (d *jobDir) testReplay(t *testing.T, job string) {
-	iotap := filepath.Join(d.w.bin, "iotap")
+	iotap := filepath.Join(d.w.Bin, "iotap")
 	tdir := filepath.Join(d.dir, "traces", job)
 	rdir := filepath.Join(d.dir, "replays", job)
 	cand := "/tmp/iotap-cand-" + job // node-local: each node has its own /tmp
@@ -388,17 +364,17 @@ func (d *jobDir) testReplay(t *testing.T, job string) {
 	}
 	for _, run := range runs {
 		r := d.shardReplay(t, tdir, filepath.Join(rdir, run.name), run.root, "--on-diverge", "warn")
-		t.Logf("replay onto %s:\n%s%s", run.root, firstLines(r.stdout, 20), firstLines(r.stderr, 10))
-		if r.code != 0 {
+		t.Logf("replay onto %s:\n%s%s", run.root, firstLines(r.Stdout, 20), firstLines(r.Stderr, 10))
+		if r.Code != 0 {
 			t.Fatalf("sharded replay onto %s: %s", run.root, r)
 		}
 		for i, n := range nodes {
 			want := fmt.Sprintf("%d: task %d of 2 on %s: replaying %s/%s-%d.iotap onto %s/%s-%d\n", i, i, n, tdir, n, i, run.root, n, i)
-			if !strings.Contains(r.stdout, want) {
+			if !strings.Contains(r.Stdout, want) {
 				t.Errorf("want %q in the output (shard rule: task %d replays trace %d)", want, i, i)
 			}
 			res := filepath.Join(rdir, run.name, fmt.Sprintf("%s-%d.t1.r1.iotap", n, i))
-			h, counts, complete := readTrace(t, res)
+			h, counts, _, complete := e2etest.ReadTrace(t, res)
 			if h.Hostname != n || !complete || counts["write"] == 0 {
 				t.Errorf("%s: host %q (want %s), complete %v, ops %v", res, h.Hostname, n, complete, counts)
 			}
@@ -412,24 +388,24 @@ func (d *jobDir) testReplay(t *testing.T, job string) {
 		}
 	}
 	r := d.c.run(t, d.dir, time.Minute, iotap, "compare", filepath.Join("replays", job, "base")+"/", filepath.Join("replays", job, "cand")+"/")
-	t.Logf("iotap compare replays/%s/base/ replays/%s/cand/:\n%s%s", job, job, firstLines(r.stdout, 30), r.stderr)
-	if r.code != 0 || !strings.Contains(r.stdout, "2 sides") || !strings.Contains(r.stdout, "n1,n2") {
+	t.Logf("iotap compare replays/%s/base/ replays/%s/cand/:\n%s%s", job, job, firstLines(r.Stdout, 30), r.Stderr)
+	if r.Code != 0 || !strings.Contains(r.Stdout, "2 sides") || !strings.Contains(r.Stdout, "n1,n2") {
 		t.Errorf("compare of the two replays: %s", r)
 	}
 	// Recorded job against its replay: compare's same-work check decides; logged, not
 	// asserted (replay folds the kernel's lookups and does not re-issue releases).
 	r = d.c.run(t, d.dir, time.Minute, iotap, "compare", filepath.Join("traces", job)+"/", filepath.Join("replays", job, "cand")+"/")
-	t.Logf("iotap compare traces/%s/ replays/%s/cand/ (exit %d):\n%s%s", job, job, r.code, firstLines(r.stdout, 12), r.stderr)
+	t.Logf("iotap compare traces/%s/ replays/%s/cand/ (exit %d):\n%s%s", job, job, r.Code, firstLines(r.Stdout, 12), r.Stderr)
 	d.checkStepLeftNothing(t)
 }
 
 // testPlaceholders checks every -o placeholder of iotap record in a 2-node step.
 func (d *jobDir) testPlaceholders(t *testing.T) {
-	r := d.c.mustRun(t, d.shared, 2*time.Minute, "srun", "-N2", "--ntasks-per-node=1", "-l", filepath.Join(d.w.bin, "iotap"), "record",
+	r := d.c.mustRun(t, d.shared, 2*time.Minute, "srun", "-N2", "--ntasks-per-node=1", "-l", filepath.Join(d.w.Bin, "iotap"), "record",
 		"--target", d.shared, "-o", filepath.Join(d.dir, "flat", "ph-%j-%n-%t-%h-%p-%%.iotap"), "--",
 		"sh", "-c", `echo "job=$SLURM_JOB_ID"`)
 	job := ""
-	for _, l := range strings.Split(r.stdout, "\n") {
+	for _, l := range strings.Split(r.Stdout, "\n") {
 		if _, v, ok := strings.Cut(l, "job="); ok {
 			job = v
 		}
@@ -450,10 +426,10 @@ func (d *jobDir) testPlaceholders(t *testing.T) {
 	}
 	// The issue's own example: a bare srun naming a directory per job, which nobody could
 	// create beforehand: record creates it.
-	r = d.c.run(t, d.shared, 2*time.Minute, "srun", "-N2", "--ntasks-per-node=1", "-l", filepath.Join(d.w.bin, "iotap"), "record",
+	r = d.c.run(t, d.shared, 2*time.Minute, "srun", "-N2", "--ntasks-per-node=1", "-l", filepath.Join(d.w.Bin, "iotap"), "record",
 		"--target", d.shared, "-o", filepath.Join(d.dir, "perjob", "%j", "%n-%t.iotap"), "--", "sh", "-c", `echo "job=$SLURM_JOB_ID"`)
 	m, _ := filepath.Glob(filepath.Join(d.dir, "perjob", "*", "n[12]-[01].iotap"))
-	if r.code != 0 || len(m) != 2 {
+	if r.Code != 0 || len(m) != 2 {
 		t.Errorf("srun iotap record -o 'perjob/%%j/%%n-%%t.iotap': traces %q: %s", m, r)
 	}
 }
@@ -466,29 +442,29 @@ func (d *jobDir) testTasksPerNode(t *testing.T) {
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	d.c.mustRun(t, d.shared, 2*time.Minute, "srun", "-N2", "-n4", "--ntasks-per-node=2", "-l", filepath.Join(d.w.bin, "iotap"), "record",
+	d.c.mustRun(t, d.shared, 2*time.Minute, "srun", "-N2", "-n4", "--ntasks-per-node=2", "-l", filepath.Join(d.w.Bin, "iotap"), "record",
 		"--target", d.shared, "-o", filepath.Join(out, "%n-%t.iotap"), "--",
 		"sh", "-c", `cat input/lines.txt > /dev/null && sha256sum input/random.bin > /dev/null`)
 	want := map[string]string{"n1-0.iotap": "n1", "n1-1.iotap": "n1", "n2-2.iotap": "n2", "n2-3.iotap": "n2"}
 	for f, host := range want {
-		h, counts, complete := readTrace(t, filepath.Join(out, f))
+		h, counts, _, complete := e2etest.ReadTrace(t, filepath.Join(out, f))
 		if h.Hostname != host || !complete || counts["read"] == 0 {
 			t.Errorf("%s: host %q (want %s), complete %v, ops %v", f, h.Hostname, host, complete, counts)
 		}
 	}
 	d.checkStepLeftNothing(t)
 	r := d.shardReplay(t, out, filepath.Join(d.dir, "multi-replays"), "/tmp/iotap-multi")
-	if r.code != 0 {
+	if r.Code != 0 {
 		t.Fatalf("sharded replay of 4 traces on 2 tasks: %s", r)
 	}
 	// Natural order n1-0, n1-1, n2-2, n2-3: task 0 (on n1) gets the 1st and 3rd.
 	for f, host := range map[string]string{"n1-0": "n1", "n2-2": "n1", "n1-1": "n2", "n2-3": "n2"} {
-		h, _, complete := readTrace(t, filepath.Join(d.dir, "multi-replays", f+".t1.r1.iotap"))
+		h, _, _, complete := e2etest.ReadTrace(t, filepath.Join(d.dir, "multi-replays", f+".t1.r1.iotap"))
 		if h.Hostname != host || !complete {
 			t.Errorf("replay of %s ran on %q, want %s (shard rule), complete %v", f, h.Hostname, host, complete)
 		}
 	}
-	t.Logf("%s", firstLines(r.stdout, 4))
+	t.Logf("%s", firstLines(r.Stdout, 4))
 }
 
 // testExitCode: one task's job fails; its exit code and message reach the user through
@@ -502,7 +478,7 @@ func (d *jobDir) testExitCode(t *testing.T) {
 mkdir -p %[1]s/traces/$SLURM_JOB_ID
 cd %[2]s
 srun %[3]s/iotap record --target %[2]s -o '%[1]s/traces/%%j/%%n-%%t.iotap' -- sh -c 'cat input/lines.txt > /dev/null; if [ "$SLURM_PROCID" = 1 ]; then echo "boom on $SLURMD_NODENAME" >&2; exit 3; fi'
-`, d.dir, d.shared, d.w.bin)
+`, d.dir, d.shared, d.w.Bin)
 	job, code := d.sbatch(t, "fail.sbatch", script)
 	out := d.slurmOut(t, job)
 	t.Logf("job %s (sbatch --wait exit %d) output:\n%s", job, code, out)
@@ -514,19 +490,19 @@ srun %[3]s/iotap record --target %[2]s -o '%[1]s/traces/%%j/%%n-%%t.iotap' -- sh
 			t.Errorf("job output lacks %q", want)
 		}
 	}
-	if r := d.c.run(t, d.dir, time.Minute, "scontrol", "show", "job", job); !strings.Contains(r.stdout, "ExitCode=3:0") {
-		t.Errorf("scontrol show job %s: want ExitCode=3:0:\n%s", job, r.stdout)
+	if r := d.c.run(t, d.dir, time.Minute, "scontrol", "show", "job", job); !strings.Contains(r.Stdout, "ExitCode=3:0") {
+		t.Errorf("scontrol show job %s: want ExitCode=3:0:\n%s", job, r.Stdout)
 	}
 	for i, n := range nodes {
-		if _, counts, complete := readTrace(t, filepath.Join(d.dir, "traces", job, fmt.Sprintf("%s-%d.iotap", n, i))); !complete || counts["read"] == 0 {
+		if _, counts, _, complete := e2etest.ReadTrace(t, filepath.Join(d.dir, "traces", job, fmt.Sprintf("%s-%d.iotap", n, i))); !complete || counts["read"] == 0 {
 			t.Errorf("%s: trace complete %v, ops %v: the trace must be closed whatever the job's status", n, complete, counts)
 		}
 	}
 	// The same through srun alone: srun exits with the largest task exit code.
-	r := d.c.run(t, d.shared, 2*time.Minute, "srun", "-N2", "--ntasks-per-node=1", "-l", filepath.Join(d.w.bin, "iotap"), "record",
+	r := d.c.run(t, d.shared, 2*time.Minute, "srun", "-N2", "--ntasks-per-node=1", "-l", filepath.Join(d.w.Bin, "iotap"), "record",
 		"--target", d.shared, "-o", filepath.Join(d.dir, "flat", "%j-%n-%t.iotap"), "--",
 		"sh", "-c", `if [ "$SLURM_PROCID" = 0 ]; then exit 5; fi`)
-	if r.code != 5 || !strings.Contains(r.stderr, "n1: task 0: Exited with exit code 5") {
+	if r.Code != 5 || !strings.Contains(r.Stderr, "n1: task 0: Exited with exit code 5") {
 		t.Errorf("srun iotap record with task 0 exiting 5: %s", r)
 	}
 	d.checkStepLeftNothing(t)
@@ -538,13 +514,13 @@ srun %[3]s/iotap record --target %[2]s -o '%[1]s/traces/%%j/%%n-%%t.iotap' -- sh
 func (d *jobDir) testNodeError(t *testing.T) {
 	local := "/tmp/iotap-local"
 	d.c.mustRun(t, d.dir, time.Minute, "srun", "-N1", "-w", "n1", "sh", "-c", "mkdir -p "+local+" && echo data > "+local+"/f")
-	r := d.c.run(t, d.dir, 2*time.Minute, "srun", "-N2", "--ntasks-per-node=1", "-l", filepath.Join(d.w.bin, "iotap"), "record",
+	r := d.c.run(t, d.dir, 2*time.Minute, "srun", "-N2", "--ntasks-per-node=1", "-l", filepath.Join(d.w.Bin, "iotap"), "record",
 		"--target", local, "-o", filepath.Join(d.dir, "flat", "local-%j-%n-%t.iotap"), "--", "cat", local+"/f")
 	t.Logf("%s", r)
-	if r.code != 1 {
-		t.Errorf("srun exit %d, want 1 (iotap's error exit on n2)", r.code)
+	if r.Code != 1 {
+		t.Errorf("srun exit %d, want 1 (iotap's error exit on n2)", r.Code)
 	}
-	all := r.stdout + r.stderr
+	all := r.Stdout + r.Stderr
 	for _, want := range []string{"1: iotap record: target " + local + " does not exist", "srun: error: n2: task 1: Exited with exit code 1", "0: data"} {
 		if !strings.Contains(all, want) {
 			t.Errorf("output lacks %q", want)
@@ -564,7 +540,7 @@ func (d *jobDir) testNodeError(t *testing.T) {
 func (d *jobDir) testBackgroundChild(t *testing.T) {
 	pidFile := filepath.Join(d.dir, "bg.pid")
 	t0 := time.Now()
-	r := d.c.run(t, d.shared, 2*time.Minute, "srun", "-N1", "-w", "n1", filepath.Join(d.w.bin, "iotap"), "record",
+	r := d.c.run(t, d.shared, 2*time.Minute, "srun", "-N1", "-w", "n1", filepath.Join(d.w.Bin, "iotap"), "record",
 		"--target", d.shared, "-o", filepath.Join(d.dir, "flat", "bg-%j-%n-%t.iotap"), "--",
 		"sh", "-c", "sleep 30 < /dev/null > /dev/null 2>&1 & echo $! > "+pidFile+"; cat input/lines.txt > /dev/null")
 	took := time.Since(t0)
@@ -572,40 +548,29 @@ func (d *jobDir) testBackgroundChild(t *testing.T) {
 	data, _ := os.ReadFile(pidFile)
 	bg, _ := strconv.Atoi(strings.TrimSpace(string(data)))
 	t.Cleanup(func() {
-		if bg > 0 && alive(bg) {
+		if bg > 0 && e2etest.Alive(bg) {
 			_ = syscall.Kill(bg, syscall.SIGKILL) // the test's own background sleep, by PID
 		}
 	})
-	if r.code != 0 {
-		t.Errorf("srun exit %d, want 0", r.code)
+	if r.Code != 0 {
+		t.Errorf("srun exit %d, want 0", r.Code)
 	}
 	if took > 20*time.Second {
 		t.Errorf("the step took %v: iotap waited for the background child", took)
 	}
-	if !strings.Contains(r.stderr, "still in use") {
+	if !strings.Contains(r.Stderr, "still in use") {
 		t.Errorf("record did not say the traced directory was still in use")
 	}
 	d.checkStepLeftNothing(t)
-	gone := bg > 0 && !alive(bg)
+	gone := bg > 0 && !e2etest.Alive(bg)
 	// Under proctrack/cgroup slurmstepd kills what is left in the step's cgroup as the step
 	// ends; give it KillWait (5 s in ci/slurm) to do so. Under linuxproc the child escapes.
 	for i := 0; i < 70 && !gone && d.c.proctrack == "cgroup"; i++ {
 		time.Sleep(100 * time.Millisecond)
-		gone = !alive(bg)
+		gone = !e2etest.Alive(bg)
 	}
 	t.Logf("proctrack/%s: the job's background child (pid %d) after its step: gone=%v", d.c.proctrack, bg, gone)
 	if d.c.proctrack == "cgroup" && !gone {
 		t.Errorf("proctrack/cgroup did not end the step's background child")
 	}
-}
-
-// alive reports whether pid runs and is not a zombie.
-func alive(pid int) bool {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	s := string(data)
-	i := strings.LastIndexByte(s, ')')
-	return i > 0 && i+2 < len(s) && s[i+2] != 'Z' && s[i+2] != 'X'
 }
