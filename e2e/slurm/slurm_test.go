@@ -517,11 +517,11 @@ func (d *jobDir) testNodeError(t *testing.T) {
 	r := d.c.run(t, d.dir, 2*time.Minute, "srun", "-N2", "--ntasks-per-node=1", "-l", filepath.Join(d.w.Bin, "iotap"), "record",
 		"--target", local, "-o", filepath.Join(d.dir, "flat", "local-%j-%n-%t.iotap"), "--", "cat", local+"/f")
 	t.Logf("%s", r)
-	if r.Code != 1 {
-		t.Errorf("srun exit %d, want 1 (iotap's error exit on n2)", r.Code)
+	if r.Code != 2 {
+		t.Errorf("srun exit %d, want 2 (iotap's usage error on n2: a missing target)", r.Code)
 	}
 	all := r.Stdout + r.Stderr
-	for _, want := range []string{"1: iotap record: target " + local + " does not exist", "srun: error: n2: task 1: Exited with exit code 1", "0: data"} {
+	for _, want := range []string{"1: iotap record: usage: target " + local + " does not exist", "srun: error: n2: task 1: Exited with exit code 2", "0: data"} {
 		if !strings.Contains(all, want) {
 			t.Errorf("output lacks %q", want)
 		}
