@@ -67,7 +67,7 @@ type Options struct {
 	// it, is not part of the job, and its requests would stand in the trace before the
 	// job's (a replay would replay them, and the time between them).
 	IgnoreSelf bool
-	FsName           string   // shown in /proc/mounts, default "iotap"
+	FsName     string // shown in /proc/mounts, default "iotap"
 	// CostByOp also sums the layer's own work per operation (Server.CostByOp), for
 	// benchmarks. It times every request instead of one in 8 (the layer's timing of
 	// itself has a long tail, a request preempted mid-way, which a sample of one operation
