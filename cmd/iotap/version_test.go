@@ -1,6 +1,7 @@
 package main
 
 import (
+	"os"
 	"os/exec"
 	"runtime/debug"
 	"strings"
@@ -36,8 +37,9 @@ func TestBuildVersion(t *testing.T) {
 	}
 }
 
-// TestVersionOfBuild: the test's own build of iotap (go build in this checkout) names a
-// version from the build, not "dev".
+// TestVersionOfBuild: the test's own build of iotap (go build in this checkout) names the
+// version its build info holds, read back with go version -m; in a clone (a .git
+// directory) that is the commit's, not "dev".
 func TestVersionOfBuild(t *testing.T) {
 	if iotapBin == "" {
 		t.Fatal("the iotap binary could not be built (see TestMain output)")
@@ -46,7 +48,38 @@ func TestVersionOfBuild(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if v := strings.TrimSpace(string(out)); v == "iotap dev" || !strings.HasPrefix(v, "iotap ") {
-		t.Errorf("--version: %q", v)
+	got := strings.TrimSpace(string(out))
+	info, err := exec.Command("go", "version", "-m", iotapBin).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mod, rev string
+	var dirty bool
+	for _, l := range strings.Split(string(info), "\n") {
+		f := strings.Fields(l)
+		switch {
+		case len(f) >= 3 && f[0] == "mod":
+			mod = f[2]
+		case len(f) == 2 && f[0] == "build" && strings.HasPrefix(f[1], "vcs.revision="):
+			rev = strings.TrimPrefix(f[1], "vcs.revision=")
+		case len(f) == 2 && f[0] == "build" && f[1] == "vcs.modified=true":
+			dirty = true
+		}
+	}
+	want := "dev"
+	switch {
+	case mod != "" && mod != "(devel)":
+		want = mod
+	case len(rev) >= 12:
+		want = "devel+" + rev[:12]
+		if dirty {
+			want += "-dirty"
+		}
+	}
+	if got != "iotap "+want {
+		t.Errorf("--version: %q, want %q (go version -m:\n%s)", got, "iotap "+want, info)
+	}
+	if st, err := os.Stat("../../.git"); err == nil && st.IsDir() && rev == "" {
+		t.Errorf("a build in a clone carries no commit (go version -m:\n%s)", info)
 	}
 }
