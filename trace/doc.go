@@ -119,7 +119,13 @@
 // a record or an event (the object was known before).
 //
 // processes: uvarint count, then per record: Tid, Pid, PPid uvarints; FirstSeen varint;
-// Comm, Exe strings. A later record for the same Tid replaces the earlier one.
+// Comm, Exe strings. Then, for each record in the same order, its Cmdline: a uvarint count
+// of arguments, then that many strings. A later record for the same Tid replaces the
+// earlier one. The command lines come after all the records so that a payload without
+// them (written before they existed) reads the same, every Cmdline nil; and a reader that
+// predates them reads this package's payloads as such a payload, since it stops after the
+// records and ignores the bytes that follow (the format's version did not change for
+// them). Bytes after the last command line are ignored.
 //
 // files: uvarint count, then per record: Path uvarint; Type byte (FileType); Mode
 // uvarint; Size varint; Seen varint; Nlink uvarint.
@@ -154,7 +160,8 @@
 // records are skipped):
 //
 //   - a name, symlink target, Comm or Exe longer than MaxName (4096 bytes, PATH_MAX: the
-//     kernel passes no longer one);
+//     kernel passes no longer one), or a Cmdline whose arguments together are longer
+//     than MaxCmdline (4096 bytes: writers keep the first 4096, CutCmdline);
 //   - a path record whose id was recorded before, whose Parent is not 0 and not below its
 //     ID, or whose path, joined from the records with "/", is longer than MaxPath (8192
 //     bytes: the layer reaches files through paths relative to the traced root, at most

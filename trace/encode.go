@@ -356,23 +356,79 @@ func appendProcesses(dst []byte, ps []Process) []byte {
 		dst = appendString(dst, p.Comm)
 		dst = appendString(dst, p.Exe)
 	}
+	// The command lines follow the records, where a reader that does not know them stops.
+	for _, p := range ps {
+		args := CutCmdline(p.Cmdline)
+		dst = binary.AppendUvarint(dst, uint64(len(args)))
+		for _, a := range args {
+			dst = appendString(dst, a)
+		}
+	}
 	return dst
 }
 
+// CutCmdline returns the arguments of a command line that fit in MaxCmdline bytes: args
+// itself when they all do, else the first ones, the last of them cut short.
+func CutCmdline(args []string) []string {
+	n := 0
+	for i, a := range args {
+		if n+len(a) > MaxCmdline {
+			out := append([]string(nil), args[:i]...)
+			return append(out, a[:MaxCmdline-n])
+		}
+		n += len(a)
+	}
+	return args
+}
+
 // decodeProcesses calls fn for each record of a processes payload, and stops at the first
-// error, its own or fn's. Strings longer than MaxName are errors.
+// error, its own or fn's. Strings longer than MaxName are errors, and so are command lines
+// longer than MaxCmdline.
 func decodeProcesses(b []byte, fn func(Process) error) error {
 	d := dec{b: b}
 	n := d.count(6)
+	ps := make([]Process, 0, n)
 	for i := 0; i < n && d.err == nil; i++ {
 		p := Process{Tid: d.u32(), Pid: d.u32(), PPid: d.u32(), FirstSeen: d.varint(), Comm: d.strMax(MaxName), Exe: d.strMax(MaxName)}
 		if d.err == nil {
-			if err := fn(p); err != nil {
-				return err
+			ps = append(ps, p)
+		}
+	}
+	if d.err == nil && len(d.b) > 0 { // command lines, absent from older writers
+		for i := range ps {
+			ps[i].Cmdline = d.cmdline()
+			if d.err != nil {
+				ps = ps[:i]
+				break
 			}
 		}
 	}
+	for _, p := range ps {
+		if err := fn(p); err != nil {
+			return err
+		}
+	}
 	return d.err
+}
+
+// cmdline reads a command line: a count of arguments, then the arguments, at most
+// MaxCmdline bytes in all.
+func (d *dec) cmdline() []string {
+	n := d.count(1)
+	if n == 0 || d.err != nil {
+		return nil
+	}
+	args := make([]string, 0, n)
+	left := uint64(MaxCmdline)
+	for range n {
+		a := d.strMax(left)
+		if d.err != nil {
+			return nil
+		}
+		left -= uint64(len(a))
+		args = append(args, a)
+	}
+	return args
 }
 
 func appendFiles(dst []byte, fs []File) []byte {

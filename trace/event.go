@@ -267,6 +267,9 @@ type Process struct {
 	FirstSeen int64  // ns since origin
 	Comm      string // /proc/<tid>/comm
 	Exe       string // /proc/<pid>/exe target, may be empty
+	// Cmdline is the process's command line (/proc/<pid>/cmdline split at its NUL bytes),
+	// at most MaxCmdline bytes of it (CutCmdline); nil when unknown.
+	Cmdline []string
 }
 
 // FileType is the kind of a filesystem object.

@@ -26,6 +26,9 @@ const (
 	// symlink target) and a process's command name and executable. The kernel hands the
 	// layer no longer name: PATH_MAX is 4096 bytes with the terminating NUL.
 	MaxName = 4096
+	// MaxCmdline bounds a process's command line: its arguments together. The layer keeps
+	// the first 4096 bytes of /proc/<pid>/cmdline (ARG_MAX is far larger).
+	MaxCmdline = 4096
 	// MaxPath bounds a path as PathName joins it from its records. The layer reaches
 	// every file through its path relative to the traced root, which the kernel limits to
 	// PATH_MAX; a failed lookup under the deepest directory adds one more name.

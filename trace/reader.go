@@ -529,7 +529,11 @@ func (r *Reader) addProcess(p Process) error {
 		r.procs[i] = p
 		return nil
 	}
-	if err := r.charge(int64(procCost + len(p.Comm) + len(p.Exe))); err != nil {
+	n := procCost + len(p.Comm) + len(p.Exe)
+	for _, a := range p.Cmdline {
+		n += len(a) + 16
+	}
+	if err := r.charge(int64(n)); err != nil {
 		return err
 	}
 	r.procIndex[p.Tid] = len(r.procs)
