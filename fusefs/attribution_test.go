@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/iotap/iotap/fusefs"
@@ -68,11 +69,11 @@ func TestAttributionShortProcesses(t *testing.T) {
 			t.Errorf("%v of thread %d: no process record", e.Op, e.Tid)
 		case p.Pid != e.Pid || e.Pid != e.Tid:
 			t.Errorf("%v of thread %d: pid %d, record %+v", e.Op, e.Tid, e.Pid, p)
-		case p.Comm == "cat" && p.Exe == catExe && p.PPid == sh:
+		case p.Comm == "cat" && p.Exe == catExe && p.PPid == sh && slices.Equal(p.Cmdline, []string{"cat", "f"}):
 			cats[e.Pid] = true
-		case p.Comm == "sh" && e.Pid == sh:
+		case p.Comm == "sh" && e.Pid == sh && len(p.Cmdline) == 5 && p.Cmdline[0] == "sh" && p.Cmdline[4] == c.Mnt:
 		default:
-			t.Errorf("%v of thread %d: record %+v, want cat (%s, parent %d) or sh (pid %d)", e.Op, e.Tid, p, catExe, sh, sh)
+			t.Errorf("%v of thread %d: record %+v, want cat f (%s, parent %d) or sh (pid %d)", e.Op, e.Tid, p, catExe, sh, sh)
 		}
 	}
 	if len(cats) != n {

@@ -84,7 +84,8 @@ func (t *tracer) startConn() error {
 // reportThread records a thread the proc connector attributed (procconn.Config.Report).
 func (t *tracer) reportThread(th procconn.Thread, first int64) {
 	t.counters.threads.Add(1)
-	t.rec.AddProcess(trace.Process{Tid: th.Tid, Pid: th.Pid, PPid: th.PPid, FirstSeen: first - t.origin, Comm: th.Comm, Exe: th.Exe})
+	t.rec.AddProcess(trace.Process{Tid: th.Tid, Pid: th.Pid, PPid: th.PPid, FirstSeen: first - t.origin, Comm: th.Comm, Exe: th.Exe,
+		Cmdline: procconn.SplitCmdline(th.Cmdline)})
 }
 
 // procSlow is proc through the procs map.
@@ -109,7 +110,8 @@ func (t *tracer) procSlow(tid uint32, at int64) procInfo {
 
 // resolve reads /proc for tid and records the process side-table entry. It runs on the
 // first request of every new thread, in that request's path, so it reads as little as it
-// can: /proc/<tid>/status (process id, parent, comm as Name) and the exe link.
+// can: /proc/<tid>/status (process id, parent, comm as Name), the exe link and the first
+// 4 KiB of the command line.
 func (t *tracer) resolve(tid uint32, at int64) procInfo {
 	pr := trace.Process{Tid: tid, FirstSeen: at - t.origin}
 	var buf [4096]byte
@@ -127,6 +129,8 @@ func (t *tracer) resolve(tid uint32, at int64) procInfo {
 	}
 	if pr.Pid != 0 {
 		pr.Exe, _ = os.Readlink("/proc/" + strconv.FormatUint(uint64(pr.Pid), 10) + "/exe")
+		raw, _ := procconn.ReadCmdline(pr.Pid)
+		pr.Cmdline = procconn.SplitCmdline(raw)
 	}
 	t.rec.AddProcess(pr)
 	return procInfo{pid: pr.Pid, record: t.commOK(pr.Comm), checked: at, comm: pr.Comm}

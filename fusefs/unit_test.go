@@ -3,6 +3,7 @@ package fusefs
 import (
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -187,8 +188,9 @@ func TestProcResolve(t *testing.T) {
 	if c2.slow != 0 {
 		t.Errorf("a cached thread took %d ns of /proc lookups", c2.slow)
 	}
-	if len(rec.procs) != 1 || rec.procs[0].Comm == "" || rec.procs[0].Exe == "" || rec.procs[0].PPid != uint32(os.Getppid()) {
-		t.Errorf("process records %+v", rec.procs)
+	if len(rec.procs) != 1 || rec.procs[0].Comm == "" || rec.procs[0].Exe == "" || rec.procs[0].PPid != uint32(os.Getppid()) ||
+		!slices.Equal(rec.procs[0].Cmdline, os.Args) {
+		t.Errorf("process records %+v, want this process's, command line %q", rec.procs, os.Args)
 	}
 }
 

@@ -2,7 +2,10 @@ package procconn
 
 import (
 	"os"
+	"reflect"
+	"strings"
 	"testing"
+	"time"
 )
 
 // TestApply: the table follows fork, exec, rename and exit events, and a change of a thread
@@ -125,17 +128,68 @@ func TestKeepUnknownThread(t *testing.T) {
 	sleepExe := exePath(t, "sleep")
 	c := startCmd(t, "sleep", "60")
 	pid := uint32(c.Process.Pid)
+	execd(t, pid)
 	var got []Thread
 	r := &Resolver{m: map[uint32]*entry{}, closed: true, self: 1,
 		cfg: Config{Report: func(th Thread, _ int64) { got = append(got, th) }, Keep: func(comm string) bool { return comm == "sleep" }}}
 	if p, keep := r.Use(pid, 5); p != pid || !keep {
 		t.Errorf("Use = %d, %v; want %d, true", p, keep, pid)
 	}
-	want := Thread{Tid: pid, Pid: pid, PPid: uint32(os.Getpid()), Comm: "sleep", Exe: sleepExe}
+	want := Thread{Tid: pid, Pid: pid, PPid: uint32(os.Getpid()), Comm: "sleep", Exe: sleepExe, Cmdline: "sleep\x0060\x00"}
 	if len(got) != 1 || got[0] != want {
 		t.Errorf("reports %+v, want %+v at once", got, want)
 	}
 	if st := r.Stats(); st.Late != 0 || st.InPathReads != 1 {
 		t.Errorf("stats %+v, want one in-path read, nothing late", st)
 	}
+}
+
+// TestCmdline: a command line is read as far as MaxCmdline and split at its NUL bytes; a
+// fork's copy of its parent keeps the parent's.
+func TestCmdline(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		raw  string
+		want []string
+	}{
+		{"empty", "", nil},
+		{"args", "sqlite3\x00db\x00\x00", []string{"sqlite3", "db", ""}},
+		{"cut short", "sqlite3\x00dat", []string{"sqlite3", "dat"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := SplitCmdline(tc.raw); !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("SplitCmdline(%q) = %q, want %q", tc.raw, got, tc.want)
+			}
+		})
+	}
+	exePath(t, "sleep")
+	long := strings.Repeat("a", 3*MaxCmdline)
+	c := startCmd(t, "sleep", "60", long)
+	execd(t, uint32(c.Process.Pid))
+	raw, err := ReadCmdline(uint32(c.Process.Pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := ("sleep\x0060\x00" + long)[:MaxCmdline]; raw != want {
+		t.Errorf("ReadCmdline of a long command line: %d bytes %.40q..., want the first %d", len(raw), raw, MaxCmdline)
+	}
+
+	r := &Resolver{m: map[uint32]*entry{}, closed: true, self: 1}
+	r.m[100] = &entry{pid: 100, ppid: 1, comm: "sh", exe: "/bin/sh", cmdline: "sh\x00job.sh\x00", known: true}
+	r.applyLocked(&Event{Kind: KindFork, Pid: 101, Tgid: 101, ParentPid: 100, ParentTgid: 100})
+	if e := r.m[101]; e == nil || e.cmdline != "sh\x00job.sh\x00" {
+		t.Errorf("fork's copy: %+v, want the parent's command line", e)
+	}
+}
+
+// execd waits until the process pid has its command line, which its exec sets up after
+// its name and executable: a request could not come earlier.
+func execd(t *testing.T, pid uint32) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		if c, err := ReadCmdline(pid); err == nil && c != "" {
+			return
+		}
+	}
+	t.Fatalf("process %d has no command line after 10s", pid)
 }

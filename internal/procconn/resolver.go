@@ -43,6 +43,7 @@ import (
 	"os"
 	"runtime"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -55,6 +56,9 @@ import (
 type Thread struct {
 	Tid, Pid, PPid uint32 // PPid is the parent of the process Pid
 	Comm, Exe      string
+	// Cmdline is the process's command line as /proc/<pid>/cmdline holds it (arguments
+	// each ended by a NUL byte), at most MaxCmdline bytes of it (SplitCmdline splits it).
+	Cmdline string
 }
 
 // Config configures a Resolver.
@@ -97,6 +101,7 @@ const maxThreads = 1 << 20
 type entry struct {
 	pid, ppid uint32
 	comm, exe string
+	cmdline   string
 	first     int64
 	known     bool // comm and exe are known (else a /proc read is queued)
 	all       bool // the queued read is of a thread that existed before the subscription
@@ -230,6 +235,7 @@ func (r *Resolver) seedSelf() {
 	}
 	ppid := StatusField(st, "PPid:")
 	exe, _ := os.Readlink("/proc/self/exe")
+	cmdline, _ := ReadCmdline(r.self)
 	tasks, err := os.ReadDir("/proc/self/task")
 	if err != nil {
 		return
@@ -243,7 +249,7 @@ func (r *Resolver) seedSelf() {
 		if err != nil {
 			continue
 		}
-		r.m[uint32(tid)] = &entry{pid: r.self, ppid: ppid, comm: comm, exe: exe, known: true, watch: true}
+		r.m[uint32(tid)] = &entry{pid: r.self, ppid: ppid, comm: comm, exe: exe, cmdline: cmdline, known: true, watch: true}
 	}
 }
 
@@ -415,7 +421,7 @@ func (r *Resolver) learnLocked(e *entry, th Thread, err error) {
 			}
 			e.ppid = th.PPid
 		}
-		e.comm, e.exe = th.Comm, th.Exe
+		e.comm, e.exe, e.cmdline = th.Comm, th.Exe, th.Cmdline
 	}
 	e.missing = err != nil || e.exe == ""
 	e.known = true
@@ -423,6 +429,11 @@ func (r *Resolver) learnLocked(e *entry, th Thread, err error) {
 
 func (r *Resolver) reportLocked(tid uint32, e *entry) {
 	e.reported = true
+	if e.cmdline == "" && e.pid != 0 {
+		// Read while its exec was loading the program, before the kernel set the new
+		// command line up: the program runs now (it made a request).
+		e.cmdline, _ = ReadCmdline(e.pid)
+	}
 	r.stats.Threads++
 	if e.late {
 		r.stats.Late++
@@ -431,7 +442,7 @@ func (r *Resolver) reportLocked(tid uint32, e *entry) {
 		r.stats.Missing++
 	}
 	if r.cfg.Report != nil {
-		r.cfg.Report(Thread{Tid: tid, Pid: e.pid, PPid: e.ppid, Comm: e.comm, Exe: e.exe}, e.first)
+		r.cfg.Report(Thread{Tid: tid, Pid: e.pid, PPid: e.ppid, Comm: e.comm, Exe: e.exe, Cmdline: e.cmdline}, e.first)
 	}
 }
 
@@ -522,7 +533,7 @@ func (r *Resolver) applyLocked(ev *Event) {
 			c.watch = p.watch || p.used || ev.ParentTgid == r.self
 		}
 		if p.known {
-			c.comm, c.exe, c.known, c.forked = p.comm, p.exe, true, true
+			c.comm, c.exe, c.cmdline, c.known, c.forked = p.comm, p.exe, p.cmdline, true, true
 		} // else read in its first request (Use), if it makes one
 		r.forgetLocked(ev.Pid)
 		r.gone.forget(ev.Pid)
@@ -651,8 +662,8 @@ func (r *Resolver) work() {
 	}
 }
 
-// readThread reads a thread's name and its process's executable from /proc, and with all
-// its process and parent too.
+// readThread reads a thread's name and its process's executable and command line from
+// /proc, and with all its process and parent too.
 func readThread(tid uint32, all bool) (Thread, error) {
 	th := Thread{Tid: tid}
 	if all {
@@ -673,7 +684,33 @@ func readThread(tid uint32, all bool) (Thread, error) {
 		pid = tid // the exe link is per process; a thread's own directory has it too
 	}
 	th.Exe, _ = os.Readlink("/proc/" + strconv.FormatUint(uint64(pid), 10) + "/exe")
+	th.Cmdline, _ = ReadCmdline(pid)
 	return th, nil
+}
+
+// MaxCmdline is how much of a command line ReadCmdline reads: trace.MaxCmdline, what a
+// trace keeps.
+const MaxCmdline = 4096
+
+// ReadCmdline reads the first MaxCmdline bytes of a process's command line from
+// /proc/<pid>/cmdline: its arguments, each ended by a NUL byte (the last one cut short
+// when the command line is longer). A kernel thread's, or a zombie's, is empty.
+func ReadCmdline(pid uint32) (string, error) {
+	var buf [MaxCmdline]byte
+	b, err := ReadProc(pid, "cmdline", buf[:])
+	if err != nil {
+		return "", err
+	}
+	return string(b), nil
+}
+
+// SplitCmdline returns the arguments of a command line as ReadCmdline returns it; nil
+// when it is empty.
+func SplitCmdline(raw string) []string {
+	if raw == "" {
+		return nil
+	}
+	return strings.Split(strings.TrimSuffix(raw, "\x00"), "\x00")
 }
 
 // ReadProc reads /proc/<tid>/<name> into buf with three system calls (os.ReadFile adds an

@@ -85,8 +85,8 @@ func TestResolverPrograms(t *testing.T) {
 	// The first Use may find only the fork's copy of the test process when exec's event is
 	// still on its way to the table (the resolver's goroutine holds it); the thread is
 	// reported again as sleep once it arrives.
-	if th := reportAs(t, ch, pid, "sleep"); th.Pid != uint32(pid) || th.PPid != uint32(os.Getpid()) || th.Exe != sleepExe {
-		t.Errorf("new sleep: %+v, want pid %d, parent %d, comm sleep, exe %s", th, pid, os.Getpid(), sleepExe)
+	if th := reportAs(t, ch, pid, "sleep"); th.Pid != uint32(pid) || th.PPid != uint32(os.Getpid()) || th.Exe != sleepExe || th.Cmdline != "sleep\x0060\x00" {
+		t.Errorf("new sleep: %+v, want pid %d, parent %d, comm sleep, exe %s, command line sleep 60", th, pid, os.Getpid(), sleepExe)
 	}
 	if got, _ := r.Use(uint32(pid), 2); got != uint32(pid) {
 		t.Errorf("second Use = %d", got)
@@ -97,7 +97,7 @@ func TestResolverPrograms(t *testing.T) {
 	if got, _ := r.Use(uint32(opid), 3); got != uint32(opid) {
 		t.Errorf("Use(old sleep) = %d, want %d", got, opid)
 	}
-	if th := report(t, ch, opid); th.Pid != uint32(opid) || th.Comm != "sleep" || th.Exe != sleepExe || th.PPid != uint32(os.Getpid()) {
+	if th := report(t, ch, opid); th.Pid != uint32(opid) || th.Comm != "sleep" || th.Exe != sleepExe || th.PPid != uint32(os.Getpid()) || th.Cmdline != "sleep\x0060\x00" {
 		t.Errorf("old sleep: %+v", th)
 	}
 	// A Use that comes before the kernel's events of the new sleep reach the table (a
