@@ -100,6 +100,8 @@ type fileAgg struct {
 	FirstByteNs                int64
 	firstByte                  bool
 	SizeAttr                   int64 // largest size a reply or a truncate gave
+
+	heat heatRow // time and bytes over time
 }
 
 // kind is what a path names in one life: a directory, or something else (a file, a
@@ -158,8 +160,8 @@ type retiredFile struct {
 	agg fileAgg
 }
 
-// stats converts the aggregate to the exported form.
-func (f *fileAgg) stats(path string) FileStats {
+// stats converts the aggregate to the exported form, for a trace that started at origin.
+func (f *fileAgg) stats(path string, origin time.Time) FileStats {
 	fs := FileStats{
 		Path: path, IsDir: f.isDir, Ops: f.Ops, Errors: f.Errors, TotalNs: f.TotalNs, ClassNs: f.ClassNs,
 		ReadOps: f.ReadOps, WriteOps: f.WriteOps, ReadBytes: f.ReadBytes, WriteBytes: f.WriteBytes,
@@ -174,6 +176,7 @@ func (f *fileAgg) stats(path string) FileStats {
 		FirstReads: f.FirstReads, FirstReadBytes: f.FirstReadBytes, FirstReadNs: f.FirstReadNs,
 		Rereads: f.Rereads, RereadOnlyBytes: f.RereadOnlyBytes, RereadNs: f.RereadNs,
 		FirstByteNs: f.FirstByteNs, FirstByte: f.firstByte,
+		Heat: f.heat.export(origin),
 	}
 	for i := range f.ReadSizes {
 		fs.ReadSizes[i] = uint64(f.ReadSizes[i])
@@ -193,7 +196,8 @@ type handleState struct {
 
 type procAgg struct {
 	ProcStats
-	tid uint32 // first thread seen, for name resolution
+	tid  uint32 // first thread seen, for name resolution
+	heat heatRow
 }
 
 // Accumulator aggregates the events of one trace. It is not safe for concurrent use.
@@ -235,6 +239,12 @@ type Accumulator struct {
 	order trace.Sorter // events not yet aggregated, to be taken in start order
 
 	events uint64
+
+	// With Options.Group: an Accumulator per group, and the group of the last process and
+	// user seen.
+	groups             map[string]*Accumulator
+	lastGroup          *Accumulator
+	lastGPid, lastGUid uint32
 }
 
 // NewAccumulator returns an Accumulator for one trace. name is shown in reports (usually
@@ -417,6 +427,9 @@ func (a *Accumulator) Add(ev *trace.Event) {
 // one function that orders its memory accesses: the file's state, the likely cache miss,
 // is touched first and the work that does not depend on it overlaps the miss.
 func (a *Accumulator) add(ev *trace.Event) {
+	if a.opts.Group != nil {
+		a.group(ev).add(ev)
+	}
 	op := ev.Op
 	if op >= trace.NumOps {
 		op = trace.OpInvalid
@@ -499,6 +512,18 @@ func (a *Accumulator) add(ev *trace.Event) {
 	if failed {
 		p.Errors++
 	}
+	// Over time: the bytes f gave or took (a copy's output file gets its own, copied),
+	// and those the process read and wrote (a copy's count twice, as in its row).
+	var moved uint64
+	switch op {
+	case trace.OpRead, trace.OpWrite, trace.OpCopyFileRange:
+		moved = nbytes
+	}
+	f.heat.add(ev.Start, dur, moved)
+	if op == trace.OpCopyFileRange {
+		moved *= 2
+	}
+	p.heat.add(ev.Start, dur, moved)
 
 	f.touched = true
 	if !f.isDir && isDirEvent(ev) {
@@ -560,6 +585,29 @@ func (a *Accumulator) add(ev *trace.Event) {
 	}
 }
 
+// group returns the Accumulator of ev's group (Options.Group).
+func (a *Accumulator) group(ev *trace.Event) *Accumulator {
+	if a.lastGroup != nil && ev.Pid == a.lastGPid && ev.Uid == a.lastGUid {
+		return a.lastGroup
+	}
+	k := a.opts.Group(ev)
+	g := a.groups[k]
+	if g == nil {
+		o := a.opts
+		o.Group = nil
+		if o.auto {
+			o.Interval = 0
+		}
+		g = NewAccumulator(a.src.Name, &a.src.Header, o)
+		if a.groups == nil {
+			a.groups = map[string]*Accumulator{}
+		}
+		a.groups[k] = g
+	}
+	a.lastGroup, a.lastGPid, a.lastGUid = g, ev.Pid, ev.Uid
+	return g
+}
+
 // copied counts a copy_file_range's bytes as read from its input file f and written to
 // its output file, and marks both handles used. It may create the output file's state,
 // which moves the other files' (f included).
@@ -574,6 +622,7 @@ func (a *Accumulator) copied(ev *trace.Event, f *fileAgg, nbytes uint64) {
 	out := a.file(ev.Path2)
 	out.touched = true
 	out.WriteBytes += nbytes
+	out.heat.add(ev.Start, 0, nbytes)
 	if ev.Handle2 != 0 {
 		a.handle(out, ev.Handle2, ev.Path2).used = true
 	}
@@ -731,6 +780,12 @@ func (a *Accumulator) Finish(r Resolver, footer *trace.Footer, damage []error) *
 		a.add(a.order.Pop())
 	}
 	s := New()
+	for k, g := range a.groups {
+		if s.Groups == nil {
+			s.Groups = map[string]*Stats{}
+		}
+		s.Groups[k] = g.Finish(r, footer, damage)
+	}
 	src := a.src
 	src.Unordered = a.order.Late
 	src.Footer = footer
@@ -741,6 +796,7 @@ func (a *Accumulator) Finish(r Resolver, footer *trace.Footer, damage []error) *
 	if a.calls != nil {
 		s.Calls = a.calls.finish(&src)
 		s.CallFirstReads, s.CallRereads = a.calls.first, a.calls.re
+		s.CallPaths, s.AccessSizes = a.calls.callPaths(r), a.calls.sizes
 	}
 	if src.FirstNs < 0 {
 		src.FirstNs = 0
@@ -768,7 +824,7 @@ func (a *Accumulator) Finish(r Resolver, footer *trace.Footer, damage []error) *
 		if !f.touched {
 			return
 		}
-		fs := f.stats(pathName(r, id))
+		fs := f.stats(pathName(r, id), a.src.Header.WallStart)
 		k := FileKey(fs.Path, fs.IsDir)
 		if d := s.Files[k]; d != nil {
 			d.merge(&fs)
@@ -786,17 +842,24 @@ func (a *Accumulator) Finish(r Resolver, footer *trace.Footer, damage []error) *
 	}
 	a.eachFile(add)
 	host := a.src.Header.Hostname
+	var names map[uint32]trace.Process
+	if r != nil {
+		names = processNames(r)
+	}
 	for i := range a.procs {
 		p := &a.procs[i]
 		k := ProcKey{Host: host, Pid: p.Pid}
-		if r != nil {
-			if pr, ok := r.Process(p.tid); ok {
-				k.Comm = pr.Comm
-				p.Exe = pr.Exe
-			}
+		pr, ok := names[p.Pid]
+		if !ok && r != nil {
+			pr, ok = r.Process(p.tid)
+		}
+		if ok {
+			k.Comm = pr.Comm
+			p.Exe, p.Cmdline = pr.Exe, pr.Cmdline
 		}
 		ps := p.ProcStats
 		ps.ProcKey = k
+		ps.Heat = p.heat.export(a.src.Header.WallStart)
 		if d := s.Procs[k]; d != nil {
 			d.merge(&ps)
 		} else {

@@ -62,6 +62,9 @@ type callView struct {
 	// ranges are the bytes read calls read, per path id, for the first-access split.
 	ranges    map[uint32]*rangeSet
 	first, re AccessStats
+	// paths are the calls' time per kind and path: kind<<32 | path id.
+	paths map[uint64]int64
+	sizes [2][NumAccessSizes]AccessSize // successful reads [0] and writes [1] by size
 }
 
 func newCallView(names fold.Names, h *trace.Header) *callView {
@@ -81,7 +84,7 @@ func (v *callView) add(ev *trace.Event) {
 			if fold.IsDataOp(ev.Op) {
 				data = ev.Dur
 			}
-			v.call(s, ev.Op, ev.Start, ev.Dur, data, ev.Errno, ev.Ret, 0)
+			v.call(s, ev.Op, ev.Path, ev.Start, ev.Dur, data, ev.Errno, ev.Ret, 0)
 			if s == fold.SysRead {
 				v.read(ev.Path, ev.Offset, ev.Dur, ev.Errno, ev.Ret)
 			}
@@ -96,7 +99,7 @@ func (v *callView) add(ev *trace.Event) {
 func (v *callView) drain() {
 	for c, ok := v.folder.Next(); ok; c, ok = v.folder.Next() {
 		if s, ok := c.Syscall(); ok {
-			v.call(s, c.Rec, c.Start, c.Time(), c.DataTime(), c.Errno, c.Ret, uint64(c.Requests()))
+			v.call(s, c.Rec, c.PathID, c.Start, c.Time(), c.DataTime(), c.Errno, c.Ret, uint64(c.Requests()))
 			if c.CallStart != 0 && c.CallEnd > c.CallStart {
 				v.waited(s, c.CallEnd-c.CallStart, c.Time())
 			}
@@ -110,10 +113,21 @@ func (v *callView) drain() {
 	}
 }
 
-// call counts one call of kind s: its time in the storage ns, of which data in data
-// requests.
-func (v *callView) call(s fold.Syscall, rec trace.Op, start, ns, data int64, errno uint16, ret int64, reqs uint64) {
+// call counts one call of kind s on path: its time in the storage ns, of which data in
+// data requests.
+func (v *callView) call(s fold.Syscall, rec trace.Op, path uint32, start, ns, data int64, errno uint16, ret int64, reqs uint64) {
 	v.busy[s].add(start, start+ns)
+	if v.paths == nil {
+		v.paths = make(map[uint64]int64)
+	}
+	v.paths[uint64(s)<<32|uint64(path)] += ns
+	if errno == 0 && (s == fold.SysRead || s == fold.SysWrite) {
+		d := 0
+		if s == fold.SysWrite {
+			d = 1
+		}
+		v.sizes[d][AccessSizeOf(max(ret, 0))].add(uint64(max(ret, 0)), ns)
+	}
 	c := &v.calls[s]
 	c.Count++
 	c.TotalNs += ns
@@ -207,4 +221,61 @@ func (s *Stats) HasCalls() bool {
 		}
 	}
 	return len(s.Sources) > 0
+}
+
+// callPaths returns the calls' time per kind and path, paths named by r.
+func (v *callView) callPaths(r Resolver) map[CallPath]int64 {
+	out := make(map[CallPath]int64, len(v.paths))
+	for k, ns := range v.paths {
+		out[CallPath{Call: fold.Syscall(k >> 32), Path: pathName(r, uint32(k))}] += ns
+	}
+	return out
+}
+
+// CallPath is a kind of call on one path (Stats.CallPaths).
+type CallPath struct {
+	Call fold.Syscall
+	Path string // relative to the traced root; "" is the root
+}
+
+// Access sizes: the buckets Darshan counts its POSIX reads and writes in
+// (DARSHAN_BUCKET_INC in darshan-common.h), by the bytes a call read or wrote: at most
+// 100 B, 1 KiB, 10 KiB, 100 KiB, 1 MiB, 4 MiB, 10 MiB, 100 MiB, 1 GiB, and more.
+const NumAccessSizes = 10
+
+// accessSizeMax are the buckets' upper bounds, inclusive.
+var accessSizeMax = [NumAccessSizes - 1]int64{100, 1 << 10, 10 << 10, 100 << 10, 1 << 20, 4 << 20, 10 << 20, 100 << 20, 1 << 30}
+
+// AccessSizeOf returns the access-size bucket of a call that moved n bytes.
+func AccessSizeOf(n int64) int {
+	for i, m := range accessSizeMax {
+		if n <= m {
+			return i
+		}
+	}
+	return NumAccessSizes - 1
+}
+
+// AccessSizeLabel names bucket b as Darshan does ("0-100", "100-1K", ..., "1G+"), and
+// gives its upper bound in bytes (0 for the last, open-ended).
+func AccessSizeLabel(b int) (string, int64) {
+	labels := [NumAccessSizes]string{"0-100", "100-1K", "1K-10K", "10K-100K", "100K-1M", "1M-4M", "4M-10M", "10M-100M", "100M-1G", "1G+"}
+	if b < NumAccessSizes-1 {
+		return labels[b], accessSizeMax[b]
+	}
+	return labels[b], 0
+}
+
+// AccessSize counts the calls of one access-size bucket: how many, the bytes they moved
+// and their time in the storage.
+type AccessSize struct {
+	Count   uint64
+	Bytes   uint64
+	TotalNs int64
+}
+
+func (a *AccessSize) add(n uint64, ns int64) {
+	a.Count++
+	a.Bytes += n
+	a.TotalNs += ns
 }

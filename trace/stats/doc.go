@@ -11,8 +11,9 @@
 // the latest [trace.DefaultSortWindow] events (65,536, each a trace.Event and 28 bytes) in a
 // [trace.Sorter] and aggregates the earliest whenever it is full; an event that arrives
 // after the window passed its start is aggregated late and counted in Source.Unordered.
-// Beyond the window its memory grows with the number of distinct paths (448 bytes each),
-// processes and open handles the trace touched, and with the job's duration up to
+// Beyond the window its memory grows with the number of distinct paths (480 bytes each),
+// processes and open handles the trace touched (a path's and a process's heat row adds at most
+// [MaxHeatCells] cells of 24 bytes), and with the job's duration up to
 // [Options.MaxIntervals] intervals of about 1 KiB (beyond that the interval width doubles
 // and neighbouring intervals merge), and with the requests of each operation that started
 // in the last [DepthWindow] (16 bytes each, at most 262,144 per operation), which the
@@ -33,11 +34,25 @@
 // still costs no allocation (TestAddWithCallsDoesNotAllocate), and about twice the CPU of
 // the per-request figures alone (BenchmarkStatsAddCalls against BenchmarkStatsAdd).
 //
+// The per-system-call view also keeps the calls' time per kind of call and path
+// (Stats.CallPaths: one map entry per kind of call a path saw), and counts the reads and
+// writes that succeeded by the bytes each moved, in Darshan's access-size buckets
+// (Stats.AccessSizes, [AccessSizeOf]).
+//
 // The per-interval series is 1 s wide by default. With Options.Interval zero, traces
 // shorter than 20 s get finer intervals (down to 1/64 s) so that short jobs still show a
 // time series.
 //
-// [Accumulator.Finish] resolves path ids and thread ids to names and returns a [Stats],
+// Each path and each process also keeps its heat (heat.go): its time in the storage and
+// the bytes it moved, in cells of time from 1 ms wide that double when a row would need more
+// than [MaxHeatCells], for the heat maps of a report.
+//
+// With Options.Group the Accumulator splits the events into groups (the programs or users
+// of a report by program) and aggregates each group as a trace of its own besides the
+// whole (Stats.Groups): one more Accumulator per group.
+//
+// [Accumulator.Finish] resolves path ids and thread ids to names (a process by its main thread's record,
+// [ProcessNames]) and returns a [Stats],
 // keyed by names rather than ids, so that Stats from several traces (one per node of a
 // multi-node job) combine with [Stats.Merge]. Histograms merge exactly.
 //

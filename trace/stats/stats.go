@@ -62,6 +62,11 @@ type Options struct {
 	// Accumulator folds a recording's requests into system calls for the per-system-call
 	// view (Stats.Calls). A replay's trace needs none: its events are calls.
 	Names fold.Names
+	// Group, when set, splits the events into groups by the name it gives each, and the
+	// Accumulator aggregates each group apart as well as the whole (Stats.Groups). It must
+	// name an event from its Pid and Uid only: it is asked once per run of events of one
+	// process and user.
+	Group func(ev *trace.Event) string
 
 	auto bool // Interval was zero
 }
@@ -265,6 +270,9 @@ type FileStats struct {
 	FirstByte   bool
 	SizeAttr    int64 // largest size a lookup, getattr or create reply, or a truncate, gave
 	Patterns
+	// Heat is the path's time in the storage and the bytes read from and written to it
+	// over time.
+	Heat Heat
 }
 
 // Size returns the largest size the file was seen to have: its size attribute or the end
@@ -298,6 +306,7 @@ func (f *FileStats) merge(o *FileStats) {
 		f.FirstByteNs, f.FirstByte = o.FirstByteNs, true // the same file on several nodes: the quickest
 	}
 	f.SizeAttr = max(f.SizeAttr, o.SizeAttr)
+	f.Heat.merge(&o.Heat)
 	f.Patterns.merge(&o.Patterns)
 }
 
@@ -315,18 +324,25 @@ type ProcKey struct {
 type ProcStats struct {
 	ProcKey
 	Exe        string
+	Cmdline    []string // its command line, as far as the trace keeps it (nil: unknown)
 	Ops        uint64
 	Errors     uint64
 	TotalNs    int64
 	ClassNs    [NumClasses]int64
 	ReadBytes  uint64 // read, and copied by copy_file_range
 	WriteBytes uint64 // written, and copied by copy_file_range
+	// Heat is the process's time in the storage and the bytes it read and wrote over time.
+	Heat Heat
 }
 
 func (p *ProcStats) merge(o *ProcStats) {
 	if p.Exe == "" {
 		p.Exe = o.Exe
 	}
+	if p.Cmdline == nil {
+		p.Cmdline = o.Cmdline
+	}
+	p.Heat.merge(&o.Heat)
 	p.Ops += o.Ops
 	p.Errors += o.Errors
 	p.TotalNs += o.TotalNs
@@ -422,6 +438,15 @@ type Stats struct {
 	Inflight Inflight
 	// Calls is the per-system-call view, by fold.Syscall (see calls.go).
 	Calls [fold.NumSyscalls]CallStats
+	// CallPaths are the calls' time in the storage per kind of call and path (the path a
+	// call named, or its open file's); AccessSizes count the reads [0] and writes [1] that
+	// succeeded by the bytes each moved (AccessSizeOf). Both are of the per-system-call
+	// view: empty without it.
+	CallPaths   map[CallPath]int64
+	AccessSizes [2][NumAccessSizes]AccessSize
+	// Groups are the figures of each group of the events when the Accumulator split
+	// them (Options.Group), by group name; nil otherwise.
+	Groups map[string]*Stats
 }
 
 // BusyNs returns the I/O-active time of the sources, summed (traces of several nodes
@@ -528,5 +553,30 @@ func (s *Stats) Merge(o *Stats) {
 	s.Inflight.Merge(&o.Inflight)
 	for i := range s.Calls {
 		s.Calls[i].merge(&o.Calls[i])
+	}
+	if len(o.CallPaths) > 0 && s.CallPaths == nil {
+		s.CallPaths = make(map[CallPath]int64, len(o.CallPaths))
+	}
+	for k, ns := range o.CallPaths {
+		s.CallPaths[k] += ns
+	}
+	for d := range s.AccessSizes {
+		for b := range s.AccessSizes[d] {
+			x, y := &s.AccessSizes[d][b], &o.AccessSizes[d][b]
+			x.Count += y.Count
+			x.Bytes += y.Bytes
+			x.TotalNs += y.TotalNs
+		}
+	}
+	for k, g := range o.Groups {
+		if s.Groups == nil {
+			s.Groups = map[string]*Stats{}
+		}
+		d := s.Groups[k]
+		if d == nil {
+			d = New()
+			s.Groups[k] = d
+		}
+		d.Merge(g)
 	}
 }

@@ -1,0 +1,155 @@
+package stats
+
+import (
+	"slices"
+	"time"
+)
+
+// The heat of a file or a process: its time in the storage and the bytes it moved over
+// time, for the heat maps of a report (time × file, time × program).
+//
+// An event counts in the cell its start falls in. A row's cells are HeatBase·2^k wide and
+// anchored at the trace's origin, so that any two of them nest; a row keeps at most
+// MaxHeatCells cells that hold something, and doubles its width (merging neighbours) when
+// it would need more. A row that is busy all along therefore costs at most MaxHeatCells
+// cells, one touched once costs one.
+
+// HeatBase is the narrowest cell of a heat row; MaxHeatCells bounds the cells a row holds.
+const (
+	HeatBase     = time.Millisecond
+	MaxHeatCells = 128
+)
+
+// heatCell is one cell of a heat row being accumulated: slot is its index at the row's
+// width.
+type heatCell struct {
+	slot  int64
+	ns    int64
+	bytes uint64
+}
+
+// heatRow accumulates one row; its cells are in slot order, events come in start order.
+type heatRow struct {
+	cells []heatCell
+	shift uint8 // the row's width is HeatBase << shift
+}
+
+// add counts an event that started at start (ns since the trace's origin), took ns in the
+// storage and moved bytes.
+func (h *heatRow) add(start, ns int64, bytes uint64) {
+	slot := max(start, 0) / int64(HeatBase<<h.shift)
+	if n := len(h.cells); n > 0 {
+		last := &h.cells[n-1]
+		if last.slot == slot {
+			last.ns += ns
+			last.bytes += bytes
+			return
+		}
+		if slot < last.slot { // a late event (the sort window passed it): its own place
+			h.insert(slot, ns, bytes)
+			return
+		}
+	}
+	if len(h.cells) == MaxHeatCells {
+		h.coarsen()
+		h.add(start, ns, bytes)
+		return
+	}
+	h.cells = append(h.cells, heatCell{slot: slot, ns: ns, bytes: bytes})
+}
+
+// insert counts an event in slot, before the last cell.
+func (h *heatRow) insert(slot, ns int64, bytes uint64) {
+	i, found := slices.BinarySearchFunc(h.cells, slot, func(c heatCell, s int64) int {
+		switch {
+		case c.slot < s:
+			return -1
+		case c.slot > s:
+			return 1
+		}
+		return 0
+	})
+	if found {
+		h.cells[i].ns += ns
+		h.cells[i].bytes += bytes
+		return
+	}
+	h.cells = slices.Insert(h.cells, i, heatCell{slot: slot, ns: ns, bytes: bytes})
+	for len(h.cells) > MaxHeatCells {
+		h.coarsen()
+	}
+}
+
+// coarsen doubles the row's width, merging the cells that fall together.
+func (h *heatRow) coarsen() {
+	h.shift++
+	out := h.cells[:0]
+	for _, c := range h.cells {
+		c.slot /= 2
+		if n := len(out); n > 0 && out[n-1].slot == c.slot {
+			out[n-1].ns += c.ns
+			out[n-1].bytes += c.bytes
+			continue
+		}
+		out = append(out, c)
+	}
+	h.cells = out
+}
+
+// export returns the row with its cells on the wall clock of a trace that started at
+// origin.
+func (h *heatRow) export(origin time.Time) Heat {
+	if len(h.cells) == 0 {
+		return Heat{}
+	}
+	w := HeatBase << h.shift
+	out := Heat{Width: w, Cells: make([]HeatCell, len(h.cells))}
+	for i, c := range h.cells {
+		out.Cells[i] = HeatCell{Start: origin.Add(time.Duration(c.slot) * w).UnixNano(), Ns: c.ns, Bytes: c.bytes}
+	}
+	return out
+}
+
+// Heat is the heat of a file or process: its time in the storage and the bytes it moved
+// per cell of time. Every cell is Width wide or, for cells merged from several traces,
+// narrower (the widest of them); an event counts in the cell its start falls in.
+type Heat struct {
+	Width time.Duration
+	Cells []HeatCell // by Start; only cells that hold something
+}
+
+// HeatCell is one cell of a Heat: what the events that started in [Start, Start+Width)
+// did.
+type HeatCell struct {
+	Start int64  // Unix ns
+	Ns    int64  // time in the storage (the events' durations summed)
+	Bytes uint64 // bytes read and written
+}
+
+// merge adds o's cells to h's.
+func (h *Heat) merge(o *Heat) {
+	if len(o.Cells) == 0 {
+		return
+	}
+	h.Width = max(h.Width, o.Width)
+	cells := append(slices.Clip(h.Cells), o.Cells...)
+	slices.SortStableFunc(cells, func(a, b HeatCell) int {
+		switch {
+		case a.Start < b.Start:
+			return -1
+		case a.Start > b.Start:
+			return 1
+		}
+		return 0
+	})
+	out := cells[:0]
+	for _, c := range cells {
+		if n := len(out); n > 0 && out[n-1].Start == c.Start {
+			out[n-1].Ns += c.Ns
+			out[n-1].Bytes += c.Bytes
+			continue
+		}
+		out = append(out, c)
+	}
+	h.Cells = out
+}
