@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -53,7 +54,7 @@ func (o *reportOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.Format, "format", "text", "output `format`: text, json, csv or html")
 	fs.StringVarP(&o.Output, "output", "o", "", "write the report to `file` instead of standard output")
 	fs.IntVar(&o.Top, "top", 10, "rows in the top-N tables (processes, files, directories)")
-	fs.StringVar(&o.By, "by", "", "also split the figures by `key`: host, or label:KEY for a label's value (one view per value)")
+	fs.StringVar(&o.By, "by", "", "also split the figures by `key`: host, label:KEY (a label's value), comm or exe (the program each process ran last), uid (the caller's user); one view per value")
 	fs.StringVar(&o.Table, "table", "ops", "with --format csv, the `table` to write: "+strings.Join(report.CSVTables, ", "))
 	fs.StringVar(&o.Prices, "s3-prices", "", "for replays on s3:// targets, estimate request cost from `prices`: TYPE=PRICE per request, or TYPE=PRICE/N per N requests, TYPE an S3 operation (GetObject, PutObject, ...) or a billing class (GET: reads; PUT: writes, copies, lists, multipart calls; DELETE), e.g. GET=0.0004/1000,PUT=0.005/1000")
 	fs.DurationVar(&o.Interval, "interval", 0, "width of the per-interval series; 0: 1s, finer for traces shorter than 20s (the width doubles for very long traces)")
@@ -78,8 +79,8 @@ func runReport(ctx context.Context, e *env, o *reportOptions, args []string) err
 	if o.Format == "csv" && !contains(report.CSVTables, o.Table) {
 		return usageErrorf("--table %q: want one of %s", o.Table, strings.Join(report.CSVTables, ", "))
 	}
-	if _, err := report.GroupKey(o.By, &trace.Header{}); err != nil {
-		return usageErrorf("--by %q: want host or label:KEY", o.By)
+	if _, err := report.GroupKey(o.By, &trace.Header{}); err != nil && !report.ByEvent(o.By) {
+		return usageErrorf("--by %q: want host, label:KEY, comm, exe or uid", o.By)
 	}
 	var prices report.Prices
 	if o.Prices != "" {
@@ -103,7 +104,10 @@ func runReport(ctx context.Context, e *env, o *reportOptions, args []string) err
 	if err := checkOutputNotInput(o.Output, files); err != nil {
 		return err
 	}
-	per, damaged, err := loadTraces(ctx, e, files, stats.Options{Interval: o.Interval})
+	if report.ByProgram(o.By) && slices.Contains(files, "-") {
+		return usageErrorf("--by %s reads each trace twice (its process records first): it cannot read standard input", o.By)
+	}
+	per, damaged, err := loadTracesBy(ctx, e, files, stats.Options{Interval: o.Interval}, o.By)
 	if err != nil {
 		return err
 	}
@@ -112,8 +116,10 @@ func runReport(ctx context.Context, e *env, o *reportOptions, args []string) err
 		return err
 	}
 	var sb strings.Builder
-	if err := writeStragglers(&sb, r.Groups); err != nil {
-		return err
+	if !report.ByEvent(o.By) { // programs and users are not nodes: none is a straggler
+		if err := writeStragglers(&sb, r.Groups); err != nil {
+			return err
+		}
 	}
 	for l := range strings.Lines(sb.String()) {
 		r.Stragglers = append(r.Stragglers, strings.TrimRight(l, "\n"))
@@ -241,20 +247,26 @@ func expandTraces(args []string) ([]string, error) {
 // loadTraces aggregates each trace file into its own Stats, several at a time. It returns
 // the names of damaged traces (still aggregated) separately from hard errors.
 func loadTraces(ctx context.Context, e *env, files []string, so stats.Options) ([]*stats.Stats, []string, error) {
+	return loadTracesBy(ctx, e, files, so, "")
+}
+
+// loadTracesBy is loadTraces with each trace's events split into the groups of report
+// --by by when it splits events (comm, exe, uid: report.EventGroup).
+func loadTracesBy(ctx context.Context, e *env, files []string, so stats.Options, by string) ([]*stats.Stats, []string, error) {
 	per := make([]*stats.Stats, len(files))
 	errs := make([]error, len(files))
 	sem := make(chan struct{}, max(1, runtime.GOMAXPROCS(0)))
 	var wg sync.WaitGroup
 	for i, f := range files {
 		if f == "-" {
-			per[i], errs[i] = loadTrace(ctx, e, f, so) // standard input: read it here, once
+			per[i], errs[i] = loadTrace(ctx, e, f, so, by) // standard input: read it here, once
 			continue
 		}
 		wg.Add(1)
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			per[i], errs[i] = loadTrace(ctx, e, f, so)
+			per[i], errs[i] = loadTrace(ctx, e, f, so, by)
 		}()
 	}
 	wg.Wait()
@@ -273,7 +285,17 @@ func loadTraces(ctx context.Context, e *env, files []string, so stats.Options) (
 	return per, damaged, nil
 }
 
-func loadTrace(ctx context.Context, e *env, file string, so stats.Options) (*stats.Stats, error) {
+func loadTrace(ctx context.Context, e *env, file string, so stats.Options, by string) (*stats.Stats, error) {
+	if report.ByEvent(by) {
+		var procs []trace.Process
+		if report.ByProgram(by) {
+			var err error
+			if procs, err = processRecords(ctx, e, file); err != nil {
+				return nil, err
+			}
+		}
+		so.Group = report.EventGroup(by, procs)
+	}
 	r, closeTrace, err := openTraceAny(ctx, e, file)
 	if err != nil {
 		return nil, describeOpenError(file, err)
@@ -297,6 +319,27 @@ func loadTrace(ctx context.Context, e *env, file string, so stats.Options) (*sta
 	}
 	footer, _ := r.Footer()
 	return acc.Finish(r, footer, r.Damage()), nil
+}
+
+// processRecords reads a trace through for its process records (the last of each
+// thread), which name the groups of report --by comm and exe before the events are
+// aggregated.
+func processRecords(ctx context.Context, e *env, file string) ([]trace.Process, error) {
+	r, closeTrace, err := openTraceAny(ctx, e, file)
+	if err != nil {
+		return nil, describeOpenError(file, err)
+	}
+	defer closeTrace() //nolint:errcheck // read only: nothing to lose on close
+	for n := 0; ; n++ {
+		if n&0xffff == 0 && ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		if _, err := r.Next(); err == io.EOF {
+			return r.Processes(), nil
+		} else if err != nil {
+			return nil, fmt.Errorf("read trace %s: %w", file, err)
+		}
+	}
 }
 
 func describeOpenError(file string, err error) error {

@@ -51,10 +51,13 @@ func TestJSONSchemasDocumented(t *testing.T) {
 	}{
 		{"report", func(t *testing.T) []byte {
 			return cliJSON(t, "report", "--format", "json", tr, prefix+".t1.r1.iotap")
-		}, reportDoc, []string{"schema", "traces", "total"}},
+		}, reportDoc, []string{"schema", "verdict", "traces", "total"}},
 		{"report-by-host", func(t *testing.T) []byte {
 			return cliJSON(t, "report", "--format", "json", "--by", "host", tr)
-		}, reportDoc, []string{"schema", "traces", "by", "total", "groups"}},
+		}, reportDoc, []string{"schema", "verdict", "traces", "by", "total", "groups", "group_rows"}},
+		{"report-by-comm", func(t *testing.T) []byte {
+			return cliJSON(t, "report", "--format", "json", "--by", "comm", tr, prefix+".t1.r1.iotap")
+		}, reportDoc, []string{"schema", "verdict", "traces", "by", "total", "groups", "group_rows"}},
 		{"compare", func(t *testing.T) []byte {
 			return cliJSON(t, "compare", "--format", "json", tr, prefix+".t1.r1.iotap")
 		}, reportDoc, []string{"schema", "tolerance", "verdict", "verdict_figures", "view", "sides", "syscalls", "ops", "slower", "faster"}},

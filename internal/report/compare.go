@@ -516,12 +516,20 @@ func WriteCompareHTML(w io.Writer, c *Comparison) error {
 		figs = append(figs, figure{Title: o.Name, SVG: template.HTML(s)})
 	}
 	slower, faster := c.changes()
+	lost := figureSet{}
+	bars := lostBars(c)
+	p, err := lostPlot(c, bars)
+	lost.add(p, err, 13*vg.Centimeter, lostPlotHeight(len(bars), len(c.Sides)))
+	if lost.err != nil {
+		return lost.err
+	}
 	return compareTmpl.Execute(w, struct {
 		C              *Comparison
 		Figures        []figure
+		Lost           []figure
 		Rows           []compareRow
 		Slower, Faster []Change
-	}{c, figs, rows, slower, faster})
+	}{c, figs, lost.figs, rows, slower, faster})
 }
 
 var compareTmpl = template.Must(template.New("compare").Funcs(funcs).Funcs(template.FuncMap{
@@ -546,8 +554,9 @@ var compareTmpl = template.Must(template.New("compare").Funcs(funcs).Funcs(templ
 <body>
 {{- $c := .C}}
 <h1>iotap compare</h1>
-{{range $c.Verdict}}<p><b>{{.}}</b></p>
-{{end}}<div class="facts">{{len $c.Sides}} sides; baseline <b>{{(index $c.Sides 0).Name}}</b>; {{viewLine $c.View}}. Ratios are side / baseline: above 1 is slower (or more). Schema {{$c.Schema}}.</div>
+<div class="answer"><div>{{range $c.Verdict}}<p class="verdict"><b>{{.}}</b></p>
+{{end}}</div>{{range .Lost}}<div class="fig">{{.SVG}}</div>{{end}}</div>
+<div class="facts">{{len $c.Sides}} sides; baseline <b>{{(index $c.Sides 0).Name}}</b>; {{viewLine $c.View}}. Ratios are side / baseline: above 1 is slower (or more). Schema {{$c.Schema}}.</div>
 {{if $c.Excluded}}<div class="warn">same-work check of recorded against replayed traces leaves out {{join $c.Excluded ", "}}: {{$c.ExcludedWhy}}</div>
 {{end}}{{range $c.Mismatches}}<div class="warn bad">⚠ not the same work (compared with --force): {{.}}</div>
 {{end}}{{range $c.Warnings}}<div class="warn">⚠ {{.}}</div>

@@ -39,10 +39,10 @@ func WriteCSV(w io.Writer, r *Report, tableName string) error {
 			}
 		}
 	case "procs":
-		rows = append(rows, []string{"view", "host", "pid", "comm", "exe", "ops", "errors", "total_ns", "share", "meta_ns", "data_ns", "read_bytes", "write_bytes"})
+		rows = append(rows, []string{"view", "host", "pid", "comm", "exe", "ops", "errors", "total_ns", "share", "meta_ns", "data_ns", "read_bytes", "write_bytes", "cmdline"})
 		for _, v := range views {
 			for _, p := range v.Processes {
-				rows = append(rows, []string{v.Name, p.Host, u(uint64(p.Pid)), p.Comm, p.Exe, u(p.Ops), u(p.Errors), i64(p.TotalNs), f(p.Share), i64(p.MetaNs), i64(p.DataNs), u(p.ReadBytes), u(p.WriteBytes)})
+				rows = append(rows, []string{v.Name, p.Host, u(uint64(p.Pid)), p.Comm, p.Exe, u(p.Ops), u(p.Errors), i64(p.TotalNs), f(p.Share), i64(p.MetaNs), i64(p.DataNs), u(p.ReadBytes), u(p.WriteBytes), shellJoin(p.Cmdline)})
 			}
 		}
 	case "files", "dirs":

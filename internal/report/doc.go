@@ -7,7 +7,24 @@
 //
 // # Reading the numbers
 //
-// Every report starts with the facts that change how its numbers must be read: the
+// Every report opens with its verdict, one line that answers where the job's time went
+// (ReportVerdict):
+//
+//	I/O 29.9% of 707ms; 43.8% of it fdatasync on db.sqlite-journal; p99 open 1.28ms
+//
+// The first part is the share of the job's wall time during which at least one request
+// was in flight (its I/O-active time over its wall time, each summed over the traces,
+// every trace from its first op's start to its last op's end; "summed over N traces" when
+// there are several). The second is where the I/O time went: the kind of system call with
+// the most time in the storage and its share of the calls' summed time (call_ns); when
+// one path holds at least half of that kind's time, the share of that kind on that path
+// ("43.8% of it fdatasync on db.sqlite-journal"), else the kind's share and over how many
+// paths ("59.4% of it open (over 206 paths)"). The third is the worst tail of a frequent
+// call: of the kinds of call made at least MinTailCount (100) times, the one with the
+// highest p99. Ties go by name. A view without the per-system-call view uses its FUSE
+// requests instead, without paths. Every group of --by has its own verdict.
+//
+// Then come the facts that change how its numbers must be read: the
 // fidelity mode (cache "none": every application call reached the tracing layer at its own
 // size; "kernel": the page cache absorbed part of the I/O and the trace shows what reached
 // the storage), the target file system type, host, command, labels, dropped events and
@@ -38,6 +55,7 @@
 // Fields may be added within v1; a field changing meaning or disappearing makes v2.
 //
 //	schema       "iotap.report/v1"
+//	verdict      the report's answer in one line: the total view's verdict_figures.text
 //	traces[]     one per input trace, in input order:
 //	  file, kind ("record"|"replay"), host, kernel, iotap_version, wall_start,
 //	  target {path, fs_type, fs_name (as reports show it: "fuse (mfs)" for a FUSE mount
@@ -67,11 +85,26 @@
 //	  anchored_runtime_high_ns})
 //	warnings[]   human-readable caveats (drops, damage, cache mode, cache=none mixed with
 //	             cache=kernel)
-//	by           "" | "host" | "label:KEY"
+//	by           "" | "host" | "label:KEY" | "comm" | "exe" | "uid"
 //	total        a view of all traces
-//	groups[]     with --by: one view per host or label value, sorted by name
-//	stragglers[] with --by: lines naming groups whose I/O time, wall time or an op's p99
-//	             stands out from the other groups (rule in docs/slurm.md)
+//	groups[]     with --by: one view per group, sorted by name: "host=NODE",
+//	             "KEY=VALUE", "comm=NAME", "exe=PATH", "uid=N". host and label group
+//	             whole traces; comm and exe group processes by what they ran (each process
+//	             named as in processes[], so one that exec'd another program is in the
+//	             group of the last; "(kernel)" for the requests the kernel makes on its
+//	             own, pid 0; "(unknown)" without a record or an executable); uid groups
+//	             requests by their caller's user. A group's dropped events and damage are
+//	             its traces'.
+//	group_rows[] with --by: one row per group that made calls (requests without the
+//	             per-system-call view), by total_ns descending, over all of them: {group,
+//	             processes (how many it has), count, errors, errnos, bytes (read and
+//	             written: its job's read_bytes + write_bytes), total_ns, share (of the
+//	             groups' summed time), mean_ns, p50_ns, p90_ns, p99_ns, p99_9_ns, max_ns,
+//	             busy_ns (its I/O-active time), ops_per_s, failures_per_s, mb_per_s (bytes
+//	             over busy_ns), cdf[], hist[] (as in ops[])}
+//	stragglers[] with --by host or label:KEY: lines naming groups whose I/O time, wall
+//	             time or an op's p99 stands out from the other groups (rule in
+//	             docs/slurm.md)
 //
 // A view:
 //
@@ -88,6 +121,17 @@
 //	             summed over traces, active_summed, when there are several), wall and active {mb_per_s, read_mb_per_s,
 //	             write_mb_per_s, iops (data_ops per second), meta_ops_per_s (meta_ops per
 //	             second)}: over wall_ns and over active_ns}
+//	verdict_figures  the view's verdict in figures (see "Reading the numbers"): {text,
+//	             view ("syscalls" or "requests": what the rows are), traces (those with
+//	             events), wall_ns (each trace's first op's start to its last op's end,
+//	             summed), active_ns (job.active_ns), io_share (active_ns / wall_ns),
+//	             io_ns (call_ns, or total_ns in the requests view), top (the kind with
+//	             the most time), top_ns, top_share (top_ns / io_ns), top_paths (the
+//	             paths calls of top were on), top_path, top_path_ns, top_path_share
+//	             (top_path_ns / io_ns; only when one path holds at least half of top_ns),
+//	             tail (the kind of at least 100 calls with the highest p99), tail_count,
+//	             tail_p99_ns}; shares are rounded to 3 decimals, and keys without a
+//	             value are left out
 //	syscalls[]   the per-system-call view, one per kind of call seen, by total_ns
 //	             descending (absent when a trace was read without it):
 //	  call ("open" (also creat and opendir), "stat" (stat, lstat, fstat, statx, and a
@@ -150,9 +194,22 @@
 //	             seq_writes, rand_writes (ops), read_bytes, write_bytes, reread_bytes,
 //	             reread_lower_bound, read_sizes[]/write_sizes[] {bucket, count},
 //	             meta_share, data_share (of job I/O time; meta = every class but data)}
-//	processes[]  top N by total_ns: {host, pid, comm, exe, ops, errors, total_ns, share,
-//	             meta_ns, data_ns, read_bytes, write_bytes (copy_file_range's bytes
-//	             count as read and as written)}
+//	processes[]  top N by total_ns: {host, pid, comm, exe, cmdline[] (its command line, at
+//	             most its first 4 KiB; absent when the trace has none), ops, errors,
+//	             total_ns, share, meta_ns, data_ns, read_bytes, write_bytes
+//	             (copy_file_range's bytes count as read and as written)}. A process is
+//	             named after its main thread's last record (the thread whose id is the
+//	             process's), else after the first of its threads that has a record
+//	commands[]   the command lines the view's processes ran, top N by their processes'
+//	             total_ns: {comm, cmdline[], processes, total_ns}; commands_total the
+//	             number of distinct ones
+//	access_sizes[] the read and write calls that succeeded, by the bytes each moved, in
+//	             Darshan's ten buckets (DARSHAN_BUCKET_INC: "0-100", "100-1K", "1K-10K",
+//	             "10K-100K", "100K-1M", "1M-4M", "4M-10M", "10M-100M", "100M-1G", "1G+";
+//	             upper bounds inclusive, K = 1024): {bucket, max_bytes (0 for "1G+"),
+//	             reads, read_bytes, read_ns, writes, write_bytes, write_ns (their time in
+//	             the storage)}; every bucket, absent when there were no such calls (and
+//	             without the per-system-call view)
 //	files_by_time[], files_by_bytes[], dirs_by_time[], dirs_by_bytes[]: top N
 //	             {path ("." is the traced root), ops, errors, total_ns, share, meta_ns,
 //	             data_ns, read_ops, write_ops, read_bytes, write_bytes (with the bytes
@@ -181,6 +238,18 @@
 //	offsets[]    total view only: sampled offset-vs-time of the busiest files {host, path,
 //	             bytes, stride (every stride-th op kept), points[] [t s since the view's
 //	             start, offset, length, 1 if write else 0]}
+//	heat_files, heat_programs  total view only: heat maps, the time in the storage and the
+//	             bytes read and written over time of the busiest files (the first 12 of
+//	             files_by_time) and programs (processes by comm, by total_ns, at most 12):
+//	             {by ("file" or "program"), start (intervals.start), width_ns, columns,
+//	             rows[] {name, total_ns, bytes, ns[], bytes_per_column[] (one per
+//	             column)}}. Every request counts in the column its start falls in, with
+//	             its duration and the bytes it read or wrote (copy_file_range's: read from
+//	             its input file and written to its output; for a program, both). Columns
+//	             are 1 ms times a power of two wide, as narrow as keeps them to about 100
+//	             and as each row kept its own (a row keeps at most 128 cells of 1 ms times
+//	             a power of two); with several traces a trace's cells go to the column
+//	             their start falls in
 //
 // # Resources
 //
@@ -287,15 +356,22 @@
 //
 // WriteCSV writes one table (ops, syscalls, sizes, procs, files, dirs or intervals) with a header
 // row; every row starts with the view name ("all", or "host=node1" with --by). Units as in
-// JSON.
+// JSON. The procs table ends with each process's command line, its arguments quoted as a
+// shell needs them.
 //
 // # HTML
 //
 // WriteHTML writes one self-contained file: inline CSS and SVG plots made with
-// gonum.org/v1/plot, no scripts and no network access. Plots: latency CDF per system call
-// and per operation, the latency tail per operation, MB/s, under it the resident memory and
-// CPUs busy of the storage client and iotap over the same time axis (sampled traces), ops/s,
-// p99 and max per interval, in-flight depth per interval, with --by the busiest
-// operations' CDFs by group, a latency histogram per operation, and sampled
-// offset-vs-time for the busiest files.
+// gonum.org/v1/plot, no scripts and no network access. It opens with the verdict. Plots:
+// latency CDF per system call and per operation, the latency tail per operation, MB/s,
+// under it the resident memory and CPUs busy of the storage client and iotap over the same
+// time axis (sampled traces), ops/s, p99 and max per interval, in-flight depth per
+// interval, with --by the busiest operations' CDFs by group, a latency histogram per
+// operation, and sampled offset-vs-time for the busiest files. Then the heat maps (time in
+// the storage and bytes over time, by file and by program, on a log colour scale from a pale
+// to a dark blue; a map leaves out its rows with nothing to show), the access sizes (table
+// and bars), and with --by the table of groups and the latency CDF of each group's calls.
+// WriteCompareHTML puts a chart of the time each side lost (or gained) per kind of call
+// against the baseline beside the verdict: the rows of the leading view whose total time
+// moved most on any side, at most 10.
 package report

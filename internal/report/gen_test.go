@@ -53,9 +53,9 @@ func genTrace(path string, wl workload) error {
 		return err
 	}
 	rng := rand.New(rand.NewPCG(wl.seed, 42))
-	w.AddProcess(trace.Process{Tid: 100, Pid: 100, PPid: 1, Comm: "python3", Exe: "/usr/bin/python3.11"})
-	w.AddProcess(trace.Process{Tid: 200, Pid: 200, PPid: 100, Comm: "ckpt-writer", Exe: "/usr/bin/python3.11"})
-	w.AddProcess(trace.Process{Tid: 300, Pid: 300, PPid: 1, Comm: "ls", Exe: "/usr/bin/ls"})
+	w.AddProcess(trace.Process{Tid: 100, Pid: 100, PPid: 1, Comm: "python3", Exe: "/usr/bin/python3.11", Cmdline: []string{"python3", "train.py", "--epochs", "1"}})
+	w.AddProcess(trace.Process{Tid: 200, Pid: 200, PPid: 100, Comm: "ckpt-writer", Exe: "/usr/bin/python3.11", Cmdline: []string{"python3", "-m", "ckpt.writer", "--dir", "ckpt"}})
+	w.AddProcess(trace.Process{Tid: 300, Pid: 300, PPid: 1, Comm: "ls", Exe: "/usr/bin/ls", Cmdline: []string{"ls", "-l", "dataset"}})
 
 	lat := func(base, spread float64) int64 { return int64(base + rng.ExpFloat64()*spread) }
 	root := trace.RootPath

@@ -31,12 +31,59 @@ func WriteHTML(w io.Writer, r *Report) error {
 	if err != nil {
 		return err
 	}
+	views, err := darshanFigures(r.Total, r.GroupRows)
+	if err != nil {
+		return err
+	}
 	data := struct {
 		R       *Report
 		V       *View
 		Figures []figure
-	}{r, r.Total, figs}
+		Views   darshanViews
+	}{r, r.Total, figs, views}
 	return pageTmpl.Execute(w, data)
+}
+
+// darshanViews are the figures of the heat maps, the access sizes and the groups.
+type darshanViews struct {
+	Heat   []figure
+	Sizes  []figure
+	Groups []figure
+}
+
+// darshanFigures draws v's heat maps (by file, then by program: time, then bytes) and
+// access sizes, and with --by the latency CDF of each group's calls.
+func darshanFigures(v *View, groups []*GroupRow) (darshanViews, error) {
+	var out darshanViews
+	for _, m := range []*HeatMap{v.HeatFiles, v.HeatPrograms} {
+		if m == nil {
+			continue
+		}
+		for _, byBytes := range []bool{false, true} {
+			f, err := heatFigure(m, byBytes)
+			if err != nil {
+				return out, err
+			}
+			if f.SVG != "" {
+				out.Heat = append(out.Heat, f)
+			}
+		}
+	}
+	sizes := figureSet{}
+	p, err := accessSizePlot(v.AccessSizes)
+	sizes.add(p, err, 18*vg.Centimeter, 9*vg.Centimeter)
+	out.Sizes = sizes.figs
+	if len(groups) > 1 {
+		gs := figureSet{}
+		names, bins := plotted(groups)
+		p, err := cdfPlot("Latency CDF of each group's calls", names, bins, false)
+		gs.add(p, err, 16*vg.Centimeter, 10*vg.Centimeter)
+		out.Groups = gs.figs
+		if gs.err != nil {
+			return out, gs.err
+		}
+	}
+	return out, sizes.err
 }
 
 func reportFigures(v *View, groups []*View, traces []Trace) ([]figure, error) {
@@ -228,6 +275,9 @@ var funcs = template.FuncMap{
 		return strings.Join(parts, ", ")
 	},
 	"contains":   strings.Contains,
+	"groupTable": groupTable,
+	"byProgram":  ByProgram,
+	"cmdline":    func(args []string) string { return cmdlineText(args, 120) },
 	"inflight":   inflightSummary,
 	"overlapped": overlapped,
 }
@@ -238,12 +288,13 @@ h1{font-size:22px;margin:0 0 4px} h2{font-size:17px;margin:28px 0 8px;border-bot
 h3{font-size:15px;margin:18px 0 6px}
 table{border-collapse:collapse;margin:6px 0 12px;font-variant-numeric:tabular-nums}
 th,td{padding:3px 9px;border-bottom:1px solid #eee;text-align:right;white-space:nowrap}
-th{background:#f4f5f7;font-weight:600} td.l,th.l{text-align:left} td.path{text-align:left;white-space:normal;word-break:break-all;max-width:480px}
+th{background:#f4f5f7;font-weight:600;white-space:normal} td.wrap{white-space:normal;min-width:8em} td.l,th.l{text-align:left} td.path{text-align:left;white-space:normal;word-break:break-all;max-width:480px}
 .warn{background:#fff4e5;border:1px solid #f0b45b;padding:8px 12px;margin:10px 0;border-radius:4px}
 .bad{background:#fdecea;border-color:#e57373}
 .facts{color:#555} .muted{color:#777}
 .figs{display:flex;flex-wrap:wrap;gap:14px} .fig{border:1px solid #e3e3e3;border-radius:4px;padding:6px;background:#fff}
 .fig svg{display:block;max-width:100%;height:auto}
+.verdict{font-size:16px;margin:6px 0} .answer{display:flex;flex-wrap:wrap;gap:18px;align-items:flex-start} .answer>div:first-child{flex:1 1 420px} td.cmd{text-align:left;white-space:normal;word-break:break-all;max-width:520px;font-family:ui-monospace,monospace;font-size:12px}
 `
 
 var pageTmpl = template.Must(template.New("page").Funcs(funcs).Parse(`<!DOCTYPE html>
@@ -255,6 +306,7 @@ var pageTmpl = template.Must(template.New("page").Funcs(funcs).Parse(`<!DOCTYPE 
 <body>
 {{- $v := .V}}
 <h1>iotap report</h1>
+<p class="verdict"><b>{{.R.Verdict}}</b></p>
 <div class="facts">{{len .R.Traces}} trace(s), {{count $v.Events}} events over {{dur $v.DurationNs}}; job I/O time {{dur $v.TotalNs}} (sum of op durations){{if not $v.Start.IsZero}}; first op at {{$v.Start.Format "2006-01-02 15:04:05.000 MST"}}{{end}}. Schema {{.R.Schema}}.</div>
 
 <h2>Traces</h2>
@@ -286,9 +338,21 @@ var pageTmpl = template.Must(template.New("page").Funcs(funcs).Parse(`<!DOCTYPE 
 
 <h2>Plots</h2>
 <div class="figs">{{range .Figures}}<div class="fig">{{.SVG}}</div>{{end}}</div>
-
-{{range .R.Groups}}<h2>{{.Name}}</h2>
+{{with .Views.Heat}}<h2>Heat maps</h2>
+<p class="muted">The busiest files and programs (processes by name) over time: each cell is the time the requests that started in it spent in the storage, or the bytes they read and wrote, on a log colour scale; blank cells held nothing.</p>
+<div class="figs">{{range .}}<div class="fig">{{.SVG}}</div>{{end}}</div>
+{{end}}{{with $v.AccessSizes}}<h2>Access sizes</h2>
+<p class="muted">Read and write calls that succeeded, by the bytes each moved, in Darshan's buckets (upper bounds inclusive: 100 B, 1 KiB, 10 KiB, ...); time is their time in the storage.</p>
+<div class="figs"><div>{{template "access" .}}</div>{{range $.Views.Sizes}}<div class="fig">{{.SVG}}</div>{{end}}</div>
+{{end}}
+{{with .R.GroupRows}}<h2>By {{$.R.By}}</h2>
+<p class="muted">Each group's {{if $v.Syscalls}}calls{{else}}requests{{end}} together; bytes read and written, their rate and MB/s over the group's I/O-active time.</p>
+{{template "rows" (groupTable . true)}}
+<div class="figs">{{range $.Views.Groups}}<div class="fig">{{.SVG}}</div>{{end}}</div>
+{{end}}{{$byProgram := byProgram .R.By}}{{range .R.Groups}}<h2>{{.Name}}</h2>
+<p class="verdict"><b>{{.Verdict.Text}}</b></p>
 <p class="facts">{{len .Traces}} trace(s), {{count .Events}} events over {{dur .DurationNs}}; job I/O time {{dur .TotalNs}}.</p>
+{{if and $byProgram .Commands}}{{template "commands" .Commands}}{{end}}
 {{if .Syscalls}}{{template "rows" (callTable .Syscalls)}}{{end}}
 {{template "rows" (opTable .Ops)}}
 {{end}}
@@ -303,9 +367,10 @@ var pageTmpl = template.Must(template.New("page").Funcs(funcs).Parse(`<!DOCTYPE 
 {{range $o := $v.Ops}}{{with $o.Inflight}}{{if .Overlapped}}<tr><td class="l">{{$o.Op}}</td><td>{{count $o.Count}}</td><td>{{if .LowerBound}}≥{{end}}{{.Max}}</td><td>{{printf "%.2f" .Mean}}</td><td>{{printf "%.2f" .BusyMean}}</td><td>{{.P50}}</td><td>{{.P90}}</td><td>{{.P99}}</td></tr>
 {{end}}{{end}}{{end}}</table>{{end}}
 {{if $v.Processes}}<h3>Processes by time</h3>
-<table><tr><th class="l">comm</th><th>pid</th><th class="l">host</th><th>ops</th><th>errors</th><th>total</th><th>share</th><th>meta</th><th>data</th><th>read</th><th>written</th></tr>
-{{range $v.Processes}}<tr><td class="l">{{orDash .Comm}}</td><td>{{.Pid}}</td><td class="l">{{orDash .Host}}</td><td>{{count .Ops}}</td><td>{{count .Errors}}</td><td>{{dur .TotalNs}}</td><td>{{pct .Share}}</td><td>{{dur .MetaNs}}</td><td>{{dur .DataNs}}</td><td>{{bytes .ReadBytes}}</td><td>{{bytes .WriteBytes}}</td></tr>
+<table><tr><th class="l">comm</th><th>pid</th><th class="l">host</th><th>ops</th><th>errors</th><th>total</th><th>share</th><th>meta</th><th>data</th><th>read</th><th>written</th><th class="l">command line</th></tr>
+{{range $v.Processes}}<tr><td class="l">{{orDash .Comm}}</td><td>{{.Pid}}</td><td class="l">{{orDash .Host}}</td><td>{{count .Ops}}</td><td>{{count .Errors}}</td><td>{{dur .TotalNs}}</td><td>{{pct .Share}}</td><td>{{dur .MetaNs}}</td><td>{{dur .DataNs}}</td><td>{{bytes .ReadBytes}}</td><td>{{bytes .WriteBytes}}</td><td class="cmd">{{orDash (cmdline .Cmdline)}}</td></tr>
 {{end}}</table>{{end}}
+{{with $v.Commands}}<h3>Command lines, by their processes' time</h3>{{template "commands" .}}{{end}}
 <h3>Files by time</h3>{{template "files" (fileTable $v.FilesByTime false)}}
 {{with fileAccess $v.FilesByTime}}<h3>Reads per file: first access and re-access</h3>
 <p class="muted">First access: reads that returned bytes never read before from the file; re-access: reads of bytes read before only. First byte: the file's first read, its own latency.</p>
@@ -319,9 +384,15 @@ var pageTmpl = template.Must(template.New("page").Funcs(funcs).Parse(`<!DOCTYPE 
 <ul>{{range $v.Unused.Paths}}<li>{{.}}</li>{{end}}{{if gt $v.Unused.Count (len $v.Unused.Paths)}}<li class="muted">… {{count (u64 $v.Unused.Count)}} in all</li>{{end}}</ul>{{end}}
 </body></html>
 {{define "rows"}}<table><tr><th class="l">{{.Unit}}</th>{{range .Heads}}<th>{{.}}</th>{{end}}<th class="l">errnos</th></tr>
-{{range .Rows}}<tr><td class="l">{{.Name}}</td>{{range .Cells}}<td>{{.}}</td>{{end}}<td class="l">{{.Errnos}}</td></tr>
+{{range .Rows}}<tr><td class="l">{{.Name}}</td>{{range .Cells}}<td>{{.}}</td>{{end}}<td class="l wrap">{{.Errnos}}</td></tr>
 {{end}}</table>{{end}}
 
+{{define "commands"}}<table><tr><th class="l">comm</th><th>processes</th><th>total</th><th class="l">command line</th></tr>
+{{range .}}<tr><td class="l">{{orDash .Comm}}</td><td>{{count (u64 .Processes)}}</td><td>{{dur .TotalNs}}</td><td class="cmd">{{cmdline .Cmdline}}</td></tr>
+{{end}}</table>{{end}}
+{{define "access"}}<table><tr><th class="l">size</th><th>reads</th><th>read</th><th>read time</th><th>writes</th><th>written</th><th>write time</th></tr>
+{{range .}}<tr><td class="l">{{.Bucket}}</td><td>{{count .Reads}}</td><td>{{if .Reads}}{{bytes .ReadBytes}}{{else}}-{{end}}</td><td>{{if .Reads}}{{dur .ReadNs}}{{else}}-{{end}}</td><td>{{count .Writes}}</td><td>{{if .Writes}}{{bytes .WriteBytes}}{{else}}-{{end}}</td><td>{{if .Writes}}{{dur .WriteNs}}{{else}}-{{end}}</td></tr>
+{{end}}</table>{{end}}
 {{define "sizes"}}<table><tr><th class="l">size</th><th>count</th><th>bytes</th><th>mean</th><th>p50</th><th>p90</th><th>p99</th><th>p99.9</th></tr>
 {{range .}}<tr><td class="l">{{.Bucket}}</td><td>{{count .Count}}</td><td>{{bytes .Bytes}}</td><td>{{durf .MeanNs}}</td><td>{{dur .P50}}</td><td>{{dur .P90}}</td><td>{{dur .P99}}</td><td>{{dur .P999}}</td></tr>
 {{end}}</table>{{end}}

@@ -22,13 +22,17 @@ const Schema = "iotap.report/v1"
 // Report is the document every format renders. Its JSON form is the documented schema
 // (see doc.go).
 type Report struct {
-	Schema   string   `json:"schema"`
+	Schema string `json:"schema"`
+	// Verdict is the answer in one line: Total's (ReportVerdict).
+	Verdict  string   `json:"verdict"`
 	Traces   []Trace  `json:"traces"`
 	Warnings []string `json:"warnings,omitempty"`
-	// Total covers all traces; Groups (with --by) splits them by host or label value.
-	Total  *View   `json:"total"`
-	By     string  `json:"by,omitempty"`
-	Groups []*View `json:"groups,omitempty"`
+	// Total covers all traces; Groups (with --by) splits them by host, label value,
+	// program or user, and GroupRows sums each group up in a row.
+	Total     *View       `json:"total"`
+	By        string      `json:"by,omitempty"`
+	Groups    []*View     `json:"groups,omitempty"`
+	GroupRows []*GroupRow `json:"group_rows,omitempty"`
 	// Stragglers are lines naming groups whose I/O stands out from the others (filled in
 	// by the caller; see docs/slurm.md), printed under the group views.
 	Stragglers []string `json:"stragglers,omitempty"`
@@ -184,6 +188,9 @@ type View struct {
 	TotalNs    int64     `json:"total_ns"`    // job I/O time: sum of all op durations
 	// Job is the job's bytes and rates over its wall time and its I/O-active time.
 	Job *JobRates `json:"job"`
+	// Verdict is the view's answer: its share of I/O, where the I/O time went and the
+	// worst tail of a frequent call (report_verdict.go).
+	Verdict *ReportVerdict `json:"verdict_figures"`
 
 	// Syscalls is the per-system-call view (syscalls.go): nil when a trace was read
 	// without it. CallNs is the calls' summed time; CallNotes say what the view cannot show.
@@ -207,6 +214,14 @@ type View struct {
 	Offsets      []OffsetTrack `json:"offsets,omitempty"`
 	// InflightIntervals is the in-flight depth over time (inflight.go).
 	InflightIntervals *InflightIntervals `json:"inflight_intervals,omitempty"`
+	// Commands are the command lines the view's processes ran; AccessSizes its read and
+	// write calls by size; HeatFiles and HeatPrograms (total view only) its time and bytes
+	// over time by file and by program (views.go).
+	Commands      []CommandRow    `json:"commands,omitempty"`
+	CommandsTotal int             `json:"commands_total,omitempty"` // distinct command lines, Commands the busiest
+	AccessSizes   []AccessSizeRow `json:"access_sizes,omitempty"`
+	HeatFiles     *HeatMap        `json:"heat_files,omitempty"`
+	HeatPrograms  *HeatMap        `json:"heat_programs,omitempty"`
 }
 
 // Latency is a latency summary, in nanoseconds.
@@ -321,18 +336,19 @@ type SizeCount struct {
 
 // ProcRow is one process.
 type ProcRow struct {
-	Host       string  `json:"host,omitempty"`
-	Pid        uint32  `json:"pid"`
-	Comm       string  `json:"comm"`
-	Exe        string  `json:"exe,omitempty"`
-	Ops        uint64  `json:"ops"`
-	Errors     uint64  `json:"errors"`
-	TotalNs    int64   `json:"total_ns"`
-	Share      float64 `json:"share"`
-	MetaNs     int64   `json:"meta_ns"`
-	DataNs     int64   `json:"data_ns"`
-	ReadBytes  uint64  `json:"read_bytes"`
-	WriteBytes uint64  `json:"write_bytes"`
+	Host       string   `json:"host,omitempty"`
+	Pid        uint32   `json:"pid"`
+	Comm       string   `json:"comm"`
+	Exe        string   `json:"exe,omitempty"`
+	Cmdline    []string `json:"cmdline,omitempty"`
+	Ops        uint64   `json:"ops"`
+	Errors     uint64   `json:"errors"`
+	TotalNs    int64    `json:"total_ns"`
+	Share      float64  `json:"share"`
+	MetaNs     int64    `json:"meta_ns"`
+	DataNs     int64    `json:"data_ns"`
+	ReadBytes  uint64   `json:"read_bytes"`
+	WriteBytes uint64   `json:"write_bytes"`
 }
 
 // FileRow is one file or directory.
@@ -407,8 +423,11 @@ type OffsetTrack struct {
 
 // Options control Build.
 type Options struct {
-	Top int    // rows in top-N tables (default 10)
-	By  string // "", "host" or "label:KEY"
+	Top int // rows in top-N tables (default 10)
+	// By groups the traces by "host" or "label:KEY" (GroupKey), or their events by "comm",
+	// "exe" or "uid" (EventGroup: the Stats must have been accumulated with it, as
+	// stats.Options.Group, and hold the groups in Stats.Groups); "" for no groups.
+	By string
 }
 
 // GroupKey returns the group a source belongs to under by ("host" or "label:KEY").
@@ -426,7 +445,7 @@ func GroupKey(by string, h *trace.Header) (string, error) {
 		}
 		return k + "=" + v, nil
 	}
-	return "", fmt.Errorf("report: --by %q: want host or label:KEY", by)
+	return "", fmt.Errorf("report: --by %q: want host, label:KEY, comm, exe or uid", by)
 }
 
 // Build makes a report from per-trace Stats (one per input trace, in input order).
@@ -434,7 +453,7 @@ func Build(per []*stats.Stats, o Options) (*Report, error) {
 	if o.Top <= 0 {
 		o.Top = 10
 	}
-	if _, err := GroupKey(o.By, &trace.Header{}); err != nil {
+	if err := checkBy(o.By); err != nil {
 		return nil, err
 	}
 	r := &Report{Schema: Schema, By: o.By}
@@ -448,7 +467,14 @@ func Build(per []*stats.Stats, o Options) (*Report, error) {
 			idx := len(r.Traces)
 			r.Traces = append(r.Traces, traceInfo(&s.Sources[j]))
 			all = append(all, idx)
-			if o.By != "" {
+			if ByEvent(o.By) {
+				for k := range s.Groups {
+					if _, ok := groupIdx[k]; !ok {
+						order = append(order, k)
+					}
+					groupIdx[k] = append(groupIdx[k], idx)
+				}
+			} else if o.By != "" {
 				k, err := GroupKey(o.By, &s.Sources[j].Header)
 				if err != nil {
 					return nil, err
@@ -461,16 +487,23 @@ func Build(per []*stats.Stats, o Options) (*Report, error) {
 			}
 		}
 		total.Merge(s)
-		if o.By != "" {
+		if o.By != "" && !ByEvent(o.By) {
 			k, _ := GroupKey(o.By, &s.Sources[0].Header)
 			groups[k].Merge(s)
 		}
 	}
+	if ByEvent(o.By) {
+		groups = total.Groups // merged from every trace's
+	}
 	r.Total = buildView("all", total, all, o)
+	r.Verdict = r.Total.Verdict.Text
 	sort.Strings(order)
+	var gs []*stats.Stats
 	for _, k := range order {
 		r.Groups = append(r.Groups, buildView(k, groups[k], groupIdx[k], o))
+		gs = append(gs, groups[k])
 	}
+	r.GroupRows = groupRows(r.Groups, gs)
 	r.Warnings = warnings(r)
 	return r, nil
 }
@@ -691,9 +724,13 @@ func buildView(name string, s *stats.Stats, traces []int, o Options) *View {
 	v.Intervals = intervals(&s.Series)
 	v.InflightIntervals = inflightIntervals(s)
 	callView(v, s)
+	v.Commands, v.CommandsTotal = commandRows(s, o.Top)
+	v.AccessSizes = accessSizeRows(s)
 	if name == "all" {
 		v.Offsets = offsets(s, v.Start, o.Top)
+		v.HeatFiles, v.HeatPrograms = heatMaps(v, s)
 	}
+	v.Verdict = reportVerdict(v, s)
 	return v
 }
 
@@ -747,7 +784,7 @@ func procRows(s *stats.Stats, total int64, top int) []ProcRow {
 			comm = "(kernel)" // requests the kernel issues on its own: release, forget, writeback
 		}
 		out = append(out, ProcRow{
-			Host: p.Host, Pid: p.Pid, Comm: comm, Exe: p.Exe, Ops: p.Ops, Errors: p.Errors,
+			Host: p.Host, Pid: p.Pid, Comm: comm, Exe: p.Exe, Cmdline: p.Cmdline, Ops: p.Ops, Errors: p.Errors,
 			TotalNs: p.TotalNs, Share: share(p.TotalNs, total),
 			MetaNs:    p.TotalNs - p.ClassNs[trace.ClassData],
 			DataNs:    p.ClassNs[trace.ClassData],

@@ -35,7 +35,28 @@ func TestMain(m *testing.M) {
 
 func loadStats(t testing.TB, name string) *stats.Stats {
 	t.Helper()
+	return loadStatsBy(t, name, "")
+}
+
+// loadStatsBy aggregates a test trace with the groups of --by by when they split its
+// events (comm, exe, uid), reading its process records first as the command does.
+func loadStatsBy(t testing.TB, name, by string) *stats.Stats {
+	t.Helper()
 	path := filepath.Join(testdataDir(), name)
+	var group func(*trace.Event) string
+	if ByEvent(by) {
+		r, err := trace.Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for {
+			if _, err := r.Next(); err != nil {
+				break
+			}
+		}
+		group = EventGroup(by, r.Processes())
+		_ = r.Close()
+	}
 	r, err := trace.Open(path)
 	if err != nil {
 		t.Fatal(err)
@@ -45,7 +66,7 @@ func loadStats(t testing.TB, name string) *stats.Stats {
 			t.Error(err)
 		}
 	}()
-	a := stats.NewAccumulator(name, r.Header(), stats.Options{Names: r})
+	a := stats.NewAccumulator(name, r.Header(), stats.Options{Names: r, Group: group})
 	for {
 		ev, err := r.Next()
 		if err == io.EOF {
@@ -96,12 +117,14 @@ func TestGolden(t *testing.T) {
 		{"two-nodes-by-host.txt", []string{"node1.iotap", "node2.iotap"}, Options{By: "host"}, "text"},
 		{"two-nodes-by-rank.json", []string{"node1.iotap", "node2.iotap"}, Options{By: "label:rank", Top: 3}, "json"},
 		{"node1-ops.csv", []string{"node1.iotap"}, Options{}, "csv"},
+		{"two-nodes-by-comm.txt", []string{"node1.iotap", "node2.iotap"}, Options{By: "comm"}, "text"},
+		{"node1-by-exe.json", []string{"node1.iotap"}, Options{By: "exe", Top: 3}, "json"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var per []*stats.Stats
 			for _, tr := range tt.traces {
-				per = append(per, loadStats(t, tr))
+				per = append(per, loadStatsBy(t, tr, tt.opts.By))
 			}
 			r, err := Build(per, tt.opts)
 			if err != nil {

@@ -29,6 +29,8 @@ type rowKind[R row] struct {
 	// mid and end are the columns of text and HTML tables after the share and at the end;
 	// csvHead and csvMid those of CSV after the name and after max_ns.
 	mid, end, csvHead, csvMid []column[R]
+	// mb, when set, is a row's MB/s cell; else a row has one when it is a data op or call.
+	mb func(R) string
 }
 
 // column is a column a kind of row adds to a table.
@@ -160,9 +162,13 @@ func (rk *rowKind[R]) table(rows []R, html bool) rowTable {
 			bytes = format.Bytes(tot.Bytes)
 		}
 		line := rowLine{Name: n, Errnos: errnoList(tot.Errnos)}
+		mb := mbCell(n, p.MBps)
+		if rk.mb != nil {
+			mb = rk.mb(r)
+		}
 		line.Cells = append(append(append([]string{format.Count(l.Count), format.Count(tot.Errors), bytes, format.Dur(tot.TotalNs), format.Pct(tot.Share)},
 			cells(r, rk.mid)...),
-			rateCell(n, p.OpsPerS), mbCell(n, p.MBps), format.Dur(int64(l.MeanNs)),
+			rateCell(n, p.OpsPerS), mb, format.Dur(int64(l.MeanNs)),
 			format.Dur(l.P50), format.Dur(l.P90), format.Dur(l.P99), format.Dur(l.P999), format.Dur(l.MaxNs)), cells(r, rk.end)...)
 		t.Rows = append(t.Rows, line)
 		if a := accessLine(n+" "+rk.plural, p.FirstAccess, p.Reaccess); a != "" {

@@ -18,6 +18,7 @@ const maxTextIntervals = 30
 func WriteText(w io.Writer, r *Report) error {
 	var b strings.Builder
 	v := r.Total
+	b.WriteString(r.Verdict + "\n")
 	fmt.Fprintf(&b, "iotap report: %d trace(s), %s events over %s; job I/O time %s (sum of op durations)\n",
 		len(r.Traces), format.Count(v.Events), format.Dur(v.DurationNs), format.Dur(v.TotalNs))
 	if !v.Start.IsZero() {
@@ -35,9 +36,14 @@ func WriteText(w io.Writer, r *Report) error {
 	writeCallTable(&b, v)
 	writeOpTable(&b, v)
 	writeSummaryLines(&b, v)
+	writeGroupTable(&b, r)
 	for _, g := range r.Groups {
 		fmt.Fprintf(&b, "\n-- %s: %d trace(s), %s events over %s; job I/O time %s\n",
 			termsafe.Name(g.Name), len(g.Traces), format.Count(g.Events), format.Dur(g.DurationNs), format.Dur(g.TotalNs))
+		fmt.Fprintf(&b, "%s\n", g.Verdict.Text)
+		if ByProgram(r.By) && len(g.Commands) > 0 {
+			fmt.Fprintf(&b, "%s\n", commandsLine(g.Commands, g.CommandsTotal))
+		}
 		writeCallTable(&b, g)
 		writeOpTable(&b, g)
 		writeSummaryLines(&b, g)
@@ -216,12 +222,23 @@ func writeDetails(b *strings.Builder, v *View) {
 		t.add(format.Count(l.Count), format.Dur(int64(l.MeanNs)), format.Dur(l.P50), format.Dur(l.P90), format.Dur(l.P99), format.Dur(l.P999), format.Dur(l.MaxNs))
 		b.WriteString(t.String())
 	}
+	writeAccessSizes(b, v.AccessSizes)
 	if len(v.Processes) > 0 {
 		b.WriteString("\nprocesses by time\n")
-		t := newTable("comm", "pid", "host", "ops", "errors", "total", "share", "meta", "data", "read", "written")
+		t := newTable("comm", "pid", "host", "ops", "errors", "total", "share", "meta", "data", "read", "written", "command line")
+		t.left[11] = true
 		for _, p := range v.Processes {
 			t.add(orDash(p.Comm), fmt.Sprint(p.Pid), orDash(p.Host), format.Count(p.Ops), format.Count(p.Errors), format.Dur(p.TotalNs), format.Pct(p.Share),
-				format.Dur(p.MetaNs), format.Dur(p.DataNs), format.Bytes(p.ReadBytes), format.Bytes(p.WriteBytes))
+				format.Dur(p.MetaNs), format.Dur(p.DataNs), format.Bytes(p.ReadBytes), format.Bytes(p.WriteBytes), orDash(cmdlineCell(p.Cmdline, 60)))
+		}
+		b.WriteString(t.String())
+	}
+	if len(v.Commands) > 0 {
+		b.WriteString("\ncommand lines, by their processes' time\n")
+		t := newTable("comm", "processes", "total", "command line")
+		t.left[3] = true
+		for _, c := range v.Commands {
+			t.add(orDash(c.Comm), format.Count(uint64(c.Processes)), format.Dur(c.TotalNs), cmdlineCell(c.Cmdline, 100))
 		}
 		b.WriteString(t.String())
 	}
@@ -355,4 +372,38 @@ func meanDur(ns int64, k uint64) string {
 		return "-"
 	}
 	return format.Dur(ns / int64(k))
+}
+
+// writeGroupTable writes the table of r's groups (--by), one row each.
+func writeGroupTable(b *strings.Builder, r *Report) {
+	if len(r.GroupRows) == 0 {
+		return
+	}
+	what := "calls"
+	if r.Total.Syscalls == nil {
+		what = "requests"
+	}
+	fmt.Fprintf(b, "\nby %s: each group's %s together (bytes read and written; rate and MB/s over its I/O-active time)\n", r.By, what)
+	t := groupTable(r.GroupRows, false)
+	b.WriteString(t.String())
+}
+
+// writeAccessSizes writes the read and write calls by access size.
+func writeAccessSizes(b *strings.Builder, rows []AccessSizeRow) {
+	if len(rows) == 0 {
+		return
+	}
+	b.WriteString("\nread and write calls by size (Darshan's buckets; the calls that succeeded, by the bytes each moved; time in the storage)\n")
+	t := newTable("size", "reads", "read", "read time", "writes", "written", "write time")
+	dash := func(n uint64, s string) string {
+		if n == 0 {
+			return "-"
+		}
+		return s
+	}
+	for _, r := range rows {
+		t.add(r.Bucket, format.Count(r.Reads), dash(r.Reads, format.Bytes(r.ReadBytes)), dash(r.Reads, format.Dur(r.ReadNs)),
+			format.Count(r.Writes), dash(r.Writes, format.Bytes(r.WriteBytes)), dash(r.Writes, format.Dur(r.WriteNs)))
+	}
+	b.WriteString(t.String())
 }

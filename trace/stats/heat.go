@@ -126,8 +126,8 @@ type HeatCell struct {
 	Bytes uint64 // bytes read and written
 }
 
-// merge adds o's cells to h's.
-func (h *Heat) merge(o *Heat) {
+// Merge adds o's cells to h's.
+func (h *Heat) Merge(o *Heat) {
 	if len(o.Cells) == 0 {
 		return
 	}

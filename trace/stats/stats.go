@@ -158,6 +158,9 @@ func (o *OpStats) Percentile(p float64) int64 {
 	return min(o.Hist.ValueAtPercentile(p), max(o.MaxNs, 0))
 }
 
+// Add adds src's figures to o's (to sum kinds of operation or call); src is not modified.
+func (o *OpStats) Add(src *OpStats) { o.merge(src) }
+
 func (o *OpStats) merge(src *OpStats) {
 	o.Count += src.Count
 	o.Errors += src.Errors
@@ -306,7 +309,7 @@ func (f *FileStats) merge(o *FileStats) {
 		f.FirstByteNs, f.FirstByte = o.FirstByteNs, true // the same file on several nodes: the quickest
 	}
 	f.SizeAttr = max(f.SizeAttr, o.SizeAttr)
-	f.Heat.merge(&o.Heat)
+	f.Heat.Merge(&o.Heat)
 	f.Patterns.merge(&o.Patterns)
 }
 
@@ -342,7 +345,7 @@ func (p *ProcStats) merge(o *ProcStats) {
 	if p.Cmdline == nil {
 		p.Cmdline = o.Cmdline
 	}
-	p.Heat.merge(&o.Heat)
+	p.Heat.Merge(&o.Heat)
 	p.Ops += o.Ops
 	p.Errors += o.Errors
 	p.TotalNs += o.TotalNs
