@@ -194,7 +194,9 @@
 //	             seq_writes, rand_writes (ops), read_bytes, write_bytes, reread_bytes,
 //	             reread_lower_bound, read_sizes[]/write_sizes[] {bucket, count},
 //	             meta_share, data_share (of job I/O time; meta = every class but data)}
-//	processes[]  top N by total_ns: {host, pid, comm, exe, cmdline[] (its command line, at
+//	processes[]  top N by total_ns: {host, pid, comm ("(kernel)" for the requests the kernel
+//	             makes on its own, pid 0; "(unknown)" for a process without a record or a
+//	             name), exe, cmdline[] (its command line, at
 //	             most its first 4 KiB; absent when the trace has none), ops, errors,
 //	             total_ns, share, meta_ns, data_ns, read_bytes, write_bytes
 //	             (copy_file_range's bytes count as read and as written)}. A process is

@@ -779,12 +779,8 @@ func patterns(s *stats.Stats, v *View) Patterns {
 func procRows(s *stats.Stats, total int64, top int) []ProcRow {
 	out := make([]ProcRow, 0, len(s.Procs))
 	for _, p := range s.Procs {
-		comm := p.Comm
-		if comm == "" && p.Pid == 0 {
-			comm = "(kernel)" // requests the kernel issues on its own: release, forget, writeback
-		}
 		out = append(out, ProcRow{
-			Host: p.Host, Pid: p.Pid, Comm: comm, Exe: p.Exe, Cmdline: p.Cmdline, Ops: p.Ops, Errors: p.Errors,
+			Host: p.Host, Pid: p.Pid, Comm: procName(p.Pid, p.Comm), Exe: p.Exe, Cmdline: p.Cmdline, Ops: p.Ops, Errors: p.Errors,
 			TotalNs: p.TotalNs, Share: share(p.TotalNs, total),
 			MetaNs:    p.TotalNs - p.ClassNs[trace.ClassData],
 			DataNs:    p.ClassNs[trace.ClassData],

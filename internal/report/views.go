@@ -208,10 +208,7 @@ func heatMaps(v *View, s *stats.Stats) (files, programs *HeatMap) {
 	progs := map[string]*stats.Heat{}
 	total := map[string]int64{}
 	for _, p := range s.Procs {
-		name := p.Comm
-		if name == "" {
-			name = procName(p.Pid, p.Comm)
-		}
+		name := procName(p.Pid, p.Comm)
 		h := progs[name]
 		if h == nil {
 			h = &stats.Heat{}
@@ -240,8 +237,8 @@ func heatMaps(v *View, s *stats.Stats) (files, programs *HeatMap) {
 }
 
 // procName is how the report names a process's program: its comm, "(kernel)" for the
-// requests the kernel makes on its own (pid 0), "(unknown)" for a process the trace has no
-// record of.
+// requests the kernel makes on its own (release, forget, writeback: pid 0), "(unknown)" for
+// a process the trace has no record of (or one without a name: gone before it was read).
 func procName(pid uint32, comm string) string {
 	switch {
 	case comm != "":
