@@ -24,8 +24,8 @@
 // errnos, flags and modes, process and thread ids, the shape of the tree, the file system
 // type and the kernel version. User and group ids become small numbers (0 stays 0, the
 // others 1, 2, ... in order of first appearance). The command line, host name, label
-// values, the traced directory, its mount and source, process names and executables
-// become tokens. The key never goes into the output; its id (the first hex digits of its
+// values, the traced directory, its mount and source, process names, executables and
+// command lines become tokens. The key never goes into the output; its id (the first hex digits of its
 // SHA-256) does, as the label "anonymized", so that whoever holds keys can tell which one
 // was used.
 package anonymize
@@ -259,10 +259,18 @@ func (a *Anonymizer) Header(h trace.Header, keyID string) trace.Header {
 	return h
 }
 
-// Process returns p with its name and executable anonymised.
+// Process returns p with its name, executable and command line anonymised (each argument
+// as the header's command's).
 func (a *Anonymizer) Process(p trace.Process) trace.Process {
 	p.Comm = a.Name(p.Comm)
 	p.Exe = a.Path(p.Exe)
+	if p.Cmdline != nil {
+		cmd := make([]string, len(p.Cmdline))
+		for i, c := range p.Cmdline {
+			cmd[i] = a.Path(c)
+		}
+		p.Cmdline = cmd
+	}
 	return p
 }
 

@@ -112,11 +112,11 @@ func syntheticTrace(t *testing.T) []byte {
 		Labels: []trace.Label{{Key: "SLURM_JOB_ID", Value: "4242"}},
 	})
 	b.AddProcess(trace.Process{Tid: 10, Pid: 10, PPid: 1, Comm: "tar", Exe: "/usr/bin/tar"})
-	b.AddProcess(trace.Process{Tid: 11, Pid: 11, PPid: 1, Comm: "sqlite3", Exe: "/usr/bin/sqlite3"})
+	b.AddProcess(trace.Process{Tid: 11, Pid: 11, PPid: 1, Comm: "sqlite3", Exe: "/usr/bin/sqlite3", Cmdline: []string{"sqlite3", "/home/ann/db.sqlite", "select secret from t;"}})
 	b.AddProcess(trace.Process{Tid: 12, Pid: 12, PPid: 1, Comm: "ls", Exe: "/usr/bin/ls"})
 	tracetest.Workload(b, 6)
 	b.Ev(10, trace.OpReadlink, "out/link", 2000, 1000, func(e *trace.Event) { e.Ret = int64(len("d0/f0")); e.Size = 4096; e.Uid, e.Gid = 1000, 100 })
-	b.AddProcess(trace.Process{Tid: 10, Pid: 10, PPid: 1, Comm: "gzip", Exe: "/usr/bin/gzip"}) // an exec
+	b.AddProcess(trace.Process{Tid: 10, Pid: 10, PPid: 1, Comm: "gzip", Exe: "/usr/bin/gzip", Cmdline: []string{"gzip", "in/archive.tar"}}) // an exec
 	b.Ev(10, trace.OpGetattr, "in/archive.tar", 2000, 1000, nil)
 	b.W.AddSamples(trace.Samples{Role: trace.RoleSelf, Pid: 7, Name: "iotap", Points: []trace.Sample{{T: 1e9, RSS: 1 << 20}, {T: 2e9, RSS: 2 << 20}}})
 	b.W.SetRoundTrip(trace.RoundTrip{Start: 20 * time.Microsecond, Run: 25 * time.Microsecond, Samples: 3})
@@ -204,11 +204,16 @@ func TestCopy(t *testing.T) {
 
 	for _, p := range anon.Processes() {
 		o, _ := orig.Process(p.Tid)
-		if p.Comm != a.Name(o.Comm) || p.Exe != a.Path(o.Exe) || p.Pid != o.Pid || p.PPid != o.PPid {
+		if p.Comm != a.Name(o.Comm) || p.Exe != a.Path(o.Exe) || p.Pid != o.Pid || p.PPid != o.PPid || len(p.Cmdline) != len(o.Cmdline) {
 			t.Errorf("process %+v from %+v", p, o)
 		}
+		for i, arg := range o.Cmdline {
+			if p.Cmdline[i] != a.Path(arg) {
+				t.Errorf("process %d: argument %q is %q, want its token %q", p.Tid, arg, p.Cmdline[i], a.Path(arg))
+			}
+		}
 	}
-	if p, _ := anon.Process(10); p.Comm != a.Name("gzip") {
+	if p, _ := anon.Process(10); p.Comm != a.Name("gzip") || len(p.Cmdline) != 2 || p.Cmdline[1] != a.Path("in/archive.tar") {
 		t.Errorf("thread 10 is %q, want the token of its latest name", p.Comm)
 	}
 	of, af := orig.Files(), anon.Files()

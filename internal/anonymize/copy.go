@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 
 	"github.com/iotap/iotap/trace"
 )
@@ -77,7 +78,7 @@ func (c *copier) events(ctx context.Context, res *Result) error {
 			return fmt.Errorf("anonymize: read: %w", err)
 		}
 		c.newProcesses(res)
-		if p, ok := c.r.Process(ev.Tid); ok && p != c.last[ev.Tid] {
+		if p, ok := c.r.Process(ev.Tid); ok && !sameProcess(p, c.last[ev.Tid]) {
 			c.process(p, res) // a later record replaced it (an exec)
 		}
 		out := *ev
@@ -100,6 +101,12 @@ func (c *copier) newProcesses(res *Result) {
 	}
 }
 
+// sameProcess reports whether two process records are the same.
+func sameProcess(p, q trace.Process) bool {
+	return p.Tid == q.Tid && p.Pid == q.Pid && p.PPid == q.PPid && p.FirstSeen == q.FirstSeen &&
+		p.Comm == q.Comm && p.Exe == q.Exe && slices.Equal(p.Cmdline, q.Cmdline)
+}
+
 func (c *copier) process(p trace.Process, res *Result) {
 	c.last[p.Tid] = p
 	c.w.AddProcess(c.a.Process(p))
@@ -111,7 +118,7 @@ func (c *copier) process(p trace.Process, res *Result) {
 func (c *copier) finish(res *Result) {
 	c.newProcesses(res)
 	for _, p := range c.r.Processes() {
-		if p != c.last[p.Tid] {
+		if !sameProcess(p, c.last[p.Tid]) {
 			c.process(p, res)
 		}
 	}
