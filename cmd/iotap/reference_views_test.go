@@ -247,12 +247,58 @@ func refCheckVerdictText(c *refChecker, v *refVerdictJSON) {
 	}
 }
 
-// refCheckReplayViews recomputes a replay's verdict and access sizes: its events are its
-// calls.
-func refCheckReplayViews(t *testing.T, replay string) {
-	evs := refExportViews(t, replay)
-	rep := refReportViews(t, replay)
-	c := &refChecker{t: t, name: "replay views"}
+// refCall is one system call: its kind, path, time in the storage and outcome.
+type refCall struct {
+	kind, path string
+	dur, ret   int64
+	ok         bool
+}
+
+// refReplayCallsOf are a replay's calls: its events.
+func refReplayCallsOf(t *testing.T, evs []refViewEvent) []refCall {
+	t.Helper()
+	var out []refCall
+	for i := range evs {
+		e := &evs[i]
+		if e.Op == "forget" {
+			continue
+		}
+		name, ok := refReplayCall(e)
+		if !ok {
+			t.Fatalf("the replay issued %s, which this check does not map to a call", e.Op)
+		}
+		out = append(out, refCall{kind: name, path: e.Path, dur: e.Dur, ret: e.Ret, ok: e.ok()})
+	}
+	return out
+}
+
+// refRecordedCalls are a recording's calls, as `export --view syscalls` gives them.
+func refRecordedCalls(t *testing.T, tracePath string) []refCall {
+	t.Helper()
+	var out []refCall
+	sc := bufio.NewScanner(bytes.NewReader(refRun(t, "", "export", "--view", "syscalls", tracePath)))
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		var c struct {
+			Syscall string `json:"syscall"`
+			Path    string `json:"path"`
+			Time    int64  `json:"time_ns"`
+			Ret     int64  `json:"ret"`
+			Errno   int    `json:"errno"`
+		}
+		if err := json.Unmarshal(sc.Bytes(), &c); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, refCall{kind: c.Syscall, path: c.Path, dur: c.Time, ret: c.Ret, ok: c.Errno == 0})
+	}
+	return out
+}
+
+// refCheckCallViews recomputes the verdict and the access sizes of a trace from its
+// events (evs) and its calls.
+func refCheckCallViews(t *testing.T, name, tracePath string, evs []refViewEvent, cs []refCall) {
+	rep := refReportViews(t, tracePath)
+	c := &refChecker{t: t, name: name}
 	v := rep.Total.Verdict
 	refCheckVerdictTime(c, v, evs)
 	type callFig struct {
@@ -263,36 +309,28 @@ func refCheckReplayViews(t *testing.T, replay string) {
 	calls := map[string]*callFig{}
 	sizes := map[string]*[6]int64{} // reads, read bytes, read ns, writes, write bytes, write ns
 	var callNs int64
-	for i := range evs {
-		e := &evs[i]
-		if e.Op == "forget" {
-			continue
-		}
-		name, ok := refReplayCall(e)
-		if !ok {
-			t.Fatalf("the replay issued %s, which this check does not map to a call", e.Op)
-		}
-		callNs += e.Dur
-		f := calls[name]
+	for _, e := range cs {
+		callNs += e.dur
+		f := calls[e.kind]
 		if f == nil {
 			f = &callFig{paths: map[string]int64{}}
-			calls[name] = f
+			calls[e.kind] = f
 		}
-		f.total += e.Dur
-		f.durs = append(f.durs, e.Dur)
-		f.paths[e.Path] += e.Dur
-		if e.ok() && (name == "read" || name == "write") {
-			b := refDarshan(max(e.Ret, 0))
+		f.total += e.dur
+		f.durs = append(f.durs, e.dur)
+		f.paths[e.path] += e.dur
+		if e.ok && (e.kind == "read" || e.kind == "write") {
+			b := refDarshan(max(e.ret, 0))
 			if sizes[b] == nil {
 				sizes[b] = &[6]int64{}
 			}
 			k := 0
-			if name == "write" {
+			if e.kind == "write" {
 				k = 3
 			}
 			sizes[b][k]++
-			sizes[b][k+1] += max(e.Ret, 0)
-			sizes[b][k+2] += e.Dur
+			sizes[b][k+1] += max(e.ret, 0)
+			sizes[b][k+2] += e.dur
 		}
 	}
 	c.eq("verdict io_ns (the calls' summed time)", v.IONs, callNs)
@@ -366,7 +404,7 @@ func refCheckReplayViews(t *testing.T, replay string) {
 		c.eq("access size "+b.Bucket, []any{b.Reads, b.ReadBytes, b.ReadNs, b.Writes, b.WriteBytes, b.WriteNs},
 			[]any{want[0], want[1], want[2], want[3], want[4], want[5]})
 	}
-	t.Logf("replay views: %d figures compared, %d differ; verdict %q", c.checked, c.n, v.Text)
+	t.Logf("%s: %d figures compared, %d differ; verdict %q", name, c.checked, c.n, v.Text)
 }
 
 // refProgram is a process's group under --by comm or exe.
@@ -385,62 +423,17 @@ func refProgram(names map[uint32]trace.Process, pid uint32, exe bool) string {
 	return n
 }
 
-// refCheckRecordingViews recomputes a recording's verdict (the parts the requests give),
-// groups, processes' command lines, command lines and heat maps.
+// refCheckRecordingViews recomputes a recording's verdict and access sizes (from its calls as
+// `export --view syscalls` folds them), groups, processes' command lines, command lines and
+// heat maps.
 func refCheckRecordingViews(t *testing.T, rec string) {
 	evs := refExportViews(t, rec)
 	names := refProcNames(t, rec)
 	rep := refReportViews(t, rec)
 	c := &refChecker{t: t, name: "recording views"}
+	refCheckCallViews(t, "recording's calls", rec, evs, refRecordedCalls(t, rec))
 	v := rep.Total.Verdict
-	refCheckVerdictTime(c, v, evs)
-	// The calls' time is the syscall rows' (checked against strace elsewhere); the top kind
-	// is the first row; a read, write or fdatasync call is its requests, so its time per
-	// path is theirs.
-	var rows int64
-	for _, r := range rep.Total.Syscalls {
-		rows += r.Total
-	}
-	c.eq("verdict io_ns (the syscall rows' time)", v.IONs, rows)
-	c.eq("verdict top (the busiest call)", v.Top, rep.Total.Syscalls[0].Call)
-	c.eq("verdict top_ns", v.TopNs, rep.Total.Syscalls[0].Total)
-	requestOf := map[string]func(e *refViewEvent) bool{
-		"read":      func(e *refViewEvent) bool { return e.Op == "read" },
-		"write":     func(e *refViewEvent) bool { return e.Op == "write" },
-		"fdatasync": func(e *refViewEvent) bool { return e.Op == "fsync" && e.Flags&1 != 0 },
-	}
-	if is, ok := requestOf[v.Top]; ok {
-		paths := map[string]int64{}
-		var total int64
-		for i := range evs {
-			if is(&evs[i]) {
-				paths[evs[i].Path] += evs[i].Dur
-				total += evs[i].Dur
-			}
-		}
-		c.eq("verdict top_ns from the requests", v.TopNs, total)
-		c.eq("verdict top_paths", v.TopPaths, len(paths))
-		if v.TopPath != "" {
-			c.eq("verdict top_path_ns", v.TopPathNs, paths[v.TopPath])
-			for p, ns := range paths {
-				if ns > v.TopPathNs {
-					c.errorf("verdict top_path %s (%d ns), but %s has %d ns", v.TopPath, v.TopPathNs, p, ns)
-				}
-			}
-			c.eq("verdict top_path_share", v.TopPathShare, math.Round(float64(v.TopPathNs)/float64(v.IONs)*1000)/1000)
-		}
-	} else {
-		t.Logf("the busiest call is %s, folded from several requests: its paths are checked on the replay", v.Top)
-	}
-	// The tail is the row of 100 calls or more with the highest p99.
-	var tail refRowJSON
-	for _, r := range rep.Total.Syscalls {
-		if r.Count >= 100 && (tail.Call == "" || r.P99 > tail.P99) {
-			tail = r
-		}
-	}
-	c.eq("verdict tail", []any{v.Tail, v.TailCount, v.TailP99Ns}, []any{tail.Call, tail.Count, tail.P99})
-	refCheckVerdictText(c, v)
+	c.eq("verdict line", rep.Verdict, v.Text)
 
 	// Processes: named after their main thread; their command lines.
 	for _, p := range rep.Total.Procs {
@@ -669,5 +662,7 @@ setpriv --reuid 65534 --regid 65534 --clear-groups cat journal > /dev/null`)
 	}
 	prefix := filepath.Join(root, "rep")
 	refRun(t, root, "replay", rec, "--target", target, "-o", prefix, "--no-compare")
-	refCheckReplayViews(t, prefix+".t1.r1.iotap")
+	replay := prefix + ".t1.r1.iotap"
+	evs := refExportViews(t, replay)
+	refCheckCallViews(t, "replay's calls", replay, evs, refReplayCallsOf(t, evs))
 }
