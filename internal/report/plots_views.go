@@ -202,7 +202,8 @@ func heatFigure(m *HeatMap, byBytes bool) (figure, error) {
 	key.Y.Min, key.Y.Max = lo, hi
 
 	width, keyW := 17*vg.Centimeter, 2.6*vg.Centimeter
-	height := vg.Length(len(cells.vals))*0.62*vg.Centimeter + 3.2*vg.Centimeter
+	// A map of a few rows keeps the height its colour key needs to label its decades.
+	height := max(vg.Length(len(cells.vals))*0.62*vg.Centimeter+3.2*vg.Centimeter, 7.5*vg.Centimeter)
 	c := vgsvg.New(width+keyW, height)
 	dc := draw.New(c)
 	p.Draw(draw.Crop(dc, 0, -keyW, 0, 0))
