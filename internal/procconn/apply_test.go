@@ -162,15 +162,18 @@ func TestCmdline(t *testing.T) {
 			}
 		})
 	}
-	exePath(t, "sleep")
+	exePath(t, "sh")
+	// The long argument is the shell's $1, which it leaves alone: it lives on (a program
+	// that refused the argument would exit, and leave no command line to read).
 	long := strings.Repeat("a", 3*MaxCmdline)
-	c := startCmd(t, "sleep", "60", long)
+	script := "sleep 60; :"
+	c := startCmd(t, "sh", "-c", script, "sh", long)
 	execd(t, uint32(c.Process.Pid))
 	raw, err := ReadCmdline(uint32(c.Process.Pid))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := ("sleep\x0060\x00" + long)[:MaxCmdline]; raw != want {
+	if want := ("sh\x00-c\x00" + script + "\x00sh\x00" + long)[:MaxCmdline]; raw != want {
 		t.Errorf("ReadCmdline of a long command line: %d bytes %.40q..., want the first %d", len(raw), raw, MaxCmdline)
 	}
 
