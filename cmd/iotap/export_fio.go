@@ -54,14 +54,18 @@ type fioLog struct {
 	safe     map[string]string
 	safeList []string
 
-	added   map[string]bool
-	open    map[string]int    // fio file → handles open on it
-	handles map[uint64]string // open handle → its fio file
+	added map[string]bool
+	open  map[string]int // fio file → handles open on it
+	// handles maps an open handle to its fio files, oldest first: more than one when the
+	// handle was reused before its release was seen (an open that began before the
+	// release of the handle's previous file, and got the handle once that release freed
+	// it); a release closes the oldest, data calls go to the newest.
+	handles map[uint64][]string
 }
 
 func newFioLog(w io.Writer) *fioLog {
 	return &fioLog{w: w, moved: map[string]string{}, movedDirs: map[string]string{}, safe: map[string]string{},
-		added: map[string]bool{}, open: map[string]int{}, handles: map[uint64]string{},
+		added: map[string]bool{}, open: map[string]int{}, handles: map[uint64][]string{},
 		n: fioCounts{threads: map[uint32]struct{}{}}}
 }
 
@@ -144,10 +148,7 @@ func (l *fioLog) openFile(t int64, path string, h uint64) (string, error) {
 			return "", err
 		}
 	}
-	if old, ok := l.handles[h]; ok { // a handle reused before its release was seen
-		l.open[old]--
-	}
-	l.handles[h] = name
+	l.handles[h] = append(l.handles[h], name)
 	l.open[name]++
 	if l.open[name] == 1 {
 		return name, l.line(t, name, "open")
@@ -158,8 +159,8 @@ func (l *fioLog) openFile(t int64, path string, h uint64) (string, error) {
 // fileOf returns the fio file open on handle h, opening the one of path for a handle the
 // trace used but did not open (before it began).
 func (l *fioLog) fileOf(t int64, h uint64, path string) (string, error) {
-	if name, ok := l.handles[h]; ok {
-		return name, nil
+	if names := l.handles[h]; len(names) > 0 {
+		return names[len(names)-1], nil
 	}
 	return l.openFile(t, path, h)
 }
@@ -180,11 +181,16 @@ func (l *fioLog) add(o *xop) error {
 		_, err := l.openFile(o.start, o.path, o.handle)
 		return err
 	case xClose:
-		name, ok := l.handles[o.handle]
-		if !ok {
+		names := l.handles[o.handle]
+		if len(names) == 0 {
 			return nil
 		}
-		delete(l.handles, o.handle)
+		name := names[0]
+		if len(names) == 1 {
+			delete(l.handles, o.handle)
+		} else {
+			l.handles[o.handle] = names[1:]
+		}
 		l.open[name]--
 		if l.open[name] == 0 {
 			return l.line(o.start, name, "close")
