@@ -35,6 +35,7 @@ type layerOptions struct {
 	UIDs          []uint
 	Comms         []string
 	StatsInterval time.Duration
+	StatsFormat   string
 	DropWhenFull  bool
 	AllowOther    bool
 	FUSEDebug     bool
@@ -56,6 +57,7 @@ func (o *layerOptions) addFlags(fs *pflag.FlagSet, targetHelp string) {
 	fs.UintSliceVar(&o.UIDs, "uid", nil, "record only calls by user `id` (repeatable)")
 	fs.StringArrayVar(&o.Comms, "comm", nil, "record only calls by processes whose comm is `name` (repeatable)")
 	fs.DurationVar(&o.StatsInterval, "stats-interval", 0, "print a live line (ops/s, MB/s, p99) on stderr every `interval` (e.g. 1s); SIGUSR1 prints one at any time")
+	fs.StringVar(&o.StatsFormat, "stats-format", "text", "`format` of the live line: text, or json (one object per line)")
 	fs.BoolVar(&o.DropWhenFull, "drop-when-full", false, "drop events instead of slowing the job when the trace buffer is full (drops are counted)")
 	fs.BoolVar(&o.AllowOther, "allow-other", false, "let other users use the traced view (adds default_permissions)")
 	fs.BoolVar(&o.FUSEDebug, "fuse-debug", false, "print every FUSE request (very verbose)")
@@ -87,6 +89,7 @@ type recordSpec struct {
 	AllowOther    bool
 	FUSEDebug     bool
 	StatsInterval time.Duration
+	StatsFormat   string // "text" or "json" (--stats-format)
 	DropWhenFull  bool
 	ServerProcs   int    // GOMAXPROCS while serving (0: fusefs.DefaultServerProcs)
 	Legs          string // "auto", "kernel" or "probe" (--legs)
@@ -129,6 +132,13 @@ func prepare(o *layerOptions, kind string) (*recordSpec, error) {
 		// Shorter, the live lines would flood stderr and take CPU from the job.
 		return nil, usageErrorf("--stats-interval %v: want at least %v (or 0 for none)", o.StatsInterval, minStatsInterval)
 	}
+	switch o.StatsFormat {
+	case "text", "json":
+	case "":
+		o.StatsFormat = "text"
+	default:
+		return nil, usageErrorf("--stats-format must be text or json, not %q", o.StatsFormat)
+	}
 	if o.ServerProcs < 0 {
 		return nil, usageErrorf("--server-procs must not be negative")
 	}
@@ -153,7 +163,7 @@ func prepare(o *layerOptions, kind string) (*recordSpec, error) {
 	}
 	spec := &recordSpec{
 		Cache: o.Cache, Include: o.Include, Exclude: o.Exclude, Comms: o.Comms,
-		AllowOther: o.AllowOther, FUSEDebug: o.FUSEDebug, StatsInterval: o.StatsInterval,
+		AllowOther: o.AllowOther, FUSEDebug: o.FUSEDebug, StatsInterval: o.StatsInterval, StatsFormat: o.StatsFormat,
 		DropWhenFull: o.DropWhenFull, ServerProcs: o.ServerProcs, Kind: kind, Sample: o.sampleOptions,
 		Legs: o.Legs, Store: o.traceStore,
 	}
