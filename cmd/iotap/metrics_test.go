@@ -248,7 +248,10 @@ rm -r d a`, "sh", mnt)
 		return s.err == nil && s.at.After(jobEnd) && s.requests > 0 && s.requests == s.accepted && s.inFlight == 0
 	}, fail)
 	proxy.next(t, 10*time.Second, func(s scrape) bool { return s.seq > quiet.seq }, fail)
-	at := quiet.at.Add(interval / 2) // after the quiet scrape's sample, before the next one's
+	// The quiet scrape's sample is stamped when Prometheus started it (or at its scheduled
+	// time, when within 2 ms of it), before the proxy received it; the next one's is about
+	// an interval later.
+	at := quiet.at.Add(10 * time.Millisecond)
 	t.Logf("quiet scrape %d at %s: %v requests, %v events accepted, %v in flight (content type %s)",
 		quiet.seq, quiet.at.Format(time.RFC3339Nano), quiet.requests, quiet.accepted, quiet.inFlight, quiet.contentType)
 
