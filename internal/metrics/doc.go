@@ -23,7 +23,8 @@
 // summed over the batch and added once per operation. A failed event adds one to its
 // (op, errno) counter, found in a map owned by the encoder's goroutine. The histogram takes
 // its own lock only when its native buckets exceed NativeHistogramMaxBucketNumber, to halve
-// its resolution or reset.
+// its resolution or reset. A scrape reads the writer's totals, which holds each writer
+// shard's lock for a moment, as the live line does: once per scrape, not per request.
 //
 // # Metrics
 //
