@@ -63,6 +63,8 @@ func openSession(e *env, spec *recordSpec, ml net.Listener) (*session, error) {
 	return s, nil
 }
 
+// mountSession is openSession up to the mounted layer: the metrics, when asked for, are
+// counted but not yet served.
 func mountSession(e *env, spec *recordSpec, ml net.Listener) (*session, error) {
 	h := trace.Header{
 		Kind:         "record",
