@@ -12,6 +12,8 @@
 #                 default --legs auto: the kernel's legs measured, as root)
 #   MODE@LEGS     the same with `--legs LEGS`, for each LEGS of -l (e.g. -l probe: what
 #                 measuring the kernel's legs costs, against the round-trip probe alone)
+#   MODE+metrics  with -M: the same with `--metrics 127.0.0.1:PORT`, scraped every -S seconds
+#                 by a bash loop while the job runs (what serving Prometheus metrics costs)
 #   before-MODE   the same with iotap built from revision -B (when given)
 # A round runs every target once per job, in an order that rotates every round; each run gets
 # a fresh directory. Prints per job the median wall time over rounds of each target and its
@@ -19,15 +21,16 @@
 # work per request" (the cost line, self_ns_per_request in the report) and its late and
 # missing attributions.
 #
-# Usage: bench/jobs.sh [-r ROUNDS] [-n READS] [-k CATS] [-m MODE,...] [-l LEGS,...] [-B REV] [-o JOB,...] [-d WORKDIR]
-# Defaults: -r 5 -n 120000 -k 1000 -m none,kernel -o genomics,catloop -d /var/tmp/iotap-jobs
+# Usage: bench/jobs.sh [-r ROUNDS] [-n READS] [-k CATS] [-m MODE,...] [-l LEGS,...] [-M] [-S SECONDS] [-B REV] [-o JOB,...] [-d WORKDIR]
+# Defaults: -r 5 -n 120000 -k 1000 -m none,kernel -S 1 -o genomics,catloop -d /var/tmp/iotap-jobs
 # Needs root (iotap record's private mount), go, samtools, sqlite3, tar, awk.
 set -euo pipefail
 
-ROUNDS=5 READS=120000 CATS=1000 MODES=none,kernel LEGS='' BEFORE='' JOBS=genomics,catloop WORK=/var/tmp/iotap-jobs
-while getopts "r:n:k:m:l:B:o:d:h" o; do
+ROUNDS=5 READS=120000 CATS=1000 MODES=none,kernel LEGS='' METRICS='' SCRAPE=1 BEFORE='' JOBS=genomics,catloop WORK=/var/tmp/iotap-jobs
+while getopts "r:n:k:m:l:MS:B:o:d:h" o; do
   case $o in
     r) ROUNDS=$OPTARG ;; n) READS=$OPTARG ;; k) CATS=$OPTARG ;; m) MODES=$OPTARG ;; l) LEGS=$OPTARG ;;
+    M) METRICS=1 ;; S) SCRAPE=$OPTARG ;;
     B) BEFORE=$OPTARG ;; o) JOBS=$OPTARG ;; d) WORK=$OPTARG ;; *) sed -n '2,/^[^#]/{/^#/s/^# \{0,1\}//p}' "$0"; exit 2 ;;
   esac
 done
@@ -36,9 +39,10 @@ IFS=, read -ra MODES <<<"$MODES"
 IFS=, read -ra JOBS <<<"$JOBS"
 REPO=$(cd "$(dirname "$0")/.." && pwd)
 WORK=$(realpath -m "$WORK")
-PID=''
+PID='' SPID=''
 cleanup() {
   if [ -n "$PID" ]; then kill -TERM "$PID" 2>/dev/null || true; wait "$PID" 2>/dev/null || true; PID=''; fi
+  if [ -n "$SPID" ]; then kill "$SPID" 2>/dev/null || true; wait "$SPID" 2>/dev/null || true; SPID=''; fi
   awk -v p="$WORK/" 'index($2, p) == 1 {print $2}' /proc/self/mounts | sort -r |
     while read -r m; do umount "$m" 2>/dev/null || umount -l "$m"; done
   [ -z "$BEFORE" ] || git -C "$REPO" worktree remove --force "$WORK/src-before" 2>/dev/null || true
@@ -54,6 +58,10 @@ if [ -n "$LEGS" ]; then
   IFS=, read -ra legs <<<"$LEGS"
   for m in "${MODES[@]}"; do for l in "${legs[@]}"; do TARGETS+=("$m@$l"); done; done
 fi
+if [ -n "$METRICS" ]; then
+  for m in "${MODES[@]}"; do TARGETS+=("$m+metrics"); done
+  MPORT=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+fi
 if [ -n "$BEFORE" ]; then
   git -C "$REPO" worktree add --detach "$WORK/src-before" "$BEFORE" >/dev/null
   (cd "$WORK/src-before" && go build -o "$WORK/bin/iotap-before" ./cmd/iotap)
@@ -68,6 +76,13 @@ jobcmd() {
     genomics) echo "WORKLOAD_READS=$READS sh $GENOMICS >/dev/null" ;;
     catloop) echo "for i in \$(seq $CATS); do cat f >/dev/null; done" ;;
   esac
+}
+
+# scrape: fetches the metrics every SCRAPE seconds, as Prometheus would, until killed.
+scrape() {
+  while sleep "$SCRAPE"; do
+    { exec 3<>"/dev/tcp/127.0.0.1/$MPORT" && printf 'GET /metrics HTTP/1.0\r\n\r\n' >&3 && cat <&3 >/dev/null; exec 3<&-; } 2>/dev/null || true
+  done
 }
 
 # run JOB TARGET ROUND: one timed run; appends "JOB TARGET SECONDS" to the results and, for
@@ -90,12 +105,15 @@ run() {
       t0=$EPOCHREALTIME; sh -c "cd $WORK/mnt && $cmd" >"$log" 2>&1; t1=$EPOCHREALTIME
       kill -TERM "$PID"; wait "$PID" 2>/dev/null || true; PID='' ;;
     *) # iotap record, run from the target as a job is (the job starts in the caller's directory)
-      local bin=$WORK/bin/iotap mode=$tgt legs=()
+      local bin=$WORK/bin/iotap mode=$tgt legs=() metrics=()
       case $tgt in before-*) bin=$WORK/bin/iotap-before mode=${tgt#before-} ;; esac
       case $mode in *@*) legs=(--legs "${mode#*@}"); mode=${mode%@*} ;; esac
+      case $mode in *+metrics) metrics=(--metrics "127.0.0.1:$MPORT"); mode=${mode%+metrics} ;; esac
+      if [ ${#metrics[@]} -gt 0 ]; then scrape & SPID=$!; fi
       t0=$EPOCHREALTIME
-      (cd "$dir" && "$bin" record --cache "$mode" "${legs[@]}" --target . -o "$WORK/traces/t.iotap" -- sh -c "$cmd") >"$log" 2>&1
-      t1=$EPOCHREALTIME ;;
+      (cd "$dir" && "$bin" record --cache "$mode" "${legs[@]}" "${metrics[@]}" --target . -o "$WORK/traces/t.iotap" -- sh -c "$cmd") >"$log" 2>&1
+      t1=$EPOCHREALTIME
+      if [ -n "$SPID" ]; then kill "$SPID" 2>/dev/null || true; wait "$SPID" 2>/dev/null || true; SPID=''; fi ;;
   esac
   echo "$job $tgt $(python3 -c "print(f'{$t1 - $t0:.4f}')")" >>"$WORK/results.txt"
   if [ "$tgt" != native ] && [ "$tgt" != loopback ]; then

@@ -84,7 +84,11 @@ func runMount(ctx context.Context, e *env, opts *mountOptions, args []string) er
 	if err := createOutput(spec.Output); err != nil {
 		return err
 	}
-	s, err := openSession(e, spec)
+	ml, err := listenMetrics(spec.Metrics)
+	if err != nil {
+		return err
+	}
+	s, err := openSession(e, spec, ml)
 	if err != nil {
 		return err
 	}

@@ -88,6 +88,15 @@ func runRecord(ctx context.Context, e *env, opts *recordOptions, args []string) 
 	if err := createOutput(spec.Output); err != nil {
 		return err
 	}
+	// The metrics' address is bound here, before the job runs and anything is mounted: an
+	// address in use is a usage error. The recorder serves it.
+	ml, err := listenMetrics(spec.Metrics)
+	if err != nil {
+		return err
+	}
+	if ml != nil {
+		defer func() { _ = ml.Close() }() // the recorder has its own descriptor
+	}
 	// The job's processes that lose their parent stay below this process, which kills them
 	// when the job must end with iotap (reexecRecorder).
 	if err := job.Subreaper(); err != nil {
@@ -108,7 +117,7 @@ func runRecord(ctx context.Context, e *env, opts *recordOptions, args []string) 
 		spec.Labels = append(spec.Labels, trace.Label{Key: report.NativeRuntimeLabel, Value: strconv.FormatInt(int64(native), 10)})
 	}
 	_, _ = fmt.Fprintf(e.stderr, "iotap: tracing %s%s, trace %s\n", spec.Target, viewNote(spec), spec.Output)
-	return reexecRecorder(e, spec)
+	return reexecRecorder(e, spec, ml)
 }
 
 // runNative runs the job once without the layer, in its own directory, and returns its

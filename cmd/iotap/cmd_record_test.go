@@ -403,12 +403,16 @@ func TestRecordForwardsSIGTERM(t *testing.T) {
 			if code != sig.code || rest != "got "+sig.name+"\n" {
 				t.Fatalf("exit %d output %q, want %d and the trap's line; stderr: %s", code, rest, sig.code, p.stderr)
 			}
-			if !strings.Contains(p.stderr.String(), " ops/s ") {
+			if !liveLineRE.MatchString(p.stderr.String()) {
 				t.Errorf("SIGUSR1 printed no stats line:\n%s", p.stderr)
 			}
 		})
 	}
 }
+
+// liveLineRE matches a live line in text form: its time (RFC 3339, UTC, milliseconds), then
+// the rates and the 99th percentile.
+var liveLineRE = regexp.MustCompile(`(?m)^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z iotap: +\d+ ops/s  read +[0-9.]+ MB/s  write +[0-9.]+ MB/s  p99 \S+`)
 
 // TestRecordErrors runs the checks made before anything is mounted, in process.
 func TestRecordErrors(t *testing.T) {
@@ -545,7 +549,7 @@ func TestRecordOptions(t *testing.T) {
 	if code, _ := p.wait(t); code != 0 {
 		t.Fatalf("exit %d; stderr %s", code, p.stderr)
 	}
-	if !strings.Contains(p.stderr.String(), " ops/s ") || !strings.Contains(p.stderr.String(), " p99 ") {
+	if !liveLineRE.MatchString(p.stderr.String()) {
 		t.Errorf("no live stats line:\n%s", p.stderr)
 	}
 	tc := readTrace(t, strings.Replace(out, "%j", "nojob", 1))

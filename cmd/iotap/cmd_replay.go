@@ -144,7 +144,9 @@ func (o *replayOptions) campaign(e *env, tracePath string) (*campaign.Campaign, 
 	spec.Trace = tracePath
 	return campaign.New(spec, campaign.Env{
 		Places: places,
-		Sample: func(w *trace.Writer, dir string) *procsample.Sampler { return o.Sample.startSampling(e, w, dir) },
+		Sample: func(w *trace.Writer, dir string) *procsample.Sampler {
+			return o.Sample.startSampling(e, w, w.Origin(), dir)
+		},
 		Load: func(ctx context.Context, files []string) ([]*stats.Stats, error) {
 			per, _, err := loadTraces(ctx, e, files, stats.Options{})
 			return per, err

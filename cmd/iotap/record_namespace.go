@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -25,7 +26,8 @@ import (
 )
 
 // recordChildCommand is the hidden subcommand `record` re-executes itself as, inside a new
-// mount namespace. Its spec arrives as JSON on fd 3.
+// mount namespace. Its spec arrives as JSON on fd 3, and with --metrics the listener bound
+// for them as fd 4.
 const recordChildCommand = "__record-child"
 
 // reexecRecorder runs this binary again as the hidden child command, the recorder: it
@@ -43,10 +45,17 @@ const recordChildCommand = "__record-child"
 //   - the recorder killed: the job's command gets SIGKILL from the kernel (its
 //     Pdeathsig), and this process, the reaper of the orphans below it (job.Subreaper in
 //     runRecord), kills what is left of the job.
-func reexecRecorder(e *env, spec *recordSpec) error {
+func reexecRecorder(e *env, spec *recordSpec, ml net.Listener) error {
 	data, err := json.Marshal(spec)
 	if err != nil {
 		return fmt.Errorf("encode recorder spec: %w", err)
+	}
+	var mf *os.File
+	if ml != nil {
+		if mf, err = listenerFile(ml); err != nil {
+			return fmt.Errorf("hand the metrics listener to the recorder: %w", err)
+		}
+		defer func() { _ = mf.Close() }() // the recorder has it once started
 	}
 	pr, pw, err := os.Pipe()
 	if err != nil {
@@ -57,6 +66,9 @@ func reexecRecorder(e *env, spec *recordSpec) error {
 	cmd.Env = lazyfree.ChildEnv(os.Environ()) // the child serves the mount
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = e.stdin, e.stdout, e.stderr
 	cmd.ExtraFiles = []*os.File{pr}
+	if mf != nil {
+		cmd.ExtraFiles = append(cmd.ExtraFiles, mf)
+	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: parentDeathSignal}
 	if spec.InPlace {
 		cmd.SysProcAttr.Cloneflags = syscall.CLONE_NEWNS
@@ -168,13 +180,28 @@ func runRecordChild(ctx context.Context, e *env) error {
 	if err := json.Unmarshal(data, spec); err != nil {
 		return fmt.Errorf("decode spec: %w", err)
 	}
+	var ml net.Listener
+	if spec.Metrics != "" {
+		mf := os.NewFile(4, "metrics")
+		if mf == nil {
+			return errors.New("internal command: no metrics listener on fd 4")
+		}
+		ml, err = net.FileListener(mf) // a descriptor of its own, close-on-exec
+		_ = mf.Close()
+		if err != nil {
+			return fmt.Errorf("metrics listener: %w", err)
+		}
+	}
 	if spec.InPlace {
 		if err := makeSlave(parent); err != nil {
+			if ml != nil {
+				_ = ml.Close()
+			}
 			_, _ = fmt.Fprintf(e.stderr, "iotap %s: %v\n", spec.Kind, err)
 			return &exitCodeError{code: exitError}
 		}
 	}
-	err = serve(ctx, e, spec, parentDied)
+	err = serve(ctx, e, spec, ml, parentDied)
 	var ec *exitCodeError
 	if err != nil && !errors.As(err, &ec) {
 		// Print with the user's command name, then exit quietly.

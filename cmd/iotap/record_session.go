@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/signal"
 	"runtime"
@@ -18,6 +19,7 @@ import (
 	"github.com/iotap/iotap/fusefs"
 	"github.com/iotap/iotap/internal/job"
 	"github.com/iotap/iotap/internal/legs"
+	"github.com/iotap/iotap/internal/metrics"
 	"github.com/iotap/iotap/internal/procsample"
 	"github.com/iotap/iotap/internal/sysinfo"
 	"github.com/iotap/iotap/internal/tally"
@@ -38,12 +40,32 @@ type session struct {
 	rt      trace.RoundTrip     // the layer's round trip, when measured
 	legs    *legs.Tracer        // the kernel's view of the requests, when measured
 	legsWhy string              // why the kernel's view is not measured
+	metrics *metrics.Collector  // nil without --metrics
+	stopMet func()              // stops serving the metrics
 }
 
 // openSession writes the header, creates the trace and mounts the layer. In place, it
 // first moves into the target so that the layer reaches the real directory through the
-// working directory, under the mount it is about to put on top.
-func openSession(e *env, spec *recordSpec) (*session, error) {
+// working directory, under the mount it is about to put on top. With --metrics, ml is the
+// listener bound for them: served once the layer is mounted, closed if it is not.
+func openSession(e *env, spec *recordSpec, ml net.Listener) (*session, error) {
+	s, err := mountSession(e, spec, ml)
+	if err != nil {
+		if ml != nil {
+			_ = ml.Close()
+		}
+		return nil, err
+	}
+	if ml != nil {
+		s.stopMet = s.metrics.Serve(ml, e.log)
+		_, _ = fmt.Fprintf(e.stderr, "iotap: metrics at %s\n", metrics.URL(ml))
+	}
+	return s, nil
+}
+
+// mountSession is openSession up to the mounted layer: the metrics, when asked for, are
+// counted but not yet served.
+func mountSession(e *env, spec *recordSpec, ml net.Listener) (*session, error) {
 	h := trace.Header{
 		Kind:         "record",
 		WallStart:    time.Now().UTC(),
@@ -69,12 +91,23 @@ func openSession(e *env, spec *recordSpec) (*session, error) {
 			return nil, fmt.Errorf("enter target: %w", err)
 		}
 	}
-	// The summary's and the live line's tally is fed by the trace writer's encoder, off the
-	// requests' path: the layer records into the writer directly, as benchmarks measure it.
+	// The summary's and the live line's tally, and the metrics, are fed by the trace
+	// writer's encoder, off the requests' path: the layer records into the writer directly,
+	// as benchmarks measure it.
 	s := &session{spec: spec, e: e}
 	wo := trace.WriterOptions{
 		DropWhenFull: spec.DropWhenFull, Logger: e.log, Observe: s.tally.AddBatch,
 		FlushInterval: flushInterval(spec.StatsInterval),
+	}
+	// The mount point as mountinfo will name it, resolved before the layer covers it.
+	realMount := realOrSelf(spec.MountPoint)
+	if ml != nil {
+		s.metrics = metrics.New(metrics.Info{Version: version, Kind: spec.Kind, Target: spec.Target,
+			MountPoint: spec.MountPoint, Trace: spec.Output, Cache: spec.Cache})
+		wo.Observe = func(evs []trace.Event) {
+			s.tally.AddBatch(evs)
+			s.metrics.Observe(evs)
+		}
 	}
 	if err := s.openLegs(&h, &wo); err != nil {
 		return nil, err
@@ -86,7 +119,11 @@ func openSession(e *env, spec *recordSpec) (*session, error) {
 	}
 	s.w, s.closeW = w, closeW
 	// The storage client serving the target, found before the layer covers it.
-	s.sampler = spec.Sample.startSampling(e, w, spec.Target)
+	var sink procsample.Sink = w
+	if s.metrics != nil {
+		sink = metricsSink{w: w, c: s.metrics}
+	}
+	s.sampler = spec.Sample.startSampling(e, sink, w.Origin(), spec.Target)
 	procs := spec.ServerProcs
 	if procs <= 0 {
 		procs = fusefs.DefaultServerProcs()
@@ -102,6 +139,9 @@ func openSession(e *env, spec *recordSpec) (*session, error) {
 		return nil, explainMountError(spec, err)
 	}
 	s.srv = srv
+	if s.metrics != nil {
+		s.metrics.Register(metrics.Sources{WriterStats: w.Stats, InFlight: fuseInFlight(realMount)})
+	}
 	if s.legs != nil {
 		if err := s.legs.Watch(spec.MountPoint, os.Getpid()); err != nil {
 			e.log.Warn("the kernel's legs are not measured", "err", err)
@@ -211,6 +251,9 @@ func (s *session) close(outcome string) error {
 		sums = s.sampler.Stop() // its last samples go into the trace
 	}
 	err := s.closeW()
+	if s.stopMet != nil {
+		s.stopMet() // after the trace's last events reached the metrics
+	}
 	var legStats legs.Stats
 	if s.legs != nil {
 		legStats = s.legs.Stats()
@@ -252,8 +295,8 @@ func (s *session) close(outcome string) error {
 // serve mounts the layer, runs the job (record) and takes everything down. It returns the
 // job's exit status as an *exitCodeError. When parentDied is closed (the iotap process that
 // started this recorder died), the job is ended at once.
-func serve(ctx context.Context, e *env, spec *recordSpec, parentDied <-chan struct{}) error {
-	s, err := openSession(e, spec)
+func serve(ctx context.Context, e *env, spec *recordSpec, ml net.Listener, parentDied <-chan struct{}) error {
+	s, err := openSession(e, spec, ml)
 	if err != nil {
 		return err
 	}

@@ -35,6 +35,8 @@ type layerOptions struct {
 	UIDs          []uint
 	Comms         []string
 	StatsInterval time.Duration
+	StatsFormat   string
+	Metrics       string
 	DropWhenFull  bool
 	AllowOther    bool
 	FUSEDebug     bool
@@ -56,6 +58,9 @@ func (o *layerOptions) addFlags(fs *pflag.FlagSet, targetHelp string) {
 	fs.UintSliceVar(&o.UIDs, "uid", nil, "record only calls by user `id` (repeatable)")
 	fs.StringArrayVar(&o.Comms, "comm", nil, "record only calls by processes whose comm is `name` (repeatable)")
 	fs.DurationVar(&o.StatsInterval, "stats-interval", 0, "print a live line (ops/s, MB/s, p99) on stderr every `interval` (e.g. 1s); SIGUSR1 prints one at any time")
+	fs.StringVar(&o.StatsFormat, "stats-format", "text", "`format` of the live line: text, or json (one object per line)")
+	fs.StringVar(&o.Metrics, "metrics", "", "serve Prometheus metrics at http://`addr`/metrics while the layer is mounted "+
+		"(PORT or :PORT: on 127.0.0.1 only; HOST:PORT, e.g. 0.0.0.0:9464, on that address)")
 	fs.BoolVar(&o.DropWhenFull, "drop-when-full", false, "drop events instead of slowing the job when the trace buffer is full (drops are counted)")
 	fs.BoolVar(&o.AllowOther, "allow-other", false, "let other users use the traced view (adds default_permissions)")
 	fs.BoolVar(&o.FUSEDebug, "fuse-debug", false, "print every FUSE request (very verbose)")
@@ -87,10 +92,14 @@ type recordSpec struct {
 	AllowOther    bool
 	FUSEDebug     bool
 	StatsInterval time.Duration
-	DropWhenFull  bool
-	ServerProcs   int    // GOMAXPROCS while serving (0: fusefs.DefaultServerProcs)
-	Legs          string // "auto", "kernel" or "probe" (--legs)
-	Kind          string // "record" or "mount" (for messages)
+	StatsFormat   string // "text" or "json" (--stats-format)
+	// Metrics is the address the metrics are served on ("" for none); the recorder gets its
+	// listener, bound by `record` before anything is mounted, as descriptor 4.
+	Metrics      string
+	DropWhenFull bool
+	ServerProcs  int    // GOMAXPROCS while serving (0: fusefs.DefaultServerProcs)
+	Legs         string // "auto", "kernel" or "probe" (--legs)
+	Kind         string // "record" or "mount" (for messages)
 	// What to sample into the trace: the storage client (the given pids, or the process
 	// serving the target's mount) and the recorder, every SampleInterval (0: nothing).
 	Sample sampleOptions
@@ -129,6 +138,17 @@ func prepare(o *layerOptions, kind string) (*recordSpec, error) {
 		// Shorter, the live lines would flood stderr and take CPU from the job.
 		return nil, usageErrorf("--stats-interval %v: want at least %v (or 0 for none)", o.StatsInterval, minStatsInterval)
 	}
+	switch o.StatsFormat {
+	case "text", "json":
+	case "":
+		o.StatsFormat = "text"
+	default:
+		return nil, usageErrorf("--stats-format must be text or json, not %q", o.StatsFormat)
+	}
+	metricsAt, err := metricsAddr(o.Metrics)
+	if err != nil {
+		return nil, err
+	}
 	if o.ServerProcs < 0 {
 		return nil, usageErrorf("--server-procs must not be negative")
 	}
@@ -153,8 +173,8 @@ func prepare(o *layerOptions, kind string) (*recordSpec, error) {
 	}
 	spec := &recordSpec{
 		Cache: o.Cache, Include: o.Include, Exclude: o.Exclude, Comms: o.Comms,
-		AllowOther: o.AllowOther, FUSEDebug: o.FUSEDebug, StatsInterval: o.StatsInterval,
-		DropWhenFull: o.DropWhenFull, ServerProcs: o.ServerProcs, Kind: kind, Sample: o.sampleOptions,
+		AllowOther: o.AllowOther, FUSEDebug: o.FUSEDebug, StatsInterval: o.StatsInterval, StatsFormat: o.StatsFormat,
+		Metrics: metricsAt, DropWhenFull: o.DropWhenFull, ServerProcs: o.ServerProcs, Kind: kind, Sample: o.sampleOptions,
 		Legs: o.Legs, Store: o.traceStore,
 	}
 	for _, u := range o.UIDs {

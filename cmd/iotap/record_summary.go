@@ -3,6 +3,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -44,24 +45,64 @@ func (s *session) live(stop <-chan struct{}, usr1 chan os.Signal) {
 		case <-usr1:
 		}
 		cur := s.tally.Snapshot()
-		_, _ = fmt.Fprintln(s.e.stderr, liveLine(cur.Sub(prev), cur.At.Sub(prev.At), s.w.Stats().Dropped))
+		st := newLiveStats(cur.Sub(prev), cur.At.Sub(prev.At), s.w.Stats().Dropped)
+		_, _ = fmt.Fprintln(s.e.stderr, st.line(s.spec.StatsFormat))
 		prev = cur
 	}
 }
 
-func liveLine(d tally.Snapshot, dt time.Duration, dropped uint64) string {
+// liveStats is one live line: the activity since the previous line (or since the mount).
+// Its JSON form (--stats-format json) is one object per line with these field names, listed
+// in docs/manual.md; keep the two in step.
+type liveStats struct {
+	Time             string  `json:"time"`             // when the line was taken: RFC 3339, UTC, milliseconds
+	IntervalSeconds  float64 `json:"interval_seconds"` // the time it covers
+	Ops              uint64  `json:"ops"`              // requests in that time, failed ones included
+	Errors           uint64  `json:"errors"`           // of which failed
+	OpsPerSecond     float64 `json:"ops_per_second"`
+	ReadBytes        uint64  `json:"read_bytes"`    // read by read requests
+	WrittenBytes     uint64  `json:"written_bytes"` // written by write and copy_file_range requests
+	ReadMBPerSecond  float64 `json:"read_mb_per_second"`
+	WriteMBPerSecond float64 `json:"write_mb_per_second"`
+	P99Seconds       float64 `json:"p99_seconds"`   // 99th percentile of the requests' time (within 12.5 %)
+	DroppedTotal     uint64  `json:"dropped_total"` // events dropped since the start
+
+	p99 time.Duration
+}
+
+// liveTime is the live line's time format: RFC 3339 in UTC with milliseconds.
+const liveTime = "2006-01-02T15:04:05.000Z07:00"
+
+func newLiveStats(d tally.Snapshot, dt time.Duration, dropped uint64) liveStats {
 	ops, errs, rd, wr := d.Totals()
 	sec := dt.Seconds()
 	if sec <= 0 {
 		sec = 1
 	}
-	line := fmt.Sprintf("iotap: %8.0f ops/s  read %7.1f MB/s  write %7.1f MB/s  p99 %s",
-		float64(ops)/sec, float64(rd)/sec/1e6, float64(wr)/sec/1e6, format.Dur(int64(d.Quantile(0.99))))
-	if errs > 0 {
-		line += fmt.Sprintf("  errors %d", errs)
+	return liveStats{
+		Time: d.At.UTC().Format(liveTime), IntervalSeconds: dt.Seconds(),
+		Ops: ops, Errors: errs, OpsPerSecond: float64(ops) / sec,
+		ReadBytes: rd, WrittenBytes: wr, ReadMBPerSecond: float64(rd) / sec / 1e6, WriteMBPerSecond: float64(wr) / sec / 1e6,
+		P99Seconds: d.Quantile(0.99).Seconds(), DroppedTotal: dropped, p99: d.Quantile(0.99),
 	}
-	if dropped > 0 {
-		line += fmt.Sprintf("  dropped %d", dropped)
+}
+
+// line renders the stats as text or as one JSON object.
+func (st liveStats) line(how string) string {
+	if how == "json" {
+		b, err := json.Marshal(st)
+		if err != nil { // a struct of numbers and a string: cannot happen
+			return fmt.Sprintf(`{"error":%q}`, err.Error())
+		}
+		return string(b)
+	}
+	line := fmt.Sprintf("%s iotap: %8.0f ops/s  read %7.1f MB/s  write %7.1f MB/s  p99 %s",
+		st.Time, st.OpsPerSecond, st.ReadMBPerSecond, st.WriteMBPerSecond, format.Dur(int64(st.p99)))
+	if st.Errors > 0 {
+		line += fmt.Sprintf("  errors %d", st.Errors)
+	}
+	if st.DroppedTotal > 0 {
+		line += fmt.Sprintf("  dropped %d", st.DroppedTotal)
 	}
 	return line
 }

@@ -76,9 +76,9 @@ func (o *sampleOptions) clientsOf(target string) (procs []procsample.Process, no
 }
 
 // startSampling starts sampling the storage client of target (when it has one; none for an
-// s3:// target, whose client is iotap) and this process, in role self, into w. It returns
-// nil when --sample-interval is 0.
-func (o *sampleOptions) startSampling(e *env, w *trace.Writer, target string) *procsample.Sampler {
+// s3:// target, whose client is iotap) and this process, in role self, into sink (the trace
+// writer, whose Origin is origin). It returns nil when --sample-interval is 0.
+func (o *sampleOptions) startSampling(e *env, sink procsample.Sink, origin int64, target string) *procsample.Sampler {
 	if o.SampleInterval <= 0 {
 		return nil
 	}
@@ -91,5 +91,5 @@ func (o *sampleOptions) startSampling(e *env, w *trace.Writer, target string) *p
 		}
 	}
 	procs = append(procs, procsample.Process{Role: trace.RoleSelf, Pid: os.Getpid(), Name: "iotap"})
-	return procsample.Start(w, w.Origin(), o.SampleInterval, procs, e.log)
+	return procsample.Start(sink, origin, o.SampleInterval, procs, e.log)
 }

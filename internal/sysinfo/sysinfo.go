@@ -21,6 +21,8 @@ import (
 type Mount struct {
 	ID         int    // mount id
 	Parent     int    // parent mount id
+	Major      uint32 // the file system's device number (st_dev), major
+	Minor      uint32 // and minor
 	Root       string // root of the mount within its file system
 	MountPoint string // where it is mounted, relative to the process root
 	Options    string // per-mount options
@@ -65,9 +67,14 @@ func parseLine(line string) (Mount, bool) {
 	if err1 != nil || err2 != nil {
 		return Mount{}, false
 	}
+	major, minor, _ := strings.Cut(f[2], ":")
+	maj, _ := strconv.ParseUint(major, 10, 32)
+	mnr, _ := strconv.ParseUint(minor, 10, 32)
 	m := Mount{
 		ID:         id,
 		Parent:     parent,
+		Major:      uint32(maj),
+		Minor:      uint32(mnr),
 		Root:       unescape(f[3]),
 		MountPoint: unescape(f[4]),
 		Options:    f[5],

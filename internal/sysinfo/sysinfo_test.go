@@ -22,8 +22,11 @@ func TestParseMountinfo(t *testing.T) {
 		t.Fatalf("got %d mounts, want 4", len(ms))
 	}
 	m := ms[2]
-	if m.MountPoint != "/mnt/my bucket" || m.FSType != "fuse.s3fs" || m.Source != "s3fs" || m.ID != 40 || m.Parent != 27 {
+	if m.MountPoint != "/mnt/my bucket" || m.FSType != "fuse.s3fs" || m.Source != "s3fs" || m.ID != 40 || m.Parent != 27 || m.Major != 0 || m.Minor != 50 {
 		t.Errorf("bad parse: %+v", m)
+	}
+	if m := ms[1]; m.Major != 254 || m.Minor != 0 {
+		t.Errorf("device of %s: %d:%d, want 254:0", m.MountPoint, m.Major, m.Minor)
 	}
 	tests := []struct {
 		name, path, wantMP, wantType string
