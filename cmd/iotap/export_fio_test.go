@@ -238,7 +238,7 @@ func TestExportFioHandleReuse(t *testing.T) {
 	for _, o := range []xop{
 		{kind: xOpen, start: 1000, path: "a", handle: 7},
 		{kind: xWrite, start: 2000, path: "a", handle: 7, size: 10, ret: 10},
-		{kind: xOpen, start: 3000, path: "b", handle: 7}, // slow open: got 7 after a's release
+		{kind: xOpen, start: 3000, path: "b", handle: 7},  // slow open: got 7 after a's release
 		{kind: xClose, start: 4000, path: "a", handle: 7}, // a's release
 		{kind: xRead, start: 5000, path: "b", handle: 7, size: 5, ret: 5},
 		{kind: xClose, start: 6000, path: "b", handle: 7},
