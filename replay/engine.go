@@ -1011,7 +1011,7 @@ func (w *worker) account(op *replayOp, start, end, ret int64, errno syscall.Errn
 		return
 	}
 	st.ops[rec].recorded++
-	st.recIO += op.Dur
+	st.recIO += op.Dur - op.Idle
 	switch op.Kind {
 	case fold.Read:
 		st.recRead += op.WantRet

@@ -41,6 +41,7 @@ type replayOp struct {
 	Pid    uint32
 	Start  int64 // recorded start of the first folded event (ns since the trace origin)
 	Dur    int64 // recorded duration of the primary event(s)
+	Idle   int64 // within Dur, the time none of a merged read's or write's pieces was in the storage
 	Think  int64 // recorded gap since the previous op of Worker ended (see AfterIssue); -1: first of its worker
 	// Overlap is the number of earlier ops of Worker still running when this one started
 	// in the recording (at most maxOverlap): the thread's queue depth, less one. The op is
@@ -288,7 +289,7 @@ func opOf(c *fold.Call) replayOp {
 		Handle: c.Handle, Slot: c.Slot, Handle2: c.Handle2, Slot2: c.Slot2, Offset2: c.Offset2,
 		Offset: c.Offset, Size: c.Size, Flags: c.Flags, Mode: c.Mode,
 		WantErrno: c.Errno, WantRet: c.Ret, Implicit: c.Implicit,
-		Events: c.Events, Reqs: c.Reqs, FoldDur: c.FoldDur,
+		Events: c.Events, Reqs: c.Reqs, FoldDur: c.FoldDur, Idle: c.Idle,
 		CallStart: c.CallStart, CallEnd: c.CallEnd, RunDelay: c.RunDelay,
 	}
 	if c.Waker != 0 && c.Waker != c.Worker && c.WokenAt != 0 && c.CallStart >= c.WokenAt {

@@ -27,6 +27,8 @@ import (
 	"strings"
 	"testing"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/iotap/iotap/internal/testenv"
 )
 
@@ -45,6 +47,9 @@ type refEvent struct {
 	Tid       uint32 `json:"tid"`
 	Pid       uint32 `json:"pid"`
 	Comm      string `json:"comm"`
+	CallStart int64  `json:"call_start_ns"`
+	CallEnd   int64  `json:"call_end_ns"`
+	CallNr    int64  `json:"call_nr"`
 }
 
 func (e *refEvent) ok() bool { return e.Errno == 0 }
@@ -116,6 +121,70 @@ func refUnion(evs []*refEvent) int64 {
 		}
 	}
 	return total
+}
+
+// refWaitCalls are the system calls the waited check covers, by the report's call kind:
+// the kernel names each request's call by its number, so these kinds need no folding.
+var refWaitCalls = map[int64]string{
+	unix.SYS_READ: "read", unix.SYS_PREAD64: "read", unix.SYS_READV: "read", unix.SYS_PREADV: "read", unix.SYS_PREADV2: "read",
+	unix.SYS_WRITE: "write", unix.SYS_PWRITE64: "write", unix.SYS_WRITEV: "write", unix.SYS_PWRITEV: "write", unix.SYS_PWRITEV2: "write",
+}
+
+// refWaited is what the application waited for the calls of one kind whose entry and
+// return the kernel measured: each call's wait (return less entry) and its time in the
+// storage (when at least one of its requests was in flight).
+type refWaited struct {
+	waits     []int64
+	storageNs int64
+}
+
+// refWaits groups the requests of recordings into system calls: the requests a thread
+// sent within one call share its entry time; the call's return is on its last request.
+func refWaits(traces [][]refEvent) map[string]*refWaited {
+	type key struct {
+		tid   uint32
+		entry int64
+	}
+	type call struct {
+		kind string
+		ret  int64
+		reqs []*refEvent
+	}
+	out := map[string]*refWaited{}
+	for _, evs := range traces {
+		calls := map[key]*call{}
+		var order []key
+		for i := range evs {
+			e := &evs[i]
+			kind, ok := refWaitCalls[e.CallNr]
+			if !ok || e.CallStart <= 0 {
+				continue
+			}
+			k := key{e.Tid, e.CallStart}
+			c := calls[k]
+			if c == nil {
+				c = &call{kind: kind}
+				calls[k] = c
+				order = append(order, k)
+			}
+			c.reqs = append(c.reqs, e)
+			c.ret = max(c.ret, e.CallEnd)
+		}
+		for _, k := range order {
+			c := calls[k]
+			if c.ret <= 0 {
+				continue
+			}
+			w := out[c.kind]
+			if w == nil {
+				w = &refWaited{}
+				out[c.kind] = w
+			}
+			w.waits = append(w.waits, c.ret-k.entry)
+			w.storageNs += refUnion(c.reqs)
+		}
+	}
+	return out
 }
 
 // refGroup are the figures of a set of events (an op, a call, a first-access split).
@@ -200,13 +269,15 @@ type refFigures struct {
 	files              map[string]*refFile
 	procs              map[uint32]*refProc
 	callNs             int64 // replay traces: every event but forget is a call
+	waited             map[string]*refWaited
 	dataOK, metaOK, ko uint64
 }
 
 // refCompute recomputes the figures of traces (each trace's events in start order);
 // replay says they are replays' traces, whose events are the calls.
 func refCompute(traces [][]refEvent, replay bool) *refFigures {
-	f := &refFigures{ops: map[string]*refGroup{}, calls: map[string]*refGroup{}, files: map[string]*refFile{}, procs: map[uint32]*refProc{}}
+	f := &refFigures{ops: map[string]*refGroup{}, calls: map[string]*refGroup{}, files: map[string]*refFile{}, procs: map[uint32]*refProc{},
+		waited: refWaits(traces)}
 	group := func(m map[string]*refGroup, k string) *refGroup {
 		if m[k] == nil {
 			m[k] = &refGroup{}
@@ -345,6 +416,16 @@ type refRowJSON struct {
 	MBps        float64        `json:"mb_per_s"`
 	FirstAccess *refAccessJSON `json:"first_access"`
 	Reaccess    *refAccessJSON `json:"reaccess"`
+	Waited      *refWaitedJSON `json:"waited"`
+}
+
+// refWaitedJSON is a call row's "what the application waited under the layer".
+type refWaitedJSON struct {
+	refLatency
+	TotalNs   int64   `json:"total_ns"`
+	StorageNs int64   `json:"storage_ns"`
+	FUSENs    int64   `json:"fuse_ns"`
+	FUSEShare float64 `json:"fuse_share"`
 }
 
 type refJobJSON struct {
@@ -563,6 +644,33 @@ func refCheckReport(t *testing.T, name string, traces []string, replay bool) *re
 			if g := f.calls[r.Call]; g != nil {
 				c.eq("call "+r.Call+" count", r.Count, g.count)
 				c.row("call "+r.Call, r, g)
+			}
+		}
+	}
+	// What the application waited for its reads and writes (recordings with the kernel's
+	// legs): the calls' waits and their time in the storage.
+	if !replay {
+		for _, r := range v.Syscalls {
+			w, kind := f.waited[r.Call], r.Call
+			if kind != "read" && kind != "write" {
+				continue
+			}
+			switch {
+			case r.Waited == nil && w != nil:
+				c.errorf("call %s: no waited row, recomputed %d calls measured", kind, len(w.waits))
+			case r.Waited != nil && w == nil:
+				c.errorf("call %s: waited %d calls, recomputed none measured", kind, r.Waited.Count)
+			case w != nil:
+				var total int64
+				for _, d := range w.waits {
+					total += d
+				}
+				what := "call " + kind + " waited"
+				c.eq(what+" total_ns", r.Waited.TotalNs, total)
+				c.eq(what+" storage_ns", r.Waited.StorageNs, w.storageNs)
+				c.eq(what+" fuse_ns", r.Waited.FUSENs, max(total-w.storageNs, 0))
+				c.eq(what+" fuse_share", r.Waited.FUSEShare, float64(max(total-w.storageNs, 0))/float64(total))
+				c.latency(what, r.Waited.refLatency, w.waits)
 			}
 		}
 	}

@@ -95,9 +95,12 @@ type Call struct {
 	// release of a close), Reqs the number of requests the call stands for counting one
 	// for the primary ones (its own and the folded path-walk lookups and probes).
 	// FoldDur is the folded requests' recorded time.
+	// Idle is the time within Dur when none of a merged read's or write's pieces was in
+	// the storage (the FUSE round trips between them).
 	Events  uint16
 	Reqs    uint16
 	FoldDur int64
+	Idle    int64
 	// CallStart and CallEnd are the application's system call as the kernel saw it enter
 	// and return (trace.Event's, in recordings that measured them): the earliest entry and
 	// the latest return among the call's requests, 0 when unknown. RunDelay is the run
@@ -109,6 +112,12 @@ type Call struct {
 	Waker   uint32
 }
 
+// unfinished reports whether c is a read or write whose system call the kernel saw enter
+// but not yet return: more pieces of it follow.
+func (c *Call) unfinished() bool {
+	return (c.Kind == Read || c.Kind == Write) && c.CallStart != 0 && c.CallEnd == 0
+}
+
 // Requests returns the number of recorded requests the call stands for.
 func (c *Call) Requests() int {
 	if c.Events == 0 {
@@ -118,8 +127,8 @@ func (c *Call) Requests() int {
 }
 
 // Time returns the call's time in the storage: the recorded time of its primary requests
-// plus that of the requests folded into it.
-func (c *Call) Time() int64 { return c.Dur + c.FoldDur }
+// (the time at least one was in flight) plus that of the requests folded into it.
+func (c *Call) Time() int64 { return c.Dur - c.Idle + c.FoldDur }
 
 // IsDataOp reports whether requests of op move or persist file data (read, write,
 // copy_file_range, fsync, fallocate): on a shared file system these go to the data servers.
@@ -138,7 +147,7 @@ func IsDataOp(op trace.Op) bool {
 // privilege probes) are metadata requests.
 func (c *Call) DataTime() int64 {
 	if IsDataOp(c.Rec) {
-		return c.Dur
+		return c.Dur - c.Idle
 	}
 	return 0
 }

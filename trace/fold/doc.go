@@ -20,10 +20,14 @@
 //	getxattr(size 0) [+ getattr] right before a       folded into the setattr or write: the
 //	  setattr or write of the same path                 kernel's privilege probe
 //	open, create, opendir, tmpfile                    Open
-//	read / write                                      Read / Write; back-to-back contiguous
-//	                                                    pieces of one thread and handle, the
-//	                                                    first ≥ 64 KiB and not page aligned, are
-//	                                                    one call (a buffer the kernel split)
+//	read / write                                      Read / Write; contiguous pieces of one
+//	                                                    thread and handle are one call (a buffer
+//	                                                    the kernel split) when the kernel's legs
+//	                                                    name one read or write system call for
+//	                                                    them, or else when they follow within
+//	                                                    MergeGap and the first is ≥ 64 KiB and
+//	                                                    not page aligned; the call's time is
+//	                                                    the pieces' (Call.Idle: between them)
 //	flush ... release, releasedir                     Close, in the thread that opened the
 //	                                                    file; its start and time are the
 //	                                                    flush's (the application's close waits
@@ -50,7 +54,8 @@
 // are released before a later call that would otherwise overtake them on their name or
 // handle: the flush or release of their handle from any thread, an op of another thread
 // that creates, removes or renames their name, or when they are older than FoldWindow or
-// MergeGap. At most 1024 threads hold calls back at once (the one holding longest
+// MergeGap (a piece of a read or write whose system call has not returned waits up to 1 s
+// for the next). At most 1024 threads hold calls back at once (the one holding longest
 // releases its calls when another starts to): no real job comes near.
 //
 // # What the calls cannot show

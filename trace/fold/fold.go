@@ -344,6 +344,10 @@ func (f *Folder) flushAll() bool {
 	return len(f.out) > f.outAt
 }
 
+// pieceWait is how long a held read or write waits for its next piece when the kernel's
+// legs say its system call had not returned yet (a piece with an entry but no return).
+const pieceWait = 1e9 // ns
+
 // expire releases the held calls of threads whose oldest held call ended longer ago than
 // any fold or merge could reach, before the event starting at now is folded: otherwise a
 // thread that goes quiet after a lookup would have it dispatched after later calls of
@@ -354,7 +358,12 @@ func (f *Folder) expire(now int64) {
 	for _, h := range f.holding {
 		t := h.t
 		if len(t.held) > 0 {
-			if c := &t.held[0]; c.Start+c.Dur+horizon < now {
+			c := &t.held[0]
+			wait := horizon
+			if c.unfinished() {
+				wait = max(wait, pieceWait)
+			}
+			if c.Start+c.Dur+wait < now {
 				f.release(h.tid)
 			}
 		}

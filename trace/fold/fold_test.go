@@ -2,6 +2,7 @@ package fold
 
 import (
 	"io"
+	"slices"
 	"syscall"
 	"testing"
 
@@ -58,7 +59,7 @@ func TestCallsOfAFile(t *testing.T) {
 	}
 	wants := []want{
 		{Open, trace.OpOpen, 4, 3*3000 + 5000, 0, 0, "", "a/b/c"},
-		{Read, trace.OpRead, 2, 10000 + 1000 + 10000, 0, 1 << 20, "a/b", "a/b/c"},
+		{Read, trace.OpRead, 2, 10000 + 10000, 0, 1 << 20, "a/b", "a/b/c"}, // the 1000 ns between the pieces is not in the storage
 		{Close, trace.OpFlush, 2, 2000, 0, 0, "a/b", "a/b/c"},
 		{Stat, trace.OpLookup, 1, 3000, uint16(syscall.ENOENT), 0, "", "missing"},
 	}
@@ -136,5 +137,87 @@ func TestCheckName(t *testing.T) {
 				t.Fatalf("CheckName(%q) = %v, want ok=%v", tt.in, err, tt.ok)
 			}
 		})
+	}
+}
+
+// TestPiecesOfOneCall: where the kernel's legs name each request's system call, the
+// page-aligned pieces of one pread64 are one call, with the time of all its pieces, while
+// the pieces of two reads, and the reads of one io_submit, stay apart.
+func TestPiecesOfOneCall(t *testing.T) {
+	const piece = 128 << 10
+	b := tracetest.New(t)
+	fh := b.Open(1, "f", unix.O_RDONLY)
+	read := func(off int64, entry int64, nr uint16, last bool) {
+		b.Ev(1, trace.OpRead, "f", 10000, 1000, func(e *trace.Event) {
+			e.Handle, e.Offset, e.Size, e.Ret = fh, off, piece, piece
+			e.Queued, e.Done = e.Start-300, e.Start+e.Dur+300
+			e.CallStart, e.CallNr = entry, nr
+			if last {
+				e.CallEnd = e.Start + e.Dur + 2000
+			}
+		})
+	}
+	// One pread64 of 512 KiB: four pieces, one entry.
+	b.At(1, 2e9)
+	for i := range 4 {
+		read(int64(i)*piece, 2e9-500, unix.SYS_PREAD64, i == 3)
+	}
+	// Two reads of 128 KiB that follow on: two calls.
+	b.At(1, 3e9)
+	read(4*piece, 3e9-500, unix.SYS_READ, true)
+	b.At(1, 4e9)
+	read(5*piece, 4e9-500, unix.SYS_READ, true)
+	// One io_submit of two sequential reads: two calls.
+	b.At(1, 5e9)
+	read(6*piece, 5e9-500, unix.SYS_IO_SUBMIT, false)
+	read(7*piece, 5e9-500, unix.SYS_IO_SUBMIT, true)
+	// One read whose second piece comes 5 ms after the first, far beyond MergeGap, while
+	// another thread works: one call.
+	b.At(1, 6e9)
+	read(8*piece, 6e9-500, unix.SYS_READ, false)
+	fh2 := b.At(2, 6e9+100e3).Create(2, "g")
+	for i := range 20 {
+		b.RW(2, trace.OpWrite, "g", fh2, int64(i)*4096, 4096, 4096)
+	}
+	b.At(1, 6e9+5e6)
+	read(9*piece, 6e9-500, unix.SYS_READ, true)
+	b.Close(1, "f", fh)
+	got, f := calls(t, b.Bytes(), Options{})
+	var sizes []int64
+	var first *Call
+	for i := range got {
+		if got[i].Kind == Read && got[i].Tid == 1 {
+			sizes = append(sizes, got[i].Ret)
+			if first == nil {
+				first = &got[i]
+			}
+		}
+	}
+	if want := []int64{4 * piece, piece, piece, piece, piece, 2 * piece}; !slices.Equal(sizes, want) {
+		t.Fatalf("reads of %v bytes, want %v", sizes, want)
+	}
+	// Its time in the storage is the pieces' (the 1000 ns between them is not), its span
+	// all of them.
+	if first.Events != 4 || first.Time() != 4*10000 || first.Dur != 3*11000+10000 || first.CallStart != 2e9-500 || first.CallEnd != 2e9+4*11000-1000+2000 {
+		t.Errorf("the pread64: %d requests, time %d over %d, call %d..%d", first.Events, first.Time(), first.Dur, first.CallStart, first.CallEnd)
+	}
+	if f.Stats.Merged != 4 {
+		t.Errorf("%d pieces merged, want 4", f.Stats.Merged)
+	}
+}
+
+// TestRWCall: the read and write calls of this machine's architecture are recognised; its
+// aio and io_uring submissions are not.
+func TestRWCall(t *testing.T) {
+	for _, nr := range []uint16{unix.SYS_READ, unix.SYS_WRITE, unix.SYS_PREAD64, unix.SYS_PWRITE64, unix.SYS_READV,
+		unix.SYS_WRITEV, unix.SYS_PREADV, unix.SYS_PWRITEV, unix.SYS_PREADV2, unix.SYS_PWRITEV2} {
+		if !rwCall(nr) {
+			t.Errorf("system call %d is a read or write", nr)
+		}
+	}
+	for _, nr := range []uint16{unix.SYS_IO_SUBMIT, unix.SYS_IO_URING_ENTER, unix.SYS_SENDFILE, unix.SYS_COPY_FILE_RANGE, unix.SYS_SPLICE} {
+		if rwCall(nr) {
+			t.Errorf("system call %d is not one read or write", nr)
+		}
 	}
 }

@@ -180,23 +180,48 @@ func (f *Folder) foldWalk(ev *trace.Event, t *threadState, pi, pi2 *pathInfo) (w
 }
 
 // mergePiece merges a read or write into the thread's held piece of the same buffer (a
-// large request the kernel split, e.g. 1 MiB as 1048560+16 bytes with an unaligned
-// buffer), and reports whether it did.
+// large request the kernel split), and reports whether it did. Where the kernel's legs
+// were measured, pieces of one system call name it (the same entry time in a read or write
+// call): a 1 MiB read into an aligned buffer is eight 128 KiB requests and one call.
+// Otherwise a split shows as a first piece of at least 64 KiB that is not page aligned
+// (1 MiB as 1048560+16 bytes with an unaligned buffer), followed within MergeGap.
 func (f *Folder) mergePiece(ev *trace.Event, t *threadState) bool {
 	if (ev.Op != trace.OpRead && ev.Op != trace.OpWrite) || len(t.held) == 0 {
 		return false
 	}
 	h := &t.held[len(t.held)-1]
-	if h.Rec == ev.Op && h.Handle == ev.Handle && h.Errno == 0 && ev.Errno == 0 &&
-		h.Ret == h.Size && h.Offset+h.Size == ev.Offset && h.Size >= 64<<10 && h.Size%4096 != 0 &&
-		ev.Start-(h.Start+h.Dur) <= f.opts.MergeGap {
+	if h.Rec != ev.Op || h.Handle != ev.Handle || h.Errno != 0 || ev.Errno != 0 ||
+		h.Ret != h.Size || h.Offset+h.Size != ev.Offset {
+		return false
+	}
+	oneCall := ev.CallStart != 0 && ev.CallStart == h.CallStart && rwCall(ev.CallNr)
+	split := h.Size >= 64<<10 && h.Size%4096 != 0 && ev.Start-(h.Start+h.Dur) <= f.opts.MergeGap
+	if oneCall || split {
 		h.Size += int64(ev.Size)
 		h.Ret += ev.Ret
-		h.Dur = ev.End() - h.Start
+		if gap := ev.Start - (h.Start + h.Dur); gap > 0 {
+			h.Idle += gap
+		}
+		h.Dur = max(ev.End(), h.Start+h.Dur) - h.Start
 		h.Events++
 		h.widen(ev.CallStart, ev.CallEnd, eventPre(ev))
 		f.Stats.Merged++
 		f.Stats.Folded[ev.Op]++
+		return true
+	}
+	return false
+}
+
+// rwCall reports whether system call nr reads or writes one buffer or vector of one file
+// (not io_submit or io_uring_enter, whose requests of one entry are separate I/Os). A
+// trace does not name its recorder's architecture, so the numbers are those of x86-64 and
+// of arm64 together: none of either's read and write calls is the other's aio or io_uring
+// call, nor any call that sends a read or write.
+func rwCall(nr uint16) bool {
+	switch nr {
+	case 0, 1, 17, 18, 19, 20, 295, 296, 327, 328: // x86-64: read, write, pread64, pwrite64, readv, writev, preadv, pwritev, preadv2, pwritev2
+		return true
+	case 63, 64, 65, 66, 67, 68, 69, 70, 286, 287: // arm64: read, write, readv, writev, pread64, pwrite64, preadv, pwritev, preadv2, pwritev2
 		return true
 	}
 	return false
