@@ -41,6 +41,7 @@ type refEvent struct {
 	Path2     string `json:"path2"`
 	Handle    uint64 `json:"handle"`
 	Offset    int64  `json:"offset"`
+	Size      uint32 `json:"size"`
 	Ret       int64  `json:"ret"`
 	Errno     int    `json:"errno"`
 	ErrnoName string `json:"errno_name"`
@@ -182,6 +183,107 @@ func refWaits(traces [][]refEvent) map[string]*refWaited {
 			}
 			w.waits = append(w.waits, c.ret-k.entry)
 			w.storageNs += refUnion(c.reqs)
+		}
+	}
+	return out
+}
+
+// refPattern are the access patterns of reads and writes that succeeded: a read or write
+// is sequential when it starts where the previous one on its handle ended, or at offset 0
+// as the handle's first; re-read bytes are those a read returned from a range of its file
+// read before. Sizes count every read and write by the size it asked for.
+type refPattern struct {
+	seqReads, randReads, seqWrites, randWrites     uint64
+	seqReadBytes, readBytes, seqWriteBytes, writeB uint64
+	rereadBytes                                    uint64
+	readSizes, writeSizes                          map[string]uint64
+}
+
+// refSizeLabel is the size bucket of a request of n bytes: ≤ 4 KiB, then powers of two to
+// 1 MiB, then more.
+func refSizeLabel(n uint32) string {
+	labels := []string{"<=4K", "<=8K", "<=16K", "<=32K", "<=64K", "<=128K", "<=256K", "<=512K", "<=1M"}
+	for i, l := range labels {
+		if int64(n) <= 4096<<i {
+			return l
+		}
+	}
+	return ">1M"
+}
+
+func refPatterns(traces [][]refEvent) *refPattern {
+	p := &refPattern{readSizes: map[string]uint64{}, writeSizes: map[string]uint64{}}
+	for _, evs := range traces {
+		next := map[uint64]int64{} // handle: where its last read or write ended
+		read := refRanges{}
+		for i := range evs {
+			e := &evs[i]
+			switch e.Op {
+			case "open", "create", "release":
+				delete(next, e.Handle)
+				continue
+			case "read", "write":
+			default:
+				continue
+			}
+			write := e.Op == "write"
+			if write {
+				p.writeSizes[refSizeLabel(e.Size)]++
+			} else {
+				p.readSizes[refSizeLabel(e.Size)]++
+			}
+			if !e.ok() {
+				continue
+			}
+			n := max(e.Ret, 0)
+			end, seen := next[e.Handle]
+			seq := (seen && e.Offset == end) || (!seen && e.Offset == 0)
+			next[e.Handle] = e.Offset + n
+			switch {
+			case write && seq:
+				p.seqWrites++
+				p.seqWriteBytes += uint64(n)
+			case write:
+				p.randWrites++
+			case seq:
+				p.seqReads++
+				p.seqReadBytes += uint64(n)
+			default:
+				p.randReads++
+			}
+			if write {
+				p.writeB += uint64(n)
+			} else {
+				p.readBytes += uint64(n)
+				if n > 0 {
+					p.rereadBytes += uint64(n - read.add(e.Path, e.Offset, e.Offset+n))
+				}
+			}
+		}
+	}
+	return p
+}
+
+// refDepths returns, per op, the in-flight depth each request found when it started,
+// itself included: the requests of the op of the same trace that started before it, or at
+// the same time and earlier in the export, and had not ended.
+func refDepths(traces [][]refEvent) map[string][]int64 {
+	out := map[string][]int64{}
+	for _, evs := range traces {
+		byOp := map[string][]*refEvent{}
+		for i := range evs {
+			byOp[evs[i].Op] = append(byOp[evs[i].Op], &evs[i])
+		}
+		for op, es := range byOp {
+			for i, e := range es {
+				d := int64(1)
+				for _, o := range es[:i] {
+					if o.Start+o.Dur > e.Start {
+						d++
+					}
+				}
+				out[op] = append(out[op], d)
+			}
 		}
 	}
 	return out
@@ -417,6 +519,34 @@ type refRowJSON struct {
 	FirstAccess *refAccessJSON `json:"first_access"`
 	Reaccess    *refAccessJSON `json:"reaccess"`
 	Waited      *refWaitedJSON `json:"waited"`
+	Inflight    *struct {
+		Max  uint32  `json:"max"`
+		Mean float64 `json:"mean"`
+		P50  uint32  `json:"p50"`
+		P90  uint32  `json:"p90"`
+		P99  uint32  `json:"p99"`
+	} `json:"inflight"`
+}
+
+// refPatternsJSON is the report's access patterns.
+type refPatternsJSON struct {
+	SeqReadShare  float64 `json:"seq_read_share"`
+	SeqWriteShare float64 `json:"seq_write_share"`
+	SeqReads      uint64  `json:"seq_reads"`
+	RandReads     uint64  `json:"rand_reads"`
+	SeqWrites     uint64  `json:"seq_writes"`
+	RandWrites    uint64  `json:"rand_writes"`
+	ReadBytes     uint64  `json:"read_bytes"`
+	WriteBytes    uint64  `json:"write_bytes"`
+	RereadBytes   uint64  `json:"reread_bytes"`
+	ReadSizes     []struct {
+		Bucket string `json:"bucket"`
+		Count  uint64 `json:"count"`
+	} `json:"read_sizes"`
+	WriteSizes []struct {
+		Bucket string `json:"bucket"`
+		Count  uint64 `json:"count"`
+	} `json:"write_sizes"`
 }
 
 // refWaitedJSON is a call row's "what the application waited under the layer".
@@ -451,12 +581,13 @@ type refJobJSON struct {
 
 type refReportJSON struct {
 	Total struct {
-		Events     uint64       `json:"events"`
-		DurationNs int64        `json:"duration_ns"`
-		TotalNs    int64        `json:"total_ns"`
-		Job        refJobJSON   `json:"job"`
-		Ops        []refRowJSON `json:"ops"`
-		Syscalls   []refRowJSON `json:"syscalls"`
+		Events     uint64          `json:"events"`
+		DurationNs int64           `json:"duration_ns"`
+		TotalNs    int64           `json:"total_ns"`
+		Job        refJobJSON      `json:"job"`
+		Ops        []refRowJSON    `json:"ops"`
+		Patterns   refPatternsJSON `json:"patterns"`
+		Syscalls   []refRowJSON    `json:"syscalls"`
 		Processes  []struct {
 			Pid        uint32 `json:"pid"`
 			Comm       string `json:"comm"`
@@ -521,6 +652,14 @@ func (c *refChecker) rate(what string, got float64, count float64, ns int64) {
 	if math.Abs(got-want) > 0.0006+want*1e-9 {
 		c.errorf("%s = %v, recomputed %.4f", what, got, want)
 	}
+}
+
+// refShare is part/whole, 0 without a whole.
+func refShare(part, whole uint64) float64 {
+	if whole == 0 {
+		return 0
+	}
+	return float64(part) / float64(whole)
 }
 
 // refNearestRank is the order statistic of rank round(p/100 × n), at least 1.
@@ -638,6 +777,51 @@ func refCheckReport(t *testing.T, name string, traces []string, replay bool) *re
 			c.errorf("op %s exported, not in the report", op)
 		}
 	}
+	// In-flight depth per op.
+	depths := refDepths(evs)
+	for _, r := range v.Ops {
+		d := depths[r.Op]
+		if r.Inflight == nil || len(d) == 0 {
+			c.errorf("op %s: in-flight depth %v, recomputed over %d requests", r.Op, r.Inflight, len(d))
+			continue
+		}
+		sorted := slices.Sorted(slices.Values(d))
+		var sum int64
+		for _, x := range sorted {
+			sum += x
+		}
+		what := "op " + r.Op + " in flight"
+		c.eq(what+" max", r.Inflight.Max, sorted[len(sorted)-1])
+		c.eq(what+" p50", r.Inflight.P50, refNearestRank(sorted, 50))
+		c.eq(what+" p90", r.Inflight.P90, refNearestRank(sorted, 90))
+		c.eq(what+" p99", r.Inflight.P99, refNearestRank(sorted, 99))
+		if want := float64(sum) / float64(len(sorted)); math.Abs(r.Inflight.Mean-want) > 0.0006 {
+			c.errorf("%s mean = %v, recomputed %.4f", what, r.Inflight.Mean, want)
+		}
+	}
+	// Access patterns.
+	pt, pj := refPatterns(evs), &v.Patterns
+	c.eq("patterns seq_reads", pj.SeqReads, pt.seqReads)
+	c.eq("patterns rand_reads", pj.RandReads, pt.randReads)
+	c.eq("patterns seq_writes", pj.SeqWrites, pt.seqWrites)
+	c.eq("patterns rand_writes", pj.RandWrites, pt.randWrites)
+	c.eq("patterns read_bytes", pj.ReadBytes, pt.readBytes)
+	c.eq("patterns write_bytes", pj.WriteBytes, pt.writeB)
+	c.eq("patterns reread_bytes", pj.RereadBytes, pt.rereadBytes)
+	c.eq("patterns seq_read_share", pj.SeqReadShare, refShare(pt.seqReadBytes, pt.readBytes))
+	c.eq("patterns seq_write_share", pj.SeqWriteShare, refShare(pt.seqWriteBytes, pt.writeB))
+	sizes := func(what string, got []struct {
+		Bucket string `json:"bucket"`
+		Count  uint64 `json:"count"`
+	}, want map[string]uint64) {
+		m := map[string]uint64{}
+		for _, b := range got {
+			m[b.Bucket] = b.Count
+		}
+		c.eq(what, m, want)
+	}
+	sizes("patterns read_sizes", pj.ReadSizes, pt.readSizes)
+	sizes("patterns write_sizes", pj.WriteSizes, pt.writeSizes)
 	// A replay's calls are its events.
 	if replay {
 		for _, r := range v.Syscalls {
