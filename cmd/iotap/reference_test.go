@@ -587,8 +587,21 @@ type refReportJSON struct {
 		Job        refJobJSON      `json:"job"`
 		Ops        []refRowJSON    `json:"ops"`
 		Patterns   refPatternsJSON `json:"patterns"`
-		Syscalls   []refRowJSON    `json:"syscalls"`
-		Processes  []struct {
+		Intervals  struct {
+			WidthNs int64 `json:"width_ns"`
+			Points  []struct {
+				Ops       uint64  `json:"ops"`
+				Errors    uint64  `json:"errors"`
+				OpsPerS   float64 `json:"ops_per_s"`
+				ReadMBps  float64 `json:"read_mb_s"`
+				WriteMBps float64 `json:"write_mb_s"`
+				P99       int64   `json:"p99_ns"`
+				MaxNs     int64   `json:"max_ns"`
+				BusyNs    int64   `json:"busy_ns"`
+			} `json:"points"`
+		} `json:"intervals"`
+		Syscalls  []refRowJSON `json:"syscalls"`
+		Processes []struct {
 			Pid        uint32 `json:"pid"`
 			Comm       string `json:"comm"`
 			Ops        uint64 `json:"ops"`
@@ -651,6 +664,73 @@ func (c *refChecker) rate(what string, got float64, count float64, ns int64) {
 	}
 	if math.Abs(got-want) > 0.0006+want*1e-9 {
 		c.errorf("%s = %v, recomputed %.4f", what, got, want)
+	}
+}
+
+// refCheckIntervals checks the per-interval series of one trace: in each interval of
+// width ns from the trace's origin, the events that started in it, their errors, rates,
+// bytes read and written (a copy's both), longest and summed durations, and p99 (from a log histogram:
+// not below the exact value, at most 12.5 % or 1 µs above it, never above the maximum).
+// got returns interval i's figures in that order.
+func refCheckIntervals(c *refChecker, evs []refEvent, width int64, n int, got func(int) [8]float64) {
+	c.t.Helper()
+	if width <= 0 {
+		c.errorf("intervals: width %d ns", width)
+		return
+	}
+	type slot struct {
+		ops, errors   uint64
+		readB, writeB int64
+		maxNs, busyNs int64
+		durs          []int64
+	}
+	slots := make([]slot, n)
+	for i := range evs {
+		e := &evs[i]
+		k := int(e.Start / width)
+		if k >= n {
+			c.errorf("intervals: an event at %d ns is beyond the %d intervals of %d ns", e.Start, n, width)
+			return
+		}
+		sl := &slots[k]
+		sl.ops++
+		if !e.ok() {
+			sl.errors++
+		} else if e.Ret > 0 {
+			switch e.Op {
+			case "read":
+				sl.readB += e.Ret
+			case "write":
+				sl.writeB += e.Ret
+			case "copy_file_range": // read and written
+				sl.readB += e.Ret
+				sl.writeB += e.Ret
+			}
+		}
+		sl.maxNs = max(sl.maxNs, e.Dur)
+		sl.busyNs += e.Dur
+		sl.durs = append(sl.durs, e.Dur)
+	}
+	w := float64(width) / 1e9
+	round3 := func(f float64) float64 { return math.Round(f*1000) / 1000 }
+	for i := range slots {
+		sl, g := &slots[i], got(i)
+		what := fmt.Sprintf("interval %d", i)
+		want := [8]float64{float64(sl.ops), float64(sl.errors), round3(float64(sl.ops) / w),
+			round3(float64(sl.readB) / 1e6 / w), round3(float64(sl.writeB) / 1e6 / w), 0, float64(sl.maxNs), float64(sl.busyNs)}
+		for j, name := range []string{"ops", "errors", "ops_per_s", "read_mb_s", "write_mb_s", "", "max_ns", "busy_ns"} {
+			if name != "" {
+				c.eq(what+" "+name, g[j], want[j])
+			}
+		}
+		if len(sl.durs) > 0 {
+			exact := refNearestRank(slices.Sorted(slices.Values(sl.durs)), 99)
+			hi := min(max(exact+exact/8, exact+1000), sl.maxNs)
+			c.checked++
+			if p := int64(g[5]); p < min(exact, hi) || p > hi {
+				c.errorf("%s p99 = %d ns, exact %d ns (the log histogram allows up to %d)", what, p, exact, hi)
+			}
+		}
 	}
 }
 
@@ -798,6 +878,13 @@ func refCheckReport(t *testing.T, name string, traces []string, replay bool) *re
 		if want := float64(sum) / float64(len(sorted)); math.Abs(r.Inflight.Mean-want) > 0.0006 {
 			c.errorf("%s mean = %v, recomputed %.4f", what, r.Inflight.Mean, want)
 		}
+	}
+	// Per interval (one trace: its events placed by start time).
+	if len(evs) == 1 {
+		refCheckIntervals(c, evs[0], v.Intervals.WidthNs, len(v.Intervals.Points), func(i int) [8]float64 {
+			p := &v.Intervals.Points[i]
+			return [8]float64{float64(p.Ops), float64(p.Errors), p.OpsPerS, p.ReadMBps, p.WriteMBps, float64(p.P99), float64(p.MaxNs), float64(p.BusyNs)}
+		})
 	}
 	// Access patterns.
 	pt, pj := refPatterns(evs), &v.Patterns
