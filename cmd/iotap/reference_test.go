@@ -1,7 +1,8 @@
 package main
 
-// A second, deliberately simple implementation of the figures `iotap report` and
-// `iotap compare` print, recomputed from `iotap export` of real recorded jobs. It shares
+// A second, deliberately simple implementation of the figures `iotap record` (its
+// end-of-run summary), `iotap report` and `iotap compare` print, recomputed from
+// `iotap export` of real recorded jobs. It shares
 // no code with the aggregation (trace/stats) or the rendering (internal/report): plain
 // loops over the exported events, exact percentiles from sorted durations, byte ranges
 // kept as a plain list per file.
@@ -11,19 +12,23 @@ package main
 // order statistic of rank round(p/100 × n) (at least 1), capped at the maximum. So a
 // reported pN is never below the exact order statistic v and at most v/1024 above it
 // (values below 2048 ns are exact). Means are rounded to 0.1 ns and rates to 0.001/s in
-// the JSON; everything else must be equal.
+// the JSON; everything else must be equal. The per-interval p99 and the record summary's
+// percentiles come from coarser log histograms, and the summary prints three significant
+// digits: those are checked within the bounds their functions state.
 
 import (
 	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -1153,9 +1158,150 @@ func refPredicted(t *testing.T, runs []string) (runtime, low, high int64, ok boo
 }
 
 // refRecord records job (sh -c) in dir into out.
+// refRecord records job in dir into out and checks the summary record printed.
 func refRecord(t *testing.T, dir, out string, job ...string) {
 	t.Helper()
-	refRun(t, dir, append([]string{"record", "-o", out, "--"}, job...)...)
+	cmd := exec.Command(iotapBin, append([]string{"record", "-o", out, "--"}, job...)...)
+	cmd.Dir = dir
+	var stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = io.Discard, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("iotap record: %v\n%s", err, stderr.String())
+	}
+	refCheckSummary(t, filepath.Base(out), stderr.String(), refExport(t, out))
+}
+
+// refParseDur reads a duration as the summary prints it (3 significant digits: "34.8µs",
+// "1.90ms", "850ns", "0").
+func refParseDur(s string) (float64, bool) {
+	for _, u := range []struct {
+		suffix string
+		ns     float64
+	}{{"ns", 1}, {"µs", 1e3}, {"ms", 1e6}, {"s", 1e9}} {
+		if v, ok := strings.CutSuffix(s, u.suffix); ok {
+			f, err := strconv.ParseFloat(v, 64)
+			return f * u.ns, err == nil
+		}
+	}
+	return 0, s == "0"
+}
+
+// refParseBytes reads a size as the summary prints it ("52.1MiB", "512B").
+func refParseBytes(s string) (float64, bool) {
+	for _, u := range []struct {
+		suffix string
+		b      float64
+	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"B", 1}} {
+		if v, ok := strings.CutSuffix(s, u.suffix); ok {
+			f, err := strconv.ParseFloat(v, 64)
+			return f * u.b, err == nil
+		}
+	}
+	return 0, false
+}
+
+// refCheckSummary checks the summary `iotap record` printed at the end against the
+// trace's exported events: the requests, failures and bytes, and each op row's count, total
+// time, bytes (three significant digits) and p50 and p99 (the middle of a log bucket
+// eight to a power of two: within 7 %, or 1 µs).
+func refCheckSummary(t *testing.T, name, summary string, evs []refEvent) {
+	t.Helper()
+	c := &refChecker{t: t, name: name + " summary"}
+	type opFig struct {
+		durs        []int64
+		total, byts int64
+	}
+	ops := map[string]*opFig{}
+	var failed uint64
+	var readB, writtenB int64
+	for i := range evs {
+		e := &evs[i]
+		o := ops[e.Op]
+		if o == nil {
+			o = &opFig{}
+			ops[e.Op] = o
+		}
+		o.durs = append(o.durs, e.Dur)
+		o.total += e.Dur
+		if !e.ok() {
+			failed++
+			continue
+		}
+		if e.Ret > 0 && refDataOps[e.Op] { // the summary's bytes are data: read, written, copied
+			o.byts += e.Ret
+		}
+		switch {
+		case e.Op == "read" && e.Ret > 0:
+			readB += e.Ret
+		case (e.Op == "write" || e.Op == "copy_file_range") && e.Ret > 0:
+			writtenB += e.Ret
+		}
+	}
+	near := func(what string, got, want, rel, abs float64) {
+		c.checked++
+		if math.Abs(got-want) > want*rel+abs {
+			c.errorf("%s = %.0f, recomputed %.0f", what, got, want)
+		}
+	}
+	lines := strings.Split(summary, "\n")
+	rows, found := 0, false
+	for i, l := range lines {
+		var n, nf uint64
+		var rd, wr string
+		if _, err := fmt.Sscanf(l, "  ops %d (%d failed), read %s written %s", &n, &nf, &rd, &wr); err != nil {
+			continue
+		}
+		found = true
+		c.eq("ops", n, len(evs))
+		c.eq("failed", nf, failed)
+		if v, ok := refParseBytes(strings.TrimSuffix(rd, ",")); ok {
+			near("read bytes", v, float64(readB), 0.005, 0)
+		} else {
+			c.errorf("read %q", rd)
+		}
+		if v, ok := refParseBytes(wr); ok {
+			near("written bytes", v, float64(writtenB), 0.005, 0)
+		} else {
+			c.errorf("written %q", wr)
+		}
+		for _, row := range lines[i+2:] {
+			f := strings.Fields(row)
+			if len(f) < 5 || f[0] == "..." {
+				break
+			}
+			o := ops[f[0]]
+			if o == nil {
+				c.errorf("op %s in the summary, not in the export", f[0])
+				continue
+			}
+			rows++
+			c.eq(f[0]+" count", f[1], strconv.Itoa(len(o.durs)))
+			sorted := slices.Sorted(slices.Values(o.durs))
+			for j, want := range []float64{float64(o.total), float64(refNearestRank(sorted, 50)), float64(refNearestRank(sorted, 99))} {
+				got, ok := refParseDur(f[2+j])
+				if !ok {
+					c.errorf("%s: duration %q", f[0], f[2+j])
+					continue
+				}
+				if j == 0 {
+					near(f[0]+" total", got, want, 0.005, 1)
+				} else {
+					near(f[0]+[]string{"", " p50", " p99"}[j], got, want, 0.07, 1000)
+				}
+			}
+			if len(f) > 5 {
+				got, _ := refParseBytes(f[5])
+				near(f[0]+" bytes", got, float64(o.byts), 0.005, 0)
+			} else if o.byts != 0 {
+				c.errorf("%s: no bytes, recomputed %d", f[0], o.byts)
+			}
+		}
+		break
+	}
+	if !found || rows == 0 {
+		c.errorf("no summary with op rows in:\n%s", summary)
+	}
+	t.Logf("%s: %d figures compared, %d differ", c.name, c.checked, c.n)
 }
 
 // TestReferenceFigures records real jobs (a multi-threaded Python program; coreutils cp,
