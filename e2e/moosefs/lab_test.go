@@ -1,7 +1,6 @@
 package moosefs_test
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"os"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/iotap/iotap/fusefs"
 	"github.com/iotap/iotap/internal/e2etest"
+	"github.com/iotap/iotap/internal/sysinfo"
 	"github.com/iotap/iotap/internal/testenv"
 )
 
@@ -248,59 +248,31 @@ func (l *lab) stopAndCheck(t *testing.T) {
 // isMounted reports whether path is a mount point in this mount namespace.
 func isMounted(t *testing.T, path string) bool {
 	t.Helper()
-	f, err := os.Open("/proc/self/mountinfo")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = f.Close() }()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if fields := strings.Fields(sc.Text()); len(fields) > 4 && unescapeMount(fields[4]) == path {
-			return true
-		}
-	}
-	return false
-}
-
-// unescapeMount undoes the octal escapes of /proc/self/mountinfo fields (\040 for a blank,
-// \043 for '#' in "mfs#host:port").
-func unescapeMount(s string) string {
-	if !strings.Contains(s, "\\") {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+3 < len(s) {
-			if n, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
-				b.WriteByte(byte(n))
-				i += 3
-				continue
-			}
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
+	return mountAt(t, path) != nil
 }
 
 // mountSource returns the source column of path's mount ("" if not mounted).
 func mountSource(t *testing.T, path string) string {
 	t.Helper()
-	data, err := os.ReadFile("/proc/self/mountinfo")
+	if m := mountAt(t, path); m != nil {
+		return m.Source
+	}
+	return ""
+}
+
+// mountAt returns the first mount on path in the mount table, nil if none.
+func mountAt(t *testing.T, path string) *sysinfo.Mount {
+	t.Helper()
+	mounts, err := sysinfo.Mounts()
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, line := range strings.Split(string(data), "\n") {
-		fields := strings.Fields(line)
-		if len(fields) < 5 || unescapeMount(fields[4]) != path {
-			continue
-		}
-		for i, x := range fields {
-			if x == "-" && i+2 < len(fields) {
-				return unescapeMount(fields[i+2])
-			}
+	for i := range mounts {
+		if mounts[i].MountPoint == path {
+			return &mounts[i]
 		}
 	}
-	return ""
+	return nil
 }
 
 // procsInNetns lists the live processes in the network namespace ns.

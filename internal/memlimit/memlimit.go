@@ -12,7 +12,6 @@
 package memlimit
 
 import (
-	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
@@ -24,6 +23,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/iotap/iotap/internal/sysinfo"
 )
 
 // Ratio is the share of the cgroup's memory limit given to Go.
@@ -158,24 +159,15 @@ func hierarchies(procCgroup, mountinfo []byte) []hierarchy {
 	}
 	var out []hierarchy
 	seen := map[string]bool{}
-	sc := bufio.NewScanner(bytes.NewReader(mountinfo))
-	for sc.Scan() {
-		// ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTIONS [OPTIONAL...] - FSTYPE SOURCE SUPEROPTIONS
-		pre, post, ok := strings.Cut(sc.Text(), " - ")
-		if !ok {
-			continue
-		}
-		a, b := strings.Fields(pre), strings.Fields(post)
-		if len(a) < 5 || len(b) < 3 {
-			continue
-		}
-		root, mnt := unescape(a[3]), unescape(a[4])
+	mounts, _ := sysinfo.ParseMountinfo(bytes.NewReader(mountinfo)) // unreadable: no hierarchy, no limit
+	for _, m := range mounts {
+		root, mnt := m.Root, m.MountPoint
 		var p string
 		var v2 bool
 		switch {
-		case b[0] == "cgroup2" && hasV2:
+		case m.FSType == "cgroup2" && hasV2:
 			p, v2 = v2Path, true
-		case b[0] == "cgroup" && hasV1 && hasController(b[2], "memory"):
+		case m.FSType == "cgroup" && hasV1 && hasController(m.SuperOpts, "memory"):
 			p = v1Path
 		default:
 			continue
@@ -216,23 +208,4 @@ func hasController(list, name string) bool {
 		}
 	}
 	return false
-}
-
-// unescape undoes mountinfo's octal escapes (\040 for a space, ...).
-func unescape(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+3 < len(s) {
-			if n, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
-				b.WriteByte(byte(n))
-				i += 3
-				continue
-			}
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
 }
