@@ -32,6 +32,30 @@ for i in range(4):
 os.close(fd)
 `
 
+// recordPythonWithLegs records the python3 program job, run in a directory holding a
+// 64 KiB file "in", with the kernel's legs measured (skipping where they cannot be), and
+// returns the test's directory, the trace and record's output.
+func recordPythonWithLegs(t *testing.T, job string) (dir, tr string, out []byte) {
+	t.Helper()
+	requireRecord(t)
+	testenv.Programs(t, testenv.FUSE, "python3")
+	if err := legs.Available(); err != nil {
+		testenv.Skip(t, testenv.FUSE, "the kernel's legs cannot be measured here: %v", err)
+	}
+	dir = t.TempDir()
+	work := filepath.Join(dir, "work")
+	mustDo(t, os.MkdirAll(work, 0o755))
+	mustDo(t, os.WriteFile(filepath.Join(work, "in"), make([]byte, 64<<10), 0o644))
+	tr = filepath.Join(dir, "rec.iotap")
+	cmd := exec.Command(iotapBin, "record", "--legs", "kernel", "--target", work, "-o", tr, "--", "python3", "-c", job)
+	cmd.Dir = work
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("record: %v\n%s", err, out)
+	}
+	return dir, tr, out
+}
+
 // TestRecordMeasuresLegs records a job with the kernel's view of its requests and checks
 // it against what the job did: every read and write is stamped with the system call that
 // sent it (pread64, write) whose entry and return enclose the request's queue and
@@ -39,22 +63,7 @@ os.close(fd)
 // (the job's 20 ms sleeps) is what the kernel measured between the calls; and a replay
 // of the trace waits that time, not the recorded gaps.
 func TestRecordMeasuresLegs(t *testing.T) {
-	requireRecord(t)
-	testenv.Programs(t, testenv.FUSE, "python3")
-	if err := legs.Available(); err != nil {
-		testenv.Skip(t, testenv.FUSE, "the kernel's legs cannot be measured here: %v", err)
-	}
-	dir := t.TempDir()
-	work := filepath.Join(dir, "work")
-	mustDo(t, os.MkdirAll(work, 0o755))
-	mustDo(t, os.WriteFile(filepath.Join(work, "in"), make([]byte, 64<<10), 0o644))
-	tr := filepath.Join(dir, "rec.iotap")
-	cmd := exec.Command(iotapBin, "record", "--legs", "kernel", "--target", work, "-o", tr, "--", "python3", "-c", legsJob)
-	cmd.Dir = work
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("record: %v\n%s", err, out)
-	}
+	dir, tr, out := recordPythonWithLegs(t, legsJob)
 	if !strings.Contains(string(out), "legs outside the layer: measured by the kernel") {
 		t.Errorf("the record summary does not say the kernel measured the legs:\n%s", out)
 	}
@@ -248,22 +257,8 @@ os.close(fd)
 // that the main thread's first call after the wait names that thread as its waker, and
 // when it was woken: between the reader's last call and the main thread's call.
 func TestRecordWakeUps(t *testing.T) {
-	requireRecord(t)
-	testenv.Programs(t, testenv.FUSE, "python3")
-	if err := legs.Available(); err != nil {
-		testenv.Skip(t, testenv.FUSE, "the kernel's legs cannot be measured here: %v", err)
-	}
-	dir := t.TempDir()
-	work := filepath.Join(dir, "work")
-	mustDo(t, os.MkdirAll(work, 0o755))
-	mustDo(t, os.WriteFile(filepath.Join(work, "in"), make([]byte, 64<<10), 0o644))
-	tr := filepath.Join(dir, "rec.iotap")
-	cmd := exec.Command(iotapBin, "record", "--legs", "kernel", "--target", work, "-o", tr, "--", "python3", "-c", wakeJob)
-	cmd.Dir = work
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("record: %v\n%s", err, out)
-	}
-	tidText, err := os.ReadFile(filepath.Join(work, "tid"))
+	dir, tr, _ := recordPythonWithLegs(t, wakeJob)
+	tidText, err := os.ReadFile(filepath.Join(dir, "work", "tid"))
 	mustDo(t, err)
 	var readerTid uint32
 	_, err = fmt.Sscan(string(tidText), &readerTid)

@@ -91,11 +91,18 @@ func refRun(t *testing.T, dir string, args ...string) []byte {
 // refExport returns the events of a trace in start order (file order among equal starts).
 func refExport(t *testing.T, tracePath string) []refEvent {
 	t.Helper()
-	var evs []refEvent
+	return refExportAs(t, tracePath, func(e *refEvent) int64 { return e.Start })
+}
+
+// refExportAs decodes each exported event of a trace into an E and returns them in start
+// order (file order among equal starts).
+func refExportAs[E any](t *testing.T, tracePath string, start func(*E) int64) []E {
+	t.Helper()
+	var evs []E
 	sc := bufio.NewScanner(bytes.NewReader(refRun(t, "", "export", tracePath)))
 	sc.Buffer(nil, 1<<20)
 	for sc.Scan() {
-		var e refEvent
+		var e E
 		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
 			t.Fatalf("export of %s: %v", tracePath, err)
 		}
@@ -104,7 +111,7 @@ func refExport(t *testing.T, tracePath string) []refEvent {
 	if len(evs) == 0 {
 		t.Fatalf("export of %s: no events", tracePath)
 	}
-	sort.SliceStable(evs, func(i, j int) bool { return evs[i].Start < evs[j].Start })
+	sort.SliceStable(evs, func(i, j int) bool { return start(&evs[i]) < start(&evs[j]) })
 	return evs
 }
 

@@ -36,18 +36,7 @@ type refViewEvent struct {
 
 func refExportViews(t *testing.T, tracePath string) []refViewEvent {
 	t.Helper()
-	var evs []refViewEvent
-	sc := bufio.NewScanner(bytes.NewReader(refRun(t, "", "export", tracePath)))
-	sc.Buffer(nil, 1<<20)
-	for sc.Scan() {
-		var e refViewEvent
-		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
-			t.Fatal(err)
-		}
-		evs = append(evs, e)
-	}
-	sort.SliceStable(evs, func(i, j int) bool { return evs[i].Start < evs[j].Start })
-	return evs
+	return refExportAs(t, tracePath, func(e *refViewEvent) int64 { return e.Start })
 }
 
 // refProcNames reads a trace's process records and names each process as the report
