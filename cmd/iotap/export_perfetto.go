@@ -189,10 +189,7 @@ func (p *perfettoWriter) ids(b []byte, pid, tid uint32) []byte {
 func appendOpArgs(b []byte, o *xop) []byte {
 	b = append(b, `,"args":{`...)
 	sep := false
-	str := func(k, v string) {
-		if v == "" {
-			return
-		}
+	key := func(k string) {
 		if sep {
 			b = append(b, ',')
 		}
@@ -200,20 +197,18 @@ func appendOpArgs(b []byte, o *xop) []byte {
 		b = append(b, '"')
 		b = append(b, k...)
 		b = append(b, `":`...)
-		b = appendJSONText(b, v)
+	}
+	str := func(k, v string) {
+		if v != "" {
+			key(k)
+			b = appendJSONText(b, v)
+		}
 	}
 	num := func(k string, v int64, always bool) {
-		if v == 0 && !always {
-			return
+		if v != 0 || always {
+			key(k)
+			b = strconv.AppendInt(b, v, 10)
 		}
-		if sep {
-			b = append(b, ',')
-		}
-		sep = true
-		b = append(b, '"')
-		b = append(b, k...)
-		b = append(b, `":`...)
-		b = strconv.AppendInt(b, v, 10)
 	}
 	str("path", o.path)
 	str("path2", o.path2)
