@@ -52,14 +52,8 @@ func queueTrace(t testing.TB, depth, n int, dur int64) []byte {
 // nothing.
 func TestPlanQueueDepth(t *testing.T) {
 	const depth, n, dur = 8, 64, int64(4e6)
-	p := newPlanner(tracetest.Reader(t, queueTrace(t, depth, n, dur)), PlanOptions{})
 	var reads [3][]replayOp
-	for {
-		op, err := p.next()
-		if err == io.EOF {
-			break
-		}
-		must(t, err)
+	planEach(t, queueTrace(t, depth, n, dur), func(op *replayOp) {
 		if op.Kind == fold.Read {
 			reads[op.Worker] = append(reads[op.Worker], *op)
 		}
@@ -70,7 +64,7 @@ func TestPlanQueueDepth(t *testing.T) {
 				}
 			}
 		}
-	}
+	})
 	if len(reads[1]) != n || len(reads[2]) != n/depth {
 		t.Fatalf("reads: %d and %d, want %d and %d", len(reads[1]), len(reads[2]), n, n/depth)
 	}
@@ -215,14 +209,8 @@ func TestPlanAsyncRelease(t *testing.T) {
 		b.At(1, rel).Ev(1, trace.OpRelease, name, 300_000, 0, func(e *trace.Event) { e.Handle = fh })
 		b.At(1, rel+3000)
 	}
-	p := newPlanner(tracetest.Reader(t, b.Bytes()), PlanOptions{})
 	closes := 0
-	for {
-		op, err := p.next()
-		if err == io.EOF {
-			break
-		}
-		must(t, err)
+	planEach(t, b.Bytes(), func(op *replayOp) {
 		if op.Overlap != 0 {
 			t.Errorf("op %v of %s: overlap %d, want 0", op.Kind, op.Name, op.Overlap)
 		}
@@ -232,7 +220,7 @@ func TestPlanAsyncRelease(t *testing.T) {
 				t.Errorf("close of f19 at %d for %d ns, want the flush's %d for 2000 ns", op.Start, op.Dur, flushAt)
 			}
 		}
-	}
+	})
 	if closes != 20 {
 		t.Errorf("%d closes, want 20", closes)
 	}
@@ -257,15 +245,24 @@ func TestPlanDirClose(t *testing.T) {
 		b.RW(1, trace.OpRead, "d/f", fh, 0, 4096, 4096).Close(1, "d/f", fh)
 		b.At(1, b.Clock[1]+100_000)
 	}
-	p := newPlanner(tracetest.Reader(t, b.Bytes()), PlanOptions{})
-	for {
-		op, err := p.next()
-		if err == io.EOF {
-			break
-		}
-		must(t, err)
+	planEach(t, b.Bytes(), func(op *replayOp) {
 		if op.Overlap != 0 {
 			t.Errorf("op %v of %s: overlap %d, want 0", op.Kind, op.Name, op.Overlap)
 		}
+	})
+}
+
+// planEach plans the trace data with default options, calls f with each op in turn and
+// returns the planner.
+func planEach(t *testing.T, data []byte, f func(op *replayOp)) *planner {
+	t.Helper()
+	p := newPlanner(tracetest.Reader(t, data), PlanOptions{})
+	for {
+		op, err := p.next()
+		if err == io.EOF {
+			return p
+		}
+		must(t, err)
+		f(op)
 	}
 }

@@ -290,21 +290,15 @@ func TestCopyFileRangeOutputOffset(t *testing.T) {
 	data := b.Bytes()
 
 	t.Run("plan", func(t *testing.T) {
-		p := newPlanner(tracetest.Reader(t, data), PlanOptions{})
 		var copies int
-		for {
-			op, err := p.next()
-			if err == io.EOF {
-				break
-			}
-			must(t, err)
+		planEach(t, data, func(op *replayOp) {
 			if op.Kind == fold.Copy {
 				copies++
 				if op.Offset != offIn || op.Offset2 != offOut || op.Size != count {
 					t.Errorf("copy op offset %d, offset2 %d, size %d; want %d, %d, %d", op.Offset, op.Offset2, op.Size, offIn, offOut, count)
 				}
 			}
-		}
+		})
 		if copies != 1 {
 			t.Errorf("%d copy ops, want 1", copies)
 		}

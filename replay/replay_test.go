@@ -168,19 +168,13 @@ func TestFolding(t *testing.T) {
 	b := tracetest.New(t)
 	tracetest.Workload(b, 2)
 	data := b.Bytes()
-	p := newPlanner(tracetest.Reader(t, data), PlanOptions{})
 	kinds := map[fold.Kind]int{}
-	for {
-		op, err := p.next()
-		if err == io.EOF {
-			break
-		}
-		must(t, err)
+	p := planEach(t, data, func(op *replayOp) {
 		kinds[op.Kind]++
 		if op.Kind == fold.Close && op.Worker == 0 {
 			t.Fatalf("close of handle %d scheduled on the kernel's tid 0", op.Handle)
 		}
-	}
+	})
 	// Standalone lookups of missing names become lstat; walk lookups disappear.
 	// workload(2): stats: getattr(1) + 2 getattr (ls) + app.db-wal + missing/file + out/link? (folded into readlink)
 	if kinds[fold.Stat] != 2+2 || kinds[fold.Fstat] != 1 {
@@ -253,18 +247,12 @@ func TestWalkStart(t *testing.T) {
 	b.Lookup(1, "a/b/c/d", syscall.ENOENT, 0, 0) // only the last component: from a/b/c
 	b.Ev(1, trace.OpMkdir, "a/b/c/d", 1000, 1000, func(e *trace.Event) { e.Mode = 0o755 })
 	b.Ev(1, trace.OpMkdir, "a/b/c/e", 1000, 1000, func(e *trace.Event) { e.Mode = 0o755 }) // no lookup
-	p := newPlanner(tracetest.Reader(t, b.Bytes()), PlanOptions{})
 	want := map[string]string{"a/b/c": "", "a/b/c/d": "a/b/c", "a/b/c/e": "a/b/c"}
-	for {
-		op, err := p.next()
-		if err == io.EOF {
-			break
-		}
-		must(t, err)
+	planEach(t, b.Bytes(), func(op *replayOp) {
 		if w, ok := want[op.Name]; ok && op.Walk != w {
 			t.Errorf("%s %q: walk from %q, want %q", op.Kind, op.Name, op.Walk, w)
 		}
-	}
+	})
 }
 
 // TestTimingModes checks that original timing keeps recorded start offsets against one
