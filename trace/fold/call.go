@@ -110,12 +110,15 @@ type Call struct {
 	// WokenAt and Waker are the wake-up before the call (trace.Event's).
 	WokenAt int64
 	Waker   uint32
+	// rwSyscall says the kernel named the call's first request's system call as a read or
+	// write of one buffer or vector (see rwCall).
+	rwSyscall bool
 }
 
-// unfinished reports whether c is a read or write whose system call the kernel saw enter
-// but not yet return: more pieces of it follow.
+// unfinished reports whether c is a piece of a read or write system call the kernel saw
+// enter but not yet return: more pieces of it follow.
 func (c *Call) unfinished() bool {
-	return (c.Kind == Read || c.Kind == Write) && c.CallStart != 0 && c.CallEnd == 0
+	return (c.Kind == Read || c.Kind == Write) && c.rwSyscall && c.CallStart != 0 && c.CallEnd == 0
 }
 
 // Requests returns the number of recorded requests the call stands for.

@@ -194,7 +194,7 @@ func (f *Folder) mergePiece(ev *trace.Event, t *threadState) bool {
 		h.Ret != h.Size || h.Offset+h.Size != ev.Offset {
 		return false
 	}
-	oneCall := ev.CallStart != 0 && ev.CallStart == h.CallStart && rwCall(ev.CallNr)
+	oneCall := ev.CallStart != 0 && ev.CallStart == h.CallStart && h.rwSyscall && rwCall(ev.CallNr)
 	split := h.Size >= 64<<10 && h.Size%4096 != 0 && ev.Start-(h.Start+h.Dur) <= f.opts.MergeGap
 	if oneCall || split {
 		h.Size += int64(ev.Size)
@@ -405,7 +405,7 @@ func (f *Folder) base(ev *trace.Event, pi, pi2 *pathInfo) Call {
 		Name: pi.name, PathID: ev.Path, Handle: ev.Handle, Slot: -1, Slot2: -1,
 		Offset: ev.Offset, Size: int64(ev.Size), Flags: ev.Flags, Mode: ev.Mode,
 		Errno: ev.Errno, Ret: ev.Ret, Events: 1, Reqs: 1, CallStart: ev.CallStart, CallEnd: ev.CallEnd,
-		RunDelay: ev.RunDelay, WokenAt: ev.WokenAt, Waker: ev.Waker,
+		RunDelay: ev.RunDelay, WokenAt: ev.WokenAt, Waker: ev.Waker, rwSyscall: rwCall(ev.CallNr),
 	}
 	if pi2 != nil {
 		c.Name2, c.PathID2 = pi2.name, ev.Path2
