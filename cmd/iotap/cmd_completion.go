@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -72,15 +73,24 @@ func runCompletion(_ context.Context, e *env, args []string) error {
 		return usageErrorf("want one shell: bash, zsh or fish")
 	}
 	cmds := visibleCommands()
+	var b bytes.Buffer
 	switch args[0] {
 	case "bash":
-		writeBash(e.stdout, cmds, false)
+		writeBash(&b, cmds, false)
 	case "zsh":
-		writeBash(e.stdout, cmds, true)
+		writeBash(&b, cmds, true)
 	case "fish":
-		writeFish(e.stdout, cmds)
+		writeFish(&b, cmds)
 	default:
 		return usageErrorf("shell %q: want bash, zsh or fish", args[0])
+	}
+	return writeAll(e.stdout, b.Bytes())
+}
+
+// writeAll writes b to w, saying so when it could not (a full disk, a closed pipe).
+func writeAll(w io.Writer, b []byte) error {
+	if _, err := w.Write(b); err != nil {
+		return writeError(err)
 	}
 	return nil
 }
@@ -161,8 +171,9 @@ func runMan(_ context.Context, e *env, args []string) error {
 	if len(args) != 0 {
 		return usageErrorf("man takes no arguments")
 	}
-	writeMan(e.stdout, visibleCommands(), time.Now())
-	return nil
+	var b bytes.Buffer
+	writeMan(&b, visibleCommands(), time.Now())
+	return writeAll(e.stdout, b.Bytes())
 }
 
 // writeMan writes a manual page in roff (man(7) macros): every command with its usage,

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -157,5 +158,29 @@ func TestManPage(t *testing.T) {
 	}
 	if !strings.Contains(text, "EXIT STATUS") || !strings.Contains(text, "127") {
 		t.Errorf("man page: no exit status section")
+	}
+}
+
+// TestScriptsOnAFullDevice: a completion script or manual page that cannot be written is
+// an error, not a silent success.
+func TestScriptsOnAFullDevice(t *testing.T) {
+	if iotapBin == "" {
+		t.Fatal("the iotap binary could not be built (see TestMain output)")
+	}
+	full, err := os.OpenFile("/dev/full", os.O_WRONLY, 0) // Linux's always-full device
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = full.Close() }()
+	for _, args := range [][]string{{"man"}, {"completion", "bash"}, {"completion", "zsh"}, {"completion", "fish"}} {
+		cmd := exec.Command(iotapBin, args...)
+		cmd.Stdout = full
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		err := cmd.Run()
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != 1 || !strings.Contains(stderr.String(), "no space left on device") {
+			t.Errorf("iotap %s onto /dev/full: %v, %q; want exit 1 naming the full device", strings.Join(args, " "), err, stderr.String())
+		}
 	}
 }
