@@ -31,12 +31,11 @@ cleanup() {
 trap cleanup EXIT
 cleanup
 rm -rf "$WORK"; mkdir -p "$WORK/backend"
-# benchpkg DIR: benchmount's package in the source tree DIR (revisions that keep it under
-# internal/fusetest build from there).
-benchpkg() { if [ -d "$1/internal/cmd/benchmount" ]; then echo ./internal/cmd/benchmount; else echo ./internal/fusetest/benchmount; fi; }
+# benchpkg DIR: benchmount's package in the source tree DIR (older revisions keep it elsewhere).
+benchpkg() { for p in bench/benchmount internal/cmd/benchmount internal/fusetest/benchmount; do if [ -d "$1/$p" ]; then echo "./$p"; return; fi; done; }
 build() { # label rev
   if [ "$2" = . ]; then
-    (cd "$REPO" && go build -o "$WORK/bm-$1" ./internal/cmd/benchmount)
+    (cd "$REPO" && go build -o "$WORK/bm-$1" ./bench/benchmount)
   else
     git -C "$REPO" worktree add --detach "$WORK/src-$1" "$2" >/dev/null
     (cd "$WORK/src-$1" && go build -o "$WORK/bm-$1" "$(benchpkg "$WORK/src-$1")")

@@ -52,7 +52,7 @@ trap 'exit 130' INT TERM
 cleanup
 rm -rf --one-file-system "$WORK"
 mkdir -p "$WORK"/{bin,runs,traces,logs,mnt}
-(cd "$REPO" && go build -o "$WORK/bin/iotap" ./cmd/iotap && go build -o "$WORK/bin/benchmount" ./internal/cmd/benchmount)
+(cd "$REPO" && go build -o "$WORK/bin/iotap" ./cmd/iotap && go build -o "$WORK/bin/benchmount" ./bench/benchmount)
 TARGETS=(native loopback "${MODES[@]}")
 if [ -n "$LEGS" ]; then
   IFS=, read -ra legs <<<"$LEGS"

@@ -27,7 +27,7 @@ trap cleanup EXIT
 umount "$WORK/d" 2>/dev/null || true
 rm -rf "$WORK"; mkdir -p "$WORK/d"
 mount -t tmpfs -o size=2g tmpfs "$WORK/d"
-(cd "$REPO" && go build -o "$WORK/iotap" ./cmd/iotap && go build -o "$WORK/benchmount" ./internal/cmd/benchmount)
+(cd "$REPO" && go build -o "$WORK/iotap" ./cmd/iotap && go build -o "$WORK/benchmount" ./bench/benchmount)
 JOB="for r in \$(seq $R); do $WORK/benchmount smallfiles -dir $WORK/d/s\$r -n $N >/dev/null; rmdir $WORK/d/s\$r; done"
 "$WORK/iotap" record --target "$WORK/d" -o "$WORK/churn.iotap" -- sh -c "$JOB" 2>"$WORK/summary.txt" &
 J=$!

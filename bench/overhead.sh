@@ -61,7 +61,7 @@ awk -v p="$WORK/" 'index($2, p) == 1 {print $2}' /proc/self/mounts | sort -r |
 rm -rf --one-file-system "$WORK"
 mkdir -p "$WORK"/{u_mnt,t_mnt}
 BIN=$WORK/benchmount
-(cd "$REPO" && go build -o "$BIN" ./internal/cmd/benchmount)
+(cd "$REPO" && go build -o "$BIN" ./bench/benchmount)
 
 PIDS=() BACKMNT='' BASE=''
 cleanup() {

@@ -19,7 +19,7 @@ done
 REPO=$(cd "$(dirname "$0")/.." && pwd)
 rm -rf "$WORK"; mkdir -p "$WORK"/{u_orig,u_mnt,t_orig,t_mnt}
 BIN=$WORK/benchmount
-(cd "$REPO" && go build -o "$BIN" ./internal/cmd/benchmount)
+(cd "$REPO" && go build -o "$BIN" ./bench/benchmount)
 PIDS=()
 cleanup() { for p in "${PIDS[@]}"; do kill -TERM "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; }
 trap cleanup EXIT

@@ -59,11 +59,11 @@ cleanup
 rm -rf "$WORK"; mkdir -p "$WORK/backend"
 mount -t tmpfs -o size=1g tmpfs "$WORK/backend"
 B=$WORK/benchmount
-(cd "$REPO" && go build -o "$B" ./internal/cmd/benchmount)
+(cd "$REPO" && go build -o "$B" ./bench/benchmount)
 if [ -n "$REV" ]; then
   git -C "$REPO" worktree add --detach "$WORK/src-a" "$REV" >/dev/null
-  # Revisions that keep benchmount under internal/fusetest build it from there.
-  bm=./internal/cmd/benchmount; [ -d "$WORK/src-a/internal/cmd/benchmount" ] || bm=./internal/fusetest/benchmount
+  # Older revisions keep benchmount elsewhere.
+  for bm in ./bench/benchmount ./internal/cmd/benchmount ./internal/fusetest/benchmount; do [ -d "$WORK/src-a/$bm" ] && break; done
   (cd "$WORK/src-a" && go build -o "$WORK/benchmount-a" "$bm")
 fi
 cpu() { # server -> its CPU time so far, ns

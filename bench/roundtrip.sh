@@ -46,7 +46,7 @@ trap 'exit 130' INT TERM
 cleanup
 rm -rf --one-file-system "$WORK"
 mkdir -p "$WORK"/{bin,mnt,out}
-(cd "$REPO" && go build -o "$WORK/bin/iotap" ./cmd/iotap && go build -o "$WORK/bin/benchmount" ./internal/cmd/benchmount)
+(cd "$REPO" && go build -o "$WORK/bin/iotap" ./cmd/iotap && go build -o "$WORK/bin/benchmount" ./bench/benchmount)
 head -c 4096 /dev/urandom >"$WORK/f4k"
 LOOP="for i in \$(seq $CATS); do cat f >/dev/null; done"
 TARGETS=(native loopback "${MODES[@]}")

@@ -27,7 +27,7 @@ trap cleanup EXIT
 rm -rf "$WORK"; mkdir -p "$WORK/backend"
 mount -t tmpfs -o size=1g tmpfs "$WORK/backend"
 B=$WORK/benchmount
-(cd "$REPO" && go build -o "$B" ./internal/cmd/benchmount)
+(cd "$REPO" && go build -o "$B" ./bench/benchmount)
 declare -A PID
 for m in u n t c; do
   mkdir -p "$WORK/backend/o$m" "$WORK/m$m"

@@ -30,7 +30,7 @@ cleanup() {
 }
 trap cleanup EXIT
 rm -rf "$WORK"; mkdir -p "$WORK/backend"
-benchpkg() { if [ -d "$1/internal/cmd/benchmount" ]; then echo ./internal/cmd/benchmount; else echo ./internal/fusetest/benchmount; fi; }
+benchpkg() { for p in bench/benchmount internal/cmd/benchmount internal/fusetest/benchmount; do if [ -d "$1/$p" ]; then echo "./$p"; return; fi; done; }
 build() { # label rev
   local src=$REPO
   if [ "$2" != . ]; then

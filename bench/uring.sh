@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # uring.sh: what FUSE over io_uring saves per request on this machine, against the classic
 # read/write transport on /dev/fuse, measured with the prototype server of
-# internal/cmd/fuseuring (a root directory and one 4 KiB file, 0 s entry and attribute
+# bench/fuseuring (a root directory and one 4 KiB file, 0 s entry and attribute
 # timeouts, the file opened with direct_io).
 #
 # For each round, in rotating order: native (a tmpfs file), dev (one thread reading
@@ -33,7 +33,7 @@ PARAM=/sys/module/fuse/parameters/enable_uring
 [ -e "$PARAM" ] || { echo "uring.sh: $PARAM missing: this kernel has no FUSE over io_uring" >&2; exit 2; }
 REPO=$(cd "$(dirname "$0")/.." && pwd)
 mkdir -p "$WORK"
-(cd "$REPO" && go build -o "$WORK/fuseuring" ./internal/cmd/fuseuring)
+(cd "$REPO" && go build -o "$WORK/fuseuring" ./bench/fuseuring)
 OLD=$(cat "$PARAM")
 restore() { echo "$OLD" >"$PARAM"; }
 trap restore EXIT

@@ -39,7 +39,7 @@ rm -rf "$WORK"; mkdir -p "$WORK/backend" "$WORK/mu" "$WORK/mt" "$WORK/mb"
 mount -t tmpfs -o size=1g tmpfs "$WORK/backend"
 mkdir -p "$WORK/backend/n" "$WORK/backend/u" "$WORK/backend/t" "$WORK/backend/b"
 B=$WORK/benchmount
-(cd "$REPO" && go build -o "$B" ./internal/cmd/benchmount)
+(cd "$REPO" && go build -o "$B" ./bench/benchmount)
 for m in u t; do
   extra=()
   [ "$m" = t ] && extra=(-trace "$WORK/t.iotap")

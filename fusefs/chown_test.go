@@ -14,7 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/iotap/iotap/fusefs"
-	"github.com/iotap/iotap/internal/fusetest"
+	"github.com/iotap/iotap/fusefs/fusetest"
 )
 
 // chownKeepWorkload changes the owner of dir/path, dir/fd and dir/link (a symlink) to -1,-1

@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/iotap/iotap/fusefs"
-	"github.com/iotap/iotap/internal/fusetest"
+	"github.com/iotap/iotap/fusefs/fusetest"
 	"github.com/iotap/iotap/internal/testenv"
 	"github.com/iotap/iotap/trace"
 )

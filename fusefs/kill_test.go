@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/iotap/iotap/fusefs"
-	"github.com/iotap/iotap/internal/fusetest"
+	"github.com/iotap/iotap/fusefs/fusetest"
 	"github.com/iotap/iotap/trace"
 )
 

@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/iotap/iotap/fusefs"
-	"github.com/iotap/iotap/internal/fusetest"
+	"github.com/iotap/iotap/fusefs/fusetest"
 )
 
 // TestAllowOtherPermissions: a mount other users can enter (allow_other) has the kernel

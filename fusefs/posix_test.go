@@ -7,7 +7,7 @@ import (
 	"github.com/hanwen/go-fuse/v2/posixtest"
 
 	"github.com/iotap/iotap/fusefs"
-	"github.com/iotap/iotap/internal/fusetest"
+	"github.com/iotap/iotap/fusefs/fusetest"
 	"github.com/iotap/iotap/trace"
 )
 

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"sync/atomic"
 
-	"github.com/iotap/iotap/internal/procconn"
+	"github.com/iotap/iotap/fusefs/internal/procconn"
 	"github.com/iotap/iotap/trace"
 )
 

@@ -11,7 +11,7 @@ import (
 
 	"github.com/iotap/iotap/fusefs/internal/svc"
 	"github.com/iotap/iotap/internal/loghist"
-	"github.com/iotap/iotap/internal/procconn"
+	"github.com/iotap/iotap/fusefs/internal/procconn"
 	"github.com/iotap/iotap/trace"
 )
 

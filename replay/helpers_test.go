@@ -6,7 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/iotap/iotap/internal/tracetest"
+	"github.com/iotap/iotap/trace/tracetest"
 	"github.com/iotap/iotap/trace"
 )
 

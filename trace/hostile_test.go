@@ -12,7 +12,7 @@ import (
 
 	"github.com/klauspost/compress/zstd"
 
-	"github.com/iotap/iotap/internal/tracecraft"
+	"github.com/iotap/iotap/trace/tracecraft"
 	"github.com/iotap/iotap/trace"
 )
 

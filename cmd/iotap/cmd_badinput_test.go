@@ -16,7 +16,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/iotap/iotap/internal/report"
+	"github.com/iotap/iotap/report"
 	"github.com/iotap/iotap/internal/testenv"
 	"github.com/iotap/iotap/trace"
 )

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/iotap/iotap/internal/tracecraft"
+	"github.com/iotap/iotap/trace/tracecraft"
 	"github.com/iotap/iotap/trace"
 )
 

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/iotap/iotap/internal/fusetest"
+	"github.com/iotap/iotap/fusefs/fusetest"
 	"github.com/iotap/iotap/internal/sysinfo"
 	"github.com/iotap/iotap/trace"
 )

@@ -14,7 +14,7 @@ import (
 
 	"github.com/iotap/iotap/fusefs"
 	"github.com/iotap/iotap/internal/job"
-	"github.com/iotap/iotap/internal/report"
+	"github.com/iotap/iotap/report"
 	"github.com/iotap/iotap/trace"
 )
 

@@ -19,7 +19,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/iotap/iotap/internal/private"
-	"github.com/iotap/iotap/internal/report"
+	"github.com/iotap/iotap/report"
 	"github.com/iotap/iotap/internal/s3req"
 	"github.com/iotap/iotap/internal/s3store"
 	"github.com/iotap/iotap/internal/termsafe"

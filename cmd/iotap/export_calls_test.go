@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/iotap/iotap/internal/tracetest"
+	"github.com/iotap/iotap/trace/tracetest"
 	"github.com/iotap/iotap/trace"
 )
 

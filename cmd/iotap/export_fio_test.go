@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/iotap/iotap/internal/testenv"
-	"github.com/iotap/iotap/internal/tracetest"
+	"github.com/iotap/iotap/trace/tracetest"
 	"github.com/iotap/iotap/trace"
 	"golang.org/x/sys/unix"
 )

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/iotap/iotap/internal/tracetest"
+	"github.com/iotap/iotap/trace/tracetest"
 	"github.com/iotap/iotap/trace"
 	"golang.org/x/sys/unix"
 )

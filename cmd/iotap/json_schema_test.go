@@ -13,7 +13,7 @@ import (
 
 // TestJSONSchemasDocumented: on a recorded job, its replay and their comparison, every key
 // that `report --format json`, `compare --format json`, replay's .json and a --copies
-// run's .copies.json emit is named in the schema documentation (internal/report/doc.go,
+// run's .copies.json emit is named in the schema documentation (report/doc.go,
 // replay/doc.go, docs/copies.md), and every top-level key the documentation promises
 // unconditionally is emitted, none of them null.
 func TestJSONSchemasDocumented(t *testing.T) {
@@ -39,7 +39,7 @@ func TestJSONSchemasDocumented(t *testing.T) {
 	if code, _, stderr := runIotap(t, nil, "replay", tr, "--target", copiesTarget, "--copies", "2", "-o", prefix+"-c"); code != exitOK {
 		t.Fatalf("replay --copies: exit %d\n%s", code, stderr)
 	}
-	reportDoc := readDoc(t, "../../internal/report/doc.go")
+	reportDoc := readDoc(t, "../../report/doc.go")
 	replayDoc := readDoc(t, "../../replay/doc.go")
 	copiesDoc := readDoc(t, "../../docs/copies.md")
 

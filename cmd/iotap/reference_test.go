@@ -3,7 +3,7 @@ package main
 // A second, deliberately simple implementation of the figures `iotap record` (its
 // end-of-run summary), `iotap report` and `iotap compare` print, recomputed from
 // `iotap export` of real recorded jobs. It shares
-// no code with the aggregation (trace/stats) or the rendering (internal/report): plain
+// no code with the aggregation (trace/stats) or the rendering (report): plain
 // loops over the exported events, exact percentiles from sorted durations, byte ranges
 // kept as a plain list per file.
 //
@@ -499,7 +499,7 @@ func refCompute(traces [][]refEvent, replay bool) *refFigures {
 	return f
 }
 
-// JSON shapes of the report and the comparison, as documented (internal/report/doc.go).
+// JSON shapes of the report and the comparison, as documented (report/doc.go).
 type refLatency struct {
 	Count uint64  `json:"count"`
 	Mean  float64 `json:"mean_ns"`

@@ -5,7 +5,7 @@ package main
 // as reference_test.go does for the other figures: plain loops over the exported events,
 // and the trace's process records read with the trace reader (the format, not the
 // aggregation). Like reference_test.go it shares no code with trace/stats or
-// internal/report.
+// report.
 
 import (
 	"bufio"

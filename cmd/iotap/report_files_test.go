@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/iotap/iotap/internal/report"
+	"github.com/iotap/iotap/report"
 )
 
 // TestReportFileBecomesDirectory records a job that writes a file, removes it and makes a

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/iotap/iotap/internal/report"
+	"github.com/iotap/iotap/report"
 	"github.com/iotap/iotap/internal/s3store"
 	"github.com/iotap/iotap/internal/slurm"
 )

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/iotap/iotap/internal/report"
+	"github.com/iotap/iotap/report"
 	"github.com/iotap/iotap/replay/campaign"
 )
 

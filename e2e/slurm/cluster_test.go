@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/iotap/iotap/fusefs"
-	"github.com/iotap/iotap/internal/e2etest"
+	"github.com/iotap/iotap/e2e/e2etest"
 	"github.com/iotap/iotap/internal/testenv"
 )
 

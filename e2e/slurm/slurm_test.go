@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/iotap/iotap/internal/e2etest"
+	"github.com/iotap/iotap/e2e/e2etest"
 	"github.com/iotap/iotap/internal/slurm"
 )
 

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/iotap/iotap/internal/tracetest"
+	"github.com/iotap/iotap/trace/tracetest"
 	"github.com/iotap/iotap/trace"
 )
 

@@ -9,9 +9,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/iotap/iotap/internal/report"
+	"github.com/iotap/iotap/report"
 	"github.com/iotap/iotap/internal/s3req"
-	"github.com/iotap/iotap/internal/tracetest"
+	"github.com/iotap/iotap/trace/tracetest"
 	"github.com/iotap/iotap/replay"
 	"github.com/iotap/iotap/trace"
 )
