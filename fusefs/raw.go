@@ -9,9 +9,9 @@ import (
 
 	"github.com/hanwen/go-fuse/v2/fuse"
 
+	"github.com/iotap/iotap/fusefs/internal/procconn"
 	"github.com/iotap/iotap/fusefs/internal/svc"
 	"github.com/iotap/iotap/internal/loghist"
-	"github.com/iotap/iotap/fusefs/internal/procconn"
 	"github.com/iotap/iotap/trace"
 )
 

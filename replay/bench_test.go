@@ -11,8 +11,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/iotap/iotap/trace/tracetest"
 	"github.com/iotap/iotap/trace"
+	"github.com/iotap/iotap/trace/tracetest"
 )
 
 // shmBase returns /dev/shm when it is a usable tmpfs, else "" (the test's temp dir).

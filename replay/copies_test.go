@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/iotap/iotap/trace/tracetest"
 	"github.com/iotap/iotap/trace"
+	"github.com/iotap/iotap/trace/tracetest"
 )
 
 // TestRunCopies: copies replayed together each replay the whole trace onto their own

@@ -9,8 +9,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/iotap/iotap/trace/tracetest"
 	"github.com/iotap/iotap/trace"
+	"github.com/iotap/iotap/trace/tracetest"
 )
 
 // TestDirConfinement tries to leave the root by every route a trace could take and

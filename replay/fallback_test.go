@@ -11,8 +11,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/iotap/iotap/trace/tracetest"
 	"github.com/iotap/iotap/trace"
+	"github.com/iotap/iotap/trace/tracetest"
 )
 
 // refusing is a directory that refuses what a target without the features refuses:

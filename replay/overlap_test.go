@@ -10,9 +10,9 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/iotap/iotap/trace/tracetest"
 	"github.com/iotap/iotap/trace"
 	"github.com/iotap/iotap/trace/fold"
+	"github.com/iotap/iotap/trace/tracetest"
 )
 
 // queueTrace is a trace of thread 1 reading file "q" at queue depth depth: n reads of

@@ -12,9 +12,9 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/iotap/iotap/trace/tracetest"
 	"github.com/iotap/iotap/trace"
 	"github.com/iotap/iotap/trace/fold"
+	"github.com/iotap/iotap/trace/tracetest"
 )
 
 // Patterns of real programs that a replay got wrong: a shell redirection written by the

@@ -14,9 +14,9 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/iotap/iotap/trace/tracetest"
 	"github.com/iotap/iotap/trace"
 	"github.com/iotap/iotap/trace/fold"
+	"github.com/iotap/iotap/trace/tracetest"
 )
 
 const testMiB = 1 << 20

@@ -12,9 +12,9 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/iotap/iotap/trace/tracetest"
 	"github.com/iotap/iotap/trace"
 	"github.com/iotap/iotap/trace/stats"
+	"github.com/iotap/iotap/trace/tracetest"
 )
 
 // sideTrace is the same small job on a storage whose creates take createNs (failing with

@@ -10,9 +10,9 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/iotap/iotap/trace/tracetest"
 	"github.com/iotap/iotap/trace"
 	"github.com/iotap/iotap/trace/stats"
+	"github.com/iotap/iotap/trace/tracetest"
 )
 
 // statsOf aggregates a trace made with tracetest, with the per-system-call view.

@@ -12,8 +12,8 @@ import (
 
 	"github.com/klauspost/compress/zstd"
 
-	"github.com/iotap/iotap/trace/tracecraft"
 	"github.com/iotap/iotap/trace"
+	"github.com/iotap/iotap/trace/tracecraft"
 )
 
 // readCounting reads every event of b, resolving its paths, and returns the reader (for

@@ -16,8 +16,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/iotap/iotap/report"
 	"github.com/iotap/iotap/internal/testenv"
+	"github.com/iotap/iotap/report"
 	"github.com/iotap/iotap/trace"
 )
 

@@ -12,8 +12,8 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/iotap/iotap/report"
 	"github.com/iotap/iotap/replay/campaign"
+	"github.com/iotap/iotap/report"
 	"github.com/iotap/iotap/trace"
 	"github.com/iotap/iotap/trace/stats"
 )

@@ -9,8 +9,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/iotap/iotap/trace/tracecraft"
 	"github.com/iotap/iotap/trace"
+	"github.com/iotap/iotap/trace/tracecraft"
 )
 
 // memLimitKiB is the data-segment limit (RLIMIT_DATA) the memory-bomb tests run iotap

@@ -19,10 +19,10 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/iotap/iotap/internal/private"
-	"github.com/iotap/iotap/report"
 	"github.com/iotap/iotap/internal/s3req"
 	"github.com/iotap/iotap/internal/s3store"
 	"github.com/iotap/iotap/internal/termsafe"
+	"github.com/iotap/iotap/report"
 	"github.com/iotap/iotap/trace"
 	"github.com/iotap/iotap/trace/stats"
 )

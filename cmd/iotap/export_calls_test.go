@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/iotap/iotap/trace/tracetest"
 	"github.com/iotap/iotap/trace"
+	"github.com/iotap/iotap/trace/tracetest"
 )
 
 // writeWorkloadTrace writes a synthetic trace of several programs (tracetest.Workload) with

@@ -11,8 +11,8 @@ import (
 	"testing"
 
 	"github.com/iotap/iotap/internal/testenv"
-	"github.com/iotap/iotap/trace/tracetest"
 	"github.com/iotap/iotap/trace"
+	"github.com/iotap/iotap/trace/tracetest"
 	"golang.org/x/sys/unix"
 )
 

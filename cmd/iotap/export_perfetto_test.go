@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/iotap/iotap/trace/tracetest"
 	"github.com/iotap/iotap/trace"
+	"github.com/iotap/iotap/trace/tracetest"
 	"golang.org/x/sys/unix"
 )
 

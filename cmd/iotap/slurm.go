@@ -9,9 +9,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/iotap/iotap/report"
 	"github.com/iotap/iotap/internal/s3store"
 	"github.com/iotap/iotap/internal/slurm"
+	"github.com/iotap/iotap/report"
 )
 
 // Slurm support shared by report and replay (docs/slurm.md).

@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/iotap/iotap/report"
 	"github.com/iotap/iotap/replay/campaign"
+	"github.com/iotap/iotap/report"
 )
 
 func TestWriteStragglers(t *testing.T) {

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/iotap/iotap/fusefs"
 	"github.com/iotap/iotap/e2e/e2etest"
+	"github.com/iotap/iotap/fusefs"
 	"github.com/iotap/iotap/internal/testenv"
 )
 

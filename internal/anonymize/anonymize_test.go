@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/iotap/iotap/trace/tracetest"
 	"github.com/iotap/iotap/trace"
+	"github.com/iotap/iotap/trace/tracetest"
 )
 
 var testKey = []byte("0123456789abcdef0123456789abcdef")

@@ -14,10 +14,10 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/iotap/iotap/trace/tracetest"
 	"github.com/iotap/iotap/replay"
 	"github.com/iotap/iotap/trace"
 	"github.com/iotap/iotap/trace/stats"
+	"github.com/iotap/iotap/trace/tracetest"
 )
 
 // writeJob writes a small recorded job: it reads in.dat (8 KiB, there before the trace

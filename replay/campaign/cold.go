@@ -13,9 +13,9 @@ import (
 	"time"
 
 	"github.com/iotap/iotap/internal/format"
-	"github.com/iotap/iotap/report"
 	"github.com/iotap/iotap/internal/termsafe"
 	"github.com/iotap/iotap/replay"
+	"github.com/iotap/iotap/report"
 	"github.com/iotap/iotap/trace/stats"
 )
 

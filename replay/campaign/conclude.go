@@ -8,9 +8,9 @@ import (
 	"os"
 	"strings"
 
-	"github.com/iotap/iotap/report"
 	"github.com/iotap/iotap/internal/termsafe"
 	"github.com/iotap/iotap/replay"
+	"github.com/iotap/iotap/report"
 	"github.com/iotap/iotap/trace/stats"
 )
 

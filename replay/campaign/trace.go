@@ -7,9 +7,9 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/iotap/iotap/report"
 	"github.com/iotap/iotap/internal/termsafe"
 	"github.com/iotap/iotap/replay"
+	"github.com/iotap/iotap/report"
 	"github.com/iotap/iotap/trace"
 )
 

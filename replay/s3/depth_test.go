@@ -7,9 +7,9 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/iotap/iotap/trace/tracetest"
 	"github.com/iotap/iotap/replay"
 	"github.com/iotap/iotap/trace"
+	"github.com/iotap/iotap/trace/tracetest"
 )
 
 // TestS3QueueDepth replays a thread that kept 8 reads in flight, 4 files each read at

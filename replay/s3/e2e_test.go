@@ -9,11 +9,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/iotap/iotap/report"
 	"github.com/iotap/iotap/internal/s3req"
-	"github.com/iotap/iotap/trace/tracetest"
 	"github.com/iotap/iotap/replay"
+	"github.com/iotap/iotap/report"
 	"github.com/iotap/iotap/trace"
+	"github.com/iotap/iotap/trace/tracetest"
 )
 
 // TestS3EndToEnd replays one synthetic trace (the workload of the replay package's TestAA)
