@@ -14,7 +14,6 @@ import (
 
 	"github.com/iotap/iotap/internal/metrics"
 	"github.com/iotap/iotap/internal/procsample"
-	"github.com/iotap/iotap/internal/sysinfo"
 	"github.com/iotap/iotap/trace"
 )
 
@@ -98,27 +97,3 @@ func (m metricsSink) AddSamples(s trace.Samples) {
 }
 
 var _ procsample.Sink = metricsSink{}
-
-// fuseInFlight returns a reader of the requests in flight on the FUSE connection mounted at
-// mountPoint (a real path): the kernel's count of requests queued for the server or being
-// served, /sys/fs/fuse/connections/N/waiting (the fusectl file system). The layer keeps no
-// such count itself: counting there would put two atomic adds on every request. It returns
-// nil when the connection or fusectl cannot be found.
-func fuseInFlight(mountPoint string) func() (float64, bool) {
-	m, ok, err := sysinfo.IsMountPoint(mountPoint)
-	if err != nil || !ok || m.Major != 0 {
-		return nil // FUSE mounts get an anonymous device (major 0)
-	}
-	path := "/sys/fs/fuse/connections/" + strconv.FormatUint(uint64(m.Minor&0xff|(m.Minor&^0xff)<<12), 10) + "/waiting"
-	if _, err := os.Stat(path); err != nil {
-		return nil
-	}
-	return func() (float64, bool) {
-		b, err := os.ReadFile(path)
-		if err != nil {
-			return 0, false // the connection is gone (unmounted)
-		}
-		n, err := strconv.ParseUint(strings.TrimSpace(string(b)), 10, 64)
-		return float64(n), err == nil
-	}
-}

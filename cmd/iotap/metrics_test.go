@@ -26,6 +26,7 @@ import (
 
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
+	"golang.org/x/sys/unix"
 
 	"github.com/iotap/iotap/internal/sysinfo"
 	"github.com/iotap/iotap/internal/testenv"
@@ -123,9 +124,13 @@ func TestMetricsPortInUse(t *testing.T) {
 
 // TestRecordMetrics: `record --metrics` serves from the recorder, in its mount namespace,
 // while the job runs: the job itself scrapes it (bash's /dev/tcp), and the metrics name
-// the recording and count the job's first requests.
+// the recording and count the job's first requests. It runs where fusectl is not mounted,
+// as on a fresh machine.
 func TestRecordMetrics(t *testing.T) {
 	requireRecord(t)
+	if !testenv.InFreshMounts(t) {
+		return
+	}
 	testenv.Programs(t, testenv.FUSE, "bash")
 	port := freePort(t)
 	dir, outside := t.TempDir(), t.TempDir()
@@ -170,6 +175,49 @@ exit 1`
 	}
 }
 
+// TestMetricsInFlightUnavailable: where the kernel's count of requests in flight cannot be
+// read (here fusectl is not mounted and its mount point is hidden, in a private mount
+// namespace), iotap says so on stderr and serves the other metrics.
+func TestMetricsInFlightUnavailable(t *testing.T) {
+	requireRecord(t)
+	if !testenv.InFreshMounts(t) {
+		return
+	}
+	if err := unix.Mount("none", "/sys/fs/fuse", "tmpfs", 0, ""); err != nil {
+		t.Fatalf("hide /sys/fs/fuse/connections: %v", err)
+	}
+	target, mnt, out := mountDirs(t)
+	cmd := exec.Command(iotapBin, "mount", "--target", target, "--mount-at", mnt, "-o", out, "--ready-fd", "3", "--metrics", "127.0.0.1:0")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	line, err := startReady(cmd)
+	defer func() { _ = cmd.Process.Signal(syscall.SIGTERM); _ = waitTimeout(cmd, 20*time.Second) }()
+	if err != nil || line != "ready\n" {
+		t.Fatalf("iotap mount did not report ready (read %q, %v); stderr:\n%s", line, err, stderr.String())
+	}
+	const want = "iotap: metrics: iotap_requests_in_flight is not served: fusectl: the connection's control file cannot be opened: " +
+		"fusectl (/sys/fs/fuse/connections) is not mounted, and mounting it privately failed: mount fusectl: no such file or directory\n"
+	if !strings.Contains(stderr.String(), want) {
+		t.Errorf("stderr lacks %q:\n%s", want, stderr.String())
+	}
+	m := regexp.MustCompile(`(?m)^iotap: metrics at (http://127\.0\.0\.1:\d+/metrics)$`).FindStringSubmatch(stderr.String())
+	if m == nil {
+		t.Fatalf("no metrics URL on stderr:\n%s", stderr.String())
+	}
+	resp, err := http.Get(m[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(body), "iotap_trace_events_total ") || strings.Contains(string(body), "iotap_requests_in_flight") {
+		t.Errorf("the scrape should have the trace's events and no requests in flight:\n%s", body)
+	}
+}
+
 // freePort returns a TCP port on 127.0.0.1 that was free a moment ago.
 func freePort(t *testing.T) string {
 	t.Helper()
@@ -183,6 +231,7 @@ func freePort(t *testing.T) string {
 
 // TestMetricsPrometheus: a real Prometheus server scrapes `iotap mount --metrics` while a
 // job runs on the mount, and its HTTP API answers with the request count the trace holds.
+// It runs where fusectl is not mounted, as on a fresh machine.
 //
 // Prometheus scrapes a proxy the test puts in front of iotap, which reads each scrape as it
 // passes. Once the job has ended and a scrape shows every event the trace writer accepted
@@ -191,6 +240,9 @@ func freePort(t *testing.T) string {
 // one another: scrape, append, commit, wait), so a query at its time returns its values.
 func TestMetricsPrometheus(t *testing.T) {
 	requireRecord(t)
+	if !testenv.InFreshMounts(t) {
+		return
+	}
 	testenv.Programs(t, testenv.FUSE, "prometheus", "seq", "cp", "cat", "mv", "ls", "rm", "mkdir")
 	const interval = 100 * time.Millisecond
 	proxy := newScrapeProxy(t)

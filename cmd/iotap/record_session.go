@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/iotap/iotap/fusefs"
+	"github.com/iotap/iotap/fusefs/fusectl"
 	"github.com/iotap/iotap/internal/job"
 	"github.com/iotap/iotap/internal/legs"
 	"github.com/iotap/iotap/internal/metrics"
@@ -42,6 +43,7 @@ type session struct {
 	legsWhy string              // why the kernel's view is not measured
 	metrics *metrics.Collector  // nil without --metrics
 	stopMet func()              // stops serving the metrics
+	waiting *fusectl.Waiting    // the kernel's requests in flight, for the metrics; nil if unavailable
 }
 
 // openSession writes the header, creates the trace and mounts the layer. In place, it
@@ -99,8 +101,6 @@ func mountSession(e *env, spec *recordSpec, ml net.Listener) (*session, error) {
 		DropWhenFull: spec.DropWhenFull, Logger: e.log, Observe: s.tally.AddBatch,
 		FlushInterval: flushInterval(spec.StatsInterval),
 	}
-	// The mount point as mountinfo will name it, resolved before the layer covers it.
-	realMount := realOrSelf(spec.MountPoint)
 	if ml != nil {
 		s.metrics = metrics.New(metrics.Info{Version: version, Kind: spec.Kind, Target: spec.Target,
 			MountPoint: spec.MountPoint, Trace: spec.Output, Cache: spec.Cache})
@@ -140,7 +140,7 @@ func mountSession(e *env, spec *recordSpec, ml net.Listener) (*session, error) {
 	}
 	s.srv = srv
 	if s.metrics != nil {
-		s.metrics.Register(metrics.Sources{WriterStats: w.Stats, InFlight: fuseInFlight(realMount)})
+		s.registerMetrics()
 	}
 	if s.legs != nil {
 		if err := s.legs.Watch(spec.MountPoint, os.Getpid()); err != nil {
@@ -149,6 +149,25 @@ func mountSession(e *env, spec *recordSpec, ml net.Listener) (*session, error) {
 	}
 	s.started = time.Now()
 	return s, nil
+}
+
+// registerMetrics gives the metrics their sources once the layer is mounted: the trace
+// writer's totals, and the kernel's count of the requests in flight on the layer's FUSE
+// connection (fusectl's waiting file, reached without leaving fusectl mounted). Where that
+// cannot be read (fusectl not mounted and this process not allowed to mount it), the gauge
+// is left out, and stderr says so.
+func (s *session) registerMetrics() {
+	src := metrics.Sources{WriterStats: s.w.Stats}
+	if w, err := fusectl.OpenWaiting(s.srv.Conn()); err != nil {
+		_, _ = fmt.Fprintf(s.e.stderr, "iotap: metrics: iotap_requests_in_flight is not served: %v\n", err)
+	} else {
+		s.waiting = w
+		src.InFlight = func() (float64, bool) {
+			n, err := w.Read()
+			return float64(n), err == nil
+		}
+	}
+	s.metrics.Register(src)
 }
 
 // openLegs starts measuring the FUSE legs from the kernel's tracepoints when --legs asks
@@ -253,6 +272,9 @@ func (s *session) close(outcome string) error {
 	err := s.closeW()
 	if s.stopMet != nil {
 		s.stopMet() // after the trace's last events reached the metrics
+	}
+	if s.waiting != nil {
+		_ = s.waiting.Close()
 	}
 	var legStats legs.Stats
 	if s.legs != nil {
