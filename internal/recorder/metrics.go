@@ -1,7 +1,7 @@
-// The --metrics endpoint of record and mount: its address, the listener bound before
-// anything is mounted, and what it serves (package internal/metrics).
+// The --metrics endpoint: its address, the listener bound before anything is mounted, and
+// what it serves (package internal/metrics).
 
-package main
+package recorder
 
 import (
 	"errors"
@@ -12,6 +12,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/iotap/iotap/fusefs/fusectl"
 	"github.com/iotap/iotap/internal/metrics"
 	"github.com/iotap/iotap/internal/procsample"
 	"github.com/iotap/iotap/trace"
@@ -97,3 +98,22 @@ func (m metricsSink) AddSamples(s trace.Samples) {
 }
 
 var _ procsample.Sink = metricsSink{}
+
+// registerMetrics gives the metrics their sources once the layer is mounted: the trace
+// writer's totals, and the kernel's count of the requests in flight on the layer's FUSE
+// connection (fusectl's waiting file, reached without leaving fusectl mounted). Where that
+// cannot be read (fusectl not mounted and this process not allowed to mount it), the gauge
+// is left out, and stderr says so.
+func (s *session) registerMetrics() {
+	src := metrics.Sources{WriterStats: s.w.Stats}
+	if w, err := fusectl.OpenWaiting(s.srv.Conn()); err != nil {
+		_, _ = fmt.Fprintf(s.e.Stderr, "iotap: metrics: iotap_requests_in_flight is not served: %v\n", err)
+	} else {
+		s.waiting = w
+		src.InFlight = func() (float64, bool) {
+			n, err := w.Read()
+			return float64(n), err == nil
+		}
+	}
+	s.metrics.Register(src)
+}
