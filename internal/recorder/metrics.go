@@ -12,6 +12,9 @@ import (
 	"strings"
 	"syscall"
 
+	"golang.org/x/net/netutil"
+	"golang.org/x/sys/unix"
+
 	"github.com/iotap/iotap/fusefs/fusectl"
 	"github.com/iotap/iotap/internal/metrics"
 	"github.com/iotap/iotap/internal/procsample"
@@ -75,6 +78,24 @@ func listenMetrics(addr string) (net.Listener, error) {
 		return nil, usageErrorf("--metrics %s: cannot listen: %s", addr, why)
 	}
 	return ln, nil
+}
+
+// maxMetricsConns bounds the metrics' connections open at once. Anyone who can reach the
+// port can open connections, and each costs the recorder a descriptor and some memory:
+// beyond the bound, connections wait in the kernel's accept queue (and past it, their
+// connect waits) at no cost to the recorder, so that the descriptors the layer opens for
+// the job never run out and memory stays bounded. Prometheus needs one.
+const maxMetricsConns = 64
+
+// limitMetrics bounds the connections ml hands out at once: maxMetricsConns, and at most
+// one sixteenth of this process's descriptor limit.
+func limitMetrics(ml net.Listener) net.Listener {
+	n := maxMetricsConns
+	var lim unix.Rlimit
+	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &lim); err == nil && lim.Cur/16 < uint64(n) {
+		n = max(int(lim.Cur/16), 1)
+	}
+	return netutil.LimitListener(ml, n)
 }
 
 // listenerFile returns a descriptor of ln to hand to the recorder, which serves it.

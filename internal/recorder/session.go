@@ -58,7 +58,7 @@ func openSession(e Env, spec *plan, ml net.Listener) (*session, error) {
 		return nil, err
 	}
 	if ml != nil {
-		s.stopMet = s.metrics.Serve(ml, e.Log)
+		s.stopMet = s.metrics.Serve(limitMetrics(ml), e.Log)
 		_, _ = fmt.Fprintf(e.Stderr, "iotap: metrics at %s\n", metrics.URL(ml))
 	}
 	return s, nil
