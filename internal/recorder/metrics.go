@@ -56,13 +56,40 @@ func metricsAddr(s string) (string, error) {
 	return net.JoinHostPort(host, port), nil
 }
 
+// metricsNetwork is the network to listen on for addr: exactly the address family of an IP
+// address (0.0.0.0 is every IPv4 address, not the IPv6 ones too, as a dual-stack socket
+// would make it); "tcp" for a host name, which listens on the address it resolves to.
+func metricsNetwork(addr string) string {
+	host, _, _ := net.SplitHostPort(addr)
+	switch ip := net.ParseIP(host); {
+	case ip == nil:
+		return "tcp"
+	case ip.To4() != nil:
+		return "tcp4"
+	}
+	return "tcp6"
+}
+
+// servedAt says where the metrics on ln are served: their URL, and for an unspecified
+// address, what it stands for.
+func servedAt(ln net.Listener) string {
+	at := metrics.URL(ln)
+	if a, ok := ln.Addr().(*net.TCPAddr); ok && a.IP.IsUnspecified() {
+		if a.IP.To4() != nil {
+			return at + " (on every IPv4 address of this host)"
+		}
+		return at + " (on every IPv6 address of this host)"
+	}
+	return at
+}
+
 // listenMetrics binds the metrics address before anything is mounted: an address in use,
 // or one this host cannot bind, is a usage error. Nil for no --metrics.
 func listenMetrics(addr string) (net.Listener, error) {
 	if addr == "" {
 		return nil, nil
 	}
-	ln, err := net.Listen("tcp", addr)
+	ln, err := net.Listen(metricsNetwork(addr), addr)
 	if err != nil {
 		var why string
 		switch {

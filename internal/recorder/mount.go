@@ -30,8 +30,12 @@ func Mount(ctx context.Context, s Spec, e Env, ready func()) error {
 	if err != nil {
 		return err
 	}
-	if err := createOutput(p.Output); err != nil {
+	created, err := createOutput(p.Output)
+	if err != nil {
 		return err
+	}
+	if created {
+		defer removeIfEmpty(p.Output)
 	}
 	ml, err := listenMetrics(p.Metrics)
 	if err != nil {

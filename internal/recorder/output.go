@@ -137,21 +137,30 @@ func resolveMissing(dir string) (string, error) {
 	}
 }
 
-// createOutput checks early that the trace can be written (the recorder truncates it).
-// Missing directories are created (a per-job directory such as traces/%j/ cannot exist
-// beforehand).
-func createOutput(path string) error {
+// createOutput checks early that the trace can be written (the recorder truncates it), and
+// reports whether it made the file. Missing directories are created (a per-job directory
+// such as traces/%j/ cannot exist beforehand).
+func createOutput(path string) (created bool, err error) {
 	if s3store.IsURL(path) {
-		return nil // checked when the recorder opens the upload
+		return false, nil // checked when the recorder opens the upload
 	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return usageErrorf("cannot write the trace: %v", err)
+		return false, usageErrorf("cannot write the trace: %v", err)
 	}
+	_, serr := os.Lstat(path)
 	f, err := private.OpenFile(path, os.O_WRONLY)
 	if err != nil {
-		return usageErrorf("cannot write the trace: %v", err)
+		return false, usageErrorf("cannot write the trace: %v", err)
 	}
-	return f.Close()
+	return errors.Is(serr, fs.ErrNotExist), f.Close()
+}
+
+// removeIfEmpty removes the trace createOutput made when the recording ended before
+// anything was written to it (the recorder failed before the trace was created).
+func removeIfEmpty(path string) {
+	if st, err := os.Lstat(path); err == nil && st.Mode().IsRegular() && st.Size() == 0 {
+		_ = os.Remove(path)
+	}
 }
 
 // expandOutput replaces %j (Slurm job id), %n (node name), %t (task id), %h (host name),

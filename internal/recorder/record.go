@@ -26,8 +26,13 @@ import (
 // failed.
 func Record(ctx context.Context, s Spec, e Env) error {
 	e.defaults()
-	if len(s.Argv) == 0 {
+	switch {
+	case len(s.Argv) == 0:
 		return usageErrorf("missing the command to run (iotap record [flags] -- COMMAND [ARGS...])")
+	case s.NativeRuntime < 0:
+		return usageErrorf("--native-runtime must not be negative")
+	case s.NativeFirst && s.NativeRuntime > 0:
+		return usageErrorf("--native-first measures the native runtime: give it or --native-runtime, not both")
 	}
 	p, err := s.check(kindRecord, e.Version)
 	if err != nil {
@@ -50,8 +55,13 @@ func Record(ctx context.Context, s Spec, e Env) error {
 		}
 		return err
 	}
-	if err := createOutput(p.Output); err != nil {
+	created, err := createOutput(p.Output)
+	if err != nil {
 		return err
+	}
+	if created {
+		// A recording that fails before its trace is written leaves no empty file.
+		defer removeIfEmpty(p.Output)
 	}
 	// The metrics' address is bound here, before the job runs and anything is mounted: an
 	// address in use is a usage error. The recorder serves it.
@@ -68,12 +78,7 @@ func Record(ctx context.Context, s Spec, e Env) error {
 		e.Log.Warn("the job's processes may outlive a killed recorder", "err", err)
 	}
 	native := s.NativeRuntime
-	switch {
-	case native < 0:
-		return usageErrorf("--native-runtime must not be negative")
-	case s.NativeFirst && native > 0:
-		return usageErrorf("--native-first measures the native runtime: give it or --native-runtime, not both")
-	case s.NativeFirst:
+	if s.NativeFirst {
 		if native, err = runNative(ctx, e, p); err != nil {
 			return err
 		}

@@ -59,7 +59,7 @@ func openSession(e Env, spec *plan, ml net.Listener) (*session, error) {
 	}
 	if ml != nil {
 		s.stopMet = s.metrics.Serve(limitMetrics(ml), e.Log)
-		_, _ = fmt.Fprintf(e.Stderr, "iotap: metrics at %s\n", metrics.URL(ml))
+		_, _ = fmt.Fprintf(e.Stderr, "iotap: metrics at %s\n", servedAt(ml))
 	}
 	return s, nil
 }

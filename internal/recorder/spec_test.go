@@ -66,6 +66,8 @@ func TestRecordErrors(t *testing.T) {
 		{name: "bad stats format", spec: spec(func(s *Spec) { s.StatsFormat = "xml" }), want: outUsage, msg: "--stats-format"},
 		{name: "bad legs", spec: spec(func(s *Spec) { s.Legs = "bpf" }), want: outUsage, msg: "--legs"},
 		{name: "sample interval too short", spec: spec(func(s *Spec) { s.Sample.Interval = time.Microsecond }), want: outUsage, msg: "--sample-interval 1µs"},
+		{name: "negative native runtime", spec: spec(func(s *Spec) { s.NativeRuntime = -1 }), want: outUsage, msg: "--native-runtime"},
+		{name: "native runtime twice", spec: spec(func(s *Spec) { s.NativeRuntime, s.NativeFirst = 1, true }), want: outUsage, msg: "give it or --native-runtime, not both"},
 		{name: "negative server procs", spec: spec(func(s *Spec) { s.ServerProcs = -1 }), want: outUsage, msg: "--server-procs"},
 		{name: "output inside target", spec: spec(func(s *Spec) { s.Output = filepath.Join(target, "sub", "..", "t.iotap") }), want: outUsage, msg: "inside the traced tree"},
 		{name: "output dir under a file", spec: spec(func(s *Spec) { s.Output = filepath.Join(file, "sub", "t.iotap") }), want: outUsage, msg: "not a directory"},
