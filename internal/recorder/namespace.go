@@ -45,7 +45,7 @@ const ChildCommand = "__record-child"
 //     and takes down the mount and the trace as when the job ends;
 //   - the recorder killed: the job's command gets SIGKILL from the kernel (its
 //     Pdeathsig), and this process, the reaper of the orphans below it (job.Subreaper in
-//     runRecord), kills what is left of the job.
+//     Record), kills what is left of the job.
 func reexecRecorder(e Env, spec *plan, ml net.Listener) error {
 	data, err := json.Marshal(spec)
 	if err != nil {
