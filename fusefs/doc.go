@@ -39,8 +39,9 @@
 //
 // If a process unshared its mount namespace while the layer was mounted, a copy of the mount
 // lives on there after umount and go-fuse's serving loops never see the connection end.
-// Server.Unmount then aborts the connection through fusectl (mounting it on a temporary
-// directory if needed), so neither iotap nor that copy hangs.
+// Server.Unmount then aborts the connection through fusectl (package fusectl mounts it
+// where only one thread of this process sees it, if needed), so neither iotap nor that copy
+// hangs, and nothing is left mounted.
 //
 // # Paths
 //

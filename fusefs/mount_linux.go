@@ -16,6 +16,7 @@ import (
 	"github.com/hanwen/go-fuse/v2/fuse"
 	"golang.org/x/sys/unix"
 
+	"github.com/iotap/iotap/fusefs/fusectl"
 	"github.com/iotap/iotap/fusefs/internal/loopback"
 	"github.com/iotap/iotap/fusefs/internal/svc"
 	"github.com/iotap/iotap/trace"
@@ -110,7 +111,7 @@ func Mount(mountpoint, rootDir string, rec Recorder, o Options) (*Server, error)
 	}
 	var st unix.Stat_t
 	if err := unix.Stat(mnt, &st); err == nil {
-		s.kdev = unix.Major(st.Dev)<<20 | unix.Minor(st.Dev)
+		s.kdev = fusectl.Conn(st.Dev)
 		if o.Cache == CacheKernel {
 			relaxDirtyLimit(unix.Major(st.Dev), unix.Minor(st.Dev), o.Logger)
 		}
@@ -211,20 +212,19 @@ func mounted(mnt string, kdev uint32) bool {
 	return false
 }
 
-// abort aborts the FUSE connection through fusectl. When fusectl is not mounted, it is
-// mounted where systemd mounts it, /sys/fs/fuse/connections, and left there: a mount on a
-// temporary directory could outlive a process killed mid-abort.
+// abort aborts the FUSE connection through fusectl, mounting it privately when this
+// process sees no fusectl mount (package fusectl): nothing is left mounted.
 func (s *Server) abort() {
-	const ctl = "/sys/fs/fuse/connections"
-	name := filepath.Join(ctl, strconv.FormatUint(uint64(s.kdev), 10), "abort")
-	if os.WriteFile(name, []byte("1"), 0) == nil {
+	f, err := fusectl.Open(s.kdev, "abort", os.O_WRONLY)
+	if err != nil {
 		return
 	}
-	if unix.Mount("fusectl", ctl, "fusectl", 0, "") != nil {
-		return
-	}
-	_ = os.WriteFile(name, []byte("1"), 0)
+	_, _ = f.WriteString("1")
+	_ = f.Close()
 }
+
+// Conn returns the mount's FUSE connection number, its name in fusectl (0 if unknown).
+func (s *Server) Conn() uint32 { return s.kdev }
 
 // Wait blocks until the file system is unmounted (by Unmount, fusermount -u or umount) and
 // releases the backend descriptor.

@@ -64,12 +64,16 @@ const keyFileSuffix = ".key"
 // kept nowhere. created names the file it wrote, "" when none.
 func (o *anonymizeKeyOptions) load(e *env, beside string) (key []byte, created string, err error) {
 	if o.File != "" {
+		if st, err := os.Stat(o.File); err == nil && st.IsDir() {
+			return nil, "", usageErrorf("--key-file %s is a directory: want a file holding the key (or a new file's name)", o.File)
+		}
 		b, err := os.ReadFile(o.File)
 		if err == nil {
 			key = bytes.TrimSpace(b)
 			if len(key) < anonymize.MinKeyBytes {
 				return nil, "", usageErrorf("--key-file %s holds a key of %d bytes: want at least %d", o.File, len(key), anonymize.MinKeyBytes)
 			}
+			warnReadableKey(e, o.File)
 			return key, "", nil
 		}
 		if !errors.Is(err, fs.ErrNotExist) {
@@ -98,6 +102,21 @@ func (o *anonymizeKeyOptions) load(e *env, beside string) (key []byte, created s
 	}
 	_, _ = fmt.Fprintf(e.stderr, "iotap: a new key is in %s: keep it to anonymise other traces with the same tokens\n", termsafe.Name(beside))
 	return key, beside, nil
+}
+
+// warnReadableKey warns when users other than the key file's owner may read it: with the
+// key, anyone can compute the token of a name they guess, and so undo the anonymisation.
+func warnReadableKey(e *env, path string) {
+	st, err := os.Stat(path)
+	if err != nil || st.Mode().Perm()&0o044 == 0 {
+		return
+	}
+	who := "other users"
+	if st.Mode().Perm()&0o004 == 0 {
+		who = "its group"
+	}
+	_, _ = fmt.Fprintf(e.stderr, "iotap: warning: --key-file %s is readable by %s (mode %04o): whoever reads the key can find which names the tokens stand for (chmod 600 %s)\n",
+		termsafe.Name(path), who, st.Mode().Perm(), termsafe.Name(path))
 }
 
 // newKey returns a random key: 32 random bytes as 64 hex digits (the key is the text).

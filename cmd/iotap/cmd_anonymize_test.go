@@ -115,6 +115,24 @@ func TestAnonymizeBadInput(t *testing.T) {
 	}
 	dropped := filepath.Join(dir, "dropped.iotap")
 	writeDroppedTrace(t, dropped)
+	keyDir := filepath.Join(dir, "keys")
+	emptyKey := filepath.Join(dir, "empty.key")
+	openKey := filepath.Join(dir, "open.key")
+	groupKey := filepath.Join(dir, "group.key")
+	if err := os.Mkdir(keyDir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []struct {
+		path, text string
+		mode       os.FileMode
+	}{{emptyKey, "", 0o600}, {openKey, "a key that anyone can read 0123\n", 0o644}, {groupKey, "a key its group can read 0123\n", 0o640}} {
+		if err := os.WriteFile(k.path, []byte(k.text), k.mode); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(k.path, k.mode); err != nil {
+			t.Fatal(err)
+		}
+	}
 	for _, tc := range []struct {
 		name    string
 		args    []string
@@ -130,6 +148,14 @@ func TestAnonymizeBadInput(t *testing.T) {
 		{name: "stdout-without-key", args: []string{fx["good"], "-o", "-"}, code: exitUsage, stderr: "needs --key-file"},
 		{name: "key-beside-exists", args: []string{fx["good"], "-o", taken}, code: exitUsage, stderr: "exists: give it with --key-file", absent: taken},
 		{name: "short-key", args: []string{fx["good"], "-o", filepath.Join(dir, "s.iotap"), "--key-file", shortKey}, code: exitUsage, stderr: "want at least 16"},
+		{name: "key-is-a-directory", args: []string{fx["good"], "-o", filepath.Join(dir, "kd.iotap"), "--key-file", keyDir}, code: exitUsage,
+			stderr: "--key-file " + keyDir + " is a directory: want a file holding the key", absent: filepath.Join(dir, "kd.iotap")},
+		{name: "empty-key", args: []string{fx["good"], "-o", filepath.Join(dir, "ke.iotap"), "--key-file", emptyKey}, code: exitUsage,
+			stderr: "holds a key of 0 bytes: want at least 16", absent: filepath.Join(dir, "ke.iotap")},
+		{name: "world-readable-key", args: []string{fx["good"], "-o", filepath.Join(dir, "kw.iotap"), "--key-file", openKey}, code: exitOK,
+			stderr: "iotap: warning: --key-file " + openKey + " is readable by other users (mode 0644)", written: filepath.Join(dir, "kw.iotap")},
+		{name: "group-readable-key", args: []string{fx["good"], "-o", filepath.Join(dir, "kg.iotap"), "--key-file", groupKey}, code: exitOK,
+			stderr: "iotap: warning: --key-file " + groupKey + " is readable by its group (mode 0640)", written: filepath.Join(dir, "kg.iotap")},
 		{name: "missing", args: []string{fx["missing"], "-o", filepath.Join(dir, "m.iotap")}, code: exitError, stderr: "does not exist", absent: filepath.Join(dir, "m.iotap.key")},
 		{name: "not-a-trace", args: []string{fx["text"], "-o", filepath.Join(dir, "t.iotap")}, code: exitError, stderr: "is not an iotap trace"},
 		{name: "unwritable", args: []string{fx["good"], "-o", filepath.Join(fx["missing"], "x.iotap")}, code: exitUsage, stderr: "create output:"},

@@ -2,17 +2,13 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
-	"strings"
 
 	"github.com/spf13/pflag"
 	"golang.org/x/sys/unix"
 
-	"github.com/iotap/iotap/internal/sysinfo"
+	"github.com/iotap/iotap/internal/recorder"
 )
 
 // mountCommands returns the mount and unmount subcommands.
@@ -68,111 +64,30 @@ func runMount(ctx context.Context, e *env, opts *mountOptions, args []string) er
 	if opts.Target == "" || opts.MountAt == "" {
 		return usageErrorf("--target and --mount-at are both required")
 	}
-	var ready *os.File
+	var readyFn func()
 	if opts.ReadyFD >= 0 {
-		f, err := readyFile(opts.ReadyFD)
+		ready, err := readyFile(opts.ReadyFD)
 		if err != nil {
 			return err
 		}
-		ready = f
 		defer func() { _ = ready.Close() }() // without a line, if the mount failed
-	}
-	spec, err := prepare(&opts.layerOptions, "mount")
-	if err != nil {
-		return err
-	}
-	if err := createOutput(spec.Output); err != nil {
-		return err
-	}
-	ml, err := listenMetrics(spec.Metrics)
-	if err != nil {
-		return err
-	}
-	s, err := openSession(e, spec, ml)
-	if err != nil {
-		return err
-	}
-	_, _ = fmt.Fprintf(e.stderr, "iotap: serving %s at %s, trace %s; stop with Ctrl-C or 'iotap unmount %s'\n",
-		spec.Target, spec.MountPoint, spec.Output, spec.MountPoint)
-	if ready != nil {
-		if _, err := fmt.Fprintln(ready, "ready"); err != nil {
-			e.log.Warn("mount: write the ready line", "fd", opts.ReadyFD, "err", err)
+		readyFn = func() {
+			if _, err := fmt.Fprintln(ready, "ready"); err != nil {
+				e.log.Warn("mount: write the ready line", "fd", opts.ReadyFD, "err", err)
+			}
+			_ = ready.Close()
 		}
-		_ = ready.Close()
-		ready = nil
 	}
-	stopLive := make(chan struct{})
-	s.startLive(stopLive)
-	gone := make(chan struct{})
-	go func() { s.srv.Wait(); close(gone) }()
-	outcome := "mount unmounted"
-	select {
-	case <-gone:
-	case <-ctx.Done():
-		outcome = "mount stopped by signal"
-		s.unmount()
+	s, err := opts.spec()
+	if err != nil {
+		return err
 	}
-	close(stopLive)
-	return s.close(outcome)
+	return recorder.Mount(ctx, s, e.recorderEnv(), readyFn)
 }
-
-// errNotIotapMount is returned by unmount for a directory iotap did not mount.
-var errNotIotapMount = errors.New("not an iotap mount")
 
 func runUnmount(_ context.Context, e *env, args []string) error {
 	if len(args) != 1 {
 		return usageErrorf("want exactly one directory")
 	}
-	dir, err := filepath.Abs(args[0])
-	if err != nil {
-		return err
-	}
-	if r, err := filepath.EvalSymlinks(dir); err == nil {
-		dir = r
-	}
-	m, ok, err := sysinfo.IsMountPoint(dir)
-	if err != nil {
-		return err
-	}
-	if !ok {
-		return fmt.Errorf("%s: %w (nothing is mounted there)", dir, errNotIotapMount)
-	}
-	if !isIotapMount(m) {
-		return fmt.Errorf("%s: %w (it is a %s mount of %s)", dir, errNotIotapMount, m.FSType, m.Source)
-	}
-	return unmountDir(e, dir)
-}
-
-func isIotapMount(m sysinfo.Mount) bool {
-	return m.FSType == "fuse.iotap" || strings.HasPrefix(m.Source, "iotap")
-}
-
-// unmountDir unmounts dir: umount2, then a lazy detach if it is busy; without the right to
-// unmount, through fusermount3 (which lets a user unmount their own FUSE mounts).
-func unmountDir(e *env, dir string) error {
-	err := unix.Unmount(dir, 0)
-	if err == nil {
-		return nil
-	}
-	if errors.Is(err, unix.EBUSY) {
-		_, _ = fmt.Fprintf(e.stderr, "iotap: %s is busy; detaching it lazily (it goes away when no longer used)\n", dir)
-		if err := unix.Unmount(dir, unix.MNT_DETACH); err != nil {
-			return fmt.Errorf("unmount %s: %w", dir, err)
-		}
-		return nil
-	}
-	if errors.Is(err, unix.EPERM) {
-		if fm, lerr := exec.LookPath("fusermount3"); lerr == nil {
-			out, ferr := exec.Command(fm, "-u", dir).CombinedOutput()
-			if ferr == nil {
-				return nil
-			}
-			out2, ferr := exec.Command(fm, "-u", "-z", dir).CombinedOutput()
-			if ferr == nil {
-				return nil
-			}
-			return fmt.Errorf("unmount %s: fusermount3: %s", dir, strings.TrimSpace(string(append(out, out2...))))
-		}
-	}
-	return fmt.Errorf("unmount %s: %w", dir, err)
+	return recorder.Unmount(e.stderr, args[0])
 }

@@ -414,57 +414,40 @@ func TestRecordForwardsSIGTERM(t *testing.T) {
 // the rates and the 99th percentile.
 var liveLineRE = regexp.MustCompile(`(?m)^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z iotap: +\d+ ops/s  read +[0-9.]+ MB/s  write +[0-9.]+ MB/s  p99 \S+`)
 
-// TestRecordErrors runs the checks made before anything is mounted, in process.
+// TestRecordErrors: record's flags reach the recorder, and its errors map to exit codes:
+// usage errors to 2, a command not found to 127, other failures to 1 (internal/recorder
+// tests each check).
 func TestRecordErrors(t *testing.T) {
 	dir := t.TempDir()
 	target := filepath.Join(dir, "data")
-	file := filepath.Join(dir, "file")
 	mnt := filepath.Join(dir, "mnt")
 	for _, d := range []string{target, mnt} {
 		if err := os.Mkdir(d, 0o755); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := os.WriteFile(file, nil, 0o644); err != nil {
-		t.Fatal(err)
-	}
 	out := filepath.Join(dir, "t.iotap")
 	tests := []struct {
 		name     string
 		args     []string
-		fuseErr  error
-		euid     int
+		mounts   bool // the check comes after FUSE's and root's
 		wantCode int
 		want     string
 	}{
+		{name: "no command", args: []string{"--target", target, "-o", out}, wantCode: exitUsage, want: "missing the command"},
 		{name: "target missing", args: []string{"--target", filepath.Join(dir, "nope"), "-o", out, "--", "true"}, wantCode: exitUsage, want: "does not exist"},
-		{name: "target not a directory", args: []string{"--target", file, "-o", out, "--", "true"}, wantCode: exitUsage, want: "is not a directory"},
-		{name: "no command", args: []string{"--target", target, "-o", out}, wantCode: 2, want: "missing the command"},
-		{name: "bad cache mode", args: []string{"--target", target, "--cache", "some", "-o", out, "--", "true"}, wantCode: 2, want: "--cache"},
-		{name: "bad glob", args: []string{"--target", target, "--exclude", "[a", "-o", out, "--", "true"}, wantCode: 2, want: "bad glob"},
-		{name: "bad label", args: []string{"--target", target, "--label", "x", "-o", out, "--", "true"}, wantCode: 2, want: "key=value"},
-		{name: "stats interval too short", args: []string{"--target", target, "--stats-interval", "1ns", "-o", out, "--", "true"}, wantCode: 2, want: "--stats-interval 1ns: want at least 10ms"},
-		{name: "negative server procs", args: []string{"--target", target, "--server-procs", "-1", "-o", out, "--", "true"}, wantCode: 2, want: "--server-procs"},
-		{name: "output inside target", args: []string{"--target", target, "-o", filepath.Join(target, "sub", "..", "t.iotap"), "--", "true"}, wantCode: exitUsage, want: "inside the traced tree"},
-		{name: "output dir under a file", args: []string{"--target", target, "-o", filepath.Join(file, "sub", "t.iotap"), "--", "true"}, wantCode: exitUsage, want: "not a directory"},
-		{name: "missing output dir inside target", args: []string{"--target", target, "-o", filepath.Join(target, "new", "%j", "t.iotap"), "--", "true"}, wantCode: exitUsage, want: "inside the traced tree"},
-		{name: "output unwritable", args: []string{"--target", target, "-o", filepath.Join(file, "t.iotap"), "--", "true"}, wantCode: exitUsage, want: "not a directory"},
-		{name: "output is a directory", args: []string{"--target", target, "-o", mnt, "--", "true"}, wantCode: exitUsage, want: "is a directory"},
-		{name: "fuse unavailable", args: []string{"--target", target, "-o", out, "--", "true"}, fuseErr: errors.New("cannot open /dev/fuse: permission denied"), wantCode: 1, want: "FUSE is not available: cannot open /dev/fuse"},
-		{name: "not root in place", args: []string{"--target", target, "-o", out, "--", "true"}, euid: 1000, wantCode: 1, want: "needs root"},
-		{name: "command not found", args: []string{"--target", target, "-o", out, "--", "iotap-no-such-command"}, wantCode: 127, want: "iotap-no-such-command: command not found"},
-		{name: "mount point not a directory", args: []string{"--target", target, "--mount-at", file, "-o", out, "--", "true"}, wantCode: exitUsage, want: "mount point " + file + " is not a directory"},
-		{name: "mount point missing", args: []string{"--target", target, "--mount-at", filepath.Join(dir, "nope"), "-o", out, "--", "true"}, wantCode: exitUsage, want: "does not exist"},
-		{name: "mount point busy", args: []string{"--target", target, "--mount-at", "/proc", "-o", out, "--", "true"}, wantCode: 1, want: "is busy"},
-		{name: "mount point inside target", args: []string{"--target", dir, "--mount-at", mnt, "-o", filepath.Join(t.TempDir(), "t.iotap"), "--", "true"}, wantCode: 1, want: "must not contain each other"},
-		{name: "output inside mount point", args: []string{"--target", target, "--mount-at", mnt, "-o", filepath.Join(mnt, "t.iotap"), "--", "true"}, wantCode: exitUsage, want: "inside the mount point"},
+		{name: "bad cache mode", args: []string{"--target", target, "--cache", "some", "-o", out, "--", "true"}, wantCode: exitUsage, want: "--cache"},
+		{name: "bad label", args: []string{"--target", target, "--label", "x", "-o", out, "--", "true"}, wantCode: exitUsage, want: "key=value"},
+		{name: "bad uid flag", args: []string{"--target", target, "--uid", "-1", "-o", out, "--", "true"}, wantCode: exitUsage, want: "--uid"},
+		{name: "s3 flag for a local trace", args: []string{"--target", target, "--s3-region", "x", "-o", out, "--", "true"}, wantCode: exitUsage, want: "--s3-region applies to s3:// traces"},
+		{name: "command not found", args: []string{"--target", target, "-o", out, "--", "iotap-no-such-command"}, mounts: true, wantCode: exitNotFound, want: "iotap-no-such-command: command not found"},
+		{name: "mount point inside target", args: []string{"--target", dir, "--mount-at", mnt, "-o", filepath.Join(t.TempDir(), "t.iotap"), "--", "true"}, mounts: true, wantCode: exitError, want: "must not contain each other"},
 	}
-	defer func(f func() error, g func() int) { fuseAvailable, geteuid = f, g }(fuseAvailable, geteuid)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			fuseAvailable = func() error { return tt.fuseErr }
-			euid := tt.euid
-			geteuid = func() int { return euid }
+			if tt.mounts {
+				requireRecord(t)
+			}
 			var stdout, stderr bytes.Buffer
 			code := run(context.Background(), append([]string{"record"}, tt.args...), strings.NewReader(""), &stdout, &stderr)
 			if code != tt.wantCode || !strings.Contains(stderr.String(), tt.want) {
@@ -473,65 +456,6 @@ func TestRecordErrors(t *testing.T) {
 			if _, err := os.Stat(out); err == nil {
 				t.Errorf("a failed check left %s behind", out)
 				_ = os.Remove(out)
-			}
-		})
-	}
-}
-
-func TestExpandOutput(t *testing.T) {
-	env := map[string]string{"SLURM_JOB_ID": "77", "SLURM_PROCID": "3", "SLURMD_NODENAME": "n01"}
-	get := func(k string) string { return env[k] }
-	tests := []struct {
-		name, in, want string
-		getenv         func(string) string
-	}{
-		{name: "plain", in: "a.iotap", want: "a.iotap", getenv: get},
-		{name: "slurm", in: "run-%j-%n-%t.iotap", want: "run-77-n01-3.iotap", getenv: get},
-		{name: "host and pid", in: "%h.%p.%%.%x", want: "node.example.org.42.%.%x", getenv: get},
-		{name: "no slurm", in: "%j-%n-%t", want: "nojob-node-0", getenv: func(string) string { return "" }},
-		{name: "trailing percent", in: "a%", want: "a%", getenv: get},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if got := expandOutput(tt.in, tt.getenv, "node.example.org", 42); got != tt.want {
-				t.Errorf("got %q, want %q", got, tt.want)
-			}
-		})
-	}
-	if l := slurmLabels(get); len(l) != 3 || l[0].Key != "SLURM_JOB_ID" || l[0].Value != "77" {
-		t.Errorf("slurm labels %+v", l)
-	}
-}
-
-func TestDefaultOutputOutsideTarget(t *testing.T) {
-	dir := t.TempDir()
-	target := filepath.Join(dir, "data")
-	if err := os.MkdirAll(filepath.Join(target, "sub"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	defer func(f func() time.Time) { nowUTC = f }(nowUTC)
-	nowUTC = func() time.Time { return time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC) }
-	wd, _ := os.Getwd()
-	defer func() { _ = os.Chdir(wd) }()
-	tests := []struct{ name, cwd, want string }{
-		{name: "cwd inside target", cwd: filepath.Join(target, "sub"), want: filepath.Join(dir, "iotap-20260102T030405Z.iotap")},
-		{name: "cwd outside target", cwd: t.TempDir(), want: "iotap-20260102T030405Z.iotap"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if err := os.Chdir(tt.cwd); err != nil {
-				t.Fatal(err)
-			}
-			got, err := resolveOutput("", realOrSelf(target), "")
-			if err != nil {
-				t.Fatal(err)
-			}
-			want := tt.want
-			if !filepath.IsAbs(want) {
-				want = filepath.Join(realOrSelf(tt.cwd), want)
-			}
-			if realOrSelf(filepath.Dir(got)) != realOrSelf(filepath.Dir(want)) || filepath.Base(got) != filepath.Base(want) {
-				t.Errorf("got %s, want %s", got, want)
 			}
 		})
 	}

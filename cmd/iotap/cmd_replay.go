@@ -145,7 +145,7 @@ func (o *replayOptions) campaign(e *env, tracePath string) (*campaign.Campaign, 
 	return campaign.New(spec, campaign.Env{
 		Places: places,
 		Sample: func(w *trace.Writer, dir string) *procsample.Sampler {
-			return o.Sample.startSampling(e, w, w.Origin(), dir)
+			return o.Sample.sampling().Start(e.stderr, e.log, w, w.Origin(), dir)
 		},
 		Load: func(ctx context.Context, files []string) ([]*stats.Stats, error) {
 			per, _, err := loadTraces(ctx, e, files, stats.Options{})
@@ -164,7 +164,7 @@ func (o *replayOptions) places(e *env) (replayPlaces, error) {
 	if !slices.Contains(replays3.Profiles, o.S3.Profile) {
 		return replayPlaces{}, usageErrorf("--s3-profile %q: want %s", o.S3.Profile, strings.Join(replays3.Profiles, ", "))
 	}
-	if err := o.Sample.check(); err != nil {
+	if err := o.Sample.sampling().Check(); err != nil {
 		return replayPlaces{}, err
 	}
 	s3o := o.S3

@@ -12,13 +12,13 @@ import (
 	"os/signal"
 	"runtime/pprof"
 	"sort"
-	"strings"
 	"syscall"
 
 	"github.com/spf13/pflag"
 
 	"github.com/iotap/iotap/internal/lazyfree"
 	"github.com/iotap/iotap/internal/memlimit"
+	"github.com/iotap/iotap/internal/recorder"
 	"github.com/iotap/iotap/internal/termsafe"
 	"github.com/iotap/iotap/replay/campaign"
 )
@@ -91,8 +91,7 @@ func commandList() []*command {
 	var all []*command
 	for _, cs := range [][]*command{
 		recordCommands(), mountCommands(), reportCommands(), compareCommands(),
-		replayCommands(), infoCommands(), exportCommands(), anonymizeCommands(), probeCommands(),
-		completionCommands(),
+		replayCommands(), infoCommands(), exportCommands(), anonymizeCommands(), completionCommands(),
 	} {
 		all = append(all, cs...)
 	}
@@ -121,7 +120,7 @@ func usageErrorf(format string, a ...any) error {
 }
 
 func main() {
-	if len(os.Args) > 1 && (os.Args[1] == "record" || os.Args[1] == "mount" || os.Args[1] == recordChildCommand) {
+	if len(os.Args) > 1 && (os.Args[1] == "record" || os.Args[1] == "mount" || os.Args[1] == recorder.ChildCommand) {
 		lazyfree.Reexec() // before anything else: it may execute iotap again
 	}
 	// The garbage collector works to the memory limit of iotap's cgroup, if it has one.
@@ -220,6 +219,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 // where errors become exit codes.
 func exitCode(stderr io.Writer, name string, err error) int {
 	var ec *exitCodeError
+	var rec *recorder.ExitError
 	// Messages may name files of the traced job: escaped for the terminal.
 	say := func(err error) { _, _ = fmt.Fprintf(stderr, "iotap %s: %s\n", name, termsafe.Text(err.Error())) }
 	switch {
@@ -230,7 +230,12 @@ func exitCode(stderr io.Writer, name string, err error) int {
 			say(ec.err)
 		}
 		return ec.code
-	case errors.Is(err, errUsage), errors.Is(err, campaign.ErrUsage):
+	case errors.As(err, &rec):
+		if rec.Err != nil {
+			say(rec.Err)
+		}
+		return rec.Code
+	case errors.Is(err, errUsage), errors.Is(err, campaign.ErrUsage), errors.Is(err, recorder.ErrUsage):
 		say(err)
 		return exitUsage
 	case errors.Is(err, errDamaged), errors.Is(err, campaign.ErrDamaged): // before errDropped: a trace may be both
@@ -292,17 +297,4 @@ func printCommandHelp(w io.Writer, c *command, fs *pflag.FlagSet) {
 	_, _ = fmt.Fprintf(w, "Usage: iotap %s %s\n\n%s\n\nFlags:\n", c.name, c.usage, c.summary)
 	_, _ = fmt.Fprint(w, fs.FlagUsages())
 	_, _ = fmt.Fprint(w, exitCodesHelp)
-}
-
-// splitLabels parses key=value labels.
-func splitLabels(in []string) ([][2]string, error) {
-	out := make([][2]string, 0, len(in))
-	for _, l := range in {
-		k, v, ok := strings.Cut(l, "=")
-		if !ok || k == "" {
-			return nil, usageErrorf("label %q is not key=value", l)
-		}
-		out = append(out, [2]string{k, v})
-	}
-	return out, nil
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/iotap/iotap/internal/recorder"
 	"github.com/iotap/iotap/replay/campaign"
 )
 
@@ -92,7 +93,7 @@ func TestCommandList(t *testing.T) {
 			t.Errorf("command %q: hidden %v, listed in help %v", c.name, c.hidden, listed)
 		}
 	}
-	for _, want := range []string{"record", "mount", "unmount", "report", "compare", "replay", "info", "export", recordChildCommand} {
+	for _, want := range []string{"record", "mount", "unmount", "report", "compare", "replay", "info", "export", recorder.ChildCommand, recorder.ProbeCommand} {
 		if !seen[want] {
 			t.Errorf("command %q missing", want)
 		}

@@ -26,44 +26,12 @@ import (
 
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
+	"golang.org/x/sys/unix"
 
 	"github.com/iotap/iotap/internal/sysinfo"
 	"github.com/iotap/iotap/internal/testenv"
 	"github.com/iotap/iotap/trace"
 )
-
-func TestMetricsAddr(t *testing.T) {
-	for _, tc := range []struct {
-		name, in, want, err string
-	}{
-		{name: "none", in: "", want: ""},
-		{name: "port alone", in: "9464", want: "127.0.0.1:9464"},
-		{name: "empty host", in: ":9464", want: "127.0.0.1:9464"},
-		{name: "loopback", in: "127.0.0.1:9464", want: "127.0.0.1:9464"},
-		{name: "every interface", in: "0.0.0.0:9464", want: "0.0.0.0:9464"},
-		{name: "IPv6", in: "[::1]:9464", want: "[::1]:9464"},
-		{name: "host name", in: "localhost:9464", want: "localhost:9464"},
-		{name: "port 0 picks one", in: "0", want: "127.0.0.1:0"},
-		{name: "leading zeros", in: ":09464", want: "127.0.0.1:9464"},
-		{name: "host without port", in: "10.0.0.1", err: "no port"},
-		{name: "word", in: "abc", err: "no port"},
-		{name: "port too large", in: ":70000", err: "the port must be a number from 0 to 65535"},
-		{name: "port not a number", in: "127.0.0.1:http", err: "the port must be a number"},
-		{name: "a URL", in: "http://127.0.0.1:9464", err: "too many colons"},
-		{name: "space in host", in: "a b:9464", err: "not a host name or address"},
-		{name: "path", in: "127.0.0.1/metrics:9464", err: "not a host name or address"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			got, err := metricsAddr(tc.in)
-			switch {
-			case tc.err != "" && (err == nil || !errors.Is(err, errUsage) || !strings.Contains(err.Error(), tc.err)):
-				t.Errorf("metricsAddr(%q) = %q, %v; want a usage error with %q", tc.in, got, err, tc.err)
-			case tc.err == "" && (err != nil || got != tc.want):
-				t.Errorf("metricsAddr(%q) = %q, %v; want %q", tc.in, got, err, tc.want)
-			}
-		})
-	}
-}
 
 // TestMetricsBadAddress: a --metrics address that cannot be one is a usage error, found
 // before anything else is checked.
@@ -123,9 +91,13 @@ func TestMetricsPortInUse(t *testing.T) {
 
 // TestRecordMetrics: `record --metrics` serves from the recorder, in its mount namespace,
 // while the job runs: the job itself scrapes it (bash's /dev/tcp), and the metrics name
-// the recording and count the job's first requests.
+// the recording and count the job's first requests. It runs where fusectl is not mounted,
+// as on a fresh machine.
 func TestRecordMetrics(t *testing.T) {
 	requireRecord(t)
+	if !testenv.InFreshMounts(t) {
+		return
+	}
 	testenv.Programs(t, testenv.FUSE, "bash")
 	port := freePort(t)
 	dir, outside := t.TempDir(), t.TempDir()
@@ -170,6 +142,58 @@ exit 1`
 	}
 }
 
+// TestMetricsInFlightUnavailable: where the kernel's count of requests in flight cannot be
+// read (here fusectl is not mounted and its mount point is hidden, in a private mount
+// namespace), iotap says so on stderr and serves the other metrics.
+func TestMetricsInFlightUnavailable(t *testing.T) {
+	requireRecord(t)
+	if !testenv.InFreshMounts(t) {
+		return
+	}
+	if err := unix.Mount("none", "/sys/fs/fuse", "tmpfs", 0, ""); err != nil {
+		t.Fatalf("hide /sys/fs/fuse/connections: %v", err)
+	}
+	target, mnt, out := mountDirs(t)
+	cmd := exec.Command(iotapBin, "mount", "--target", target, "--mount-at", mnt, "-o", out, "--ready-fd", "3", "--metrics", "127.0.0.1:0")
+	// A file, written by iotap itself: what it said before its ready line is there.
+	stderrFile, err := os.Create(filepath.Join(t.TempDir(), "stderr"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = stderrFile.Close() }()
+	cmd.Stderr = stderrFile
+	var stderr strings.Builder
+	line, err := startReady(cmd)
+	defer func() { _ = cmd.Process.Signal(syscall.SIGTERM); _ = waitTimeout(cmd, 20*time.Second) }()
+	if b, rerr := os.ReadFile(stderrFile.Name()); rerr == nil {
+		stderr.Write(b)
+	}
+	if err != nil || line != "ready\n" {
+		t.Fatalf("iotap mount did not report ready (read %q, %v); stderr:\n%s", line, err, stderr.String())
+	}
+	const want = "iotap: metrics: iotap_requests_in_flight is not served: fusectl: the connection's control file cannot be opened: " +
+		"fusectl (/sys/fs/fuse/connections) is not mounted, and mounting it privately failed: mount fusectl: no such file or directory\n"
+	if !strings.Contains(stderr.String(), want) {
+		t.Errorf("stderr lacks %q:\n%s", want, stderr.String())
+	}
+	m := regexp.MustCompile(`(?m)^iotap: metrics at (http://127\.0\.0\.1:\d+/metrics)$`).FindStringSubmatch(stderr.String())
+	if m == nil {
+		t.Fatalf("no metrics URL on stderr:\n%s", stderr.String())
+	}
+	resp, err := http.Get(m[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(body), "iotap_trace_events_total ") || strings.Contains(string(body), "iotap_requests_in_flight") {
+		t.Errorf("the scrape should have the trace's events and no requests in flight:\n%s", body)
+	}
+}
+
 // freePort returns a TCP port on 127.0.0.1 that was free a moment ago.
 func freePort(t *testing.T) string {
 	t.Helper()
@@ -183,6 +207,7 @@ func freePort(t *testing.T) string {
 
 // TestMetricsPrometheus: a real Prometheus server scrapes `iotap mount --metrics` while a
 // job runs on the mount, and its HTTP API answers with the request count the trace holds.
+// It runs where fusectl is not mounted, as on a fresh machine.
 //
 // Prometheus scrapes a proxy the test puts in front of iotap, which reads each scrape as it
 // passes. Once the job has ended and a scrape shows every event the trace writer accepted
@@ -191,6 +216,9 @@ func freePort(t *testing.T) string {
 // one another: scrape, append, commit, wait), so a query at its time returns its values.
 func TestMetricsPrometheus(t *testing.T) {
 	requireRecord(t)
+	if !testenv.InFreshMounts(t) {
+		return
+	}
 	testenv.Programs(t, testenv.FUSE, "prometheus", "seq", "cp", "cat", "mv", "ls", "rm", "mkdir")
 	const interval = 100 * time.Millisecond
 	proxy := newScrapeProxy(t)
@@ -330,7 +358,7 @@ func checkJSONLiveLines(t *testing.T, stderr string) {
 			continue
 		}
 		ts, _ := st["time"].(string)
-		if _, err := time.Parse(liveTime, ts); err != nil || !strings.HasPrefix(l, `{"time":"`) || !strings.HasSuffix(ts, "Z") {
+		if _, err := time.Parse("2006-01-02T15:04:05.000Z07:00", ts); err != nil || !strings.HasPrefix(l, `{"time":"`) || !strings.HasSuffix(ts, "Z") {
 			t.Errorf("live line %q: time %q is not RFC 3339 UTC with milliseconds (%v)", l, ts, err)
 		}
 	}

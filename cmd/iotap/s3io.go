@@ -101,28 +101,3 @@ func openTraceAny(ctx context.Context, e *env, name string) (*trace.Reader, func
 	}
 	return r, func() error { return errors.Join(r.Close(), rc.Close()) }, nil
 }
-
-// createTraceAny creates a trace file, or an s3:// object uploaded as it is written (a
-// crash loses at most the last flush interval: see internal/s3store). Finish with the
-// returned close function instead of w.Close: for S3 it also completes the upload.
-func createTraceAny(ctx context.Context, store traceStore, name string, h trace.Header, o trace.WriterOptions) (w *trace.Writer, closeTrace func() error, err error) {
-	if !s3store.IsURL(name) {
-		w, err := trace.Create(name, h, o)
-		if err != nil {
-			return nil, nil, err
-		}
-		return w, w.Close, nil
-	}
-	so := store.options()
-	so.Log = o.Logger
-	up, err := s3store.Create(ctx, name, so)
-	if err != nil {
-		return nil, nil, err
-	}
-	w, err = trace.NewWriter(up, h, o)
-	if err != nil {
-		_ = up.Close()
-		return nil, nil, err
-	}
-	return w, func() error { return errors.Join(w.Close(), up.Close()) }, nil
-}

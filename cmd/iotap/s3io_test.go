@@ -2,16 +2,18 @@ package main
 
 import (
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"strings"
 	"testing"
 
+	"github.com/iotap/iotap/internal/s3store"
 	"github.com/iotap/iotap/internal/s3test"
 	"github.com/iotap/iotap/trace"
 )
 
-// TestS3TraceIO writes two traces to s3:// as record would, lists them under their prefix
+// TestS3TraceIO writes two traces to s3:// as the recorder does, lists them under their prefix
 // as report would, and reads them back.
 func TestS3TraceIO(t *testing.T) {
 	srv, err := s3test.Start(s3test.Options{Buckets: []string{"traces"}})
@@ -27,15 +29,18 @@ func TestS3TraceIO(t *testing.T) {
 	e := &env{stdin: strings.NewReader(""), stdout: io.Discard, stderr: io.Discard, log: slog.New(slog.DiscardHandler)}
 
 	for _, host := range []string{"h1", "h2"} {
-		w, closeTrace, err := createTraceAny(ctx, traceStore{}, "s3://traces/job-1/"+host+".iotap",
-			trace.Header{Kind: "record", Hostname: host}, trace.WriterOptions{})
+		up, err := s3store.Create(ctx, "s3://traces/job-1/"+host+".iotap", traceStore{}.options())
+		if err != nil {
+			t.Fatal(err)
+		}
+		w, err := trace.NewWriter(up, trace.Header{Kind: "record", Hostname: host}, trace.WriterOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		for i := 0; i < 1000; i++ {
 			w.Append(&trace.Event{Start: int64(i), Dur: 10, Op: trace.OpRead, Size: 4096, Ret: 4096})
 		}
-		if err := closeTrace(); err != nil {
+		if err := errors.Join(w.Close(), up.Close()); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -11,7 +11,8 @@
 // request therefore shows in the metrics once the encoder has taken it, within the writer's
 // flush interval. The other figures are read when a scrape asks for them: the writer's
 // totals (trace.Writer.Stats), the requests in flight (a function the caller gives, reading
-// the kernel's count of the FUSE connection), and the last resource samples the recorder
+// the kernel's count of the FUSE connection, fusectl's waiting file; absent when the caller
+// cannot read it), and the last resource samples the recorder
 // took (procsample, handed over about once a second).
 //
 // # Cost

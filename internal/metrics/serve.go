@@ -20,9 +20,14 @@ func (c *Collector) Serve(ln net.Listener, log *slog.Logger) (stop func()) {
 	}
 	mux := http.NewServeMux()
 	mux.Handle(Path, c.Handler())
+	// A connection that sends no request, or keeps one open without using it, is closed
+	// before long: the caller bounds the connections open at once (a scraper needs one).
 	srv := &http.Server{
 		Handler:           mux,
-		ReadHeaderTimeout: 10 * time.Second,
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       10 * time.Second,
+		WriteTimeout:      30 * time.Second,
+		IdleTimeout:       30 * time.Second,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelDebug),
 	}
 	done := make(chan struct{})

@@ -25,6 +25,7 @@ var notMachine = []string{
 	"MADV_FREE is Linux's",               //
 	"no LazyFree in",                     // the kernel's version
 	"no /proc",                           //
+	"no IPv6 on this host",               // the host's network
 	"no per-thread scheduler statistics", // the kernel's config (schedstat)
 	"go list unavailable",                // the deps test runs where the go command is
 	"file size limit",                    // a hard RLIMIT_FSIZE below what the test needs

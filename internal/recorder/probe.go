@@ -1,6 +1,6 @@
 // The recording layer's round trip, measured against the mount while recording.
 
-package main
+package recorder
 
 import (
 	"bufio"
@@ -22,11 +22,12 @@ import (
 	"github.com/iotap/iotap/trace"
 )
 
-// rttProbeCommand is the hidden subcommand the recorder starts to time the layer's round
-// trip: a process of its own, outside the job, so that each timed call makes the whole
-// trip (the caller's system call, the kernel's request to the daemon, the layer's reply,
-// the caller woken up), as the job's calls do.
-const rttProbeCommand = "__rtt-probe"
+// ProbeCommand is the hidden subcommand the recorder starts (/proc/self/exe ProbeCommand
+// ARGS) to time the layer's round trip: the program must run RunProbe(ARGS) for it. It is a
+// process of its own, outside the job, so that each timed call makes the whole trip (the
+// caller's system call, the kernel's request to the daemon, the layer's reply, the caller
+// woken up), as the job's calls do.
+const ProbeCommand = "__rtt-probe"
 
 // Probe sizes: lookups per calibration before the job, and per sample while it runs.
 const (
@@ -36,20 +37,11 @@ const (
 	probeStartWait   = 10 * time.Second // the calibration's answer, at most
 )
 
-func probeCommands() []*command {
-	return []*command{{
-		name:    rttProbeCommand,
-		summary: "internal: times lookups of a name through the recording layer",
-		usage:   "PATH FIRST N INTERVAL (internal)",
-		hidden:  true,
-		setup:   withoutOptions(runRTTProbe),
-	}}
-}
-
-// runRTTProbe times lstat(PATH) FIRST times, prints the median in ns, then every INTERVAL
-// times it N times and prints that median, until cancelled. PATH is the layer's probe name
-// (fusefs.Options.ProbeName): each lstat is one LOOKUP the layer answers with ENOENT.
-func runRTTProbe(ctx context.Context, e *env, args []string) error {
+// RunProbe is the probe process: it times lstat(PATH) FIRST times, prints the median in ns
+// on stdout, then every INTERVAL times it N times and prints that median, until ctx ends.
+// PATH is the layer's probe name (fusefs.Options.ProbeName): each lstat is one LOOKUP the
+// layer answers with ENOENT. args are PATH FIRST N INTERVAL; bad ones wrap ErrUsage.
+func RunProbe(ctx context.Context, stdout io.Writer, args []string) error {
 	if len(args) != 4 {
 		return usageErrorf("want PATH FIRST N INTERVAL")
 	}
@@ -81,7 +73,7 @@ func runRTTProbe(ctx context.Context, e *env, args []string) error {
 		if err != nil {
 			return err
 		}
-		if _, err := fmt.Fprintln(e.stdout, d); err != nil {
+		if _, err := fmt.Fprintln(stdout, d); err != nil {
 			return nil // the recorder stopped reading
 		}
 		k = n
@@ -108,7 +100,7 @@ func probeName() string { return fmt.Sprintf(".iotap-rtt-probe-%d", os.Getpid())
 // startProbe starts the probe against the mount at mnt and waits for its calibration.
 // The caller's thread must stay locked (the probe dies with it: Pdeathsig).
 func startProbe(mnt string) (*rttProbe, error) {
-	cmd := exec.Command("/proc/self/exe", rttProbeCommand, mnt+"/"+probeName(),
+	cmd := exec.Command("/proc/self/exe", ProbeCommand, mnt+"/"+probeName(),
 		strconv.Itoa(probeCalibration), strconv.Itoa(probeSample), probeInterval.String())
 	cmd.Dir = "/"
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}

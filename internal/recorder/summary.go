@@ -1,6 +1,6 @@
 // What a recording prints: the live stats line and the end-of-run summary.
 
-package main
+package recorder
 
 import (
 	"encoding/json"
@@ -46,7 +46,7 @@ func (s *session) live(stop <-chan struct{}, usr1 chan os.Signal) {
 		}
 		cur := s.tally.Snapshot()
 		st := newLiveStats(cur.Sub(prev), cur.At.Sub(prev.At), s.w.Stats().Dropped)
-		_, _ = fmt.Fprintln(s.e.stderr, st.line(s.spec.StatsFormat))
+		_, _ = fmt.Fprintln(s.e.Stderr, st.line(s.spec.StatsFormat))
 		prev = cur
 	}
 }

@@ -1,7 +1,7 @@
 // A recording session: the trace writer and the mounted layer, the job run under them,
 // and taking both down.
 
-package main
+package recorder
 
 import (
 	"context"
@@ -17,8 +17,8 @@ import (
 	"time"
 
 	"github.com/iotap/iotap/fusefs"
+	"github.com/iotap/iotap/fusefs/fusectl"
 	"github.com/iotap/iotap/internal/job"
-	"github.com/iotap/iotap/internal/legs"
 	"github.com/iotap/iotap/internal/metrics"
 	"github.com/iotap/iotap/internal/procsample"
 	"github.com/iotap/iotap/internal/sysinfo"
@@ -29,26 +29,27 @@ import (
 
 // session is a mounted tracing layer writing one trace.
 type session struct {
-	spec    *recordSpec
+	spec    *plan
 	w       *trace.Writer
 	closeW  func() error // closes w and, for an s3:// trace, completes the upload
 	srv     *fusefs.Server
 	tally   tally.Tally
 	started time.Time
-	e       *env
+	e       Env
 	sampler *procsample.Sampler // nil when not sampling
 	rt      trace.RoundTrip     // the layer's round trip, when measured
-	legs    *legs.Tracer        // the kernel's view of the requests, when measured
+	legs    kernelLegs          // the kernel's view of the requests, when measured
 	legsWhy string              // why the kernel's view is not measured
 	metrics *metrics.Collector  // nil without --metrics
 	stopMet func()              // stops serving the metrics
+	waiting *fusectl.Waiting    // the kernel's requests in flight, for the metrics; nil if unavailable
 }
 
 // openSession writes the header, creates the trace and mounts the layer. In place, it
 // first moves into the target so that the layer reaches the real directory through the
 // working directory, under the mount it is about to put on top. With --metrics, ml is the
 // listener bound for them: served once the layer is mounted, closed if it is not.
-func openSession(e *env, spec *recordSpec, ml net.Listener) (*session, error) {
+func openSession(e Env, spec *plan, ml net.Listener) (*session, error) {
 	s, err := mountSession(e, spec, ml)
 	if err != nil {
 		if ml != nil {
@@ -57,21 +58,21 @@ func openSession(e *env, spec *recordSpec, ml net.Listener) (*session, error) {
 		return nil, err
 	}
 	if ml != nil {
-		s.stopMet = s.metrics.Serve(ml, e.log)
-		_, _ = fmt.Fprintf(e.stderr, "iotap: metrics at %s\n", metrics.URL(ml))
+		s.stopMet = s.metrics.Serve(limitMetrics(ml), e.Log)
+		_, _ = fmt.Fprintf(e.Stderr, "iotap: metrics at %s\n", servedAt(ml))
 	}
 	return s, nil
 }
 
 // mountSession is openSession up to the mounted layer: the metrics, when asked for, are
 // counted but not yet served.
-func mountSession(e *env, spec *recordSpec, ml net.Listener) (*session, error) {
+func mountSession(e Env, spec *plan, ml net.Listener) (*session, error) {
 	h := trace.Header{
 		Kind:         "record",
 		WallStart:    time.Now().UTC(),
 		Origin:       trace.Now(),
 		Hostname:     sysinfo.Hostname(),
-		IotapVersion: version,
+		IotapVersion: spec.Version,
 		Kernel:       sysinfo.KernelRelease(),
 		Target:       trace.Target{Path: spec.Target},
 		Command:      spec.Argv,
@@ -80,9 +81,9 @@ func mountSession(e *env, spec *recordSpec, ml net.Listener) (*session, error) {
 	if m, err := sysinfo.MountOf(spec.Target); err == nil {
 		h.Target.FSType, h.Target.Source, h.Target.Mount = m.FSType, m.Source, m.MountPoint
 	}
-	o := spec.fuseOptions(e)
+	o := spec.fuseOptions(e.Log)
 	h.FUSE = o.TraceOptions()
-	if spec.Kind == "record" {
+	if spec.Kind == kindRecord {
 		o.ProbeName = probeName()
 	}
 	if spec.InPlace {
@@ -96,23 +97,22 @@ func mountSession(e *env, spec *recordSpec, ml net.Listener) (*session, error) {
 	// as benchmarks measure it.
 	s := &session{spec: spec, e: e}
 	wo := trace.WriterOptions{
-		DropWhenFull: spec.DropWhenFull, Logger: e.log, Observe: s.tally.AddBatch,
+		DropWhenFull: spec.DropWhenFull, Logger: e.Log, Observe: s.tally.AddBatch,
 		FlushInterval: flushInterval(spec.StatsInterval),
 	}
-	// The mount point as mountinfo will name it, resolved before the layer covers it.
-	realMount := realOrSelf(spec.MountPoint)
 	if ml != nil {
-		s.metrics = metrics.New(metrics.Info{Version: version, Kind: spec.Kind, Target: spec.Target,
+		s.metrics = metrics.New(metrics.Info{Version: spec.Version, Kind: spec.Kind, Target: spec.Target,
 			MountPoint: spec.MountPoint, Trace: spec.Output, Cache: spec.Cache})
 		wo.Observe = func(evs []trace.Event) {
 			s.tally.AddBatch(evs)
 			s.metrics.Observe(evs)
 		}
 	}
-	if err := s.openLegs(&h, &wo); err != nil {
+	var err error
+	if s.legs, s.legsWhy, err = openLegs(spec, e.Log, &h, &wo, spec.Kind == kindRecord); err != nil {
 		return nil, err
 	}
-	w, closeW, err := createTraceAny(context.Background(), spec.Store, spec.Output, h, wo)
+	w, closeW, err := createTrace(context.Background(), spec.Store, spec.Output, h, wo)
 	if err != nil {
 		s.detachLegs()
 		return nil, fmt.Errorf("cannot write the trace: %w", err)
@@ -123,7 +123,7 @@ func mountSession(e *env, spec *recordSpec, ml net.Listener) (*session, error) {
 	if s.metrics != nil {
 		sink = metricsSink{w: w, c: s.metrics}
 	}
-	s.sampler = spec.Sample.startSampling(e, sink, w.Origin(), spec.Target)
+	s.sampler = spec.Sample.Start(e.Stderr, e.Log, sink, w.Origin(), spec.Target)
 	procs := spec.ServerProcs
 	if procs <= 0 {
 		procs = fusefs.DefaultServerProcs()
@@ -140,52 +140,21 @@ func mountSession(e *env, spec *recordSpec, ml net.Listener) (*session, error) {
 	}
 	s.srv = srv
 	if s.metrics != nil {
-		s.metrics.Register(metrics.Sources{WriterStats: w.Stats, InFlight: fuseInFlight(realMount)})
+		s.registerMetrics()
 	}
 	if s.legs != nil {
-		if err := s.legs.Watch(spec.MountPoint, os.Getpid()); err != nil {
-			e.log.Warn("the kernel's legs are not measured", "err", err)
+		if err := s.legs.watch(spec.MountPoint, os.Getpid()); err != nil {
+			e.Log.Warn("the kernel's legs are not measured", "err", err)
 		}
 	}
 	s.started = time.Now()
 	return s, nil
 }
 
-// openLegs starts measuring the FUSE legs from the kernel's tracepoints when --legs asks
-// for it and the kernel allows it, and names the source in the header.
-func (s *session) openLegs(h *trace.Header, wo *trace.WriterOptions) error {
-	probe := s.spec.Kind == "record" // record runs the round-trip probe; mount does not
-	if s.spec.Legs == "probe" {
-		if probe {
-			h.Legs = trace.LegsProbe
-		}
-		h.LegsNote = "--legs probe"
-		s.legsWhy = h.LegsNote
-		return nil
-	}
-	t, err := legs.Open(h.Origin)
-	if err != nil {
-		if s.spec.Legs == "kernel" {
-			return fmt.Errorf("--legs kernel: %w", err)
-		}
-		s.e.log.Debug("the kernel's legs are not measured", "err", err)
-		if probe {
-			h.Legs = trace.LegsProbe
-		}
-		h.LegsNote = err.Error()
-		s.legsWhy = h.LegsNote
-		return nil
-	}
-	s.legs = t
-	h.Legs = trace.LegsKernel
-	wo.Legs = t
-	return nil
-}
-
 // detachLegs stops the kernel's measurement, after the trace writer has closed.
 func (s *session) detachLegs() {
 	if s.legs != nil {
-		s.legs.Detach()
+		s.legs.detach()
 	}
 }
 
@@ -198,7 +167,7 @@ func flushInterval(statsInterval time.Duration) time.Duration {
 	return trace.DefaultFlushInterval
 }
 
-func explainMountError(spec *recordSpec, err error) error {
+func explainMountError(spec *plan, err error) error {
 	switch {
 	case errors.Is(err, syscall.EPERM) || errors.Is(err, syscall.EACCES):
 		return fmt.Errorf("mount %s: not permitted (needs root, or /dev/fuse access and fusermount3 for --mount-at): %w", spec.MountPoint, err)
@@ -223,9 +192,9 @@ func (s *session) unmount() {
 		err = errors.New("unmount timed out")
 	}
 	if err != nil {
-		s.e.log.Debug("unmount failed, detaching", "mountpoint", s.spec.MountPoint, "err", err)
+		s.e.Log.Debug("unmount failed, detaching", "mountpoint", s.spec.MountPoint, "err", err)
 		if derr := unix.Unmount(s.spec.MountPoint, unix.MNT_DETACH); derr != nil && !errors.Is(derr, unix.EINVAL) {
-			_, _ = fmt.Fprintf(s.e.stderr, "iotap: unmount %s: %v\n", s.spec.MountPoint, derr)
+			_, _ = fmt.Fprintf(s.e.Stderr, "iotap: unmount %s: %v\n", s.spec.MountPoint, derr)
 			return
 		}
 	}
@@ -234,7 +203,7 @@ func (s *session) unmount() {
 	select {
 	case <-done:
 	case <-time.After(unmountTimeout):
-		_, _ = fmt.Fprintf(s.e.stderr, "iotap: %s is still in use (or its backend hangs); closing the trace anyway\n", s.spec.MountPoint)
+		_, _ = fmt.Fprintf(s.e.Stderr, "iotap: %s is still in use (or its backend hangs); closing the trace anyway\n", s.spec.MountPoint)
 	}
 }
 
@@ -254,32 +223,26 @@ func (s *session) close(outcome string) error {
 	if s.stopMet != nil {
 		s.stopMet() // after the trace's last events reached the metrics
 	}
-	var legStats legs.Stats
+	if s.waiting != nil {
+		_ = s.waiting.Close()
+	}
+	var legsLine string
 	if s.legs != nil {
-		legStats = s.legs.Stats()
+		legsLine = s.legs.summary()
 	}
 	s.detachLegs()
 	st := s.w.Stats()
 	snap := s.tally.Snapshot()
-	writeSummary(s.e.stderr, recordEnd{outcome: outcome, elapsed: elapsed, snap: snap, ws: st, cost: cost, path: s.spec.Output})
+	writeSummary(s.e.Stderr, recordEnd{outcome: outcome, elapsed: elapsed, snap: snap, ws: st, cost: cost, path: s.spec.Output})
 	_, _, rd, wr := snap.Totals()
-	procsample.WriteSummaries(s.e.stderr, sums, rd+wr, "recorder")
-	if s.legs != nil {
-		_, _ = fmt.Fprintf(s.e.stderr, "  legs outside the layer: measured by the kernel for %d events (%d without, %d kernel records lost)\n",
-			legStats.Filled, legStats.Missing, legStats.Lost)
-	} else {
-		how := "replays estimate think times from the trace's path walks"
-		if s.rt.Start > 0 {
-			how = "replays take the round trip below out of think times"
-		}
-		_, _ = fmt.Fprintf(s.e.stderr, "  legs outside the layer: not measured by the kernel (%s); %s\n", s.legsWhy, how)
-	}
+	procsample.WriteSummaries(s.e.Stderr, sums, rd+wr, "recorder")
+	writeLegsSummary(s.e.Stderr, legsLine, s.legsWhy, s.rt)
 	switch {
 	case s.rt.Start > 0 && s.rt.Samples == 0:
-		_, _ = fmt.Fprintf(s.e.stderr, "  layer round trip %v per request before the job (the job ended before one was sampled while it ran)\n",
+		_, _ = fmt.Fprintf(s.e.Stderr, "  layer round trip %v per request before the job (the job ended before one was sampled while it ran)\n",
 			s.rt.Start.Round(10*time.Nanosecond))
 	case s.rt.Start > 0:
-		_, _ = fmt.Fprintf(s.e.stderr, "  layer round trip %v per request before the job, %v while it ran (median of %d samples)\n",
+		_, _ = fmt.Fprintf(s.e.Stderr, "  layer round trip %v per request before the job, %v while it ran (median of %d samples)\n",
 			s.rt.Start.Round(10*time.Nanosecond), s.rt.Run.Round(10*time.Nanosecond), s.rt.Samples)
 	}
 	switch {
@@ -293,9 +256,9 @@ func (s *session) close(outcome string) error {
 }
 
 // serve mounts the layer, runs the job (record) and takes everything down. It returns the
-// job's exit status as an *exitCodeError. When parentDied is closed (the iotap process that
+// job's exit status as an *ExitError. When parentDied is closed (the iotap process that
 // started this recorder died), the job is ended at once.
-func serve(ctx context.Context, e *env, spec *recordSpec, ml net.Listener, parentDied <-chan struct{}) error {
+func serve(ctx context.Context, e Env, spec *plan, ml net.Listener, parentDied <-chan struct{}) error {
 	s, err := openSession(e, spec, ml)
 	if err != nil {
 		return err
@@ -306,14 +269,14 @@ func serve(ctx context.Context, e *env, spec *recordSpec, ml net.Listener, paren
 	// go-fuse opens /dev/fuse without O_CLOEXEC: a job holding it would keep the connection
 	// alive after iotap dies, and hang on its own requests instead of getting ENOTCONN.
 	if err := closeOnExec(); err != nil {
-		e.log.Warn("could not mark descriptors close-on-exec", "err", err)
+		e.Log.Warn("could not mark descriptors close-on-exec", "err", err)
 	}
 	var probe *rttProbe
-	if spec.Kind == "record" {
+	if spec.Kind == kindRecord {
 		// The layer's round trip, measured before the job and sampled while it runs; a
 		// replay's think mode leaves it out of the recorded gaps.
 		if probe, err = startProbe(spec.MountPoint); err != nil {
-			e.log.Warn("the recording layer's round trip is not measured", "err", err)
+			e.Log.Warn("the recording layer's round trip is not measured", "err", err)
 		}
 	}
 	stopProbe := func() {
@@ -341,7 +304,7 @@ func serve(ctx context.Context, e *env, spec *recordSpec, ml net.Listener, paren
 	defer runtime.UnlockOSThread()
 	cmd, err := job.Start(job.Spec{
 		Argv: spec.Argv, Dir: jobDir, Env: job.EnvWithPWD(os.Environ(), spec.Dir),
-		Stdin: e.stdin, Stdout: e.stdout, Stderr: e.stderr,
+		Stdin: e.Stdin, Stdout: e.Stdout, Stderr: e.Stderr,
 		SysProcAttr: &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL},
 	})
 	if jobDir == "" {
@@ -359,9 +322,9 @@ func serve(ctx context.Context, e *env, spec *recordSpec, ml net.Listener, paren
 			code, err = se.Code, describeStartError(se)
 		}
 		if cerr := s.close(fmt.Sprintf("job not started (exit %d)", code)); cerr != nil {
-			_, _ = fmt.Fprintf(e.stderr, "iotap %s: %v\n", spec.Kind, cerr)
+			_, _ = fmt.Fprintf(e.Stderr, "iotap %s: %v\n", spec.Kind, cerr)
 		}
-		return &exitCodeError{code: code, err: err}
+		return &ExitError{Code: code, Err: err}
 	}
 	w := watchJob(e, cmd.Process, parentDied)
 	code, werr := job.Wait(cmd)
@@ -374,7 +337,7 @@ func serve(ctx context.Context, e *env, spec *recordSpec, ml net.Listener, paren
 	if w.stopping.Load() {
 		// iotap was told to stop: the job ends with it, and so do the processes the job left.
 		if n := job.KillDescendants(killWait); n > 0 {
-			_, _ = fmt.Fprintf(e.stderr, "iotap: ended what the job left running (%d processes)\n", n)
+			_, _ = fmt.Fprintf(e.Stderr, "iotap: ended what the job left running (%d processes)\n", n)
 		}
 	}
 	close(stopLive)
@@ -386,7 +349,7 @@ func serve(ctx context.Context, e *env, spec *recordSpec, ml net.Listener, paren
 	case code != 0:
 		// The job's failure is the outcome its caller acts on; a trace that could not be
 		// finished is printed, and is the outcome only when the job succeeded.
-		return &exitCodeError{code: code, err: cerr}
+		return &ExitError{Code: code, Err: cerr}
 	case cerr != nil:
 		return cerr
 	}
@@ -405,7 +368,7 @@ type jobWatch struct {
 // watchJob relays the signals job.Forward relays to p until stop. When parentDied is
 // closed, it ends the job's processes at once (SIGKILL), as the kernel does to the job's
 // command when this recorder dies.
-func watchJob(e *env, p *os.Process, parentDied <-chan struct{}) *jobWatch {
+func watchJob(e Env, p *os.Process, parentDied <-chan struct{}) *jobWatch {
 	w := &jobWatch{done: make(chan struct{}), exited: make(chan struct{})}
 	sigs := make(chan os.Signal, 8)
 	signal.Notify(sigs, job.Forwarded...)
@@ -419,7 +382,7 @@ func watchJob(e *env, p *os.Process, parentDied <-chan struct{}) *jobWatch {
 			case <-parentDied:
 				w.orphaned.Store(true)
 				w.stopping.Store(true)
-				_, _ = fmt.Fprintln(e.stderr, "iotap: iotap record died: ending the job")
+				_, _ = fmt.Fprintln(e.Stderr, "iotap: iotap record died: ending the job")
 				job.KillDescendants(killWait)
 				parentDied = nil
 			case <-w.done:

@@ -1,7 +1,7 @@
-// The recorder: record re-executes itself as a child that serves the layer and runs the job
-// (in place, in a mount namespace of its own, over the target there).
+// The recorder process: Record re-executes the program as a child that serves the layer and
+// runs the job (in place, in a mount namespace of its own, over the target there).
 
-package main
+package recorder
 
 import (
 	"context"
@@ -25,10 +25,11 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// recordChildCommand is the hidden subcommand `record` re-executes itself as, inside a new
-// mount namespace. Its spec arrives as JSON on fd 3, and with --metrics the listener bound
+// ChildCommand is the hidden subcommand Record re-executes the program as
+// (/proc/self/exe ChildCommand), inside a new mount namespace: the program must run
+// RunChild for it. Its plan arrives as JSON on fd 3, and with --metrics the listener bound
 // for them as fd 4.
-const recordChildCommand = "__record-child"
+const ChildCommand = "__record-child"
 
 // reexecRecorder runs this binary again as the hidden child command, the recorder: it
 // mounts the layer, serves it and runs the job as its own child. In place, the recorder has
@@ -44,11 +45,11 @@ const recordChildCommand = "__record-child"
 //     and takes down the mount and the trace as when the job ends;
 //   - the recorder killed: the job's command gets SIGKILL from the kernel (its
 //     Pdeathsig), and this process, the reaper of the orphans below it (job.Subreaper in
-//     runRecord), kills what is left of the job.
-func reexecRecorder(e *env, spec *recordSpec, ml net.Listener) error {
+//     Record), kills what is left of the job.
+func reexecRecorder(e Env, spec *plan, ml net.Listener) error {
 	data, err := json.Marshal(spec)
 	if err != nil {
-		return fmt.Errorf("encode recorder spec: %w", err)
+		return fmt.Errorf("encode recorder plan: %w", err)
 	}
 	var mf *os.File
 	if ml != nil {
@@ -62,9 +63,9 @@ func reexecRecorder(e *env, spec *recordSpec, ml net.Listener) error {
 		return fmt.Errorf("pipe: %w", err)
 	}
 	defer func() { _ = pr.Close() }()
-	cmd := exec.Command("/proc/self/exe", recordChildCommand)
+	cmd := exec.Command("/proc/self/exe", ChildCommand)
 	cmd.Env = lazyfree.ChildEnv(os.Environ()) // the child serves the mount
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = e.stdin, e.stdout, e.stderr
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = e.Stdin, e.Stdout, e.Stderr
 	cmd.ExtraFiles = []*os.File{pr}
 	if mf != nil {
 		cmd.ExtraFiles = append(cmd.ExtraFiles, mf)
@@ -102,7 +103,7 @@ func reexecRecorder(e *env, spec *recordSpec, ml net.Listener) error {
 	close(usr1)
 	stop()
 	if werr != nil && err == nil {
-		return fmt.Errorf("send recorder spec: %w", werr)
+		return fmt.Errorf("send recorder plan: %w", werr)
 	}
 	var ee *exec.ExitError
 	if err != nil && !errors.As(err, &ee) {
@@ -119,15 +120,15 @@ func reexecRecorder(e *env, spec *recordSpec, ml net.Listener) error {
 			// The view's server is gone: take its dead mount away (in place, it went with
 			// the recorder's mount namespace).
 			if m, ok, err := sysinfo.IsMountPoint(realOrSelf(spec.MountPoint)); err == nil && ok && isIotapMount(m) {
-				if err := unmountDir(e, realOrSelf(spec.MountPoint)); err != nil {
+				if err := unmountDir(e.Stderr, realOrSelf(spec.MountPoint)); err != nil {
 					msg += fmt.Sprintf("; %v", err)
 				}
 			}
 		}
-		return &exitCodeError{code: job.ExitCode(st), err: errors.New(msg)}
+		return &ExitError{Code: job.ExitCode(st), Err: errors.New(msg)}
 	}
 	if code := st.ExitCode(); code != 0 {
-		return &exitCodeError{code: code}
+		return &ExitError{Code: code}
 	}
 	return nil
 }
@@ -140,9 +141,11 @@ const parentDeathSignal = syscall.SIGUSR2
 // in the kernel (a hung network file system) dies only when its call returns.
 const killWait = 5 * time.Second
 
-// runRecordChild is the recorder, started by reexecRecorder (in a mount namespace of its
-// own when in place).
-func runRecordChild(ctx context.Context, e *env) error {
+// RunChild is the recorder, the program run as ChildCommand by Record (in a mount namespace
+// of its own when in place). It prints its errors on e.Stderr, naming the user's command,
+// and returns an *ExitError with the exit code to end with, or nil.
+func RunChild(ctx context.Context, e Env) error {
+	e.defaults()
 	// The iotap process that started the recorder dies: the job must not outlive it.
 	parent := os.Getppid()
 	deathSig := make(chan os.Signal, 1)
@@ -159,7 +162,7 @@ func runRecordChild(ctx context.Context, e *env) error {
 	// The job's processes that lose their parent stay below the recorder, where it finds
 	// them when it must end the job.
 	if err := job.Subreaper(); err != nil {
-		e.log.Warn("the job's orphaned processes cannot be followed", "err", err)
+		e.Log.Warn("the job's orphaned processes cannot be followed", "err", err)
 	}
 	// Re-executed as /proc/self/exe, this process is called "exe": name the thread that
 	// enters the job's directory and starts the job, so the trace attributes those few
@@ -167,29 +170,33 @@ func runRecordChild(ctx context.Context, e *env) error {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	_ = unix.Prctl(unix.PR_SET_NAME, uintptr(unsafe.Pointer(&[]byte("iotap\x00")[0])), 0, 0, 0)
-	f := os.NewFile(3, "spec")
+	fail := func(err error) error {
+		_, _ = fmt.Fprintf(e.Stderr, "iotap: recorder: %v\n", err)
+		return &ExitError{Code: exitError}
+	}
+	f := os.NewFile(3, "plan")
 	if f == nil {
-		return errors.New("internal command: no spec on fd 3")
+		return fail(errors.New("no plan on fd 3"))
 	}
 	data, err := io.ReadAll(f)
 	_ = f.Close()
 	if err != nil {
-		return fmt.Errorf("read spec: %w", err)
+		return fail(fmt.Errorf("read plan: %w", err))
 	}
-	spec := &recordSpec{}
+	spec := &plan{}
 	if err := json.Unmarshal(data, spec); err != nil {
-		return fmt.Errorf("decode spec: %w", err)
+		return fail(fmt.Errorf("decode plan: %w", err))
 	}
 	var ml net.Listener
 	if spec.Metrics != "" {
 		mf := os.NewFile(4, "metrics")
 		if mf == nil {
-			return errors.New("internal command: no metrics listener on fd 4")
+			return fail(errors.New("no metrics listener on fd 4"))
 		}
 		ml, err = net.FileListener(mf) // a descriptor of its own, close-on-exec
 		_ = mf.Close()
 		if err != nil {
-			return fmt.Errorf("metrics listener: %w", err)
+			return fail(fmt.Errorf("metrics listener: %w", err))
 		}
 	}
 	if spec.InPlace {
@@ -197,20 +204,20 @@ func runRecordChild(ctx context.Context, e *env) error {
 			if ml != nil {
 				_ = ml.Close()
 			}
-			_, _ = fmt.Fprintf(e.stderr, "iotap %s: %v\n", spec.Kind, err)
-			return &exitCodeError{code: exitError}
+			_, _ = fmt.Fprintf(e.Stderr, "iotap %s: %v\n", spec.Kind, err)
+			return &ExitError{Code: exitError}
 		}
 	}
 	err = serve(ctx, e, spec, ml, parentDied)
-	var ec *exitCodeError
+	var ec *ExitError
 	if err != nil && !errors.As(err, &ec) {
 		// Print with the user's command name, then exit quietly.
-		_, _ = fmt.Fprintf(e.stderr, "iotap %s: %v\n", spec.Kind, err)
-		return &exitCodeError{code: exitError}
+		_, _ = fmt.Fprintf(e.Stderr, "iotap %s: %v\n", spec.Kind, err)
+		return &ExitError{Code: exitError}
 	}
-	if ec != nil && ec.err != nil {
-		_, _ = fmt.Fprintf(e.stderr, "iotap %s: %v\n", spec.Kind, ec.err)
-		return &exitCodeError{code: ec.code}
+	if ec != nil && ec.Err != nil {
+		_, _ = fmt.Fprintf(e.Stderr, "iotap %s: %v\n", spec.Kind, ec.Err)
+		return &ExitError{Code: ec.Code}
 	}
 	return err
 }
