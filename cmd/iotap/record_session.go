@@ -143,7 +143,7 @@ func mountSession(e *env, spec *recordSpec, ml net.Listener) (*session, error) {
 		s.metrics.Register(metrics.Sources{WriterStats: w.Stats, InFlight: fuseInFlight(realMount)})
 	}
 	if s.legs != nil {
-		if err := s.legs.Watch(spec.MountPoint, os.Getpid()); err != nil {
+		if err := s.legs.Watch(spec.MountPoint, os.Getpid(), nil); err != nil {
 			e.log.Warn("the kernel's legs are not measured", "err", err)
 		}
 	}
@@ -163,7 +163,7 @@ func (s *session) openLegs(h *trace.Header, wo *trace.WriterOptions) error {
 		s.legsWhy = h.LegsNote
 		return nil
 	}
-	t, err := legs.Open(h.Origin)
+	t, err := legs.Open(legs.Options{Origin: h.Origin})
 	if err != nil {
 		if s.spec.Legs == "kernel" {
 			return fmt.Errorf("--legs kernel: %w", err)
