@@ -92,7 +92,7 @@ type FUSEOptions struct {
 	// Passthrough: kernel passthrough served the data of files opened through the layer
 	// (Header.Data says whether the kernel timed those reads and writes).
 	Passthrough bool
-	Writeback    bool // writeback cache on: writes arrive coalesced, from kernel threads
+	Writeback   bool // writeback cache on: writes arrive coalesced, from kernel threads
 }
 
 // Label is a free-form key=value pair attached to a trace.

@@ -183,4 +183,3 @@ func (f *ptFile) PassthroughFd() (int, bool) {
 	}
 	return f.fd, true
 }
-
