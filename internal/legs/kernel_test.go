@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/iotap/iotap/fusefs"
@@ -96,5 +97,62 @@ func TestPassthroughDataCalls(t *testing.T) {
 	}
 	if st := k.t.Stats(); st.Data != uint64(reads+writes) || st.Lost != 0 {
 		t.Errorf("kernel counted %+v, trace holds %d", st, reads+writes)
+	}
+}
+
+// TestPassthroughAsync runs fio at queue depth 16 with libaio and io_uring on O_DIRECT
+// through a passthrough mount: each of its reads reaches the trace once, timed from its
+// submission to its completion, and the calls overlap (the depth survives).
+func TestPassthroughAsync(t *testing.T) {
+	testenv.Programs(t, testenv.FUSE, "fio")
+	for _, engine := range []string{"libaio", "io_uring"} {
+		t.Run(engine, func(t *testing.T) {
+			k := mountKernel(t, fusefs.Options{})
+			const size, bs = 4 << 20, 4096
+			if err := os.WriteFile(filepath.Join(k.Orig, "f"), make([]byte, size), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			run(t, k.Mnt, "fio --name=qd --filename=f --rw=randread --bs=4k --size=4m --direct=1 --iodepth=16 --ioengine="+engine+" --output=/dev/null")
+			if err := k.t.Close(); err != nil {
+				t.Fatal(err)
+			}
+			seen := map[int64]int{}
+			var reads []trace.Event
+			for _, ev := range k.rec.Events() {
+				if ev.Op != trace.OpRead || !ev.Passthrough {
+					continue
+				}
+				reads = append(reads, ev)
+				seen[ev.Offset]++
+				if ev.Ret != bs || ev.Size != bs || ev.Dur <= 0 || ev.Offset%bs != 0 {
+					t.Errorf("read %+v", ev)
+				}
+			}
+			if len(reads) != size/bs || len(seen) != size/bs {
+				t.Errorf("%d reads of %d blocks, want %d", len(reads), len(seen), size/bs)
+			}
+			// The most reads in flight at once.
+			var depth, most int
+			var edges []int64
+			for _, ev := range reads {
+				edges = append(edges, ev.Start<<1|1, ev.End()<<1)
+			}
+			slices.Sort(edges)
+			for _, e := range edges {
+				if e&1 == 1 {
+					depth++
+				} else {
+					depth--
+				}
+				most = max(most, depth)
+			}
+			if most < 8 {
+				t.Errorf("at most %d reads in flight, want the job's depth (16)", most)
+			}
+			t.Logf("%d reads, at most %d in flight", len(reads), most)
+			if st := k.t.Stats(); st.Async != uint64(len(reads)) || st.Unseen != 0 || st.Lost != 0 {
+				t.Errorf("kernel counted %+v, trace holds %d", st, len(reads))
+			}
+		})
 	}
 }
