@@ -269,23 +269,27 @@ func (b *backing) stableAttr(st *syscall.Stat_t, x *unix.Statx_t) fs.StableAttr 
 	return fs.StableAttr{Mode: st.Mode, Gen: gen, Ino: (swapped ^ swappedRoot) ^ st.Ino}
 }
 
+// conv converts v to the type of its first argument.
+func conv[T, V ~int32 | ~int64 | ~uint32 | ~uint64](_ T, v V) T { return T(v) }
+
 // statFromStatx fills st from x like the go-fuse loopback does.
 func statFromStatx(x *unix.Statx_t, st *syscall.Stat_t) {
+	// Field types differ between architectures (Nlink and Blksize): convert to each.
 	*st = syscall.Stat_t{
-		Dev:     unix.Mkdev(x.Dev_major, x.Dev_minor),
-		Ino:     x.Ino,
-		Nlink:   uint64(x.Nlink),
-		Mode:    uint32(x.Mode),
-		Uid:     x.Uid,
-		Gid:     x.Gid,
-		Rdev:    unix.Mkdev(x.Rdev_major, x.Rdev_minor),
-		Size:    int64(x.Size),
-		Blksize: int64(x.Blksize),
-		Blocks:  int64(x.Blocks),
-		Atim:    syscall.Timespec{Sec: x.Atime.Sec, Nsec: int64(x.Atime.Nsec)},
-		Mtim:    syscall.Timespec{Sec: x.Mtime.Sec, Nsec: int64(x.Mtime.Nsec)},
-		Ctim:    syscall.Timespec{Sec: x.Ctime.Sec, Nsec: int64(x.Ctime.Nsec)},
+		Dev:  unix.Mkdev(x.Dev_major, x.Dev_minor),
+		Ino:  x.Ino,
+		Mode: uint32(x.Mode),
+		Uid:  x.Uid,
+		Gid:  x.Gid,
+		Rdev: unix.Mkdev(x.Rdev_major, x.Rdev_minor),
+		Size: int64(x.Size),
+		Atim: syscall.Timespec{Sec: x.Atime.Sec, Nsec: int64(x.Atime.Nsec)},
+		Mtim: syscall.Timespec{Sec: x.Mtime.Sec, Nsec: int64(x.Mtime.Nsec)},
+		Ctim: syscall.Timespec{Sec: x.Ctime.Sec, Nsec: int64(x.Ctime.Nsec)},
 	}
+	st.Nlink = conv(st.Nlink, x.Nlink)
+	st.Blksize = conv(st.Blksize, x.Blksize)
+	st.Blocks = int64(x.Blocks)
 }
 
 var _ fs.NodeCopyFileRanger = (*node)(nil)
