@@ -176,7 +176,7 @@ func TestSyscallNames(t *testing.T) {
 // the replay engine is Linux-only).
 func TestReportBuildsEverywhere(t *testing.T) {
 	for _, goos := range []string{"darwin", "windows"} {
-		cmd := exec.Command("go", "list", "-deps", ".", "../../trace/fold", "../../trace/stats")
+		cmd := exec.Command("go", "list", "-deps", ".", "../trace/fold", "../trace/stats")
 		cmd.Env = append(cmd.Environ(), "GOOS="+goos)
 		out, err := cmd.Output()
 		if err != nil {
