@@ -31,6 +31,8 @@ type Server struct {
 
 	kdev uint32 // kernel device number of the mount: the fusectl connection name
 
+	passthrough *loopback.Passthrough // with Options.Passthrough, else nil
+
 	mu        sync.Mutex // guards unmounted
 	unmounted bool
 }
@@ -81,12 +83,16 @@ func Mount(mountpoint, rootDir string, rec Recorder, o Options) (*Server, error)
 	}
 	fo := o.fsOptions()
 	fo.DirectMountFlags = mountFlags(dir)
-	raw, err := loopback.New("/proc/self/fd/"+strconv.Itoa(rootFd), rootFd, o.loopbackOptions(times), fo)
+	lo := o.loopbackOptions(times)
+	if o.Passthrough {
+		lo.Passthrough = new(loopback.Passthrough)
+	}
+	raw, err := loopback.New("/proc/self/fd/"+strconv.Itoa(rootFd), rootFd, lo, fo)
 	if err != nil {
 		_ = unix.Close(rootFd)
 		return nil, fmt.Errorf("fusefs: target %s: %w", dir, err)
 	}
-	s := &Server{rootFd: rootFd, mountpoint: mnt}
+	s := &Server{rootFd: rootFd, mountpoint: mnt, passthrough: lo.Passthrough}
 	if rec != nil {
 		s.tracer = newTracer(raw, rec, o)
 		if err := s.tracer.startConn(); err != nil && o.Logger != nil {

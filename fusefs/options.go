@@ -73,6 +73,14 @@ type Options struct {
 	// itself has a long tail, a request preempted mid-way, which a sample of one operation
 	// magnifies): three more clock reads and two atomic adds per request.
 	CostByOp bool
+	// Passthrough lets kernel FUSE passthrough serve the reads and writes of open regular
+	// files from their backing files, in the application's thread, without the layer: the
+	// layer then neither serves nor records them (a recorder times them in the kernel,
+	// package legs, and hands them to Server.KernelCall). It needs root and a kernel with
+	// FUSE passthrough, and Cache CacheNone (passthrough excludes write-back caching). An
+	// open whose backing file the kernel refuses, or a set-ID file, is served and recorded
+	// by the layer with direct I/O (Server.Passthrough counts them).
+	Passthrough bool
 	// ProbeName is a name in the mount's root (one the backend does not hold) whose
 	// lookups the layer answers itself with ENOENT, unrecorded, timing its own handling
 	// (Server.Probes): a process outside the job times lookups of it to measure the
@@ -87,6 +95,9 @@ func (o Options) withDefaults() (Options, error) {
 	case CacheNone, CacheKernel:
 	default:
 		return o, fmt.Errorf("fusefs: unknown cache mode %q (want %q or %q)", o.Cache, CacheNone, CacheKernel)
+	}
+	if o.Passthrough && o.Cache != CacheNone {
+		return o, fmt.Errorf("fusefs: kernel passthrough needs cache mode %q (cache %q caches writes in the kernel, which passthrough excludes)", CacheNone, o.Cache)
 	}
 	if o.MaxWrite <= 0 {
 		o.MaxWrite = DefaultMaxWrite
@@ -119,7 +130,7 @@ func (o Options) TraceOptions() trace.FUSEOptions {
 		EntryTimeout: o.timeout(),
 		AttrTimeout:  o.timeout(),
 		DirectIO:     o.Cache == CacheNone,
-		Passthrough:  false,
+		Passthrough:  o.Passthrough,
 		Writeback:    o.Cache == CacheKernel,
 	}
 }
@@ -139,7 +150,7 @@ func (o Options) fsOptions() *fs.Options {
 		Debug:               o.Debug,
 		EnableLocks:         true,
 		DirectMount:         os.Geteuid() == 0,
-		// Kernel passthrough would let reads and writes bypass the layer.
+		// Kernel passthrough lets reads and writes bypass the layer: only when asked for.
 		DisabledCapabilities: fuse.CAP_PASSTHROUGH,
 		// The server drops set-user-ID and set-group-ID bits where the kernel says so
 		// (package loopback), and the kernel does not ask for security.capability before
@@ -148,6 +159,12 @@ func (o Options) fsOptions() *fs.Options {
 	}
 	if o.AllowOther {
 		mo.Options = append(mo.Options, "default_permissions")
+	}
+	if o.Passthrough {
+		mo.DisabledCapabilities &^= fuse.CAP_PASSTHROUGH
+		// A backing file may itself be on a stacked file system (overlayfs, or another
+		// FUSE mount with passthrough): the kernel's limit, FILESYSTEM_MAX_STACK_DEPTH.
+		mo.MaxStackDepth = maxStackDepth
 	}
 	switch o.Cache {
 	case CacheNone:
@@ -175,6 +192,11 @@ func (o Options) fsOptions() *fs.Options {
 		NegativeTimeout: &neg,
 	}
 }
+
+// maxStackDepth is the kernel's FILESYSTEM_MAX_STACK_DEPTH: with it, the kernel passes
+// through backing files of file systems stacked once (overlayfs, FUSE with passthrough),
+// and nothing stacks on the layer itself.
+const maxStackDepth = 2
 
 // asyncDIO lets the kernel keep an application's asynchronous direct I/O asynchronous
 // (FUSE_ASYNC_DIO): io_uring and libaio requests on O_DIRECT files reach the layer as

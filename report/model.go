@@ -38,6 +38,14 @@ type Report struct {
 	Stragglers []string `json:"stragglers,omitempty"`
 }
 
+// PassthroughFiles is trace.PassthroughStats as reports show it.
+type PassthroughFiles struct {
+	Opens      uint64 `json:"opens"`       // opens whose reads and writes the kernel served and timed
+	LayerOpens uint64 `json:"layer_opens"` // opens whose data went through the layer instead
+	Refused    string `json:"refused,omitempty"`
+	Lost       uint64 `json:"lost,omitempty"` // calls the kernel timed but had no room to record
+}
+
 // Trace holds the header facts that change how the numbers must be read.
 type Trace struct {
 	File         string            `json:"file"`
@@ -50,7 +58,15 @@ type Trace struct {
 	FUSE         FUSE              `json:"fuse"`
 	Cache        string            `json:"cache"` // fidelity mode: "none", "kernel", "" (no FUSE layer)
 	Passthrough  bool              `json:"passthrough,omitempty"`
-	Writeback    bool              `json:"writeback,omitempty"`
+	// Data is how reads and writes were recorded (trace.Header.Data): "kernel" when kernel
+	// passthrough served them and the kernel timed each call in the application's thread,
+	// "layer" or "" when the layer served them; DataNote says why not "kernel".
+	Data     string `json:"data,omitempty"`
+	DataNote string `json:"data_note,omitempty"`
+	// PassthroughFiles counts the opens the kernel served through passthrough and those
+	// the layer served instead, with the kernel's first refusal (a "kernel" recording).
+	PassthroughFiles *PassthroughFiles `json:"passthrough_files,omitempty"`
+	Writeback        bool              `json:"writeback,omitempty"`
 	Command      []string          `json:"command,omitempty"`
 	Labels       map[string]string `json:"labels,omitempty"`
 	Events       uint64            `json:"events"`
@@ -535,6 +551,11 @@ func traceInfo(s *stats.Source) Trace {
 	if f := s.Footer; f != nil {
 		t.Lost, t.WriteError = f.Lost, f.WriteError
 	}
+	t.Data, t.DataNote = h.Data, h.DataNote
+	if f := s.Footer; f != nil && h.Data == trace.DataKernel {
+		p := f.Passthrough
+		t.PassthroughFiles = &PassthroughFiles{Opens: p.Opens, LayerOpens: p.LayerOpens, Refused: p.Refused, Lost: p.Lost}
+	}
 	t.Prediction = tracePrediction(s.Footer)
 	t.Target.FSName = fsName(&t)
 	t.Client, t.Iotap, t.OtherClients = traceUse(s)
@@ -590,8 +611,13 @@ func warnings(r *Report) []string {
 		} else if !t.Complete {
 			w = append(w, fmt.Sprintf("%s: no footer: the recorder did not close the trace cleanly", t.File))
 		}
-		if t.Passthrough {
+		switch {
+		case t.Passthrough && t.Data != trace.DataKernel:
 			w = append(w, fmt.Sprintf("%s: kernel passthrough was on: reads and writes were NOT seen", t.File))
+		case t.PassthroughFiles != nil && t.PassthroughFiles.LayerOpens > 0:
+			p := t.PassthroughFiles
+			w = append(w, fmt.Sprintf("%s: %d of %d opens went through the layer, not kernel passthrough (%s): their reads and writes include FUSE round trips",
+				t.File, p.LayerOpens, p.Opens+p.LayerOpens, orDash(p.Refused)))
 		}
 		if t.Cache == "kernel" {
 			w = append(w, fmt.Sprintf("%s: cache=kernel: the page cache absorbed part of the I/O; the trace shows what reached the storage, not every application call", t.File))

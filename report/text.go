@@ -9,6 +9,7 @@ import (
 
 	"github.com/iotap/iotap/internal/format"
 	"github.com/iotap/iotap/internal/termsafe"
+	"github.com/iotap/iotap/trace"
 )
 
 // maxTextIntervals bounds the interval rows printed in text form.
@@ -78,6 +79,9 @@ func writeTraces(b *strings.Builder, r *Report) {
 		}
 		if tr.Passthrough {
 			cache += "+passthrough"
+		}
+		if tr.Data == trace.DataKernel {
+			cache += " (data timed by the kernel)"
 		}
 		t.add(tr.File, orDash(tr.Host), orDash(tr.Kind), orDash(tr.Target.FSName), orDash(tr.Target.Path), cache,
 			format.Count(tr.Events), format.Count(tr.Dropped), status)

@@ -4,8 +4,8 @@
 // A trace holds a header (how and where it was made), one Event per filesystem operation,
 // side tables that events refer to by id (paths, processes, files first seen), resource
 // samples of the storage client and of iotap itself, and a footer written when the writer
-// closes cleanly. This comment specifies format version 4 byte by byte so that other
-// programs can read and write traces, and how versions 1 to 3 differ from it (see
+// closes cleanly. This comment specifies format version 5 byte by byte so that other
+// programs can read and write traces, and how versions 1 to 4 differ from it (see
 // "Versions").
 //
 // # Conventions
@@ -28,11 +28,11 @@
 //
 //	offset  size  field
 //	0       8     magic: 0x89 'i' 'o' 't' 'a' 'p' '\r' '\n'
-//	8       2     format version, uint16 (4; 1 to 3 in older files)
+//	8       2     format version, uint16 (5; 1 to 4 in older files)
 //	10      2     reserved, 0
 //
 // A file whose first bytes differ from the magic is not a trace (ErrNotTrace). A reader
-// rejects versions it does not know (ErrVersion); this package reads versions 1 to 4. An
+// rejects versions it does not know (ErrVersion); this package reads versions 1 to 5. An
 // empty file, or one that ends before the header chunk is complete, gives ErrEmpty.
 //
 // # Chunk frame
@@ -81,7 +81,10 @@
 // DirectIO, bit 1 Passthrough, bit 2 Writeback); Command: uvarint count, then that many
 // strings; Labels: uvarint count, then that many pairs of strings (key, value); then, in
 // version 4, Legs and LegsNote strings (how the FUSE legs outside the recording layer were
-// measured: "kernel", "probe" or ""; and why not by the kernel).
+// measured: "kernel", "probe" or ""; and why not by the kernel); then, in version 5, Data
+// and DataNote strings (how the reads and writes of files were recorded: "kernel" when
+// kernel passthrough served them and the kernel timed them, "layer" or ""; and why not
+// "kernel").
 // Header.Version is the preamble's version. Bytes after the last field are ignored, so a
 // later writer of the same version may append fields.
 //
@@ -102,8 +105,11 @@
 // says how it attributed threads: flags uvarint (bit 0: Connector), Late uvarint and
 // Missing uvarint (see LayerCost). Then, when the kernel's view of requests was measured
 // or a prediction follows: Legs.Filled, Legs.Missing and Legs.Lost uvarints (see
-// LegStats). Then, in a replay's trace: Prediction's ten fields as varints (ns), in the
-// order of the struct. Bytes after the last field are ignored.
+// LegStats). Then, in a replay's trace or when passthrough counts follow: Prediction's ten
+// fields as varints (ns), in the order of the struct (zeros in a recording). Then, in a
+// recording that used kernel passthrough: Passthrough.Opens, LayerOpens, Calls, Async,
+// Unseen and Lost uvarints and Refused string (see PassthroughStats). Bytes after the
+// last field are ignored.
 //
 // # Side tables
 //
@@ -216,8 +222,9 @@
 //	Offset2  varint, not predicted (version 2 and later)
 //	Unique   varint: Unique[i] - Unique[i-1], with Unique[-1] = 0 (version 4, as all below)
 //	Legs     uvarint of bits: 1 Queued and Done, 2 CallStart and CallNr, 4 CallEnd, 8
-//	         RunDelay, 16 WokenAt and Waker; bits 2 and 4 need bit 1, bits 8 and 16 need
-//	         bit 2, other bits are corrupt
+//	         RunDelay, 16 WokenAt and Waker, 32 Passthrough (version 5: a read or write
+//	         kernel passthrough served, timed by the kernel; Queued..Done is the call);
+//	         bits 2, 4 and 32 need bit 1, bits 8 and 16 need bit 2, other bits are corrupt
 //	Queued   varint: Start - Queued (0 without bit 1)
 //	Done     varint: Done - (Start + Dur) (0 without bit 1)
 //	CallStart  varint: Queued - CallStart (0 without bit 2)
@@ -249,6 +256,9 @@
 //
 // # Versions
 //
+// Version 5 differs from version 4 in the legs column of the events payload, which may
+// carry bit 32 (Passthrough), and in the header's Data and DataNote; reading an older file
+// leaves them zero.
 // Version 4 differs from version 3 in the events payload, which adds the ten columns
 // from Unique on (the kernel's view of each request), and in the header's Legs and
 // LegsNote; reading an older file leaves them zero. Version 3 differs from version 2
@@ -256,7 +266,7 @@
 // adds the Offset2 column (copy_file_range's output offset). Reading a version-1 file
 // leaves Event.Offset2 at 0; reading a version-1 or 2 file gives no samples; everything
 // else reads the same. The preamble's version applies to every chunk of the file. Writers
-// in this package write version 4 only.
+// in this package write version 5 only.
 //
 // # Crash semantics
 //

@@ -165,6 +165,8 @@ func appendHeader(dst []byte, h *Header) []byte {
 	}
 	dst = appendString(dst, h.Legs)
 	dst = appendString(dst, h.LegsNote)
+	dst = appendString(dst, h.Data)
+	dst = appendString(dst, h.DataNote)
 	return dst
 }
 
@@ -205,6 +207,10 @@ func decodeHeader(b []byte, h *Header) error {
 		h.Legs = d.strMax(MaxName)
 		h.LegsNote = d.strMax(MaxName)
 	}
+	if len(d.b) > 0 { // version 5
+		h.Data = d.strMax(MaxName)
+		h.DataNote = d.strMax(MaxName)
+	}
 	// Trailing bytes are fields added by later writers of the same version: ignored.
 	return d.err
 }
@@ -230,7 +236,8 @@ func appendFooter(dst []byte, f *Footer) []byte {
 	dst = binary.AppendUvarint(dst, f.Layer.Threads)
 	dst = binary.AppendVarint(dst, int64(f.Layer.Resolve))
 	rt := f.RoundTrip != RoundTrip{}
-	pred := f.Prediction != Prediction{}
+	pt := f.Passthrough != PassthroughStats{}
+	pred := f.Prediction != Prediction{} || pt
 	legs := f.Legs != LegStats{} || pred
 	attr := f.Layer.Connector || f.Layer.Late != 0 || f.Layer.Missing != 0 || legs
 	if f.Lost != 0 || f.WriteError != "" || rt || attr {
@@ -261,6 +268,13 @@ func appendFooter(dst []byte, f *Footer) []byte {
 		for _, v := range [...]int64{p.Runtime, p.RuntimeLow, p.RuntimeHigh, p.IO, p.IOLow, p.IOHigh, p.Native, p.Anchored, p.AnchoredLow, p.AnchoredHigh} {
 			dst = binary.AppendVarint(dst, v)
 		}
+	}
+	if pt {
+		p := &f.Passthrough
+		for _, v := range [...]uint64{p.Opens, p.LayerOpens, p.Calls, p.Async, p.Unseen, p.Lost} {
+			dst = binary.AppendUvarint(dst, v)
+		}
+		dst = appendString(dst, p.Refused)
 	}
 	return dst
 }
@@ -311,6 +325,13 @@ func decodeFooter(b []byte, f *Footer) error {
 		for _, v := range [...]*int64{&p.Runtime, &p.RuntimeLow, &p.RuntimeHigh, &p.IO, &p.IOLow, &p.IOHigh, &p.Native, &p.Anchored, &p.AnchoredLow, &p.AnchoredHigh} {
 			*v = d.varint()
 		}
+	}
+	if len(d.b) > 0 { // kernel passthrough, absent from traces that did not use it
+		p := &f.Passthrough
+		for _, v := range [...]*uint64{&p.Opens, &p.LayerOpens, &p.Calls, &p.Async, &p.Unseen, &p.Lost} {
+			*v = d.uvarint()
+		}
+		p.Refused = d.strMax(MaxName)
 	}
 	return d.err
 }
@@ -525,6 +546,7 @@ const (
 	legsReturn = 1 << 2 // CallEnd
 	legsDelay  = 1 << 3 // RunDelay
 	legsWoken  = 1 << 4 // WokenAt and Waker
+	legsKernel = 1 << 5 // Passthrough (version 5)
 )
 
 // legBits returns the legs column's value for e.
@@ -543,6 +565,9 @@ func legBits(e *Event) uint64 {
 		}
 		if e.CallStart != 0 && e.WokenAt != 0 {
 			b |= legsWoken
+		}
+		if e.Passthrough {
+			b |= legsKernel
 		}
 	}
 	return b
@@ -743,7 +768,7 @@ func unzig(u uint64) int64 { return int64(u>>1) ^ -int64(u&1) }
 
 // decodeLegs decodes the version-4 columns into evs (whose Start and Dur are set), with c
 // as scratch space, and returns the rest of b.
-func decodeLegs(b []byte, evs []Event, c []uint64) ([]byte, error) {
+func decodeLegs(b []byte, version uint16, evs []Event, c []uint64) ([]byte, error) {
 	var err error
 	if b, err = uvarints(b, c); err != nil {
 		return nil, err
@@ -756,8 +781,12 @@ func decodeLegs(b []byte, evs []Event, c []uint64) ([]byte, error) {
 	if b, err = uvarints(b, c); err != nil {
 		return nil, err
 	}
+	known := uint64(legsQueued | legsCall | legsReturn | legsDelay | legsWoken)
+	if version >= Version5 {
+		known |= legsKernel
+	}
 	for i, v := range c {
-		if v > legsQueued|legsCall|legsReturn|legsDelay|legsWoken || v&(legsCall|legsReturn) != 0 && v&legsQueued == 0 ||
+		if v&^known != 0 || v&(legsCall|legsReturn|legsKernel) != 0 && v&legsQueued == 0 ||
 			v&(legsDelay|legsWoken) != 0 && v&legsCall == 0 {
 			return nil, fmt.Errorf("event %d: legs bits %#x", i, v)
 		}
@@ -828,6 +857,7 @@ func decodeLegs(b []byte, evs []Event, c []uint64) ([]byte, error) {
 		e := &evs[i]
 		bits, nr := e.CallNr, e.Waker
 		e.CallNr, e.Waker = 0, 0
+		e.Passthrough = bits&legsKernel != 0
 		if bits&legsCall != 0 {
 			e.CallNr = uint16(nr)
 		}
@@ -1022,7 +1052,7 @@ func decodeEvents(b []byte, version uint16, evs []Event, col *[]uint64, pred *of
 		}
 	}
 	if version >= Version4 {
-		if b, err = decodeLegs(b, evs, c); err != nil {
+		if b, err = decodeLegs(b, version, evs, c); err != nil {
 			return fail()
 		}
 	}

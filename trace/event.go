@@ -225,6 +225,12 @@ type Event struct {
 	Errno   uint16 // 0 on success, else the positive errno returned to the caller
 	CallNr  uint16 // the number of the system call CallStart names (Linux, the recorder's architecture)
 	Op      Op
+	// Passthrough: a read or write that kernel FUSE passthrough served from the backing
+	// file without the layer, timed by the kernel in the application's thread from the
+	// system call's entry to its return (an asynchronous one from its submission to its
+	// completion). It has no FUSE request (Unique 0); Queued..Done is the call itself, so
+	// no FUSE leg is added to it.
+	Passthrough bool
 }
 
 // ThinkRunDelay returns how long the calling thread waited for a CPU before this call

@@ -30,9 +30,13 @@ var goldenV2Path = filepath.Join("..", "testdata", "trace", "v2-small.iotap")
 // readable by every later version of this package and is never regenerated.
 var goldenV3Path = filepath.Join("..", "testdata", "trace", "v3-small.iotap")
 
-// goldenV4Path is the committed version-4 trace (go test ./trace -run TestGoldenV4 -update
-// rewrites it while the Writer writes version 4).
+// goldenV4Path is the committed version-4 trace. Like the earlier files, it must stay
+// readable by every later version of this package and is never regenerated.
 var goldenV4Path = filepath.Join("..", "testdata", "trace", "v4-small.iotap")
+
+// goldenV5Path is the committed version-5 trace (go test ./trace -run TestGoldenV5 -update
+// rewrites it while the Writer writes version 5).
+var goldenV5Path = filepath.Join("..", "testdata", "trace", "v5-small.iotap")
 
 // goldenSamples are the resource series of the version-3 and later golden traces: an s3fs client
 // whose memory grows and shrinks, and the recorder.
@@ -59,6 +63,9 @@ func goldenContent(version uint16) (Header, []PathRecord, []Process, []File, []E
 	h.Version = version
 	if version >= Version4 {
 		h.Legs = LegsKernel
+	}
+	if version >= Version5 {
+		h.Data, h.DataNote = DataKernel, ""
 	}
 	paths := []PathRecord{
 		{ID: 1},
@@ -139,6 +146,24 @@ func goldenContent(version uint16) (Header, []PathRecord, []Process, []File, []E
 		add(Event{Op: OpRelease, Path: 9, Node: 7, Handle: 5})
 		add(Event{Op: OpRelease, Path: 3, Node: 3, Handle: 4})
 	}
+	if version >= Version5 {
+		// Reads and writes kernel passthrough served: no request, the call is the event.
+		pass := func(e Event) {
+			t += 700
+			e.Start, e.Dur = t, 2_500
+			t += e.Dur
+			e.Pid, e.Uid, e.Gid, e.Passthrough = 100, 1000, 100, true
+			e.Queued, e.Done, e.CallStart, e.CallEnd = e.Start, e.End(), e.Start, e.End()
+			e.RunDelay = 3
+			evs = append(evs, e)
+		}
+		add(Event{Op: OpOpen, Path: 3, Node: 3, Handle: 6, Flags: syscall.O_RDONLY})
+		for i := range 3 {
+			pass(Event{Op: OpRead, Path: 3, Node: 3, Handle: 6, Offset: int64(i) * 4096, Size: 4096, Ret: 4096, Tid: 100, CallNr: 0})
+		}
+		pass(Event{Op: OpRead, Path: 3, Node: 3, Handle: 6, Offset: 1 << 40, Size: 4096, Errno: uint16(syscall.EINVAL), Tid: 101, CallNr: 17})
+		add(Event{Op: OpRelease, Path: 3, Node: 3, Handle: 6})
+	}
 	return h, paths, procs, files, evs
 }
 
@@ -202,27 +227,48 @@ func TestGoldenV3(t *testing.T) {
 }
 
 // TestGoldenV4 reads the committed version-4 trace, whose events carry the kernel's view
-// of each request. -update rewrites it.
+// of each request.
 func TestGoldenV4(t *testing.T) {
-	if *update {
-		if writeVersion != Version4 {
-			t.Fatalf("the Writer writes version %d: add a golden file for it instead", writeVersion)
-		}
-		var buf bytes.Buffer
-		if err := writeGolden(&buf); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(goldenV4Path, buf.Bytes(), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		t.Logf("wrote %s (%d bytes)", goldenV4Path, buf.Len())
-	}
 	got := checkGolden(t, goldenV4Path, Version4)
 	checkOffset2(t, got)
 	for _, e := range got {
 		if e.Unique == 0 || e.Queued == 0 || e.CallEnd == 0 || e.RunDelay == 0 {
 			t.Errorf("version-4 event without the kernel's view: %+v", e)
 		}
+	}
+}
+
+// TestGoldenV5 reads the committed version-5 trace, which holds reads kernel passthrough
+// served. -update rewrites it.
+func TestGoldenV5(t *testing.T) {
+	if *update {
+		if writeVersion != Version5 {
+			t.Fatalf("the Writer writes version %d: add a golden file for it instead", writeVersion)
+		}
+		var buf bytes.Buffer
+		if err := writeGolden(&buf); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(goldenV5Path, buf.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("wrote %s (%d bytes)", goldenV5Path, buf.Len())
+	}
+	got := checkGolden(t, goldenV5Path, Version5)
+	checkOffset2(t, got)
+	var pass int
+	for _, e := range got {
+		if e.Passthrough {
+			pass++
+			if e.Unique != 0 || e.Queued != e.Start || e.CallEnd != e.End() {
+				t.Errorf("passthrough event %+v", e)
+			}
+		} else if e.Unique == 0 || e.Queued == 0 || e.CallEnd == 0 || e.RunDelay == 0 {
+			t.Errorf("version-5 event without the kernel's view: %+v", e)
+		}
+	}
+	if pass != 4 {
+		t.Errorf("%d passthrough events, want 4", pass)
 	}
 }
 
@@ -297,8 +343,14 @@ func checkGolden(t *testing.T, path string, version uint16) []Event {
 	if f.Events != uint64(len(want)) || f.Errors != 1 || f.Dropped != 0 || f.Chunks != chunks || f.WallClose.IsZero() {
 		t.Errorf("footer %+v", f)
 	}
-	if f.OpCounts[OpRead] != 4 || f.OpCounts[OpLookup] != 3 || f.OpCounts[OpWrite] != 2 {
-		t.Errorf("op counts %v", f.OpCounts)
+	var counts [NumOps]uint64
+	for _, e := range want {
+		counts[e.Op]++
+	}
+	for _, op := range []Op{OpRead, OpLookup, OpWrite, OpOpen} {
+		if f.OpCounts[op] != counts[op] || counts[op] == 0 {
+			t.Errorf("op counts %v, want %v", f.OpCounts, counts)
+		}
 	}
 	if time.Duration(f.End) <= 0 {
 		t.Errorf("footer end %d", f.End)

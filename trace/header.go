@@ -6,7 +6,7 @@ import "time"
 // file, and every report shows the parts that change how its numbers must be read (the
 // fidelity mode above all).
 type Header struct {
-	Version   uint16    // format version; Version4 for files written by this package
+	Version   uint16    // format version; Version5 for files written by this package
 	Kind      string    // "record" (traced through the FUSE layer) or "replay"
 	WallStart time.Time // wall-clock time (UTC) at Origin
 	// Origin is the monotonic reading (ns, CLOCK_MONOTONIC) that event Start times count
@@ -27,7 +27,21 @@ type Header struct {
 	// traces before version 4). LegsNote says why the kernel's were not measured.
 	Legs     string
 	LegsNote string
+	// Data says how the reads and writes of files were recorded: DataKernel (kernel FUSE
+	// passthrough served the files' data from the backing files, and the kernel timed each
+	// call in the application's thread: Event.Passthrough; a file the kernel refused to pass
+	// through was served and timed by the layer, see Footer.Passthrough), DataLayer (every
+	// read and write went through the layer), or "" (replays, and traces before version 5,
+	// whose data went through the layer). DataNote says why not DataKernel.
+	Data     string
+	DataNote string
 }
+
+// Values of Header.Data.
+const (
+	DataKernel = "kernel"
+	DataLayer  = "layer"
+)
 
 // Values of Header.Legs.
 const (
@@ -35,7 +49,7 @@ const (
 	LegsProbe  = "probe"
 )
 
-// Format versions. This package writes Version4 and reads all four.
+// Format versions. This package writes Version5 and reads all five.
 const (
 	// Version1 is the first format: its events have no Offset2 (it reads as 0).
 	Version1 uint16 = 1
@@ -47,10 +61,14 @@ const (
 	// Version4 adds the kernel's view of each request to events chunks (Unique, Queued,
 	// Done, CallStart, CallEnd, CallNr) and Legs, LegsNote to the header.
 	Version4 uint16 = 4
+	// Version5 adds the Passthrough bit to the legs column of events chunks (a read or
+	// write kernel passthrough served and the kernel timed) and Data, DataNote to the
+	// header.
+	Version5 uint16 = 5
 )
 
 // writeVersion is the format version the Writer writes.
-const writeVersion = Version4
+const writeVersion = Version5
 
 // Target is the traced (or replayed-onto) directory as /proc/self/mountinfo described it.
 type Target struct {
@@ -71,8 +89,10 @@ type FUSEOptions struct {
 	EntryTimeout time.Duration
 	AttrTimeout  time.Duration
 	DirectIO     bool
-	Passthrough  bool // kernel passthrough on: reads and writes were NOT seen
-	Writeback    bool // writeback cache on: writes arrive coalesced, from kernel threads
+	// Passthrough: kernel passthrough served the data of files opened through the layer
+	// (Header.Data says whether the kernel timed those reads and writes).
+	Passthrough bool
+	Writeback   bool // writeback cache on: writes arrive coalesced, from kernel threads
 }
 
 // Label is a free-form key=value pair attached to a trace.
@@ -127,6 +147,24 @@ type Footer struct {
 	// Prediction is, in a replay's trace, what the replay predicted for the job on its
 	// target; zero in recordings and older traces.
 	Prediction Prediction
+
+	// Passthrough counts, in a recording whose data went through kernel passthrough
+	// (Header.Data DataKernel), the files it served and those it did not; zero otherwise.
+	Passthrough PassthroughStats
+}
+
+// PassthroughStats describes a recording's use of kernel passthrough.
+type PassthroughStats struct {
+	// Opens is the opens of files whose reads and writes the kernel served from the
+	// backing file; LayerOpens the opens whose data went through the layer because the
+	// kernel refused the backing file (Refused names its first reason).
+	Opens, LayerOpens uint64
+	Refused           string
+	// Calls and Async count the reads and writes the kernel timed (synchronous, and
+	// libaio or io_uring ones); Unseen the asynchronous submissions to such files that
+	// could not be timed (registered io_uring files), Lost the calls whose record the
+	// kernel had no room for (counted in Dropped too).
+	Calls, Async, Unseen, Lost uint64
 }
 
 // Prediction is a think-mode replay's prediction for the job on its target, each figure

@@ -46,8 +46,8 @@ func TestLegsRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if v := r.Header().Version; v != Version4 {
-		t.Fatalf("version %d, want %d", v, Version4)
+	if v := r.Header().Version; v != writeVersion {
+		t.Fatalf("version %d, want %d", v, writeVersion)
 	}
 	got := readAll(t, r)
 	if len(got) != len(want) {

@@ -144,8 +144,8 @@ func NewReader(rd io.Reader) (*Reader, error) {
 		return nil, fmt.Errorf("%w: cut short in the preamble", ErrEmpty)
 	}
 	v := binary.LittleEndian.Uint16(pre[len(magic):])
-	if v < Version1 || v > Version4 {
-		return nil, fmt.Errorf("%w %d (this build reads versions %d to %d)", ErrVersion, v, Version1, Version4)
+	if v < Version1 || v > Version5 {
+		return nil, fmt.Errorf("%w %d (this build reads versions %d to %d)", ErrVersion, v, Version1, Version5)
 	}
 	_, _ = r.br.Discard(preambleSize) // cannot fail: Peek returned these bytes
 	r.off = int64(preambleSize)

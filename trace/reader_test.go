@@ -55,8 +55,8 @@ func rawChunk(t ChunkType, payload []byte) []byte {
 func TestOpenErrors(t *testing.T) {
 	dir := t.TempDir()
 	good := smallTrace(t, 10, 100)
-	v5 := bytes.Clone(good)
-	v5[8] = 5
+	v6 := bytes.Clone(good)
+	v6[8] = 6
 	for _, tc := range []struct {
 		name    string
 		data    []byte
@@ -67,7 +67,7 @@ func TestOpenErrors(t *testing.T) {
 		{"text", []byte("hello world, this is not a trace\n"), ErrNotTrace, "not an iotap trace"},
 		{"one-byte", []byte("x"), ErrNotTrace, "not an iotap trace"},
 		{"magic-prefix", []byte(magic[:5]), ErrEmpty, "preamble"},
-		{"version", v5, ErrVersion, "unsupported format version 5"},
+		{"version", v6, ErrVersion, "unsupported format version 6"},
 		{"preamble-only", good[:preambleSize], ErrEmpty, "no header"},
 		{"header-cut", good[:preambleSize+frameSize+3], ErrEmpty, "header chunk cut short"},
 		{"events-first", append(appendPreamble(nil, 1), rawChunk(ChunkEvents, []byte{0})...), ErrCorrupt, "first chunk is not the header"},

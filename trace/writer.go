@@ -226,7 +226,7 @@ func makePrivate(f *os.File) error {
 // NewWriter returns a Writer on out. It writes the preamble and the header chunk
 // immediately. Close does not close out.
 //
-// h.Version is set to Version4. If h.WallStart is zero, NewWriter sets WallStart and
+// h.Version is set to Version5. If h.WallStart is zero, NewWriter sets WallStart and
 // Origin to the current time; a caller that sets WallStart itself should set Origin to
 // Now() read at the same moment (if Origin is zero, NewWriter sets it).
 func NewWriter(out io.Writer, h Header, o WriterOptions) (*Writer, error) {

@@ -216,9 +216,11 @@ func writeInfoFields(out *bytes.Buffer, name string, r *trace.Reader, s *traceSu
 	if t.Path != "" || t.FSType != "" {
 		line("target", "%s (%s from %s, mounted on %s)", orDash(q(t.Path)), orDash(q(t.FSType)), orDash(q(t.Source)), orDash(q(t.Mount)))
 	}
-	if f := describeFUSE(h.FUSE); f != "" {
+	if f := describeFUSE(h.FUSE, h.Data); f != "" {
 		line("fuse", "%s", f)
 	}
+	footer, ok := r.Footer()
+	writeDataInfo(line, h, footer, &s.legs)
 	if len(h.Command) > 0 {
 		c := make([]string, len(h.Command))
 		for i, a := range h.Command {
@@ -246,7 +248,6 @@ func writeInfoFields(out *bytes.Buffer, name string, r *trace.Reader, s *traceSu
 	for _, ss := range r.Samples() {
 		line("samples", "%s %s (pid %d): %d resource samples", ss.Role, termsafe.Name(ss.Name), ss.Pid, len(ss.Points))
 	}
-	footer, ok := r.Footer()
 	if ok {
 		line("footer", "%d events written, %d dropped, %s blocked, %d recording errors, %d chunks",
 			footer.Events, footer.Dropped, footer.Blocked, footer.Errors, footer.Chunks)
@@ -307,7 +308,32 @@ func orDash(s string) string {
 	return s
 }
 
-func describeFUSE(f trace.FUSEOptions) string {
+// writeDataInfo writes how the reads and writes were recorded: through kernel
+// passthrough, timed by the kernel, or through the layer, and why.
+func writeDataInfo(line func(k, format string, a ...any), h *trace.Header, f *trace.Footer, l *stats.Legs) {
+	switch h.Data {
+	case trace.DataKernel:
+		line("data", "kernel passthrough: %d reads and writes timed by the kernel in the application's thread", l.Passthrough)
+		if f != nil {
+			p := f.Passthrough
+			files := fmt.Sprintf("%d opens through passthrough, %d through the layer", p.Opens, p.LayerOpens)
+			if p.Refused != "" {
+				files += " (" + termsafe.Name(p.Refused) + ")"
+			}
+			line("  files", "%s", files)
+			line("  kernel", "%d synchronous and %d asynchronous calls timed, %d asynchronous submissions not timed, %d lost",
+				p.Calls, p.Async, p.Unseen, p.Lost)
+		}
+	case trace.DataLayer:
+		note := ""
+		if h.DataNote != "" {
+			note = " (not kernel passthrough: " + termsafe.Name(h.DataNote) + ")"
+		}
+		line("data", "through the layer%s", note)
+	}
+}
+
+func describeFUSE(f trace.FUSEOptions, data string) string {
 	var parts []string
 	if f.Cache != "" {
 		parts = append(parts, "cache "+f.Cache)
@@ -327,7 +353,10 @@ func describeFUSE(f trace.FUSEOptions) string {
 	if f.Writeback {
 		parts = append(parts, "writeback cache")
 	}
-	if f.Passthrough {
+	switch {
+	case f.Passthrough && data == trace.DataKernel:
+		parts = append(parts, "kernel passthrough")
+	case f.Passthrough:
 		parts = append(parts, "PASSTHROUGH (reads and writes not seen)")
 	}
 	return strings.Join(parts, ", ")

@@ -39,7 +39,7 @@ func recordPythonWithLegs(t *testing.T, job string) (dir, tr string, out []byte)
 	t.Helper()
 	requireRecord(t)
 	testenv.Programs(t, testenv.FUSE, "python3")
-	if err := legs.Available(); err != nil {
+	if err := legs.Available(legs.Options{}); err != nil {
 		testenv.Skip(t, testenv.FUSE, "the kernel's legs cannot be measured here: %v", err)
 	}
 	dir = t.TempDir()

@@ -1,42 +1,14 @@
-// Package legs measures the legs of a FUSE mount's requests that lie outside its server:
-// when the kernel queued each request and when it completed it, and the system call of the
-// application that sent it, from its entry to its return. A recording stores them in each
-// event (trace.Event's Queued, Done, CallStart, CallEnd and CallNr), so that a replay can
-// tell what the application spent outside the file system from what FUSE added.
-//
-// The measuring is a small BPF program (legs.bpf.c, built into legs.bpf.o by gen.go) on the
-// raw tracepoints fuse_request_send, fuse_request_end, sched_waking, sys_enter and
-// sys_exit. It needs root (CAP_BPF and CAP_PERFMON), a kernel with those tracepoints
-// (Linux 6.1 and later have the FUSE ones) and the kernel's BTF (/sys/kernel/btf/vmlinux),
-// where Open finds the offsets of the fields the program reads. Open returns an error
-// saying which of these is missing; a recorder then falls back to its round-trip probe.
-//
-// # How records become event fields
-//
-// The program writes two kinds of records to a ring buffer, without waking the reader:
-// a request record when the kernel completes a request (its queue and completion times,
-// the sending thread, and the entry time and number of the system call it was sent from),
-// and a call record when a system call that sent requests returns (its return time and the
-// last request it sent). A goroutine drains the ring every DrainInterval into a table
-// indexed by the request's unique id; Fill, called by the trace writer's encoder on events
-// that have waited HoldDelay since they were appended, copies each event's entry into it.
-// The table holds the last TableSlots requests: an event encoded later than that after its
-// request completed finds its slot reused and is counted as missing.
 package legs
 
 import (
-	"bytes"
-	_ "embed"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
-	"strings"
 	"sync"
 	"time"
+	"unsafe"
 
 	"github.com/cilium/ebpf"
-	"github.com/cilium/ebpf/btf"
 	"github.com/cilium/ebpf/link"
 	"github.com/cilium/ebpf/ringbuf"
 	"golang.org/x/sys/unix"
@@ -44,61 +16,63 @@ import (
 	"github.com/iotap/iotap/trace"
 )
 
-//go:embed legs.bpf.o
-var program []byte
-
 // Source is the name a trace header gives the kernel's measurement (trace.LegsKernel).
 const Source = trace.LegsKernel
 
 const (
 	// DrainInterval is how often the ring buffer is drained.
 	DrainInterval = 10 * time.Millisecond
-	// TableSlots is the number of completed requests whose legs are kept for Fill (48
-	// bytes each).
+	// TableSlots is the number of completed requests whose legs are kept for Fill.
 	TableSlots = 1 << 17
-	// recSize is the size of struct rec in legs.bpf.c.
-	recSize = 80
 )
 
-// Record kinds (enum in legs.bpf.c).
-const (
-	recReq  = 1
-	recCall = 2
-)
+// Options configure Open.
+type Options struct {
+	// Origin is the trace's Header.Origin (CLOCK_MONOTONIC ns): times are stored relative
+	// to it.
+	Origin int64
+	// DataCalls also times the reads and writes kernel passthrough serves on the mount
+	// (handed to the DataSink given to Watch).
+	DataCalls bool
+}
 
-// Counter indexes (enum in legs.bpf.c).
-const (
-	cntLost = iota
-	cntUnmatched
-	cntReqs
-	cntCalls
-	cntMax
-)
+// DataSink takes the events of the calls kernel passthrough served. KernelCall is called
+// from the Tracer's drain goroutine, one event at a time, in the order the calls ended on
+// each CPU; it must not keep ev.
+type DataSink interface {
+	KernelCall(ev *trace.Event)
+}
 
 // Stats counts what the measuring saw.
 type Stats struct {
 	Requests  uint64 // request records the kernel wrote
-	Calls     uint64 // call records
+	Calls     uint64 // calls that sent requests
 	Lost      uint64 // records the ring buffer had no room for
 	Unmatched uint64 // completions of requests whose queueing was not seen
 	Filled    uint64 // events given their legs by Fill
 	Missing   uint64 // events Fill found no request record for
+	Data      uint64 // synchronous reads and writes kernel passthrough served, timed
+	Async     uint64 // asynchronous ones (libaio, io_uring), timed
+	Unseen    uint64 // asynchronous submissions to passthrough files that could not be timed
 }
 
 // Tracer is the loaded and attached program.
 type Tracer struct {
-	coll    *ebpf.Collection
+	objs    legsObjects
 	links   []link.Link
 	rd      *ringbuf.Reader
 	origin  int64
+	data    bool
 	stop    chan struct{}
 	done    chan struct{}
 	closeMu sync.Once
 
-	mu    sync.Mutex // guards slots, rec, stats
+	mu    sync.Mutex // guards slots, rec, stats, sink; taken by drain, Fill and Watch
 	slots []slot
 	rec   ringbuf.Record
 	stats Stats
+	sink  DataSink
+	ev    trace.Event // the event being handed to sink
 }
 
 // slot is one request's legs, in ns since the trace's origin (0: unknown).
@@ -113,23 +87,18 @@ type slot struct {
 }
 
 // Open loads the program and attaches it; it measures nothing until Watch names the
-// mount. origin is the trace's Header.Origin: times are stored relative to it.
-func Open(origin int64) (*Tracer, error) {
+// mount.
+func Open(o Options) (*Tracer, error) {
 	if os.Geteuid() != 0 {
-		return nil, errors.New("measuring the kernel's legs needs root")
+		return nil, errors.New("measuring in the kernel needs root")
 	}
-	spec, err := ebpf.LoadCollectionSpecFromReader(bytes.NewReader(program))
-	if err != nil {
-		return nil, fmt.Errorf("legs: load program: %w", err)
+	if _, err := os.Stat("/sys/kernel/btf/vmlinux"); err != nil {
+		return nil, fmt.Errorf("legs: the kernel's BTF: %w", err)
 	}
-	if err := setOffsets(spec); err != nil {
-		return nil, err
-	}
-	coll, err := ebpf.NewCollection(spec)
-	if err != nil {
+	t := &Tracer{origin: o.Origin, data: o.DataCalls, stop: make(chan struct{}), done: make(chan struct{})}
+	if err := loadLegsObjects(&t.objs, nil); err != nil {
 		return nil, fmt.Errorf("legs: load program into the kernel: %w", err)
 	}
-	t := &Tracer{coll: coll, origin: origin, stop: make(chan struct{}), done: make(chan struct{})}
 	if err := t.attach(); err != nil {
 		t.detach()
 		return nil, err
@@ -141,20 +110,19 @@ func Open(origin int64) (*Tracer, error) {
 
 // attach attaches the programs and opens the ring buffer.
 func (t *Tracer) attach() error {
-	for _, tp := range []struct{ prog, name string }{
-		{"request_send", "fuse_request_send"},
-		{"request_end", "fuse_request_end"},
-		{"sched_waking", "sched_waking"},
-		{"sys_enter", "sys_enter"},
-		{"sys_exit", "sys_exit"},
-	} {
-		l, err := link.AttachRawTracepoint(link.RawTracepointOptions{Name: tp.name, Program: t.coll.Programs[tp.prog]})
+	p := &t.objs.legsPrograms
+	progs := []*ebpf.Program{p.RequestSend, p.RequestEnd, p.SchedWaking, p.SysEnter, p.SysExit}
+	if t.data {
+		progs = append(progs, p.UringSubmit, p.UringComplete)
+	}
+	for _, prog := range progs {
+		l, err := link.AttachTracing(link.TracingOptions{Program: prog})
 		if err != nil {
-			return fmt.Errorf("legs: attach to raw tracepoint %s: %w", tp.name, err)
+			return fmt.Errorf("legs: attach %s: %w", prog, err)
 		}
 		t.links = append(t.links, l)
 	}
-	rd, err := ringbuf.NewReader(t.coll.Maps["ring"])
+	rd, err := ringbuf.NewReader(t.objs.Ring)
 	if err != nil {
 		return fmt.Errorf("legs: open ring buffer: %w", err)
 	}
@@ -163,47 +131,71 @@ func (t *Tracer) attach() error {
 }
 
 // Watch starts measuring the FUSE mount at mountpoint, whose server is the process daemon
-// (its threads' requests are the kernel's own, not a caller's).
-func (t *Tracer) Watch(mountpoint string, daemon int) error {
+// (its threads' requests are the kernel's own, not a caller's). sink takes the calls
+// kernel passthrough serves (with Options.DataCalls; nil otherwise).
+func (t *Tracer) Watch(mountpoint string, daemon int, sink DataSink) error {
 	var st unix.Stat_t
 	if err := unix.Stat(mountpoint, &st); err != nil {
 		return fmt.Errorf("legs: %w", err)
 	}
-	// The tracepoints give the connection as the kernel's dev_t (major<<20 | minor).
-	conn := unix.Major(st.Dev)<<20 | unix.Minor(st.Dev)
-	var c [8]byte
-	binary.LittleEndian.PutUint32(c[0:], conn)
-	binary.LittleEndian.PutUint32(c[4:], uint32(daemon))
-	if err := t.coll.Maps["config"].Put(uint32(0), c[:]); err != nil {
+	if t.data && sink == nil {
+		return errors.New("legs: data calls measured without a sink")
+	}
+	t.mu.Lock()
+	t.sink = sink
+	t.mu.Unlock()
+	// The kernel's dev_t of the FUSE super block (major<<20 | minor): the connection's id.
+	dev := unix.Major(st.Dev)<<20 | unix.Minor(st.Dev)
+	v := &t.objs.legsVariables
+	if err := v.DaemonTgid.Set(uint32(daemon)); err != nil {
+		return fmt.Errorf("legs: configure: %w", err)
+	}
+	if t.data {
+		if err := v.DataCalls.Set(uint32(1)); err != nil {
+			return fmt.Errorf("legs: configure: %w", err)
+		}
+	}
+	if err := v.TargetDev.Set(dev); err != nil {
 		return fmt.Errorf("legs: configure: %w", err)
 	}
 	return nil
 }
 
-// run drains the ring buffer every DrainInterval until Close.
+// run drains the ring buffer every DrainInterval, and when the program says it is filling,
+// until Close.
 func (t *Tracer) run() {
 	defer close(t.done)
-	tk := time.NewTicker(DrainInterval)
-	defer tk.Stop()
 	for {
 		select {
 		case <-t.stop:
 			return
-		case <-tk.C:
-			t.mu.Lock()
-			t.drain()
-			t.mu.Unlock()
+		default:
 		}
+		t.mu.Lock()
+		t.drain(DrainInterval)
+		t.mu.Unlock()
 	}
 }
 
-// drain moves every record in the ring buffer into the table. t.mu is held.
-func (t *Tracer) drain() {
-	if t.rd == nil || t.rd.AvailableBytes() == 0 {
+// drain moves the records in the ring buffer into the table and hands data calls to the
+// sink, waiting up to wait for the ring's first record. t.mu is held.
+func (t *Tracer) drain(wait time.Duration) {
+	if t.rd == nil {
 		return
 	}
-	t.rd.SetDeadline(time.Now()) // never wait: take what is there
-	for {
+	if wait > 0 {
+		// Wait unlocked: Fill needs the lock meanwhile.
+		t.mu.Unlock()
+		t.rd.SetDeadline(time.Now().Add(wait))
+		err := t.rd.ReadInto(&t.rec)
+		t.mu.Lock()
+		if err != nil {
+			return
+		}
+		t.apply(t.rec.RawSample)
+	}
+	t.rd.SetDeadline(time.Now()) // take what is there, without waiting
+	for t.rd.AvailableBytes() > 0 {
 		if err := t.rd.ReadInto(&t.rec); err != nil {
 			return
 		}
@@ -211,41 +203,99 @@ func (t *Tracer) drain() {
 	}
 }
 
-// apply puts one record into the table. t.mu is held.
+// record returns b as a record of type R when it is long enough to hold one.
+func record[R any](b []byte) *R {
+	var r R
+	if len(b) < int(unsafe.Sizeof(r)) {
+		return nil
+	}
+	return (*R)(unsafe.Pointer(&b[0]))
+}
+
+// apply puts one record into the table, or hands it to the sink. t.mu is held.
 func (t *Tracer) apply(b []byte) {
-	if len(b) < recSize {
+	if len(b) < 2 {
 		return
 	}
-	le := binary.LittleEndian
-	kind := le.Uint16(b[0:])
-	nr := le.Uint16(b[2:])
-	unique := le.Uint64(b[8:])
-	t0, t1, t2 := int64(le.Uint64(b[16:])), int64(le.Uint64(b[24:])), int64(le.Uint64(b[32:]))
-	t3, t4 := int64(le.Uint64(b[48:])), int64(le.Uint64(b[56:]))
-	t5, waker := int64(le.Uint64(b[64:])), le.Uint32(b[72:])
-	s := &t.slots[(unique>>1)%TableSlots]
-	switch kind {
-	case recReq:
-		*s = slot{unique: unique, queued: t.rel(t0), done: t.rel(t1), callStart: t.rel(t2), callEn: t.rel(t4)}
-		if t2 != 0 {
-			s.nr, s.runDelay = nr, t3
-			if t5 != 0 {
-				s.woken, s.waker = t.rel(t5), waker
-			}
+	switch legsRecKind(*(*uint16)(unsafe.Pointer(&b[0]))) {
+	case legsRecKindREC_REQ:
+		if r := record[legsReqRec](b); r != nil {
+			t.applyReq(r)
 		}
-	case recCall:
-		if s.unique == unique {
-			s.callEn = t.rel(t1)
+	case legsRecKindREC_CALL:
+		if r := record[legsCallRec](b); r != nil {
+			t.applyCall(r)
+		}
+	case legsRecKindREC_DATA, legsRecKindREC_ASYNC:
+		if r := record[legsDataRec](b); r != nil && t.sink != nil {
+			t.dataEvent(r, &t.ev)
+			t.sink.KernelCall(&t.ev)
 		}
 	}
 }
 
+func (t *Tracer) applyReq(r *legsReqRec) {
+	s := &t.slots[(r.Unique>>1)%TableSlots]
+	*s = slot{unique: r.Unique, queued: t.rel(r.Queued), done: t.rel(r.Done), callStart: t.rel(r.Enter), callEn: t.rel(r.CallEnd)}
+	if r.Enter != 0 {
+		s.nr, s.runDelay = r.Nr, int64(r.ThinkRd)
+		if r.Woken != 0 {
+			s.woken, s.waker = t.rel(r.Woken), r.Waker
+		}
+	}
+}
+
+func (t *Tracer) applyCall(r *legsCallRec) {
+	s := &t.slots[(r.Unique>>1)%TableSlots]
+	if s.unique == r.Unique {
+		s.callEn = t.rel(r.Exit)
+	}
+}
+
+// dataEvent makes the event of a call kernel passthrough served. The call is its own
+// request: Queued and Done are its start and end (no FUSE leg), CallStart its start, and
+// CallEnd its end, or for an asynchronous call the return of the call that submitted it.
+func (t *Tracer) dataEvent(r *legsDataRec, ev *trace.Event) {
+	*ev = trace.Event{
+		Op:          trace.OpRead,
+		Passthrough: true,
+		Node:        r.Node,
+		Handle:      r.Fh,
+		Offset:      r.Pos,
+		Size:        uint32(min(r.Size, 1<<32-1)),
+		Tid:         r.Tid,
+		Pid:         r.Pid,
+		Uid:         r.Uid,
+		Gid:         r.Gid,
+		CallNr:      r.Nr,
+	}
+	if legsDataOp(r.Op) == legsDataOpDATA_WRITE {
+		ev.Op = trace.OpWrite
+	}
+	if r.Ret < 0 {
+		ev.Errno = uint16(min(-r.Ret, 1<<16-1))
+	} else {
+		ev.Ret = r.Ret
+	}
+	ev.Start = t.rel(r.Start)
+	ev.Dur = max(int64(r.End-r.Start), 0)
+	ev.Queued, ev.Done, ev.CallStart = ev.Start, ev.End(), ev.Start
+	ev.CallEnd = ev.Done
+	if legsRecKind(r.Kind) == legsRecKindREC_ASYNC {
+		ev.CallEnd = t.rel(r.CallEnd)
+	}
+	ev.RunDelay = int64(r.ThinkRd)
+	if r.Woken != 0 {
+		ev.WokenAt, ev.Waker = t.rel(r.Woken), r.Waker
+	}
+}
+
 // rel converts a kernel time to ns since the origin; 0 stays unknown.
-func (t *Tracer) rel(ns int64) int64 {
+func (t *Tracer) rel(ns uint64) int64 {
 	if ns == 0 {
 		return 0
 	}
-	return max(ns-t.origin, 1)
+	return max(int64(ns)-t.origin, 1)
 }
 
 // Fill gives each event with a request id the legs measured for it. It runs on the trace
@@ -253,7 +303,7 @@ func (t *Tracer) rel(ns int64) int64 {
 func (t *Tracer) Fill(evs []trace.Event) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.drain()
+	t.drain(0)
 	for i := range evs {
 		ev := &evs[i]
 		if ev.Unique == 0 {
@@ -275,9 +325,12 @@ func (t *Tracer) Stats() Stats {
 	t.mu.Lock()
 	st := t.stats
 	t.mu.Unlock()
+	if t.objs.Counters == nil {
+		return st
+	}
 	var per []uint64
-	for i := uint32(0); i < cntMax; i++ {
-		if err := t.coll.Maps["counters"].Lookup(i, &per); err != nil {
+	for i := legsCounter(0); i < legsCounterCNT_MAX; i++ {
+		if err := t.objs.Counters.Lookup(uint32(i), &per); err != nil {
 			continue
 		}
 		var sum uint64
@@ -285,26 +338,36 @@ func (t *Tracer) Stats() Stats {
 			sum += v
 		}
 		switch i {
-		case cntLost:
+		case legsCounterCNT_LOST:
 			st.Lost = sum
-		case cntUnmatched:
+		case legsCounterCNT_UNMATCHED:
 			st.Unmatched = sum
-		case cntReqs:
+		case legsCounterCNT_REQS:
 			st.Requests = sum
-		case cntCalls:
+		case legsCounterCNT_CALLS:
 			st.Calls = sum
+		case legsCounterCNT_DATA:
+			st.Data = sum
+		case legsCounterCNT_ASYNC:
+			st.Async = sum
+		case legsCounterCNT_UNSEEN:
+			st.Unseen = sum
 		}
 	}
 	return st
 }
 
-// Close stops measuring and frees the program. Events filled after Close keep no legs.
+// Close stops measuring and hands the last records to the table and the sink. Events
+// filled after Close keep no legs.
 func (t *Tracer) Close() error {
 	t.closeMu.Do(func() {
+		if t.objs.TargetDev != nil {
+			_ = t.objs.TargetDev.Set(uint32(0)) // stop recording new calls
+		}
 		close(t.stop)
 		<-t.done
 		t.mu.Lock()
-		t.drain()
+		t.drain(0)
 		t.mu.Unlock()
 	})
 	return nil
@@ -325,86 +388,7 @@ func (t *Tracer) detach() {
 		_ = t.rd.Close()
 		t.rd = nil
 	}
-	if t.coll != nil {
-		t.coll.Close()
-		t.coll = nil
-	}
-}
-
-// offsets are the kernel structures' fields the program reads: its constant, and the path
-// of struct and member names to the field. The run delay is optional: without it the
-// program measures everything else.
-var offsets = []struct {
-	name     string
-	path     []string
-	optional bool
-}{
-	{"req_unique_off", []string{"fuse_req", "in", "h", "unique"}, false},
-	{"req_opcode_off", []string{"fuse_req", "in", "h", "opcode"}, false},
-	{"req_error_off", []string{"fuse_req", "out", "h", "error"}, false},
-	{"req_fm_off", []string{"fuse_req", "fm"}, false},
-	{"fm_fc_off", []string{"fuse_mount", "fc"}, false},
-	{"fc_dev_off", []string{"fuse_conn", "dev"}, false},
-	{"task_pid_off", []string{"task_struct", "pid"}, false},
-	{"run_delay_off", []string{"task_struct", "sched_info", "run_delay"}, true},
-}
-
-// setOffsets finds each field of offsets in the kernel's BTF and sets the program's
-// constant to it.
-func setOffsets(spec *ebpf.CollectionSpec) error {
-	kernel, err := btf.LoadKernelSpec()
-	if err != nil {
-		return fmt.Errorf("legs: the kernel's BTF: %w", err)
-	}
-	for _, o := range offsets {
-		off, err := fieldOffset(kernel, o.path)
-		if err != nil {
-			if o.optional {
-				continue
-			}
-			return fmt.Errorf("legs: %w", err)
-		}
-		v := spec.Variables[o.name]
-		if v == nil {
-			return fmt.Errorf("legs: the program has no constant %s", o.name)
-		}
-		if err := v.Set(off); err != nil {
-			return fmt.Errorf("legs: set %s: %w", o.name, err)
-		}
-	}
-	return nil
-}
-
-// fieldOffset returns the byte offset of the field path[1:] (members, nested) in the
-// struct named path[0].
-func fieldOffset(spec *btf.Spec, path []string) (uint32, error) {
-	var st *btf.Struct
-	if err := spec.TypeByName(path[0], &st); err != nil {
-		return 0, fmt.Errorf("struct %s: %w", path[0], err)
-	}
-	var off uint32
-	members := st.Members
-	for i, name := range path[1:] {
-		var m *btf.Member
-		for k := range members {
-			if members[k].Name == name {
-				m = &members[k]
-				break
-			}
-		}
-		if m == nil || m.Offset%8 != 0 || m.BitfieldSize != 0 {
-			return 0, fmt.Errorf("struct %s has no field %s", path[0], strings.Join(path[1:i+2], "."))
-		}
-		off += m.Offset.Bytes()
-		if i+2 < len(path) {
-			inner, ok := btf.UnderlyingType(m.Type).(*btf.Struct)
-			if !ok {
-				return 0, fmt.Errorf("%s.%s is not a struct", path[0], strings.Join(path[1:i+2], "."))
-			}
-			members = inner.Members
-		}
-	}
-	return off, nil
+	_ = t.objs.Close()
 }
 
 // LegStats returns what the trace footer keeps of Stats (trace.LegFiller).
@@ -415,10 +399,10 @@ func (t *Tracer) LegStats() trace.LegStats {
 
 var _ trace.LegFiller = (*Tracer)(nil)
 
-// Available reports whether the kernel's legs can be measured on this machine (nil), or
+// Available reports whether the kernel's view can be measured on this machine (nil), or
 // why not: it loads and attaches the program, then frees it.
-func Available() error {
-	t, err := Open(0)
+func Available(o Options) error {
+	t, err := Open(o)
 	if err != nil {
 		return err
 	}

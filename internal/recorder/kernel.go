@@ -39,7 +39,7 @@ func openLegs(p *plan, log logger, h *trace.Header, wo *trace.WriterOptions, pro
 	if p.Legs == "probe" {
 		return notMeasured("--legs probe")
 	}
-	t, err := legs.Open(h.Origin)
+	t, err := legs.Open(legs.Options{Origin: h.Origin})
 	if err != nil {
 		if p.Legs == "kernel" {
 			return nil, "", fmt.Errorf("--legs kernel: %w", err)
@@ -60,7 +60,7 @@ type logger interface {
 // tracerLegs is kernelLegs measured by a legs.Tracer.
 type tracerLegs struct{ t *legs.Tracer }
 
-func (l tracerLegs) watch(mountPoint string, pid int) error { return l.t.Watch(mountPoint, pid) }
+func (l tracerLegs) watch(mountPoint string, pid int) error { return l.t.Watch(mountPoint, pid, nil) }
 func (l tracerLegs) detach()                                { l.t.Detach() }
 func (l tracerLegs) summary() string {
 	st := l.t.Stats()

@@ -221,3 +221,33 @@ func TestRWCall(t *testing.T) {
 		}
 	}
 }
+
+// TestPassthroughCallsStayWhole: reads kernel passthrough served are whole system calls:
+// an unaligned large read followed at once by the next on the same handle, which a split
+// request would look like, stays two calls, each with its own call times.
+func TestPassthroughCallsStayWhole(t *testing.T) {
+	b := tracetest.New(t)
+	fh := b.Open(1, "f", unix.O_RDONLY)
+	b.At(1, 2e9)
+	for i := range 3 {
+		b.Ev(1, trace.OpRead, "f", 10000, 100, func(e *trace.Event) {
+			e.Handle, e.Offset, e.Size, e.Ret = fh, int64(i)*100000, 100000, 100000
+			e.Passthrough, e.Unique = true, 0
+			e.Queued, e.Done, e.CallStart, e.CallEnd, e.CallNr = e.Start, e.End(), e.Start, e.End(), unix.SYS_READ
+		})
+	}
+	b.Close(1, "f", fh)
+	got, f := calls(t, b.Bytes(), Options{})
+	var reads int
+	for _, c := range got {
+		if c.Kind == Read {
+			reads++
+			if c.Ret != 100000 || c.Events != 1 || c.CallStart != c.Start || c.CallEnd != c.Start+c.Dur {
+				t.Errorf("read %+v", c)
+			}
+		}
+	}
+	if reads != 3 || f.Stats.Merged != 0 {
+		t.Errorf("%d reads, %d merged: want 3 reads, none merged", reads, f.Stats.Merged)
+	}
+}

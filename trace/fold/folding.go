@@ -185,8 +185,10 @@ func (f *Folder) foldWalk(ev *trace.Event, t *threadState, pi, pi2 *pathInfo) (w
 // call): a 1 MiB read into an aligned buffer is eight 128 KiB requests and one call.
 // Otherwise a split shows as a first piece of at least 64 KiB that is not page aligned
 // (1 MiB as 1048560+16 bytes with an unaligned buffer), followed within MergeGap.
+//
+// A read or write kernel passthrough served is a whole call: it merges with nothing.
 func (f *Folder) mergePiece(ev *trace.Event, t *threadState) bool {
-	if (ev.Op != trace.OpRead && ev.Op != trace.OpWrite) || len(t.held) == 0 {
+	if (ev.Op != trace.OpRead && ev.Op != trace.OpWrite) || len(t.held) == 0 || ev.Passthrough {
 		return false
 	}
 	h := &t.held[len(t.held)-1]

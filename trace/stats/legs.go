@@ -37,6 +37,9 @@ type Legs struct {
 	// CPU (over the ThinkDelayed gaps whose run delay was measured).
 	Think, ThinkRunDelay     int64
 	ThinkCalls, ThinkDelayed uint64
+	// Passthrough counts the reads and writes kernel passthrough served (Event.Passthrough):
+	// calls without a FUSE request, so without legs; they count in the think time only.
+	Passthrough uint64
 
 	open map[uint32]legCall // per thread, the system call its last request came from
 }
@@ -55,6 +58,17 @@ func (l *Legs) Add(ev *trace.Event) {
 	if !ev.HasLegs() {
 		return
 	}
+	if ev.Passthrough {
+		l.Passthrough++
+		if l.open == nil {
+			l.open = map[uint32]legCall{}
+		}
+		if c, ok := l.open[ev.Tid]; ok && c.start != ev.CallStart {
+			l.think(ev, c)
+		}
+		l.open[ev.Tid] = legCall{end: ev.CallEnd}
+		return
+	}
 	l.Measured++
 	recordInto(&l.Queue, ev.Start-ev.Queued)
 	recordInto(&l.Reply, ev.Done-ev.End())
@@ -68,13 +82,8 @@ func (l *Legs) Add(ev *trace.Event) {
 	c, ok := l.open[ev.Tid]
 	if !ok || c.start != ev.CallStart {
 		recordInto(&l.Entry, ev.Queued-ev.CallStart)
-		if ok && c.start == 0 && c.end != 0 && ev.CallStart >= c.end {
-			l.Think += ev.CallStart - c.end
-			l.ThinkCalls++
-			if d, ok := ev.ThinkRunDelay(); ok {
-				l.ThinkRunDelay += int64(d)
-				l.ThinkDelayed++
-			}
+		if ok {
+			l.think(ev, c)
 		}
 		c = legCall{start: ev.CallStart}
 	}
@@ -89,6 +98,18 @@ func (l *Legs) Add(ev *trace.Event) {
 	}
 	recordInto(&l.Call, ev.CallEnd-ev.CallStart-c.backend)
 	l.Calls++
+}
+
+// think counts the gap between the thread's previous call c, when it returned, and ev's.
+func (l *Legs) think(ev *trace.Event, c legCall) {
+	if c.start == 0 && c.end != 0 && ev.CallStart >= c.end {
+		l.Think += ev.CallStart - c.end
+		l.ThinkCalls++
+		if d, ok := ev.ThinkRunDelay(); ok {
+			l.ThinkRunDelay += int64(d)
+			l.ThinkDelayed++
+		}
+	}
 }
 
 func recordInto(h **hdrhistogram.Histogram, ns int64) {

@@ -23,6 +23,10 @@ type Options struct {
 	Writeback bool
 	// Svc is where each request's backend call reports its time (nil: untraced).
 	Svc *svc.Table
+	// Passthrough, when set, lets the kernel serve the reads and writes of open files from
+	// their backing files (passthrough.go); fs.Options.ServerCallbacks must be unset. The
+	// mount must negotiate FUSE passthrough without write-back caching.
+	Passthrough *Passthrough
 }
 
 // New returns the file system of the directory rootFd, an O_PATH descriptor that path names
@@ -36,7 +40,13 @@ func New(path string, rootFd int, o Options, fo *fs.Options) (fuse.RawFileSystem
 	if err != nil {
 		return nil, err
 	}
+	if o.Passthrough != nil {
+		fo.ServerCallbacks = o.Passthrough
+	}
 	raw := fs.NewNodeFS(root, fo)
+	if o.Passthrough != nil {
+		raw = passthroughFS{raw, o.Passthrough}
+	}
 	raw = posixFlush{raw, root.b.locks}
 	if hasFsetid() {
 		raw = killPriv{raw}
@@ -55,6 +65,9 @@ type backing struct {
 	writeback bool       // Options.Writeback
 	id        identity   // what the server creates as (creds_linux.go)
 	locks     *lockTable // the owners of POSIX locks (locks_linux.go)
+	// passthrough is Options.Passthrough: open files offer their descriptor as the
+	// backing file (nil: never).
+	passthrough *Passthrough
 }
 
 // backendFlags returns the open flags to use on the backend for an application's flags.
@@ -87,7 +100,7 @@ func newRoot(path string, rootFd int, o Options) (*node, error) {
 		return nil, err
 	}
 	b := &backing{rootPath: path, rootDev: uint64(st.Dev), rootFd: rootFd, openFlag: o.OpenFlags,
-		svc: o.Svc, writeback: o.Writeback, id: selfIdentity(), locks: newLockTable()}
+		svc: o.Svc, writeback: o.Writeback, id: selfIdentity(), locks: newLockTable(), passthrough: o.Passthrough}
 	b.root = &node{b: b}
 	return b.root, nil
 }
@@ -233,10 +246,13 @@ func (n *node) Tmpfile(ctx context.Context, flags uint32, mode uint32, out *fuse
 }
 
 // newFile wraps a backend descriptor this package opened, of the inode numbered ino.
-func (b *backing) newFile(fd int, flags uint32, ino uint64) *file {
+func (b *backing) newFile(fd int, flags uint32, ino uint64) fs.FileHandle {
 	f := newFile(fd, flags)
 	f.svc = b.svc
 	f.locks, f.ino = b.locks, ino
+	if b.passthrough != nil {
+		return &ptFile{file: f, p: b.passthrough}
+	}
 	return f
 }
 
@@ -253,23 +269,27 @@ func (b *backing) stableAttr(st *syscall.Stat_t, x *unix.Statx_t) fs.StableAttr 
 	return fs.StableAttr{Mode: st.Mode, Gen: gen, Ino: (swapped ^ swappedRoot) ^ st.Ino}
 }
 
+// conv converts v to the type of its first argument.
+func conv[T, V ~int32 | ~int64 | ~uint32 | ~uint64](_ T, v V) T { return T(v) }
+
 // statFromStatx fills st from x like the go-fuse loopback does.
 func statFromStatx(x *unix.Statx_t, st *syscall.Stat_t) {
+	// Field types differ between architectures (Nlink and Blksize): convert to each.
 	*st = syscall.Stat_t{
-		Dev:     unix.Mkdev(x.Dev_major, x.Dev_minor),
-		Ino:     x.Ino,
-		Nlink:   uint64(x.Nlink),
-		Mode:    uint32(x.Mode),
-		Uid:     x.Uid,
-		Gid:     x.Gid,
-		Rdev:    unix.Mkdev(x.Rdev_major, x.Rdev_minor),
-		Size:    int64(x.Size),
-		Blksize: int64(x.Blksize),
-		Blocks:  int64(x.Blocks),
-		Atim:    syscall.Timespec{Sec: x.Atime.Sec, Nsec: int64(x.Atime.Nsec)},
-		Mtim:    syscall.Timespec{Sec: x.Mtime.Sec, Nsec: int64(x.Mtime.Nsec)},
-		Ctim:    syscall.Timespec{Sec: x.Ctime.Sec, Nsec: int64(x.Ctime.Nsec)},
+		Dev:  unix.Mkdev(x.Dev_major, x.Dev_minor),
+		Ino:  x.Ino,
+		Mode: uint32(x.Mode),
+		Uid:  x.Uid,
+		Gid:  x.Gid,
+		Rdev: unix.Mkdev(x.Rdev_major, x.Rdev_minor),
+		Size: int64(x.Size),
+		Atim: syscall.Timespec{Sec: x.Atime.Sec, Nsec: int64(x.Atime.Nsec)},
+		Mtim: syscall.Timespec{Sec: x.Mtime.Sec, Nsec: int64(x.Mtime.Nsec)},
+		Ctim: syscall.Timespec{Sec: x.Ctime.Sec, Nsec: int64(x.Ctime.Nsec)},
 	}
+	st.Nlink = conv(st.Nlink, x.Nlink)
+	st.Blksize = conv(st.Blksize, x.Blksize)
+	st.Blocks = int64(x.Blocks)
 }
 
 var _ fs.NodeCopyFileRanger = (*node)(nil)

@@ -1,0 +1,917 @@
+//go:build ignore
+
+// SPDX-License-Identifier: (MIT OR GPL-2.0)
+//
+// What the kernel sees of a traced job that the recording layer does not: the legs of each
+// FUSE request outside the server, and the reads and writes that kernel passthrough serves
+// without the server. Times are bpf_ktime_get_ns (CLOCK_MONOTONIC). Records go to a ring
+// buffer without waking the reader, which drains it on a timer, unless the ring is filling.
+//
+// # Legs of FUSE requests (REC_REQ, REC_CALL)
+//
+// For every request of one FUSE connection this program emits, when the kernel completes
+// it, a REQ record: when the kernel queued it (fuse_request_send), when it completed it
+// (fuse_request_end), the thread that sent it, and the entry time and number of the system
+// call that thread was in. For every system call that sent at least one request it emits,
+// when the call returns, a CALL record, unless the call's last request is still in flight
+// (a release the kernel sends without waiting): that request's record then carries the
+// return.
+//
+// For each call it also gives the time its thread spent runnable but waiting for a CPU
+// since its previous call that reached the mount returned (the scheduler's run_delay), so
+// that a replay can tell the application's own time between calls from time it lost to
+// other tasks; and who ended the thread's wait when it had one between two calls: the last
+// wake-up (sched_waking) by a thread the program follows while in a system call, or by
+// anything else (0). A thread blocked in pthread_join, wait4 or on a pipe is woken by the
+// thread or process it waited for.
+//
+// # Calls that kernel passthrough serves (REC_DATA, REC_ASYNC)
+//
+// A file the server opened with FOPEN_PASSTHROUGH is read and written by the kernel on the
+// backing file, in the application's thread: the server never sees those calls. For the
+// system calls read, write, pread64, pwrite64, readv, writev, preadv, pwritev, preadv2 and
+// pwritev2 on such a file of the traced mount (the descriptor resolved through the task's
+// file table: its super block is the mount's, its struct fuse_file has a backing file),
+// the program emits a DATA record when the call returns: entry and return, the file's
+// handle and node id, offset, size asked and result. Asynchronous reads and writes are
+// timed from submission to completion: libaio's io_submit to the io_getevents or
+// io_pgetevents call that reaps the event (as fio times them), io_uring's submission to
+// the completion the kernel posts (io_uring_submit_req, io_uring_complete). Each becomes an
+// ASYNC record. Submissions whose completion cannot be matched (io_uring's registered
+// files, more iocbs in one call than MAX_IOCBS) are counted, not timed.
+//
+// A data call takes part in the legs' accounting as a call that reached the mount: it
+// follows its thread, and it carries the run delay and wake-up since the thread's previous
+// such call.
+//
+// # Cost
+//
+// sys_enter and sys_exit run for every system call of the host. A call of another kind
+// costs one task-storage lookup; a read or write costs the descriptor's resolution (a
+// few loads); only calls on the mount's passthrough files store and emit anything.
+//
+// Build: see ../gen.go (bpf2go); the objects are committed.
+
+#include "kernel.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+
+char LICENSE[] SEC("license") = "Dual MIT/GPL";
+
+// System call numbers, per architecture.
+#if defined(__TARGET_ARCH_x86)
+#define NR_READ 0
+#define NR_WRITE 1
+#define NR_PREAD64 17
+#define NR_PWRITE64 18
+#define NR_READV 19
+#define NR_WRITEV 20
+#define NR_PREADV 295
+#define NR_PWRITEV 296
+#define NR_PREADV2 327
+#define NR_PWRITEV2 328
+#define NR_IO_SUBMIT 209
+#define NR_IO_GETEVENTS 208
+#define NR_IO_PGETEVENTS 333
+#elif defined(__TARGET_ARCH_arm64)
+#define NR_READ 63
+#define NR_WRITE 64
+#define NR_READV 65
+#define NR_WRITEV 66
+#define NR_PREAD64 67
+#define NR_PWRITE64 68
+#define NR_PREADV 69
+#define NR_PWRITEV 70
+#define NR_PREADV2 286
+#define NR_PWRITEV2 287
+#define NR_IO_SUBMIT 2
+#define NR_IO_GETEVENTS 4
+#define NR_IO_PGETEVENTS 292
+#endif
+
+#define S_IFMT 00170000
+#define S_IFREG 0100000
+
+// Kinds of records.
+enum rec_kind { REC_REQ = 1, REC_CALL = 2, REC_DATA = 3, REC_ASYNC = 4 };
+
+// Directions of a data call.
+enum data_op { DATA_READ = 1, DATA_WRITE = 2 };
+
+// Counters (per CPU).
+enum counter {
+	CNT_LOST = 0,      // records the ring had no room for
+	CNT_UNMATCHED = 1, // completions of requests whose queueing was not seen
+	CNT_REQS = 2,      // request records
+	CNT_CALLS = 3,     // calls that sent requests
+	CNT_DATA = 4,      // data calls on passthrough files, synchronous
+	CNT_ASYNC = 5,     // asynchronous ones completed
+	CNT_UNSEEN = 6,    // asynchronous submissions on passthrough files not timed
+	CNT_MAX = 7,
+};
+
+// Set by user space once the mount exists (0: measure nothing).
+volatile u32 target_dev = 0;  // the FUSE connection: its super block's s_dev (major<<20|minor)
+volatile u32 daemon_tgid = 0; // the server's thread group: its own requests are not callers'
+volatile u32 data_calls = 0;  // time passthrough reads and writes (1) or not (0)
+
+// A REQ record: one request the kernel completed.
+struct req_rec {
+	u16 kind;
+	u16 nr;          // the sender's system call (valid when enter != 0)
+	u32 tid;         // the sending thread (0: the server's own, or the kernel's)
+	u64 unique;      // the request
+	u64 queued;      // fuse_request_send
+	u64 done;        // fuse_request_end
+	u64 enter;       // entry of the sender's system call (0: unknown, or none)
+	u64 think_rd;    // the sender's run delay since its previous call, plus 1 (0: unknown)
+	u64 call_end;    // the sender's call returned before the request completed (0: not)
+	u64 woken;       // the sender's last wake-up before its call (0: none)
+	u32 waker;       // the followed thread that woke it then (0: none, or another)
+	s32 error;       // the reply's error
+	u32 opcode;      // FUSE opcode
+	u32 pad;
+};
+
+// A CALL record: a system call that sent requests returned.
+struct call_rec {
+	u16 kind;
+	u16 nr;
+	u32 tid;
+	u64 unique; // the last request the call sent
+	u64 enter;  // entry (0: unknown)
+	u64 exit;   // return
+	u64 nreq;   // requests it sent
+};
+
+// A DATA or ASYNC record: a read or write kernel passthrough served.
+struct data_rec {
+	u16 kind;
+	u16 nr;       // the system call (io_submit, io_uring_enter for ASYNC)
+	u32 tid;      // the calling (submitting) thread
+	u32 pid;      // its thread group
+	u32 uid;
+	u32 gid;
+	u32 op;       // enum data_op
+	u64 fh;       // the FUSE file handle the server gave the open
+	u64 node;     // the FUSE node id
+	s64 pos;      // file offset
+	u64 size;     // bytes asked
+	s64 ret;      // bytes done, or -errno
+	u64 start;    // entry (submission)
+	u64 end;      // return (completion)
+	u64 call_end; // ASYNC: the submitting call's return (0: unknown)
+	u64 think_rd; // run delay since the thread's previous call that reached the mount, plus 1
+	u64 woken;    // the thread's last wake-up before the call (0: none)
+	u32 waker;    // who woke it (see req_rec)
+	u32 pad;
+};
+
+// Per-thread state, in task-local storage.
+struct task {
+	// Legs.
+	u64 enter;       // entry time of the system call in progress
+	u64 last_unique; // the last request it sent
+	u64 rd_exit;     // run_delay when its last call that reached the mount returned (0: unknown)
+	u64 think_rd;    // run delay since then as of the call in progress, plus 1 (0: unknown)
+	u64 woken;       // the last wake-up since that call (0: none)
+	u32 waker;       // who woke it then
+	u32 nr;          // the call in progress
+	u32 nreq;        // requests it sent so far
+	u8 followed;     // it reached the mount (a request or a data call)
+	u8 in_call;      // between sys_enter and sys_exit
+	u8 think_taken;  // think_rd is set for the call in progress
+	u8 data;         // the call in progress is a data call on a passthrough file (d_* below)
+	// The data call in progress.
+	u64 d_file; // struct file *
+	u64 d_fh;
+	u64 d_node;
+	s64 d_pos;  // offset given (-1: the file position)
+	u64 d_size;
+	u32 d_op;
+	u32 pad;
+	// io_submit in progress: its iocb array, to date the submissions' return.
+	u64 aio_iocbs;
+	u64 aio_nr;
+	// io_getevents in progress: its event array.
+	u64 aio_events;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct task);
+} tasks SEC(".maps");
+
+struct send {
+	u64 queued;
+	u64 enter;
+	u64 think_rd;
+	u64 call_end;
+	u64 woken;
+	u32 waker;
+	u32 tid;
+	u32 nr;
+	u32 opcode;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, u64);
+	__type(value, struct send);
+} sends SEC(".maps");
+
+// An asynchronous submission in flight: libaio's keyed by (thread group, iocb address),
+// io_uring's by the kernel's request.
+struct async_key {
+	u64 id;  // iocb address (libaio) or struct io_kiocb address (io_uring)
+	u32 tgid;
+	u32 pad;
+};
+
+struct async {
+	u64 start;
+	u64 call_end;
+	u64 fh;
+	u64 node;
+	s64 pos;
+	u64 size;
+	u64 think_rd;
+	u64 woken;
+	u32 waker;
+	u32 tid;
+	u32 pid;
+	u32 uid;
+	u32 gid;
+	u32 op;
+	u32 nr;
+	u32 pad;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 65536);
+	__type(key, struct async_key);
+	__type(value, struct async);
+} asyncs SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 16 << 20);
+} ring SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, CNT_MAX);
+	__type(key, u32);
+	__type(value, u64);
+} counters SEC(".maps");
+
+// Force the types into the object's BTF for bpf2go (-type).
+const struct req_rec *unused_req_rec __attribute__((unused));
+const struct call_rec *unused_call_rec __attribute__((unused));
+const struct data_rec *unused_data_rec __attribute__((unused));
+const enum rec_kind *unused_rec_kind __attribute__((unused));
+const enum data_op *unused_data_op __attribute__((unused));
+const enum counter *unused_counter __attribute__((unused));
+
+static __always_inline void count(u32 i)
+{
+	u64 *c = bpf_map_lookup_elem(&counters, &i);
+	if (c)
+		(*c)++;
+}
+
+// reserve takes room for a record in the ring, or counts it lost.
+static __always_inline void *reserve(u64 size)
+{
+	void *r = bpf_ringbuf_reserve(&ring, size, 0);
+	if (!r)
+		count(CNT_LOST);
+	return r;
+}
+
+// submit hands a record to user space. The reader drains the ring on a timer; it is woken
+// only when the ring is a quarter full.
+static __always_inline void submit(void *r)
+{
+	u64 flags = BPF_RB_NO_WAKEUP;
+	if (bpf_ringbuf_query(&ring, BPF_RB_AVAIL_DATA) > (4 << 20))
+		flags = BPF_RB_FORCE_WAKEUP;
+	bpf_ringbuf_submit(r, flags);
+}
+
+static __always_inline u64 run_delay(struct task_struct *task)
+{
+	return task->sched_info.run_delay;
+}
+
+// think sets the run delay since the thread's previous call that reached the mount, once
+// per call, as of its first request or its data call.
+static __always_inline void think(struct task *t, struct task_struct *task)
+{
+	if (t->think_taken)
+		return;
+	t->think_taken = 1;
+	t->think_rd = 0;
+	if (t->rd_exit != 0)
+		t->think_rd = run_delay(task) - t->rd_exit + 1;
+}
+
+// --- Legs of FUSE requests ---
+
+// FUSE opcodes without a reply; interrupts (odd ids) are not followed either.
+#define FUSE_FORGET 2
+#define FUSE_BATCH_FORGET 42
+
+static __always_inline u32 req_conn(const struct fuse_req *req)
+{
+	struct fuse_mount *fm = req->fm;
+	if (!fm)
+		return 0;
+	struct fuse_conn *fc = fm->fc;
+	if (!fc)
+		return 0;
+	return fc->dev;
+}
+
+SEC("tp_btf/fuse_request_send")
+int BPF_PROG(request_send, const struct fuse_req *req)
+{
+	if (target_dev == 0 || req_conn(req) != target_dev)
+		return 0;
+	u64 unique = req->in.h.unique;
+	u32 opcode = req->in.h.opcode;
+	if (opcode == FUSE_FORGET || opcode == FUSE_BATCH_FORGET || (unique & 1))
+		return 0;
+	u64 id = bpf_get_current_pid_tgid();
+	u32 tid = (u32)id, tgid = id >> 32;
+	struct send s = { .queued = bpf_ktime_get_ns(), .opcode = opcode };
+	if (tgid != daemon_tgid && tid != 0) {
+		s.tid = tid;
+		struct task_struct *task = bpf_get_current_task_btf();
+		struct task *t = bpf_task_storage_get(&tasks, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+		if (t) {
+			if (!t->followed) {
+				// The thread's first request: follow it from now on. The call in
+				// progress is one whose entry was not seen; its return will be.
+				t->followed = 1;
+				t->in_call = 1;
+			}
+			if (t->in_call) {
+				think(t, task);
+				s.enter = t->enter;
+				s.nr = t->nr;
+				s.think_rd = t->think_rd;
+				s.woken = t->woken;
+				s.waker = t->waker;
+				t->last_unique = unique;
+				t->nreq++;
+			}
+		}
+	}
+	bpf_map_update_elem(&sends, &unique, &s, BPF_ANY);
+	return 0;
+}
+
+SEC("tp_btf/fuse_request_end")
+int BPF_PROG(request_end, const struct fuse_req *req)
+{
+	if (target_dev == 0 || req_conn(req) != target_dev)
+		return 0;
+	u64 now = bpf_ktime_get_ns();
+	u64 unique = req->in.h.unique;
+	struct send *s = bpf_map_lookup_elem(&sends, &unique);
+	if (!s) {
+		count(CNT_UNMATCHED);
+		return 0;
+	}
+	struct req_rec *r = reserve(sizeof(*r));
+	if (r) {
+		r->kind = REC_REQ;
+		r->nr = s->nr;
+		r->tid = s->tid;
+		r->unique = unique;
+		r->queued = s->queued;
+		r->done = now;
+		r->enter = s->enter;
+		r->think_rd = s->think_rd;
+		r->call_end = s->call_end;
+		r->woken = s->woken;
+		r->waker = s->waker;
+		r->error = req->out.h.error;
+		r->opcode = s->opcode;
+		r->pad = 0;
+		submit(r);
+		count(CNT_REQS);
+	}
+	bpf_map_delete_elem(&sends, &unique);
+	return 0;
+}
+
+SEC("tp_btf/sched_waking")
+int BPF_PROG(sched_waking, struct task_struct *p)
+{
+	struct task *t = bpf_task_storage_get(&tasks, p, 0, 0);
+	if (!t || !t->followed || (t->in_call && (t->nreq > 0 || t->data)))
+		return 0; // not followed, or in a call that reached the mount (a FUSE reply)
+	u64 id = bpf_get_current_pid_tgid();
+	u32 waker = (u32)id;
+	if (waker == (u32)p->pid)
+		return 0;
+	t->woken = bpf_ktime_get_ns();
+	t->waker = 0;
+	// The waker is a followed thread in a system call (a futex wake, its exit, a pipe
+	// write). A wake-up from an interrupt (a timer) is nobody's: whatever ran is current,
+	// and a followed thread caught in user space is not taken for the waker.
+	struct task *w = bpf_task_storage_get(&tasks, bpf_get_current_task_btf(), 0, 0);
+	if (w && w->followed && w->in_call && (id >> 32) != daemon_tgid)
+		t->waker = waker;
+	return 0;
+}
+
+// --- Calls that kernel passthrough serves ---
+
+// fd_file returns the open file of descriptor fd of the current task, or 0.
+static __always_inline struct file *fd_file(struct task_struct *task, u64 fd)
+{
+	struct files_struct *files = task->files;
+	if (!files)
+		return 0;
+	struct fdtable *fdt = files->fdt;
+	if (!fdt || fd >= fdt->max_fds)
+		return 0;
+	struct file **fds = fdt->fd;
+	struct file *f = 0;
+	bpf_probe_read_kernel(&f, sizeof(f), &fds[fd]);
+	return f;
+}
+
+// passthrough returns the struct fuse_file of f when f is a file of the traced mount whose
+// reads and writes kernel passthrough serves, else 0.
+static __always_inline struct fuse_file *passthrough(struct file *f)
+{
+	if (!f)
+		return 0;
+	struct inode *ino = BPF_CORE_READ(f, f_inode);
+	if (!ino || BPF_CORE_READ(ino, i_sb, s_dev) != target_dev)
+		return 0;
+	// A FIFO or device node of the mount is not a struct fuse_file.
+	if ((BPF_CORE_READ(ino, i_mode) & S_IFMT) != S_IFREG)
+		return 0;
+	struct fuse_file *ff = BPF_CORE_READ(f, private_data);
+	if (!ff || !BPF_CORE_READ(ff, passthrough))
+		return 0;
+	return ff;
+}
+
+#define MAX_IOVS 16
+
+// iov_size returns the bytes an iovec array of n entries at uiov asks for, counting its
+// first MAX_IOVS entries.
+static __always_inline u64 iov_size(u64 uiov, u64 n)
+{
+	u64 sum = 0;
+	for (int i = 0; i < MAX_IOVS; i++) {
+		struct iovec iov;
+		if (i >= n || bpf_probe_read_user(&iov, sizeof(iov), (void *)(uiov + i * sizeof(iov))) != 0)
+			break;
+		sum += iov.iov_len;
+	}
+	return sum;
+}
+
+// data_call describes system call nr with arguments in regs when it reads or writes a
+// file: its direction, whether it takes an offset argument (4th), and whether it takes an
+// iovec array. 0: not a data call.
+struct call_shape {
+	u8 op, offset, vec;
+};
+
+static __always_inline struct call_shape shape(long nr)
+{
+	struct call_shape s = {};
+	switch (nr) {
+	case NR_READ: s.op = DATA_READ; break;
+	case NR_WRITE: s.op = DATA_WRITE; break;
+	case NR_PREAD64: s.op = DATA_READ; s.offset = 1; break;
+	case NR_PWRITE64: s.op = DATA_WRITE; s.offset = 1; break;
+	case NR_READV: s.op = DATA_READ; s.vec = 1; break;
+	case NR_WRITEV: s.op = DATA_WRITE; s.vec = 1; break;
+	case NR_PREADV: case NR_PREADV2: s.op = DATA_READ; s.offset = 1; s.vec = 1; break;
+	case NR_PWRITEV: case NR_PWRITEV2: s.op = DATA_WRITE; s.offset = 1; s.vec = 1; break;
+	}
+	return s;
+}
+
+// begin_data notes a data call on a passthrough file in the thread's state.
+static __always_inline void begin_data(struct pt_regs *regs, long nr, struct call_shape cs)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct file *f = fd_file(task, PT_REGS_PARM1_CORE_SYSCALL(regs));
+	struct fuse_file *ff = passthrough(f);
+	if (!ff)
+		return;
+	struct task *t = bpf_task_storage_get(&tasks, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!t)
+		return;
+	if (!t->followed) {
+		t->followed = 1;
+		t->enter = bpf_ktime_get_ns();
+		t->nr = (u32)nr;
+		t->nreq = 0;
+		t->in_call = 1;
+		t->think_taken = 0;
+	}
+	think(t, task);
+	t->data = 1;
+	t->d_file = (u64)f;
+	t->d_fh = BPF_CORE_READ(ff, fh);
+	t->d_node = BPF_CORE_READ(ff, nodeid);
+	t->d_op = cs.op;
+	t->d_pos = -1;
+	if (cs.offset) {
+		s64 off = (s64)PT_REGS_PARM4_CORE_SYSCALL(regs);
+		if (off >= 0)
+			t->d_pos = off; // preadv2/pwritev2 take -1 for the file position
+	}
+	if (t->d_pos < 0)
+		t->d_pos = BPF_CORE_READ(f, f_pos);
+	u64 n = PT_REGS_PARM3_CORE_SYSCALL(regs);
+	t->d_size = cs.vec ? iov_size(PT_REGS_PARM2_CORE_SYSCALL(regs), n) : n;
+}
+
+// end_data emits the data call in progress, which returned ret.
+static __always_inline void end_data(struct task *t, u64 now, s64 ret, u64 id)
+{
+	struct data_rec *r = reserve(sizeof(*r));
+	if (!r)
+		return;
+	u64 ug = bpf_get_current_uid_gid();
+	r->kind = REC_DATA;
+	r->nr = (u16)t->nr;
+	r->tid = (u32)id;
+	r->pid = id >> 32;
+	r->uid = (u32)ug;
+	r->gid = ug >> 32;
+	r->op = t->d_op;
+	r->fh = t->d_fh;
+	r->node = t->d_node;
+	r->pos = t->d_pos;
+	// Without an offset argument, read and write used the file position: after a
+	// transfer it stands at the end of it (for appends too, which the entry's position
+	// would not show).
+	struct call_shape cs = shape(t->nr);
+	if (!cs.offset && ret > 0) {
+		struct file *f = (struct file *)t->d_file; // outside BPF_CORE_READ: not a kernel type
+		s64 p = BPF_CORE_READ(f, f_pos);
+		if (p >= ret)
+			r->pos = p - ret;
+	}
+	r->size = t->d_size;
+	r->ret = ret;
+	r->start = t->enter;
+	r->end = now;
+	r->call_end = 0;
+	r->think_rd = t->think_rd;
+	r->woken = t->woken;
+	r->waker = t->waker;
+	r->pad = 0;
+	submit(r);
+	count(CNT_DATA);
+}
+
+// --- libaio ---
+
+#define MAX_IOCBS 256
+
+struct aio_ctx {
+	struct task_struct *task;
+	u64 iocbs; // user address of the iocb pointer array
+	u64 now;
+	u64 id;
+	u64 ug;
+	u32 nr;
+	u32 done; // 1: io_submit returned: date the submissions' return instead
+	u64 think_rd;
+	u64 woken;
+	u32 waker;
+};
+
+static long aio_submit_one(u64 i, void *data)
+{
+	struct aio_ctx *c = data;
+	u64 uiocb = 0;
+	if (bpf_probe_read_user(&uiocb, sizeof(uiocb), (void *)(c->iocbs + i * 8)) != 0 || !uiocb)
+		return 0;
+	struct async_key k = { .id = uiocb, .tgid = c->id >> 32 };
+	if (c->done) {
+		struct async *a = bpf_map_lookup_elem(&asyncs, &k);
+		if (a && a->call_end == 0)
+			a->call_end = c->now;
+		return 0;
+	}
+	struct iocb cb;
+	if (bpf_probe_read_user(&cb, sizeof(cb), (void *)uiocb) != 0)
+		return 0;
+	u32 op;
+	bool vec = false;
+	switch (cb.aio_lio_opcode) {
+	case 0: op = DATA_READ; break;             // IOCB_CMD_PREAD
+	case 1: op = DATA_WRITE; break;            // IOCB_CMD_PWRITE
+	case 7: op = DATA_READ; vec = true; break;  // IOCB_CMD_PREADV
+	case 8: op = DATA_WRITE; vec = true; break; // IOCB_CMD_PWRITEV
+	default: return 0;
+	}
+	struct file *f = fd_file(c->task, cb.aio_fildes);
+	struct fuse_file *ff = passthrough(f);
+	if (!ff)
+		return 0;
+	struct async a = {
+		.start = c->now,
+		.fh = BPF_CORE_READ(ff, fh),
+		.node = BPF_CORE_READ(ff, nodeid),
+		.pos = cb.aio_offset,
+		.size = vec ? iov_size(cb.aio_buf, cb.aio_nbytes) : cb.aio_nbytes,
+		.think_rd = c->think_rd,
+		.woken = c->woken,
+		.waker = c->waker,
+		.tid = (u32)c->id,
+		.pid = c->id >> 32,
+		.uid = (u32)c->ug,
+		.gid = c->ug >> 32,
+		.op = op,
+		.nr = c->nr,
+	};
+	bpf_map_update_elem(&asyncs, &k, &a, BPF_ANY);
+	return 0;
+}
+
+struct reap_ctx {
+	u64 events; // user address of the io_event array
+	u64 now;
+	u32 tgid;
+};
+
+// emit_async emits a completed asynchronous call.
+static __always_inline void emit_async(struct async *a, u64 now, s64 res)
+{
+	struct data_rec *r = reserve(sizeof(*r));
+	if (!r)
+		return;
+	r->kind = REC_ASYNC;
+	r->nr = (u16)a->nr;
+	r->tid = a->tid;
+	r->pid = a->pid;
+	r->uid = a->uid;
+	r->gid = a->gid;
+	r->op = a->op;
+	r->fh = a->fh;
+	r->node = a->node;
+	r->pos = a->pos;
+	r->size = a->size;
+	r->ret = res;
+	r->start = a->start;
+	r->end = now;
+	r->call_end = a->call_end;
+	r->think_rd = a->think_rd;
+	r->woken = a->woken;
+	r->waker = a->waker;
+	r->pad = 0;
+	submit(r);
+	count(CNT_ASYNC);
+}
+
+static long aio_reap_one(u64 i, void *data)
+{
+	struct reap_ctx *c = data;
+	struct io_event ev;
+	if (bpf_probe_read_user(&ev, sizeof(ev), (void *)(c->events + i * sizeof(ev))) != 0)
+		return 1;
+	struct async_key k = { .id = ev.obj, .tgid = c->tgid };
+	struct async *a = bpf_map_lookup_elem(&asyncs, &k);
+	if (!a)
+		return 0;
+	emit_async(a, c->now, ev.res);
+	bpf_map_delete_elem(&asyncs, &k);
+	return 0;
+}
+
+// aio_submit times the iocbs of an io_submit on passthrough files (done 0, at its entry),
+// or dates their submission's return (done 1, at its exit).
+static __always_inline void aio_submit(struct task *t, struct task_struct *task, u64 iocbs, u64 n, u32 done, u64 now)
+{
+	if (n > MAX_IOCBS) {
+		count(CNT_UNSEEN);
+		n = MAX_IOCBS;
+	}
+	struct aio_ctx c = {
+		.task = task,
+		.iocbs = iocbs,
+		.now = now,
+		.id = bpf_get_current_pid_tgid(),
+		.ug = bpf_get_current_uid_gid(),
+		.nr = NR_IO_SUBMIT,
+		.done = done,
+	};
+	if (t) {
+		c.think_rd = t->think_rd;
+		c.woken = t->woken;
+		c.waker = t->waker;
+	}
+	bpf_loop(n, aio_submit_one, &c, 0);
+}
+
+// --- io_uring ---
+
+#define IORING_OP_READV 1
+#define IORING_OP_WRITEV 2
+#define IORING_OP_READ_FIXED 4
+#define IORING_OP_WRITE_FIXED 5
+#define IORING_OP_READ 22
+#define IORING_OP_WRITE 23
+#define REQ_F_FIXED_FILE (1ULL << 0)
+
+SEC("tp_btf/io_uring_submit_req")
+int BPF_PROG(uring_submit, struct io_kiocb *req)
+{
+	if (target_dev == 0 || !data_calls)
+		return 0;
+	u8 opcode = req->opcode;
+	u32 op;
+	bool vec = false;
+	switch (opcode) {
+	case IORING_OP_READV: op = DATA_READ; vec = true; break;
+	case IORING_OP_WRITEV: op = DATA_WRITE; vec = true; break;
+	case IORING_OP_READ_FIXED: case IORING_OP_READ: op = DATA_READ; break;
+	case IORING_OP_WRITE_FIXED: case IORING_OP_WRITE: op = DATA_WRITE; break;
+	default: return 0;
+	}
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct file *f = 0;
+	if (req->flags & REQ_F_FIXED_FILE) {
+		count(CNT_UNSEEN); // a registered file: not resolved here
+		return 0;
+	}
+	f = fd_file(task, req->cqe.fd);
+	struct fuse_file *ff = passthrough(f);
+	if (!ff)
+		return 0;
+	struct io_rw *rw = (void *)&req->cmd;
+	u64 id = bpf_get_current_pid_tgid();
+	u64 ug = bpf_get_current_uid_gid();
+	u64 len = BPF_CORE_READ(rw, len);
+	struct async a = {
+		.start = bpf_ktime_get_ns(),
+		.fh = BPF_CORE_READ(ff, fh),
+		.node = BPF_CORE_READ(ff, nodeid),
+		.pos = BPF_CORE_READ(rw, kiocb.ki_pos),
+		.size = vec ? iov_size(BPF_CORE_READ(rw, addr), len) : len,
+		.tid = (u32)id,
+		.pid = id >> 32,
+		.uid = (u32)ug,
+		.gid = ug >> 32,
+		.op = op,
+	};
+	struct task *t = bpf_task_storage_get(&tasks, task, 0, 0);
+	if (t && t->in_call) {
+		a.nr = t->nr;
+		think(t, task);
+		a.think_rd = t->think_rd;
+		a.woken = t->woken;
+		a.waker = t->waker;
+	}
+	if (a.pos < 0)
+		a.pos = BPF_CORE_READ(f, f_pos);
+	struct async_key k = { .id = (u64)req };
+	bpf_map_update_elem(&asyncs, &k, &a, BPF_ANY);
+	return 0;
+}
+
+SEC("tp_btf/io_uring_complete")
+int BPF_PROG(uring_complete, struct io_ring_ctx *ring_ctx, void *req, struct io_uring_cqe *cqe)
+{
+	if (target_dev == 0 || !data_calls)
+		return 0;
+	struct async_key k = { .id = (u64)req };
+	struct async *a = bpf_map_lookup_elem(&asyncs, &k);
+	if (!a)
+		return 0;
+	emit_async(a, bpf_ktime_get_ns(), BPF_CORE_READ(cqe, res));
+	bpf_map_delete_elem(&asyncs, &k);
+	return 0;
+}
+
+// --- System call entry and exit ---
+
+SEC("tp_btf/sys_enter")
+int BPF_PROG(sys_enter, struct pt_regs *regs, long nr)
+{
+	if (target_dev == 0)
+		return 0;
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct task *t = bpf_task_storage_get(&tasks, task, 0, 0);
+	if (t && t->followed) {
+		t->enter = bpf_ktime_get_ns();
+		t->nr = (u32)nr;
+		t->nreq = 0;
+		t->in_call = 1;
+		t->think_taken = 0;
+		t->data = 0;
+	}
+	if (!data_calls)
+		return 0;
+	struct call_shape cs = shape(nr);
+	if (cs.op) {
+		begin_data(regs, nr, cs);
+		return 0;
+	}
+	if (nr == NR_IO_SUBMIT) {
+		u64 n = PT_REGS_PARM2_CORE_SYSCALL(regs);
+		u64 iocbs = PT_REGS_PARM3_CORE_SYSCALL(regs);
+		if (t && t->followed) {
+			think(t, task);
+			t->aio_iocbs = iocbs;
+			t->aio_nr = n;
+		}
+		aio_submit(t, task, iocbs, n, 0, t && t->followed ? t->enter : bpf_ktime_get_ns());
+		return 0;
+	}
+	if (nr == NR_IO_GETEVENTS || nr == NR_IO_PGETEVENTS) {
+		if (!t) {
+			t = bpf_task_storage_get(&tasks, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+			if (!t)
+				return 0;
+			t->nr = (u32)nr;
+			t->in_call = 1;
+		}
+		t->aio_events = PT_REGS_PARM4_CORE_SYSCALL(regs);
+	}
+	return 0;
+}
+
+SEC("tp_btf/sys_exit")
+int BPF_PROG(sys_exit, struct pt_regs *regs, long ret)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct task *t = bpf_task_storage_get(&tasks, task, 0, 0);
+	if (!t)
+		return 0;
+	u64 now = bpf_ktime_get_ns();
+	u64 id = bpf_get_current_pid_tgid();
+	bool reached = false; // the call reached the mount
+	if (t->data) {
+		end_data(t, now, ret, id);
+		t->data = 0;
+		reached = true;
+	}
+	if (t->aio_events) {
+		if (ret > 0) {
+			struct reap_ctx c = { .events = t->aio_events, .now = now, .tgid = id >> 32 };
+			u64 n = ret > MAX_IOCBS ? MAX_IOCBS : ret;
+			bpf_loop(n, aio_reap_one, &c, 0);
+		}
+		t->aio_events = 0;
+	}
+	if (t->aio_iocbs) {
+		if (ret > 0)
+			aio_submit(t, task, t->aio_iocbs, ret, 1, now);
+		t->aio_iocbs = 0;
+		t->aio_nr = 0;
+	}
+	if (t->in_call && t->nreq > 0) {
+		// The call's last request may still be in flight (a release the kernel sends
+		// without waiting): its record then carries the return.
+		u64 last = t->last_unique;
+		struct send *s = bpf_map_lookup_elem(&sends, &last);
+		if (s) {
+			s->call_end = now;
+			count(CNT_CALLS);
+		} else {
+			struct call_rec *r = reserve(sizeof(*r));
+			if (r) {
+				r->kind = REC_CALL;
+				r->nr = (u16)t->nr;
+				r->tid = (u32)id;
+				r->unique = last;
+				r->enter = t->enter;
+				r->exit = now;
+				r->nreq = t->nreq;
+				submit(r);
+				count(CNT_CALLS);
+			}
+		}
+		reached = true;
+	}
+	if (reached) {
+		t->rd_exit = run_delay(task);
+		t->woken = 0;
+		t->waker = 0;
+	}
+	t->in_call = 0;
+	t->nreq = 0;
+	return 0;
+}

@@ -1,0 +1,158 @@
+package legs_test
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/iotap/iotap/fusefs"
+	"github.com/iotap/iotap/fusefs/fusetest"
+	"github.com/iotap/iotap/internal/legs"
+	"github.com/iotap/iotap/internal/testenv"
+	"github.com/iotap/iotap/trace"
+)
+
+// kernelCase is a mount with kernel passthrough whose data calls the program times.
+type kernelCase struct {
+	*fusetest.Case
+	rec *fusetest.MemRecorder
+	t   *legs.Tracer
+}
+
+func mountKernel(t *testing.T, o fusefs.Options) *kernelCase {
+	t.Helper()
+	testenv.Root(t, testenv.FUSE, "measuring in the kernel needs root")
+	origin := trace.Now()
+	tr, err := legs.Open(legs.Options{Origin: origin, DataCalls: true})
+	if err != nil {
+		testenv.Skip(t, testenv.FUSE, "the kernel's view cannot be measured here: %v", err)
+	}
+	t.Cleanup(tr.Detach)
+	rec := fusetest.NewMemRecorder(origin)
+	o.Passthrough = true
+	c := fusetest.Mount(t, rec, o)
+	if err := tr.Watch(c.Mnt, os.Getpid(), c.Server); err != nil {
+		t.Fatal(err)
+	}
+	return &kernelCase{Case: c, rec: rec, t: tr}
+}
+
+// run runs a shell command in dir, in a child process.
+func run(t *testing.T, dir, script string) {
+	t.Helper()
+	cmd := exec.Command("sh", "-c", script)
+	cmd.Dir = dir
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("%s: %v\n%s", script, err, out)
+	}
+}
+
+// TestPassthroughDataCalls reads and writes through a passthrough mount with dd: every
+// read and write call reaches the trace, timed by the kernel, with its bytes, offsets and
+// handle, and none of them as a request to the layer.
+func TestPassthroughDataCalls(t *testing.T) {
+	k := mountKernel(t, fusefs.Options{})
+	if err := os.WriteFile(filepath.Join(k.Orig, "in"), make([]byte, 64<<10+100), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	run(t, k.Mnt, "dd if=in of=out bs=4096 status=none")
+	if err := k.t.Close(); err != nil {
+		t.Fatal(err)
+	}
+	st := k.Server.Passthrough()
+	if st.Opens < 2 || st.LayerOpens != 0 {
+		t.Errorf("passthrough opens %+v, want 2 through the kernel", st)
+	}
+	var reads, writes, rbytes, wbytes int64
+	var layer int
+	for _, ev := range k.rec.Events() {
+		switch {
+		case ev.Op != trace.OpRead && ev.Op != trace.OpWrite:
+			continue
+		case !ev.Passthrough:
+			layer++
+		case ev.Op == trace.OpRead:
+			if ev.Offset != rbytes || ev.Size != 4096 {
+				t.Errorf("read %d at offset %d of %d bytes, want offset %d", reads, ev.Offset, ev.Size, rbytes)
+			}
+			reads++
+			rbytes += ev.Ret
+		default:
+			if ev.Offset != wbytes || int64(ev.Size) != ev.Ret {
+				t.Errorf("write %d at offset %d of %d bytes, want offset %d", writes, ev.Offset, ev.Size, wbytes)
+			}
+			writes++
+			wbytes += ev.Ret
+		}
+		if ev.Passthrough && (ev.Dur <= 0 || ev.Handle == 0 || ev.Node == 0 || ev.Pid == 0 || ev.Path == 0 ||
+			ev.Unique != 0 || ev.CallStart != ev.Start || ev.CallEnd != ev.End() || ev.CallNr == 0 && ev.Op == trace.OpWrite) {
+			t.Errorf("event %+v", ev)
+		}
+	}
+	// dd reads 17 blocks (the last one short) and the end of file, and writes 17.
+	if reads != 18 || writes != 17 || rbytes != 64<<10+100 || wbytes != 64<<10+100 || layer != 0 {
+		t.Errorf("reads %d (%d bytes), writes %d (%d bytes), through the layer %d", reads, rbytes, writes, wbytes, layer)
+	}
+	if st := k.t.Stats(); st.Data != uint64(reads+writes) || st.Lost != 0 {
+		t.Errorf("kernel counted %+v, trace holds %d", st, reads+writes)
+	}
+}
+
+// TestPassthroughAsync runs fio at queue depth 16 with libaio and io_uring on O_DIRECT
+// through a passthrough mount: each of its reads reaches the trace once, timed from its
+// submission to its completion, and the calls overlap (the depth survives).
+func TestPassthroughAsync(t *testing.T) {
+	testenv.Programs(t, testenv.FUSE, "fio")
+	for _, engine := range []string{"libaio", "io_uring"} {
+		t.Run(engine, func(t *testing.T) {
+			k := mountKernel(t, fusefs.Options{})
+			const size, bs = 4 << 20, 4096
+			if err := os.WriteFile(filepath.Join(k.Orig, "f"), make([]byte, size), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			run(t, k.Mnt, "fio --name=qd --filename=f --rw=randread --bs=4k --size=4m --direct=1 --iodepth=16 --ioengine="+engine+" --output=/dev/null")
+			if err := k.t.Close(); err != nil {
+				t.Fatal(err)
+			}
+			seen := map[int64]int{}
+			var reads []trace.Event
+			for _, ev := range k.rec.Events() {
+				if ev.Op != trace.OpRead || !ev.Passthrough {
+					continue
+				}
+				reads = append(reads, ev)
+				seen[ev.Offset]++
+				if ev.Ret != bs || ev.Size != bs || ev.Dur <= 0 || ev.Offset%bs != 0 {
+					t.Errorf("read %+v", ev)
+				}
+			}
+			if len(reads) != size/bs || len(seen) != size/bs {
+				t.Errorf("%d reads of %d blocks, want %d", len(reads), len(seen), size/bs)
+			}
+			// The most reads in flight at once.
+			var depth, most int
+			var edges []int64
+			for _, ev := range reads {
+				edges = append(edges, ev.Start<<1|1, ev.End()<<1)
+			}
+			slices.Sort(edges)
+			for _, e := range edges {
+				if e&1 == 1 {
+					depth++
+				} else {
+					depth--
+				}
+				most = max(most, depth)
+			}
+			if most < 8 {
+				t.Errorf("at most %d reads in flight, want the job's depth (16)", most)
+			}
+			t.Logf("%d reads, at most %d in flight", len(reads), most)
+			if st := k.t.Stats(); st.Async != uint64(len(reads)) || st.Unseen != 0 || st.Lost != 0 {
+				t.Errorf("kernel counted %+v, trace holds %d", st, len(reads))
+			}
+		})
+	}
+}
