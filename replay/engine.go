@@ -180,22 +180,29 @@ type engine struct {
 type fileBox struct{ f File }
 
 // table is a growable array that is safe to index concurrently while it grows: fixed
-// chunks hung from a fixed directory.
+// chunks of 4096 hung from a two-level directory, each level allocated when first used
+// (2^28 entries; the engine holds three, and the garbage collector scans only the parts
+// in use).
 type table[T any] struct {
-	dir [1 << 16]atomic.Pointer[[1 << 12]T]
+	dir [1 << 8]atomic.Pointer[[1 << 8]atomic.Pointer[[1 << 12]T]]
 }
 
 func (t *table[T]) at(i uint32) *T {
-	c := t.dir[(i>>12)&(1<<16-1)].Load()
-	if c == nil {
-		n := new([1 << 12]T)
-		if !t.dir[(i>>12)&(1<<16-1)].CompareAndSwap(nil, n) {
-			c = t.dir[(i>>12)&(1<<16-1)].Load()
-		} else {
-			c = n
-		}
-	}
+	mid := loadOrMake(&t.dir[(i>>20)&(1<<8-1)])
+	c := loadOrMake(&mid[(i>>12)&(1<<8-1)])
 	return &c[i&(1<<12-1)]
+}
+
+// loadOrMake returns the array p points to, allocating it if p is nil.
+func loadOrMake[A any](p *atomic.Pointer[A]) *A {
+	if c := p.Load(); c != nil {
+		return c
+	}
+	n := new(A)
+	if p.CompareAndSwap(nil, n) {
+		return n
+	}
+	return p.Load()
 }
 
 func (e *engine) counter(res uint32) *atomic.Uint32 {
@@ -210,7 +217,7 @@ func (e *engine) counter(res uint32) *atomic.Uint32 {
 type worker struct {
 	e       *engine
 	id      uint32
-	ch      chan replayOp
+	ch      *opQueue     // the thread's planned ops, shared with the helpers
 	q       *threadQueue // shared with the helpers
 	wake    chan bool    // true: the baton is handed to this member; false: the thread ended
 	holding bool         // this member holds the thread's baton
@@ -223,6 +230,14 @@ type worker struct {
 	fellBack string
 	st       runStats
 	views    map[string]Backend // Walker views by walk start directory
+	// ev is the replay event account writes (a Sink's Append takes a pointer: one per
+	// worker, not one per op).
+	ev trace.Event
+	// thread and proc are the progress entries of this worker's thread and of the process
+	// of its last op (procID), looked up once.
+	thread *pidProgress
+	proc   *pidProgress
+	procID uint32
 }
 
 // backend returns the backend to issue op with: a view that starts the path walk where
@@ -373,7 +388,7 @@ func (e *engine) dispatch(p *planner, src Source) (workers map[uint32]*worker, l
 	var wg sync.WaitGroup
 	defer func() {
 		for _, w := range workers {
-			close(w.ch)
+			w.ch.close()
 		}
 		wg.Wait()
 	}()
@@ -412,10 +427,7 @@ func (e *engine) dispatch(p *planner, src Source) (workers map[uint32]*worker, l
 			w = e.startWorker(op.Worker, &wg)
 			workers[op.Worker] = w
 		}
-		select {
-		case w.ch <- *op:
-		case <-e.ctx.Done():
-		}
+		w.ch.put(e.ctx, op)
 	}
 }
 
@@ -428,7 +440,7 @@ func (e *engine) startWorker(id uint32, wg *sync.WaitGroup) *worker {
 		// share of Ps gets out of hand).
 		e.wantProc()
 	}
-	w := &worker{e: e, id: id, ch: make(chan replayOp, e.opts.QueueDepth), margin: int64(e.opts.SpinMargin),
+	w := &worker{e: e, id: id, ch: newOpQueue(e.opts.QueueDepth), margin: int64(e.opts.SpinMargin),
 		q: new(threadQueue), wake: make(chan bool, 1), holding: true}
 	w.st.init()
 	wg.Add(1)
@@ -503,8 +515,18 @@ func (w *worker) complete(op *replayOp, end int64) {
 	}
 	w.q.completed(end)
 	if e.opts.Timing == TimingThink {
-		e.progress.done(op.Pid, op.Start+op.Dur, end)
-		e.threads.done(op.Worker, op.Start+op.Dur, end)
+		if op.Pid != 0 {
+			if w.proc == nil || w.procID != op.Pid {
+				w.proc, w.procID = e.progress.get(op.Pid), op.Pid
+			}
+			w.proc.done(op.Start+op.Dur, end)
+		}
+		if op.Worker != 0 {
+			if w.thread == nil {
+				w.thread = e.threads.get(op.Worker)
+			}
+			w.thread.done(op.Start+op.Dur, end)
+		}
 	}
 	if e.waiters.Load() > 0 {
 		e.mu.Lock()
@@ -1064,15 +1086,15 @@ func (w *worker) account(op *replayOp, start, end, ret int64, errno syscall.Errn
 		w.diverge(op, ret, errno, fellBack)
 	}
 	if e.sink != nil {
-		ev := trace.Event{
+		w.ev = trace.Event{
 			Start: start - e.origin, Dur: max(end-start, 0), Offset: op.Offset, Ret: ret, Offset2: op.Offset2,
 			Handle: op.Handle, Handle2: op.Handle2, Path: op.OutPath, Path2: op.OutPath2, Size: uint32(min(op.Size, 1<<32-1)),
 			Flags: op.Flags, Mode: op.Mode, Tid: op.Tid, Pid: op.Pid, Errno: uint16(errno), Op: rec,
 		}
 		if op.Kind == fold.Setxattr || op.Kind == fold.Truncate || op.Kind == fold.Ftruncate {
-			ev.Size = uint32(min(max(op.Size, 0), 1<<32-1))
+			w.ev.Size = uint32(min(max(op.Size, 0), 1<<32-1))
 		}
-		e.sink.Append(&ev)
+		e.sink.Append(&w.ev)
 	}
 }
 
