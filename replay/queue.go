@@ -94,7 +94,6 @@ func (q *opQueue) tryTake(op *replayOp, wait bool) (got, closed bool) {
 		return false, closed
 	}
 	*op = q.ring[q.head]
-	q.ring[q.head] = replayOp{} // the names it holds
 	q.head = (q.head + 1) % len(q.ring)
 	q.n--
 	wake := q.putWaits && q.n <= len(q.ring)-max(len(q.ring)/8, 1)
