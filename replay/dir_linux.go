@@ -281,6 +281,17 @@ func (d *Dir) Access(ctx context.Context, name string, mask uint32) error {
 	return unix.Faccessat(fd, base, mask, unix.AT_SYMLINK_NOFOLLOW)
 }
 
+var _ SpaceReporter = (*Dir)(nil)
+
+// Space implements SpaceReporter.
+func (d *Dir) Space(ctx context.Context) (Space, error) {
+	var st unix.Statfs_t
+	if err := unix.Fstatfs(d.rootFD, &st); err != nil {
+		return Space{}, fmt.Errorf("replay: statfs %q: %w", d.path, err)
+	}
+	return Space{FreeBytes: st.Bavail * uint64(st.Bsize), FreeFiles: st.Ffree, Files: st.Files, BlockSize: st.Bsize}, nil
+}
+
 // Statfs implements Backend.
 func (d *Dir) Statfs(ctx context.Context) error {
 	var st unix.Statfs_t

@@ -167,7 +167,7 @@ type engine struct {
 	waiters atomic.Int32
 
 	warned atomic.Int32
-	fill   []byte // 1 MiB of write data
+	fill   []byte // maxPiece bytes of write data, shared by the workers (read only)
 
 	causes causeTable // first failures, and what failed after them (fallback.go)
 
@@ -222,9 +222,8 @@ type worker struct {
 	wake    chan bool    // true: the baton is handed to this member; false: the thread ended
 	holding bool         // this member holds the thread's baton
 	helper  bool
-	margin  int64 // current spin margin: a high quantile of this thread's sleep overshoot
-	buf     []byte
-	wbuf    []byte
+	margin  int64  // current spin margin: a high quantile of this thread's sleep overshoot
+	buf     []byte // read buffer, at most maxPiece
 	zbuf    []byte // zeros, for fallocate's fallback
 	// fellBack says what the last op did instead of a call the target refused (fallback.go).
 	fellBack string
@@ -364,7 +363,7 @@ func newEngine(ctx context.Context, cancel context.CancelCauseFunc, b Backend, s
 	e := &engine{ctx: ctx, cancel: cancel, b: b, sink: sink, opts: o, log: o.Log, speed: o.Speed}
 	e.cond = sync.NewCond(&e.mu)
 	e.walker, _ = b.(Walker)
-	e.fill = make([]byte, 1<<20)
+	e.fill = make([]byte, maxPiece)
 	if o.FillRandom {
 		r := rand.New(rand.NewPCG(1, 2))
 		for i := 0; i+8 <= len(e.fill); i += 8 {
@@ -862,13 +861,11 @@ func (w *worker) execFile(ctx context.Context, op *replayOp, f, f2 File) (ret in
 		err = f.Close(ctx)
 		w.e.files.at(uint32(op.Slot)).f = nil
 	case fold.Read:
-		n, err = f.ReadAt(ctx, w.rbuf(op.Size), op.Offset)
-		ret = int64(n)
+		ret, err = w.pieces(ctx, f, w.clampRW(op.Size), op.Offset, false)
 	case fold.Write:
-		n, err = f.WriteAt(ctx, w.data(op.Size), op.Offset)
-		ret = int64(n)
+		ret, err = w.pieces(ctx, f, w.clampRW(op.Size), op.Offset, true)
 	case fold.Readdir:
-		n, err = f.ReadDir(ctx, w.rbuf(max(op.Size, 4096)), op.Offset)
+		n, err = f.ReadDir(ctx, w.rbuf(min(max(op.Size, 4096), maxPiece)), op.Offset)
 		ret = int64(n)
 	case fold.Fsync:
 		err = f.Sync(ctx, op.Flags&trace.FsyncDatasync != 0)
@@ -891,9 +888,71 @@ func (w *worker) execFile(ctx context.Context, op *replayOp, f, f2 File) (ret in
 	case fold.Lseek:
 		ret, err = f.Seek(ctx, op.Offset, int(op.Flags))
 	case fold.Copy:
-		ret, err = w.copyRange(ctx, f, f2, op.Offset, op.Offset2, op.Size)
+		ret, err = w.copyRange(ctx, f, f2, op.Offset, op.Offset2, w.clampRW(op.Size))
 	}
 	return ret, err
+}
+
+// maxPiece is the most one call of the replay reads or writes: a larger read or write (a
+// system call that the recording layer saw as many requests, merged again) is issued in
+// pieces of maxPiece, one after the other, through the worker's read buffer or the shared
+// write data. A worker's memory is bounded by it, whatever sizes a trace holds.
+const maxPiece = 4 << 20
+
+// maxRW is the most one read, write or copy_file_range system call moves on Linux
+// (MAX_RW_COUNT, 2 GiB less a page): a recorded call that asks for more is damage, and is
+// replayed with maxRW (counted in Summary.Clamped).
+const maxRW = 1<<31 - 4096
+
+// xattrMax is the largest extended attribute value or list (XATTR_SIZE_MAX,
+// XATTR_LIST_MAX): the kernel reads no more whatever size a call gives.
+const xattrMax = 1 << 16
+
+// clampRW returns n, or maxRW if n is more than one system call moves (counted).
+func (w *worker) clampRW(n int64) int64 {
+	if n > maxRW {
+		w.st.clamped++
+		return maxRW
+	}
+	return n
+}
+
+// pieces reads (or, with write, writes) n bytes of f at off in pieces of at most
+// maxPiece, until n are done, a piece comes short (the end of the file, a full disk) or
+// fails. It returns the bytes done and, when none were, the error: a system call that
+// moved some bytes before failing returns their count, as read(2) and write(2) do.
+func (w *worker) pieces(ctx context.Context, f File, n, off int64, write bool) (int64, error) {
+	if n <= 0 {
+		var err error
+		if write {
+			_, err = f.WriteAt(ctx, nil, off)
+		} else {
+			_, err = f.ReadAt(ctx, nil, off)
+		}
+		return 0, err
+	}
+	var done int64
+	for done < n {
+		k := min(n-done, maxPiece)
+		var got int
+		var err error
+		if write {
+			got, err = f.WriteAt(ctx, w.e.fill[:k], off+done)
+		} else {
+			got, err = f.ReadAt(ctx, w.rbuf(k), off+done)
+		}
+		done += int64(max(got, 0))
+		if err != nil {
+			if done > 0 {
+				return done, nil
+			}
+			return 0, err
+		}
+		if int64(got) < k {
+			break
+		}
+	}
+	return done, nil
 }
 
 // execName issues a call on a name through b, the backend view that starts its path walk
@@ -939,18 +998,20 @@ func (w *worker) execName(ctx context.Context, op *replayOp, b Backend) (ret int
 	case fold.Symlink:
 		err = b.Symlink(ctx, op.Name2, op.Name)
 	case fold.Readlink:
-		n, err = b.Readlink(ctx, op.Name, w.rbuf(max(op.Size, 4096)))
+		n, err = b.Readlink(ctx, op.Name, w.rbuf(min(max(op.Size, 4096), maxPiece)))
 		ret = int64(n)
 	case fold.Statfs:
 		err = b.Statfs(ctx)
 	case fold.Getxattr:
-		n, err = b.Getxattr(ctx, op.Name, xattrName, w.rbuf(op.Size))
+		n, err = b.Getxattr(ctx, op.Name, xattrName, w.rbuf(min(op.Size, xattrMax)))
 		ret = int64(n)
 	case fold.Listxattr:
-		n, err = b.Listxattr(ctx, op.Name, w.rbuf(op.Size))
+		n, err = b.Listxattr(ctx, op.Name, w.rbuf(min(op.Size, xattrMax)))
 		ret = int64(n)
 	case fold.Setxattr:
-		err = b.Setxattr(ctx, op.Name, xattrName, w.data(op.Size), 0)
+		// A value longer than xattrMax fails with E2BIG before the kernel reads it: one
+		// byte more says as much.
+		err = b.Setxattr(ctx, op.Name, xattrName, w.data(min(op.Size, xattrMax+1)), 0)
 	case fold.Removexattr:
 		err = b.Removexattr(ctx, op.Name, xattrName)
 	}
@@ -968,7 +1029,7 @@ func (w *worker) copyRange(ctx context.Context, src, dst File, offIn, offOut, n 
 		}
 	}
 	var done int64
-	buf := w.rbuf(min(n, 1<<20))
+	buf := w.rbuf(min(n, maxPiece))
 	for done < n {
 		p := buf[:min(n-done, int64(len(buf)))]
 		r, err := src.ReadAt(ctx, p, offIn+done)
@@ -992,6 +1053,7 @@ func (w *worker) copyRange(ctx context.Context, src, dst File, offIn, offOut, n 
 // xattrName is the attribute replay uses: traces do not record attribute names.
 const xattrName = "user.iotap.replay"
 
+// rbuf returns the worker's read buffer, n bytes of it (n at most maxPiece).
 func (w *worker) rbuf(n int64) []byte {
 	if n <= 0 {
 		return nil
@@ -1002,20 +1064,12 @@ func (w *worker) rbuf(n int64) []byte {
 	return w.buf[:n]
 }
 
+// data returns n bytes of write data, n at most maxPiece.
 func (w *worker) data(n int64) []byte {
 	if n <= 0 {
 		return nil
 	}
-	if n <= int64(len(w.e.fill)) {
-		return w.e.fill[:n]
-	}
-	if int64(cap(w.wbuf)) < n {
-		w.wbuf = make([]byte, n)
-		for i := 0; i < len(w.wbuf); i += len(w.e.fill) {
-			copy(w.wbuf[i:], w.e.fill)
-		}
-	}
-	return w.wbuf[:n]
+	return w.e.fill[:n]
 }
 
 // account compares the result with the trace, updates the worker's totals and writes the

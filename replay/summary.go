@@ -90,6 +90,7 @@ type runStats struct {
 	behind            uint64
 	implicitFailed    uint64
 	escapes           uint64
+	clamped           uint64 // reads, writes and copies of more than one system call moves (maxRW)
 	overlapped        uint64 // ops issued while others of their thread ran
 	maxDepth          int    // most ops of one thread in flight at once, as recorded
 	lag               *hist
@@ -141,8 +142,12 @@ type Summary struct {
 	ReplayedWrite        int64  `json:"replayed_write_bytes"`
 	ImplicitOpens        uint64 `json:"implicit_opens"`
 	ImplicitOpenFailures uint64 `json:"implicit_open_failures"`
-	Escapes              uint64 `json:"escapes"`     // ops refused because their path left the root
-	Interrupted          bool   `json:"interrupted"` // the run was cancelled before the trace's end
+	Escapes              uint64 `json:"escapes"` // ops refused because their path left the root
+	// Clamped counts reads, writes and copies that asked for more bytes than one system
+	// call moves (2 GiB less a page): no application's call does; they were replayed
+	// with that many.
+	Clamped     uint64 `json:"clamped"`
+	Interrupted bool   `json:"interrupted"` // the run was cancelled before the trace's end
 
 	// Issue lag: actual issue time minus the time the op became due (its scheduled time,
 	// or when its ordering dependencies completed if later).
@@ -301,6 +306,7 @@ func (s *Summary) add(st *runStats) {
 	s.Behind += st.behind
 	s.ImplicitOpenFailures += st.implicitFailed
 	s.Escapes += st.escapes
+	s.Clamped += st.clamped
 	s.Overlapped += st.overlapped
 	s.MaxQueueDepth = max(s.MaxQueueDepth, st.maxDepth)
 	if st.lag != nil {
@@ -360,6 +366,9 @@ func (s *Summary) Print(w io.Writer) {
 	_, _ = fmt.Fprintf(w, "  bytes    read %d of %d, written %d of %d\n", s.ReplayedRead, s.RecordedRead, s.ReplayedWrite, s.RecordedWrite)
 	if s.Fold.Unordered > 0 {
 		_, _ = fmt.Fprintf(w, "  order    %d events arrived after the sort window had passed their start time (replayed late)\n", s.Fold.Unordered)
+	}
+	if s.Clamped > 0 {
+		_, _ = fmt.Fprintf(w, "  clamped  %d reads, writes or copies asked for more bytes than one system call moves (%d): replayed with that many (damage: no application's call does)\n", s.Clamped, maxRW)
 	}
 	if s.Escapes > 0 || s.Fold.Unknown > 0 {
 		_, _ = fmt.Fprintf(w, "  refused  %d ops whose path leaves the root, %d with an unknown path\n", s.Escapes, s.Fold.Unknown)
