@@ -238,6 +238,9 @@
 //	              round trip per request: part of the interval), and, when the job's
 //	              native runtime is known, native_runtime_ns, recorded_io_ns,
 //	              anchored_runtime_ns, anchored_runtime_low_ns, anchored_runtime_high_ns}
+//	idle_ns, think_share  the part of replay_span_ns with none of the job's calls in
+//	              flight on any thread (the job's own time between calls: in think mode,
+//	              recorded think time carried over unchanged), and its share of the span
 //	behind        ops due more than 1 ms before their thread's previous op returned
 //	recorded_span_ns, replay_span_ns, recorded_io_ns, replay_io_ns: first op start to last
 //	              op end, and summed op latencies, on each side

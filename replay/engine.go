@@ -170,6 +170,7 @@ type engine struct {
 	fill   []byte // maxPiece bytes of write data, shared by the workers (read only)
 
 	causes causeTable // first failures, and what failed after them (fallback.go)
+	calls  inFlight   // when the job's calls were in flight
 
 	procs *procBudget // the goroutines given a P of their own (see wantProc)
 	gate  *startGate  // copies replayed together start at once (nil: one run)
@@ -322,6 +323,9 @@ func run(ctx context.Context, src Source, b Backend, sink Sink, o Options, procs
 		sum.ReplaySpan = time.Duration(end - e.runStart)
 	}
 	sum.Causes = e.causes.causes()
+	if len(workers) > 0 {
+		sum.Idle = max(sum.ReplaySpan-time.Duration(e.calls.busy), 0)
+	}
 	sum.finish()
 	sum.predict(o)
 	sum.Interrupted = ctx.Err() != nil
@@ -779,6 +783,9 @@ func (w *worker) oneAt(op *replayOp, due, anchor int64) {
 func (w *worker) issue(op *replayOp, due, ready int64) int64 {
 	start, ret, errno := w.exec(op)
 	end := now()
+	if !op.Implicit {
+		w.e.calls.leave(end)
+	}
 	if w.e.opts.Timing == TimingThink {
 		w.e.drift.Store(end - w.e.replayTime(op.Start+op.Dur))
 	}
@@ -798,7 +805,7 @@ func (w *worker) exec(op *replayOp) (start, ret int64, errno syscall.Errno) {
 	if op.Slot >= 0 && op.Kind != fold.Open {
 		f = e.files.at(uint32(op.Slot)).f
 		if f == nil {
-			return now(), 0, syscall.EBADF
+			return w.began(op), 0, syscall.EBADF
 		}
 	}
 	if op.Kind == fold.Copy {
@@ -806,11 +813,11 @@ func (w *worker) exec(op *replayOp) (start, ret int64, errno syscall.Errno) {
 			f2 = e.files.at(uint32(op.Slot2)).f
 		}
 		if f == nil || f2 == nil {
-			return now(), 0, syscall.EBADF
+			return w.began(op), 0, syscall.EBADF
 		}
 	}
 	var err error
-	start = now()
+	start = w.began(op)
 	switch op.Kind {
 	case fold.Skip:
 		return start, op.WantRet, syscall.Errno(op.WantErrno)
@@ -828,6 +835,45 @@ func (w *worker) exec(op *replayOp) (start, ret int64, errno syscall.Errno) {
 		}
 	}
 	return start, ret, errno
+}
+
+// began returns the time op is issued at, and counts it in flight from then (an implicit
+// open is none of the job's calls).
+func (w *worker) began(op *replayOp) int64 {
+	t := now()
+	if !op.Implicit {
+		w.e.calls.enter(t)
+	}
+	return t
+}
+
+// inFlight is the time at least one of the job's calls was in flight in the replay: the
+// union of the calls' [start, end), across threads. The rest of the replay's span is the
+// job's own time between calls (Summary.Idle).
+type inFlight struct {
+	mu    sync.Mutex // guards the fields below
+	n     int        // calls in flight
+	since int64      // start of the current busy period, when n > 0
+	busy  int64      // summed length of the busy periods that ended
+}
+
+// enter counts a call issued at t.
+func (c *inFlight) enter(t int64) {
+	c.mu.Lock()
+	if c.n == 0 || t < c.since {
+		c.since = t
+	}
+	c.n++
+	c.mu.Unlock()
+}
+
+// leave counts a call that ended at t.
+func (c *inFlight) leave(t int64) {
+	c.mu.Lock()
+	if c.n--; c.n == 0 {
+		c.busy += max(t-c.since, 0)
+	}
+	c.mu.Unlock()
 }
 
 // execOpen opens op's file into its slot. An implicit open (a handle opened before the

@@ -189,6 +189,13 @@ type Summary struct {
 
 	// Prediction is what the run predicts for the job on the target (think timing only).
 	Prediction *Prediction `json:"prediction,omitempty"`
+	// Idle is the part of ReplaySpan during which none of the job's replayed calls was in
+	// flight, on any thread: the job's own time between its calls (in think mode the
+	// recorded think times, carried over unchanged, and the replayer's issue lag).
+	// ThinkShare is Idle over ReplaySpan: the share of the replayed (predicted) runtime
+	// that the target did not change.
+	Idle       time.Duration `json:"idle_ns"`
+	ThinkShare float64       `json:"think_share"`
 
 	RecordedSpan time.Duration `json:"recorded_span_ns"` // first op start to last op end
 	ReplaySpan   time.Duration `json:"replay_span_ns"`
@@ -341,6 +348,7 @@ func (s *Summary) finish() {
 	s.Escapes += s.Fold.Escapes
 	if s.ReplaySpan > 0 {
 		s.ReplayerCPUShare = float64(s.ReplayerCPU) / float64(s.ReplaySpan)
+		s.ThinkShare = float64(s.Idle) / float64(s.ReplaySpan)
 	}
 	s.LagSamples = s.lag.n
 	s.LagP50, s.LagP99 = s.lag.quantile(0.5), s.lag.quantile(0.99)
@@ -399,6 +407,8 @@ func (s *Summary) Print(w io.Writer) {
 		s.ReplayIO.Round(time.Microsecond), s.RecordedIO.Round(time.Microsecond), pct(s.ReplayIO, s.RecordedIO))
 	if s.Prediction != nil {
 		_, _ = fmt.Fprintf(w, "  predicts %s\n", s.Prediction.Line())
+		_, _ = fmt.Fprintf(w, "  own time %.1f%% of that runtime (%v) had none of the job's calls in flight: the job's own time between its calls, carried over from the recording unchanged; the target changes only the rest\n",
+			100*s.ThinkShare, s.Idle.Round(time.Microsecond))
 	}
 	s.printReplayer(w)
 	if s.Divergences > 0 || s.SkippedOps > 0 {
