@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # replaycost.sh: the replayer's own cost per call, against the floor. For the calls
-# metadata-heavy jobs make (openat O_CREAT + close, fstatat, unlink, mkdir, rename, a
-# directory listing, 4 KiB pread and pwrite, pwrite + fdatasync), the same system calls are
-# issued by a minimal loop with no bookkeeping (the floor) and by iotap's replayer, from a
-# recorded trace of them (with the kernel's legs, no think time), afap and in think mode,
-# on tmpfs and on ext4 (a loop-mounted image). See replay/callcost_test.go.
+# metadata-heavy jobs make (openat O_CREAT + close, fstatat, chmod, lchown, utimensat,
+# unlink, mkdir, rename, a directory listing, 4 KiB pread and pwrite, pwrite + fdatasync),
+# the same system calls are issued by a minimal loop with no bookkeeping (the floor) and by
+# iotap's replayer, from a recorded trace of them (with the kernel's legs, no think time),
+# afap and in think mode, on tmpfs and on ext4 (a loop-mounted image). See
+# replay/callcost_test.go.
 #
 # Two ways to measure:
 #   -m time    (default) wall-clock and CPU time per call, medians of -r rounds
@@ -49,8 +50,8 @@ else
 fi
 TEST=$WORK/replay.test
 (cd "$REPO" && go test -c -o "$TEST" ./replay)
-SCENARIOS=${SCEN:-create-close,stat,unlink,mkdir,rename,readdir,read-4k,write-4k,write-fsync}
-CALLS="create-close=2 stat=1 unlink=1 mkdir=1 rename=1 readdir=4 read-4k=1 write-4k=1 write-fsync=2"
+SCENARIOS=${SCEN:-create-close,stat,chmod,chown,utimes,unlink,mkdir,rename,readdir,read-4k,write-4k,write-fsync}
+CALLS="create-close=2 stat=1 chmod=1 chown=1 utimes=1 unlink=1 mkdir=1 rename=1 readdir=4 read-4k=1 write-4k=1 write-fsync=2"
 calls_of() { for kv in $CALLS; do if [ "${kv%%=*}" = "$1" ]; then echo "${kv#*=}"; fi; done; }
 echo "replaycost: $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg), $N items per run, $(date -u +%F)"
 

@@ -97,7 +97,9 @@ type floorLoop struct {
 	fd    int // an open file, for the data scenarios
 	buf   []byte
 	names []string // names by item, made before the loop
-	in    int64    // summed time inside the calls
+	uid   int      // the user and group chown gives the files
+	gid   int
+	in    int64 // summed time inside the calls
 	err   error
 }
 
@@ -138,6 +140,32 @@ var callScenarios = []callScenario{
 	}, floor: func(f *floorLoop, i int) {
 		var st unix.Stat_t
 		f.timed(func() error { return unix.Fstatat(f.dir, f.names[i], &st, unix.AT_SYMLINK_NOFOLLOW) })
+	}},
+	{name: "chmod", calls: 1, record: func(c *callRecorder, i int) {
+		name := fileName("a", i)
+		c.call(lookupReq(name, 0, unix.S_IFREG|0o644), callReq{trace.OpSetattr, name, func(e *trace.Event) {
+			e.Flags, e.Mode = trace.SetattrMode, 0o640
+		}})
+	}, floor: func(f *floorLoop, i int) {
+		f.timed(func() error { return unix.Fchmodat(f.dir, f.names[i], 0o640, 0) })
+	}},
+	{name: "chown", calls: 1, record: func(c *callRecorder, i int) {
+		name := fileName("a", i)
+		c.call(lookupReq(name, 0, unix.S_IFREG|0o644), callReq{trace.OpSetattr, name, func(e *trace.Event) {
+			e.Flags = trace.SetattrUID | trace.SetattrGID
+		}})
+	}, floor: func(f *floorLoop, i int) {
+		f.timed(func() error {
+			return unix.Fchownat(f.dir, f.names[i], f.uid, f.gid, unix.AT_SYMLINK_NOFOLLOW)
+		})
+	}},
+	{name: "utimes", calls: 1, record: func(c *callRecorder, i int) {
+		name := fileName("a", i)
+		c.call(lookupReq(name, 0, unix.S_IFREG|0o644), callReq{trace.OpSetattr, name, func(e *trace.Event) {
+			e.Flags = trace.SetattrAtime | trace.SetattrMtime | trace.SetattrAtimeNow | trace.SetattrMtimeNow
+		}})
+	}, floor: func(f *floorLoop, i int) {
+		f.timed(func() error { return unix.UtimesNanoAt(f.dir, f.names[i], nil, unix.AT_SYMLINK_NOFOLLOW) })
 	}},
 	{name: "unlink", calls: 1, record: func(c *callRecorder, i int) {
 		name := fileName("u", i)
@@ -219,8 +247,11 @@ func callTrace(tb testing.TB, sc callScenario, n int) []byte {
 		c.call(lookupReq("data", 0, unix.S_IFREG|0o644), callReq{trace.OpOpen, "data", func(e *trace.Event) {
 			e.Handle, e.Flags = 1<<40, unix.O_RDWR
 		}})
-	case "stat", "unlink", "rename":
+	case "stat", "unlink", "rename", "chmod", "chown", "utimes":
 		dir := sc.name[:1]
+		if sc.name[0] == 'c' || sc.name == "utimes" {
+			dir = "a"
+		}
 		for i := range n {
 			b.W.AddFile(trace.File{Path: b.Path(fileName(dir, i)), Type: trace.TypeFile, Mode: 0o644})
 		}
@@ -253,6 +284,8 @@ func floorNames(sc callScenario, n int) []string {
 			names[i] = fileName("c", i)
 		case "stat", "unlink", "rename":
 			names[i] = fileName(sc.name[:1], i)
+		case "chmod", "chown", "utimes":
+			names[i] = fileName("a", i)
 		case "mkdir":
 			names[i] = "m/d" + strconv.Itoa(i)
 		case "readdir":
@@ -508,7 +541,7 @@ func TestCallCostOnce(t *testing.T) {
 func openFloor(tb testing.TB, root string, sc callScenario, n int) *floorLoop {
 	dir, err := unix.Open(root, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	must(tb, err)
-	f := &floorLoop{dir: dir, fd: -1, buf: make([]byte, 1<<16), names: floorNames(sc, n)}
+	f := &floorLoop{dir: dir, fd: -1, buf: make([]byte, 1<<16), names: floorNames(sc, n), uid: os.Geteuid(), gid: os.Getegid()}
 	if strings.HasSuffix(sc.name, "4k") || sc.name == "write-fsync" {
 		f.fd, err = unix.Openat(dir, "data", unix.O_RDWR|unix.O_CLOEXEC, 0)
 		must(tb, err)
