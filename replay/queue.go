@@ -25,6 +25,7 @@ type opQueue struct {
 	// flag.
 	putWaits, takeWaits bool
 	room, ready         chan struct{}
+	waits               int // times put waited for room
 }
 
 func newOpQueue(depth int) *opQueue {
@@ -48,6 +49,7 @@ func (q *opQueue) put(ctx context.Context, op *replayOp) bool {
 			return true
 		}
 		q.putWaits = true
+		q.waits++
 		q.mu.Unlock()
 		select {
 		case <-q.room:
