@@ -73,8 +73,6 @@ if [ "$MODE" = time ]; then
       return (c % 2) ? a[(c+1)/2] : (a[c/2] + a[c/2+1]) / 2
     }
     END {
-      printf "\n%-6s %-13s %9s %9s %9s %9s %9s %9s %8s %8s\n", "fs", "call", "floor", "afap", "think", "over", "in-floor", "in-think", "in-over", "allocs"
-      printf "%-6s %-13s %9s %9s %9s %9s %9s %9s %8s %8s\n", "", "", "ns/call", "ns/call", "ns/call", "think", "ns/call", "ns/call", "ns/call", "/call"
       for (k in keys) {
         split(k, p, "/"); if (p[3] != "floor") continue
         base = p[1] "/" p[2]
@@ -82,7 +80,10 @@ if [ "$MODE" = time ]; then
         fi_ = med(base "/floor", "in-ns/call"); ti = med(base "/replay-think", "in-ns/call")
         printf "%-6s %-13s %9.0f %9.0f %9.0f %9.0f %9.0f %9.0f %8.0f %8.2f\n", p[1], p[2], f, a, t, t - f, fi_, ti, ti - fi_, med(base "/replay-think", "allocs/call")
       }
-    }' "$WORK/bench.txt" | sort -k1,1 -k2,2 | sed -n '/^fs /p; /^  /p; /^[a-z]/p'
+    }' "$WORK/bench.txt" >"$WORK/table.txt"
+  printf "\n%-6s %-13s %9s %9s %9s %9s %9s %9s %8s %8s\n" fs call floor afap think over in-floor in-think in-over allocs
+  printf "%-6s %-13s %9s %9s %9s %9s %9s %9s %8s %8s\n" "" "" ns/call ns/call ns/call think ns/call ns/call ns/call /call
+  sort -k1,1r -k2,2 "$WORK/table.txt"
   exit 0
 fi
 
