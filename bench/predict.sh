@@ -1,15 +1,24 @@
 #!/usr/bin/env bash
-# predict.sh: does a replay predict how a job does on other storage? For five real jobs
-# (the demo's samtools pipeline, a dd/cp/tar job, a sqlite3 job, and two programs with
-# workloads of their own: sysbench's random read/write file test with fsyncs, and git
-# cloning a repository, checking its status, searching it and repacking it) and three backends (a
-# local directory, s3fs and an rclone mount, both over a local S3 server on 127.0.0.1),
-# each run:
+# predict.sh: does a replay predict how a job does on other storage? For real jobs and three
+# backends (a local directory, s3fs and an rclone mount, both over a local S3 server on
+# 127.0.0.1), each run:
 #   - records the job on the local directory (iotap record): the trace replays predict from;
 #   - runs the job itself on every backend, once under iotap record (its trace gives the
 #     real job I/O time: summed system call time; on the local directory that is the
 #     recording itself) and once without iotap (the real runtime);
 #   - replays the local recording onto every backend in think mode (the prediction).
+# The jobs (JOBS, comma-separated) are programs of Debian packages with workloads of their own:
+#   genomics  the demo's samtools pipeline          ddcp      dd, cp, tar x, cat, rm -r
+#   sqlite    sqlite3 inserts, an index, a dump      sysbench  sysbench fileio rndrw with fsyncs
+#   git       git clone, status, log, grep, gc       and five metadata-heavy ones:
+#   bonnie    bonnie++'s small-file phase (-s 0 -n 4:4096:512:4: 4096 files of 512 B-4 KiB
+#             in 4 directories, created, stat'ed, read and deleted in order and at random)
+#   tarx      tar x of 10,000 small files (100 directories, 100 B-4 KiB each)
+#   postmark  postmark: 2,000 files of 500 B-10 KiB, 4,000 transactions
+#   gitco     git checkout of a large tree (TREE, default Go's src/cmd: about 4,400 files)
+#   rsync     rsync -a of that tree into the target, then again (every file compared)
+# (dbench is not among them: it runs for a set time, so its runtime says nothing and the
+# work a run does depends on the storage.)
 # Before recording, each run times the job once more on the local directory: the native
 # runtime the replays anchor their predictions on (replay --native-runtime), measured apart
 # from the runs the predictions are checked against.
@@ -20,20 +29,22 @@
 #
 # Usage: bench/predict.sh            (RUNS=5 by default; RUNS=3 for a quicker run)
 # Environment: RUNS (5), WORK (/var/tmp/iotap-predict, on the local file system),
-#   READS (genomics job size, 10000), JOBS (genomics,ddcp,sqlite,sysbench,git), BACKENDS (local,s3fs,rclone),
-#   REPLAY_ARGS (extra iotap replay flags).
-# Needs: root, go, python3, jq, s3fs, rclone, samtools, sqlite3, tar, awk, sysbench, git.
+#   READS (genomics job size, 10000), JOBS (genomics,ddcp,sqlite,sysbench,git,bonnie,tarx,postmark,gitco,rsync),
+#   BACKENDS (local,s3fs,rclone), TREE (the tree gitco and rsync copy), REPLAY_ARGS (extra iotap replay flags).
+# Needs: root, go, python3, jq, s3fs, rclone, samtools, sqlite3, tar, awk, sysbench, git, bonnie++,
+#   postmark, rsync.
 set -euo pipefail
 
 RUNS=${RUNS:-5}
 WORK=${WORK:-/var/tmp/iotap-predict}
 READS=${READS:-10000}
-JOBS=${JOBS:-genomics,ddcp,sqlite,sysbench,git}
+JOBS=${JOBS:-genomics,ddcp,sqlite,sysbench,git,bonnie,tarx,postmark,gitco,rsync}
 BACKENDS=${BACKENDS:-local,s3fs,rclone}
 REPLAY_ARGS=${REPLAY_ARGS:-}
+TREE=${TREE:-$(go env GOROOT)/src/cmd}
 REPO=${REPO:-$(cd "$(dirname "$0")/.." && pwd)}
 
-for p in jq python3 s3fs rclone samtools sqlite3 tar awk sysbench git; do
+for p in jq python3 s3fs rclone samtools sqlite3 tar awk sysbench git bonnie++ postmark rsync; do
   command -v "$p" >/dev/null || { echo "predict: $p is not installed" >&2; exit 2; }
 done
 [ "$(id -u)" = 0 ] || { echo "predict: run as root (in-place recording, FUSE mounts)" >&2; exit 2; }
@@ -51,6 +62,24 @@ rm -rf "$WORK"; mkdir -p "$WORK"/{bin,mnt/s3fs,mnt/rclone,local,s3fs-tmp,rclone-
 IOTAP=$WORK/bin/iotap
 # The git job clones this bare repository (outside every target) through git's own transport.
 git clone -q --bare "$REPO" "$WORK/src.git"
+# Inputs of the metadata-heavy jobs, outside every target: a tarball of 10,000 small files, a
+# bare repository of TREE, postmark's configuration.
+python3 - "$WORK/small.tar" <<'PY'
+import io, random, sys, tarfile
+r = random.Random(42)
+with tarfile.open(sys.argv[1], "w") as t:
+    for d in range(100):
+        for f in range(100):
+            data = r.randbytes(r.randint(100, 4096))
+            ti = tarfile.TarInfo(f"d{d:02}/f{f:03}.dat")
+            ti.size, ti.mtime, ti.mode = len(data), 1700000000, 0o644
+            t.addfile(ti, io.BytesIO(data))
+PY
+[ -d "$TREE" ] || { echo "predict: TREE $TREE is not a directory" >&2; exit 2; }
+git init -q "$WORK/tree" && cp -r "$TREE/." "$WORK/tree/" && git -C "$WORK/tree" add -A &&
+  git -C "$WORK/tree" -c user.name=predict -c user.email=predict@localhost commit -q -m tree &&
+  git clone -q --bare "$WORK/tree" "$WORK/tree.git" && rm -rf "$WORK/tree"
+printf 'set location .\nset number 2000\nset transactions 4000\nset size 500 10000\nset seed 42\nrun\nquit\n' >"$WORK/postmark.cfg"
 
 # The S3 server, and both clients over it (one bucket each).
 "$WORK/bin/fakes3" -bucket s3fs -bucket rclone -url-file "$WORK/url" >"$WORK/fakes3.log" 2>&1 &
@@ -91,6 +120,11 @@ job_cmd() {
       sysbench fileio $o cleanup >/dev/null' ;;
     git) echo "git clone -q --no-local $WORK/src.git repo && cd repo && git status >/dev/null &&
       git log --stat >/dev/null && git grep -q fuse && git gc -q" ;;
+    bonnie) echo 'bonnie++ -d . -s 0 -n 4:4096:512:4 -u root -q -x 1 >/dev/null' ;;
+    tarx) echo "tar xf $WORK/small.tar" ;;
+    postmark) echo "postmark $WORK/postmark.cfg >/dev/null" ;;
+    gitco) echo "git clone -q --no-checkout $WORK/tree.git repo && cd repo && git checkout -q -f HEAD" ;;
+    rsync) echo "rsync -a $TREE/ tree/ && rsync -a $TREE/ tree/" ;;
     *) echo "predict: unknown job $1" >&2; exit 2 ;;
   esac
 }

@@ -218,3 +218,20 @@ func Errno(err error) syscall.Errno {
 	}
 	return syscall.EIO
 }
+
+// SpaceReporter is an optional Backend capability: the space and inodes free below its
+// root (a file system's statfs). Prepare refuses a starting state that does not fit before
+// it creates any of it. A backend without a limit it can tell (S3) does not implement it,
+// or returns an error wrapping ErrUnsupported.
+type SpaceReporter interface {
+	Space(ctx context.Context) (Space, error)
+}
+
+// Space is what a SpaceReporter reports.
+type Space struct {
+	FreeBytes uint64 // free to an unprivileged user
+	// FreeFiles is the number of inodes free, and Files the number in all (0: the file
+	// system does not count them, and FreeFiles means nothing).
+	FreeFiles, Files uint64
+	BlockSize        int64 // the allocation unit
+}

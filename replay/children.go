@@ -92,13 +92,9 @@ func (t *progressTable) get(pid uint32) *pidProgress {
 	return v.(*pidProgress)
 }
 
-// done records the completion at end (monotonic ns) of an op of process or thread id that
-// ended at recorded time recEnd.
-func (t *progressTable) done(id uint32, recEnd, end int64) {
-	if id == 0 {
-		return
-	}
-	p := t.get(id)
+// done records the completion at end (monotonic ns) of an op that ended at recorded time
+// recEnd.
+func (p *pidProgress) done(recEnd, end int64) {
 	p.mu.Lock()
 	if recEnd > p.recEnd {
 		p.recEnd, p.replayEnd = recEnd, end

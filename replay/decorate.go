@@ -38,6 +38,16 @@ func (d *decorated) call(ctx context.Context, m, name string, idem bool, fn func
 func (d *decorated) Target() trace.Target { return d.b.Target() }
 func (d *decorated) Close() error         { return d.b.Close() }
 
+var _ SpaceReporter = (*decorated)(nil)
+
+// Space passes the question to the decorated backend: it is not a call to decorate.
+func (d *decorated) Space(ctx context.Context) (Space, error) {
+	if s, ok := d.b.(SpaceReporter); ok {
+		return s.Space(ctx)
+	}
+	return Space{}, ErrUnsupported
+}
+
 // BeginPhase passes the phase to the decorated backend: it is not a call to decorate.
 func (d *decorated) BeginPhase(phase string) { d.b.BeginPhase(phase) }
 func (d *decorated) IsEmpty(ctx context.Context) (bool, error) {

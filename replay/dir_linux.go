@@ -8,7 +8,9 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 
@@ -39,6 +41,12 @@ type dirCore struct {
 	path   string
 	rootFD int
 	target trace.Target
+	// uid and gid are the replaying user's (Chown), read once: reading them per call would
+	// add two system calls to the timed one.
+	uid, gid int
+	// noFchmodat2 is set once the kernel answered ENOSYS to fchmodat2 (before Linux 6.6):
+	// Chmod then checks for a symlink with a call of its own first.
+	noFchmodat2 atomic.Bool
 
 	// walk orders calls that walk a name from the root (shared) against the calls that
 	// can make a name resolve somewhere else: rename, link, symlink (exclusive). It closes
@@ -76,7 +84,7 @@ func OpenDir(path string) (*Dir, error) {
 	if err != nil {
 		return nil, fmt.Errorf("replay: open target %q: %w", abs, err)
 	}
-	d := &Dir{dirCore: &dirCore{path: abs, rootFD: fd, dirs: map[string]int{}}}
+	d := &Dir{dirCore: &dirCore{path: abs, rootFD: fd, dirs: map[string]int{}, uid: os.Geteuid(), gid: os.Getegid()}}
 	d.target = trace.Target{Path: abs}
 	if m, err := sysinfo.MountOf(abs); err == nil {
 		d.target.FSType = m.FSType
@@ -281,6 +289,17 @@ func (d *Dir) Access(ctx context.Context, name string, mask uint32) error {
 	return unix.Faccessat(fd, base, mask, unix.AT_SYMLINK_NOFOLLOW)
 }
 
+var _ SpaceReporter = (*Dir)(nil)
+
+// Space implements SpaceReporter.
+func (d *Dir) Space(ctx context.Context) (Space, error) {
+	var st unix.Statfs_t
+	if err := unix.Fstatfs(d.rootFD, &st); err != nil {
+		return Space{}, fmt.Errorf("replay: statfs %q: %w", d.path, err)
+	}
+	return Space{FreeBytes: st.Bavail * uint64(st.Bsize), FreeFiles: st.Ffree, Files: st.Files, BlockSize: st.Bsize}, nil
+}
+
 // Statfs implements Backend.
 func (d *Dir) Statfs(ctx context.Context) error {
 	var st unix.Statfs_t
@@ -457,6 +476,14 @@ func (d *Dir) Chmod(ctx context.Context, name string, perm uint32) error {
 	if name == "" {
 		return unix.Fchmodat(d.rootFD, ".", perm&0o7777, 0)
 	}
+	if !d.noFchmodat2.Load() {
+		// One call, as the application's chmod: fchmodat2 refuses a symlink itself.
+		err := fchmodat2(fd, base, perm&0o7777, unix.AT_SYMLINK_NOFOLLOW)
+		if err != unix.ENOSYS {
+			return err
+		}
+		d.noFchmodat2.Store(true)
+	}
 	var st unix.Stat_t
 	if err := unix.Fstatat(fd, base, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
 		return err
@@ -472,13 +499,28 @@ func (d *Dir) Chown(ctx context.Context, name string) error {
 	d.walk.RLock()
 	defer d.walk.RUnlock()
 	if name == "" {
-		return unix.Fchownat(d.rootFD, ".", os.Geteuid(), os.Getegid(), 0)
+		return unix.Fchownat(d.rootFD, ".", d.uid, d.gid, 0)
 	}
 	fd, base, err := d.at(name)
 	if err != nil {
 		return err
 	}
-	return unix.Fchownat(fd, base, os.Geteuid(), os.Getegid(), unix.AT_SYMLINK_NOFOLLOW)
+	return unix.Fchownat(fd, base, d.uid, d.gid, unix.AT_SYMLINK_NOFOLLOW)
+}
+
+// fchmodat2 is the system call (Linux 6.6): with AT_SYMLINK_NOFOLLOW it refuses a symlink
+// with EOPNOTSUPP. (unix.Fchmodat answers EOPNOTSUPP for every name where the call is
+// missing, which would hide ENOSYS.)
+func fchmodat2(dirfd int, path string, mode uint32, flags int) error {
+	p, err := unix.BytePtrFromString(path)
+	if err != nil {
+		return err
+	}
+	_, _, e := unix.Syscall6(unix.SYS_FCHMODAT2, uintptr(dirfd), uintptr(unsafe.Pointer(p)), uintptr(mode), uintptr(flags), 0, 0)
+	if e != 0 {
+		return e
+	}
+	return nil
 }
 
 // Utimes implements Backend.

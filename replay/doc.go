@@ -20,8 +20,10 @@
 //     results are compared with the trace and written out.
 //
 // Memory is bounded by the sort window (PlanOptions.Window events), the per-worker queues
-// (Options.QueueDepth), and tables proportional to the number of distinct paths, handles
-// open at once and threads — never by the number of events.
+// (Options.QueueDepth) and read buffers (4 MiB at most: larger reads and writes are
+// issued in 4 MiB pieces), and tables proportional to the number of distinct paths,
+// handles open at once and threads — never by the number of events, nor by the sizes
+// they name.
 //
 // # From FUSE requests to system calls
 //
@@ -43,6 +45,8 @@
 //	create                                       openat2(path, flags|O_CREAT, mode)  create
 //	opendir                                      openat2(path, O_RDONLY|O_DIRECTORY) opendir
 //	read / write, offset and size as recorded     pread / pwrite        fold.Read/fold.Write read / write
+//	  (more than 4 MiB: pieces of 4 MiB one after the other; more than one system
+//	  call moves, 2 GiB less a page: clamped to it, counted in Summary.Clamped)
 //	  two or more back-to-back contiguous pieces    one pread/pwrite of the sum (a buffer split by the kernel,
 //	  of one thread and handle, the first ≥64 KiB   e.g. 1 MiB as 1048560+16 with an unaligned buffer)
 //	  and not page aligned
@@ -211,6 +215,8 @@
 //	recorded_ops, replayed_ops, skipped_ops, divergences, backend_differences, fallbacks
 //	recorded_read_bytes, recorded_write_bytes, replayed_read_bytes, replayed_write_bytes
 //	implicit_opens, implicit_open_failures, escapes, interrupted
+//	clamped       reads, writes and copies that asked for more than one system call
+//	              moves (2 GiB less a page), replayed with that many
 //	lag_p50_ns, lag_p99_ns, lag_max_ns, lag_total_ns, late_over_1ms, lag_samples: issue
 //	              lag, the actual issue time less the time the op became due
 //	dep_wait_ns   time threads waited for other threads' ops
@@ -232,6 +238,9 @@
 //	              round trip per request: part of the interval), and, when the job's
 //	              native runtime is known, native_runtime_ns, recorded_io_ns,
 //	              anchored_runtime_ns, anchored_runtime_low_ns, anchored_runtime_high_ns}
+//	idle_ns, think_share  the part of replay_span_ns with none of the job's calls in
+//	              flight on any thread (the job's own time between calls: in think mode,
+//	              recorded think time carried over unchanged), and its share of the span
 //	behind        ops due more than 1 ms before their thread's previous op returned
 //	recorded_span_ns, replay_span_ns, recorded_io_ns, replay_io_ns: first op start to last
 //	              op end, and summed op latencies, on each side

@@ -167,9 +167,10 @@ type engine struct {
 	waiters atomic.Int32
 
 	warned atomic.Int32
-	fill   []byte // 1 MiB of write data
+	fill   []byte // maxPiece bytes of write data, shared by the workers (read only)
 
 	causes causeTable // first failures, and what failed after them (fallback.go)
+	calls  inFlight   // when the job's calls were in flight
 
 	procs *procBudget // the goroutines given a P of their own (see wantProc)
 	gate  *startGate  // copies replayed together start at once (nil: one run)
@@ -180,22 +181,29 @@ type engine struct {
 type fileBox struct{ f File }
 
 // table is a growable array that is safe to index concurrently while it grows: fixed
-// chunks hung from a fixed directory.
+// chunks of 4096 hung from a two-level directory, each level allocated when first used
+// (2^28 entries; the engine holds three, and the garbage collector scans only the parts
+// in use).
 type table[T any] struct {
-	dir [1 << 16]atomic.Pointer[[1 << 12]T]
+	dir [1 << 8]atomic.Pointer[[1 << 8]atomic.Pointer[[1 << 12]T]]
 }
 
 func (t *table[T]) at(i uint32) *T {
-	c := t.dir[(i>>12)&(1<<16-1)].Load()
-	if c == nil {
-		n := new([1 << 12]T)
-		if !t.dir[(i>>12)&(1<<16-1)].CompareAndSwap(nil, n) {
-			c = t.dir[(i>>12)&(1<<16-1)].Load()
-		} else {
-			c = n
-		}
-	}
+	mid := loadOrMake(&t.dir[(i>>20)&(1<<8-1)])
+	c := loadOrMake(&mid[(i>>12)&(1<<8-1)])
 	return &c[i&(1<<12-1)]
+}
+
+// loadOrMake returns the array p points to, allocating it if p is nil.
+func loadOrMake[A any](p *atomic.Pointer[A]) *A {
+	if c := p.Load(); c != nil {
+		return c
+	}
+	n := new(A)
+	if p.CompareAndSwap(nil, n) {
+		return n
+	}
+	return p.Load()
 }
 
 func (e *engine) counter(res uint32) *atomic.Uint32 {
@@ -210,19 +218,26 @@ func (e *engine) counter(res uint32) *atomic.Uint32 {
 type worker struct {
 	e       *engine
 	id      uint32
-	ch      chan replayOp
+	ch      *opQueue     // the thread's planned ops, shared with the helpers
 	q       *threadQueue // shared with the helpers
 	wake    chan bool    // true: the baton is handed to this member; false: the thread ended
 	holding bool         // this member holds the thread's baton
 	helper  bool
-	margin  int64 // current spin margin: a high quantile of this thread's sleep overshoot
-	buf     []byte
-	wbuf    []byte
+	margin  int64  // current spin margin: a high quantile of this thread's sleep overshoot
+	buf     []byte // read buffer, at most maxPiece
 	zbuf    []byte // zeros, for fallocate's fallback
 	// fellBack says what the last op did instead of a call the target refused (fallback.go).
 	fellBack string
 	st       runStats
 	views    map[string]Backend // Walker views by walk start directory
+	// ev is the replay event account writes (a Sink's Append takes a pointer: one per
+	// worker, not one per op).
+	ev trace.Event
+	// thread and proc are the progress entries of this worker's thread and of the process
+	// of its last op (procID), looked up once.
+	thread *pidProgress
+	proc   *pidProgress
+	procID uint32
 }
 
 // backend returns the backend to issue op with: a view that starts the path walk where
@@ -308,6 +323,9 @@ func run(ctx context.Context, src Source, b Backend, sink Sink, o Options, procs
 		sum.ReplaySpan = time.Duration(end - e.runStart)
 	}
 	sum.Causes = e.causes.causes()
+	if len(workers) > 0 {
+		sum.Idle = max(sum.ReplaySpan-time.Duration(e.calls.busy), 0)
+	}
 	sum.finish()
 	sum.predict(o)
 	sum.Interrupted = ctx.Err() != nil
@@ -349,7 +367,7 @@ func newEngine(ctx context.Context, cancel context.CancelCauseFunc, b Backend, s
 	e := &engine{ctx: ctx, cancel: cancel, b: b, sink: sink, opts: o, log: o.Log, speed: o.Speed}
 	e.cond = sync.NewCond(&e.mu)
 	e.walker, _ = b.(Walker)
-	e.fill = make([]byte, 1<<20)
+	e.fill = make([]byte, maxPiece)
 	if o.FillRandom {
 		r := rand.New(rand.NewPCG(1, 2))
 		for i := 0; i+8 <= len(e.fill); i += 8 {
@@ -373,7 +391,7 @@ func (e *engine) dispatch(p *planner, src Source) (workers map[uint32]*worker, l
 	var wg sync.WaitGroup
 	defer func() {
 		for _, w := range workers {
-			close(w.ch)
+			w.ch.close()
 		}
 		wg.Wait()
 	}()
@@ -412,10 +430,7 @@ func (e *engine) dispatch(p *planner, src Source) (workers map[uint32]*worker, l
 			w = e.startWorker(op.Worker, &wg)
 			workers[op.Worker] = w
 		}
-		select {
-		case w.ch <- *op:
-		case <-e.ctx.Done():
-		}
+		w.ch.put(e.ctx, op)
 	}
 }
 
@@ -428,7 +443,7 @@ func (e *engine) startWorker(id uint32, wg *sync.WaitGroup) *worker {
 		// share of Ps gets out of hand).
 		e.wantProc()
 	}
-	w := &worker{e: e, id: id, ch: make(chan replayOp, e.opts.QueueDepth), margin: int64(e.opts.SpinMargin),
+	w := &worker{e: e, id: id, ch: newOpQueue(e.opts.QueueDepth), margin: int64(e.opts.SpinMargin),
 		q: new(threadQueue), wake: make(chan bool, 1), holding: true}
 	w.st.init()
 	wg.Add(1)
@@ -503,8 +518,18 @@ func (w *worker) complete(op *replayOp, end int64) {
 	}
 	w.q.completed(end)
 	if e.opts.Timing == TimingThink {
-		e.progress.done(op.Pid, op.Start+op.Dur, end)
-		e.threads.done(op.Worker, op.Start+op.Dur, end)
+		if op.Pid != 0 {
+			if w.proc == nil || w.procID != op.Pid {
+				w.proc, w.procID = e.progress.get(op.Pid), op.Pid
+			}
+			w.proc.done(op.Start+op.Dur, end)
+		}
+		if op.Worker != 0 {
+			if w.thread == nil {
+				w.thread = e.threads.get(op.Worker)
+			}
+			w.thread.done(op.Start+op.Dur, end)
+		}
 	}
 	if e.waiters.Load() > 0 {
 		e.mu.Lock()
@@ -758,6 +783,9 @@ func (w *worker) oneAt(op *replayOp, due, anchor int64) {
 func (w *worker) issue(op *replayOp, due, ready int64) int64 {
 	start, ret, errno := w.exec(op)
 	end := now()
+	if !op.Implicit {
+		w.e.calls.leave(end)
+	}
 	if w.e.opts.Timing == TimingThink {
 		w.e.drift.Store(end - w.e.replayTime(op.Start+op.Dur))
 	}
@@ -777,7 +805,7 @@ func (w *worker) exec(op *replayOp) (start, ret int64, errno syscall.Errno) {
 	if op.Slot >= 0 && op.Kind != fold.Open {
 		f = e.files.at(uint32(op.Slot)).f
 		if f == nil {
-			return now(), 0, syscall.EBADF
+			return w.began(op), 0, syscall.EBADF
 		}
 	}
 	if op.Kind == fold.Copy {
@@ -785,11 +813,11 @@ func (w *worker) exec(op *replayOp) (start, ret int64, errno syscall.Errno) {
 			f2 = e.files.at(uint32(op.Slot2)).f
 		}
 		if f == nil || f2 == nil {
-			return now(), 0, syscall.EBADF
+			return w.began(op), 0, syscall.EBADF
 		}
 	}
 	var err error
-	start = now()
+	start = w.began(op)
 	switch op.Kind {
 	case fold.Skip:
 		return start, op.WantRet, syscall.Errno(op.WantErrno)
@@ -807,6 +835,45 @@ func (w *worker) exec(op *replayOp) (start, ret int64, errno syscall.Errno) {
 		}
 	}
 	return start, ret, errno
+}
+
+// began returns the time op is issued at, and counts it in flight from then (an implicit
+// open is none of the job's calls).
+func (w *worker) began(op *replayOp) int64 {
+	t := now()
+	if !op.Implicit {
+		w.e.calls.enter(t)
+	}
+	return t
+}
+
+// inFlight is the time at least one of the job's calls was in flight in the replay: the
+// union of the calls' [start, end), across threads. The rest of the replay's span is the
+// job's own time between calls (Summary.Idle).
+type inFlight struct {
+	mu    sync.Mutex // guards the fields below
+	n     int        // calls in flight
+	since int64      // start of the current busy period, when n > 0
+	busy  int64      // summed length of the busy periods that ended
+}
+
+// enter counts a call issued at t.
+func (c *inFlight) enter(t int64) {
+	c.mu.Lock()
+	if c.n == 0 || t < c.since {
+		c.since = t
+	}
+	c.n++
+	c.mu.Unlock()
+}
+
+// leave counts a call that ended at t.
+func (c *inFlight) leave(t int64) {
+	c.mu.Lock()
+	if c.n--; c.n == 0 {
+		c.busy += max(t-c.since, 0)
+	}
+	c.mu.Unlock()
 }
 
 // execOpen opens op's file into its slot. An implicit open (a handle opened before the
@@ -840,13 +907,11 @@ func (w *worker) execFile(ctx context.Context, op *replayOp, f, f2 File) (ret in
 		err = f.Close(ctx)
 		w.e.files.at(uint32(op.Slot)).f = nil
 	case fold.Read:
-		n, err = f.ReadAt(ctx, w.rbuf(op.Size), op.Offset)
-		ret = int64(n)
+		ret, err = w.pieces(ctx, f, w.clampRW(op.Size), op.Offset, false)
 	case fold.Write:
-		n, err = f.WriteAt(ctx, w.data(op.Size), op.Offset)
-		ret = int64(n)
+		ret, err = w.pieces(ctx, f, w.clampRW(op.Size), op.Offset, true)
 	case fold.Readdir:
-		n, err = f.ReadDir(ctx, w.rbuf(max(op.Size, 4096)), op.Offset)
+		n, err = f.ReadDir(ctx, w.rbuf(min(max(op.Size, 4096), maxPiece)), op.Offset)
 		ret = int64(n)
 	case fold.Fsync:
 		err = f.Sync(ctx, op.Flags&trace.FsyncDatasync != 0)
@@ -869,9 +934,71 @@ func (w *worker) execFile(ctx context.Context, op *replayOp, f, f2 File) (ret in
 	case fold.Lseek:
 		ret, err = f.Seek(ctx, op.Offset, int(op.Flags))
 	case fold.Copy:
-		ret, err = w.copyRange(ctx, f, f2, op.Offset, op.Offset2, op.Size)
+		ret, err = w.copyRange(ctx, f, f2, op.Offset, op.Offset2, w.clampRW(op.Size))
 	}
 	return ret, err
+}
+
+// maxPiece is the most one call of the replay reads or writes: a larger read or write (a
+// system call that the recording layer saw as many requests, merged again) is issued in
+// pieces of maxPiece, one after the other, through the worker's read buffer or the shared
+// write data. A worker's memory is bounded by it, whatever sizes a trace holds.
+const maxPiece = 4 << 20
+
+// maxRW is the most one read, write or copy_file_range system call moves on Linux
+// (MAX_RW_COUNT, 2 GiB less a page): a recorded call that asks for more is damage, and is
+// replayed with maxRW (counted in Summary.Clamped).
+const maxRW = 1<<31 - 4096
+
+// xattrMax is the largest extended attribute value or list (XATTR_SIZE_MAX,
+// XATTR_LIST_MAX): the kernel reads no more whatever size a call gives.
+const xattrMax = 1 << 16
+
+// clampRW returns n, or maxRW if n is more than one system call moves (counted).
+func (w *worker) clampRW(n int64) int64 {
+	if n > maxRW {
+		w.st.clamped++
+		return maxRW
+	}
+	return n
+}
+
+// pieces reads (or, with write, writes) n bytes of f at off in pieces of at most
+// maxPiece, until n are done, a piece comes short (the end of the file, a full disk) or
+// fails. It returns the bytes done and, when none were, the error: a system call that
+// moved some bytes before failing returns their count, as read(2) and write(2) do.
+func (w *worker) pieces(ctx context.Context, f File, n, off int64, write bool) (int64, error) {
+	if n <= 0 {
+		var err error
+		if write {
+			_, err = f.WriteAt(ctx, nil, off)
+		} else {
+			_, err = f.ReadAt(ctx, nil, off)
+		}
+		return 0, err
+	}
+	var done int64
+	for done < n {
+		k := min(n-done, maxPiece)
+		var got int
+		var err error
+		if write {
+			got, err = f.WriteAt(ctx, w.e.fill[:k], off+done)
+		} else {
+			got, err = f.ReadAt(ctx, w.rbuf(k), off+done)
+		}
+		done += int64(max(got, 0))
+		if err != nil {
+			if done > 0 {
+				return done, nil
+			}
+			return 0, err
+		}
+		if int64(got) < k {
+			break
+		}
+	}
+	return done, nil
 }
 
 // execName issues a call on a name through b, the backend view that starts its path walk
@@ -917,18 +1044,20 @@ func (w *worker) execName(ctx context.Context, op *replayOp, b Backend) (ret int
 	case fold.Symlink:
 		err = b.Symlink(ctx, op.Name2, op.Name)
 	case fold.Readlink:
-		n, err = b.Readlink(ctx, op.Name, w.rbuf(max(op.Size, 4096)))
+		n, err = b.Readlink(ctx, op.Name, w.rbuf(min(max(op.Size, 4096), maxPiece)))
 		ret = int64(n)
 	case fold.Statfs:
 		err = b.Statfs(ctx)
 	case fold.Getxattr:
-		n, err = b.Getxattr(ctx, op.Name, xattrName, w.rbuf(op.Size))
+		n, err = b.Getxattr(ctx, op.Name, xattrName, w.rbuf(min(op.Size, xattrMax)))
 		ret = int64(n)
 	case fold.Listxattr:
-		n, err = b.Listxattr(ctx, op.Name, w.rbuf(op.Size))
+		n, err = b.Listxattr(ctx, op.Name, w.rbuf(min(op.Size, xattrMax)))
 		ret = int64(n)
 	case fold.Setxattr:
-		err = b.Setxattr(ctx, op.Name, xattrName, w.data(op.Size), 0)
+		// A value longer than xattrMax fails with E2BIG before the kernel reads it: one
+		// byte more says as much.
+		err = b.Setxattr(ctx, op.Name, xattrName, w.data(min(op.Size, xattrMax+1)), 0)
 	case fold.Removexattr:
 		err = b.Removexattr(ctx, op.Name, xattrName)
 	}
@@ -946,7 +1075,7 @@ func (w *worker) copyRange(ctx context.Context, src, dst File, offIn, offOut, n 
 		}
 	}
 	var done int64
-	buf := w.rbuf(min(n, 1<<20))
+	buf := w.rbuf(min(n, maxPiece))
 	for done < n {
 		p := buf[:min(n-done, int64(len(buf)))]
 		r, err := src.ReadAt(ctx, p, offIn+done)
@@ -970,6 +1099,7 @@ func (w *worker) copyRange(ctx context.Context, src, dst File, offIn, offOut, n 
 // xattrName is the attribute replay uses: traces do not record attribute names.
 const xattrName = "user.iotap.replay"
 
+// rbuf returns the worker's read buffer, n bytes of it (n at most maxPiece).
 func (w *worker) rbuf(n int64) []byte {
 	if n <= 0 {
 		return nil
@@ -980,20 +1110,12 @@ func (w *worker) rbuf(n int64) []byte {
 	return w.buf[:n]
 }
 
+// data returns n bytes of write data, n at most maxPiece.
 func (w *worker) data(n int64) []byte {
 	if n <= 0 {
 		return nil
 	}
-	if n <= int64(len(w.e.fill)) {
-		return w.e.fill[:n]
-	}
-	if int64(cap(w.wbuf)) < n {
-		w.wbuf = make([]byte, n)
-		for i := 0; i < len(w.wbuf); i += len(w.e.fill) {
-			copy(w.wbuf[i:], w.e.fill)
-		}
-	}
-	return w.wbuf[:n]
+	return w.e.fill[:n]
 }
 
 // account compares the result with the trace, updates the worker's totals and writes the
@@ -1064,15 +1186,15 @@ func (w *worker) account(op *replayOp, start, end, ret int64, errno syscall.Errn
 		w.diverge(op, ret, errno, fellBack)
 	}
 	if e.sink != nil {
-		ev := trace.Event{
+		w.ev = trace.Event{
 			Start: start - e.origin, Dur: max(end-start, 0), Offset: op.Offset, Ret: ret, Offset2: op.Offset2,
 			Handle: op.Handle, Handle2: op.Handle2, Path: op.OutPath, Path2: op.OutPath2, Size: uint32(min(op.Size, 1<<32-1)),
 			Flags: op.Flags, Mode: op.Mode, Tid: op.Tid, Pid: op.Pid, Errno: uint16(errno), Op: rec,
 		}
 		if op.Kind == fold.Setxattr || op.Kind == fold.Truncate || op.Kind == fold.Ftruncate {
-			ev.Size = uint32(min(max(op.Size, 0), 1<<32-1))
+			w.ev.Size = uint32(min(max(op.Size, 0), 1<<32-1))
 		}
-		e.sink.Append(&ev)
+		e.sink.Append(&w.ev)
 	}
 }
 

@@ -102,7 +102,7 @@ func (w *worker) acquire() bool {
 func (w *worker) takeReady() (op replayOp, anchor int64, ok bool) {
 	q := w.q
 	if !q.hasNext && !q.closed {
-		q.next, q.hasNext = <-w.ch
+		q.hasNext = w.ch.take(&q.next)
 		q.closed = !q.hasNext
 	}
 	if !q.hasNext {
@@ -156,11 +156,8 @@ func (w *worker) handOn(ready int64) {
 	q := w.q
 	q.lastIssue = ready
 	if !q.hasNext && !q.closed {
-		select {
-		case q.next, q.hasNext = <-w.ch:
-			q.closed = !q.hasNext
-		default: // not planned yet
-		}
+		// Not waiting: the next op may not be planned yet.
+		q.hasNext, q.closed = w.ch.tryTake(&q.next, false)
 	}
 	if q.hasNext && q.next.Overlap == 0 || !q.hasNext && (q.closed || !q.overlap) {
 		// The next op waits for this one (or there is none): w keeps the baton and goes

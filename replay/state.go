@@ -535,6 +535,7 @@ func Check(src Source, st *State, po PlanOptions) ([]Problem, int, error) {
 		e := st.Entries[i]
 		m.add(e.Name, &mnode{typ: e.Type, size: e.Size})
 	}
+	var clamped int
 	for {
 		op, err := p.next()
 		if err == io.EOF {
@@ -544,8 +545,15 @@ func Check(src Source, st *State, po PlanOptions) ([]Problem, int, error) {
 			return m.problems, m.nprob, fmt.Errorf("replay: read trace: %w", err)
 		}
 		m.apply(op)
+		if (op.Kind == fold.Read || op.Kind == fold.Write || op.Kind == fold.Copy) && op.Size > maxRW {
+			clamped++
+		}
 	}
 	n := m.nprob
+	if clamped > 0 {
+		m.problems = append([]Problem{{Op: "any", Count: clamped, What: fmt.Sprintf("%d reads, writes or copies ask for more bytes than one system call moves: the replay clamps them to %d", clamped, maxRW)}}, m.problems...)
+		n += clamped
+	}
 	if e := p.Stats.Escapes; e > 0 {
 		m.problems = append([]Problem{{Op: "any", Count: int(e), What: fmt.Sprintf("%d ops name a path that leaves the root (absolute, \"..\"): the replay refuses them", e)}}, m.problems...)
 		n += int(e)
@@ -558,8 +566,12 @@ func Check(src Source, st *State, po PlanOptions) ([]Problem, int, error) {
 }
 
 // Prepare creates the starting state under b's root, which must be empty. Written data
-// is zeros, or incompressible bytes with fillRandom.
+// is zeros, or incompressible bytes with fillRandom. A backend that tells its free space
+// (SpaceReporter) too small for the state gets a *NoSpaceError before anything is created.
 func Prepare(ctx context.Context, b Backend, st *State, fillRandom bool) error {
+	if err := checkSpace(ctx, b, st); err != nil {
+		return err
+	}
 	buf := make([]byte, 1<<20)
 	if fillRandom {
 		r := rand.New(rand.NewPCG(7, 11))

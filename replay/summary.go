@@ -90,6 +90,7 @@ type runStats struct {
 	behind            uint64
 	implicitFailed    uint64
 	escapes           uint64
+	clamped           uint64 // reads, writes and copies of more than one system call moves (maxRW)
 	overlapped        uint64 // ops issued while others of their thread ran
 	maxDepth          int    // most ops of one thread in flight at once, as recorded
 	lag               *hist
@@ -141,8 +142,12 @@ type Summary struct {
 	ReplayedWrite        int64  `json:"replayed_write_bytes"`
 	ImplicitOpens        uint64 `json:"implicit_opens"`
 	ImplicitOpenFailures uint64 `json:"implicit_open_failures"`
-	Escapes              uint64 `json:"escapes"`     // ops refused because their path left the root
-	Interrupted          bool   `json:"interrupted"` // the run was cancelled before the trace's end
+	Escapes              uint64 `json:"escapes"` // ops refused because their path left the root
+	// Clamped counts reads, writes and copies that asked for more bytes than one system
+	// call moves (2 GiB less a page): no application's call does; they were replayed
+	// with that many.
+	Clamped     uint64 `json:"clamped"`
+	Interrupted bool   `json:"interrupted"` // the run was cancelled before the trace's end
 
 	// Issue lag: actual issue time minus the time the op became due (its scheduled time,
 	// or when its ordering dependencies completed if later).
@@ -184,6 +189,13 @@ type Summary struct {
 
 	// Prediction is what the run predicts for the job on the target (think timing only).
 	Prediction *Prediction `json:"prediction,omitempty"`
+	// Idle is the part of ReplaySpan during which none of the job's replayed calls was in
+	// flight, on any thread: the job's own time between its calls (in think mode the
+	// recorded think times, carried over unchanged, and the replayer's issue lag).
+	// ThinkShare is Idle over ReplaySpan: the share of the replayed (predicted) runtime
+	// that the target did not change.
+	Idle       time.Duration `json:"idle_ns"`
+	ThinkShare float64       `json:"think_share"`
 
 	RecordedSpan time.Duration `json:"recorded_span_ns"` // first op start to last op end
 	ReplaySpan   time.Duration `json:"replay_span_ns"`
@@ -301,6 +313,7 @@ func (s *Summary) add(st *runStats) {
 	s.Behind += st.behind
 	s.ImplicitOpenFailures += st.implicitFailed
 	s.Escapes += st.escapes
+	s.Clamped += st.clamped
 	s.Overlapped += st.overlapped
 	s.MaxQueueDepth = max(s.MaxQueueDepth, st.maxDepth)
 	if st.lag != nil {
@@ -335,6 +348,7 @@ func (s *Summary) finish() {
 	s.Escapes += s.Fold.Escapes
 	if s.ReplaySpan > 0 {
 		s.ReplayerCPUShare = float64(s.ReplayerCPU) / float64(s.ReplaySpan)
+		s.ThinkShare = float64(s.Idle) / float64(s.ReplaySpan)
 	}
 	s.LagSamples = s.lag.n
 	s.LagP50, s.LagP99 = s.lag.quantile(0.5), s.lag.quantile(0.99)
@@ -360,6 +374,9 @@ func (s *Summary) Print(w io.Writer) {
 	_, _ = fmt.Fprintf(w, "  bytes    read %d of %d, written %d of %d\n", s.ReplayedRead, s.RecordedRead, s.ReplayedWrite, s.RecordedWrite)
 	if s.Fold.Unordered > 0 {
 		_, _ = fmt.Fprintf(w, "  order    %d events arrived after the sort window had passed their start time (replayed late)\n", s.Fold.Unordered)
+	}
+	if s.Clamped > 0 {
+		_, _ = fmt.Fprintf(w, "  clamped  %d reads, writes or copies asked for more bytes than one system call moves (%d): replayed with that many (damage: no application's call does)\n", s.Clamped, maxRW)
 	}
 	if s.Escapes > 0 || s.Fold.Unknown > 0 {
 		_, _ = fmt.Fprintf(w, "  refused  %d ops whose path leaves the root, %d with an unknown path\n", s.Escapes, s.Fold.Unknown)
@@ -390,6 +407,8 @@ func (s *Summary) Print(w io.Writer) {
 		s.ReplayIO.Round(time.Microsecond), s.RecordedIO.Round(time.Microsecond), pct(s.ReplayIO, s.RecordedIO))
 	if s.Prediction != nil {
 		_, _ = fmt.Fprintf(w, "  predicts %s\n", s.Prediction.Line())
+		_, _ = fmt.Fprintf(w, "  own time %.1f%% of that runtime (%v) had none of the job's calls in flight: the job's own time between its calls, carried over from the recording unchanged; the target changes only the rest\n",
+			100*s.ThinkShare, s.Idle.Round(time.Microsecond))
 	}
 	s.printReplayer(w)
 	if s.Divergences > 0 || s.SkippedOps > 0 {

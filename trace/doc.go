@@ -236,7 +236,10 @@
 //	WokenAt  varint: CallStart - WokenAt (0 without bit 16)
 //	Waker    uvarint ≤ 2^32-1 (0 without bit 16)
 //
-// A field whose bit is clear reads as zero. The payload ends exactly after the last column
+// A field whose bit is clear reads as zero. The kernel's times are in the order they happen,
+// within 1 ms of clock skew, or the chunk is corrupt: 0 < Queued ≤ Done, Queued ≤ Start,
+// End ≤ Done, 0 < CallStart ≤ Queued, 0 < CallEnd and CallStart ≤ CallEnd (WokenAt may come
+// after CallStart: the recorder can see a later wake-up). The payload ends exactly after the last column
 // (Waker; Offset2 in versions 2 and 3; Gid in version 1). Every value takes at least one
 // byte, so a count n larger than the rest of the payload divided by the number of columns
 // is corrupt.

@@ -867,8 +867,41 @@ func decodeLegs(b []byte, version uint16, evs []Event, c []uint64) ([]byte, erro
 			}
 			e.Waker = uint32(v)
 		}
+		if err := legsInOrder(e, bits); err != nil {
+			return nil, fmt.Errorf("event %d: %w", i, err)
+		}
 	}
 	return b, nil
+}
+
+// legSkew is how far one of the kernel's times may lie on the wrong side of the layer's
+// (the clocks agree within microseconds: see Now) or of another of the kernel's; more is
+// damage.
+const legSkew = int64(time.Millisecond)
+
+// legsInOrder checks that the kernel's times of e (bits: those measured) come in the order
+// they happen, after the trace's origin: the system call enters, the request is queued,
+// the layer serves it (Start..End), the kernel completes it; the call returns after it
+// entered. A replay waits for the time between them: times out of order (a call that
+// enters years after its request was queued) are damage, not a think time. (A wake-up
+// recorded after the call's entry is not: the recorder can see a later one, and replay
+// uses a wake-up only when it comes before.)
+func legsInOrder(e *Event, bits uint16) error {
+	if bits&legsQueued != 0 {
+		switch {
+		case e.Queued < 1 || e.Done < e.Queued:
+			return fmt.Errorf("the kernel queued the request at %d ns and completed it at %d ns", e.Queued, e.Done)
+		case e.Queued-legSkew > e.Start || e.Done+legSkew < e.End():
+			return fmt.Errorf("the kernel's request (%d..%d ns) does not hold the layer's (%d..%d ns)", e.Queued, e.Done, e.Start, e.End())
+		}
+	}
+	if bits&legsCall != 0 && (e.CallStart < 1 || e.CallStart-legSkew > e.Queued) {
+		return fmt.Errorf("its system call entered at %d ns, after its request was queued at %d ns", e.CallStart, e.Queued)
+	}
+	if bits&legsReturn != 0 && (e.CallEnd < 1 || bits&legsCall != 0 && e.CallEnd < e.CallStart) {
+		return fmt.Errorf("its system call returned at %d ns, before it entered at %d ns", e.CallEnd, e.CallStart)
+	}
+	return nil
 }
 
 // decodeEvents decodes an events payload of the given format version into evs (reusing

@@ -15,7 +15,11 @@ type Sorter struct {
 	// arrived after the window had passed their start time.
 	Late uint64
 
-	evs     []Event // slots; free lists the unused ones
+	// evs holds the slots in chunks of sortChunk events, so that filling the window copies
+	// no event twice (one array of the window's 65536 events, grown by append, would be
+	// copied and cleared about ten times over); free lists the unused slots.
+	evs     [][]Event
+	nslot   int32
 	free    []int32
 	win     window
 	seq     uint64
@@ -35,13 +39,21 @@ func (s *Sorter) Push(ev *Event) {
 	if n := len(s.free); n > 0 {
 		slot = s.free[n-1]
 		s.free = s.free[:n-1]
-		s.evs[slot] = *ev
 	} else {
-		slot = int32(len(s.evs))
-		s.evs = append(s.evs, *ev)
+		slot = s.nslot
+		s.nslot++
+		if int(slot>>sortChunkBits) == len(s.evs) {
+			s.evs = append(s.evs, make([]Event, 1<<sortChunkBits))
+		}
 	}
+	*s.slot(slot) = *ev
 	s.win.push(winEntry{start: ev.Start, seq: s.seq, slot: slot})
 }
+
+// sortChunkBits sets the Sorter's chunks: 1024 events.
+const sortChunkBits = 10
+
+func (s *Sorter) slot(i int32) *Event { return &s.evs[i>>sortChunkBits][i&(1<<sortChunkBits-1)] }
 
 // Len returns the number of events held.
 func (s *Sorter) Len() int { return s.win.len() }
@@ -61,7 +73,7 @@ func (s *Sorter) Full() bool {
 func (s *Sorter) Pop() *Event {
 	slot := s.win.pop()
 	s.free = append(s.free, slot)
-	s.cur = s.evs[slot]
+	s.cur = *s.slot(slot)
 	if s.out && s.cur.Start < s.lastOut {
 		s.Late++
 	} else {

@@ -186,8 +186,29 @@ type holder struct {
 }
 
 type threadState struct {
-	held   []Call // lookups waiting to be folded, then at most one mergeable read or write last
-	listed bool   // in Folder.holding
+	// held are the lookups waiting to be folded, then at most one mergeable read or write
+	// last: a window of buf, so that dropping the oldest held call (holdLookup) copies
+	// none of the others (push moves them back to buf's start once buf is full).
+	held   []Call
+	buf    []Call
+	listed bool // in Folder.holding
+}
+
+// push appends c to the held calls.
+func (t *threadState) push(c *Call) {
+	if n := len(t.held); n == cap(t.held) {
+		if 2*n+1 > cap(t.buf) {
+			t.buf = make([]Call, 0, 2*n+8)
+		}
+		t.held = t.buf[:copy(t.buf[:n], t.held)]
+	}
+	t.held = append(t.held, *c)
+}
+
+// clearHeld empties the held calls.
+func (t *threadState) clearHeld() {
+	clear(t.held)
+	t.held = t.buf[:0]
 }
 
 // Folder turns a stream of recorded events into the calls they stand for, in an order
@@ -322,7 +343,7 @@ func (f *Folder) thread(tid uint32) *threadState {
 // forget drops the state of a thread that holds nothing and is not listed.
 func (f *Folder) forget(tid uint32, t *threadState) {
 	delete(f.threads, tid)
-	t.held = t.held[:0]
+	t.clearHeld()
 	if len(f.spare) < 64 {
 		f.spare = append(f.spare, t)
 	}
@@ -388,7 +409,7 @@ func (f *Folder) release(tid uint32) {
 	for i := range t.held {
 		f.emit(&t.held[i])
 	}
-	t.held = t.held[:0]
+	t.clearHeld()
 }
 
 // feed takes one event in start order.

@@ -34,7 +34,7 @@ func (f *Folder) feed1(ev *trace.Event) {
 		if n := len(t.held); n > 0 && t.held[n-1].Rec == trace.OpGetxattr && t.held[n-1].Name == pi.name {
 			c := f.base(ev, pi, nil)
 			c.Kind = Stat
-			t.held = append(t.held, c)
+			t.push(&c)
 			return
 		}
 	}
@@ -59,12 +59,12 @@ func (f *Folder) feed1(ev *trace.Event) {
 		return
 	}
 	if c.Kind == Getxattr && c.Size == 0 && !f.opts.NoFold && len(t.held) == 0 {
-		t.held = append(t.held, c) // maybe the kernel's privilege probe: see foldWalk
+		t.push(&c) // maybe the kernel's privilege probe: see foldWalk
 		return
 	}
 	if c.Kind == Read || c.Kind == Write {
 		if n := len(t.held); n == 0 { // hold it: the next piece may merge into it
-			t.held = append(t.held, c)
+			t.push(&c)
 			return
 		}
 	}
@@ -121,25 +121,29 @@ func (f *Folder) eventPaths(ev *trace.Event) (pi, pi2 *pathInfo, ok bool) {
 // A held lookup of an ancestor of this one was a step of this one's walk: it is folded.
 func (f *Folder) holdLookup(ev *trace.Event, t *threadState, pi *pathInfo) {
 	walk := pi.parent
-	fd := t.dropHeld(f, func(h *Call) bool {
-		if h.Kind == Stat && h.Rec == trace.OpLookup && IsUnder(pi.name, h.Name) && h.Name != pi.name {
-			if len(h.Walk) < len(walk) {
-				walk = h.Walk
+	var fd folded
+	if t.holdsAncestor(pi.name) {
+		fd = t.dropHeld(f, func(h *Call) bool {
+			if h.Kind == Stat && h.Rec == trace.OpLookup && IsUnder(pi.name, h.Name) && h.Name != pi.name {
+				if len(h.Walk) < len(walk) {
+					walk = h.Walk
+				}
+				return true
 			}
-			return true
-		}
-		return false
-	})
+			return false
+		})
+	}
 	if n := len(t.held); n > 0 && t.held[n-1].Kind != Stat {
 		f.release(ev.Tid) // a held read or write ends when the thread does something else
 	}
 	c := f.base(ev, pi, nil)
 	c.Kind, c.Walk = Stat, walk
 	c.fold(fd)
-	t.held = append(t.held, c)
+	t.push(&c)
 	if len(t.held) > 32 {
 		f.emit(&t.held[0])
-		t.held = append(t.held[:0], t.held[1:]...)
+		t.held[0] = Call{}
+		t.held = t.held[1:]
 	}
 }
 
@@ -383,6 +387,19 @@ func (f *Folder) copyKind(ev *trace.Event, c *Call, pi, pi2 *pathInfo) bool {
 	return true
 }
 
+// holdsAncestor reports whether t holds the lookup of a directory above name (a walk's
+// earlier component), without the cost of dropHeld's call per held call.
+func (t *threadState) holdsAncestor(name string) bool {
+	for i := range t.held {
+		h := &t.held[i]
+		if n := len(h.Name); n < len(name) && h.Rec == trace.OpLookup && h.Kind == Stat &&
+			(n == 0 || name[n] == '/' && name[:n] == h.Name) {
+			return true
+		}
+	}
+	return false
+}
+
 // dropHeld folds the held calls fn accepts (counting them as folded), returning the
 // recorded requests and time they
 // stood for (to be charged to the call they fold into).
@@ -394,9 +411,12 @@ func (t *threadState) dropHeld(f *Folder, fn func(*Call) bool) (fd folded) {
 			fd.add(h)
 			continue
 		}
-		t.held[j] = t.held[i]
+		if j != i {
+			t.held[j] = t.held[i]
+		}
 		j++
 	}
+	clear(t.held[j:])
 	t.held = t.held[:j]
 	return fd
 }

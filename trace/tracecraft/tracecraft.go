@@ -252,3 +252,79 @@ func Damaged(file []byte) (map[string][]byte, error) {
 		"path-cycle":      cycle,
 	}, nil
 }
+
+// ReplayBombs returns small well-formed traces, by name, whose sizes or times no real job
+// produces and that a replay must bound or refuse:
+//
+//	read-4g    a read of 2^32−1 bytes from a file of 10 bytes
+//	write-4g   a write of 2^32−1 bytes on a file opened for reading only (recorded EBADF)
+//	file-1p    a file of 2^50 bytes that existed before the job (a File record), looked up
+//	late-call  a getattr whose system call entered 2^62 ns (146 years) after the kernel
+//	           queued its request, then a lookup: a think time of 146 years
+func ReplayBombs() (map[string][]byte, error) {
+	const tid = 7
+	make1 := func(fill func(w *trace.Writer)) ([]byte, error) {
+		var buf bytes.Buffer
+		w, err := trace.NewWriter(&buf, trace.Header{Kind: "record", Target: trace.Target{Path: "/job", FSType: "ext4"},
+			FUSE: trace.FUSEOptions{Cache: "none"}, Legs: trace.LegsKernel}, trace.WriterOptions{})
+		if err != nil {
+			return nil, err
+		}
+		w.AddProcess(trace.Process{Tid: tid, Pid: tid, Comm: "job"})
+		fill(w)
+		if err := w.Close(); err != nil {
+			return nil, err
+		}
+		return buf.Bytes(), nil
+	}
+	ev := func(op trace.Op, start int64, path uint32, mod func(e *trace.Event)) *trace.Event {
+		e := &trace.Event{Op: op, Start: start, Dur: 1000, Path: path, Tid: tid, Pid: tid}
+		if mod != nil {
+			mod(e)
+		}
+		return e
+	}
+	dataCall := func(op trace.Op, openFlags uint32, errno uint16) func(w *trace.Writer) {
+		return func(w *trace.Writer) {
+			f := w.Path(trace.RootPath, "f")
+			w.AddFile(trace.File{Path: f, Type: trace.TypeFile, Mode: 0o644, Size: 10})
+			w.Append(ev(trace.OpLookup, 1e6, f, func(e *trace.Event) { e.Mode, e.Ret = 0o100644, 10 }))
+			w.Append(ev(trace.OpOpen, 2e6, f, func(e *trace.Event) { e.Handle, e.Flags = 1, openFlags }))
+			w.Append(ev(op, 3e6, f, func(e *trace.Event) {
+				e.Handle, e.Size, e.Errno = 1, 1<<32-1, errno
+				if errno == 0 {
+					e.Ret = 10
+				}
+			}))
+			w.Append(ev(trace.OpRelease, 4e6, f, func(e *trace.Event) { e.Handle = 1 }))
+		}
+	}
+	out := map[string][]byte{}
+	var err error
+	if out["read-4g"], err = make1(dataCall(trace.OpRead, 0, 0)); err != nil {
+		return nil, err
+	}
+	if out["write-4g"], err = make1(dataCall(trace.OpWrite, 0, 9 /* EBADF */)); err != nil {
+		return nil, err
+	}
+	if out["file-1p"], err = make1(func(w *trace.Writer) {
+		f := w.Path(trace.RootPath, "huge")
+		w.AddFile(trace.File{Path: f, Type: trace.TypeFile, Mode: 0o644, Size: 1 << 50})
+		w.Append(ev(trace.OpLookup, 1e6, f, func(e *trace.Event) { e.Mode, e.Ret = 0o100644, 1<<50 }))
+	}); err != nil {
+		return nil, err
+	}
+	if out["late-call"], err = make1(func(w *trace.Writer) {
+		w.Append(ev(trace.OpGetattr, 1e6, trace.RootPath, func(e *trace.Event) {
+			e.Mode = 0o40755
+			e.Queued, e.Done, e.CallStart, e.CallEnd = e.Start-100, e.End()+100, e.Start-200, e.End()+200
+		}))
+		w.Append(ev(trace.OpGetattr, 2e6, trace.RootPath, func(e *trace.Event) {
+			e.Mode = 0o40755
+			e.Queued, e.Done, e.CallStart, e.CallEnd = e.Start-100, e.End()+100, e.Start-100+1<<62, e.End()+1<<62
+		}))
+	}); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
