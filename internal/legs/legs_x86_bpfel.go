@@ -61,7 +61,8 @@ const (
 	legsCounterCNT_DATA      legsCounter = 4
 	legsCounterCNT_ASYNC     legsCounter = 5
 	legsCounterCNT_UNSEEN    legsCounter = 6
-	legsCounterCNT_MAX       legsCounter = 7
+	legsCounterCNT_LOST_DATA legsCounter = 7
+	legsCounterCNT_MAX       legsCounter = 8
 )
 
 type legsDataOp uint32

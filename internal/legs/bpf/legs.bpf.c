@@ -108,7 +108,8 @@ enum counter {
 	CNT_DATA = 4,      // data calls on passthrough files, synchronous
 	CNT_ASYNC = 5,     // asynchronous ones completed
 	CNT_UNSEEN = 6,    // asynchronous submissions on passthrough files not timed
-	CNT_MAX = 7,
+	CNT_LOST_DATA = 7, // of the lost records, data calls'
+	CNT_MAX = 8,
 };
 
 // Set by user space once the mount exists (0: measure nothing).
@@ -285,12 +286,15 @@ static __always_inline void count(u32 i)
 		(*c)++;
 }
 
-// reserve takes room for a record in the ring, or counts it lost.
-static __always_inline void *reserve(u64 size)
+// reserve takes room for a record in the ring, or counts it lost (data: a data call's).
+static __always_inline void *reserve(u64 size, bool data)
 {
 	void *r = bpf_ringbuf_reserve(&ring, size, 0);
-	if (!r)
+	if (!r) {
 		count(CNT_LOST);
+		if (data)
+			count(CNT_LOST_DATA);
+	}
 	return r;
 }
 
@@ -389,7 +393,7 @@ int BPF_PROG(request_end, const struct fuse_req *req)
 		count(CNT_UNMATCHED);
 		return 0;
 	}
-	struct req_rec *r = reserve(sizeof(*r));
+	struct req_rec *r = reserve(sizeof(*r), false);
 	if (r) {
 		r->kind = REC_REQ;
 		r->nr = s->nr;
@@ -547,7 +551,7 @@ static __always_inline void begin_data(struct pt_regs *regs, long nr, struct cal
 // end_data emits the data call in progress, which returned ret.
 static __always_inline void end_data(struct task *t, u64 now, s64 ret, u64 id)
 {
-	struct data_rec *r = reserve(sizeof(*r));
+	struct data_rec *r = reserve(sizeof(*r), true);
 	if (!r)
 		return;
 	u64 ug = bpf_get_current_uid_gid();
@@ -659,7 +663,7 @@ struct reap_ctx {
 // emit_async emits a completed asynchronous call.
 static __always_inline void emit_async(struct async *a, u64 now, s64 res)
 {
-	struct data_rec *r = reserve(sizeof(*r));
+	struct data_rec *r = reserve(sizeof(*r), true);
 	if (!r)
 		return;
 	r->kind = REC_ASYNC;
@@ -891,7 +895,7 @@ int BPF_PROG(sys_exit, struct pt_regs *regs, long ret)
 			s->call_end = now;
 			count(CNT_CALLS);
 		} else {
-			struct call_rec *r = reserve(sizeof(*r));
+			struct call_rec *r = reserve(sizeof(*r), false);
 			if (r) {
 				r->kind = REC_CALL;
 				r->nr = (u16)t->nr;
