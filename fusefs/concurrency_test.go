@@ -93,14 +93,14 @@ func ioUringUsable() string {
 func TestAsyncDirectIOConcurrent(t *testing.T) {
 	need(t, "fio")
 	const depth = 16
-	forModes(t, func(t *testing.T, mode fusefs.CacheMode) {
+	forModes(t, func(t *testing.T, mode fusefs.Options) {
 		for _, engine := range []string{"libaio", "io_uring"} {
 			t.Run(engine, func(t *testing.T) {
 				if why := ioUringUsable(); engine == "io_uring" && why != "" {
 					testenv.Skip(t, testenv.FUSE, "%s", why)
 				}
 				g := newGate(depth, trace.OpRead)
-				c := fusetest.Mount(t, g, fusefs.Options{Cache: mode})
+				c := fusetest.Mount(t, g, mode)
 				if err := os.WriteFile(filepath.Join(c.Orig, "f"), make([]byte, 4<<20), 0o644); err != nil {
 					t.Fatal(err)
 				}
@@ -144,7 +144,7 @@ func TestParallelWritesOneFile(t *testing.T) {
 // shared for them), in both cache modes.
 func TestParallelDirOps(t *testing.T) {
 	const procs = 6
-	forModes(t, func(t *testing.T, mode fusefs.CacheMode) {
+	forModes(t, func(t *testing.T, mode fusefs.Options) {
 		for _, tc := range []struct {
 			name string
 			ops  []trace.Op
@@ -155,7 +155,7 @@ func TestParallelDirOps(t *testing.T) {
 		} {
 			t.Run(tc.name, func(t *testing.T) {
 				g := newGate(procs, tc.ops...)
-				c := fusetest.Mount(t, g, fusefs.Options{Cache: mode})
+				c := fusetest.Mount(t, g, mode)
 				if err := os.Mkdir(filepath.Join(c.Orig, "d"), 0o755); err != nil {
 					t.Fatal(err)
 				}

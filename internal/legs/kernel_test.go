@@ -39,11 +39,13 @@ func mountKernel(t *testing.T, o fusefs.Options) *kernelCase {
 	return &kernelCase{Case: c, rec: rec, t: tr}
 }
 
-// run runs a shell command in dir, in a child process.
+// run runs a shell command in dir, in a child process. The shell enters dir itself: a
+// child that entered the mount between its fork and its exec would wait for this process's
+// server while it holds this process's memory (vfork), and the Go runtime may need all of
+// this process's threads at that moment.
 func run(t *testing.T, dir, script string) {
 	t.Helper()
-	cmd := exec.Command("sh", "-c", script)
-	cmd.Dir = dir
+	cmd := exec.Command("sh", "-c", `cd "$1" && `+script, "sh", dir)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("%s: %v\n%s", script, err, out)
 	}
