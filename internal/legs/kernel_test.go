@@ -7,6 +7,8 @@ import (
 	"slices"
 	"testing"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/iotap/iotap/fusefs"
 	"github.com/iotap/iotap/fusefs/fusetest"
 	"github.com/iotap/iotap/internal/legs"
@@ -156,5 +158,72 @@ func TestPassthroughAsync(t *testing.T) {
 				t.Errorf("kernel counted %+v, trace holds %d", st, len(reads))
 			}
 		})
+	}
+}
+
+// TestPassthroughSendfileSplice moves data with sendfile and splice (python3's
+// shutil.copyfile uses sendfile) between passed-through files and others: a move between
+// two files of the mount is a copy, one from the mount a read, one into it a write, each
+// with its bytes and offsets.
+func TestPassthroughSendfileSplice(t *testing.T) {
+	testenv.Programs(t, testenv.FUSE, "python3")
+	k := mountKernel(t, fusefs.Options{})
+	data := make([]byte, 300000)
+	for i := range data {
+		data[i] = byte(i)
+	}
+	if err := os.WriteFile(filepath.Join(k.Orig, "src"), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	outside := t.TempDir()
+	run(t, k.Mnt, `python3 - "`+outside+`" <<'PY'
+import os, shutil, sys
+out = sys.argv[1]
+shutil.copyfile("src", "copy")                 # sendfile, mount to mount: copies
+shutil.copyfile("src", out + "/fromfuse")      # sendfile, mount to outside: reads
+shutil.copyfile(out + "/fromfuse", "tofuse")   # sendfile, outside to mount: writes
+r, w = os.pipe()
+src = os.open("src", os.O_RDONLY)
+dst = os.open("spliced", os.O_WRONLY | os.O_CREAT, 0o644)
+n = os.splice(src, w, 65536, offset_src=4096)  # splice from the mount into a pipe: a read at 4096
+os.splice(r, dst, n)                           # and from the pipe into the mount: a write at 0
+PY`)
+	if err := k.t.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"copy", "tofuse"} {
+		if b, err := os.ReadFile(filepath.Join(k.Orig, name)); err != nil || len(b) != len(data) {
+			t.Fatalf("%s: %d bytes, %v", name, len(b), err)
+		}
+	}
+	if st := k.Server.Passthrough(); st.LayerOpens != 0 {
+		t.Errorf("opens through the layer: %+v", st)
+	}
+	moved := map[string]int64{} // op and paths → bytes
+	for _, ev := range k.rec.Events() {
+		if !ev.Passthrough {
+			continue
+		}
+		key := ev.Op.String() + " " + k.rec.PathName(ev.Path)
+		if ev.Op == trace.OpCopyFileRange {
+			key += " " + k.rec.PathName(ev.Path2)
+		}
+		if ev.Errno != 0 || ev.Ret < 0 {
+			t.Errorf("%s failed: %+v", key, ev)
+		}
+		if key == "read src" && ev.CallNr == unix.SYS_SPLICE && ev.Offset != 4096 {
+			t.Errorf("the splice read at %d, want 4096", ev.Offset)
+		}
+		moved[key] += ev.Ret
+	}
+	n := int64(len(data))
+	for key, want := range map[string]int64{"copy_file_range src copy": n, "write tofuse": n, "write spliced": 65536} {
+		if moved[key] != want {
+			t.Errorf("%s: %d bytes, want %d (all: %v)", key, moved[key], want, moved)
+		}
+	}
+	// src is read by the copy to outside (sendfile) and by the splice.
+	if moved["read src"] != n+65536 {
+		t.Errorf("read src: %d bytes, want %d (all: %v)", moved["read src"], n+65536, moved)
 	}
 }

@@ -291,8 +291,13 @@ func (t *Tracer) dataEvent(r *legsDataRec, ev *trace.Event) {
 		Gid:         r.Gid,
 		CallNr:      r.Nr,
 	}
-	if legsDataOp(r.Op) == legsDataOpDATA_WRITE {
+	switch legsDataOp(r.Op) {
+	case legsDataOpDATA_WRITE:
 		ev.Op = trace.OpWrite
+	case legsDataOpDATA_COPY:
+		// sendfile or splice between two passed-through files: a copy, as copy_file_range.
+		ev.Op = trace.OpCopyFileRange
+		ev.Node2, ev.Handle2, ev.Offset2 = r.Node2, r.Fh2, r.Pos2
 	}
 	if r.Ret < 0 {
 		ev.Errno = uint16(min(-r.Ret, 1<<16-1))

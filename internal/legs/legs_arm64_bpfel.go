@@ -70,6 +70,7 @@ type legsDataOp uint32
 const (
 	legsDataOpDATA_READ  legsDataOp = 1
 	legsDataOpDATA_WRITE legsDataOp = 2
+	legsDataOpDATA_COPY  legsDataOp = 3
 )
 
 type legsDataRec struct {
@@ -84,6 +85,9 @@ type legsDataRec struct {
 	Fh      uint64
 	Node    uint64
 	Pos     int64
+	Fh2     uint64
+	Node2   uint64
+	Pos2    int64
 	Size    uint64
 	Ret     int64
 	Start   uint64
@@ -153,9 +157,15 @@ type legsTask struct {
 	D_fh       uint64
 	D_node     uint64
 	D_pos      int64
+	D_file2    uint64
+	D_fh2      uint64
+	D_node2    uint64
+	D_pos2     int64
 	D_size     uint64
 	D_op       uint32
-	Pad        uint32
+	D_fpos     uint8
+	D_fpos2    uint8
+	Pad        uint16
 	AioIocbs   uint64
 	AioNr      uint64
 	AioEvents  uint64

@@ -190,7 +190,7 @@ func (f *ptFile) PassthroughFd() (int, bool) {
 		f.p.refuse("a set-user-ID or set-group-ID file is served by the layer")
 		return 0, false
 	}
-	fd, err := unix.Open("/proc/self/fd/"+strconv.Itoa(f.fd), unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
+	fd, err := unix.Open("/proc/self/fd/"+strconv.Itoa(f.fd), unix.O_RDONLY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		f.p.refuse("the backing file could not be opened again: " + err.Error())
 		return 0, false

@@ -32,8 +32,9 @@
 // system calls read, write, pread64, pwrite64, readv, writev, preadv, pwritev, preadv2 and
 // pwritev2 on such a file of the traced mount (the descriptor resolved through the task's
 // file table: its super block is the mount's, its struct fuse_file has a backing file),
-// the program emits a DATA record when the call returns: entry and return, the file's
-// handle and node id, offset, size asked and result. Asynchronous reads and writes are
+// and sendfile and splice with such a file on either side, the program emits a DATA record
+// when the call returns: entry and return, the file's handle and node id, offset, size
+// asked and result (a sendfile or splice between two such files: a copy, with both). Asynchronous reads and writes are
 // timed from submission to completion: libaio's io_submit to the io_getevents or
 // io_pgetevents call that reaps the event (as fio times them), io_uring's submission to
 // the completion the kernel posts (io_uring_submit_req, io_uring_complete). Each becomes an
@@ -71,6 +72,8 @@ char LICENSE[] SEC("license") = "Dual MIT/GPL";
 #define NR_PWRITEV 296
 #define NR_PREADV2 327
 #define NR_PWRITEV2 328
+#define NR_SENDFILE 40
+#define NR_SPLICE 275
 #define NR_IO_SUBMIT 209
 #define NR_IO_GETEVENTS 208
 #define NR_IO_PGETEVENTS 333
@@ -85,6 +88,8 @@ char LICENSE[] SEC("license") = "Dual MIT/GPL";
 #define NR_PWRITEV 70
 #define NR_PREADV2 286
 #define NR_PWRITEV2 287
+#define NR_SENDFILE 71
+#define NR_SPLICE 76
 #define NR_IO_SUBMIT 2
 #define NR_IO_GETEVENTS 4
 #define NR_IO_PGETEVENTS 292
@@ -97,7 +102,7 @@ char LICENSE[] SEC("license") = "Dual MIT/GPL";
 enum rec_kind { REC_REQ = 1, REC_CALL = 2, REC_DATA = 3, REC_ASYNC = 4 };
 
 // Directions of a data call.
-enum data_op { DATA_READ = 1, DATA_WRITE = 2 };
+enum data_op { DATA_READ = 1, DATA_WRITE = 2, DATA_COPY = 3 };
 
 // Counters (per CPU).
 enum counter {
@@ -154,10 +159,13 @@ struct data_rec {
 	u32 pid;      // its thread group
 	u32 uid;
 	u32 gid;
-	u32 op;       // enum data_op
+	u32 op;       // enum data_op (a copy: from fh to fh2, sendfile or splice between two such files)
 	u64 fh;       // the FUSE file handle the server gave the open
 	u64 node;     // the FUSE node id
 	s64 pos;      // file offset
+	u64 fh2;      // DATA_COPY: the file written
+	u64 node2;
+	s64 pos2;
 	u64 size;     // bytes asked
 	s64 ret;      // bytes done, or -errno
 	u64 start;    // entry (submission)
@@ -184,14 +192,21 @@ struct task {
 	u8 in_call;      // between sys_enter and sys_exit
 	u8 think_taken;  // think_rd is set for the call in progress
 	u8 data;         // the call in progress is a data call on a passthrough file (d_* below)
-	// The data call in progress.
+	// The data call in progress: the file read or written (a copy: read), and for a copy
+	// the file written.
 	u64 d_file; // struct file *
 	u64 d_fh;
 	u64 d_node;
 	s64 d_pos;  // offset given (-1: the file position)
+	u64 d_file2;
+	u64 d_fh2;
+	u64 d_node2;
+	s64 d_pos2;
 	u64 d_size;
 	u32 d_op;
-	u32 pad;
+	u8 d_fpos;  // the call moves d_file's position (no offset given)
+	u8 d_fpos2; // and d_file2's
+	u16 pad;
 	// io_submit in progress: its iocb array, to date the submissions' return.
 	u64 aio_iocbs;
 	u64 aio_nr;
@@ -488,9 +503,10 @@ static __always_inline u64 iov_size(u64 uiov, u64 n)
 	return sum;
 }
 
-// data_call describes system call nr with arguments in regs when it reads or writes a
-// file: its direction, whether it takes an offset argument (4th), and whether it takes an
-// iovec array. 0: not a data call.
+// call_shape describes system call nr when it reads or writes a file: its direction,
+// whether it takes an offset argument (4th), and whether it takes an iovec array. op 0:
+// not such a call. sendfile and splice, which move data between two descriptors, are
+// shaped in begin_move.
 struct call_shape {
 	u8 op, offset, vec;
 };
@@ -511,17 +527,13 @@ static __always_inline struct call_shape shape(long nr)
 	return s;
 }
 
-// begin_data notes a data call on a passthrough file in the thread's state.
-static __always_inline void begin_data(struct pt_regs *regs, long nr, struct call_shape cs)
+// data_task returns the thread's state for a data call nr, following the thread from now
+// on.
+static __always_inline struct task *data_task(struct task_struct *task, long nr)
 {
-	struct task_struct *task = bpf_get_current_task_btf();
-	struct file *f = fd_file(task, PT_REGS_PARM1_CORE_SYSCALL(regs));
-	struct fuse_file *ff = passthrough(f);
-	if (!ff)
-		return;
 	struct task *t = bpf_task_storage_get(&tasks, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (!t)
-		return;
+		return 0;
 	if (!t->followed) {
 		t->followed = 1;
 		t->enter = bpf_ktime_get_ns();
@@ -532,6 +544,23 @@ static __always_inline void begin_data(struct pt_regs *regs, long nr, struct cal
 	}
 	think(t, task);
 	t->data = 1;
+	t->d_fh2 = t->d_node2 = t->d_file2 = 0;
+	t->d_pos2 = 0;
+	t->d_fpos = t->d_fpos2 = 0;
+	return t;
+}
+
+// begin_data notes a read or write on a passthrough file in the thread's state.
+static __always_inline void begin_data(struct pt_regs *regs, long nr, struct call_shape cs)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct file *f = fd_file(task, PT_REGS_PARM1_CORE_SYSCALL(regs));
+	struct fuse_file *ff = passthrough(f);
+	if (!ff)
+		return;
+	struct task *t = data_task(task, nr);
+	if (!t)
+		return;
 	t->d_file = (u64)f;
 	t->d_fh = BPF_CORE_READ(ff, fh);
 	t->d_node = BPF_CORE_READ(ff, nodeid);
@@ -542,10 +571,82 @@ static __always_inline void begin_data(struct pt_regs *regs, long nr, struct cal
 		if (off >= 0)
 			t->d_pos = off; // preadv2/pwritev2 take -1 for the file position
 	}
-	if (t->d_pos < 0)
+	if (t->d_pos < 0) {
 		t->d_pos = BPF_CORE_READ(f, f_pos);
+		t->d_fpos = 1;
+	}
 	u64 n = PT_REGS_PARM3_CORE_SYSCALL(regs);
 	t->d_size = cs.vec ? iov_size(PT_REGS_PARM2_CORE_SYSCALL(regs), n) : n;
+}
+
+// side_pos returns where a transfer starts in f: at the offset the user's pointer uoff
+// holds, or at the file position (fpos set) when uoff is 0.
+static __always_inline s64 side_pos(struct file *f, u64 uoff, u8 *fpos)
+{
+	s64 off = 0;
+	if (uoff != 0 && bpf_probe_read_user(&off, sizeof(off), (void *)uoff) == 0)
+		return off;
+	*fpos = 1;
+	return BPF_CORE_READ(f, f_pos);
+}
+
+// begin_move notes a sendfile or splice with a passthrough file on either side: a read of
+// the input, a write of the output, or a copy when both are.
+static __always_inline void begin_move(struct pt_regs *regs, long nr)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	u64 in_fd, out_fd, in_off, out_off = 0, n;
+	if (nr == NR_SENDFILE) {
+		out_fd = PT_REGS_PARM1_CORE_SYSCALL(regs);
+		in_fd = PT_REGS_PARM2_CORE_SYSCALL(regs);
+		in_off = PT_REGS_PARM3_CORE_SYSCALL(regs);
+		n = PT_REGS_PARM4_CORE_SYSCALL(regs);
+	} else {
+		in_fd = PT_REGS_PARM1_CORE_SYSCALL(regs);
+		in_off = PT_REGS_PARM2_CORE_SYSCALL(regs);
+		out_fd = PT_REGS_PARM3_CORE_SYSCALL(regs);
+		out_off = PT_REGS_PARM4_CORE_SYSCALL(regs);
+		n = PT_REGS_PARM5_CORE_SYSCALL(regs);
+	}
+	struct file *fi = fd_file(task, in_fd), *fo = fd_file(task, out_fd);
+	struct fuse_file *ffi = passthrough(fi), *ffo = passthrough(fo);
+	if (!ffi && !ffo)
+		return;
+	struct task *t = data_task(task, nr);
+	if (!t)
+		return;
+	t->d_size = n;
+	if (ffi && ffo) {
+		t->d_op = DATA_COPY;
+	} else if (ffi) {
+		t->d_op = DATA_READ;
+	} else {
+		t->d_op = DATA_WRITE;
+		// The written file is the only one: it takes the first side's place.
+		ffi = ffo, fi = fo, in_off = out_off, ffo = 0;
+	}
+	t->d_file = (u64)fi;
+	t->d_fh = BPF_CORE_READ(ffi, fh);
+	t->d_node = BPF_CORE_READ(ffi, nodeid);
+	t->d_pos = side_pos(fi, in_off, &t->d_fpos);
+	if (ffo) {
+		t->d_file2 = (u64)fo;
+		t->d_fh2 = BPF_CORE_READ(ffo, fh);
+		t->d_node2 = BPF_CORE_READ(ffo, nodeid);
+		t->d_pos2 = side_pos(fo, out_off, &t->d_fpos2);
+	}
+}
+
+// moved returns where a transfer of ret bytes that used the position of f started: its
+// position after the transfer less ret (for appends too, which the entry's position would
+// not show), else pos.
+static __always_inline s64 moved(u64 file, s64 pos, s64 ret)
+{
+	if (ret <= 0)
+		return pos;
+	struct file *f = (struct file *)file; // outside BPF_CORE_READ: not a kernel type
+	s64 p = BPF_CORE_READ(f, f_pos);
+	return p >= ret ? p - ret : pos;
 }
 
 // end_data emits the data call in progress, which returned ret.
@@ -564,17 +665,10 @@ static __always_inline void end_data(struct task *t, u64 now, s64 ret, u64 id)
 	r->op = t->d_op;
 	r->fh = t->d_fh;
 	r->node = t->d_node;
-	r->pos = t->d_pos;
-	// Without an offset argument, read and write used the file position: after a
-	// transfer it stands at the end of it (for appends too, which the entry's position
-	// would not show).
-	struct call_shape cs = shape(t->nr);
-	if (!cs.offset && ret > 0) {
-		struct file *f = (struct file *)t->d_file; // outside BPF_CORE_READ: not a kernel type
-		s64 p = BPF_CORE_READ(f, f_pos);
-		if (p >= ret)
-			r->pos = p - ret;
-	}
+	r->pos = t->d_fpos ? moved(t->d_file, t->d_pos, ret) : t->d_pos;
+	r->fh2 = t->d_fh2;
+	r->node2 = t->d_node2;
+	r->pos2 = t->d_fpos2 ? moved(t->d_file2, t->d_pos2, ret) : t->d_pos2;
 	r->size = t->d_size;
 	r->ret = ret;
 	r->start = t->enter;
@@ -676,6 +770,9 @@ static __always_inline void emit_async(struct async *a, u64 now, s64 res)
 	r->fh = a->fh;
 	r->node = a->node;
 	r->pos = a->pos;
+	r->fh2 = 0;
+	r->node2 = 0;
+	r->pos2 = 0;
 	r->size = a->size;
 	r->ret = res;
 	r->start = a->start;
@@ -831,6 +928,10 @@ int BPF_PROG(sys_enter, struct pt_regs *regs, long nr)
 	struct call_shape cs = shape(nr);
 	if (cs.op) {
 		begin_data(regs, nr, cs);
+		return 0;
+	}
+	if (nr == NR_SENDFILE || nr == NR_SPLICE) {
+		begin_move(regs, nr);
 		return 0;
 	}
 	if (nr == NR_IO_SUBMIT) {
