@@ -65,6 +65,14 @@ const canonTar = "tar --sort=name --mtime=@0 --owner=0 --group=0 --numeric-owner
 func mountBoth(t *testing.T, mode fusefs.Options) (mnt, native string, rec *fusetest.MemRecorder) {
 	rec = fusetest.NewMemRecorder(0)
 	c := fusetest.Mount(t, rec, mode)
+	if mode.Passthrough {
+		// Before the unmount: every regular file the program opened was passed through.
+		t.Cleanup(func() {
+			if st := c.Server.Passthrough(); st.LayerOpens != 0 {
+				t.Errorf("opens through the layer in passthrough mode: %+v", st)
+			}
+		})
+	}
 	native = filepath.Join(filepath.Dir(c.Orig), "native")
 	if err := os.Mkdir(native, 0o755); err != nil {
 		t.Fatal(err)
