@@ -1,6 +1,7 @@
 package legs_test
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -25,9 +26,15 @@ type kernelCase struct {
 
 func mountKernel(t *testing.T, o fusefs.Options) *kernelCase {
 	t.Helper()
+	return mountKernelJob(t, o, false)
+}
+
+// mountKernelJob is mountKernel, with only this process's children followed (jobOnly).
+func mountKernelJob(t *testing.T, o fusefs.Options, jobOnly bool) *kernelCase {
+	t.Helper()
 	testenv.Root(t, testenv.FUSE, "measuring in the kernel needs root")
 	origin := trace.Now()
-	tr, err := legs.Open(legs.Options{Origin: origin, DataCalls: true})
+	tr, err := legs.Open(legs.Options{Origin: origin, DataCalls: true, JobOnly: jobOnly})
 	if err != nil {
 		testenv.Skip(t, testenv.FUSE, "the kernel's view cannot be measured here: %v", err)
 	}
@@ -57,7 +64,13 @@ func run(t *testing.T, dir, script string) {
 // read and write call reaches the trace, timed by the kernel, with its bytes, offsets and
 // handle, and none of them as a request to the layer.
 func TestPassthroughDataCalls(t *testing.T) {
-	k := mountKernel(t, fusefs.Options{})
+	for _, jobOnly := range []bool{false, true} {
+		t.Run(fmt.Sprintf("job-only=%v", jobOnly), func(t *testing.T) { testPassthroughDataCalls(t, jobOnly) })
+	}
+}
+
+func testPassthroughDataCalls(t *testing.T, jobOnly bool) {
+	k := mountKernelJob(t, fusefs.Options{}, jobOnly)
 	if err := os.WriteFile(filepath.Join(k.Orig, "in"), make([]byte, 64<<10+100), 0o644); err != nil {
 		t.Fatal(err)
 	}

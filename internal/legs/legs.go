@@ -36,6 +36,10 @@ type Options struct {
 	// DataCalls also times the reads and writes kernel passthrough serves on the mount
 	// (handed to the DataSink given to Watch).
 	DataCalls bool
+	// JobOnly says that only the job reaches the mount: the processes the server's process
+	// starts after Watch, and their descendants (a recorder's private mount namespace). The
+	// program then resolves the descriptors of the job's calls only.
+	JobOnly bool
 }
 
 // DataSink takes the events of the calls kernel passthrough served. KernelCall is called
@@ -66,6 +70,7 @@ type Tracer struct {
 	rd      *ringbuf.Reader
 	origin  int64
 	data    bool
+	jobOnly bool
 	stop    chan struct{}
 	done    chan struct{}
 	closeMu sync.Once
@@ -107,7 +112,7 @@ func Open(o Options) (*Tracer, error) {
 			return nil, err
 		}
 	}
-	t := &Tracer{origin: o.Origin, data: o.DataCalls, stop: make(chan struct{}), done: make(chan struct{})}
+	t := &Tracer{origin: o.Origin, data: o.DataCalls, jobOnly: o.JobOnly, stop: make(chan struct{}), done: make(chan struct{})}
 	if err := loadLegsObjects(&t.objs, nil); err != nil {
 		return nil, fmt.Errorf("legs: load program into the kernel: %w", err)
 	}
@@ -140,6 +145,9 @@ func (t *Tracer) attach() error {
 	progs := []*ebpf.Program{p.RequestSend, p.RequestEnd, p.SchedWaking, p.SysEnter, p.SysExit}
 	if t.data {
 		progs = append(progs, p.UringSubmit, p.UringComplete)
+	}
+	if t.jobOnly {
+		progs = append(progs, p.ProcessFork)
 	}
 	for _, prog := range progs {
 		l, err := link.AttachTracing(link.TracingOptions{Program: prog})
@@ -178,6 +186,11 @@ func (t *Tracer) Watch(mountpoint string, daemon int, sink DataSink) error {
 	}
 	if t.data {
 		if err := v.DataCalls.Set(uint32(1)); err != nil {
+			return fmt.Errorf("legs: configure: %w", err)
+		}
+	}
+	if t.jobOnly {
+		if err := v.JobOnly.Set(uint32(1)); err != nil {
 			return fmt.Errorf("legs: configure: %w", err)
 		}
 	}

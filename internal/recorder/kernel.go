@@ -67,7 +67,9 @@ func openKernel(p *plan, log logger, h *trace.Header, wo *trace.WriterOptions, p
 	var t *legs.Tracer
 	var err error
 	if p.Legs != "probe" {
-		t, err = legs.Open(legs.Options{Origin: h.Origin, DataCalls: wantData})
+		// In place, in the recorder's private mount namespace, only the job reaches the mount.
+		jobOnly := probe && p.InPlace
+		t, err = legs.Open(legs.Options{Origin: h.Origin, DataCalls: wantData, JobOnly: jobOnly})
 		if err != nil && wantData {
 			log.Debug("reads and writes are not timed in the kernel", "err", err)
 			k.dataWhy, wantData = err.Error(), false

@@ -47,9 +47,11 @@
 //
 // # Cost
 //
-// sys_enter and sys_exit run for every system call of the host. A call of another kind
-// costs one task-storage lookup; a read or write costs the descriptor's resolution (a
-// few loads); only calls on the mount's passthrough files store and emit anything.
+// sys_enter and sys_exit run for every system call of the host. A task outside the job
+// (when only the job can reach the mount, as in a recorder's private mount namespace)
+// costs one task-storage lookup per call; a job task's read or write costs the
+// descriptor's resolution (a few direct loads); only calls on the mount's passthrough files
+// store and emit anything.
 //
 // Build: see ../gen.go (bpf2go); the objects are committed.
 
@@ -121,6 +123,8 @@ enum counter {
 volatile u32 target_dev = 0;  // the FUSE connection: its super block's s_dev (major<<20|minor)
 volatile u32 daemon_tgid = 0; // the server's thread group: its own requests are not callers'
 volatile u32 data_calls = 0;  // time passthrough reads and writes (1) or not (0)
+volatile u32 job_only = 0;    // only the job reaches the mount: tasks the server's process
+                              // starts, and their descendants (job tasks, task.job)
 
 // A REQ record: one request the kernel completed.
 struct req_rec {
@@ -192,6 +196,7 @@ struct task {
 	u8 in_call;      // between sys_enter and sys_exit
 	u8 think_taken;  // think_rd is set for the call in progress
 	u8 data;         // the call in progress is a data call on a passthrough file (d_* below)
+	u8 job;          // a task of the job (job_only)
 	// The data call in progress: the file read or written (a copy: read), and for a copy
 	// the file written.
 	u64 d_file; // struct file *
@@ -454,6 +459,18 @@ int BPF_PROG(sched_waking, struct task_struct *p)
 
 // --- Calls that kernel passthrough serves ---
 
+// as_file and as_fuse_file turn an address read as a number into a pointer the program may
+// load from directly (PROBE_MEM loads: a fault reads 0), cheaper than a helper call per field.
+static __always_inline struct file *as_file(u64 p)
+{
+	return bpf_rdonly_cast((void *)p, bpf_core_type_id_kernel(struct file));
+}
+
+static __always_inline struct fuse_file *as_fuse_file(void *p)
+{
+	return bpf_rdonly_cast(p, bpf_core_type_id_kernel(struct fuse_file));
+}
+
 // fd_file returns the open file of descriptor fd of the current task, or 0.
 static __always_inline struct file *fd_file(struct task_struct *task, u64 fd)
 {
@@ -464,9 +481,11 @@ static __always_inline struct file *fd_file(struct task_struct *task, u64 fd)
 	if (!fdt || fd >= fdt->max_fds)
 		return 0;
 	struct file **fds = fdt->fd;
-	struct file *f = 0;
+	u64 f = 0;
 	bpf_probe_read_kernel(&f, sizeof(f), &fds[fd]);
-	return f;
+	if (!f)
+		return 0;
+	return as_file(f);
 }
 
 // passthrough returns the struct fuse_file of f when f is a file of the traced mount whose
@@ -475,14 +494,20 @@ static __always_inline struct fuse_file *passthrough(struct file *f)
 {
 	if (!f)
 		return 0;
-	struct inode *ino = BPF_CORE_READ(f, f_inode);
-	if (!ino || BPF_CORE_READ(ino, i_sb, s_dev) != target_dev)
+	struct inode *ino = f->f_inode;
+	if (!ino)
+		return 0;
+	struct super_block *sb = ino->i_sb;
+	if (!sb || sb->s_dev != target_dev)
 		return 0;
 	// A FIFO or device node of the mount is not a struct fuse_file.
-	if ((BPF_CORE_READ(ino, i_mode) & S_IFMT) != S_IFREG)
+	if ((ino->i_mode & S_IFMT) != S_IFREG)
 		return 0;
-	struct fuse_file *ff = BPF_CORE_READ(f, private_data);
-	if (!ff || !BPF_CORE_READ(ff, passthrough))
+	void *priv = f->private_data;
+	if (!priv)
+		return 0;
+	struct fuse_file *ff = as_fuse_file(priv);
+	if (!ff->passthrough)
 		return 0;
 	return ff;
 }
@@ -562,8 +587,8 @@ static __always_inline void begin_data(struct pt_regs *regs, long nr, struct cal
 	if (!t)
 		return;
 	t->d_file = (u64)f;
-	t->d_fh = BPF_CORE_READ(ff, fh);
-	t->d_node = BPF_CORE_READ(ff, nodeid);
+	t->d_fh = ff->fh;
+	t->d_node = ff->nodeid;
 	t->d_op = cs.op;
 	t->d_pos = -1;
 	if (cs.offset) {
@@ -572,21 +597,54 @@ static __always_inline void begin_data(struct pt_regs *regs, long nr, struct cal
 			t->d_pos = off; // preadv2/pwritev2 take -1 for the file position
 	}
 	if (t->d_pos < 0) {
-		t->d_pos = BPF_CORE_READ(f, f_pos);
+		t->d_pos = f->f_pos;
 		t->d_fpos = 1;
 	}
 	u64 n = PT_REGS_PARM3_CORE_SYSCALL(regs);
 	t->d_size = cs.vec ? iov_size(PT_REGS_PARM2_CORE_SYSCALL(regs), n) : n;
 }
 
-// side_pos returns where a transfer starts in f: at the offset the user's pointer uoff
-// holds, or at the file position (fpos set) when uoff is 0.
-static __always_inline s64 side_pos(struct file *f, u64 uoff, u8 *fpos)
+// fd_addr returns the address of the open file of descriptor fd of task, or 0.
+static __always_inline u64 fd_addr(struct task_struct *task, u64 fd)
+{
+	struct files_struct *files = task->files;
+	if (!files)
+		return 0;
+	struct fdtable *fdt = files->fdt;
+	if (!fdt || fd >= fdt->max_fds)
+		return 0;
+	struct file **fds = fdt->fd;
+	u64 f = 0;
+	bpf_probe_read_kernel(&f, sizeof(f), &fds[fd]);
+	return f;
+}
+
+// passthrough_addr is passthrough for a file's address, with helper reads: sendfile and
+// splice, rare beside reads and writes, keep to plain numbers, which the verifier follows
+// through their two sides where it would refuse a mix of kernel pointers.
+static __always_inline u64 passthrough_addr(u64 file)
+{
+	if (!file)
+		return 0;
+	struct file *f = (struct file *)file;
+	struct inode *ino = BPF_CORE_READ(f, f_inode);
+	if (!ino || BPF_CORE_READ(ino, i_sb, s_dev) != target_dev || (BPF_CORE_READ(ino, i_mode) & S_IFMT) != S_IFREG)
+		return 0;
+	struct fuse_file *ff = BPF_CORE_READ(f, private_data);
+	if (!ff || !BPF_CORE_READ(ff, passthrough))
+		return 0;
+	return (u64)ff;
+}
+
+// side_pos returns where a transfer starts in the file at address file: at the offset the
+// user's pointer uoff holds, or at the file position (fpos set) when uoff is 0.
+static __always_inline s64 side_pos(u64 file, u64 uoff, u8 *fpos)
 {
 	s64 off = 0;
 	if (uoff != 0 && bpf_probe_read_user(&off, sizeof(off), (void *)uoff) == 0)
 		return off;
 	*fpos = 1;
+	struct file *f = (struct file *)file;
 	return BPF_CORE_READ(f, f_pos);
 }
 
@@ -608,8 +666,8 @@ static __always_inline void begin_move(struct pt_regs *regs, long nr)
 		out_off = PT_REGS_PARM4_CORE_SYSCALL(regs);
 		n = PT_REGS_PARM5_CORE_SYSCALL(regs);
 	}
-	struct file *fi = fd_file(task, in_fd), *fo = fd_file(task, out_fd);
-	struct fuse_file *ffi = passthrough(fi), *ffo = passthrough(fo);
+	u64 fi = fd_addr(task, in_fd), fo = fd_addr(task, out_fd);
+	u64 ffi = passthrough_addr(fi), ffo = passthrough_addr(fo);
 	if (!ffi && !ffo)
 		return;
 	struct task *t = data_task(task, nr);
@@ -625,14 +683,16 @@ static __always_inline void begin_move(struct pt_regs *regs, long nr)
 		// The written file is the only one: it takes the first side's place.
 		ffi = ffo, fi = fo, in_off = out_off, ffo = 0;
 	}
-	t->d_file = (u64)fi;
-	t->d_fh = BPF_CORE_READ(ffi, fh);
-	t->d_node = BPF_CORE_READ(ffi, nodeid);
+	struct fuse_file *a = (struct fuse_file *)ffi;
+	t->d_file = fi;
+	t->d_fh = BPF_CORE_READ(a, fh);
+	t->d_node = BPF_CORE_READ(a, nodeid);
 	t->d_pos = side_pos(fi, in_off, &t->d_fpos);
 	if (ffo) {
-		t->d_file2 = (u64)fo;
-		t->d_fh2 = BPF_CORE_READ(ffo, fh);
-		t->d_node2 = BPF_CORE_READ(ffo, nodeid);
+		struct fuse_file *b = (struct fuse_file *)ffo;
+		t->d_file2 = fo;
+		t->d_fh2 = BPF_CORE_READ(b, fh);
+		t->d_node2 = BPF_CORE_READ(b, nodeid);
 		t->d_pos2 = side_pos(fo, out_off, &t->d_fpos2);
 	}
 }
@@ -644,8 +704,7 @@ static __always_inline s64 moved(u64 file, s64 pos, s64 ret)
 {
 	if (ret <= 0)
 		return pos;
-	struct file *f = (struct file *)file; // outside BPF_CORE_READ: not a kernel type
-	s64 p = BPF_CORE_READ(f, f_pos);
+	s64 p = as_file(file)->f_pos;
 	return p >= ret ? p - ret : pos;
 }
 
@@ -730,8 +789,8 @@ static long aio_submit_one(u64 i, void *data)
 		return 0;
 	struct async a = {
 		.start = c->now,
-		.fh = BPF_CORE_READ(ff, fh),
-		.node = BPF_CORE_READ(ff, nodeid),
+		.fh = ff->fh,
+		.node = ff->nodeid,
 		.pos = cb.aio_offset,
 		.size = vec ? iov_size(cb.aio_buf, cb.aio_nbytes) : cb.aio_nbytes,
 		.think_rd = c->think_rd,
@@ -852,6 +911,11 @@ int BPF_PROG(uring_submit, struct io_kiocb *req)
 	default: return 0;
 	}
 	struct task_struct *task = bpf_get_current_task_btf();
+	if (job_only) {
+		struct task *jt = bpf_task_storage_get(&tasks, task, 0, 0);
+		if (!jt || !jt->job)
+			return 0;
+	}
 	struct file *f = 0;
 	if (req->flags & REQ_F_FIXED_FILE) {
 		count(CNT_UNSEEN); // a registered file: not resolved here
@@ -867,8 +931,8 @@ int BPF_PROG(uring_submit, struct io_kiocb *req)
 	u64 len = BPF_CORE_READ(rw, len);
 	struct async a = {
 		.start = bpf_ktime_get_ns(),
-		.fh = BPF_CORE_READ(ff, fh),
-		.node = BPF_CORE_READ(ff, nodeid),
+		.fh = ff->fh,
+		.node = ff->nodeid,
 		.pos = BPF_CORE_READ(rw, kiocb.ki_pos),
 		.size = vec ? iov_size(BPF_CORE_READ(rw, addr), len) : len,
 		.tid = (u32)id,
@@ -886,7 +950,7 @@ int BPF_PROG(uring_submit, struct io_kiocb *req)
 		a.waker = t->waker;
 	}
 	if (a.pos < 0)
-		a.pos = BPF_CORE_READ(f, f_pos);
+		a.pos = f->f_pos;
 	struct async_key k = { .id = (u64)req };
 	bpf_map_update_elem(&asyncs, &k, &a, BPF_ANY);
 	return 0;
@@ -903,6 +967,28 @@ int BPF_PROG(uring_complete, struct io_ring_ctx *ring_ctx, void *req, struct io_
 		return 0;
 	emit_async(a, bpf_ktime_get_ns(), BPF_CORE_READ(cqe, res));
 	bpf_map_delete_elem(&asyncs, &k);
+	return 0;
+}
+
+// --- The job's tasks ---
+
+// process_fork marks a new task of the job (job_only): a process the server's process
+// starts (the job's first command), and any task a job task creates, thread or process.
+SEC("tp_btf/sched_process_fork")
+int BPF_PROG(process_fork, struct task_struct *parent, struct task_struct *child)
+{
+	if (target_dev == 0 || !job_only)
+		return 0;
+	bool job = (u32)parent->tgid == daemon_tgid && (u32)child->tgid != daemon_tgid;
+	if (!job) {
+		struct task *pt = bpf_task_storage_get(&tasks, parent, 0, 0);
+		job = pt && pt->job;
+	}
+	if (!job)
+		return 0;
+	struct task *ct = bpf_task_storage_get(&tasks, child, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (ct)
+		ct->job = 1;
 	return 0;
 }
 
@@ -923,7 +1009,7 @@ int BPF_PROG(sys_enter, struct pt_regs *regs, long nr)
 		t->think_taken = 0;
 		t->data = 0;
 	}
-	if (!data_calls)
+	if (!data_calls || (job_only && (!t || !t->job)))
 		return 0;
 	struct call_shape cs = shape(nr);
 	if (cs.op) {
