@@ -4,12 +4,23 @@
 # Jobs (rows):
 #   genomics  scripts/workload-genomics.sh with WORKLOAD_READS=N (samtools, tar, sqlite3)
 #   catloop   a shell loop running `cat f >/dev/null` K times on a 4 KiB file (short processes)
+#   dd4k      dd writes 128 MiB in 4 KiB blocks, then reads it back (page cache)
+#   dd1m      the same in 1 MiB blocks
+#   fiorand   fio 4 KiB random reads of a 256 MiB file, O_DIRECT, psync (queue depth 1)
+#   fioqd     the same with libaio at queue depth 16
+#   fiouring  the same with io_uring at queue depth 16
+#   sort      samtools sort of a BAM of about 100 MB
+#   tarx      tar x of 10,000 small files
 # Targets (columns), all on the same backend directory (WORKDIR, on the filesystem it is on):
 #   native        the job in a directory of the backend
 #   loopback      the job in an untraced go-fuse loopback of it (benchmount, --cache none
-#                 options and node code)
-#   MODE          `iotap record --cache MODE` of the job, for each MODE of -m (with the
-#                 default --legs auto: the kernel's legs measured, as root)
+#                 options and node code), every read and write a FUSE request
+#   loopback-pt   the same loopback with kernel passthrough (benchmount -passthrough): the
+#                 floor of a layer whose reads and writes bypass it
+#   MODE          `iotap record` of the job, for each MODE of -m: pt (--data kernel: kernel
+#                 passthrough, reads and writes timed by the kernel), layer (--data layer),
+#                 kernel (--cache kernel), or none (--cache none, the default --data auto);
+#                 each with the default --legs auto (the kernel's legs measured, as root)
 #   MODE@LEGS     the same with `--legs LEGS`, for each LEGS of -l (e.g. -l probe: what
 #                 measuring the kernel's legs costs, against the round-trip probe alone)
 #   MODE+metrics  with -M: the same with `--metrics 127.0.0.1:PORT`, scraped every -S seconds
@@ -22,11 +33,11 @@
 # missing attributions.
 #
 # Usage: bench/jobs.sh [-r ROUNDS] [-n READS] [-k CATS] [-m MODE,...] [-l LEGS,...] [-M] [-S SECONDS] [-B REV] [-o JOB,...] [-d WORKDIR]
-# Defaults: -r 5 -n 120000 -k 1000 -m none,kernel -S 1 -o genomics,catloop -d /var/tmp/iotap-jobs
-# Needs root (iotap record's private mount), go, samtools, sqlite3, tar, awk.
+# Defaults: -r 5 -n 120000 -k 1000 -m pt,layer -S 1 -o genomics,catloop -d /var/tmp/iotap-jobs
+# Needs root (iotap record's private mount), go, samtools, sqlite3, tar, awk, fio.
 set -euo pipefail
 
-ROUNDS=5 READS=120000 CATS=1000 MODES=none,kernel LEGS='' METRICS='' SCRAPE=1 BEFORE='' JOBS=genomics,catloop WORK=/var/tmp/iotap-jobs
+ROUNDS=5 READS=120000 CATS=1000 MODES=pt,layer LEGS='' METRICS='' SCRAPE=1 BEFORE='' JOBS=genomics,catloop WORK=/var/tmp/iotap-jobs
 while getopts "r:n:k:m:l:MS:B:o:d:h" o; do
   case $o in
     r) ROUNDS=$OPTARG ;; n) READS=$OPTARG ;; k) CATS=$OPTARG ;; m) MODES=$OPTARG ;; l) LEGS=$OPTARG ;;
@@ -53,7 +64,7 @@ cleanup
 rm -rf --one-file-system "$WORK"
 mkdir -p "$WORK"/{bin,runs,traces,logs,mnt}
 (cd "$REPO" && go build -o "$WORK/bin/iotap" ./cmd/iotap && go build -o "$WORK/bin/benchmount" ./bench/benchmount)
-TARGETS=(native loopback "${MODES[@]}")
+TARGETS=(native loopback loopback-pt "${MODES[@]}")
 if [ -n "$LEGS" ]; then
   IFS=, read -ra legs <<<"$LEGS"
   for m in "${MODES[@]}"; do for l in "${legs[@]}"; do TARGETS+=("$m@$l"); done; done
@@ -69,12 +80,48 @@ if [ -n "$BEFORE" ]; then
 fi
 GENOMICS=$REPO/scripts/workload-genomics.sh
 head -c 4096 /dev/urandom >"$WORK/f4k"
+# The jobs' inputs, made once: copied into each run's directory before it is timed.
+mkdir -p "$WORK/inputs"
+for job in "${JOBS[@]}"; do
+  case $job in
+    fio*) [ -e "$WORK/inputs/fio.dat" ] || head -c $((256 << 20)) /dev/urandom >"$WORK/inputs/fio.dat" ;;
+    sort) [ -e "$WORK/inputs/in.bam" ] || (cd "$WORK/inputs" && WORKLOAD_READS=1500000 sh -c \
+      "sed -n '/^N=/p;/^awk/,/reads.sam\$/p' $GENOMICS | sh && samtools view -b -o in.bam reads.sam && rm reads.sam") ;;
+    tarx) [ -e "$WORK/inputs/files.tar" ] || (cd "$WORK/inputs" && mkdir -p files && python3 -c '
+import os, random
+random.seed(7)
+for i in range(10000):
+    d = "files/d%03d" % (i // 100)
+    os.makedirs(d, exist_ok=True)
+    with open("%s/f%05d" % (d, i), "wb") as f:
+        f.write(os.urandom(random.randint(512, 8192)))
+' && tar -cf files.tar files && rm -rf files) ;;
+  esac
+done
 
 # jobcmd JOB: the job's shell command (run in its directory).
 jobcmd() {
+  local fio="fio --name=j --filename=fio.dat --rw=randread --bs=4k --direct=1 --size=256m --output=/dev/null"
   case $1 in
     genomics) echo "WORKLOAD_READS=$READS sh $GENOMICS >/dev/null" ;;
     catloop) echo "for i in \$(seq $CATS); do cat f >/dev/null; done" ;;
+    dd4k) echo "dd if=/dev/zero of=d bs=4k count=32768 status=none && dd if=d of=/dev/null bs=4k status=none" ;;
+    dd1m) echo "dd if=/dev/zero of=d bs=1M count=128 status=none && dd if=d of=/dev/null bs=1M status=none" ;;
+    fiorand) echo "$fio --ioengine=psync --number_ios=20000" ;;
+    fioqd) echo "$fio --ioengine=libaio --iodepth=16 --number_ios=100000" ;;
+    fiouring) echo "$fio --ioengine=io_uring --iodepth=16 --number_ios=100000" ;;
+    sort) echo "samtools sort -m 64M -o sorted.bam in.bam" ;;
+    tarx) echo "tar xf files.tar" ;;
+  esac
+}
+
+# inputs JOB DIR: copies the job's input into its run directory.
+inputs() {
+  case $1 in
+    catloop) cp "$WORK/f4k" "$2/f" ;;
+    fio*) cp "$WORK/inputs/fio.dat" "$2/" ;;
+    sort) cp "$WORK/inputs/in.bam" "$2/" ;;
+    tarx) cp "$WORK/inputs/files.tar" "$2/" ;;
   esac
 }
 
@@ -90,15 +137,17 @@ scrape() {
 run() {
   local job=$1 tgt=$2 r=$3 dir="$WORK/runs/$1-$2" cmd t0 t1 log="$WORK/logs/$1-$2-$3.log"
   rm -rf --one-file-system "$dir"; mkdir -p "$dir"
-  [ "$job" = catloop ] && cp "$WORK/f4k" "$dir/f"
+  inputs "$job" "$dir"
   cmd=$(jobcmd "$job")
   sync
   case $tgt in
     native)
       t0=$EPOCHREALTIME; (cd "$dir" && sh -c "$cmd") >"$log" 2>&1; t1=$EPOCHREALTIME ;;
-    loopback)
+    loopback|loopback-pt)
+      local pt=()
+      [ "$tgt" = loopback-pt ] && pt=(-passthrough)
       rm -f "$WORK/ready"
-      "$WORK/bin/benchmount" mount -cache none -target "$dir" -mount "$WORK/mnt" -ready "$WORK/ready" 2>"$log.server" &
+      "$WORK/bin/benchmount" mount -cache none "${pt[@]}" -target "$dir" -mount "$WORK/mnt" -ready "$WORK/ready" 2>"$log.server" &
       PID=$!
       for _ in $(seq 100); do [ -e "$WORK/ready" ] && break; sleep 0.05; done
       [ -e "$WORK/ready" ] || { echo "loopback did not mount:"; cat "$log.server"; exit 1; }
@@ -109,16 +158,23 @@ run() {
       case $tgt in before-*) bin=$WORK/bin/iotap-before mode=${tgt#before-} ;; esac
       case $mode in *@*) legs=(--legs "${mode#*@}"); mode=${mode%@*} ;; esac
       case $mode in *+metrics) metrics=(--metrics "127.0.0.1:$MPORT"); mode=${mode%+metrics} ;; esac
+      local how=()
+      case $mode in
+        pt) how=(--cache none --data kernel) ;;
+        layer) how=(--cache none --data layer) ;;
+        *) how=(--cache "$mode") ;;
+      esac
       if [ ${#metrics[@]} -gt 0 ]; then scrape & SPID=$!; fi
       t0=$EPOCHREALTIME
-      (cd "$dir" && "$bin" record --cache "$mode" "${legs[@]}" "${metrics[@]}" --target . -o "$WORK/traces/t.iotap" -- sh -c "$cmd") >"$log" 2>&1
+      (cd "$dir" && "$bin" record "${how[@]}" "${legs[@]}" "${metrics[@]}" --target . -o "$WORK/traces/t.iotap" -- sh -c "$cmd") >"$log" 2>&1
       t1=$EPOCHREALTIME
       if [ -n "$SPID" ]; then kill "$SPID" 2>/dev/null || true; wait "$SPID" 2>/dev/null || true; SPID=''; fi ;;
   esac
   echo "$job $tgt $(python3 -c "print(f'{$t1 - $t0:.4f}')")" >>"$WORK/results.txt"
-  if [ "$tgt" != native ] && [ "$tgt" != loopback ]; then
+  case $tgt in native|loopback*) ;; *)
     echo "$job $tgt $(grep -h 'recording cost:\|threads:\|looking up' "$log" | tr -s ' ' | tr '\n' ' ')" >>"$WORK/costs.txt"
-  fi
+    grep -q 'job exit 0' "$log" || { echo "jobs.sh: $job under $tgt failed:"; tail -20 "$log"; exit 1; } ;;
+  esac
   rm -f "$WORK/traces/t.iotap"
 }
 

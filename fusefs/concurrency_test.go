@@ -93,30 +93,34 @@ func ioUringUsable() string {
 func TestAsyncDirectIOConcurrent(t *testing.T) {
 	need(t, "fio")
 	const depth = 16
-	forModes(t, func(t *testing.T, mode fusefs.CacheMode) {
-		for _, engine := range []string{"libaio", "io_uring"} {
-			t.Run(engine, func(t *testing.T) {
-				if why := ioUringUsable(); engine == "io_uring" && why != "" {
-					testenv.Skip(t, testenv.FUSE, "%s", why)
-				}
-				g := newGate(depth, trace.OpRead)
-				c := fusetest.Mount(t, g, fusefs.Options{Cache: mode})
-				if err := os.WriteFile(filepath.Join(c.Orig, "f"), make([]byte, 4<<20), 0o644); err != nil {
-					t.Fatal(err)
-				}
-				g.arm(5 * time.Second)
-				sh(t, fmt.Sprintf("fio --name=qd --filename=%s --rw=randread --bs=4k --size=4m --number_ios=256 "+
-					"--direct=1 --ioengine=%s --iodepth=%d --invalidate=0 --output=/dev/null", filepath.Join(c.Mnt, "f"), engine, depth))
-				most, tids, handles := g.result()
-				if most < depth {
-					t.Errorf("at most %d reads were in the layer at once, want %d (the application's queue depth)", most, depth)
-				}
-				if tids != 1 || handles != 1 {
-					t.Errorf("reads came from %d threads on %d handles, want one of each", tids, handles)
-				}
-			})
-		}
-	})
+	// The layer's reads: kernel passthrough serves them without it (package legs times
+	// them at their depth: TestPassthroughAsync).
+	for _, mode := range []fusefs.Options{{Cache: fusefs.CacheNone}, {Cache: fusefs.CacheKernel}} {
+		t.Run(string(mode.Cache), func(t *testing.T) {
+			for _, engine := range []string{"libaio", "io_uring"} {
+				t.Run(engine, func(t *testing.T) {
+					if why := ioUringUsable(); engine == "io_uring" && why != "" {
+						testenv.Skip(t, testenv.FUSE, "%s", why)
+					}
+					g := newGate(depth, trace.OpRead)
+					c := fusetest.Mount(t, g, mode)
+					if err := os.WriteFile(filepath.Join(c.Orig, "f"), make([]byte, 4<<20), 0o644); err != nil {
+						t.Fatal(err)
+					}
+					g.arm(5 * time.Second)
+					sh(t, fmt.Sprintf("fio --name=qd --filename=%s --rw=randread --bs=4k --size=4m --number_ios=256 "+
+						"--direct=1 --ioengine=%s --iodepth=%d --invalidate=0 --output=/dev/null", filepath.Join(c.Mnt, "f"), engine, depth))
+					most, tids, handles := g.result()
+					if most < depth {
+						t.Errorf("at most %d reads were in the layer at once, want %d (the application's queue depth)", most, depth)
+					}
+					if tids != 1 || handles != 1 {
+						t.Errorf("reads came from %d threads on %d handles, want one of each", tids, handles)
+					}
+				})
+			}
+		})
+	}
 }
 
 // TestParallelWritesOneFile: threads writing to one file within its size are served
@@ -144,7 +148,7 @@ func TestParallelWritesOneFile(t *testing.T) {
 // shared for them), in both cache modes.
 func TestParallelDirOps(t *testing.T) {
 	const procs = 6
-	forModes(t, func(t *testing.T, mode fusefs.CacheMode) {
+	forModes(t, func(t *testing.T, mode fusefs.Options) {
 		for _, tc := range []struct {
 			name string
 			ops  []trace.Op
@@ -155,7 +159,7 @@ func TestParallelDirOps(t *testing.T) {
 		} {
 			t.Run(tc.name, func(t *testing.T) {
 				g := newGate(procs, tc.ops...)
-				c := fusetest.Mount(t, g, fusefs.Options{Cache: mode})
+				c := fusetest.Mount(t, g, mode)
 				if err := os.Mkdir(filepath.Join(c.Orig, "d"), 0o755); err != nil {
 					t.Fatal(err)
 				}

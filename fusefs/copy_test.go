@@ -34,9 +34,9 @@ func TestTraceCopyFileRangeOffsets(t *testing.T) {
 		t.Fatal(err)
 	}
 	const size, count, offIn, offOut = 100000, 10000, 5000, 70000
-	forModes(t, func(t *testing.T, mode fusefs.CacheMode) {
+	forModes(t, func(t *testing.T, mode fusefs.Options) {
 		rec := fusetest.NewMemRecorder(0)
-		c := fusetest.Mount(t, rec, fusefs.Options{Cache: mode})
+		c := fusetest.Mount(t, rec, mode)
 		src := make([]byte, size)
 		for i := range src {
 			src[i] = byte(i * 7)

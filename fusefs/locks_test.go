@@ -43,9 +43,9 @@ func TestLocks(t *testing.T) {
 	if !strings.Contains(native, "EDEADLK") || !strings.Contains(native, "EINTR") {
 		t.Fatalf("the native run lacks the deadlock or the interrupted wait:\n%s", native)
 	}
-	forModes(t, func(t *testing.T, mode fusefs.CacheMode) {
+	forModes(t, func(t *testing.T, mode fusefs.Options) {
 		rec := fusetest.NewMemRecorder(0)
-		c := fusetest.Mount(t, rec, fusefs.Options{Cache: mode})
+		c := fusetest.Mount(t, rec, mode)
 		got := runLocks(t, bin, c.Mnt)
 		nl, gl := strings.Split(native, "\n"), strings.Split(got, "\n")
 		if len(nl) != len(gl) {
@@ -150,7 +150,7 @@ func TestLocksSqlite(t *testing.T) {
 	if err := os.WriteFile(script, []byte(sqliteConnections), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	forModes(t, func(t *testing.T, mode fusefs.CacheMode) {
+	forModes(t, func(t *testing.T, mode fusefs.Options) {
 		for _, jm := range []string{"delete", "wal"} {
 			t.Run(jm, func(t *testing.T) {
 				mnt, native, _ := mountBoth(t, mode)

@@ -33,6 +33,9 @@ func (s *Server) KernelCall(ev *trace.Event) {
 		return
 	}
 	ev.Path = t.nodes.path(ev.Node)
+	if ev.Node2 != 0 {
+		ev.Path2 = t.nodes.path(ev.Node2)
+	}
 	if ev.Tid == 0 {
 		t.asOpener(ev, ev.Handle, false)
 	}

@@ -23,14 +23,18 @@ var posixKnown = map[string]string{
 }
 
 // TestPosix runs go-fuse's POSIX conformance suite through the traced mount in both cache
-// modes, and through the untraced loopback as the reference. posixtest drives the load from
-// this process (as go-fuse's own tests do).
+// modes and with kernel passthrough, and through the untraced loopback as the reference.
+// posixtest drives the load from this process (as go-fuse's own tests do).
 func TestPosix(t *testing.T) {
-	for _, mode := range []fusefs.CacheMode{fusefs.CacheNone, fusefs.CacheKernel} {
+	for _, o := range []fusefs.Options{{Cache: fusefs.CacheNone}, {Cache: fusefs.CacheKernel}, {Cache: fusefs.CacheNone, Passthrough: true}} {
 		for _, traced := range []bool{true, false} {
-			name := string(mode) + "/untraced"
+			mode := string(o.Cache)
+			if o.Passthrough {
+				mode += "+passthrough"
+			}
+			name := mode + "/untraced"
 			if traced {
-				name = string(mode) + "/traced"
+				name = mode + "/traced"
 			}
 			t.Run(name, func(t *testing.T) {
 				tests := maps.Clone(posixtest.All) // never mutate the shared map
@@ -43,7 +47,7 @@ func TestPosix(t *testing.T) {
 						if traced {
 							rec = fusetest.NewMemRecorder(0)
 						}
-						c := fusetest.Mount(t, rec, fusefs.Options{Cache: mode})
+						c := fusetest.Mount(t, rec, o)
 						fn(t, c.Mnt)
 						if traced && len(rec.(*fusetest.MemRecorder).Events()) == 0 {
 							t.Errorf("no events recorded")

@@ -62,9 +62,17 @@ func makeTree(t *testing.T, dir string) {
 const canonTar = "tar --sort=name --mtime=@0 --owner=0 --group=0 --numeric-owner --format=gnu -cf - -C "
 
 // mountBoth returns a traced mount and a native directory for the same workload.
-func mountBoth(t *testing.T, mode fusefs.CacheMode) (mnt, native string, rec *fusetest.MemRecorder) {
+func mountBoth(t *testing.T, mode fusefs.Options) (mnt, native string, rec *fusetest.MemRecorder) {
 	rec = fusetest.NewMemRecorder(0)
-	c := fusetest.Mount(t, rec, fusefs.Options{Cache: mode})
+	c := fusetest.Mount(t, rec, mode)
+	if mode.Passthrough {
+		// Before the unmount: every regular file the program opened was passed through.
+		t.Cleanup(func() {
+			if st := c.Server.Passthrough(); st.LayerOpens != 0 {
+				t.Errorf("opens through the layer in passthrough mode: %+v", st)
+			}
+		})
+	}
 	native = filepath.Join(filepath.Dir(c.Orig), "native")
 	if err := os.Mkdir(native, 0o755); err != nil {
 		t.Fatal(err)
@@ -72,15 +80,22 @@ func mountBoth(t *testing.T, mode fusefs.CacheMode) (mnt, native string, rec *fu
 	return c.Mnt, native, rec
 }
 
-func forModes(t *testing.T, fn func(t *testing.T, mode fusefs.CacheMode)) {
-	for _, m := range []fusefs.CacheMode{fusefs.CacheNone, fusefs.CacheKernel} {
-		t.Run(string(m), func(t *testing.T) { fn(t, m) })
+// forModes runs fn in each way the layer serves files: both cache modes, and kernel
+// passthrough (whose reads and writes the layer does not see: a recorder times them in the
+// kernel, so the layer's recorder here holds no read or write of a passed-through file).
+func forModes(t *testing.T, fn func(t *testing.T, mode fusefs.Options)) {
+	for _, o := range []fusefs.Options{{Cache: fusefs.CacheNone}, {Cache: fusefs.CacheKernel}, {Cache: fusefs.CacheNone, Passthrough: true}} {
+		name := string(o.Cache)
+		if o.Passthrough {
+			name = "passthrough"
+		}
+		t.Run(name, func(t *testing.T) { fn(t, o) })
 	}
 }
 
 func TestProgramTar(t *testing.T) {
 	need(t, "tar")
-	forModes(t, func(t *testing.T, mode fusefs.CacheMode) {
+	forModes(t, func(t *testing.T, mode fusefs.Options) {
 		mnt, native, rec := mountBoth(t, mode)
 		src := t.TempDir()
 		makeTree(t, src)
@@ -101,7 +116,7 @@ func TestProgramTar(t *testing.T) {
 
 func TestProgramGit(t *testing.T) {
 	need(t, "git")
-	forModes(t, func(t *testing.T, mode fusefs.CacheMode) {
+	forModes(t, func(t *testing.T, mode fusefs.Options) {
 		mnt, native, _ := mountBoth(t, mode)
 		src := t.TempDir()
 		makeTree(t, src)
@@ -132,7 +147,7 @@ BEGIN; UPDATE t SET v = v || 'u' WHERE n < 300; DELETE FROM t WHERE n > 900; COM
 PRAGMA integrity_check;
 SELECT count(*), sum(n), max(length(v)) FROM t;
 `
-	forModes(t, func(t *testing.T, mode fusefs.CacheMode) {
+	forModes(t, func(t *testing.T, mode fusefs.Options) {
 		for _, jm := range []string{"delete", "wal"} {
 			t.Run(jm, func(t *testing.T) {
 				mnt, native, _ := mountBoth(t, mode)
@@ -157,7 +172,7 @@ SELECT count(*), sum(n), max(length(v)) FROM t;
 
 func TestProgramFioVerify(t *testing.T) {
 	need(t, "fio")
-	forModes(t, func(t *testing.T, mode fusefs.CacheMode) {
+	forModes(t, func(t *testing.T, mode fusefs.Options) {
 		for _, direct := range []string{"0", "1"} {
 			t.Run("direct="+direct, func(t *testing.T) {
 				mnt, _, rec := mountBoth(t, mode)
@@ -199,7 +214,7 @@ for n in ("a", "b"):
     st = os.stat(os.path.join(d, n))
     print(n, st.st_size, oct(st.st_mode), st.st_atime_ns, st.st_mtime_ns)
 `
-	forModes(t, func(t *testing.T, mode fusefs.CacheMode) {
+	forModes(t, func(t *testing.T, mode fusefs.Options) {
 		mnt, native, _ := mountBoth(t, mode)
 		got := sh(t, `python3 -c "$SCRIPT" "$DIR"`, "SCRIPT="+script, "DIR="+mnt)
 		want := sh(t, `python3 -c "$SCRIPT" "$DIR"`, "SCRIPT="+script, "DIR="+native)

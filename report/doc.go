@@ -60,7 +60,12 @@
 //	  file, kind ("record"|"replay"), host, kernel, iotap_version, wall_start,
 //	  target {path, fs_type, fs_name (as reports show it: "fuse (mfs)" for a FUSE mount
 //	  whose source names its daemon, "s3 (mountpoint)" for an s3:// replay), source,
-//	  mount}, cache ("none"|"kernel"|""), passthrough,
+//	  mount}, cache ("none"|"kernel"|""), passthrough (kernel passthrough served files'
+//	  data), data ("kernel": those reads and writes timed by the kernel in the
+//	  application's thread; "layer" or "": through the layer) and data_note (why not
+//	  "kernel"), passthrough_files (a "kernel" recording: opens the kernel passed through,
+//	  layer_opens whose data went through the layer, refused (the kernel's first reason),
+//	  lost (calls timed but not recorded)),
 //	  writeback, fuse {max_read, max_write, entry_timeout_ns, attr_timeout_ns, direct_io},
 //	  command[], labels{key: value}, events (aggregated), dropped (recorder
 //	  drops, from the footer), lost (of the dropped, events lost when a write of the trace

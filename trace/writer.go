@@ -107,16 +107,17 @@ type Writer struct {
 
 	paths *pathIndex
 
-	sideMu    sync.Mutex // guards pendProcs, pendFiles, pendSamples, layer, roundTrip, predict, copied, noFooter
-	layer     LayerCost
-	roundTrip RoundTrip
-	predict   Prediction
-	copied    *Footer      // CopyFooter's footer
-	noFooter  bool         // CopyFooter(nil): Close writes no footer
-	encodeCPU atomic.Int64 // ns, set with the footer
-	pendProcs []Process
-	pendFiles []File
-	pendSamp  []Samples
+	sideMu      sync.Mutex // guards pendProcs, pendFiles, pendSamples, layer, roundTrip, predict, passthrough, copied, noFooter
+	layer       LayerCost
+	roundTrip   RoundTrip
+	predict     Prediction
+	passthrough PassthroughStats
+	copied      *Footer      // CopyFooter's footer
+	noFooter    bool         // CopyFooter(nil): Close writes no footer
+	encodeCPU   atomic.Int64 // ns, set with the footer
+	pendProcs   []Process
+	pendFiles   []File
+	pendSamp    []Samples
 
 	dropped atomic.Uint64
 	blocked atomic.Int64
@@ -464,6 +465,16 @@ func (w *Writer) SetPrediction(p Prediction) {
 	w.sideMu.Unlock()
 }
 
+// SetPassthrough records, for the footer, how kernel passthrough served the recording's
+// files (Footer.Passthrough). Its Lost calls count as dropped events. Call it once, before
+// Close.
+func (w *Writer) SetPassthrough(p PassthroughStats) {
+	w.sideMu.Lock()
+	w.passthrough = p
+	w.sideMu.Unlock()
+	w.dropped.Add(p.Lost)
+}
+
 // CopyFooter makes the footer Close writes carry the figures of f, the footer of a trace
 // this writer copies: the recording's drops, waits, errors, end, cost, round trip, legs and
 // prediction. Events, Chunks and OpCounts stay this writer's own (they describe the file it
@@ -764,7 +775,7 @@ func (w *Writer) writeFooter() {
 		}
 	}
 	w.sideMu.Lock()
-	f.Layer, f.RoundTrip, f.Prediction = w.layer, w.roundTrip, w.predict
+	f.Layer, f.RoundTrip, f.Prediction, f.Passthrough = w.layer, w.roundTrip, w.predict, w.passthrough
 	copied, noFooter := w.copied, w.noFooter
 	w.sideMu.Unlock()
 	if w.opts.Legs != nil {
@@ -779,7 +790,7 @@ func (w *Writer) writeFooter() {
 		f.Errors += c.Errors
 		// The copy's own waits are not the recording's: the job waited c.Blocked.
 		f.Blocked, f.End, f.WallClose, f.EncodeCPU = c.Blocked, c.End, c.WallClose, c.EncodeCPU
-		f.Layer, f.RoundTrip, f.Legs, f.Prediction = c.Layer, c.RoundTrip, c.Legs, c.Prediction
+		f.Layer, f.RoundTrip, f.Legs, f.Prediction, f.Passthrough = c.Layer, c.RoundTrip, c.Legs, c.Prediction, c.Passthrough
 		if f.WriteError == "" {
 			f.WriteError = c.WriteError
 		}

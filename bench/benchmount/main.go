@@ -1,7 +1,7 @@
 // Command benchmount serves a directory through fusefs for bench/overhead.sh (untraced, or
 // traced into a trace file) and generates the small-file load of the overhead table.
 //
-//	benchmount mount -target DIR -mount MNT [-trace FILE | -nop] [-cache none|kernel] [-ready FILE]
+//	benchmount mount -target DIR -mount MNT [-trace FILE | -nop] [-cache none|kernel] [-passthrough] [-ready FILE]
 //	                 [-cpufile FILE] [-cpuprofile FILE] [-memprofile FILE] [-costbyop]
 //	benchmount smallfiles -dir DIR [-n 1000] [-size 4096]
 //	benchmount interleave -dirs DIR,DIR[,...] [-n 5000] [-block 50] [-rounds 1] [-size 4096]
@@ -80,6 +80,7 @@ func mount(args []string) error {
 	procs := fs.Int("procs", fusefs.DefaultServerProcs(), "GOMAXPROCS while serving (iotap's default)")
 	cpufile := fs.String("cpufile", "", "on SIGUSR1, write the process's CPU time (\"utime_ns stime_ns\") to this file")
 	costByOp := fs.Bool("costbyop", false, "sum the layer's own work per operation and print it on exit (traced)")
+	passthrough := fs.Bool("passthrough", false, "let kernel FUSE passthrough serve reads and writes (root; -cache none)")
 	_ = fs.Parse(args) // ExitOnError
 	runtime.GOMAXPROCS(max(1, *procs))
 	// Install the handler before the ready file exists: an unhandled SIGUSR1 would kill us.
@@ -105,7 +106,7 @@ func mount(args []string) error {
 		}
 		defer pprof.StopCPUProfile()
 	}
-	o := fusefs.Options{Cache: fusefs.CacheMode(*cache), CostByOp: *costByOp}
+	o := fusefs.Options{Cache: fusefs.CacheMode(*cache), CostByOp: *costByOp, Passthrough: *passthrough}
 	var rec fusefs.Recorder
 	var w *trace.Writer
 	if *traceFile != "" {

@@ -30,6 +30,7 @@ type layerOptions struct {
 	FUSEDebug     bool
 	ServerProcs   int
 	Legs          string
+	Data          string
 	sampleOptions
 	traceStore
 }
@@ -57,6 +58,9 @@ func (o *layerOptions) addFlags(fs *pflag.FlagSet, targetHelp string) {
 	fs.StringVar(&o.Legs, "legs", "auto", "how to measure the FUSE legs outside the layer (what a replay leaves out of think times): "+
 		"`source` kernel (every request and system call, from kernel tracepoints; needs root), probe (a sampled round trip), "+
 		"or auto (kernel where possible, else probe)")
+	fs.StringVar(&o.Data, "data", "auto", "how reads and writes are recorded: `path` kernel (kernel FUSE passthrough serves them from the "+
+		"backing files at native speed, and the kernel times each call in the application's thread; needs root, a kernel with FUSE "+
+		"passthrough and --cache none), layer (each is a FUSE request the layer serves and times), or auto (kernel where possible, else layer)")
 	o.sampleOptions.addFlags(fs)
 	o.addStoreFlags(fs)
 }
@@ -71,7 +75,7 @@ func (o *layerOptions) spec() (recorder.Spec, error) {
 		Include: o.Include, Exclude: o.Exclude, Comms: o.Comms,
 		StatsInterval: o.StatsInterval, StatsFormat: o.StatsFormat, Metrics: o.Metrics,
 		DropWhenFull: o.DropWhenFull, AllowOther: o.AllowOther, FUSEDebug: o.FUSEDebug,
-		ServerProcs: o.ServerProcs, Legs: o.Legs, Sample: o.sampling(),
+		ServerProcs: o.ServerProcs, Legs: o.Legs, Data: o.Data, Sample: o.sampling(),
 		Store: recorder.TraceStore{Endpoint: o.Endpoint, Region: o.Region, AWSProfile: o.AWSProfile},
 	}
 	for _, u := range o.UIDs {

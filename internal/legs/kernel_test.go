@@ -1,11 +1,14 @@
 package legs_test
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"testing"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/iotap/iotap/fusefs"
 	"github.com/iotap/iotap/fusefs/fusetest"
@@ -23,9 +26,15 @@ type kernelCase struct {
 
 func mountKernel(t *testing.T, o fusefs.Options) *kernelCase {
 	t.Helper()
+	return mountKernelJob(t, o, false)
+}
+
+// mountKernelJob is mountKernel, with only this process's children followed (jobOnly).
+func mountKernelJob(t *testing.T, o fusefs.Options, jobOnly bool) *kernelCase {
+	t.Helper()
 	testenv.Root(t, testenv.FUSE, "measuring in the kernel needs root")
 	origin := trace.Now()
-	tr, err := legs.Open(legs.Options{Origin: origin, DataCalls: true})
+	tr, err := legs.Open(legs.Options{Origin: origin, DataCalls: true, JobOnly: jobOnly})
 	if err != nil {
 		testenv.Skip(t, testenv.FUSE, "the kernel's view cannot be measured here: %v", err)
 	}
@@ -39,11 +48,13 @@ func mountKernel(t *testing.T, o fusefs.Options) *kernelCase {
 	return &kernelCase{Case: c, rec: rec, t: tr}
 }
 
-// run runs a shell command in dir, in a child process.
+// run runs a shell command in dir, in a child process. The shell enters dir itself: a
+// child that entered the mount between its fork and its exec would wait for this process's
+// server while it holds this process's memory (vfork), and the Go runtime may need all of
+// this process's threads at that moment.
 func run(t *testing.T, dir, script string) {
 	t.Helper()
-	cmd := exec.Command("sh", "-c", script)
-	cmd.Dir = dir
+	cmd := exec.Command("sh", "-c", `cd "$1" && `+script, "sh", dir)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("%s: %v\n%s", script, err, out)
 	}
@@ -53,7 +64,13 @@ func run(t *testing.T, dir, script string) {
 // read and write call reaches the trace, timed by the kernel, with its bytes, offsets and
 // handle, and none of them as a request to the layer.
 func TestPassthroughDataCalls(t *testing.T) {
-	k := mountKernel(t, fusefs.Options{})
+	for _, jobOnly := range []bool{false, true} {
+		t.Run(fmt.Sprintf("job-only=%v", jobOnly), func(t *testing.T) { testPassthroughDataCalls(t, jobOnly) })
+	}
+}
+
+func testPassthroughDataCalls(t *testing.T, jobOnly bool) {
+	k := mountKernelJob(t, fusefs.Options{}, jobOnly)
 	if err := os.WriteFile(filepath.Join(k.Orig, "in"), make([]byte, 64<<10+100), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -154,5 +171,72 @@ func TestPassthroughAsync(t *testing.T) {
 				t.Errorf("kernel counted %+v, trace holds %d", st, len(reads))
 			}
 		})
+	}
+}
+
+// TestPassthroughSendfileSplice moves data with sendfile and splice (python3's
+// shutil.copyfile uses sendfile) between passed-through files and others: a move between
+// two files of the mount is a copy, one from the mount a read, one into it a write, each
+// with its bytes and offsets.
+func TestPassthroughSendfileSplice(t *testing.T) {
+	testenv.Programs(t, testenv.FUSE, "python3")
+	k := mountKernel(t, fusefs.Options{})
+	data := make([]byte, 300000)
+	for i := range data {
+		data[i] = byte(i)
+	}
+	if err := os.WriteFile(filepath.Join(k.Orig, "src"), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	outside := t.TempDir()
+	run(t, k.Mnt, `python3 - "`+outside+`" <<'PY'
+import os, shutil, sys
+out = sys.argv[1]
+shutil.copyfile("src", "copy")                 # sendfile, mount to mount: copies
+shutil.copyfile("src", out + "/fromfuse")      # sendfile, mount to outside: reads
+shutil.copyfile(out + "/fromfuse", "tofuse")   # sendfile, outside to mount: writes
+r, w = os.pipe()
+src = os.open("src", os.O_RDONLY)
+dst = os.open("spliced", os.O_WRONLY | os.O_CREAT, 0o644)
+n = os.splice(src, w, 65536, offset_src=4096)  # splice from the mount into a pipe: a read at 4096
+os.splice(r, dst, n)                           # and from the pipe into the mount: a write at 0
+PY`)
+	if err := k.t.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"copy", "tofuse"} {
+		if b, err := os.ReadFile(filepath.Join(k.Orig, name)); err != nil || len(b) != len(data) {
+			t.Fatalf("%s: %d bytes, %v", name, len(b), err)
+		}
+	}
+	if st := k.Server.Passthrough(); st.LayerOpens != 0 {
+		t.Errorf("opens through the layer: %+v", st)
+	}
+	moved := map[string]int64{} // op and paths → bytes
+	for _, ev := range k.rec.Events() {
+		if !ev.Passthrough {
+			continue
+		}
+		key := ev.Op.String() + " " + k.rec.PathName(ev.Path)
+		if ev.Op == trace.OpCopyFileRange {
+			key += " " + k.rec.PathName(ev.Path2)
+		}
+		if ev.Errno != 0 || ev.Ret < 0 {
+			t.Errorf("%s failed: %+v", key, ev)
+		}
+		if key == "read src" && ev.CallNr == unix.SYS_SPLICE && ev.Offset != 4096 {
+			t.Errorf("the splice read at %d, want 4096", ev.Offset)
+		}
+		moved[key] += ev.Ret
+	}
+	n := int64(len(data))
+	for key, want := range map[string]int64{"copy_file_range src copy": n, "write tofuse": n, "write spliced": 65536} {
+		if moved[key] != want {
+			t.Errorf("%s: %d bytes, want %d (all: %v)", key, moved[key], want, moved)
+		}
+	}
+	// src is read by the copy to outside (sendfile) and by the splice.
+	if moved["read src"] != n+65536 {
+		t.Errorf("read src: %d bytes, want %d (all: %v)", moved["read src"], n+65536, moved)
 	}
 }

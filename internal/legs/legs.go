@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unsafe"
 
 	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/btf"
 	"github.com/cilium/ebpf/link"
 	"github.com/cilium/ebpf/ringbuf"
 	"golang.org/x/sys/unix"
@@ -34,6 +36,10 @@ type Options struct {
 	// DataCalls also times the reads and writes kernel passthrough serves on the mount
 	// (handed to the DataSink given to Watch).
 	DataCalls bool
+	// JobOnly says that only the job reaches the mount: the processes the server's process
+	// starts after Watch, and their descendants (a recorder's private mount namespace). The
+	// program then resolves the descriptors of the job's calls only.
+	JobOnly bool
 }
 
 // DataSink takes the events of the calls kernel passthrough served. KernelCall is called
@@ -54,6 +60,7 @@ type Stats struct {
 	Data      uint64 // synchronous reads and writes kernel passthrough served, timed
 	Async     uint64 // asynchronous ones (libaio, io_uring), timed
 	Unseen    uint64 // asynchronous submissions to passthrough files that could not be timed
+	LostData  uint64 // of Lost, data calls (each an event the trace lacks)
 }
 
 // Tracer is the loaded and attached program.
@@ -63,16 +70,21 @@ type Tracer struct {
 	rd      *ringbuf.Reader
 	origin  int64
 	data    bool
+	jobOnly bool
 	stop    chan struct{}
 	done    chan struct{}
 	closeMu sync.Once
 
-	mu    sync.Mutex // guards slots, rec, stats, sink; taken by drain, Fill and Watch
+	// The ring is read by the drain goroutine (run), and by Close once it has stopped:
+	// rec and ev are theirs. Data calls go to the sink without a lock held, since the
+	// sink may wait for the trace writer, whose encoder calls Fill.
+	rec  ringbuf.Record
+	ev   trace.Event // the event being handed to sink
+	sink atomic.Pointer[DataSink]
+
+	mu    sync.Mutex // guards slots, stats
 	slots []slot
-	rec   ringbuf.Record
 	stats Stats
-	sink  DataSink
-	ev    trace.Event // the event being handed to sink
 }
 
 // slot is one request's legs, in ns since the trace's origin (0: unknown).
@@ -95,7 +107,12 @@ func Open(o Options) (*Tracer, error) {
 	if _, err := os.Stat("/sys/kernel/btf/vmlinux"); err != nil {
 		return nil, fmt.Errorf("legs: the kernel's BTF: %w", err)
 	}
-	t := &Tracer{origin: o.Origin, data: o.DataCalls, stop: make(chan struct{}), done: make(chan struct{})}
+	if o.DataCalls {
+		if err := passthroughKernel(); err != nil {
+			return nil, err
+		}
+	}
+	t := &Tracer{origin: o.Origin, data: o.DataCalls, jobOnly: o.JobOnly, stop: make(chan struct{}), done: make(chan struct{})}
 	if err := loadLegsObjects(&t.objs, nil); err != nil {
 		return nil, fmt.Errorf("legs: load program into the kernel: %w", err)
 	}
@@ -108,12 +125,29 @@ func Open(o Options) (*Tracer, error) {
 	return t, nil
 }
 
+// passthroughKernel reports whether the kernel serves FUSE passthrough (nil), or why not:
+// its BTF names the functions of CONFIG_FUSE_PASSTHROUGH when it does.
+func passthroughKernel() error {
+	spec, err := btf.LoadKernelSpec()
+	if err != nil {
+		return fmt.Errorf("legs: the kernel's BTF: %w", err)
+	}
+	var fn *btf.Func
+	if err := spec.TypeByName("fuse_passthrough_read_iter", &fn); err != nil {
+		return errors.New("this kernel has no FUSE passthrough (Linux 6.9 or later with CONFIG_FUSE_PASSTHROUGH)")
+	}
+	return nil
+}
+
 // attach attaches the programs and opens the ring buffer.
 func (t *Tracer) attach() error {
 	p := &t.objs.legsPrograms
 	progs := []*ebpf.Program{p.RequestSend, p.RequestEnd, p.SchedWaking, p.SysEnter, p.SysExit}
 	if t.data {
 		progs = append(progs, p.UringSubmit, p.UringComplete)
+	}
+	if t.jobOnly {
+		progs = append(progs, p.ProcessFork)
 	}
 	for _, prog := range progs {
 		l, err := link.AttachTracing(link.TracingOptions{Program: prog})
@@ -141,9 +175,9 @@ func (t *Tracer) Watch(mountpoint string, daemon int, sink DataSink) error {
 	if t.data && sink == nil {
 		return errors.New("legs: data calls measured without a sink")
 	}
-	t.mu.Lock()
-	t.sink = sink
-	t.mu.Unlock()
+	if sink != nil {
+		t.sink.Store(&sink)
+	}
 	// The kernel's dev_t of the FUSE super block (major<<20 | minor): the connection's id.
 	dev := unix.Major(st.Dev)<<20 | unix.Minor(st.Dev)
 	v := &t.objs.legsVariables
@@ -152,6 +186,11 @@ func (t *Tracer) Watch(mountpoint string, daemon int, sink DataSink) error {
 	}
 	if t.data {
 		if err := v.DataCalls.Set(uint32(1)); err != nil {
+			return fmt.Errorf("legs: configure: %w", err)
+		}
+	}
+	if t.jobOnly {
+		if err := v.JobOnly.Set(uint32(1)); err != nil {
 			return fmt.Errorf("legs: configure: %w", err)
 		}
 	}
@@ -171,30 +210,22 @@ func (t *Tracer) run() {
 			return
 		default:
 		}
-		t.mu.Lock()
-		t.drain(DrainInterval)
-		t.mu.Unlock()
+		// Wait for the first record, or the interval; then take everything there.
+		t.rd.SetDeadline(time.Now().Add(DrainInterval))
+		if err := t.rd.ReadInto(&t.rec); err == nil {
+			t.apply(t.rec.RawSample)
+		}
+		t.drain()
 	}
 }
 
 // drain moves the records in the ring buffer into the table and hands data calls to the
-// sink, waiting up to wait for the ring's first record. t.mu is held.
-func (t *Tracer) drain(wait time.Duration) {
+// sink, without waiting.
+func (t *Tracer) drain() {
 	if t.rd == nil {
 		return
 	}
-	if wait > 0 {
-		// Wait unlocked: Fill needs the lock meanwhile.
-		t.mu.Unlock()
-		t.rd.SetDeadline(time.Now().Add(wait))
-		err := t.rd.ReadInto(&t.rec)
-		t.mu.Lock()
-		if err != nil {
-			return
-		}
-		t.apply(t.rec.RawSample)
-	}
-	t.rd.SetDeadline(time.Now()) // take what is there, without waiting
+	t.rd.SetDeadline(time.Now())
 	for t.rd.AvailableBytes() > 0 {
 		if err := t.rd.ReadInto(&t.rec); err != nil {
 			return
@@ -212,7 +243,7 @@ func record[R any](b []byte) *R {
 	return (*R)(unsafe.Pointer(&b[0]))
 }
 
-// apply puts one record into the table, or hands it to the sink. t.mu is held.
+// apply puts one record into the table, or hands it to the sink.
 func (t *Tracer) apply(b []byte) {
 	if len(b) < 2 {
 		return
@@ -220,16 +251,20 @@ func (t *Tracer) apply(b []byte) {
 	switch legsRecKind(*(*uint16)(unsafe.Pointer(&b[0]))) {
 	case legsRecKindREC_REQ:
 		if r := record[legsReqRec](b); r != nil {
+			t.mu.Lock()
 			t.applyReq(r)
+			t.mu.Unlock()
 		}
 	case legsRecKindREC_CALL:
 		if r := record[legsCallRec](b); r != nil {
+			t.mu.Lock()
 			t.applyCall(r)
+			t.mu.Unlock()
 		}
 	case legsRecKindREC_DATA, legsRecKindREC_ASYNC:
-		if r := record[legsDataRec](b); r != nil && t.sink != nil {
+		if r, sink := record[legsDataRec](b), t.sink.Load(); r != nil && sink != nil {
 			t.dataEvent(r, &t.ev)
-			t.sink.KernelCall(&t.ev)
+			(*sink).KernelCall(&t.ev)
 		}
 	}
 }
@@ -269,8 +304,13 @@ func (t *Tracer) dataEvent(r *legsDataRec, ev *trace.Event) {
 		Gid:         r.Gid,
 		CallNr:      r.Nr,
 	}
-	if legsDataOp(r.Op) == legsDataOpDATA_WRITE {
+	switch legsDataOp(r.Op) {
+	case legsDataOpDATA_WRITE:
 		ev.Op = trace.OpWrite
+	case legsDataOpDATA_COPY:
+		// sendfile or splice between two passed-through files: a copy, as copy_file_range.
+		ev.Op = trace.OpCopyFileRange
+		ev.Node2, ev.Handle2, ev.Offset2 = r.Node2, r.Fh2, r.Pos2
 	}
 	if r.Ret < 0 {
 		ev.Errno = uint16(min(-r.Ret, 1<<16-1))
@@ -303,7 +343,8 @@ func (t *Tracer) rel(ns uint64) int64 {
 func (t *Tracer) Fill(evs []trace.Event) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.drain(0)
+	// The drain goroutine has taken the records of requests that completed more than a
+	// DrainInterval ago; the writer holds events longer than that (trace.DefaultLegHold).
 	for i := range evs {
 		ev := &evs[i]
 		if ev.Unique == 0 {
@@ -352,6 +393,8 @@ func (t *Tracer) Stats() Stats {
 			st.Async = sum
 		case legsCounterCNT_UNSEEN:
 			st.Unseen = sum
+		case legsCounterCNT_LOST_DATA:
+			st.LostData = sum
 		}
 	}
 	return st
@@ -366,9 +409,7 @@ func (t *Tracer) Close() error {
 		}
 		close(t.stop)
 		<-t.done
-		t.mu.Lock()
-		t.drain(0)
-		t.mu.Unlock()
+		t.drain()
 	})
 	return nil
 }

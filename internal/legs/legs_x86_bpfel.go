@@ -61,7 +61,8 @@ const (
 	legsCounterCNT_DATA      legsCounter = 4
 	legsCounterCNT_ASYNC     legsCounter = 5
 	legsCounterCNT_UNSEEN    legsCounter = 6
-	legsCounterCNT_MAX       legsCounter = 7
+	legsCounterCNT_LOST_DATA legsCounter = 7
+	legsCounterCNT_MAX       legsCounter = 8
 )
 
 type legsDataOp uint32
@@ -69,6 +70,7 @@ type legsDataOp uint32
 const (
 	legsDataOpDATA_READ  legsDataOp = 1
 	legsDataOpDATA_WRITE legsDataOp = 2
+	legsDataOpDATA_COPY  legsDataOp = 3
 )
 
 type legsDataRec struct {
@@ -83,6 +85,9 @@ type legsDataRec struct {
 	Fh      uint64
 	Node    uint64
 	Pos     int64
+	Fh2     uint64
+	Node2   uint64
+	Pos2    int64
 	Size    uint64
 	Ret     int64
 	Start   uint64
@@ -148,13 +153,21 @@ type legsTask struct {
 	InCall     uint8
 	ThinkTaken uint8
 	Data       uint8
+	Job        uint8
+	_          [7]byte
 	D_file     uint64
 	D_fh       uint64
 	D_node     uint64
 	D_pos      int64
+	D_file2    uint64
+	D_fh2      uint64
+	D_node2    uint64
+	D_pos2     int64
 	D_size     uint64
 	D_op       uint32
-	Pad        uint32
+	D_fpos     uint8
+	D_fpos2    uint8
+	Pad        uint16
 	AioIocbs   uint64
 	AioNr      uint64
 	AioEvents  uint64
@@ -169,6 +182,7 @@ const (
 	legsMapRing           = "ring"
 	legsMapSends          = "sends"
 	legsMapTasks          = "tasks"
+	legsProgProcessFork   = "process_fork"
 	legsProgRequestEnd    = "request_end"
 	legsProgRequestSend   = "request_send"
 	legsProgSchedWaking   = "sched_waking"
@@ -178,6 +192,7 @@ const (
 	legsProgUringSubmit   = "uring_submit"
 	legsVarDaemonTgid     = "daemon_tgid"
 	legsVarDataCalls      = "data_calls"
+	legsVarJobOnly        = "job_only"
 	legsVarTargetDev      = "target_dev"
 	legsVarUnusedCallRec  = "unused_call_rec"
 	legsVarUnusedCounter  = "unused_counter"
@@ -229,6 +244,7 @@ type legsSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type legsProgramSpecs struct {
+	ProcessFork   *ebpf.ProgramSpec `ebpf:"process_fork"`
 	RequestEnd    *ebpf.ProgramSpec `ebpf:"request_end"`
 	RequestSend   *ebpf.ProgramSpec `ebpf:"request_send"`
 	SchedWaking   *ebpf.ProgramSpec `ebpf:"sched_waking"`
@@ -255,6 +271,7 @@ type legsMapSpecs struct {
 type legsVariableSpecs struct {
 	DaemonTgid    *ebpf.VariableSpec `ebpf:"daemon_tgid"`
 	DataCalls     *ebpf.VariableSpec `ebpf:"data_calls"`
+	JobOnly       *ebpf.VariableSpec `ebpf:"job_only"`
 	TargetDev     *ebpf.VariableSpec `ebpf:"target_dev"`
 	UnusedCallRec *ebpf.VariableSpec `ebpf:"unused_call_rec"`
 	UnusedCounter *ebpf.VariableSpec `ebpf:"unused_counter"`
@@ -307,6 +324,7 @@ func (m *legsMaps) Close() error {
 type legsVariables struct {
 	DaemonTgid    *ebpf.Variable `ebpf:"daemon_tgid"`
 	DataCalls     *ebpf.Variable `ebpf:"data_calls"`
+	JobOnly       *ebpf.Variable `ebpf:"job_only"`
 	TargetDev     *ebpf.Variable `ebpf:"target_dev"`
 	UnusedCallRec *ebpf.Variable `ebpf:"unused_call_rec"`
 	UnusedCounter *ebpf.Variable `ebpf:"unused_counter"`
@@ -320,6 +338,7 @@ type legsVariables struct {
 //
 // It can be passed to loadLegsObjects or ebpf.CollectionSpec.LoadAndAssign.
 type legsPrograms struct {
+	ProcessFork   *ebpf.Program `ebpf:"process_fork"`
 	RequestEnd    *ebpf.Program `ebpf:"request_end"`
 	RequestSend   *ebpf.Program `ebpf:"request_send"`
 	SchedWaking   *ebpf.Program `ebpf:"sched_waking"`
@@ -331,6 +350,7 @@ type legsPrograms struct {
 
 func (p *legsPrograms) Close() error {
 	return _LegsClose(
+		p.ProcessFork,
 		p.RequestEnd,
 		p.RequestSend,
 		p.SchedWaking,

@@ -38,8 +38,7 @@ type session struct {
 	e       Env
 	sampler *procsample.Sampler // nil when not sampling
 	rt      trace.RoundTrip     // the layer's round trip, when measured
-	legs    kernelLegs          // the kernel's view of the requests, when measured
-	legsWhy string              // why the kernel's view is not measured
+	kernel  kernelPlan          // what is measured in the kernel
 	metrics *metrics.Collector  // nil without --metrics
 	stopMet func()              // stops serving the metrics
 	waiting *fusectl.Waiting    // the kernel's requests in flight, for the metrics; nil if unavailable
@@ -82,7 +81,6 @@ func mountSession(e Env, spec *plan, ml net.Listener) (*session, error) {
 		h.Target.FSType, h.Target.Source, h.Target.Mount = m.FSType, m.Source, m.MountPoint
 	}
 	o := spec.fuseOptions(e.Log)
-	h.FUSE = o.TraceOptions()
 	if spec.Kind == kindRecord {
 		o.ProbeName = probeName()
 	}
@@ -109,9 +107,11 @@ func mountSession(e Env, spec *plan, ml net.Listener) (*session, error) {
 		}
 	}
 	var err error
-	if s.legs, s.legsWhy, err = openLegs(spec, e.Log, &h, &wo, spec.Kind == kindRecord); err != nil {
+	if s.kernel, err = openKernel(spec, e.Log, &h, &wo, spec.Kind == kindRecord); err != nil {
 		return nil, err
 	}
+	o.Passthrough = s.kernel.data
+	h.FUSE = o.TraceOptions()
 	w, closeW, err := createTrace(context.Background(), spec.Store, spec.Output, h, wo)
 	if err != nil {
 		s.detachLegs()
@@ -142,9 +142,13 @@ func mountSession(e Env, spec *plan, ml net.Listener) (*session, error) {
 	if s.metrics != nil {
 		s.registerMetrics()
 	}
-	if s.legs != nil {
-		if err := s.legs.watch(spec.MountPoint, os.Getpid()); err != nil {
-			e.Log.Warn("the kernel's legs are not measured", "err", err)
+	if v := s.kernel.view; v != nil {
+		var sink dataSink
+		if s.kernel.data {
+			sink = srv
+		}
+		if err := v.watch(spec.MountPoint, os.Getpid(), sink); err != nil {
+			e.Log.Warn("the kernel's view is not measured", "err", err)
 		}
 	}
 	s.started = time.Now()
@@ -153,8 +157,8 @@ func mountSession(e Env, spec *plan, ml net.Listener) (*session, error) {
 
 // detachLegs stops the kernel's measurement, after the trace writer has closed.
 func (s *session) detachLegs() {
-	if s.legs != nil {
-		s.legs.detach()
+	if s.kernel.view != nil {
+		s.kernel.view.detach()
 	}
 }
 
@@ -219,6 +223,17 @@ func (s *session) close(outcome string) error {
 	if s.sampler != nil {
 		sums = s.sampler.Stop() // its last samples go into the trace
 	}
+	var pass *trace.PassthroughStats
+	if v := s.kernel.view; v != nil {
+		// The kernel's last records go into the trace before it closes.
+		c := v.finish()
+		if s.kernel.data {
+			pt := s.srv.Passthrough()
+			pass = &trace.PassthroughStats{Opens: pt.Opens, LayerOpens: pt.LayerOpens, Refused: pt.Refused,
+				Calls: c.calls, Async: c.async, Unseen: c.unseen, Lost: c.lost}
+			s.w.SetPassthrough(*pass)
+		}
+	}
 	err := s.closeW()
 	if s.stopMet != nil {
 		s.stopMet() // after the trace's last events reached the metrics
@@ -227,8 +242,8 @@ func (s *session) close(outcome string) error {
 		_ = s.waiting.Close()
 	}
 	var legsLine string
-	if s.legs != nil {
-		legsLine = s.legs.summary()
+	if s.kernel.view != nil {
+		legsLine = s.kernel.view.summary()
 	}
 	s.detachLegs()
 	st := s.w.Stats()
@@ -236,7 +251,8 @@ func (s *session) close(outcome string) error {
 	writeSummary(s.e.Stderr, recordEnd{outcome: outcome, elapsed: elapsed, snap: snap, ws: st, cost: cost, path: s.spec.Output})
 	_, _, rd, wr := snap.Totals()
 	procsample.WriteSummaries(s.e.Stderr, sums, rd+wr, "recorder")
-	writeLegsSummary(s.e.Stderr, legsLine, s.legsWhy, s.rt)
+	writeDataSummary(s.e.Stderr, pass, s.kernel.dataWhy)
+	writeLegsSummary(s.e.Stderr, legsLine, s.kernel.legsWhy, s.rt)
 	switch {
 	case s.rt.Start > 0 && s.rt.Samples == 0:
 		_, _ = fmt.Fprintf(s.e.Stderr, "  layer round trip %v per request before the job (the job ended before one was sampled while it ran)\n",

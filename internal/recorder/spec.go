@@ -58,6 +58,11 @@ type Spec struct {
 	// Legs is how the FUSE legs outside the layer are measured: "kernel", "probe" or "auto"
 	// ("" is auto).
 	Legs string
+	// Data is how reads and writes are recorded: "kernel" (kernel FUSE passthrough serves
+	// them from the backing files at native speed, and the kernel times each call in the
+	// application's thread), "layer" (each is a FUSE request the layer serves and times),
+	// or "auto" ("": kernel where this machine allows it, else layer, saying why).
+	Data string
 	// Sample is what is sampled into the trace besides its events.
 	Sample Sampling
 
@@ -159,6 +164,7 @@ type plan struct {
 	DropWhenFull bool
 	ServerProcs  int    // GOMAXPROCS while serving (0: fusefs.DefaultServerProcs)
 	Legs         string // "auto", "kernel" or "probe"
+	Data         string // "auto", "kernel" or "layer"
 	Kind         string // kindRecord or kindMount
 	Sample       Sampling
 	Store        TraceStore
@@ -226,6 +232,19 @@ func (s *Spec) check(kind, version string) (*plan, error) {
 	default:
 		return nil, usageErrorf("--legs must be auto, kernel or probe, not %q", s.Legs)
 	}
+	switch s.Data {
+	case "auto", "kernel", "layer":
+	case "":
+		s.Data = "auto"
+	default:
+		return nil, usageErrorf("--data must be auto, kernel or layer, not %q", s.Data)
+	}
+	if s.Data == "kernel" && s.Cache == "kernel" {
+		return nil, usageErrorf("--data kernel needs --cache none: --cache kernel caches writes in the kernel, which kernel passthrough excludes")
+	}
+	if s.Data == "kernel" && s.Legs == "probe" {
+		return nil, usageErrorf("--data kernel times reads and writes in the kernel, which --legs probe turns off")
+	}
 	if err := s.Sample.Check(); err != nil {
 		return nil, err
 	}
@@ -246,7 +265,7 @@ func (s *Spec) check(kind, version string) (*plan, error) {
 		Cache: s.Cache, Include: s.Include, Exclude: s.Exclude, UIDs: s.UIDs, Comms: s.Comms,
 		AllowOther: s.AllowOther, FUSEDebug: s.FUSEDebug, StatsInterval: s.StatsInterval, StatsFormat: s.StatsFormat,
 		Metrics: metricsAt, DropWhenFull: s.DropWhenFull, ServerProcs: s.ServerProcs, Kind: kind, Sample: s.Sample,
-		Legs: s.Legs, Store: s.Store, Version: version, Labels: labels,
+		Legs: s.Legs, Data: s.Data, Store: s.Store, Version: version, Labels: labels,
 	}
 	p.Labels = append(p.Labels, slurmLabels(os.Getenv)...)
 

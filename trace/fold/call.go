@@ -113,6 +113,8 @@ type Call struct {
 	// rwSyscall says the kernel named the call's first request's system call as a read or
 	// write of one buffer or vector (see rwCall).
 	rwSyscall bool
+	// Passthrough: a read or write kernel passthrough served (trace.Event.Passthrough).
+	Passthrough bool
 }
 
 // unfinished reports whether c is a piece of a read or write system call the kernel saw

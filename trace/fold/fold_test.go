@@ -251,3 +251,49 @@ func TestPassthroughCallsStayWhole(t *testing.T) {
 		t.Errorf("%d reads, %d merged: want 3 reads, none merged", reads, f.Stats.Merged)
 	}
 }
+
+// TestProbeInPassthroughWrite: the kernel's privilege probe sent from within a write kernel
+// passthrough served (a getxattr of security.capability, after the write's entry) is part
+// of that write: its round trip is FUSE's, its backend time the storage's. A probe of
+// another call stays a getxattr.
+func TestProbeInPassthroughWrite(t *testing.T) {
+	b := tracetest.New(t)
+	fh := b.Create(1, "f")
+	var entry int64
+	b.At(1, 2e9)
+	b.Ev(1, trace.OpWrite, "f", 50000, 100, func(e *trace.Event) {
+		e.Handle, e.Size, e.Ret = fh, 4096, 4096
+		e.Passthrough, e.Unique = true, 0
+		e.Queued, e.Done, e.CallStart, e.CallEnd, e.CallNr = e.Start, e.End(), e.Start, e.End(), unix.SYS_WRITE
+		entry = e.Start
+	})
+	// The probe: queued 5 µs into the write, served in 3 µs, completed 20 µs later.
+	b.At(1, entry+10000)
+	b.Ev(1, trace.OpGetxattr, "f", 3000, 100, func(e *trace.Event) {
+		e.Errno = uint16(unix.ENODATA)
+		e.Queued, e.Done, e.CallStart, e.CallNr = entry+5000, entry+25000, entry, unix.SYS_WRITE
+	})
+	// A probe of a later chown: its own call.
+	b.At(1, 3e9)
+	b.Ev(1, trace.OpGetxattr, "f", 3000, 100, func(e *trace.Event) {
+		e.Errno = uint16(unix.ENODATA)
+		e.Queued, e.Done, e.CallStart, e.CallNr = e.Start-1000, e.End()+1000, e.Start-2000, unix.SYS_FCHOWN
+	})
+	b.Close(1, "f", fh)
+	got, _ := calls(t, b.Bytes(), Options{})
+	var writes, getxattrs int
+	for _, c := range got {
+		switch c.Kind {
+		case Write:
+			writes++
+			if c.Reqs != 2 || c.Time() != 50000-20000+3000 || c.CallEnd-c.CallStart != 50000 {
+				t.Errorf("write: %d requests, time %d, call %d", c.Reqs, c.Time(), c.CallEnd-c.CallStart)
+			}
+		case Getxattr:
+			getxattrs++
+		}
+	}
+	if writes != 1 || getxattrs != 1 {
+		t.Errorf("%d writes, %d getxattrs; want 1 and the chown's probe", writes, getxattrs)
+	}
+}

@@ -25,6 +25,9 @@ func (f *Folder) feed1(ev *trace.Event) {
 		return
 	}
 	t := f.thread(ev.Tid)
+	if ev.Op == trace.OpGetxattr && f.probeInWrite(ev, t) {
+		return
+	}
 	if ev.Op == trace.OpLookup && !f.opts.NoFold {
 		f.holdLookup(ev, t, pi)
 		return
@@ -145,6 +148,29 @@ func (f *Folder) holdLookup(ev *trace.Event, t *threadState, pi *pathInfo) {
 		t.held[0] = Call{}
 		t.held = t.held[1:]
 	}
+}
+
+// probeInWrite folds a getxattr into the thread's held write when it is the kernel's
+// privilege probe of that very system call: a write kernel passthrough served asks the
+// layer for security.capability from within the call (the kernel drops set-ID bits and
+// capabilities before it writes), after the call began. The probe's round trip is FUSE's
+// part of the write's time (Idle); its backend time is the storage's, as for the probe a
+// write through the layer sends before it.
+func (f *Folder) probeInWrite(ev *trace.Event, t *threadState) bool {
+	if f.opts.NoFold || ev.Size != 0 || ev.CallStart == 0 || len(t.held) == 0 {
+		return false
+	}
+	h := &t.held[len(t.held)-1]
+	if !h.Passthrough || h.Kind != Write || h.CallStart != ev.CallStart || h.PathID != ev.Path {
+		return false
+	}
+	h.Reqs = uint16(min(int(h.Reqs)+1, 1<<16-1))
+	h.FoldDur += ev.Dur
+	if ev.HasLegs() {
+		h.Idle += min(ev.Done-ev.Queued, h.Dur-h.Idle)
+	}
+	f.Stats.Folded[ev.Op]++
+	return true
 }
 
 // foldWalk folds the held requests that were part of ev's call: the lookups of its path
@@ -428,6 +454,7 @@ func (f *Folder) base(ev *trace.Event, pi, pi2 *pathInfo) Call {
 		Offset: ev.Offset, Size: int64(ev.Size), Flags: ev.Flags, Mode: ev.Mode,
 		Errno: ev.Errno, Ret: ev.Ret, Events: 1, Reqs: 1, CallStart: ev.CallStart, CallEnd: ev.CallEnd,
 		RunDelay: ev.RunDelay, WokenAt: ev.WokenAt, Waker: ev.Waker, rwSyscall: rwCall(ev.CallNr),
+		Passthrough: ev.Passthrough,
 	}
 	if pi2 != nil {
 		c.Name2, c.PathID2 = pi2.name, ev.Path2

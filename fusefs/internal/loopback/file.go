@@ -29,6 +29,18 @@ type file struct {
 	flushedAt atomic.Int64 // unix ns of the last FLUSH, when the handle holds locks
 }
 
+// asFile returns the open file of a handle this package made (a file, or a file the
+// kernel may pass through).
+func asFile(fh fs.FileHandle) (*file, bool) {
+	switch f := fh.(type) {
+	case *file:
+		return f, true
+	case *ptFile:
+		return f.file, true
+	}
+	return nil, false
+}
+
 func newFile(fd int, flags uint32) *file {
 	return &file{lf: fs.NewLoopbackFile(fd).(*fs.LoopbackFile), fd: fd, flags: flags}
 }

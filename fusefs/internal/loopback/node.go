@@ -251,7 +251,9 @@ func (b *backing) newFile(fd int, flags uint32, ino uint64) fs.FileHandle {
 	f.svc = b.svc
 	f.locks, f.ino = b.locks, ino
 	if b.passthrough != nil {
-		return &ptFile{file: f, p: b.passthrough}
+		pf := &ptFile{file: f, p: b.passthrough}
+		pf.backing.Store(-1)
+		return pf
 	}
 	return f
 }
@@ -298,11 +300,11 @@ var _ fs.NodeCopyFileRanger = (*node)(nil)
 // handle type).
 func (n *node) CopyFileRange(ctx context.Context, fhIn fs.FileHandle, offIn uint64, out *fs.Inode,
 	fhOut fs.FileHandle, offOut uint64, length uint64, flags uint64) (uint32, syscall.Errno) {
-	in, ok := fhIn.(*file)
+	in, ok := asFile(fhIn)
 	if !ok {
 		return 0, unix.ENOTSUP
 	}
-	o, ok := fhOut.(*file)
+	o, ok := asFile(fhOut)
 	if !ok {
 		return 0, unix.ENOTSUP
 	}

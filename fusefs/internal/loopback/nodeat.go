@@ -528,7 +528,7 @@ var _ fs.NodeSetattrer = (*node)(nil)
 // through a directory handle): the changes relative to the root descriptor, timed, then one
 // lstat for the reply. With a file handle it is the file's Setattr.
 func (n *node) Setattr(ctx context.Context, fh fs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
-	if f, ok := fh.(*file); ok {
+	if f, ok := asFile(fh); ok {
 		return f.Setattr(ctx, in, out)
 	}
 	if orphanTimes(n, in) {

@@ -1,12 +1,15 @@
 package loopback
 
 import (
+	"context"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"syscall"
 
 	"github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
+	"golang.org/x/sys/unix"
 )
 
 // Kernel passthrough (Options.Passthrough): the kernel reads and writes an open file's
@@ -162,16 +165,22 @@ func (p passthroughFS) Tmpfile(cancel <-chan struct{}, in *fuse.CreateIn, out *f
 	return st
 }
 
-// ptFile is an open file whose reads and writes the kernel may serve from its descriptor.
+// ptFile is an open file whose reads and writes the kernel may serve from a backing file.
 type ptFile struct {
 	*file
 	p *Passthrough
+	// backing is the descriptor offered as the backing file, when this open offered one
+	// (the kernel keeps its own reference to it; -1: none).
+	backing atomic.Int32
 }
 
 var _ fs.FilePassthroughFder = (*ptFile)(nil)
 
-// PassthroughFd offers the backend descriptor as the backing file, except for a set-ID
-// file (see above).
+// PassthroughFd offers a new open of the backend file as the backing file, except for a
+// set-ID file (see above). Not the open's own descriptor: the kernel keeps the backing file
+// while any open of the inode uses it, and a flock(2) lock lives as long as its open file,
+// so the lock an application takes through this open (on the open's own descriptor) would
+// outlive the application's close of it.
 func (f *ptFile) PassthroughFd() (int, bool) {
 	var st syscall.Stat_t
 	if err := syscall.Fstat(f.fd, &st); err != nil || st.Mode&syscall.S_IFMT != syscall.S_IFREG {
@@ -181,5 +190,22 @@ func (f *ptFile) PassthroughFd() (int, bool) {
 		f.p.refuse("a set-user-ID or set-group-ID file is served by the layer")
 		return 0, false
 	}
-	return f.fd, true
+	fd, err := unix.Open("/proc/self/fd/"+strconv.Itoa(f.fd), unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		f.p.refuse("the backing file could not be opened again: " + err.Error())
+		return 0, false
+	}
+	if old := f.backing.Swap(int32(fd)); old >= 0 {
+		_ = unix.Close(int(old))
+	}
+	return fd, true
+}
+
+// Release closes the backing descriptor this open offered (the kernel holds its own
+// reference while it needs the file) and the open itself.
+func (f *ptFile) Release(ctx context.Context) syscall.Errno {
+	if fd := f.backing.Swap(-1); fd >= 0 {
+		_ = unix.Close(int(fd))
+	}
+	return f.file.Release(ctx)
 }

@@ -202,6 +202,10 @@ struct io_ring_ctx;
 
 #pragma clang attribute pop
 
+/* A kfunc (Linux 6.2 and later): obj as a pointer to the kernel type btf_id, whose fields the
+ * program may load directly (untrusted: a load that faults reads 0). */
+extern void *bpf_rdonly_cast(const void *obj, __u32 btf_id) __attribute__((section(".ksyms")));
+
 /* User-space structures the program reads with bpf_probe_read_user (uapi, fixed layout). */
 struct iovec {
 	void *iov_base;

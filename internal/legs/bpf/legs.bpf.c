@@ -32,8 +32,9 @@
 // system calls read, write, pread64, pwrite64, readv, writev, preadv, pwritev, preadv2 and
 // pwritev2 on such a file of the traced mount (the descriptor resolved through the task's
 // file table: its super block is the mount's, its struct fuse_file has a backing file),
-// the program emits a DATA record when the call returns: entry and return, the file's
-// handle and node id, offset, size asked and result. Asynchronous reads and writes are
+// and sendfile and splice with such a file on either side, the program emits a DATA record
+// when the call returns: entry and return, the file's handle and node id, offset, size
+// asked and result (a sendfile or splice between two such files: a copy, with both). Asynchronous reads and writes are
 // timed from submission to completion: libaio's io_submit to the io_getevents or
 // io_pgetevents call that reaps the event (as fio times them), io_uring's submission to
 // the completion the kernel posts (io_uring_submit_req, io_uring_complete). Each becomes an
@@ -46,9 +47,11 @@
 //
 // # Cost
 //
-// sys_enter and sys_exit run for every system call of the host. A call of another kind
-// costs one task-storage lookup; a read or write costs the descriptor's resolution (a
-// few loads); only calls on the mount's passthrough files store and emit anything.
+// sys_enter and sys_exit run for every system call of the host. A task outside the job
+// (when only the job can reach the mount, as in a recorder's private mount namespace)
+// costs one task-storage lookup per call; a job task's read or write costs the
+// descriptor's resolution (a few direct loads); only calls on the mount's passthrough files
+// store and emit anything.
 //
 // Build: see ../gen.go (bpf2go); the objects are committed.
 
@@ -71,6 +74,8 @@ char LICENSE[] SEC("license") = "Dual MIT/GPL";
 #define NR_PWRITEV 296
 #define NR_PREADV2 327
 #define NR_PWRITEV2 328
+#define NR_SENDFILE 40
+#define NR_SPLICE 275
 #define NR_IO_SUBMIT 209
 #define NR_IO_GETEVENTS 208
 #define NR_IO_PGETEVENTS 333
@@ -85,6 +90,8 @@ char LICENSE[] SEC("license") = "Dual MIT/GPL";
 #define NR_PWRITEV 70
 #define NR_PREADV2 286
 #define NR_PWRITEV2 287
+#define NR_SENDFILE 71
+#define NR_SPLICE 76
 #define NR_IO_SUBMIT 2
 #define NR_IO_GETEVENTS 4
 #define NR_IO_PGETEVENTS 292
@@ -97,7 +104,7 @@ char LICENSE[] SEC("license") = "Dual MIT/GPL";
 enum rec_kind { REC_REQ = 1, REC_CALL = 2, REC_DATA = 3, REC_ASYNC = 4 };
 
 // Directions of a data call.
-enum data_op { DATA_READ = 1, DATA_WRITE = 2 };
+enum data_op { DATA_READ = 1, DATA_WRITE = 2, DATA_COPY = 3 };
 
 // Counters (per CPU).
 enum counter {
@@ -108,13 +115,16 @@ enum counter {
 	CNT_DATA = 4,      // data calls on passthrough files, synchronous
 	CNT_ASYNC = 5,     // asynchronous ones completed
 	CNT_UNSEEN = 6,    // asynchronous submissions on passthrough files not timed
-	CNT_MAX = 7,
+	CNT_LOST_DATA = 7, // of the lost records, data calls'
+	CNT_MAX = 8,
 };
 
 // Set by user space once the mount exists (0: measure nothing).
 volatile u32 target_dev = 0;  // the FUSE connection: its super block's s_dev (major<<20|minor)
 volatile u32 daemon_tgid = 0; // the server's thread group: its own requests are not callers'
 volatile u32 data_calls = 0;  // time passthrough reads and writes (1) or not (0)
+volatile u32 job_only = 0;    // only the job reaches the mount: tasks the server's process
+                              // starts, and their descendants (job tasks, task.job)
 
 // A REQ record: one request the kernel completed.
 struct req_rec {
@@ -153,10 +163,13 @@ struct data_rec {
 	u32 pid;      // its thread group
 	u32 uid;
 	u32 gid;
-	u32 op;       // enum data_op
+	u32 op;       // enum data_op (a copy: from fh to fh2, sendfile or splice between two such files)
 	u64 fh;       // the FUSE file handle the server gave the open
 	u64 node;     // the FUSE node id
 	s64 pos;      // file offset
+	u64 fh2;      // DATA_COPY: the file written
+	u64 node2;
+	s64 pos2;
 	u64 size;     // bytes asked
 	s64 ret;      // bytes done, or -errno
 	u64 start;    // entry (submission)
@@ -183,14 +196,22 @@ struct task {
 	u8 in_call;      // between sys_enter and sys_exit
 	u8 think_taken;  // think_rd is set for the call in progress
 	u8 data;         // the call in progress is a data call on a passthrough file (d_* below)
-	// The data call in progress.
+	u8 job;          // a task of the job (job_only)
+	// The data call in progress: the file read or written (a copy: read), and for a copy
+	// the file written.
 	u64 d_file; // struct file *
 	u64 d_fh;
 	u64 d_node;
 	s64 d_pos;  // offset given (-1: the file position)
+	u64 d_file2;
+	u64 d_fh2;
+	u64 d_node2;
+	s64 d_pos2;
 	u64 d_size;
 	u32 d_op;
-	u32 pad;
+	u8 d_fpos;  // the call moves d_file's position (no offset given)
+	u8 d_fpos2; // and d_file2's
+	u16 pad;
 	// io_submit in progress: its iocb array, to date the submissions' return.
 	u64 aio_iocbs;
 	u64 aio_nr;
@@ -285,12 +306,15 @@ static __always_inline void count(u32 i)
 		(*c)++;
 }
 
-// reserve takes room for a record in the ring, or counts it lost.
-static __always_inline void *reserve(u64 size)
+// reserve takes room for a record in the ring, or counts it lost (data: a data call's).
+static __always_inline void *reserve(u64 size, bool data)
 {
 	void *r = bpf_ringbuf_reserve(&ring, size, 0);
-	if (!r)
+	if (!r) {
 		count(CNT_LOST);
+		if (data)
+			count(CNT_LOST_DATA);
+	}
 	return r;
 }
 
@@ -389,7 +413,7 @@ int BPF_PROG(request_end, const struct fuse_req *req)
 		count(CNT_UNMATCHED);
 		return 0;
 	}
-	struct req_rec *r = reserve(sizeof(*r));
+	struct req_rec *r = reserve(sizeof(*r), false);
 	if (r) {
 		r->kind = REC_REQ;
 		r->nr = s->nr;
@@ -435,6 +459,18 @@ int BPF_PROG(sched_waking, struct task_struct *p)
 
 // --- Calls that kernel passthrough serves ---
 
+// as_file and as_fuse_file turn an address read as a number into a pointer the program may
+// load from directly (PROBE_MEM loads: a fault reads 0), cheaper than a helper call per field.
+static __always_inline struct file *as_file(u64 p)
+{
+	return bpf_rdonly_cast((void *)p, bpf_core_type_id_kernel(struct file));
+}
+
+static __always_inline struct fuse_file *as_fuse_file(void *p)
+{
+	return bpf_rdonly_cast(p, bpf_core_type_id_kernel(struct fuse_file));
+}
+
 // fd_file returns the open file of descriptor fd of the current task, or 0.
 static __always_inline struct file *fd_file(struct task_struct *task, u64 fd)
 {
@@ -445,9 +481,11 @@ static __always_inline struct file *fd_file(struct task_struct *task, u64 fd)
 	if (!fdt || fd >= fdt->max_fds)
 		return 0;
 	struct file **fds = fdt->fd;
-	struct file *f = 0;
+	u64 f = 0;
 	bpf_probe_read_kernel(&f, sizeof(f), &fds[fd]);
-	return f;
+	if (!f)
+		return 0;
+	return as_file(f);
 }
 
 // passthrough returns the struct fuse_file of f when f is a file of the traced mount whose
@@ -456,14 +494,20 @@ static __always_inline struct fuse_file *passthrough(struct file *f)
 {
 	if (!f)
 		return 0;
-	struct inode *ino = BPF_CORE_READ(f, f_inode);
-	if (!ino || BPF_CORE_READ(ino, i_sb, s_dev) != target_dev)
+	struct inode *ino = f->f_inode;
+	if (!ino)
+		return 0;
+	struct super_block *sb = ino->i_sb;
+	if (!sb || sb->s_dev != target_dev)
 		return 0;
 	// A FIFO or device node of the mount is not a struct fuse_file.
-	if ((BPF_CORE_READ(ino, i_mode) & S_IFMT) != S_IFREG)
+	if ((ino->i_mode & S_IFMT) != S_IFREG)
 		return 0;
-	struct fuse_file *ff = BPF_CORE_READ(f, private_data);
-	if (!ff || !BPF_CORE_READ(ff, passthrough))
+	void *priv = f->private_data;
+	if (!priv)
+		return 0;
+	struct fuse_file *ff = as_fuse_file(priv);
+	if (!ff->passthrough)
 		return 0;
 	return ff;
 }
@@ -484,9 +528,10 @@ static __always_inline u64 iov_size(u64 uiov, u64 n)
 	return sum;
 }
 
-// data_call describes system call nr with arguments in regs when it reads or writes a
-// file: its direction, whether it takes an offset argument (4th), and whether it takes an
-// iovec array. 0: not a data call.
+// call_shape describes system call nr when it reads or writes a file: its direction,
+// whether it takes an offset argument (4th), and whether it takes an iovec array. op 0:
+// not such a call. sendfile and splice, which move data between two descriptors, are
+// shaped in begin_move.
 struct call_shape {
 	u8 op, offset, vec;
 };
@@ -507,17 +552,13 @@ static __always_inline struct call_shape shape(long nr)
 	return s;
 }
 
-// begin_data notes a data call on a passthrough file in the thread's state.
-static __always_inline void begin_data(struct pt_regs *regs, long nr, struct call_shape cs)
+// data_task returns the thread's state for a data call nr, following the thread from now
+// on.
+static __always_inline struct task *data_task(struct task_struct *task, long nr)
 {
-	struct task_struct *task = bpf_get_current_task_btf();
-	struct file *f = fd_file(task, PT_REGS_PARM1_CORE_SYSCALL(regs));
-	struct fuse_file *ff = passthrough(f);
-	if (!ff)
-		return;
 	struct task *t = bpf_task_storage_get(&tasks, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (!t)
-		return;
+		return 0;
 	if (!t->followed) {
 		t->followed = 1;
 		t->enter = bpf_ktime_get_ns();
@@ -528,9 +569,26 @@ static __always_inline void begin_data(struct pt_regs *regs, long nr, struct cal
 	}
 	think(t, task);
 	t->data = 1;
+	t->d_fh2 = t->d_node2 = t->d_file2 = 0;
+	t->d_pos2 = 0;
+	t->d_fpos = t->d_fpos2 = 0;
+	return t;
+}
+
+// begin_data notes a read or write on a passthrough file in the thread's state.
+static __always_inline void begin_data(struct pt_regs *regs, long nr, struct call_shape cs)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct file *f = fd_file(task, PT_REGS_PARM1_CORE_SYSCALL(regs));
+	struct fuse_file *ff = passthrough(f);
+	if (!ff)
+		return;
+	struct task *t = data_task(task, nr);
+	if (!t)
+		return;
 	t->d_file = (u64)f;
-	t->d_fh = BPF_CORE_READ(ff, fh);
-	t->d_node = BPF_CORE_READ(ff, nodeid);
+	t->d_fh = ff->fh;
+	t->d_node = ff->nodeid;
 	t->d_op = cs.op;
 	t->d_pos = -1;
 	if (cs.offset) {
@@ -538,16 +596,122 @@ static __always_inline void begin_data(struct pt_regs *regs, long nr, struct cal
 		if (off >= 0)
 			t->d_pos = off; // preadv2/pwritev2 take -1 for the file position
 	}
-	if (t->d_pos < 0)
-		t->d_pos = BPF_CORE_READ(f, f_pos);
+	if (t->d_pos < 0) {
+		t->d_pos = f->f_pos;
+		t->d_fpos = 1;
+	}
 	u64 n = PT_REGS_PARM3_CORE_SYSCALL(regs);
 	t->d_size = cs.vec ? iov_size(PT_REGS_PARM2_CORE_SYSCALL(regs), n) : n;
+}
+
+// fd_addr returns the address of the open file of descriptor fd of task, or 0.
+static __always_inline u64 fd_addr(struct task_struct *task, u64 fd)
+{
+	struct files_struct *files = task->files;
+	if (!files)
+		return 0;
+	struct fdtable *fdt = files->fdt;
+	if (!fdt || fd >= fdt->max_fds)
+		return 0;
+	struct file **fds = fdt->fd;
+	u64 f = 0;
+	bpf_probe_read_kernel(&f, sizeof(f), &fds[fd]);
+	return f;
+}
+
+// passthrough_addr is passthrough for a file's address, with helper reads: sendfile and
+// splice, rare beside reads and writes, keep to plain numbers, which the verifier follows
+// through their two sides where it would refuse a mix of kernel pointers.
+static __always_inline u64 passthrough_addr(u64 file)
+{
+	if (!file)
+		return 0;
+	struct file *f = (struct file *)file;
+	struct inode *ino = BPF_CORE_READ(f, f_inode);
+	if (!ino || BPF_CORE_READ(ino, i_sb, s_dev) != target_dev || (BPF_CORE_READ(ino, i_mode) & S_IFMT) != S_IFREG)
+		return 0;
+	struct fuse_file *ff = BPF_CORE_READ(f, private_data);
+	if (!ff || !BPF_CORE_READ(ff, passthrough))
+		return 0;
+	return (u64)ff;
+}
+
+// side_pos returns where a transfer starts in the file at address file: at the offset the
+// user's pointer uoff holds, or at the file position (fpos set) when uoff is 0.
+static __always_inline s64 side_pos(u64 file, u64 uoff, u8 *fpos)
+{
+	s64 off = 0;
+	if (uoff != 0 && bpf_probe_read_user(&off, sizeof(off), (void *)uoff) == 0)
+		return off;
+	*fpos = 1;
+	struct file *f = (struct file *)file;
+	return BPF_CORE_READ(f, f_pos);
+}
+
+// begin_move notes a sendfile or splice with a passthrough file on either side: a read of
+// the input, a write of the output, or a copy when both are.
+static __always_inline void begin_move(struct pt_regs *regs, long nr)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	u64 in_fd, out_fd, in_off, out_off = 0, n;
+	if (nr == NR_SENDFILE) {
+		out_fd = PT_REGS_PARM1_CORE_SYSCALL(regs);
+		in_fd = PT_REGS_PARM2_CORE_SYSCALL(regs);
+		in_off = PT_REGS_PARM3_CORE_SYSCALL(regs);
+		n = PT_REGS_PARM4_CORE_SYSCALL(regs);
+	} else {
+		in_fd = PT_REGS_PARM1_CORE_SYSCALL(regs);
+		in_off = PT_REGS_PARM2_CORE_SYSCALL(regs);
+		out_fd = PT_REGS_PARM3_CORE_SYSCALL(regs);
+		out_off = PT_REGS_PARM4_CORE_SYSCALL(regs);
+		n = PT_REGS_PARM5_CORE_SYSCALL(regs);
+	}
+	u64 fi = fd_addr(task, in_fd), fo = fd_addr(task, out_fd);
+	u64 ffi = passthrough_addr(fi), ffo = passthrough_addr(fo);
+	if (!ffi && !ffo)
+		return;
+	struct task *t = data_task(task, nr);
+	if (!t)
+		return;
+	t->d_size = n;
+	if (ffi && ffo) {
+		t->d_op = DATA_COPY;
+	} else if (ffi) {
+		t->d_op = DATA_READ;
+	} else {
+		t->d_op = DATA_WRITE;
+		// The written file is the only one: it takes the first side's place.
+		ffi = ffo, fi = fo, in_off = out_off, ffo = 0;
+	}
+	struct fuse_file *a = (struct fuse_file *)ffi;
+	t->d_file = fi;
+	t->d_fh = BPF_CORE_READ(a, fh);
+	t->d_node = BPF_CORE_READ(a, nodeid);
+	t->d_pos = side_pos(fi, in_off, &t->d_fpos);
+	if (ffo) {
+		struct fuse_file *b = (struct fuse_file *)ffo;
+		t->d_file2 = fo;
+		t->d_fh2 = BPF_CORE_READ(b, fh);
+		t->d_node2 = BPF_CORE_READ(b, nodeid);
+		t->d_pos2 = side_pos(fo, out_off, &t->d_fpos2);
+	}
+}
+
+// moved returns where a transfer of ret bytes that used the position of f started: its
+// position after the transfer less ret (for appends too, which the entry's position would
+// not show), else pos.
+static __always_inline s64 moved(u64 file, s64 pos, s64 ret)
+{
+	if (ret <= 0)
+		return pos;
+	s64 p = as_file(file)->f_pos;
+	return p >= ret ? p - ret : pos;
 }
 
 // end_data emits the data call in progress, which returned ret.
 static __always_inline void end_data(struct task *t, u64 now, s64 ret, u64 id)
 {
-	struct data_rec *r = reserve(sizeof(*r));
+	struct data_rec *r = reserve(sizeof(*r), true);
 	if (!r)
 		return;
 	u64 ug = bpf_get_current_uid_gid();
@@ -560,17 +724,10 @@ static __always_inline void end_data(struct task *t, u64 now, s64 ret, u64 id)
 	r->op = t->d_op;
 	r->fh = t->d_fh;
 	r->node = t->d_node;
-	r->pos = t->d_pos;
-	// Without an offset argument, read and write used the file position: after a
-	// transfer it stands at the end of it (for appends too, which the entry's position
-	// would not show).
-	struct call_shape cs = shape(t->nr);
-	if (!cs.offset && ret > 0) {
-		struct file *f = (struct file *)t->d_file; // outside BPF_CORE_READ: not a kernel type
-		s64 p = BPF_CORE_READ(f, f_pos);
-		if (p >= ret)
-			r->pos = p - ret;
-	}
+	r->pos = t->d_fpos ? moved(t->d_file, t->d_pos, ret) : t->d_pos;
+	r->fh2 = t->d_fh2;
+	r->node2 = t->d_node2;
+	r->pos2 = t->d_fpos2 ? moved(t->d_file2, t->d_pos2, ret) : t->d_pos2;
 	r->size = t->d_size;
 	r->ret = ret;
 	r->start = t->enter;
@@ -632,8 +789,8 @@ static long aio_submit_one(u64 i, void *data)
 		return 0;
 	struct async a = {
 		.start = c->now,
-		.fh = BPF_CORE_READ(ff, fh),
-		.node = BPF_CORE_READ(ff, nodeid),
+		.fh = ff->fh,
+		.node = ff->nodeid,
 		.pos = cb.aio_offset,
 		.size = vec ? iov_size(cb.aio_buf, cb.aio_nbytes) : cb.aio_nbytes,
 		.think_rd = c->think_rd,
@@ -659,7 +816,7 @@ struct reap_ctx {
 // emit_async emits a completed asynchronous call.
 static __always_inline void emit_async(struct async *a, u64 now, s64 res)
 {
-	struct data_rec *r = reserve(sizeof(*r));
+	struct data_rec *r = reserve(sizeof(*r), true);
 	if (!r)
 		return;
 	r->kind = REC_ASYNC;
@@ -672,6 +829,9 @@ static __always_inline void emit_async(struct async *a, u64 now, s64 res)
 	r->fh = a->fh;
 	r->node = a->node;
 	r->pos = a->pos;
+	r->fh2 = 0;
+	r->node2 = 0;
+	r->pos2 = 0;
 	r->size = a->size;
 	r->ret = res;
 	r->start = a->start;
@@ -751,6 +911,11 @@ int BPF_PROG(uring_submit, struct io_kiocb *req)
 	default: return 0;
 	}
 	struct task_struct *task = bpf_get_current_task_btf();
+	if (job_only) {
+		struct task *jt = bpf_task_storage_get(&tasks, task, 0, 0);
+		if (!jt || !jt->job)
+			return 0;
+	}
 	struct file *f = 0;
 	if (req->flags & REQ_F_FIXED_FILE) {
 		count(CNT_UNSEEN); // a registered file: not resolved here
@@ -766,8 +931,8 @@ int BPF_PROG(uring_submit, struct io_kiocb *req)
 	u64 len = BPF_CORE_READ(rw, len);
 	struct async a = {
 		.start = bpf_ktime_get_ns(),
-		.fh = BPF_CORE_READ(ff, fh),
-		.node = BPF_CORE_READ(ff, nodeid),
+		.fh = ff->fh,
+		.node = ff->nodeid,
 		.pos = BPF_CORE_READ(rw, kiocb.ki_pos),
 		.size = vec ? iov_size(BPF_CORE_READ(rw, addr), len) : len,
 		.tid = (u32)id,
@@ -785,7 +950,7 @@ int BPF_PROG(uring_submit, struct io_kiocb *req)
 		a.waker = t->waker;
 	}
 	if (a.pos < 0)
-		a.pos = BPF_CORE_READ(f, f_pos);
+		a.pos = f->f_pos;
 	struct async_key k = { .id = (u64)req };
 	bpf_map_update_elem(&asyncs, &k, &a, BPF_ANY);
 	return 0;
@@ -802,6 +967,28 @@ int BPF_PROG(uring_complete, struct io_ring_ctx *ring_ctx, void *req, struct io_
 		return 0;
 	emit_async(a, bpf_ktime_get_ns(), BPF_CORE_READ(cqe, res));
 	bpf_map_delete_elem(&asyncs, &k);
+	return 0;
+}
+
+// --- The job's tasks ---
+
+// process_fork marks a new task of the job (job_only): a process the server's process
+// starts (the job's first command), and any task a job task creates, thread or process.
+SEC("tp_btf/sched_process_fork")
+int BPF_PROG(process_fork, struct task_struct *parent, struct task_struct *child)
+{
+	if (target_dev == 0 || !job_only)
+		return 0;
+	bool job = (u32)parent->tgid == daemon_tgid && (u32)child->tgid != daemon_tgid;
+	if (!job) {
+		struct task *pt = bpf_task_storage_get(&tasks, parent, 0, 0);
+		job = pt && pt->job;
+	}
+	if (!job)
+		return 0;
+	struct task *ct = bpf_task_storage_get(&tasks, child, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (ct)
+		ct->job = 1;
 	return 0;
 }
 
@@ -822,11 +1009,15 @@ int BPF_PROG(sys_enter, struct pt_regs *regs, long nr)
 		t->think_taken = 0;
 		t->data = 0;
 	}
-	if (!data_calls)
+	if (!data_calls || (job_only && (!t || !t->job)))
 		return 0;
 	struct call_shape cs = shape(nr);
 	if (cs.op) {
 		begin_data(regs, nr, cs);
+		return 0;
+	}
+	if (nr == NR_SENDFILE || nr == NR_SPLICE) {
+		begin_move(regs, nr);
 		return 0;
 	}
 	if (nr == NR_IO_SUBMIT) {
@@ -891,7 +1082,7 @@ int BPF_PROG(sys_exit, struct pt_regs *regs, long ret)
 			s->call_end = now;
 			count(CNT_CALLS);
 		} else {
-			struct call_rec *r = reserve(sizeof(*r));
+			struct call_rec *r = reserve(sizeof(*r), false);
 			if (r) {
 				r->kind = REC_CALL;
 				r->nr = (u16)t->nr;

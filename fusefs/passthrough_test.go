@@ -1,0 +1,103 @@
+package fusefs_test
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/iotap/iotap/fusefs"
+	"github.com/iotap/iotap/fusefs/fusetest"
+	"github.com/iotap/iotap/internal/testenv"
+	"github.com/iotap/iotap/trace"
+)
+
+// TestPassthroughOpens: with kernel passthrough a regular file's reads and writes never
+// reach the layer, a set-ID file's do (the kernel would write it with the server's
+// credentials), and the counts say which was which and why.
+func TestPassthroughOpens(t *testing.T) {
+	testenv.Root(t, testenv.FUSE, "kernel passthrough needs root")
+	rec := fusetest.NewMemRecorder(0)
+	c := fusetest.Mount(t, rec, fusefs.Options{Passthrough: true})
+	for name, mode := range map[string]uint32{"plain": 0o644, "setuid": 0o4755} {
+		if err := os.WriteFile(filepath.Join(c.Orig, name), bytes.Repeat([]byte("x"), 10000), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := syscall.Chmod(filepath.Join(c.Orig, name), mode); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sh(t, "cd "+c.Mnt+" && cat plain setuid >/dev/null && echo more >> plain && echo more >> setuid")
+	st := c.Server.Passthrough()
+	if st.Opens != 2 || st.LayerOpens != 2 || !strings.Contains(st.Refused, "set-user-ID") {
+		t.Errorf("passthrough %+v, want 2 opens of plain through the kernel and 2 of setuid through the layer", st)
+	}
+	data := map[string]int{}
+	for _, ev := range rec.Events() {
+		if ev.Op == trace.OpRead || ev.Op == trace.OpWrite {
+			data[rec.PathName(ev.Path)]++
+		}
+	}
+	if data["plain"] != 0 || data["setuid"] == 0 {
+		t.Errorf("reads and writes through the layer: %v, want setuid's only", data)
+	}
+	if b, err := os.ReadFile(filepath.Join(c.Orig, "plain")); err != nil || len(b) != 10005 {
+		t.Errorf("plain: %d bytes, %v", len(b), err)
+	}
+}
+
+// TestPassthroughStacked: the kernel refuses backing files of a file system stacked as deep
+// as it allows (here the layer over itself with passthrough); such files are served by the
+// layer, with the same data, and the refusal is counted with its reason. Over overlayfs,
+// stacked once, files are passed through.
+func TestPassthroughStacked(t *testing.T) {
+	testenv.Root(t, testenv.FUSE, "kernel passthrough and overlayfs need root")
+	t.Run("over-passthrough-fuse", func(t *testing.T) {
+		inner := fusetest.Mount(t, nil, fusefs.Options{Passthrough: true})
+		if err := os.WriteFile(filepath.Join(inner.Orig, "f"), []byte("stacked"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		outer := &fusetest.Case{Orig: inner.Mnt, Mnt: filepath.Join(filepath.Dir(inner.Mnt), "outer")}
+		if err := os.Mkdir(outer.Mnt, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		fusetest.MountCase(t, outer, fusetest.NewMemRecorder(0), fusefs.Options{Passthrough: true})
+		if got := sh(t, "cat "+outer.Mnt+"/f"); string(got) != "stacked" {
+			t.Errorf("read %q through the stack", got)
+		}
+		st := outer.Server.Passthrough()
+		if st.Opens != 0 || st.LayerOpens != 1 || !strings.Contains(st.Refused, "stacked too deep") {
+			t.Errorf("outer layer: %+v, want one open through the layer, refused as stacked too deep", st)
+		}
+	})
+	t.Run("over-overlayfs", func(t *testing.T) {
+		dir := t.TempDir()
+		for _, d := range []string{"lower", "upper", "work", "merged", "mnt"} {
+			if err := os.Mkdir(filepath.Join(dir, d), 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := os.WriteFile(filepath.Join(dir, "lower", "f"), []byte("lower"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		opts := "lowerdir=" + dir + "/lower,upperdir=" + dir + "/upper,workdir=" + dir + "/work"
+		if err := syscall.Mount("overlay", filepath.Join(dir, "merged"), "overlay", 0, opts); err != nil {
+			testenv.Skip(t, testenv.FUSE, "overlayfs: %v", err)
+		}
+		t.Cleanup(func() { _ = syscall.Unmount(filepath.Join(dir, "merged"), syscall.MNT_DETACH) })
+		c := &fusetest.Case{Orig: filepath.Join(dir, "merged"), Mnt: filepath.Join(dir, "mnt")}
+		fusetest.MountCase(t, c, fusetest.NewMemRecorder(0), fusefs.Options{Passthrough: true})
+		if out, err := exec.Command("sh", "-c", "cat "+c.Mnt+"/f && echo up >> "+c.Mnt+"/f").CombinedOutput(); err != nil || string(out) != "lower" {
+			t.Fatalf("through overlayfs: %q, %v", out, err)
+		}
+		if b, _ := os.ReadFile(filepath.Join(dir, "upper", "f")); string(b) != "lowerup\n" {
+			t.Errorf("overlayfs's upper layer holds %q", b)
+		}
+		if st := c.Server.Passthrough(); st.Opens != 2 || st.LayerOpens != 0 {
+			t.Errorf("over overlayfs: %+v, want both opens passed through", st)
+		}
+	})
+}
