@@ -258,6 +258,10 @@ func TestPassthroughCallsStayWhole(t *testing.T) {
 // another call stays a getxattr.
 func TestProbeInPassthroughWrite(t *testing.T) {
 	b := tracetest.New(t)
+	// An earlier file, whose close's release the kernel sends in the middle of the write.
+	fg := b.Open(1, "g", unix.O_RDONLY)
+	b.At(1, 1.5e9)
+	b.Ev(1, trace.OpFlush, "g", 2000, 100, func(e *trace.Event) { e.Handle = fg })
 	fh := b.Create(1, "f")
 	var entry int64
 	b.At(1, 2e9)
@@ -267,6 +271,8 @@ func TestProbeInPassthroughWrite(t *testing.T) {
 		e.Queued, e.Done, e.CallStart, e.CallEnd, e.CallNr = e.Start, e.End(), e.Start, e.End(), unix.SYS_WRITE
 		entry = e.Start
 	})
+	b.At(1, entry+2000)
+	b.Ev(1, trace.OpRelease, "g", 1000, 100, func(e *trace.Event) { e.Handle = fg })
 	// The probe: queued 5 µs into the write, served in 3 µs, completed 20 µs later.
 	b.At(1, entry+10000)
 	b.Ev(1, trace.OpGetxattr, "f", 3000, 100, func(e *trace.Event) {
@@ -281,9 +287,11 @@ func TestProbeInPassthroughWrite(t *testing.T) {
 	})
 	b.Close(1, "f", fh)
 	got, _ := calls(t, b.Bytes(), Options{})
-	var writes, getxattrs int
+	var writes, getxattrs, closes int
 	for _, c := range got {
 		switch c.Kind {
+		case Close:
+			closes++
 		case Write:
 			writes++
 			if c.Reqs != 2 || c.Time() != 50000-20000+3000 || c.CallEnd-c.CallStart != 50000 {
@@ -293,7 +301,7 @@ func TestProbeInPassthroughWrite(t *testing.T) {
 			getxattrs++
 		}
 	}
-	if writes != 1 || getxattrs != 1 {
-		t.Errorf("%d writes, %d getxattrs; want 1 and the chown's probe", writes, getxattrs)
+	if writes != 1 || getxattrs != 1 || closes != 2 {
+		t.Errorf("%d writes, %d getxattrs, %d closes; want 1, the chown's probe, and both files' closes", writes, getxattrs, closes)
 	}
 }

@@ -577,7 +577,9 @@ func (f *Folder) close(ev *trace.Event) {
 		pi.hasOpen = false
 	}
 	f.releaseOn(h.slot) // other threads' held reads and writes on the handle come first
-	f.release(h.worker)
+	if !f.heldAfterClose(h, ev) {
+		f.release(h.worker)
+	}
 	pi := f.path(h.pathID)
 	c := f.base(ev, pi, nil)
 	c.Kind, c.Worker, c.Slot = Close, h.worker, h.slot
@@ -598,6 +600,24 @@ func (f *Folder) close(ev *trace.Event) {
 	f.emit(&c)
 	f.freeSlot = append(f.freeSlot, h.slot)
 	f.putHandle(h)
+}
+
+// heldAfterClose reports whether the worker's held call is one read or write kernel
+// passthrough served that began after the close of h: a release the kernel sent on its
+// own for an earlier close() came in the middle of that call, before the call's own
+// privilege probe, which is still to fold into it. The close goes first; the call stays
+// held.
+func (f *Folder) heldAfterClose(h *handleState, ev *trace.Event) bool {
+	t := f.threads[h.worker]
+	if t == nil || len(t.held) != 1 || ev.Op != trace.OpRelease {
+		return false
+	}
+	start := ev.Start
+	if h.flushed {
+		start = h.flushStart
+	}
+	c := &t.held[0]
+	return c.Passthrough && c.Start > start && c.Slot != h.slot
 }
 
 // newHandle returns a handle state to fill in, reusing a closed one's.
