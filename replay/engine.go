@@ -854,24 +854,30 @@ type inFlight struct {
 	mu    sync.Mutex // guards the fields below
 	n     int        // calls in flight
 	since int64      // start of the current busy period, when n > 0
+	last  int64      // the latest end of a call in the current busy period
 	busy  int64      // summed length of the busy periods that ended
 }
 
 // enter counts a call issued at t.
 func (c *inFlight) enter(t int64) {
 	c.mu.Lock()
-	if c.n == 0 || t < c.since {
+	if c.n == 0 {
+		c.since, c.last = t, t
+	} else if t < c.since {
 		c.since = t
 	}
 	c.n++
 	c.mu.Unlock()
 }
 
-// leave counts a call that ended at t.
+// leave counts a call that ended at t. The period ends at the latest end of its calls,
+// whichever thread took the lock last: a thread may read its clock and take the lock
+// after another thread's later call ended.
 func (c *inFlight) leave(t int64) {
 	c.mu.Lock()
+	c.last = max(c.last, t)
 	if c.n--; c.n == 0 {
-		c.busy += max(t-c.since, 0)
+		c.busy += max(c.last-c.since, 0)
 	}
 	c.mu.Unlock()
 }

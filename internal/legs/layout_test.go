@@ -10,6 +10,7 @@ import (
 
 	"github.com/cilium/ebpf/btf"
 
+	"github.com/iotap/iotap/internal/testenv"
 	"github.com/iotap/iotap/trace"
 )
 
@@ -71,7 +72,7 @@ func TestRecordLayout(t *testing.T) {
 func TestRelocatesOnThisKernel(t *testing.T) {
 	kernel, err := btf.LoadKernelSpec()
 	if errors.Is(err, os.ErrNotExist) || errors.Is(err, os.ErrPermission) {
-		t.Skipf("the kernel's BTF is not readable here: %v", err)
+		testenv.Skip(t, testenv.FUSE, "the kernel's BTF is not readable here: %v", err)
 	}
 	if err != nil {
 		t.Fatal(err)
