@@ -101,3 +101,48 @@ func TestPassthroughStacked(t *testing.T) {
 		}
 	})
 }
+
+// TestPassthroughMmap: a file mapped shared through a passthrough mount and written through
+// the map holds, on the backing file system, what the job wrote, as it does natively; a
+// private map's writes stay private.
+func TestPassthroughMmap(t *testing.T) {
+	need(t, "python3")
+	testenv.Root(t, testenv.FUSE, "kernel passthrough needs root")
+	c := fusetest.Mount(t, fusetest.NewMemRecorder(0), fusefs.Options{Passthrough: true})
+	native := t.TempDir()
+	script := `import mmap, os, sys
+d = sys.argv[1]
+for name, flags in (("shared", mmap.MAP_SHARED), ("private", mmap.MAP_PRIVATE)):
+    p = os.path.join(d, name)
+    with open(p, "wb") as f:
+        f.write(b"." * 8192)
+    with open(p, "r+b") as f:
+        m = mmap.mmap(f.fileno(), 8192, flags=flags)
+        m[100:105] = b"hello"
+        m[5000:5005] = b"world"
+        m.flush() if flags == mmap.MAP_SHARED else None
+        m.close()
+`
+	for _, d := range []string{c.Mnt, native} {
+		sh(t, "python3 -c '"+script+"' "+d)
+	}
+	for _, name := range []string{"shared", "private"} {
+		got, err := os.ReadFile(filepath.Join(c.Orig, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := os.ReadFile(filepath.Join(native, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Errorf("%s: the backing file differs from the native one", name)
+		}
+	}
+	if b, _ := os.ReadFile(filepath.Join(c.Orig, "shared")); !bytes.Contains(b, []byte("hello")) || !bytes.Contains(b, []byte("world")) {
+		t.Errorf("the shared map's writes did not reach the backing file")
+	}
+	if st := c.Server.Passthrough(); st.LayerOpens != 0 {
+		t.Errorf("opens through the layer: %+v", st)
+	}
+}

@@ -37,7 +37,7 @@
 //
 // # Records to events
 //
-// The program writes records to a ring buffer; a goroutine drains it every DrainInterval
+// The program writes records to a ring buffer; a goroutine drains it every drain interval
 // (sooner when the program says the ring is filling). Request and call records go into a
 // table indexed by the request's unique id, which Fill reads; the table holds the last
 // TableSlots requests, so an event encoded later than that after its request completed

@@ -22,8 +22,12 @@ import (
 const Source = trace.LegsKernel
 
 const (
-	// DrainInterval is how often the ring buffer is drained.
-	DrainInterval = 10 * time.Millisecond
+	// DefaultDrainInterval is how often the ring buffer is drained when it is not filling.
+	DefaultDrainInterval = 10 * time.Millisecond
+	// DefaultRingBytes is the ring buffer's size: about 150,000 records, the reads and
+	// writes of a second and a half of a job making 4 KiB reads from the page cache as
+	// fast as it can; the reader is woken when a quarter is used.
+	DefaultRingBytes = 16 << 20
 	// TableSlots is the number of completed requests whose legs are kept for Fill.
 	TableSlots = 1 << 17
 )
@@ -40,6 +44,12 @@ type Options struct {
 	// starts after Watch, and their descendants (a recorder's private mount namespace). The
 	// program then resolves the descriptors of the job's calls only.
 	JobOnly bool
+	// RingBytes is the size of the ring buffer the records go through (a power of two, at
+	// least a page; 0: DefaultRingBytes). Records that find it full are lost and counted.
+	RingBytes uint32
+	// DrainInterval is how often the ring is drained when the program does not say it is
+	// filling (0: DefaultDrainInterval).
+	DrainInterval time.Duration
 }
 
 // DataSink takes the events of the calls kernel passthrough served. KernelCall is called
@@ -57,8 +67,8 @@ type Stats struct {
 	Unmatched uint64 // completions of requests whose queueing was not seen
 	Filled    uint64 // events given their legs by Fill
 	Missing   uint64 // events Fill found no request record for
-	Data      uint64 // synchronous reads and writes kernel passthrough served, timed
-	Async     uint64 // asynchronous ones (libaio, io_uring), timed
+	Data      uint64 // synchronous reads and writes kernel passthrough served, recorded
+	Async     uint64 // asynchronous ones (libaio, io_uring), recorded
 	Unseen    uint64 // asynchronous submissions to passthrough files that could not be timed
 	LostData  uint64 // of Lost, data calls (each an event the trace lacks)
 }
@@ -68,9 +78,10 @@ type Tracer struct {
 	objs    legsObjects
 	links   []link.Link
 	rd      *ringbuf.Reader
-	origin  int64
-	data    bool
-	jobOnly bool
+	origin     int64
+	data       bool
+	jobOnly    bool
+	drainEvery time.Duration
 	stop    chan struct{}
 	done    chan struct{}
 	closeMu sync.Once
@@ -112,8 +123,22 @@ func Open(o Options) (*Tracer, error) {
 			return nil, err
 		}
 	}
-	t := &Tracer{origin: o.Origin, data: o.DataCalls, jobOnly: o.JobOnly, stop: make(chan struct{}), done: make(chan struct{})}
-	if err := loadLegsObjects(&t.objs, nil); err != nil {
+	t := &Tracer{origin: o.Origin, data: o.DataCalls, jobOnly: o.JobOnly, drainEvery: o.DrainInterval,
+		stop: make(chan struct{}), done: make(chan struct{})}
+	if t.drainEvery <= 0 {
+		t.drainEvery = DefaultDrainInterval
+	}
+	spec, err := loadLegs()
+	if err != nil {
+		return nil, fmt.Errorf("legs: %w", err)
+	}
+	if o.RingBytes != 0 {
+		if o.RingBytes < 4096 || o.RingBytes&(o.RingBytes-1) != 0 {
+			return nil, fmt.Errorf("legs: ring of %d bytes: a power of two of at least 4096", o.RingBytes)
+		}
+		spec.Maps[legsMapRing].MaxEntries = o.RingBytes
+	}
+	if err := spec.LoadAndAssign(&t.objs, nil); err != nil {
 		return nil, fmt.Errorf("legs: load program into the kernel: %w", err)
 	}
 	if err := t.attach(); err != nil {
@@ -200,7 +225,7 @@ func (t *Tracer) Watch(mountpoint string, daemon int, sink DataSink) error {
 	return nil
 }
 
-// run drains the ring buffer every DrainInterval, and when the program says it is filling,
+// run drains the ring buffer every drain interval, and when the program says it is filling,
 // until Close.
 func (t *Tracer) run() {
 	defer close(t.done)
@@ -211,7 +236,7 @@ func (t *Tracer) run() {
 		default:
 		}
 		// Wait for the first record, or the interval; then take everything there.
-		t.rd.SetDeadline(time.Now().Add(DrainInterval))
+		t.rd.SetDeadline(time.Now().Add(t.drainEvery))
 		if err := t.rd.ReadInto(&t.rec); err == nil {
 			t.apply(t.rec.RawSample)
 		}
@@ -344,7 +369,7 @@ func (t *Tracer) Fill(evs []trace.Event) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	// The drain goroutine has taken the records of requests that completed more than a
-	// DrainInterval ago; the writer holds events longer than that (trace.DefaultLegHold).
+	// drain interval ago; the writer holds events longer than that (trace.DefaultLegHold).
 	for i := range evs {
 		ev := &evs[i]
 		if ev.Unique == 0 {

@@ -323,7 +323,7 @@ static __always_inline void *reserve(u64 size, bool data)
 static __always_inline void submit(void *r)
 {
 	u64 flags = BPF_RB_NO_WAKEUP;
-	if (bpf_ringbuf_query(&ring, BPF_RB_AVAIL_DATA) > (4 << 20))
+	if (bpf_ringbuf_query(&ring, BPF_RB_AVAIL_DATA) > bpf_ringbuf_query(&ring, BPF_RB_RING_SIZE) / 4)
 		flags = BPF_RB_FORCE_WAKEUP;
 	bpf_ringbuf_submit(r, flags);
 }
