@@ -75,16 +75,16 @@ type Stats struct {
 
 // Tracer is the loaded and attached program.
 type Tracer struct {
-	objs    legsObjects
-	links   []link.Link
-	rd      *ringbuf.Reader
+	objs       legsObjects
+	links      []link.Link
+	rd         *ringbuf.Reader
 	origin     int64
 	data       bool
 	jobOnly    bool
 	drainEvery time.Duration
-	stop    chan struct{}
-	done    chan struct{}
-	closeMu sync.Once
+	stop       chan struct{}
+	done       chan struct{}
+	closeMu    sync.Once
 
 	// The ring is read by the drain goroutine (run), and by Close once it has stopped:
 	// rec and ev are theirs. Data calls go to the sink without a lock held, since the
