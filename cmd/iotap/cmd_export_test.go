@@ -13,7 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"unicode/utf8"
+
+	"github.com/iotap/iotap/internal/export"
 )
 
 func TestExport(t *testing.T) {
@@ -73,7 +74,7 @@ func TestExportFields(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !reflect.DeepEqual(rows[0], exportFields) {
+	if !reflect.DeepEqual(rows[0], exportFields()) {
 		t.Fatalf("csv header %v", rows[0])
 	}
 	lines := strings.Split(strings.TrimSuffix(jsonl, "\n"), "\n")
@@ -87,10 +88,10 @@ func TestExportFields(t *testing.T) {
 		if err := d.Decode(&m); err != nil {
 			t.Fatalf("line %d: %v: %s", i, err, l)
 		}
-		if len(m) != len(exportFields) {
+		if len(m) != len(exportFields()) {
 			t.Fatalf("line %d has %d fields", i, len(m))
 		}
-		for j, f := range exportFields {
+		for j, f := range exportFields() {
 			if got := strings.Trim(string(mustJSON(t, m[f])), `"`); got != rows[i+1][j] {
 				t.Errorf("line %d field %s: json %s, csv %s", i, f, got, rows[i+1][j])
 			}
@@ -103,7 +104,7 @@ func TestExportFields(t *testing.T) {
 	}
 	row := rows[5]
 	for f, v := range want {
-		if got := row[slices.Index(exportFields, f)]; got != v {
+		if got := row[slices.Index(exportFields(), f)]; got != v {
 			t.Errorf("read row %s = %q, want %q (row %v)", f, got, v, row)
 		}
 	}
@@ -178,70 +179,15 @@ func TestExportOffset2(t *testing.T) {
 	}
 }
 
+// exportFields are the columns of the requests view.
+func exportFields() []string { return export.ColumnNames(export.Columns(export.ViewRequests)) }
+
 func mustJSON(t *testing.T, v any) []byte {
 	b, err := json.Marshal(v)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return b
-}
-
-// TestAppendJSONString: every name reads back to its bytes, invalid UTF-8 included (as
-// \udcXY escapes, decoded the way Python's surrogateescape does), and is valid JSON.
-func TestAppendJSONString(t *testing.T) {
-	for _, s := range []string{"", "plain/path.txt", `quo"te\back`, "new\nline\ttab\r", "\x00\x01\x1f", "naïve 日本", "bad\xffutf8", "bad\xfeutf8", "\u2028", `\udcff`, "\xed\xb3\xbf"} {
-		b := appendJSONString(nil, s)
-		var valid string
-		if err := json.Unmarshal(b, &valid); err != nil {
-			t.Errorf("%q: %v: %s", s, err, b)
-			continue
-		}
-		if valid != strings.ToValidUTF8(s, "\ufffd") && utf8.ValidString(s) {
-			t.Errorf("%q: read as %q", s, valid)
-		}
-		if got := decodeSurrogateEscape(t, b); got != s {
-			t.Errorf("%q: exported as %s, reads back as %q", s, b, got)
-		}
-	}
-	if a, b := appendJSONString(nil, "\xff"), appendJSONString(nil, "\xfe"); bytes.Equal(a, b) {
-		t.Errorf("\\xff and \\xfe both export as %s", a)
-	}
-}
-
-// decodeSurrogateEscape decodes a JSON string as Python's json.loads followed by
-// encode("utf-8", "surrogateescape") would: \udcXY is the byte 0xXY.
-func decodeSurrogateEscape(t *testing.T, b []byte) string {
-	t.Helper()
-	var out []byte
-	for i := 1; i < len(b)-1; i++ {
-		if b[i] != '\\' {
-			out = append(out, b[i])
-			continue
-		}
-		i++
-		switch b[i] {
-		case 'u':
-			v, err := strconv.ParseUint(string(b[i+1:i+5]), 16, 16)
-			if err != nil {
-				t.Fatalf("%s: %v", b, err)
-			}
-			if v>>8 == 0xdc && v&0xff >= 0x80 {
-				out = append(out, byte(v))
-			} else {
-				out = utf8.AppendRune(out, rune(v))
-			}
-			i += 4
-		case 'n':
-			out = append(out, '\n')
-		case 'r':
-			out = append(out, '\r')
-		case 't':
-			out = append(out, '\t')
-		default:
-			out = append(out, b[i])
-		}
-	}
-	return string(out)
 }
 
 func TestExportRefusesToOverwriteTrace(t *testing.T) {

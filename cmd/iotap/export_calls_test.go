@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/iotap/iotap/internal/export"
 	"github.com/iotap/iotap/trace"
 	"github.com/iotap/iotap/trace/tracetest"
 )
@@ -149,7 +150,7 @@ func TestExportSyscalls(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			if !reflect.DeepEqual(keys, exportCallFields) {
+			if !reflect.DeepEqual(keys, export.ColumnNames(export.Columns(export.ViewSyscalls))) {
 				t.Errorf("JSON fields %v", keys)
 			}
 			_, csvOut, _ := runIotap(t, nil, "export", "--view", "syscalls", "--format", "csv", tr)
@@ -157,7 +158,7 @@ func TestExportSyscalls(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !reflect.DeepEqual(rows[0], exportCallFields) || len(rows)-1 != strings.Count(jsonl, "\n") {
+			if !reflect.DeepEqual(rows[0], export.ColumnNames(export.Columns(export.ViewSyscalls))) || len(rows)-1 != strings.Count(jsonl, "\n") {
 				t.Errorf("CSV header %v, %d rows for %d JSON lines", rows[0], len(rows)-1, strings.Count(jsonl, "\n"))
 			}
 		})

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/iotap/iotap/internal/export"
 	"github.com/iotap/iotap/trace"
 	"github.com/iotap/iotap/trace/tracetest"
 	"golang.org/x/sys/unix"
@@ -193,7 +194,7 @@ func checkTraceEvents(t *testing.T, data []byte) traceEventSummary {
 		if !named[tr.pid] {
 			t.Errorf("process %s has no process_name", tr.pid)
 		}
-		if !threadNamed[tr] && tr.pid != fmt.Sprint(perfettoKernelPid) {
+		if !threadNamed[tr] && tr.pid != fmt.Sprint(export.PerfettoKernelPid) {
 			s.unnamedThreads++
 		}
 	}
@@ -286,7 +287,7 @@ func TestExportPerfetto(t *testing.T) {
 			s.readBytes, s.writeBytes, s.busyNs, readB, writeB, durNs)
 	}
 	for _, want := range []string{`"name":"s3fs (storage client)"`, `"name":"memory (MiB)"`, `"name":"CPU (%)"`, `"args":{"cpu":50}`,
-		`"tid":10,"args":{"name":"tar"}`, `"name":"process_labels"`} {
+		`"tid":10,"args":{"name":"tar"}`, `"name":"process_labels"`, `"name":"read in flight"`} {
 		if !strings.Contains(out, want) {
 			t.Errorf("export lacks %s", want)
 		}
