@@ -5,6 +5,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/iotap/iotap/internal/quantile"
 	"github.com/iotap/iotap/trace"
 )
 
@@ -62,13 +63,13 @@ func (d *Depth) BusyMean() float64 {
 }
 
 // Percentile returns the depth at percentile p (0..100) of the requests: the depth found by
-// the request of rank round(p/100 × Requests) (at least 1) in increasing order of depth.
+// the request of rank ⌈p/100 × Requests⌉ (at least 1; package internal/quantile) in
+// increasing order of depth.
 func (d *Depth) Percentile(p float64) uint32 {
 	if d.Requests == 0 {
 		return 0
 	}
-	rank := uint64(p/100*float64(d.Requests) + 0.5)
-	rank = min(max(rank, 1), d.Requests)
+	rank := quantile.Rank(p, d.Requests)
 	var c uint64
 	for i, n := range d.Hist {
 		if c += n; c >= rank {
