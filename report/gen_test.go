@@ -165,4 +165,4 @@ var testWorkloads = map[string]workload{
 	"other-work.iotap": {host: "node1", seed: 3, fstype: "ext4", cache: "none", readMul: 1, dataSets: 2},
 }
 
-func testdataDir() string { return filepath.Join("..", "..", "testdata", "report") }
+func testdataDir() string { return filepath.Join("..", "testdata", "report") }
