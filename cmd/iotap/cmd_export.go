@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -23,7 +24,7 @@ func exportCommands() []*command {
 	return []*command{
 		{
 			name:    "export",
-			summary: "export a trace as JSON lines or CSV (stable field names), a fio iolog or Perfetto JSON",
+			summary: "export a trace as JSON lines, CSV or Parquet (a versioned schema), a fio iolog or Perfetto JSON",
 			usage:   "[flags] TRACE",
 			setup:   withOptions(runExport),
 		},
@@ -46,12 +47,18 @@ func (o *exportOptions) AddFlags(fs *pflag.FlagSet) {
 	for _, f := range export.Formats {
 		formats = append(formats, f.Name+" ("+f.About+")")
 	}
-	fs.StringVar(&o.Format, "format", "jsonl", "output `format`: "+strings.Join(formats, ", ")+"; "+
-		"jsonl and csv fields, in order: "+strings.Join(export.ColumnNames(export.Columns(export.ViewRequests)), ",")+
+	fs.StringVar(&o.Format, "format", "jsonl", "output `format`: "+strings.Join(formats, ", ")+
+		"; jsonl, csv and parquet columns (schema "+strconv.Itoa(export.SchemaVersion)+", docs/export.md), in order: "+
+		strings.Join(export.ColumnNames(export.Columns(export.ViewRequests)), ",")+
 		"; with --view syscalls: "+strings.Join(export.ColumnNames(export.Columns(export.ViewSyscalls)), ","))
 	fs.StringVarP(&o.Output, "output", "o", "", "write to `file` instead of standard output")
 	fs.BoolVar(&o.Strict, "strict", false, "stop at the first corrupt chunk instead of skipping it")
-	fs.StringVar(&o.View, "view", export.ViewRequests, "what a record is: requests (each FUSE request) or syscalls (the application's system calls, folded as report folds them)")
+	names, abouts := export.Views()
+	var views []string
+	for i, v := range names {
+		views = append(views, v+" ("+abouts[i]+")")
+	}
+	fs.StringVar(&o.View, "view", export.ViewRequests, "what a record is: "+strings.Join(views, ", "))
 	fs.StringVar(&o.FioSetup, "fio-setup", "", "with --format fio, also write to `file` a shell script that prepares a directory for the iolog: it makes the directories of its files (fio makes files only) and links the names it changed")
 	fs.BoolVar(&o.Anonymize, "anonymize", false, "replace names by keyed tokens as iotap anonymize does (without --key-file, with a random key that is not kept)")
 	o.Key.AddFlags(fs)
@@ -113,11 +120,8 @@ func (o *exportOptions) check(args []string) error {
 	if len(args) != 1 {
 		return usageErrorf("want exactly one trace, got %d arguments", len(args))
 	}
-	if _, ok := export.FormatNamed(o.Format); !ok {
-		return usageErrorf("--format %q: want %s", o.Format, export.FormatNames())
-	}
-	if export.Columns(o.View) == nil {
-		return usageErrorf("--view %q: want %s or %s", o.View, export.ViewRequests, export.ViewSyscalls)
+	if err := export.Check(o.Format, o.View); err != nil {
+		return usageErrorf("%v", err)
 	}
 	if o.FioSetup != "" && o.Format != "fio" {
 		return usageErrorf("--fio-setup goes with --format fio")

@@ -13,7 +13,8 @@ type csvRows struct {
 	rec  []string
 }
 
-func newCSV(w io.Writer, cols []Column) (RowWriter, error) {
+func newCSV(w io.Writer, t Table) (RowWriter, error) {
+	cols := t.Columns
 	c := &csvRows{cw: csv.NewWriter(w), cols: cols, rec: make([]string, len(cols))}
 	return c, c.cw.Write(ColumnNames(cols))
 }

@@ -12,9 +12,45 @@ import (
 
 // Views: what one exported record stands for.
 const (
-	ViewRequests = "requests" // a FUSE request, as recorded
-	ViewSyscalls = "syscalls" // a system call of the application, folded as the report folds them
+	ViewRequests  = "requests"  // a FUSE request, as recorded
+	ViewSyscalls  = "syscalls"  // a system call of the application, folded as the report folds them
+	ViewProcesses = "processes" // a process of the job, with its requests' figures
+	ViewFiles     = "files"     // a path the job touched, with its requests' figures
 )
+
+// view is a view: its columns, and the function that writes its rows.
+type view struct {
+	name    string
+	about   string
+	columns []Column
+	spans   bool // the formats of spans (fio, Perfetto) take it
+	rows    func(ctx context.Context, r *trace.Reader, n *names, rw RowWriter) error
+}
+
+// views are the views, in the order the help lists them.
+var views = []view{
+	{name: ViewRequests, about: "each FUSE request", columns: columnsOf(requestColumns), spans: true, rows: writeRequests},
+	{name: ViewSyscalls, about: "the application's system calls, folded as report folds them", columns: columnsOf(syscallColumns), spans: true, rows: writeSyscalls},
+	{name: ViewProcesses, about: "a row per process, its requests' figures", columns: columnsOf(processColumns), rows: writeProcesses},
+	{name: ViewFiles, about: "a row per path, its requests' figures, first access and re-access", columns: columnsOf(fileColumns), rows: writeFiles},
+}
+
+func viewNamed(name string) (view, bool) {
+	for _, v := range views {
+		if v.name == name {
+			return v, true
+		}
+	}
+	return view{}, false
+}
+
+// Views returns the views' names and what each row stands for, in order.
+func Views() (names, abouts []string) {
+	for _, v := range views {
+		names, abouts = append(names, v.name), append(abouts, v.about)
+	}
+	return names, abouts
+}
 
 // Options say what to export and how.
 type Options struct {
@@ -44,13 +80,19 @@ type RowWriter interface {
 	Close() error
 }
 
+// Table is what a row format writes: a view's name and columns.
+type Table struct {
+	View    string
+	Columns []Column
+}
+
 // Format is an export format: either a writer of a view's rows, whose columns are the
 // view's (Rows), or one of its own shape that takes the view's requests or calls in start
 // order (spans).
 type Format struct {
 	Name  string
 	About string // one line for the command's help
-	Rows  func(w io.Writer, cols []Column) (RowWriter, error)
+	Rows  func(w io.Writer, t Table) (RowWriter, error)
 	spans func(ctx context.Context, r *trace.Reader, w io.Writer, o Options) (Result, error)
 }
 
@@ -59,6 +101,7 @@ type Format struct {
 var Formats = []Format{
 	{Name: "jsonl", About: "one JSON object per line", Rows: newJSONL},
 	{Name: "csv", About: "with a header row", Rows: newCSV},
+	{Name: "parquet", About: "Apache Parquet, zstd, for DuckDB, Spark, Trino, Athena", Rows: newParquet},
 	{Name: "fio", About: "fio's iolog version 3, for fio --read_iolog", spans: writeFio},
 	{Name: "perfetto", About: "Chrome trace-event JSON for ui.perfetto.dev and chrome://tracing", spans: writePerfetto},
 }
@@ -88,15 +131,10 @@ func FormatNames() string {
 	return b.String()
 }
 
-// Columns returns the columns of a view (ViewRequests or ViewSyscalls), nil for another.
-func Columns(view string) []Column {
-	switch view {
-	case ViewRequests:
-		return columnsOf(requestColumns)
-	case ViewSyscalls:
-		return columnsOf(syscallColumns)
-	}
-	return nil
+// Columns returns the columns of a view (ViewRequests, ...), nil for another.
+func Columns(name string) []Column {
+	v, _ := viewNamed(name)
+	return v.columns
 }
 
 // ColumnNames returns the names of cols.
@@ -106,6 +144,23 @@ func ColumnNames(cols []Column) []string {
 		out[i] = c.Name
 	}
 	return out
+}
+
+// Check says whether format writes view: an error naming what is wrong, nil when it does.
+func Check(format, view string) error {
+	f, ok := FormatNamed(format)
+	if !ok {
+		return fmt.Errorf("--format %q: want %s", format, FormatNames())
+	}
+	v, ok := viewNamed(view)
+	if !ok {
+		names, _ := Views()
+		return fmt.Errorf("--view %q: want %s", view, strings.Join(names, ", "))
+	}
+	if f.Rows == nil && !v.spans {
+		return fmt.Errorf("--format %s takes the requests or syscalls view, not %s", f.Name, v.name)
+	}
+	return nil
 }
 
 // ReadError is an error reading the trace, as opposed to writing the export. Write returns
@@ -122,24 +177,23 @@ func writeError(err error) error { return fmt.Errorf("write output: %w", err) }
 // stopEvery is how many records an export writes between two looks at its context.
 const stopEvery = 1 << 16
 
-// Write exports r's requests or calls (o.View) to w in o.Format. It stops with ctx's error
-// when ctx is done. An error reading r is a *ReadError; one writing w wraps w's.
+// Write exports r's requests, calls, processes or files (o.View) to w in o.Format. It stops
+// with ctx's error when ctx is done. An error reading r is a *ReadError; one writing w wraps
+// w's.
 func Write(ctx context.Context, r *trace.Reader, w io.Writer, o Options) (Result, error) {
-	f, ok := FormatNamed(o.Format)
-	if !ok {
-		return Result{}, fmt.Errorf("export: unknown format %q (want %s)", o.Format, FormatNames())
-	}
 	if o.View == "" {
 		o.View = ViewRequests
 	}
-	if Columns(o.View) == nil {
-		return Result{}, fmt.Errorf("export: unknown view %q (want %s or %s)", o.View, ViewRequests, ViewSyscalls)
+	if err := Check(o.Format, o.View); err != nil {
+		return Result{}, err
 	}
+	f, _ := FormatNamed(o.Format)
+	v, _ := viewNamed(o.View)
 	bw := bufio.NewWriterSize(w, 1<<16)
 	var res Result
 	var err error
 	if f.Rows != nil {
-		err = writeRows(ctx, r, bw, f, o.View)
+		err = writeRows(ctx, r, bw, f, v)
 	} else {
 		res, err = f.spans(ctx, r, bw, o)
 	}
@@ -153,23 +207,12 @@ func Write(ctx context.Context, r *trace.Reader, w io.Writer, o Options) (Result
 }
 
 // writeRows writes the view's rows in format f.
-func writeRows(ctx context.Context, r *trace.Reader, w io.Writer, f Format, view string) error {
-	rw, err := f.Rows(w, Columns(view))
+func writeRows(ctx context.Context, r *trace.Reader, w io.Writer, f Format, v view) error {
+	rw, err := f.Rows(w, Table{View: v.name, Columns: v.columns})
 	if err != nil {
 		return writeError(err)
 	}
-	n := newNames(r)
-	src := &events{r: r}
-	if view == ViewSyscalls {
-		err = copyRows(ctx, rw, syscallColumns, newSyscalls(src, n).Next)
-	} else {
-		rec := request{n: n}
-		err = copyRows(ctx, rw, requestColumns, func() (*request, error) {
-			ev, err := src.Next()
-			rec.ev = ev
-			return &rec, err
-		})
-	}
+	err = v.rows(ctx, r, newNames(r), rw)
 	if _, isRead := err.(*ReadError); err != nil && !isRead {
 		return err
 	}
@@ -177,6 +220,20 @@ func writeRows(ctx context.Context, r *trace.Reader, w io.Writer, f Format, view
 		return writeError(cerr)
 	}
 	return err
+}
+
+func writeRequests(ctx context.Context, r *trace.Reader, n *names, rw RowWriter) error {
+	src := &events{r: r}
+	rec := request{n: n}
+	return copyRows(ctx, rw, requestColumns, func() (*request, error) {
+		ev, err := src.Next()
+		rec.ev = ev
+		return &rec, err
+	})
+}
+
+func writeSyscalls(ctx context.Context, r *trace.Reader, n *names, rw RowWriter) error {
+	return copyRows(ctx, rw, syscallColumns, newSyscalls(&events{r: r}, n).Next)
 }
 
 // copyRows writes the records next yields, as rows of table, until io.EOF.

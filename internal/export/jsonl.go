@@ -3,11 +3,15 @@ package export
 import (
 	"io"
 	"strconv"
+	"time"
 	"unicode/utf8"
+
+	"github.com/iotap/iotap/trace"
 )
 
-// jsonl writes one JSON object per row, its keys the columns' names in order, strings as
-// JSON strings (see appendJSONString for names that are not UTF-8), numbers as numbers.
+// jsonl writes one JSON object per row, its keys the columns' names in order: numbers as
+// numbers, strings as JSON strings (see appendJSONString for names that are not UTF-8),
+// times as RFC 3339 strings with nanoseconds (UTC), labels as an object, NULL as null.
 type jsonl struct {
 	w    io.Writer
 	cols []Column
@@ -15,7 +19,8 @@ type jsonl struct {
 	line []byte
 }
 
-func newJSONL(w io.Writer, cols []Column) (RowWriter, error) {
+func newJSONL(w io.Writer, t Table) (RowWriter, error) {
+	cols := t.Columns
 	j := &jsonl{w: w, cols: cols, keys: make([][]byte, len(cols))}
 	for i, c := range cols {
 		sep := ","
@@ -31,13 +36,22 @@ func (j *jsonl) Write(row []Value) error {
 	b := j.line[:0]
 	for i, c := range j.cols {
 		b = append(b, j.keys[i]...)
-		switch c.Type {
-		case Int:
-			b = strconv.AppendInt(b, row[i].Int, 10)
-		case Uint:
-			b = strconv.AppendUint(b, uint64(row[i].Int), 10)
+		v := &row[i]
+		switch {
+		case v.Null:
+			b = append(b, "null"...)
+		case c.Type == Int:
+			b = strconv.AppendInt(b, v.Int, 10)
+		case c.Type == Bool:
+			b = strconv.AppendBool(b, v.Int != 0)
+		case c.Type == Time:
+			b = append(b, '"')
+			b = appendTime(b, v.Int)
+			b = append(b, '"')
+		case c.Type == Labels:
+			b = appendLabels(b, v.Labels)
 		default:
-			b = appendJSONString(b, row[i].Str)
+			b = appendJSONString(b, v.Str)
 		}
 	}
 	j.line = append(b, "}\n"...)
@@ -84,4 +98,38 @@ func appendJSONString(b []byte, s string) []byte {
 		i += n
 	}
 	return append(b, '"')
+}
+
+// timeLayout is RFC 3339 with all nine digits of the nanoseconds, in UTC.
+const timeLayout = "2006-01-02T15:04:05.000000000Z07:00"
+
+// appendTime appends ns since the Unix epoch as an RFC 3339 time in UTC.
+func appendTime(b []byte, ns int64) []byte {
+	return time.Unix(0, ns).UTC().AppendFormat(b, timeLayout)
+}
+
+// appendLabels appends labels as a JSON object (a key given twice keeps its first value).
+func appendLabels(b []byte, labels []trace.Label) []byte {
+	b = append(b, '{')
+	for i, l := range labels {
+		if firstKey(labels, i) {
+			if len(b) > 0 && b[len(b)-1] != '{' {
+				b = append(b, ',')
+			}
+			b = appendJSONString(b, l.Key)
+			b = append(b, ':')
+			b = appendJSONString(b, l.Value)
+		}
+	}
+	return append(b, '}')
+}
+
+// firstKey reports whether labels[i] is the first label of its key.
+func firstKey(labels []trace.Label, i int) bool {
+	for _, l := range labels[:i] {
+		if l.Key == labels[i].Key {
+			return false
+		}
+	}
+	return true
 }

@@ -1,0 +1,88 @@
+package export
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+
+	"github.com/iotap/iotap/trace"
+)
+
+// identity is what the identity columns say of a trace.
+type identity struct {
+	traceID, kind, host, job, step, version string
+	start                                   int64 // ns since the Unix epoch
+	labels                                  []trace.Label
+}
+
+// TraceID returns the identity of the trace with header h: 16 hex digits of SHA-256 over its
+// host, the wall clock and monotonic time of its origin, and its kind. The same trace (or a
+// copy of it) has the same identity wherever it is stored; an anonymised copy has its own,
+// from its anonymised host name.
+func TraceID(h *trace.Header) string {
+	sum := sha256.New()
+	var b [8]byte
+	for _, s := range []string{h.Kind, h.Hostname} {
+		binary.LittleEndian.PutUint64(b[:], uint64(len(s)))
+		sum.Write(b[:])
+		sum.Write([]byte(s))
+	}
+	for _, v := range []int64{h.WallStart.UnixNano(), h.Origin} {
+		binary.LittleEndian.PutUint64(b[:], uint64(v))
+		sum.Write(b[:])
+	}
+	return hex.EncodeToString(sum.Sum(nil)[:8])
+}
+
+func identityOf(h *trace.Header) *identity {
+	id := &identity{
+		traceID: TraceID(h), kind: h.Kind, host: h.Hostname, version: h.IotapVersion,
+		start: h.WallStart.UnixNano(), labels: h.Labels,
+	}
+	id.job, _ = h.Label("SLURM_JOB_ID")
+	id.step, _ = h.Label("SLURM_STEP_ID")
+	return id
+}
+
+// names resolves a trace's path ids and thread ids, remembering the threads' processes, and
+// holds the trace's identity.
+type names struct {
+	r     *trace.Reader
+	id    *identity
+	procs map[uint32]proc
+}
+
+// proc is what the views say of a thread's process.
+type proc struct{ comm, exe string }
+
+func newNames(r *trace.Reader) *names {
+	return &names{r: r, id: identityOf(r.Header()), procs: map[uint32]proc{}}
+}
+
+func (n *names) proc(tid uint32) proc {
+	if p, ok := n.procs[tid]; ok {
+		return p
+	}
+	var p proc
+	if t, ok := n.r.Process(tid); ok {
+		p.comm, p.exe = t.Comm, t.Exe
+		if t.Exe == "" && t.Pid != 0 && t.Pid != tid {
+			if m, ok := n.r.Process(t.Pid); ok {
+				p.exe = m.Exe
+			}
+		}
+	}
+	n.procs[tid] = p
+	return p
+}
+
+func (n *names) comm(tid uint32) string { return n.proc(tid).comm }
+func (n *names) exe(tid uint32) string  { return n.proc(tid).exe }
+
+// path returns the name of path id, "" for none (0).
+func (n *names) path(id uint32) string {
+	if id == 0 {
+		return ""
+	}
+	return n.r.PathName(id)
+}
