@@ -105,7 +105,7 @@ func TestExportFields(t *testing.T) {
 		}
 	}
 	want := map[string]string{
-		"op": "read", "path": "data/in.bam", "offset": "1048576", "size": "1048576", "ret": "1048576",
+		"op": "read", "path": "data/in.bam", "file_offset": "1048576", "size": "1048576", "ret": "1048576",
 		"handle": "1", "node": "3", "comm": "samtools", "tid": "100", "pid": "100", "uid": "1000", "gid": "100",
 		"errno": "0", "errno_name": "", "dur_ns": "400000", "start_ns": "438500", "bytes": "1048576",
 		"start_time": "2026-11-30T02:00:00.000438623Z", "host": "node17", "job": "", "exe": "/usr/bin/samtools",
@@ -153,9 +153,9 @@ func TestExportOffset2(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			col := slices.Index(rows[0], "offset2")
+			col := slices.Index(rows[0], "file_offset2")
 			if col < 0 {
-				t.Fatalf("no offset2 column in %v", rows[0])
+				t.Fatalf("no file_offset2 column in %v", rows[0])
 			}
 			var got []string
 			for _, r := range rows[1:] {
@@ -173,7 +173,7 @@ func TestExportOffset2(t *testing.T) {
 			for _, l := range strings.Split(strings.TrimSuffix(jsonl, "\n"), "\n") {
 				var m struct {
 					Op      string `json:"op"`
-					Offset2 *int64 `json:"offset2"`
+					Offset2 *int64 `json:"file_offset2"`
 				}
 				if err := json.Unmarshal([]byte(l), &m); err != nil || (m.Offset2 != nil) != (m.Op == "copy_file_range" && tc.want != nil) {
 					t.Fatalf("%v, offset2 %v: %s", err, m.Offset2, l)

@@ -45,7 +45,7 @@ type refEvent struct {
 	Path      string `json:"path"`
 	Path2     string `json:"path2"`
 	Handle    uint64 `json:"handle"`
-	Offset    int64  `json:"offset"`
+	Offset    int64  `json:"file_offset"`
 	Size      uint32 `json:"size"`
 	Ret       int64  `json:"ret"`
 	Errno     int    `json:"errno"`

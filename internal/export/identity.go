@@ -12,6 +12,7 @@ import (
 type identity struct {
 	traceID, kind, host, job, step, version string
 	start                                   int64 // ns since the Unix epoch
+	target                                  trace.Target
 	labels                                  []trace.Label
 }
 
@@ -37,7 +38,7 @@ func TraceID(h *trace.Header) string {
 func identityOf(h *trace.Header) *identity {
 	id := &identity{
 		traceID: TraceID(h), kind: h.Kind, host: h.Hostname, version: h.IotapVersion,
-		start: h.WallStart.UnixNano(), labels: h.Labels,
+		start: h.WallStart.UnixNano(), target: h.Target, labels: h.Labels,
 	}
 	id.job, _ = h.Label("SLURM_JOB_ID")
 	id.step, _ = h.Label("SLURM_STEP_ID")

@@ -66,7 +66,7 @@ var requestColumns = append([]column[request]{
 		func(r *request) string { return r.n.path(r.ev.Path2) }),
 	nonZero("node", "FUSE node id", func(r *request) int64 { return int64(r.ev.Node) }),
 	nonZero("handle", "file handle", func(r *request) int64 { return int64(r.ev.Handle) }),
-	optInt("offset", "offset: read, write, readdir, lseek, fallocate, copy_file_range's input; a truncate's new size",
+	optInt("file_offset", "offset: read, write, readdir, lseek, fallocate, copy_file_range's input; a truncate's new size",
 		func(r *request) (int64, bool) { return r.ev.Offset, requestOffset(r.ev) }),
 	optInt("size", "bytes asked for: read, write, readdir, fallocate, copy_file_range, getxattr, listxattr, readlink",
 		func(r *request) (int64, bool) { return int64(r.ev.Size), requestSize(r.ev.Op) }),
@@ -87,11 +87,11 @@ var requestColumns = append([]column[request]{
 	intCol("mode", "file mode (create, mkdir, mknod; the object found by a lookup)", func(r *request) int64 { return int64(r.ev.Mode) }),
 	nonZero("node2", "second node id: the node a lookup, create or mkdir returned; copy_file_range's output", func(r *request) int64 { return int64(r.ev.Node2) }),
 	nonZero("handle2", "copy_file_range's output handle", func(r *request) int64 { return int64(r.ev.Handle2) }),
-	optInt("offset2", "copy_file_range's output offset (NULL in format-version-1 traces, which did not record it)",
+	optInt("file_offset2", "copy_file_range's output offset (NULL in format-version-1 traces, which did not record it)",
 		func(r *request) (int64, bool) {
 			return r.ev.Offset2, r.ev.Op == trace.OpCopyFileRange && r.n.r.Header().Version >= trace.Version2
 		}),
-	nonZero("unique", "the FUSE request id (NULL in replays and traces before format version 4)", func(r *request) int64 { return int64(r.ev.Unique) }),
+	nonZero("request_id", "the FUSE request's unique id (NULL in replays and traces before format version 4)", func(r *request) int64 { return int64(r.ev.Unique) }),
 	nonZero("queued_ns", "the kernel queued the request for the layer, ns since the trace's start (NULL: the kernel's view was not measured)",
 		func(r *request) int64 { return r.ev.Queued }),
 	nonZero("done_ns", "the kernel completed the request (NULL: not measured)", func(r *request) int64 { return r.ev.Done }),
@@ -142,7 +142,7 @@ var syscallColumns = append([]column[syscall]{
 	nameCol("path", "its path, relative to the traced directory", func(s *syscall) string { return s.c.Name }),
 	optName("path2", "its second path: rename or link target, symlink text, copy_file_range's output", func(s *syscall) string { return s.c.Name2 }),
 	nonZero("handle", "the file handle it used", func(s *syscall) int64 { return int64(s.c.Handle) }),
-	optInt("offset", "offset: read, write, fallocate, copy_file_range's input, lseek; a truncate's new size",
+	optInt("file_offset", "offset: read, write, fallocate, copy_file_range's input, lseek; a truncate's new size",
 		func(s *syscall) (int64, bool) { return s.c.Offset, callOffset(s.kind) }),
 	optInt("size", "bytes asked for: read, write, fallocate, copy_file_range", func(s *syscall) (int64, bool) {
 		return s.c.Size, s.kind == fold.SysRead || s.kind == fold.SysWrite || s.kind == fold.SysCopyFileRange || s.kind == fold.SysFallocate
@@ -161,7 +161,7 @@ var syscallColumns = append([]column[syscall]{
 	intCol("flags", "the primary request's flags", func(s *syscall) int64 { return int64(s.c.Flags) }),
 	intCol("mode", "the primary request's mode", func(s *syscall) int64 { return int64(s.c.Mode) }),
 	nonZero("handle2", "copy_file_range's output handle", func(s *syscall) int64 { return int64(s.c.Handle2) }),
-	optInt("offset2", "copy_file_range's output offset", func(s *syscall) (int64, bool) {
+	optInt("file_offset2", "copy_file_range's output offset", func(s *syscall) (int64, bool) {
 		return s.c.Offset2, s.kind == fold.SysCopyFileRange && s.n.r.Header().Version >= trace.Version2
 	}),
 	nonZero("call_start_ns", "the system call's entry as the kernel saw it (recordings with the kernel's legs; NULL: not measured)",
