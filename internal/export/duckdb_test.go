@@ -56,7 +56,7 @@ func exportFile(t *testing.T, path, format, view string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer r.Close()
+	defer func() { _ = r.Close() }() // read-only
 	out := filepath.Join(t.TempDir(), view+"."+format)
 	f, err := os.Create(out)
 	if err != nil {
