@@ -35,7 +35,7 @@ func TestExport(t *testing.T) {
 		{name: "corrupt", args: []string{fx["corrupt"]}, code: exitDamaged, lines: 9, stderr: "payload checksum mismatch"},
 		{name: "corrupt-strict", args: []string{"--strict", fx["corrupt"]}, code: exitDamaged, lines: 0, stderr: "stopped at the first damaged chunk"},
 		{name: "bad-format", args: []string{"--format", "xml", fx["good"]}, code: exitUsage, stderr: `--format "xml": want jsonl, csv, parquet, fio or perfetto`},
-		{name: "two-traces", args: []string{fx["good"], fx["good"]}, code: exitUsage, stderr: "want exactly one trace"},
+		{name: "two-traces", args: []string{fx["good"], fx["good"]}, code: exitUsage, stderr: "many traces make a dataset: give its directory or s3://bucket/prefix/ with -o"},
 		{name: "missing", args: []string{fx["missing"]}, code: exitError, stderr: "does not exist"},
 		{name: "not-a-trace", args: []string{fx["text"]}, code: exitError, stderr: "is not an iotap trace"},
 		{name: "unwritable", args: []string{fx["good"], "-o", filepath.Join(fx["missing"], "x.jsonl")}, code: exitUsage, stderr: "create output:"},

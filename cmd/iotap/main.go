@@ -91,7 +91,7 @@ func commandList() []*command {
 	var all []*command
 	for _, cs := range [][]*command{
 		recordCommands(), mountCommands(), reportCommands(), compareCommands(),
-		replayCommands(), infoCommands(), exportCommands(), anonymizeCommands(), probeCommands(),
+		replayCommands(), infoCommands(), exportCommands(), summaryCommands(), anonymizeCommands(), probeCommands(),
 		completionCommands(),
 	} {
 		all = append(all, cs...)

@@ -16,21 +16,31 @@ type identity struct {
 	labels                                  []trace.Label
 }
 
-// TraceID returns the identity of the trace with header h: 16 hex digits of SHA-256 over its
-// host, the wall clock and monotonic time of its origin, and its kind. The same trace (or a
-// copy of it) has the same identity wherever it is stored; an anonymised copy has its own,
-// from its anonymised host name.
+// TraceID returns the identity of the trace with header h: 16 hex digits of SHA-256 over what
+// its header says of the recording (kind, host, the wall clock and monotonic time of its
+// origin, kernel, iotap version, traced directory, command, labels). The same trace (or a
+// copy of it) has the same identity wherever it is stored; an anonymised copy has its own.
 func TraceID(h *trace.Header) string {
 	sum := sha256.New()
 	var b [8]byte
-	for _, s := range []string{h.Kind, h.Hostname} {
+	str := func(s string) {
 		binary.LittleEndian.PutUint64(b[:], uint64(len(s)))
 		sum.Write(b[:])
 		sum.Write([]byte(s))
 	}
-	for _, v := range []int64{h.WallStart.UnixNano(), h.Origin} {
+	for _, s := range []string{h.Kind, h.Hostname, h.Kernel, h.IotapVersion, h.Target.Path, h.Target.FSType, h.Target.Source, h.Target.Mount} {
+		str(s)
+	}
+	for _, v := range []int64{h.WallStart.UnixNano(), h.Origin, int64(len(h.Command)), int64(len(h.Labels))} {
 		binary.LittleEndian.PutUint64(b[:], uint64(v))
 		sum.Write(b[:])
+	}
+	for _, a := range h.Command {
+		str(a)
+	}
+	for _, l := range h.Labels {
+		str(l.Key)
+		str(l.Value)
 	}
 	return hex.EncodeToString(sum.Sum(nil)[:8])
 }

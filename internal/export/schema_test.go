@@ -22,14 +22,22 @@ var typeNames = map[Type]string{
 	Labels: "MAP<STRING, STRING>",
 }
 
+// columnsNamed returns a view's columns, or the summary's.
+func columnsNamed(v string) []Column {
+	if v == SummaryView {
+		return SummaryColumns()
+	}
+	return Columns(v)
+}
+
 // schemaText lists every view's columns: the schema, version SchemaVersion.
 func schemaText() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "iotap export schema %d\n", SchemaVersion)
 	names, _ := Views()
-	for _, v := range names {
+	for _, v := range append(names, SummaryView) {
 		fmt.Fprintf(&b, "\nview %s\n", v)
-		for _, c := range Columns(v) {
+		for _, c := range columnsNamed(v) {
 			null := "required"
 			if c.Nullable {
 				null = "nullable"
@@ -44,9 +52,14 @@ func schemaText() string {
 func schemaDoc() string {
 	var b strings.Builder
 	names, abouts := Views()
+	names, abouts = append(names, SummaryView), append(abouts, "a trace, or a job (iotap summary --by job)")
 	for i, v := range names {
-		fmt.Fprintf(&b, "### View `%s`\n\nOne row: %s.\n\n| column | type | NULL | meaning |\n| --- | --- | --- | --- |\n", v, abouts[i])
-		for _, c := range Columns(v) {
+		title := "View"
+		if v == SummaryView {
+			title = "Table"
+		}
+		fmt.Fprintf(&b, "### %s `%s`\n\nOne row: %s.\n\n| column | type | NULL | meaning |\n| --- | --- | --- | --- |\n", title, v, abouts[i])
+		for _, c := range columnsNamed(v) {
 			null := ""
 			if c.Nullable {
 				null = "yes"
@@ -103,5 +116,21 @@ func TestSchema(t *testing.T) {
 	}
 	if !strings.Contains(text, fmt.Sprintf("schema version %d", SchemaVersion)) {
 		t.Errorf("%s does not say schema version %d", doc, SchemaVersion)
+	}
+}
+
+// TestPartitionValue: partition values are one path component that engines read back.
+func TestPartitionValue(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"", HiveNull},
+		{"node17", "node17"},
+		{"a/b=c", "a%2Fb%3Dc"},
+		{"..", "%2E."},
+		{"we\xffird", "we%FFird"},
+		{"50%", "50%25"},
+	} {
+		if got := partitionValue(tc.in); got != tc.want {
+			t.Errorf("%q → %q, want %q", tc.in, got, tc.want)
+		}
 	}
 }
