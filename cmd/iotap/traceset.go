@@ -126,9 +126,10 @@ func readOne(ctx context.Context, e *env, i int, name string, fn func(int, strin
 	return nil
 }
 
-// traceOutcome says on stderr which traces could not be read and why, and returns the
-// command's error: exit 1 when a trace could not be read, 3 when traces were damaged (the
-// output holds what could be read), 4 when their recorders dropped events.
+// traceOutcome says on stderr which traces could not be read and why, and whose recorders
+// dropped events, and returns the command's error: exit 1 when a trace could not be read,
+// 3 when traces were damaged (the output holds what could be read), 4 when recorders
+// dropped events.
 func traceOutcome(e *env, cmd string, total int, fails []traceFailure, dropped []string) error {
 	var unread, damaged int
 	var msg strings.Builder
@@ -145,10 +146,13 @@ func traceOutcome(e *env, cmd string, total int, fails []traceFailure, dropped [
 		}
 		fmt.Fprintf(&msg, "iotap %s: %s: %s: %s\n", cmd, termsafe.Name(f.name), what, termsafe.Text(strings.ReplaceAll(f.err.Error(), "\n", "; ")))
 	}
+	for _, d := range dropped {
+		fmt.Fprintf(&msg, "iotap %s: %s\n", cmd, termsafe.Text(d))
+	}
 	_, _ = fmt.Fprint(e.stderr, msg.String()) // diagnostics: the exit code says it too
 	switch {
 	case unread > 0:
-		return fmt.Errorf("%d of %d traces could not be read (named above), %d damaged; the others are in", unread, total, damaged)
+		return fmt.Errorf("%d of %d traces could not be read (named above), %d damaged, %d with dropped events; the others are in", unread, total, damaged, len(dropped))
 	case damaged > 0:
 		return fmt.Errorf("%w: %d of %d traces (named above); their readable events are in", errDamaged, damaged, total)
 	}
