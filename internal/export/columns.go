@@ -66,15 +66,17 @@ func (v Value) Text(t Type) string {
 type column[R any] struct {
 	Column
 	get func(r *R) Value
+	// perTrace: the same value for every record of a trace (the identity columns), got once.
+	perTrace bool
 }
 
 func intCol[R any](name, doc string, get func(r *R) int64) column[R] {
-	return column[R]{Column{Name: name, Type: Int, Doc: doc}, func(r *R) Value { return Value{Int: get(r)} }}
+	return column[R]{Column: Column{Name: name, Type: Int, Doc: doc}, get: func(r *R) Value { return Value{Int: get(r)} }}
 }
 
 // optInt is a nullable integer column: get's second result says whether there is a value.
 func optInt[R any](name, doc string, get func(r *R) (int64, bool)) column[R] {
-	return column[R]{Column{Name: name, Type: Int, Nullable: true, Doc: doc}, func(r *R) Value {
+	return column[R]{Column: Column{Name: name, Type: Int, Nullable: true, Doc: doc}, get: func(r *R) Value {
 		v, ok := get(r)
 		return Value{Int: v, Null: !ok}
 	}}
@@ -86,11 +88,11 @@ func nonZero[R any](name, doc string, get func(r *R) int64) column[R] {
 }
 
 func strCol[R any](name, doc string, get func(r *R) string) column[R] {
-	return column[R]{Column{Name: name, Type: String, Doc: doc}, func(r *R) Value { return Value{Str: get(r)} }}
+	return column[R]{Column: Column{Name: name, Type: String, Doc: doc}, get: func(r *R) Value { return Value{Str: get(r)} }}
 }
 
 func nameCol[R any](name, doc string, get func(r *R) string) column[R] {
-	return column[R]{Column{Name: name, Type: Name, Doc: doc}, func(r *R) Value { return Value{Str: get(r)} }}
+	return column[R]{Column: Column{Name: name, Type: Name, Doc: doc}, get: func(r *R) Value { return Value{Str: get(r)} }}
 }
 
 // optName is a nullable name column whose "" means "none" or "unknown".
@@ -102,14 +104,14 @@ func optName[R any](name, doc string, get func(r *R) string) column[R] {
 
 // optStr is a nullable string column whose "" means "none" or "unknown".
 func optStr[R any](name, doc string, get func(r *R) string) column[R] {
-	return column[R]{Column{Name: name, Type: String, Nullable: true, Doc: doc}, func(r *R) Value {
+	return column[R]{Column: Column{Name: name, Type: String, Nullable: true, Doc: doc}, get: func(r *R) Value {
 		s := get(r)
 		return Value{Str: s, Null: s == ""}
 	}}
 }
 
 func boolCol[R any](name, doc string, get func(r *R) bool) column[R] {
-	return column[R]{Column{Name: name, Type: Bool, Doc: doc}, func(r *R) Value {
+	return column[R]{Column: Column{Name: name, Type: Bool, Doc: doc}, get: func(r *R) Value {
 		if get(r) {
 			return Value{Int: 1}
 		}
@@ -118,13 +120,13 @@ func boolCol[R any](name, doc string, get func(r *R) bool) column[R] {
 }
 
 func timeCol[R any](name, doc string, get func(r *R) int64) column[R] {
-	return column[R]{Column{Name: name, Type: Time, Doc: doc}, func(r *R) Value { return Value{Int: get(r)} }}
+	return column[R]{Column: Column{Name: name, Type: Time, Doc: doc}, get: func(r *R) Value { return Value{Int: get(r)} }}
 }
 
 // identityColumns are the columns every view ends with: which trace a row comes from, so
 // that the exports of many traces query as one table. of gives a record's trace.
 func identityColumns[R any](of func(r *R) *identity) []column[R] {
-	return []column[R]{
+	cols := []column[R]{
 		strCol("trace_id", "the trace's identity: 16 hex digits of a hash of its header (host, start, kind), the same for every export of the trace",
 			func(r *R) string { return of(r).traceID }),
 		strCol("trace_kind", `"record" (recorded through the FUSE layer) or "replay"`, func(r *R) string { return of(r).kind }),
@@ -138,9 +140,13 @@ func identityColumns[R any](of func(r *R) *identity) []column[R] {
 		nameCol("target_source", `its mount's source: the device, or the storage client's name ("s3fs", a bucket)`,
 			func(r *R) string { return of(r).target.Source }),
 		strCol("iotap_version", "the iotap version that wrote the trace", func(r *R) string { return of(r).version }),
-		{Column{Name: "labels", Type: Labels, Doc: "the trace's labels (--label key=value, Slurm's placement), a map from key to value"},
-			func(r *R) Value { return Value{Labels: of(r).labels} }},
+		{Column: Column{Name: "labels", Type: Labels, Doc: "the trace's labels (--label key=value, Slurm's placement), a map from key to value"},
+			get: func(r *R) Value { return Value{Labels: of(r).labels} }},
 	}
+	for i := range cols {
+		cols[i].perTrace = true
+	}
+	return cols
 }
 
 // columnsOf returns the columns of a table.
@@ -152,9 +158,12 @@ func columnsOf[R any](table []column[R]) []Column {
 	return out
 }
 
-// fill sets row (one Value per column of table) to record r's values.
-func fill[R any](table []column[R], r *R, row []Value) {
+// fill sets row (one Value per column of table) to record r's values; with same, r is of
+// the trace of the record row holds, and the columns whose value is the trace's keep it.
+func fill[R any](table []column[R], r *R, row []Value, same bool) {
 	for i := range table {
-		row[i] = table[i].get(r)
+		if !same || !table[i].perTrace {
+			row[i] = table[i].get(r)
+		}
 	}
 }

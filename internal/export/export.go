@@ -252,7 +252,7 @@ func copyRows[R any](ctx context.Context, rw RowWriter, table []column[R], next 
 		if err != nil {
 			return err
 		}
-		fill(table, x, row)
+		fill(table, x, row, n > 0)
 		if err := rw.Write(row); err != nil {
 			return writeError(err)
 		}

@@ -13,6 +13,8 @@ import (
 	"github.com/parquet-go/parquet-go/compress"
 	"github.com/parquet-go/parquet-go/compress/zstd"
 	"github.com/parquet-go/parquet-go/encoding"
+
+	"github.com/iotap/iotap/trace"
 )
 
 // Apache Parquet, as DuckDB, Spark, Trino and Athena read it: one column per Column in the
@@ -41,16 +43,22 @@ const RawSuffix = "_raw"
 type parquetRows struct {
 	w      *parquet.GenericWriter[any]
 	cols   []Column
-	leaves []int // leaves[i]: the leaf column index of cols[i] (labels: of its key)
-	raw    []int // raw[i]: the leaf of cols[i]'s _raw column, -1 for none
-	row    parquet.Row
-	rows   []parquet.Row
-	bufs   [][]byte // the replacement text of names that are not UTF-8, per column
+	leaves []int         // leaves[i]: the leaf column index of cols[i] (labels: of its key)
+	raw    []int         // raw[i]: the leaf of cols[i]'s _raw column, -1 for none
+	rows   []parquet.Row // rows[:n] are written in one call, their slices reused
+	n      int
+	// The labels last seen (a trace's, the same for all its rows) and their keys and values
+	// as UTF-8 bytes.
+	labels     []trace.Label
+	labelBytes [2][][]byte
 }
+
+// parquetBatch is the number of rows handed to the writer at once.
+const parquetBatch = 512
 
 func newParquet(w io.Writer, t Table) (RowWriter, error) {
 	p := &parquetRows{cols: t.Columns, leaves: make([]int, len(t.Columns)), raw: make([]int, len(t.Columns)),
-		bufs: make([][]byte, len(t.Columns))}
+		rows: make([]parquet.Row, parquetBatch)}
 	var fields, raws []parquet.Field
 	leaf := 0
 	for i, c := range t.Columns {
@@ -76,7 +84,6 @@ func newParquet(w io.Writer, t Table) (RowWriter, error) {
 		parquet.CreatedBy("iotap", "", ""),
 		parquet.KeyValueMetadata("iotap.schema_version", strconv.Itoa(SchemaVersion)),
 		parquet.KeyValueMetadata("iotap.view", t.View))
-	p.rows = make([]parquet.Row, 1)
 	return p, nil
 }
 
@@ -104,7 +111,7 @@ func parquetNode(c Column) (parquet.Node, int) {
 }
 
 func (p *parquetRows) Write(row []Value) error {
-	r := p.row[:0]
+	r := p.rows[p.n][:0]
 	for i, c := range p.cols {
 		v := &row[i]
 		leaf := p.leaves[i]
@@ -128,9 +135,7 @@ func (p *parquetRows) Write(row []Value) error {
 		default:
 			s := v.Str
 			if c.Type == Name && !utf8.ValidString(s) {
-				p.bufs[i] = append(p.bufs[i][:0], strings.ToValidUTF8(s, "\uFFFD")...)
-				r = append(r, parquet.ByteArrayValue(p.bufs[i]).Level(0, def, leaf))
-				continue
+				s = strings.ToValidUTF8(s, "\uFFFD") // rare: a new string, kept by the row
 			}
 			r = append(r, parquet.ByteArrayValue(bytesOf(s)).Level(0, def, leaf))
 		}
@@ -145,37 +150,60 @@ func (p *parquetRows) Write(row []Value) error {
 			r = append(r, parquet.NullValue().Level(0, 0, p.raw[i]))
 		}
 	}
-	p.row = r
-	p.rows[0] = r
-	_, err := p.w.WriteRows(p.rows)
+	p.rows[p.n] = r
+	p.n++
+	if p.n == len(p.rows) {
+		return p.flush()
+	}
+	return nil
+}
+
+// flush hands the rows batched to the writer.
+func (p *parquetRows) flush() error {
+	if p.n == 0 {
+		return nil
+	}
+	_, err := p.w.WriteRows(p.rows[:p.n])
+	p.n = 0
 	return err
 }
 
-// appendLabels appends a MAP's two leaves, keys then values; an empty map is one null of
-// each.
+// appendLabels appends a MAP's two leaves, keys then values (a key given twice keeps its
+// first value); an empty map is one null of each.
 func (p *parquetRows) appendLabels(r parquet.Row, v *Value, leaf, def int) parquet.Row {
 	ls := v.Labels
-	for k := range 2 {
-		rep := 0
+	if len(ls) != len(p.labels) || (len(ls) > 0 && &ls[0] != &p.labels[0]) {
+		p.labels = ls
+		p.labelBytes = [2][][]byte{}
 		for i, l := range ls {
-			if !firstKey(ls, i) {
-				continue
+			if firstKey(ls, i) {
+				p.labelBytes[0] = append(p.labelBytes[0], []byte(strings.ToValidUTF8(l.Key, "\uFFFD")))
+				p.labelBytes[1] = append(p.labelBytes[1], []byte(strings.ToValidUTF8(l.Value, "\uFFFD")))
 			}
-			s := l.Key
-			if k == 1 {
-				s = l.Value
-			}
-			r = append(r, parquet.ByteArrayValue([]byte(strings.ToValidUTF8(s, "\uFFFD"))).Level(rep, def+1, leaf+k))
-			rep = 1
 		}
-		if rep == 0 {
+	}
+	for k := range 2 {
+		if len(p.labelBytes[k]) == 0 {
 			r = append(r, parquet.NullValue().Level(0, def, leaf+k))
+			continue
+		}
+		for i, b := range p.labelBytes[k] {
+			rep := 1
+			if i == 0 {
+				rep = 0
+			}
+			r = append(r, parquet.ByteArrayValue(b).Level(rep, def+1, leaf+k))
 		}
 	}
 	return r
 }
 
-func (p *parquetRows) Close() error { return p.w.Close() }
+func (p *parquetRows) Close() error {
+	if err := p.flush(); err != nil {
+		return err
+	}
+	return p.w.Close()
+}
 
 // bytesOf returns the bytes of s without copying them: the writer copies a value into its
 // page before WriteRows returns, and never writes to it.

@@ -156,8 +156,8 @@ var summaryColumns = func() []column[Summary] {
 		}),
 		boolCol("damaged", "a trace was damaged: the figures are of its readable part", func(s *Summary) bool { return s.Damaged }),
 		strCol("iotap_version", "the iotap version that wrote the (first) trace", func(s *Summary) string { return s.id.version }),
-		column[Summary]{Column{Name: "labels", Type: Labels, Doc: "the (first) trace's labels"},
-			func(s *Summary) Value { return Value{Labels: s.id.labels} }},
+		column[Summary]{Column: Column{Name: "labels", Type: Labels, Doc: "the (first) trace's labels"},
+			get: func(s *Summary) Value { return Value{Labels: s.id.labels} }},
 	)
 	return cols
 }()
@@ -222,13 +222,13 @@ func NewSummaryWriter(w io.Writer, format string) (*SummaryWriter, error) {
 // Values returns s's row: a Value per column of SummaryColumns.
 func (s *Summary) Values() []Value {
 	row := make([]Value, len(summaryColumns))
-	fill(summaryColumns, s, row)
+	fill(summaryColumns, s, row, false)
 	return row
 }
 
 // Write writes s's row.
 func (sw *SummaryWriter) Write(s *Summary) error {
-	fill(summaryColumns, s, sw.row)
+	fill(summaryColumns, s, sw.row, false)
 	return sw.WriteValues(sw.row)
 }
 
