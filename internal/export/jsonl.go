@@ -17,11 +17,16 @@ type jsonl struct {
 	cols []Column
 	keys [][]byte // `"name":` of each column, with the separator before it
 	line []byte
+	// The last value of each labels column and its JSON: a trace's labels are the same on
+	// every row.
+	labels [][]trace.Label
+	enc    [][]byte
+	times  timeCache
 }
 
 func newJSONL(w io.Writer, t Table) (RowWriter, error) {
 	cols := t.Columns
-	j := &jsonl{w: w, cols: cols, keys: make([][]byte, len(cols))}
+	j := &jsonl{w: w, cols: cols, keys: make([][]byte, len(cols)), labels: make([][]trace.Label, len(cols)), enc: make([][]byte, len(cols))}
 	for i, c := range cols {
 		sep := ","
 		if i == 0 {
@@ -46,10 +51,13 @@ func (j *jsonl) Write(row []Value) error {
 			b = strconv.AppendBool(b, v.Int != 0)
 		case c.Type == Time:
 			b = append(b, '"')
-			b = appendTime(b, v.Int)
+			b = j.times.append(b, v.Int)
 			b = append(b, '"')
 		case c.Type == Labels:
-			b = appendLabels(b, v.Labels)
+			if j.enc[i] == nil || !sameLabels(j.labels[i], v.Labels) {
+				j.labels[i], j.enc[i] = v.Labels, appendLabels(j.enc[i][:0], v.Labels)
+			}
+			b = append(b, j.enc[i]...)
 		default:
 			b = appendJSONString(b, v.Str)
 		}
@@ -106,6 +114,37 @@ const timeLayout = "2006-01-02T15:04:05.000000000Z07:00"
 // appendTime appends ns since the Unix epoch as an RFC 3339 time in UTC.
 func appendTime(b []byte, ns int64) []byte {
 	return time.Unix(0, ns).UTC().AppendFormat(b, timeLayout)
+}
+
+// timeCache formats times of the same second fast: its date and time of day are kept.
+type timeCache struct {
+	sec    int64
+	prefix []byte // "2006-01-02T15:04:05."
+}
+
+// append appends ns since the Unix epoch as appendTime does.
+func (c *timeCache) append(b []byte, ns int64) []byte {
+	sec, frac := ns/1e9, ns%1e9
+	if frac < 0 {
+		sec, frac = sec-1, frac+1e9
+	}
+	if c.prefix == nil || sec != c.sec {
+		c.sec = sec
+		c.prefix = time.Unix(sec, 0).UTC().AppendFormat(c.prefix[:0], "2006-01-02T15:04:05.")
+	}
+	b = append(b, c.prefix...)
+	var d [9]byte
+	for i := 8; i >= 0; i-- {
+		d[i] = byte('0' + frac%10)
+		frac /= 10
+	}
+	b = append(b, d[:]...)
+	return append(b, 'Z')
+}
+
+// sameLabels reports whether a and b are the same slice.
+func sameLabels(a, b []trace.Label) bool {
+	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
 }
 
 // appendLabels appends labels as a JSON object (a key given twice keeps its first value).

@@ -66,3 +66,14 @@ func decodeSurrogateEscape(t *testing.T, b []byte) string {
 	}
 	return string(out)
 }
+
+// TestTimeCache: the cached formatting of times gives appendTime's text, across seconds and
+// before the epoch.
+func TestTimeCache(t *testing.T) {
+	var c timeCache
+	for _, ns := range []int64{0, 1, 999_999_999, 1_000_000_000, 1_764_547_200_123_456_789, 1_764_547_200_123_456_790, 1_764_547_201_000_000_000, -1, -1_000_000_001} {
+		if got, want := string(c.append(nil, ns)), string(appendTime(nil, ns)); got != want {
+			t.Errorf("%d: %s, want %s", ns, got, want)
+		}
+	}
+}
