@@ -2,7 +2,8 @@
 // to an analyst's engine: DuckDB for Node.js (npm @duckdb/node-api, pinned by
 // node/package-lock.json and installed into node/node_modules by scripts/install-deps.sh),
 // driven by node/query.mjs. Without Node.js or that install, a test skips, naming what is
-// missing, and fails instead under IOTAP_REQUIRE_DUCKDB=1 (package testenv).
+// missing, and fails instead under IOTAP_REQUIRE_DUCKDB=1 or IOTAP_REQUIRE_FUSE=1 (package
+// testenv): a run that must exercise the mount tests must exercise these too.
 package duckdbtest
 
 import (
@@ -28,14 +29,19 @@ func dir() string {
 	return filepath.Join(filepath.Dir(file), "node")
 }
 
-// Require skips t (or fails it under IOTAP_REQUIRE_DUCKDB=1) when DuckDB cannot run.
+// Require skips t (or fails it under IOTAP_REQUIRE_DUCKDB=1 or IOTAP_REQUIRE_FUSE=1) when
+// DuckDB cannot run.
 func Require(t testing.TB) {
 	t.Helper()
+	req := testenv.DuckDB
+	if !req.Required() && testenv.FUSE.Required() {
+		req = testenv.FUSE
+	}
 	if _, err := exec.LookPath("node"); err != nil {
-		testenv.Skip(t, testenv.DuckDB, "node (Node.js) not installed: DuckDB for Node.js reads the exports")
+		testenv.Skip(t, req, "node (Node.js) not installed: DuckDB for Node.js reads the exports")
 	}
 	if _, err := os.Stat(filepath.Join(dir(), "node_modules", "@duckdb", "node-api")); err != nil {
-		testenv.Skip(t, testenv.DuckDB, "DuckDB for Node.js not installed in %s (scripts/install-deps.sh installs it)", dir())
+		testenv.Skip(t, req, "DuckDB for Node.js not installed in %s (scripts/install-deps.sh installs it)", dir())
 	}
 }
 
