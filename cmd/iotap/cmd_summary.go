@@ -67,9 +67,21 @@ func runSummary(ctx context.Context, e *env, o *summaryOptions, args []string) (
 	if err != nil {
 		return err
 	}
-	rows := make([][]export.Value, len(names)) // --by trace: each trace's row, once read
-	jobs := map[string]*export.Summary{}       // --by job
-	var mu sync.Mutex                          // guards jobs, dropped
+	// --by job: the traces are read in the order of their jobs (their headers first), and a
+	// job's statistics go once its last trace is in, so that those of a few jobs at a time
+	// are held, not all.
+	var keys []string // the job of each trace, by name's index
+	var headerFails []traceFailure
+	if o.By == "job" {
+		names, keys, headerFails = jobOrder(ctx, e, names)
+	}
+	remaining := map[string]int{}
+	for _, k := range keys {
+		remaining[k]++
+	}
+	rows := make([][]export.Value, len(names)) // each trace's row (--by job: each job's, at its last trace)
+	jobs := map[string]*export.Summary{}       // --by job: the jobs being read
+	var mu sync.Mutex                          // guards rows, jobs, remaining, dropped
 	var dropped []string
 	fails := eachTrace(ctx, e, names, 0, func(i int, name string, r *trace.Reader) error {
 		acc := stats.NewAccumulator(name, r.Header(), stats.Options{Names: r})
@@ -82,6 +94,12 @@ func runSummary(ctx context.Context, e *env, o *summaryOptions, args []string) (
 				break
 			}
 			if err != nil {
+				mu.Lock()
+				defer mu.Unlock()
+				if keys != nil {
+					remaining[keys[i]]-- // the job's row comes without it
+					rows[i] = jobDone(jobs, remaining, keys[i])
+				}
 				return fmt.Errorf("read trace: %w", err)
 			}
 			acc.Add(ev)
@@ -93,37 +111,26 @@ func runSummary(ctx context.Context, e *env, o *summaryOptions, args []string) (
 		if n := droppedNote(name, footer); n != "" {
 			dropped = append(dropped, n)
 		}
-		if o.By == "trace" {
+		if keys == nil {
 			rows[i] = s.Values() // the statistics go: a row per trace is what is kept
 			return nil
 		}
-		key := s.Job()
-		if key == "" {
-			key = "trace " + name // outside Slurm: a job of its own
-		} else {
-			s.Name = "job " + key
+		key := keys[i]
+		if job := s.Job(); job != "" {
+			s.Name = "job " + job
 		}
 		if j := jobs[key]; j != nil {
 			j.Merge(s)
 		} else {
 			jobs[key] = s
 		}
+		remaining[key]--
+		rows[i] = jobDone(jobs, remaining, key)
 		return nil
 	})
+	fails = append(headerFails, fails...)
 	if err := ctx.Err(); err != nil {
 		return err
-	}
-	if o.By == "job" {
-		rows = rows[:0]
-		for _, k := range slices.Sorted(func(yield func(string) bool) {
-			for k := range jobs {
-				if !yield(k) {
-					return
-				}
-			}
-		}) {
-			rows = append(rows, jobs[k].Values())
-		}
 	}
 	rows = slices.DeleteFunc(rows, func(r []export.Value) bool { return r == nil })
 	out := &exportOptions{Output: o.Output}
@@ -150,7 +157,46 @@ func runSummary(ctx context.Context, e *env, o *summaryOptions, args []string) (
 			return err
 		}
 	}
-	return traceOutcome(e, "summary", len(names), fails, dropped)
+	return traceOutcome(e, "summary", len(names)+len(headerFails), fails, dropped)
+}
+
+// jobDone returns the row of the job key once none of its traces remains to be read (and
+// forgets its statistics), nil before.
+func jobDone(jobs map[string]*export.Summary, remaining map[string]int, key string) []export.Value {
+	if remaining[key] > 0 || jobs[key] == nil {
+		return nil
+	}
+	row := jobs[key].Values()
+	delete(jobs, key)
+	return row
+}
+
+// jobOrder reads the traces' headers (as many at once as there are CPUs) and returns the
+// traces that could be opened in the order of their jobs (the Slurm job id; a trace
+// outside Slurm is a job of its own), each trace's job, and the traces that could not be
+// opened.
+func jobOrder(ctx context.Context, e *env, names []string) (ordered, keys []string, fails []traceFailure) {
+	all := make([]string, len(names))
+	fails = eachTrace(ctx, e, names, 0, func(i int, name string, r *trace.Reader) error {
+		if job, ok := r.Header().Label("SLURM_JOB_ID"); ok && job != "" {
+			all[i] = "job " + job
+		} else {
+			all[i] = "trace " + name
+		}
+		return nil
+	})
+	fails = slices.DeleteFunc(fails, func(f traceFailure) bool { return f.damaged }) // only the header was read
+	idx := make([]int, 0, len(names))
+	for i := range names {
+		if all[i] != "" {
+			idx = append(idx, i)
+		}
+	}
+	slices.SortStableFunc(idx, func(a, b int) int { return strings.Compare(all[a], all[b]) })
+	for _, i := range idx {
+		ordered, keys = append(ordered, names[i]), append(keys, all[i])
+	}
+	return ordered, keys, fails
 }
 
 // writeSummaryTable writes the rows for reading: the main columns, aligned.

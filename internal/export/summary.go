@@ -29,7 +29,8 @@ var summaryLatencies = []fold.Syscall{fold.SysOpen, fold.SysStat, fold.SysRead, 
 type Summary struct {
 	Name    string // the trace (as named), or "job J"
 	Traces  int
-	id      *identity // the first trace's
+	first   string    // the name of the row's first trace (in name order)
+	id      *identity // its identity
 	hosts   map[string]bool
 	st      *stats.Stats
 	Damaged bool
@@ -38,11 +39,14 @@ type Summary struct {
 // NewSummary starts the row of one trace (named name, with header h) from its statistics.
 // The statistics must hold the per-system-call view (stats.Options.Names).
 func NewSummary(name string, h *trace.Header, st *stats.Stats, damaged bool) *Summary {
-	return &Summary{Name: name, Traces: 1, id: identityOf(h), hosts: map[string]bool{h.Hostname: true}, st: st, Damaged: damaged}
+	return &Summary{Name: name, Traces: 1, first: name, id: identityOf(h), hosts: map[string]bool{h.Hostname: true}, st: st, Damaged: damaged}
 }
 
 // Merge adds o's trace (or traces) to s: a job's row.
 func (s *Summary) Merge(o *Summary) {
+	if o.first < s.first {
+		s.first, s.id = o.first, o.id
+	}
 	s.Traces += o.Traces
 	for h := range o.hosts {
 		s.hosts[h] = true
@@ -65,7 +69,7 @@ var summaryColumns = func() []column[Summary] {
 			}
 			return s.id.traceID
 		}),
-		nameCol("host", "the host (the first trace's, for a row of several)", func(s *Summary) string { return s.id.host }),
+		nameCol("host", "the host (for a row of several, the first trace's in name order)", func(s *Summary) string { return s.id.host }),
 		intCol("hosts", "the hosts the row's traces were made on", func(s *Summary) int64 { return int64(len(s.hosts)) }),
 		optStr("job", "the Slurm job id (label SLURM_JOB_ID), NULL outside Slurm", func(s *Summary) string { return s.id.job }),
 		optInt("start_ns", "the first request's start, ns since the Unix epoch (NULL: no request)", func(s *Summary) (int64, bool) {
