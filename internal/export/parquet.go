@@ -47,6 +47,7 @@ type parquetRows struct {
 	raw    []int         // raw[i]: the leaf of cols[i]'s _raw column, -1 for none
 	rows   []parquet.Row // rows[:n] are written in one call, their slices reused
 	n      int
+	bad    []bool // bad[i]: the row's name in cols[i] is not UTF-8
 	// The labels last seen (a trace's, the same for all its rows) and their keys and values
 	// as UTF-8 bytes.
 	labels     []trace.Label
@@ -58,7 +59,7 @@ const parquetBatch = 512
 
 func newParquet(w io.Writer, t Table) (RowWriter, error) {
 	p := &parquetRows{cols: t.Columns, leaves: make([]int, len(t.Columns)), raw: make([]int, len(t.Columns)),
-		rows: make([]parquet.Row, parquetBatch)}
+		rows: make([]parquet.Row, parquetBatch), bad: make([]bool, len(t.Columns))}
 	var fields, raws []parquet.Field
 	leaf := 0
 	for i, c := range t.Columns {
@@ -114,6 +115,7 @@ func (p *parquetRows) Write(row []Value) error {
 	r := p.rows[p.n][:0]
 	for i, c := range p.cols {
 		v := &row[i]
+		p.bad[i] = false
 		leaf := p.leaves[i]
 		def := 0
 		if c.Nullable {
@@ -135,17 +137,18 @@ func (p *parquetRows) Write(row []Value) error {
 		default:
 			s := v.Str
 			if c.Type == Name && !utf8.ValidString(s) {
+				p.bad[i] = true
 				s = strings.ToValidUTF8(s, "\uFFFD") // rare: a new string, kept by the row
 			}
 			r = append(r, parquet.ByteArrayValue(bytesOf(s)).Level(0, def, leaf))
 		}
 	}
-	for i, c := range p.cols {
+	for i := range p.cols {
 		if p.raw[i] < 0 {
 			continue
 		}
-		if s := row[i].Str; c.Type == Name && !row[i].Null && !utf8.ValidString(s) {
-			r = append(r, parquet.ByteArrayValue(bytesOf(s)).Level(0, 1, p.raw[i]))
+		if p.bad[i] {
+			r = append(r, parquet.ByteArrayValue(bytesOf(row[i].Str)).Level(0, 1, p.raw[i]))
 		} else {
 			r = append(r, parquet.NullValue().Level(0, 0, p.raw[i]))
 		}
