@@ -265,6 +265,7 @@ func (o *exportOptions) dataset(ctx context.Context, e *env, args []string, key 
 	files := map[string]string{}
 	var dropped []string
 	fails := eachTrace(ctx, e, names, 0, func(_ int, name string, r *trace.Reader) error {
+		r.SetStrict(o.Strict) // under --strict a damaged trace is not exported: it is named
 		src := r
 		if o.Anonymize {
 			var cause func() error
