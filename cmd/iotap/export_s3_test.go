@@ -10,7 +10,6 @@ import (
 	"testing"
 
 	"github.com/iotap/iotap/internal/s3store"
-	"github.com/iotap/iotap/internal/s3test"
 	"github.com/iotap/iotap/trace"
 	"github.com/iotap/iotap/trace/tracetest"
 	"golang.org/x/sys/unix"
@@ -20,15 +19,7 @@ import (
 // when larger than a part), the same bytes as to a file; many traces go to a dataset below
 // an s3:// prefix, read from one; a prefix that holds objects is refused.
 func TestExportToS3(t *testing.T) {
-	srv, err := s3test.Start(s3test.Options{Buckets: []string{"out", "traces"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = srv.Close() }()
-	t.Setenv("IOTAP_S3_ENDPOINT", srv.URL)
-	t.Setenv("AWS_ACCESS_KEY_ID", s3test.AccessKey)
-	t.Setenv("AWS_SECRET_ACCESS_KEY", s3test.SecretKey)
-	t.Setenv("AWS_REGION", "us-east-1")
+	startS3(t, "out", "traces")
 	ctx := context.Background()
 	read := func(url string) []byte {
 		t.Helper()

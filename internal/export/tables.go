@@ -101,49 +101,46 @@ func aggregate(ctx context.Context, r *trace.Reader) (*stats.Stats, error) {
 
 // writeProcesses writes a row per process, by pid.
 func writeProcesses(ctx context.Context, r *trace.Reader, n *names, rw RowWriter) error {
-	st, readErr := aggregate(ctx, r)
-	if st == nil {
-		return readErr
-	}
-	keys := slices.SortedFunc(maps.Keys(st.Procs), func(a, b stats.ProcKey) int {
-		return cmp.Or(cmp.Compare(a.Pid, b.Pid), strings.Compare(a.Comm, b.Comm))
-	})
-	rec := process{n: n}
-	i := 0
-	err := copyRows(ctx, rw, processColumns, func() (*process, error) {
-		if i == len(keys) {
-			return nil, io.EOF
+	return writeAggregate(ctx, r, rw, processColumns, func(st *stats.Stats) []process {
+		keys := slices.SortedFunc(maps.Keys(st.Procs), func(a, b stats.ProcKey) int {
+			return cmp.Or(cmp.Compare(a.Pid, b.Pid), strings.Compare(a.Comm, b.Comm))
+		})
+		out := make([]process, len(keys))
+		for i, k := range keys {
+			out[i] = process{p: st.Procs[k], n: n}
+			out[i].pr, _ = r.Process(k.Pid) // the zero record when there is none
 		}
-		rec.p = st.Procs[keys[i]]
-		i++
-		var ok bool
-		if rec.pr, ok = r.Process(rec.p.Pid); !ok {
-			rec.pr = trace.Process{}
-		}
-		return &rec, nil
+		return out
 	})
-	if err != nil {
-		return err
-	}
-	return readErr
 }
 
 // writeFiles writes a row per path, by path.
 func writeFiles(ctx context.Context, r *trace.Reader, n *names, rw RowWriter) error {
+	return writeAggregate(ctx, r, rw, fileColumns, func(st *stats.Stats) []file {
+		keys := slices.Sorted(maps.Keys(st.Files))
+		out := make([]file, len(keys))
+		for i, k := range keys {
+			out[i] = file{f: st.Files[k], n: n}
+		}
+		return out
+	})
+}
+
+// writeAggregate reads the whole trace into its statistics and writes the records rows
+// makes of them; an error reading the trace comes after the rows of what was read.
+func writeAggregate[R any](ctx context.Context, r *trace.Reader, rw RowWriter, table []column[R], rows func(*stats.Stats) []R) error {
 	st, readErr := aggregate(ctx, r)
 	if st == nil {
 		return readErr
 	}
-	keys := slices.Sorted(maps.Keys(st.Files))
-	rec := file{n: n}
+	recs := rows(st)
 	i := 0
-	err := copyRows(ctx, rw, fileColumns, func() (*file, error) {
-		if i == len(keys) {
+	err := copyRows(ctx, rw, table, func() (*R, error) {
+		if i == len(recs) {
 			return nil, io.EOF
 		}
-		rec.f = st.Files[keys[i]]
 		i++
-		return &rec, nil
+		return &recs[i-1], nil
 	})
 	if err != nil {
 		return err

@@ -3,6 +3,7 @@ package export
 import (
 	"github.com/iotap/iotap/trace"
 	"github.com/iotap/iotap/trace/fold"
+	"github.com/iotap/iotap/trace/stats"
 )
 
 // request is one record of the requests view: an event and the trace's names.
@@ -34,18 +35,6 @@ func requestSize(op trace.Op) bool {
 	return false
 }
 
-// transfers reports whether op's result counts bytes transferred, as the report counts
-// them: file data (read, write, copy_file_range), directory entries (readdir), attribute
-// values and names (getxattr, listxattr), a link's text (readlink).
-func transfers(op trace.Op) bool {
-	switch op {
-	case trace.OpRead, trace.OpWrite, trace.OpCopyFileRange, trace.OpReaddir, trace.OpReaddirplus,
-		trace.OpGetxattr, trace.OpListxattr, trace.OpReadlink:
-		return true
-	}
-	return false
-}
-
 // bytesMoved is the bytes a request or call transferred: its result when it succeeded.
 func bytesMoved(errno uint16, ret int64) int64 {
 	if errno != 0 || ret < 0 {
@@ -72,7 +61,7 @@ var requestColumns = append([]column[request]{
 		func(r *request) (int64, bool) { return int64(r.ev.Size), requestSize(r.ev.Op) }),
 	optInt("bytes", "bytes transferred, as the report counts them: file data (read, write, copy_file_range), directory entries (readdir), "+
 		"attribute values and names (getxattr, listxattr), a link's text (readlink); 0 when it failed; NULL for the other operations",
-		func(r *request) (int64, bool) { return bytesMoved(r.ev.Errno, r.ev.Ret), transfers(r.ev.Op) }),
+		func(r *request) (int64, bool) { return bytesMoved(r.ev.Errno, r.ev.Ret), stats.HasBytes(r.ev.Op) }),
 	intCol("ret", "the request's result: bytes done, the resulting offset (lseek), the size of the object found (lookup, getattr)",
 		func(r *request) int64 { return r.ev.Ret }),
 	intCol("errno", "0 on success, else the errno returned to the caller", func(r *request) int64 { return int64(r.ev.Errno) }),
@@ -149,7 +138,7 @@ var syscallColumns = append([]column[syscall]{
 	}),
 	optInt("bytes", "bytes transferred, as the requests view counts them by the call's primary request (read, write, copy_file_range, "+
 		"getdents, getxattr, listxattr, readlink); 0 when it failed; NULL for the other calls",
-		func(s *syscall) (int64, bool) { return bytesMoved(s.c.Errno, s.c.Ret), transfers(s.c.Rec) }),
+		func(s *syscall) (int64, bool) { return bytesMoved(s.c.Errno, s.c.Ret), stats.HasBytes(s.c.Rec) }),
 	intCol("ret", "its result: bytes done, or the size found (stat)", func(s *syscall) int64 { return s.c.Ret }),
 	intCol("errno", "0 on success, else the errno", func(s *syscall) int64 { return int64(s.c.Errno) }),
 	optStr("errno_name", "the errno's name, NULL on success", func(s *syscall) string { return trace.ErrnoName(s.c.Errno) }),
