@@ -233,7 +233,7 @@ func TestFleetQueries(t *testing.T) {
 		mustDo(t, d.Decode(&m))
 		sums = append(sums, m)
 	}
-	slices.SortFunc(sums, func(a, b map[string]any) int { return int(jnum(a, "start_ns") - jnum(b, "start_ns")) })
+	slices.SortFunc(sums, func(a, b map[string]any) int { return strings.Compare(jstr(a, "start_time"), jstr(b, "start_time")) })
 	grew := map[string]float64{}
 	last := map[string]float64{}
 	for _, s := range sums {

@@ -119,6 +119,13 @@ func boolCol[R any](name, doc string, get func(r *R) bool) column[R] {
 	}}
 }
 
+// optTime is a nullable time column: get's second result says whether there is a value.
+func optTime[R any](name, doc string, get func(r *R) (int64, bool)) column[R] {
+	c := optInt(name, doc, get)
+	c.Type = Time
+	return c
+}
+
 func timeCol[R any](name, doc string, get func(r *R) int64) column[R] {
 	return column[R]{Column: Column{Name: name, Type: Time, Doc: doc}, get: func(r *R) Value { return Value{Int: get(r)} }}
 }

@@ -72,7 +72,7 @@ var summaryColumns = func() []column[Summary] {
 		nameCol("host", "the host (for a row of several, the first trace's in name order)", func(s *Summary) string { return s.id.host }),
 		intCol("hosts", "the hosts the row's traces were made on", func(s *Summary) int64 { return int64(len(s.hosts)) }),
 		optStr("job", "the Slurm job id (label SLURM_JOB_ID), NULL outside Slurm", func(s *Summary) string { return s.id.job }),
-		optInt("start_ns", "the first request's start, ns since the Unix epoch (NULL: no request)", func(s *Summary) (int64, bool) {
+		optTime("start_time", "the first request's start (NULL: no request)", func(s *Summary) (int64, bool) {
 			var first int64
 			ok := false
 			for i := range s.st.Sources {
