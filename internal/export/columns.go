@@ -32,6 +32,8 @@ type Column struct {
 	Type     Type
 	Nullable bool
 	Doc      string
+	// PerTrace: the value is the trace's (an identity column), the same on every row of it.
+	PerTrace bool
 }
 
 // Value is one cell of a row.
@@ -66,8 +68,6 @@ func (v Value) Text(t Type) string {
 type column[R any] struct {
 	Column
 	get func(r *R) Value
-	// perTrace: the same value for every record of a trace (the identity columns), got once.
-	perTrace bool
 }
 
 func intCol[R any](name, doc string, get func(r *R) int64) column[R] {
@@ -151,7 +151,7 @@ func identityColumns[R any](of func(r *R) *identity) []column[R] {
 			get: func(r *R) Value { return Value{Labels: of(r).labels} }},
 	}
 	for i := range cols {
-		cols[i].perTrace = true
+		cols[i].PerTrace = true
 	}
 	return cols
 }
@@ -169,7 +169,7 @@ func columnsOf[R any](table []column[R]) []Column {
 // the trace of the record row holds, and the columns whose value is the trace's keep it.
 func fill[R any](table []column[R], r *R, row []Value, same bool) {
 	for i := range table {
-		if !same || !table[i].perTrace {
+		if !same || !table[i].PerTrace {
 			row[i] = table[i].get(r)
 		}
 	}

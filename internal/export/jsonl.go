@@ -2,6 +2,7 @@ package export
 
 import (
 	"io"
+	"slices"
 	"strconv"
 	"time"
 	"unicode/utf8"
@@ -17,16 +18,16 @@ type jsonl struct {
 	cols []Column
 	keys [][]byte // `"name":` of each column, with the separator before it
 	line []byte
-	// The last value of each labels column and its JSON: a trace's labels are the same on
-	// every row.
-	labels [][]trace.Label
-	enc    [][]byte
-	times  timeCache
+	// The values of the PerTrace columns on the last row, and their JSON (with the keys), which
+	// the next rows of the trace repeat.
+	last  []Value
+	enc   []byte
+	times []timeCache // per column
 }
 
 func newJSONL(w io.Writer, t Table) (RowWriter, error) {
 	cols := t.Columns
-	j := &jsonl{w: w, cols: cols, keys: make([][]byte, len(cols)), labels: make([][]trace.Label, len(cols)), enc: make([][]byte, len(cols))}
+	j := &jsonl{w: w, cols: cols, keys: make([][]byte, len(cols)), last: make([]Value, len(cols)), times: make([]timeCache, len(cols))}
 	for i, c := range cols {
 		sep := ","
 		if i == 0 {
@@ -34,37 +35,90 @@ func newJSONL(w io.Writer, t Table) (RowWriter, error) {
 		}
 		j.keys[i] = []byte(sep + strconv.Quote(c.Name) + ":")
 	}
+	// The PerTrace columns' JSON is kept in one piece: when they are not contiguous, each row
+	// writes them all.
+	first, last := -1, -1
+	for i, c := range cols {
+		if c.PerTrace {
+			if first < 0 {
+				first = i
+			}
+			last = i
+		}
+	}
+	for i := first; first >= 0 && i <= last; i++ {
+		if !cols[i].PerTrace {
+			j.cols = slices.Clone(cols)
+			for k := range j.cols {
+				j.cols[k].PerTrace = false
+			}
+			break
+		}
+	}
 	return j, nil
 }
 
 func (j *jsonl) Write(row []Value) error {
 	b := j.line[:0]
-	for i, c := range j.cols {
-		b = append(b, j.keys[i]...)
-		v := &row[i]
-		switch {
-		case v.Null:
-			b = append(b, "null"...)
-		case c.Type == Int:
-			b = strconv.AppendInt(b, v.Int, 10)
-		case c.Type == Bool:
-			b = strconv.AppendBool(b, v.Int != 0)
-		case c.Type == Time:
-			b = append(b, '"')
-			b = j.times.append(b, v.Int)
-			b = append(b, '"')
-		case c.Type == Labels:
-			if j.enc[i] == nil || !sameLabels(j.labels[i], v.Labels) {
-				j.labels[i], j.enc[i] = v.Labels, appendLabels(j.enc[i][:0], v.Labels)
+	if j.enc == nil || j.changed(row) {
+		j.enc = j.enc[:0]
+		for i, c := range j.cols {
+			if c.PerTrace {
+				j.last[i] = row[i]
+				j.enc = j.value(j.enc, i, &row[i])
 			}
-			b = append(b, j.enc[i]...)
-		default:
-			b = appendJSONString(b, v.Str)
 		}
+	}
+	cached := false
+	for i, c := range j.cols {
+		if c.PerTrace {
+			if !cached { // the PerTrace columns, in one piece (they are contiguous)
+				b = append(b, j.enc...)
+				cached = true
+			}
+			continue
+		}
+		b = j.value(b, i, &row[i])
 	}
 	j.line = append(b, "}\n"...)
 	_, err := j.w.Write(j.line)
 	return err
+}
+
+// changed reports whether a PerTrace column's value differs from the last row's.
+func (j *jsonl) changed(row []Value) bool {
+	for i, c := range j.cols {
+		if !c.PerTrace {
+			continue
+		}
+		a, v := &j.last[i], &row[i]
+		if a.Int != v.Int || a.Null != v.Null || a.Str != v.Str || !sameLabels(a.Labels, v.Labels) {
+			return true
+		}
+	}
+	return false
+}
+
+// value appends column i's key and its value v.
+func (j *jsonl) value(b []byte, i int, v *Value) []byte {
+	b = append(b, j.keys[i]...)
+	switch c := j.cols[i]; {
+	case v.Null:
+		b = append(b, "null"...)
+	case c.Type == Int:
+		b = strconv.AppendInt(b, v.Int, 10)
+	case c.Type == Bool:
+		b = strconv.AppendBool(b, v.Int != 0)
+	case c.Type == Time:
+		b = append(b, '"')
+		b = j.times[i].append(b, v.Int)
+		b = append(b, '"')
+	case c.Type == Labels:
+		b = appendLabels(b, v.Labels)
+	default:
+		b = appendJSONString(b, v.Str)
+	}
+	return b
 }
 
 func (j *jsonl) Close() error { return nil }
