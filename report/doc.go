@@ -42,8 +42,9 @@
 //
 // Latencies are durations of filesystem operations as the tracing layer timed them.
 // Percentiles come from HDR histograms with 3 significant digits: pN is the highest value
-// equivalent to the order statistic of rank round(N/100 × count) (at least 1), capped at
-// the exact maximum, so it is never below the exact order statistic and less than 1/1024
+// equivalent to the order statistic of rank ⌈N/100 × count⌉ (at least 1: the rule of SQL's
+// percentile_disc and DuckDB's quantile_disc, package internal/quantile), capped at the
+// exact maximum, so it is never below the exact order statistic and less than 1/1024
 // (0.1 %) of it above, from 1 ns up (values below 2048 ns are exact).
 // Mean, total and max are exact. "Job I/O time" is the sum of all op durations: concurrent
 // ops add up, so it can exceed the wall-clock duration.

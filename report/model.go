@@ -11,6 +11,7 @@ import (
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 
 	"github.com/iotap/iotap/internal/format"
+	"github.com/iotap/iotap/internal/quantile"
 	"github.com/iotap/iotap/trace"
 	"github.com/iotap/iotap/trace/stats"
 )
@@ -657,7 +658,7 @@ func latency(h *hdrhistogram.Histogram, count uint64, totalNs, maxNs int64) Late
 		}
 		// A bucket's highest equivalent value may exceed the exact maximum; no order
 		// statistic can.
-		pct := func(p float64) int64 { return min(h.ValueAtPercentile(p), l.MaxNs) }
+		pct := func(p float64) int64 { return min(quantile.Value(h, p), l.MaxNs) }
 		l.P50, l.P90, l.P99, l.P999 = pct(50), pct(90), pct(99), pct(99.9)
 	}
 	return l
@@ -669,7 +670,7 @@ func cdf(h *hdrhistogram.Histogram, maxNs int64) []CDFPoint {
 	}
 	out := make([]CDFPoint, 0, len(cdfPercentiles))
 	for _, p := range cdfPercentiles {
-		out = append(out, CDFPoint{P: p, Ns: min(h.ValueAtPercentile(p), maxNs)})
+		out = append(out, CDFPoint{P: p, Ns: min(quantile.Value(h, p), maxNs)})
 	}
 	return out
 }

@@ -259,8 +259,9 @@ func TestPercentilesIndependent(t *testing.T) {
 				milli int64
 				got   int64
 			}{{50_000, o.P50}, {90_000, o.P90}, {99_000, o.P99}, {99_900, o.P999}} {
-				// rank = round(p/100 * n), at least 1: the definition doc.go documents.
-				rank := max((p.milli*int64(len(d))+50_000)/100_000, 1)
+				// rank = ⌈p/100 · n⌉, at least 1: SQL's percentile_disc, the definition
+				// doc.go documents.
+				rank := max((p.milli*int64(len(d))+99_999)/100_000, 1)
 				want := d[rank-1]
 				if p.got < want || p.got > want+max(want/1000, 512) {
 					t.Errorf("%s %s p%g = %d, order statistic %d", name, o.Op, float64(p.milli)/1000, p.got, want)

@@ -90,7 +90,7 @@ func runCompletion(_ context.Context, e *env, args []string) error {
 // writeAll writes b to w, saying so when it could not (a full disk, a closed pipe).
 func writeAll(w io.Writer, b []byte) error {
 	if _, err := w.Write(b); err != nil {
-		return writeError(err)
+		return fmt.Errorf("write output: %w", err)
 	}
 	return nil
 }

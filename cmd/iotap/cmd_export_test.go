@@ -13,7 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"unicode/utf8"
+
+	"github.com/iotap/iotap/internal/export"
 )
 
 func TestExport(t *testing.T) {
@@ -33,8 +34,8 @@ func TestExport(t *testing.T) {
 		{name: "truncated", args: []string{fx["truncated"]}, code: exitDamaged, lines: 25, stderr: "no footer"},
 		{name: "corrupt", args: []string{fx["corrupt"]}, code: exitDamaged, lines: 9, stderr: "payload checksum mismatch"},
 		{name: "corrupt-strict", args: []string{"--strict", fx["corrupt"]}, code: exitDamaged, lines: 0, stderr: "stopped at the first damaged chunk"},
-		{name: "bad-format", args: []string{"--format", "xml", fx["good"]}, code: exitUsage, stderr: `--format "xml": want jsonl, csv, fio or perfetto`},
-		{name: "two-traces", args: []string{fx["good"], fx["good"]}, code: exitUsage, stderr: "want exactly one trace"},
+		{name: "bad-format", args: []string{"--format", "xml", fx["good"]}, code: exitUsage, stderr: `--format "xml": want jsonl, csv, parquet, fio or perfetto`},
+		{name: "two-traces", args: []string{fx["good"], fx["good"]}, code: exitUsage, stderr: "many traces make a dataset: give its directory or s3://bucket/prefix/ with -o"},
 		{name: "missing", args: []string{fx["missing"]}, code: exitError, stderr: "does not exist"},
 		{name: "not-a-trace", args: []string{fx["text"]}, code: exitError, stderr: "is not an iotap trace"},
 		{name: "unwritable", args: []string{fx["good"], "-o", filepath.Join(fx["missing"], "x.jsonl")}, code: exitUsage, stderr: "create output:"},
@@ -73,7 +74,7 @@ func TestExportFields(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !reflect.DeepEqual(rows[0], exportFields) {
+	if !reflect.DeepEqual(rows[0], exportFields()) {
 		t.Fatalf("csv header %v", rows[0])
 	}
 	lines := strings.Split(strings.TrimSuffix(jsonl, "\n"), "\n")
@@ -87,33 +88,42 @@ func TestExportFields(t *testing.T) {
 		if err := d.Decode(&m); err != nil {
 			t.Fatalf("line %d: %v: %s", i, err, l)
 		}
-		if len(m) != len(exportFields) {
+		if len(m) != len(exportFields()) {
 			t.Fatalf("line %d has %d fields", i, len(m))
 		}
-		for j, f := range exportFields {
-			if got := strings.Trim(string(mustJSON(t, m[f])), `"`); got != rows[i+1][j] {
+		for j, f := range exportFields() {
+			got := string(mustJSON(t, m[f]))
+			switch {
+			case got == "null":
+				got = "" // NULL: an empty CSV field
+			case strings.HasPrefix(got, `"`):
+				got = strings.Trim(got, `"`)
+			}
+			if got != rows[i+1][j] {
 				t.Errorf("line %d field %s: json %s, csv %s", i, f, got, rows[i+1][j])
 			}
 		}
 	}
 	want := map[string]string{
-		"op": "read", "path": "data/in.bam", "offset": "1048576", "size": "1048576", "ret": "1048576",
+		"op": "read", "path": "data/in.bam", "file_offset": "1048576", "size": "1048576", "ret": "1048576",
 		"handle": "1", "node": "3", "comm": "samtools", "tid": "100", "pid": "100", "uid": "1000", "gid": "100",
-		"errno": "0", "errno_name": "", "dur_ns": "400000", "start_ns": "438500",
+		"errno": "0", "errno_name": "", "dur_ns": "400000", "start_ns": "438500", "bytes": "1048576",
+		"start_time": "2026-11-30T02:00:00.000438623Z", "host": "node17", "job": "", "exe": "/usr/bin/samtools",
 	}
 	row := rows[5]
 	for f, v := range want {
-		if got := row[slices.Index(exportFields, f)]; got != v {
+		if got := row[slices.Index(exportFields(), f)]; got != v {
 			t.Errorf("read row %s = %q, want %q (row %v)", f, got, v, row)
 		}
 	}
 	var sawErrno, sawSymlink bool
+	col := func(r []string, name string) string { return r[slices.Index(exportFields(), name)] }
 	for _, r := range rows[1:] {
-		if r[0] == "lookup" && r[10] == "2" {
-			sawErrno = r[11] == "ENOENT" && r[3] == "data/out"
+		if r[0] == "lookup" && col(r, "errno") == "2" {
+			sawErrno = col(r, "errno_name") == "ENOENT" && col(r, "path") == "data/out"
 		}
 		if r[0] == "symlink" {
-			sawSymlink = r[3] == "data/out/link" && r[4] == "../in.bam"
+			sawSymlink = col(r, "path") == "data/out/link" && col(r, "path2") == "../in.bam"
 		}
 	}
 	if !sawErrno || !sawSymlink {
@@ -122,7 +132,8 @@ func TestExportFields(t *testing.T) {
 }
 
 // TestExportOffset2: copy_file_range's output offset (format version 2) is exported as
-// offset2 in both formats; a version-1 trace exports 0.
+// offset2 in both formats; a version-1 trace, which did not record it, and other requests
+// export NULL.
 func TestExportOffset2(t *testing.T) {
 	v2 := filepath.Join("..", "..", "testdata", "trace", "v2-small.iotap")
 	for _, tc := range []struct {
@@ -142,15 +153,15 @@ func TestExportOffset2(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			col := slices.Index(rows[0], "offset2")
+			col := slices.Index(rows[0], "file_offset2")
 			if col < 0 {
-				t.Fatalf("no offset2 column in %v", rows[0])
+				t.Fatalf("no file_offset2 column in %v", rows[0])
 			}
 			var got []string
 			for _, r := range rows[1:] {
 				if r[0] == "copy_file_range" {
 					got = append(got, r[col])
-				} else if r[col] != "0" {
+				} else if r[col] != "" {
 					t.Errorf("%s row has offset2 %s", r[0], r[col])
 				}
 			}
@@ -162,13 +173,17 @@ func TestExportOffset2(t *testing.T) {
 			for _, l := range strings.Split(strings.TrimSuffix(jsonl, "\n"), "\n") {
 				var m struct {
 					Op      string `json:"op"`
-					Offset2 *int64 `json:"offset2"`
+					Offset2 *int64 `json:"file_offset2"`
 				}
-				if err := json.Unmarshal([]byte(l), &m); err != nil || m.Offset2 == nil {
+				if err := json.Unmarshal([]byte(l), &m); err != nil || (m.Offset2 != nil) != (m.Op == "copy_file_range" && tc.want != nil) {
 					t.Fatalf("%v, offset2 %v: %s", err, m.Offset2, l)
 				}
 				if m.Op == "copy_file_range" {
-					jgot = append(jgot, strconv.FormatInt(*m.Offset2, 10))
+					if m.Offset2 == nil {
+						jgot = append(jgot, "")
+					} else {
+						jgot = append(jgot, strconv.FormatInt(*m.Offset2, 10))
+					}
 				}
 			}
 			if !slices.Equal(jgot, tc.want) {
@@ -178,70 +193,15 @@ func TestExportOffset2(t *testing.T) {
 	}
 }
 
+// exportFields are the columns of the requests view.
+func exportFields() []string { return export.ColumnNames(export.Columns(export.ViewRequests)) }
+
 func mustJSON(t *testing.T, v any) []byte {
 	b, err := json.Marshal(v)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return b
-}
-
-// TestAppendJSONString: every name reads back to its bytes, invalid UTF-8 included (as
-// \udcXY escapes, decoded the way Python's surrogateescape does), and is valid JSON.
-func TestAppendJSONString(t *testing.T) {
-	for _, s := range []string{"", "plain/path.txt", `quo"te\back`, "new\nline\ttab\r", "\x00\x01\x1f", "naïve 日本", "bad\xffutf8", "bad\xfeutf8", "\u2028", `\udcff`, "\xed\xb3\xbf"} {
-		b := appendJSONString(nil, s)
-		var valid string
-		if err := json.Unmarshal(b, &valid); err != nil {
-			t.Errorf("%q: %v: %s", s, err, b)
-			continue
-		}
-		if valid != strings.ToValidUTF8(s, "\ufffd") && utf8.ValidString(s) {
-			t.Errorf("%q: read as %q", s, valid)
-		}
-		if got := decodeSurrogateEscape(t, b); got != s {
-			t.Errorf("%q: exported as %s, reads back as %q", s, b, got)
-		}
-	}
-	if a, b := appendJSONString(nil, "\xff"), appendJSONString(nil, "\xfe"); bytes.Equal(a, b) {
-		t.Errorf("\\xff and \\xfe both export as %s", a)
-	}
-}
-
-// decodeSurrogateEscape decodes a JSON string as Python's json.loads followed by
-// encode("utf-8", "surrogateescape") would: \udcXY is the byte 0xXY.
-func decodeSurrogateEscape(t *testing.T, b []byte) string {
-	t.Helper()
-	var out []byte
-	for i := 1; i < len(b)-1; i++ {
-		if b[i] != '\\' {
-			out = append(out, b[i])
-			continue
-		}
-		i++
-		switch b[i] {
-		case 'u':
-			v, err := strconv.ParseUint(string(b[i+1:i+5]), 16, 16)
-			if err != nil {
-				t.Fatalf("%s: %v", b, err)
-			}
-			if v>>8 == 0xdc && v&0xff >= 0x80 {
-				out = append(out, byte(v))
-			} else {
-				out = utf8.AppendRune(out, rune(v))
-			}
-			i += 4
-		case 'n':
-			out = append(out, '\n')
-		case 'r':
-			out = append(out, '\r')
-		case 't':
-			out = append(out, '\t')
-		default:
-			out = append(out, b[i])
-		}
-	}
-	return string(out)
 }
 
 func TestExportRefusesToOverwriteTrace(t *testing.T) {

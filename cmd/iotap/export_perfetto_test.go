@@ -6,12 +6,16 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/iotap/iotap/internal/export"
+	"github.com/iotap/iotap/internal/export/duckdbtest"
+	"github.com/iotap/iotap/internal/testenv"
 	"github.com/iotap/iotap/trace"
 	"github.com/iotap/iotap/trace/tracetest"
 	"golang.org/x/sys/unix"
@@ -193,7 +197,7 @@ func checkTraceEvents(t *testing.T, data []byte) traceEventSummary {
 		if !named[tr.pid] {
 			t.Errorf("process %s has no process_name", tr.pid)
 		}
-		if !threadNamed[tr] && tr.pid != fmt.Sprint(perfettoKernelPid) {
+		if !threadNamed[tr] && tr.pid != fmt.Sprint(export.PerfettoKernelPid) {
 			s.unnamedThreads++
 		}
 	}
@@ -286,7 +290,7 @@ func TestExportPerfetto(t *testing.T) {
 			s.readBytes, s.writeBytes, s.busyNs, readB, writeB, durNs)
 	}
 	for _, want := range []string{`"name":"s3fs (storage client)"`, `"name":"memory (MiB)"`, `"name":"CPU (%)"`, `"args":{"cpu":50}`,
-		`"tid":10,"args":{"name":"tar"}`, `"name":"process_labels"`} {
+		`"tid":10,"args":{"name":"tar"}`, `"name":"process_labels"`, `"name":"read in flight"`} {
 		if !strings.Contains(out, want) {
 			t.Errorf("export lacks %s", want)
 		}
@@ -320,8 +324,11 @@ func TestExportPerfetto(t *testing.T) {
 // a well-formed file.
 func TestExportDamaged(t *testing.T) {
 	fx := traceFixtures(t)
-	for _, format := range []string{"jsonl", "csv", "fio", "perfetto"} {
-		for _, view := range []string{"requests", "syscalls"} {
+	for _, format := range []string{"jsonl", "csv", "parquet", "fio", "perfetto"} {
+		for _, view := range []string{"requests", "syscalls", "files"} {
+			if view == "files" && (format == "fio" || format == "perfetto") {
+				continue
+			}
 			for _, strict := range []bool{false, true} {
 				name := format + "-" + view
 				args := []string{"export", "--format", format, "--view", view, fx["truncated"]}
@@ -343,8 +350,23 @@ func TestExportDamaged(t *testing.T) {
 						if n := checkIolog(t, out); n.files == 0 {
 							t.Error("no file in the iolog")
 						}
+					case "parquet":
+						// A complete file: footer and magic at its end, its rows readable.
+						if !strings.HasPrefix(out, "PAR1") || !strings.HasSuffix(out, "PAR1") {
+							t.Fatalf("not a complete Parquet file: %d bytes", len(out))
+						}
+						if !testenv.DuckDB.Required() && !testenv.FUSE.Required() {
+							if _, err := exec.LookPath("node"); err != nil {
+								return // the file's ends were checked
+							}
+						}
+						pq := filepath.Join(t.TempDir(), "d.parquet")
+						mustDo(t, os.WriteFile(pq, []byte(out), 0o600))
+						if rows := duckdbtest.Rows(t, "SELECT count(*) AS n FROM "+duckdbtest.Literal(pq)); rows[0].Int(t, "n") < 5 {
+							t.Errorf("%v rows", rows[0])
+						}
 					default:
-						if strings.Count(out, "\n") < 10 {
+						if strings.Count(out, "\n") < 5 {
 							t.Errorf("%d lines", strings.Count(out, "\n"))
 						}
 					}

@@ -91,7 +91,8 @@ func commandList() []*command {
 	var all []*command
 	for _, cs := range [][]*command{
 		recordCommands(), mountCommands(), reportCommands(), compareCommands(),
-		replayCommands(), infoCommands(), exportCommands(), anonymizeCommands(), completionCommands(),
+		replayCommands(), infoCommands(), exportCommands(), summaryCommands(), anonymizeCommands(),
+		completionCommands(),
 	} {
 		all = append(all, cs...)
 	}

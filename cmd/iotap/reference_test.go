@@ -9,7 +9,7 @@ package main
 //
 // Percentiles are the one figure that may differ: the report's come from HDR histograms
 // with three significant digits from 1 ns, which give the highest value equivalent to the
-// order statistic of rank round(p/100 × n) (at least 1), capped at the maximum. So a
+// order statistic of rank ⌈p/100 × n⌉ (at least 1; SQL's percentile_disc), capped at the maximum. So a
 // reported pN is never below the exact order statistic v and at most v/1024 above it
 // (values below 2048 ns are exact). Means are rounded to 0.1 ns and rates to 0.001/s in
 // the JSON; everything else must be equal. The per-interval p99 and the record summary's
@@ -45,7 +45,7 @@ type refEvent struct {
 	Path      string `json:"path"`
 	Path2     string `json:"path2"`
 	Handle    uint64 `json:"handle"`
-	Offset    int64  `json:"offset"`
+	Offset    int64  `json:"file_offset"`
 	Size      uint32 `json:"size"`
 	Ret       int64  `json:"ret"`
 	Errno     int    `json:"errno"`
@@ -754,9 +754,11 @@ func refShare(part, whole uint64) float64 {
 	return float64(part) / float64(whole)
 }
 
-// refNearestRank is the order statistic of rank round(p/100 × n), at least 1.
+// refNearestRank is the order statistic of rank ⌈p/100 × n⌉, at least 1 (the nearest-rank
+// method, SQL's percentile_disc), in integers: p in thousandths of a percent.
 func refNearestRank(sorted []int64, p float64) int64 {
-	rank := int(p/100*float64(len(sorted)) + 0.5)
+	pm := int(math.Round(p * 1000))
+	rank := (pm*len(sorted) + 99_999) / 100_000
 	rank = min(max(rank, 1), len(sorted))
 	return sorted[rank-1]
 }

@@ -271,7 +271,7 @@ func refRecordedCalls(t *testing.T, tracePath string) []refCall {
 		var c struct {
 			Syscall string `json:"syscall"`
 			Path    string `json:"path"`
-			Time    int64  `json:"time_ns"`
+			Time    int64  `json:"dur_ns"`
 			Ret     int64  `json:"ret"`
 			Errno   int    `json:"errno"`
 		}

@@ -13,18 +13,25 @@ import (
 	"github.com/iotap/iotap/trace"
 )
 
-// TestS3TraceIO writes two traces to s3:// as the recorder does, lists them under their prefix
-// as report would, and reads them back.
-func TestS3TraceIO(t *testing.T) {
-	srv, err := s3test.Start(s3test.Options{Buckets: []string{"traces"}})
+// startS3 starts an S3 server with buckets for the test, and points the environment (as
+// the AWS SDK reads it) at it.
+func startS3(t *testing.T, buckets ...string) {
+	t.Helper()
+	srv, err := s3test.Start(s3test.Options{Buckets: buckets})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer func() { _ = srv.Close() }()
+	t.Cleanup(func() { _ = srv.Close() })
 	t.Setenv("IOTAP_S3_ENDPOINT", srv.URL)
 	t.Setenv("AWS_ACCESS_KEY_ID", s3test.AccessKey)
 	t.Setenv("AWS_SECRET_ACCESS_KEY", s3test.SecretKey)
 	t.Setenv("AWS_REGION", "us-east-1")
+}
+
+// TestS3TraceIO writes two traces to s3:// as record would, lists them under their prefix
+// as report would, and reads them back.
+func TestS3TraceIO(t *testing.T) {
+	startS3(t, "traces")
 	ctx := context.Background()
 	e := &env{stdin: strings.NewReader(""), stdout: io.Discard, stderr: io.Discard, log: slog.New(slog.DiscardHandler)}
 

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/iotap/iotap/internal/loghist"
+	"github.com/iotap/iotap/internal/quantile"
 	"github.com/iotap/iotap/trace"
 )
 
@@ -150,19 +151,18 @@ type OpStats struct {
 // its bucket, or 0 for an op never seen.
 // The estimate is clamped to [Min, Max].
 func (s *OpStats) Quantile(q float64) time.Duration {
-	v := quantile(s.buckets, s.Count, q)
+	v := bucketQuantile(s.buckets, s.Count, q)
 	if s.Max > 0 {
 		v = min(max(v, s.Min), s.Max)
 	}
 	return v
 }
 
-func quantile(b []uint64, n uint64, q float64) time.Duration {
+func bucketQuantile(b []uint64, n uint64, q float64) time.Duration {
 	if n == 0 || len(b) == 0 {
 		return 0
 	}
-	rank := uint64(q*float64(n) + 0.5)
-	rank = min(max(rank, 1), n)
+	rank := quantile.Rank(q*100, n)
 	var seen uint64
 	for i, c := range b {
 		seen += c
@@ -253,7 +253,7 @@ func (s Snapshot) Quantile(q float64) time.Duration {
 			all[j] += c
 		}
 	}
-	return quantile(all, n, q)
+	return bucketQuantile(all, n, q)
 }
 
 // ByTime returns the ops sorted by total time, largest first.

@@ -28,6 +28,9 @@ const (
 	// Cgroups covers the tests that create a cgroup with a memory limit (root, and a cgroup
 	// hierarchy with the memory controller).
 	Cgroups Requirement = "IOTAP_REQUIRE_CGROUPS"
+	// DuckDB covers the tests that read iotap's exports with DuckDB (Node.js and the npm
+	// package @duckdb/node-api, which scripts/install-deps.sh installs for them).
+	DuckDB Requirement = "IOTAP_REQUIRE_DUCKDB"
 )
 
 // Required reports whether r's variable is set to 1.

@@ -20,6 +20,7 @@ var notMachine = []string{
 	"backend cannot rename",              // the conformance suite's capability flags
 	"backend has no locks",               //
 	"set IOTAP_S3_TEST_URL",              // real S3 needs credentials the tests never have
+	"set IOTAP_BENCH_TRACE",              // a benchmark's input trace, which its caller gives
 	"no cycle clock here",                // the CPU or the kernel's clock source
 	"padding is sized for 64-bit",        // the platform
 	"MADV_FREE is Linux's",               //

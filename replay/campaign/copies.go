@@ -13,6 +13,7 @@ import (
 
 	"github.com/iotap/iotap/internal/format"
 	"github.com/iotap/iotap/internal/private"
+	"github.com/iotap/iotap/internal/quantile"
 	"github.com/iotap/iotap/internal/s3req"
 	"github.com/iotap/iotap/internal/termsafe"
 	"github.com/iotap/iotap/replay"
@@ -265,16 +266,9 @@ func figures(s *stats.Stats, sum *replay.Summary, span time.Duration) CopyFigure
 	return f
 }
 
-// pct is the p-th percentile of h in ns (0 when empty).
-func pct(h interface {
-	TotalCount() int64
-	ValueAtPercentile(float64) int64
-}, p float64) int64 {
-	if h.TotalCount() == 0 {
-		return 0
-	}
-	return h.ValueAtPercentile(p)
-}
+// pct is the p-th percentile of h in ns (0 when empty; rank ⌈p/100·n⌉, package
+// internal/quantile).
+func pct(h quantile.Hist, p float64) int64 { return quantile.Value(h, p) }
 
 // print writes the copies' table and the aggregate.
 func (cs *CopiesSummary) print(w io.Writer, sums []*replay.Summary) {

@@ -401,8 +401,10 @@ func isDirEvent(ev *trace.Event) bool {
 	return false
 }
 
-// hasBytes reports whether Ret counts bytes transferred for op.
-func hasBytes(op trace.Op) bool {
+// HasBytes reports whether Ret counts bytes transferred for op, as the figures count them:
+// file data (read, write, copy_file_range), directory entries (readdir), attribute values
+// and names (getxattr, listxattr), a link's text (readlink).
+func HasBytes(op trace.Op) bool {
 	switch op {
 	case trace.OpRead, trace.OpWrite, trace.OpCopyFileRange, trace.OpReaddir, trace.OpReaddirplus,
 		trace.OpGetxattr, trace.OpListxattr, trace.OpReadlink:
@@ -481,7 +483,7 @@ func (a *Accumulator) add(ev *trace.Event) {
 		}
 		o.Errnos[ev.Errno]++
 		o.fail(dur)
-	} else if ev.Ret > 0 && hasBytes(op) {
+	} else if ev.Ret > 0 && HasBytes(op) {
 		nbytes = uint64(ev.Ret)
 		o.Bytes += nbytes
 	}

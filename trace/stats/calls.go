@@ -145,7 +145,7 @@ func (v *callView) call(s fold.Syscall, rec trace.Op, path uint32, start, ns, da
 		}
 		c.Errnos[errno]++
 		c.fail(ns)
-	} else if ret > 0 && hasBytes(rec) {
+	} else if ret > 0 && HasBytes(rec) {
 		c.Bytes += uint64(ret)
 	}
 	c.Requests += reqs

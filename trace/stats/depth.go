@@ -5,6 +5,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/iotap/iotap/internal/quantile"
 	"github.com/iotap/iotap/trace"
 )
 
@@ -62,13 +63,13 @@ func (d *Depth) BusyMean() float64 {
 }
 
 // Percentile returns the depth at percentile p (0..100) of the requests: the depth found by
-// the request of rank round(p/100 × Requests) (at least 1) in increasing order of depth.
+// the request of rank ⌈p/100 × Requests⌉ (at least 1; package internal/quantile) in
+// increasing order of depth.
 func (d *Depth) Percentile(p float64) uint32 {
 	if d.Requests == 0 {
 		return 0
 	}
-	rank := uint64(p/100*float64(d.Requests) + 0.5)
-	rank = min(max(rank, 1), d.Requests)
+	rank := quantile.Rank(p, d.Requests)
 	var c uint64
 	for i, n := range d.Hist {
 		if c += n; c >= rank {
@@ -148,21 +149,15 @@ func (s *DepthSeries) at(op trace.Op, ns int64) *DepthSlot {
 // coarsen doubles the width, merging neighbouring slots.
 func (s *DepthSeries) coarsen() {
 	for op := range s.Ops {
-		sl := s.Ops[op]
-		n := (len(sl) + 1) / 2
-		for i := 0; i < n; i++ {
-			a := sl[2*i]
-			if 2*i+1 < len(sl) {
-				b := sl[2*i+1]
-				a.AreaNs += b.AreaNs
-				a.Max = max(a.Max, b.Max)
-			}
-			sl[i] = a
-		}
-		clear(sl[n:])
-		s.Ops[op] = sl[:n]
+		s.Ops[op] = coarsen(s.Ops[op], position, nil, (*DepthSlot).merge)
 	}
 	s.Width *= 2
+}
+
+// merge adds the depth of o, a neighbouring interval or another trace's, to s.
+func (s *DepthSlot) merge(o *DepthSlot) {
+	s.AreaNs += o.AreaNs
+	s.Max = max(s.Max, o.Max)
 }
 
 // Merge adds o into s, aligned on the wall clock; the result has the coarser width.
@@ -200,9 +195,7 @@ func (s *DepthSeries) Merge(o *DepthSeries) {
 	off := int(src.Start.Sub(s.Start) / s.Width)
 	for op := range src.Ops {
 		for i, x := range src.Ops[op] {
-			d := s.at(trace.Op(op), int64(off+i)*int64(s.Width))
-			d.AreaNs += x.AreaNs
-			d.Max = max(d.Max, x.Max)
+			s.at(trace.Op(op), int64(off+i)*int64(s.Width)).merge(&x)
 		}
 	}
 	for s.max > 0 && s.Len() > s.max {

@@ -218,3 +218,22 @@ func TestInflightMerge(t *testing.T) {
 		t.Errorf("merged series: area %d (want %d), start %v", area, dm.AreaNs, m.Inflight.Series.Start)
 	}
 }
+
+// TestPercentileRank: the depth and per-interval percentiles take rank ⌈p·n⌉ (SQL's
+// percentile_disc): of 198 requests, 196 at depth 1, one at 2 and one at 3, the p99 is the
+// 197th, depth 2 (round(p·n) would take the 196th, depth 1).
+func TestPercentileRank(t *testing.T) {
+	d := Depth{Requests: 198, Max: 3, Hist: []uint64{0, 196, 1, 1}}
+	if p := d.Percentile(99); p != 2 {
+		t.Errorf("depth p99 %d, want 2", p)
+	}
+	var h LogHist
+	for range 196 {
+		h.Add(1000)
+	}
+	h.Add(100_000)
+	h.Add(10_000_000)
+	if q := h.Quantile(0.99); q < 100_000 || q >= 10_000_000 {
+		t.Errorf("interval p99 %d ns, want the bucket of 100 µs", q)
+	}
+}

@@ -59,9 +59,10 @@
 // # Latency
 //
 // Per-operation latencies are recorded in HDR histograms (github.com/HdrHistogram/hdrhistogram-go)
-// in nanoseconds, covering 1 ns to 1 h with 3 significant digits: a reported percentile is
-// never below the exact order statistic and less than 1/1024 of it above (exact below
-// 2048 ns). Each histogram is a fixed array of about 264 KiB. Values outside the
+// in nanoseconds, covering 1 ns to 1 h with 3 significant digits. A percentile p is the
+// order statistic of rank ⌈p/100·n⌉, the rule of SQL's percentile_disc and DuckDB's
+// quantile_disc (package internal/quantile); the reported value is never below that order
+// statistic and less than 1/1024 of it above (exact below 2048 ns). Each histogram is a fixed array of about 264 KiB. Values outside the
 // range are clamped into it before recording (a negative duration counts as 0, anything
 // longer than an hour as an hour). Means, totals and maxima are exact.
 //

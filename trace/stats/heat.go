@@ -83,17 +83,9 @@ func (h *heatRow) insert(slot, ns int64, bytes uint64) {
 // coarsen doubles the row's width, merging the cells that fall together.
 func (h *heatRow) coarsen() {
 	h.shift++
-	out := h.cells[:0]
-	for _, c := range h.cells {
-		c.slot /= 2
-		if n := len(out); n > 0 && out[n-1].slot == c.slot {
-			out[n-1].ns += c.ns
-			out[n-1].bytes += c.bytes
-			continue
-		}
-		out = append(out, c)
-	}
-	h.cells = out
+	h.cells = coarsen(h.cells, func(_ int, c *heatCell) int64 { return c.slot },
+		func(c *heatCell, k int64) { c.slot = k },
+		func(into, from *heatCell) { into.ns += from.ns; into.bytes += from.bytes })
 }
 
 // export returns the row with its cells on the wall clock of a trace that started at

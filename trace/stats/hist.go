@@ -3,6 +3,7 @@ package stats
 import (
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/iotap/iotap/internal/loghist"
+	"github.com/iotap/iotap/internal/quantile"
 )
 
 // Histogram range, in nanoseconds: 1 ns to 1 h with 3 significant digits. The lowest
@@ -94,20 +95,14 @@ func (h *LogHist) Count() uint64 {
 	return n
 }
 
-// Quantile returns the upper bound (ns) of the bucket holding quantile q (0..1), or 0 when
-// h is empty.
+// Quantile returns the upper bound (ns) of the bucket holding quantile q (0..1), the value
+// of rank ⌈q·n⌉ (package internal/quantile), or 0 when h is empty.
 func (h *LogHist) Quantile(q float64) int64 {
 	n := h.Count()
 	if n == 0 {
 		return 0
 	}
-	rank := uint64(q*float64(n) + 0.5)
-	if rank < 1 {
-		rank = 1
-	}
-	if rank > n {
-		rank = n
-	}
+	rank := quantile.Rank(q*100, n)
 	var c uint64
 	for i, v := range h {
 		c += uint64(v)

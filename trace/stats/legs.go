@@ -3,6 +3,7 @@ package stats
 import (
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 
+	"github.com/iotap/iotap/internal/quantile"
 	"github.com/iotap/iotap/trace"
 )
 
@@ -119,10 +120,11 @@ func recordInto(h **hdrhistogram.Histogram, ns int64) {
 	record(*h, ns)
 }
 
-// LegQuantile returns the q-th percentile (0..100) of h in ns, 0 when h is empty.
+// LegQuantile returns the q-th percentile (0..100) of h in ns (rank ⌈q/100·n⌉, package
+// internal/quantile), 0 when h is empty.
 func LegQuantile(h *hdrhistogram.Histogram, q float64) int64 {
-	if h == nil || h.TotalCount() == 0 {
+	if h == nil {
 		return 0
 	}
-	return h.ValueAtQuantile(q)
+	return quantile.Value(h, q)
 }

@@ -91,16 +91,7 @@ func (s *Series) grow(n int) {
 
 // coarsen doubles the width, merging neighbouring slots.
 func (s *Series) coarsen() {
-	n := (len(s.Slots) + 1) / 2
-	for i := 0; i < n; i++ {
-		a := s.Slots[2*i]
-		if 2*i+1 < len(s.Slots) {
-			a.merge(&s.Slots[2*i+1])
-		}
-		s.Slots[i] = a
-	}
-	clear(s.Slots[n:])
-	s.Slots = s.Slots[:n]
+	s.Slots = coarsen(s.Slots, position, nil, (*Slot).merge)
 	s.Width *= 2
 }
 

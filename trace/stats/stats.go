@@ -6,6 +6,7 @@ import (
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 
+	"github.com/iotap/iotap/internal/quantile"
 	"github.com/iotap/iotap/trace"
 	"github.com/iotap/iotap/trace/fold"
 )
@@ -149,13 +150,13 @@ func (o *OpStats) MeanNs() float64 {
 }
 
 // Percentile returns the p-th percentile (0..100) in ns, from the HDR histogram: the
-// highest value equivalent to the order statistic of rank round(p/100*Count) (at least 1),
-// capped at the exact maximum.
+// highest value equivalent to the order statistic of rank ⌈p/100·Count⌉ (at least 1; the
+// rule of SQL's percentile_disc, package internal/quantile), capped at the exact maximum.
 func (o *OpStats) Percentile(p float64) int64 {
 	if o.Hist == nil {
 		return 0
 	}
-	return min(o.Hist.ValueAtPercentile(p), max(o.MaxNs, 0))
+	return min(quantile.Value(o.Hist, p), max(o.MaxNs, 0))
 }
 
 // Add adds src's figures to o's (to sum kinds of operation or call); src is not modified.

@@ -56,11 +56,11 @@ func accumulate(name string, evs []trace.Event, o Options) *Stats {
 }
 
 // exactPercentile is the percentile of sorted values by the rank the report documents,
-// round(p/100 * n) and at least 1, with p in thousandths of a percent (99900 = 99.9 %),
+// ⌈p/100 · n⌉ and at least 1, with p in thousandths of a percent (99900 = 99.9 %),
 // computed with integers only.
 func exactPercentile(sorted []int64, pMilli int64) int64 {
 	n := int64(len(sorted))
-	rank := (pMilli*n + 50_000) / 100_000 // round(p/100 * n)
+	rank := (pMilli*n + 99_999) / 100_000 // ⌈p/100 · n⌉, SQL's percentile_disc
 	if rank < 1 {
 		rank = 1
 	}

@@ -1,14 +1,13 @@
-package main
+package export
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"slices"
 	"strconv"
 	"strings"
 
-	"github.com/iotap/iotap/internal/private"
-	"github.com/iotap/iotap/internal/termsafe"
 	"github.com/iotap/iotap/trace"
 )
 
@@ -166,9 +165,9 @@ func (l *fioLog) fileOf(t int64, h uint64, path string) (string, error) {
 }
 
 // add takes the next request or call.
-func (l *fioLog) add(o *xop) error {
+func (l *fioLog) add(o *span) error {
 	l.n.threads[o.tid] = struct{}{}
-	if o.kind == xOther {
+	if o.act == actOther {
 		l.n.other++
 		return nil
 	}
@@ -176,11 +175,11 @@ func (l *fioLog) add(o *xop) error {
 		l.n.failed++
 		return nil
 	}
-	switch o.kind {
-	case xOpen:
+	switch o.act {
+	case actOpen:
 		_, err := l.openFile(o.start, o.path, o.handle)
 		return err
-	case xClose:
+	case actClose:
 		names := l.handles[o.handle]
 		if len(names) == 0 {
 			return nil
@@ -196,7 +195,7 @@ func (l *fioLog) add(o *xop) error {
 			return l.line(o.start, name, "close")
 		}
 		return nil
-	case xRename:
+	case actRename:
 		first := l.firstName(o.path)
 		delete(l.moved, o.path)
 		delete(l.movedDirs, o.path)
@@ -208,31 +207,31 @@ func (l *fioLog) add(o *xop) error {
 		l.moved[o.path2] = first
 		l.movedDirs[o.path2] = first // the paths below it too, if it is a directory
 		return nil
-	case xLink: // path is the new name of path2
+	case actLink: // path is the new name of path2
 		l.moved[o.path] = l.firstName(o.path2)
 		return nil
-	case xRead, xWrite:
-		return l.transfer(o.start, o.handle, o.path, o.kind == xWrite, o.offset, o.ret)
-	case xCopy:
-		if err := l.transfer(o.start, o.handle, o.path, false, o.offset, o.ret); err != nil {
+	case actRead, actWrite:
+		return l.transfer(o, false)
+	case actCopy:
+		if err := l.transfer(o, false); err != nil {
 			return err
 		}
 		if o.ret > 0 {
 			l.n.copies++
 		}
-		return l.transfer(o.start, o.handle2, o.path2, true, o.offset2, o.ret)
-	case xSync, xDatasync:
+		return l.transfer(o, true)
+	case actSync, actDatasync:
 		name, err := l.fileOf(o.start, o.handle, o.path)
 		if err != nil {
 			return err
 		}
-		if o.kind == xDatasync {
+		if o.act == actDatasync {
 			l.n.datasyncs++
 			return l.line(o.start, name, "datasync", 0, 0)
 		}
 		l.n.syncs++
 		return l.line(o.start, name, "sync", 0, 0)
-	case xAlloc:
+	case actAlloc:
 		if o.flags&fallocPunchHole == 0 || o.size <= 0 {
 			l.n.allocs++
 			return nil
@@ -255,13 +254,20 @@ func (l *fioLog) add(o *xop) error {
 	return nil
 }
 
-// transfer writes the read or write of n bytes at off through handle h.
-func (l *fioLog) transfer(t int64, h uint64, path string, write bool, off, n int64) error {
+// transfer writes the read or write of o: of its input (o.handle, o.path at o.offset; a
+// write for a write), or with out of its output (copy_file_range's o.handle2, o.path2 at
+// o.offset2). o.ret bytes moved.
+func (l *fioLog) transfer(o *span, out bool) error {
+	h, path, off, write := o.handle, o.path, o.offset, o.act == actWrite
+	if out {
+		h, path, off, write = o.handle2, o.path2, o.offset2, true
+	}
+	n := o.ret
 	if n <= 0 {
 		l.n.empty++
 		return nil
 	}
-	name, err := l.fileOf(t, h, path)
+	name, err := l.fileOf(o.start, h, path)
 	if err != nil {
 		return err
 	}
@@ -274,7 +280,7 @@ func (l *fioLog) transfer(t int64, h uint64, path string, write bool, off, n int
 		l.n.reads++
 		l.n.readBytes += uint64(n)
 	}
-	return l.line(t, name, act, off, n) // n: one call moves at most 2 GiB on Linux
+	return l.line(o.start, name, act, off, n) // n: one call moves at most 2 GiB on Linux
 }
 
 // dirs returns the directories the iolog's files are in, parents first.
@@ -324,39 +330,43 @@ func (l *fioLog) setupScript() string {
 	return b.String()
 }
 
-// exportFio writes r's requests or calls (o.View) to w as a fio iolog, says on stderr what
-// it holds and what it left out, and writes the script that prepares a directory for it to
-// o.FioSetup.
-func exportFio(e *env, r *trace.Reader, o *exportOptions, w io.Writer) error {
+// writeFio writes r's requests or calls (o.View) to w as a fio iolog; its Result says
+// what the iolog holds and what it left out, and holds the script that prepares a
+// directory for it (o.FioSetup).
+func writeFio(ctx context.Context, r *trace.Reader, w io.Writer, o Options) (Result, error) {
 	if _, err := io.WriteString(w, fioHeader+"\n"); err != nil {
-		return writeError(err)
+		return Result{}, writeError(err)
 	}
 	l := newFioLog(w)
-	s := newOpStream(r, o.View)
-	for {
+	s := newSpans(&events{r: r}, o.View)
+	for i := 0; ; i++ {
+		if i%stopEvery == 0 {
+			if err := ctx.Err(); err != nil {
+				return Result{}, err
+			}
+		}
 		op, err := s.Next()
 		if err == io.EOF {
 			break
 		}
 		if err != nil {
-			return err
+			return Result{}, err
 		}
 		if err := l.add(op); err != nil {
-			return writeError(err)
+			return Result{}, writeError(err)
 		}
 	}
-	if o.FioSetup != "" {
-		if err := private.WriteFile(o.FioSetup, []byte(l.setupScript())); err != nil {
-			return fmt.Errorf("write --fio-setup: %w", err)
-		}
+	var res Result
+	if o.FioSetup {
+		res.FioSetup = l.setupScript()
 	}
 	n := &l.n
 	unit := "requests"
-	if o.View == viewSyscalls {
+	if o.View == ViewSyscalls {
 		unit = "calls"
 	}
 	var msg strings.Builder
-	fmt.Fprintf(&msg, "iotap export: fio iolog: %d reads (%d bytes), %d writes (%d bytes), %d syncs, %d datasyncs, %d trims (%d bytes) on %d files, from %d threads in one job",
+	fmt.Fprintf(&msg, "fio iolog: %d reads (%d bytes), %d writes (%d bytes), %d syncs, %d datasyncs, %d trims (%d bytes) on %d files, from %d threads in one job",
 		n.reads, n.readBytes, n.writes, n.writeBytes, n.syncs, n.datasyncs, n.trims, n.trimBytes, n.files, len(n.threads))
 	if n.copies > 0 {
 		fmt.Fprintf(&msg, "; %d copy_file_range each a read and a write", n.copies)
@@ -373,6 +383,6 @@ func exportFio(e *env, r *trace.Reader, o *exportOptions, w io.Writer) error {
 		}
 		msg.WriteByte('\n')
 	}
-	_, _ = io.WriteString(e.stderr, termsafe.Text(msg.String())) // a summary; the iolog is the output
-	return nil
+	res.Note = msg.String()
+	return res, nil
 }

@@ -1,7 +1,8 @@
-package main
+package export
 
 import (
-	"container/heap"
+	"cmp"
+	"context"
 	"fmt"
 	"io"
 	"maps"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/iotap/iotap/trace"
 	"github.com/iotap/iotap/trace/fold"
+	"github.com/iotap/iotap/trace/stats"
 )
 
 // The Chrome trace-event JSON format (its "JSON Object Format"), which ui.perfetto.dev and
@@ -20,17 +22,20 @@ import (
 // on one track must nest, so one that overlaps another without nesting (a thread with
 // several requests in flight, the kernel's own requests) is an async slice instead ("ph"
 // "b" and "e" sharing an id). Counters ("ph":"C") carry the job's MB/s and requests in
-// flight per interval, and the memory and CPU of the sampled processes; metadata events
-// ("ph":"M") name the processes and threads.
+// flight per interval (trace/stats' per-interval series of the requests, whichever the
+// view), and the memory and CPU of the sampled processes; metadata events ("ph":"M") name
+// the processes and threads.
 const (
-	// perfettoJobPid holds the job's counters and perfettoKernelPid the requests no thread
+	// PerfettoJobPid holds the job's counters and PerfettoKernelPid the requests no thread
 	// of the job sent: pids above Linux's largest (pid_max is at most 2^22).
-	perfettoJobPid    = 1<<22 + 1
-	perfettoKernelPid = 1<<22 + 2
+	PerfettoJobPid    = 1<<22 + 1
+	PerfettoKernelPid = 1<<22 + 2
 	// perfettoSlots bounds the counters' intervals: from 1 ms, an interval doubles when a
 	// trace needs more.
-	perfettoSlots     = 4096
-	perfettoMinWidth  = int64(time.Millisecond)
+	perfettoSlots    = 4096
+	perfettoMinWidth = time.Millisecond
+	// perfettoOpSeries bounds the operations that get an "in flight" track of their own.
+	perfettoOpSeries  = 4
 	perfettoTimeUnits = "ns" // displayTimeUnit: how the viewers print durations
 )
 
@@ -51,7 +56,8 @@ type perfettoWriter struct {
 	tracks  map[uint32]*perfettoTrack // by tid
 	pids    map[uint32]map[uint32]bool
 	asyncID uint64
-	series  perfettoSeries
+	job     bool          // the job's counters are written
+	width   time.Duration // their interval
 }
 
 // perfettoTrack is a thread's track: the ends of the complete events that hold the
@@ -102,11 +108,11 @@ func appendJSONText(b []byte, s string) []byte {
 }
 
 // op writes one request or call.
-func (p *perfettoWriter) op(r *trace.Reader, o *xop) {
+func (p *perfettoWriter) op(r *trace.Reader, o *span) {
 	pid, tid := o.pid, o.tid
 	switch {
 	case tid == 0:
-		pid, tid = perfettoKernelPid, perfettoKernelPid
+		pid, tid = PerfettoKernelPid, PerfettoKernelPid
 	case pid == 0:
 		pid = tid
 		if pr, ok := r.Process(tid); ok && pr.Pid != 0 {
@@ -175,7 +181,6 @@ func (p *perfettoWriter) op(r *trace.Reader, o *xop) {
 		}
 		p.n.async++
 	}
-	p.series.add(o, end)
 }
 
 func (p *perfettoWriter) ids(b []byte, pid, tid uint32) []byte {
@@ -186,7 +191,7 @@ func (p *perfettoWriter) ids(b []byte, pid, tid uint32) []byte {
 }
 
 // appendOpArgs appends the args object of a request or call: its fields that are set.
-func appendOpArgs(b []byte, o *xop) []byte {
+func appendOpArgs(b []byte, o *span) []byte {
 	b = append(b, `,"args":{`...)
 	sep := false
 	key := func(k string) {
@@ -212,7 +217,7 @@ func appendOpArgs(b []byte, o *xop) []byte {
 	}
 	str("path", o.path)
 	str("path2", o.path2)
-	data := o.kind == xRead || o.kind == xWrite || o.kind == xCopy
+	data := o.act == actRead || o.act == actWrite || o.act == actCopy
 	num("offset", o.offset, data)
 	num("size", o.size, false)
 	num("ret", o.ret, data)
@@ -225,115 +230,6 @@ func appendOpArgs(b []byte, o *xop) []byte {
 		str("request", o.op.String())
 	}
 	return append(b, '}')
-}
-
-// perfettoSeries sums the job's bytes and requests in flight per interval of width ns,
-// slot i covering [i*width, (i+1)*width) since the trace origin; an op's bytes count in
-// the interval it starts in, as the report's per-interval view does.
-type perfettoSeries struct {
-	width int64
-	slots []perfettoSlot
-	ends  endHeap // ends of the ops in flight
-	last  int64   // when the number in flight last changed
-}
-
-type perfettoSlot struct {
-	read, write uint64
-	busy        int64 // ns of op time in the interval: its mean in flight times width
-	max         int   // most ops in flight at once
-}
-
-// slot returns the index of the interval holding t, growing the series.
-func (s *perfettoSeries) slot(t int64) int {
-	t = max(t, 0)
-	for t/s.width >= perfettoSlots {
-		s.coarsen()
-	}
-	i := int(t / s.width)
-	for len(s.slots) <= i {
-		s.slots = append(s.slots, perfettoSlot{})
-	}
-	return i
-}
-
-// coarsen doubles the width, merging pairs of intervals.
-func (s *perfettoSeries) coarsen() {
-	n := (len(s.slots) + 1) / 2
-	for i := range n {
-		a := s.slots[2*i]
-		if 2*i+1 < len(s.slots) {
-			b := s.slots[2*i+1]
-			a.read += b.read
-			a.write += b.write
-			a.busy += b.busy
-			a.max = max(a.max, b.max)
-		}
-		s.slots[i] = a
-	}
-	s.slots = s.slots[:n]
-	s.width *= 2
-}
-
-// mark raises the most in flight to d over the intervals from t0 to t1.
-func (s *perfettoSeries) mark(t0, t1 int64, d int) {
-	if d == 0 {
-		return
-	}
-	i1 := s.slot(max(t0, t1))
-	for i := s.slot(min(t0, t1)); i <= i1; i++ {
-		s.slots[i].max = max(s.slots[i].max, d)
-	}
-}
-
-// until counts the ops that end by t out of flight.
-func (s *perfettoSeries) until(t int64) {
-	for s.ends.Len() > 0 && s.ends[0] <= t {
-		e := heap.Pop(&s.ends).(int64)
-		s.mark(s.last, e, s.ends.Len()+1)
-		s.last = max(s.last, e)
-	}
-	s.mark(s.last, t, s.ends.Len())
-	s.last = max(s.last, t)
-}
-
-func (s *perfettoSeries) add(o *xop, end int64) {
-	if s.width == 0 {
-		s.width = perfettoMinWidth
-	}
-	s.until(o.start)
-	heap.Push(&s.ends, end)
-	s.mark(o.start, o.start, s.ends.Len())
-	if o.errno == 0 && o.ret > 0 {
-		switch o.kind {
-		case xRead:
-			s.slots[s.slot(o.start)].read += uint64(o.ret)
-		case xWrite:
-			s.slots[s.slot(o.start)].write += uint64(o.ret)
-		case xCopy:
-			s.slots[s.slot(o.start)].read += uint64(o.ret)
-			s.slots[s.slot(o.start)].write += uint64(o.ret)
-		}
-	}
-	for t := max(o.start, 0); t < end; {
-		i := s.slot(t)
-		k := min(end, int64(i+1)*s.width) - t
-		s.slots[i].busy += k
-		t += k
-	}
-}
-
-// endHeap is a min-heap of times.
-type endHeap []int64
-
-func (h endHeap) Len() int           { return len(h) }
-func (h endHeap) Less(i, j int) bool { return h[i] < h[j] }
-func (h endHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *endHeap) Push(x any)        { *h = append(*h, x.(int64)) }
-func (h *endHeap) Pop() any {
-	old := *h
-	x := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return x
 }
 
 // counter writes one counter event of pid at ts (ns) with its values.
@@ -385,22 +281,50 @@ func round3(v float64) float64 {
 	return float64(int64(v*1000+0.5)) / 1000
 }
 
-// counters writes the job's per-interval counters and the sampled processes' memory and CPU.
-func (p *perfettoWriter) counters(r *trace.Reader) {
-	s := &p.series
-	if s.width > 0 {
-		s.until(1<<62 - 1)
-		sec := float64(s.width) / 1e9
-		for i, sl := range s.slots {
-			ts := int64(i) * s.width
-			p.counter(perfettoJobPid, "MB/s", ts, []string{"read", "write"},
-				[]float64{round3(float64(sl.read) / sec / 1e6), round3(float64(sl.write) / sec / 1e6)})
-			p.counter(perfettoJobPid, "in flight", ts, []string{"mean", "max"},
-				[]float64{round3(float64(sl.busy) / float64(s.width)), float64(sl.max)})
+// counters writes the job's per-interval counters, from the statistics of its requests,
+// and the sampled processes' memory and CPU.
+func (p *perfettoWriter) counters(r *trace.Reader, st *stats.Stats) {
+	if se := &st.Series; len(se.Slots) > 0 {
+		p.job, p.width = true, se.Width
+		sec := se.Width.Seconds()
+		for i, sl := range se.Slots {
+			p.counter(PerfettoJobPid, "MB/s", int64(i)*int64(se.Width), []string{"read", "write"},
+				[]float64{round3(float64(sl.ReadBytes) / sec / 1e6), round3(float64(sl.WriteBytes) / sec / 1e6)})
 		}
-		end := int64(len(s.slots)) * s.width
-		p.counter(perfettoJobPid, "MB/s", end, []string{"read", "write"}, []float64{0, 0})
-		p.counter(perfettoJobPid, "in flight", end, []string{"mean", "max"}, []float64{0, 0})
+		p.counter(PerfettoJobPid, "MB/s", int64(len(se.Slots))*int64(se.Width), []string{"read", "write"}, []float64{0, 0})
+	}
+	if ds := &st.Inflight.Series; ds.Len() > 0 {
+		p.job = true
+		w := int64(ds.Width)
+		// All the requests: the mean number in flight per interval.
+		area := make([]int64, ds.Len())
+		for op := range ds.Ops {
+			for i, sl := range ds.Ops[op] {
+				area[i] += sl.AreaNs
+			}
+		}
+		for i, a := range area {
+			p.counter(PerfettoJobPid, "in flight", int64(i)*w, []string{"mean"}, []float64{round3(float64(a) / float64(w))})
+		}
+		p.counter(PerfettoJobPid, "in flight", int64(len(area))*w, []string{"mean"}, []float64{0})
+		// The operations that had several requests in flight at once, busiest first, as
+		// the report's in-flight intervals: the mean and the most of each.
+		var ops []trace.Op
+		for op := range st.Inflight.Ops {
+			if st.Inflight.Ops[op].Max >= 2 && len(ds.Ops[op]) > 0 {
+				ops = append(ops, trace.Op(op))
+			}
+		}
+		slices.SortStableFunc(ops, func(a, b trace.Op) int {
+			return cmp.Compare(st.Inflight.Ops[b].AreaNs, st.Inflight.Ops[a].AreaNs)
+		})
+		for _, op := range ops[:min(len(ops), perfettoOpSeries)] {
+			name := op.String() + " in flight"
+			for i, sl := range ds.Ops[op] {
+				p.counter(PerfettoJobPid, name, int64(i)*w, []string{"mean", "max"}, []float64{round3(float64(sl.AreaNs) / float64(w)), float64(sl.Max)})
+			}
+			p.counter(PerfettoJobPid, name, int64(len(ds.Ops[op]))*w, []string{"mean", "max"}, []float64{0, 0})
+		}
 	}
 	for _, ss := range r.Samples() {
 		if p.pids[ss.Pid] == nil { // a process of the job has its name (names)
@@ -424,13 +348,13 @@ func (p *perfettoWriter) counters(r *trace.Reader) {
 
 // names writes the metadata events naming the processes and threads.
 func (p *perfettoWriter) names(r *trace.Reader) {
-	if p.series.width > 0 {
-		p.meta("process_name", perfettoJobPid, 0, "name", "job I/O (all threads)")
-		p.meta("process_sort_index", perfettoJobPid, 0, "sort_index", -1)
+	if p.job {
+		p.meta("process_name", PerfettoJobPid, 0, "name", "job I/O (all threads)")
+		p.meta("process_sort_index", PerfettoJobPid, 0, "sort_index", -1)
 	}
 	for _, pid := range slices.Sorted(maps.Keys(p.pids)) {
 		tids := slices.Sorted(maps.Keys(p.pids[pid]))
-		if pid == perfettoKernelPid {
+		if pid == PerfettoKernelPid {
 			p.meta("process_name", pid, 0, "name", "kernel (requests no thread of the job sent)")
 			continue
 		}
@@ -457,12 +381,12 @@ func (p *perfettoWriter) names(r *trace.Reader) {
 	}
 }
 
-// exportPerfetto writes r's requests or calls (view) to w as Chrome trace-event JSON.
-func exportPerfetto(e *env, r *trace.Reader, view string, w io.Writer, stop func(n int) error) error {
+// writePerfetto writes r's requests or calls (o.View) to w as Chrome trace-event JSON.
+func writePerfetto(ctx context.Context, r *trace.Reader, w io.Writer, o Options) (Result, error) {
 	p := &perfettoWriter{w: w, first: true, tracks: map[uint32]*perfettoTrack{}, pids: map[uint32]map[uint32]bool{}}
 	h := r.Header()
 	p.buf = append(p.buf[:0], `{"displayTimeUnit":"`+perfettoTimeUnits+`","otherData":{"source":"iotap","view":`...)
-	p.buf = appendJSONString(p.buf, view)
+	p.buf = appendJSONString(p.buf, o.View)
 	p.buf = append(p.buf, `,"kind":`...)
 	p.buf = appendJSONText(p.buf, h.Kind)
 	p.buf = append(p.buf, `,"host":`...)
@@ -473,13 +397,17 @@ func exportPerfetto(e *env, r *trace.Reader, view string, w io.Writer, stop func
 	p.buf = appendJSONString(p.buf, h.WallStart.UTC().Format(time.RFC3339Nano))
 	p.buf = append(p.buf, `,"time_unit":"ts and dur in microseconds since the trace's start"},"traceEvents":[`...)
 	p.write(p.buf)
-	s := newOpStream(r, view)
+	// The counters are the requests' per-interval statistics, whichever the view.
+	acc := stats.NewAccumulator("", h, stats.Options{Interval: perfettoMinWidth, MaxIntervals: perfettoSlots})
+	s := newSpans(&events{r: r, tap: acc.Add}, o.View)
 	var readErr error // the file is still closed as JSON: it holds what was read before
 	for n := 0; ; n++ {
-		if err := stop(n); err != nil {
-			return err
+		if n%stopEvery == 0 {
+			if err := ctx.Err(); err != nil {
+				return Result{}, err
+			}
 		}
-		o, err := s.Next()
+		sp, err := s.Next()
 		if err == io.EOF {
 			break
 		}
@@ -487,21 +415,20 @@ func exportPerfetto(e *env, r *trace.Reader, view string, w io.Writer, stop func
 			readErr = err
 			break
 		}
-		p.op(r, o)
+		p.op(r, sp)
 		if p.err != nil {
-			return writeError(p.err)
+			return Result{}, writeError(p.err)
 		}
 	}
-	p.counters(r)
+	p.counters(r, acc.Finish(r, nil, nil))
 	p.names(r)
 	p.write([]byte("\n]}\n"))
 	if p.err != nil {
-		return writeError(p.err)
+		return Result{}, writeError(p.err)
 	}
 	if readErr != nil {
-		return readErr
+		return Result{}, readErr
 	}
-	_, _ = fmt.Fprintf(e.stderr, "iotap export: perfetto: %d complete events, %d async slices, %d counter and %d metadata events; %d bytes; counters every %v\n",
-		p.n.complete, p.n.async, p.n.counters, p.n.metadata, p.n.bytes, time.Duration(p.series.width))
-	return nil
+	return Result{Note: fmt.Sprintf("perfetto: %d complete events, %d async slices, %d counter and %d metadata events; %d bytes; counters every %v\n",
+		p.n.complete, p.n.async, p.n.counters, p.n.metadata, p.n.bytes, p.width)}, nil
 }
