@@ -56,6 +56,10 @@ type refEvent struct {
 	CallStart int64  `json:"call_start_ns"`
 	CallEnd   int64  `json:"call_end_ns"`
 	CallNr    int64  `json:"call_nr"`
+	Queued    int64  `json:"queued_ns"`
+	Done      int64  `json:"done_ns"`
+	// Passthrough: a read or write the kernel served and timed itself: the whole call.
+	Passthrough bool `json:"passthrough"`
 }
 
 func (e *refEvent) ok() bool { return e.Errno == 0 }
@@ -136,6 +140,29 @@ func refUnion(evs []*refEvent) int64 {
 	return total
 }
 
+// refStorage is a call's time in the storage: the union of its requests' times, except in
+// a call that kernel passthrough served, which is the time of the call itself: from it, a
+// request the kernel sent from within it (the privilege probe before a write) takes its
+// round trip as FUSE's (done less queued) and gives back its own time in the storage.
+func refStorage(reqs []*refEvent) int64 {
+	var pass *refEvent
+	for _, r := range reqs {
+		if r.Passthrough {
+			pass = r
+		}
+	}
+	if pass == nil {
+		return refUnion(reqs)
+	}
+	storage := pass.Dur
+	for _, r := range reqs {
+		if r != pass && r.Queued > 0 && r.Done > r.Queued {
+			storage += r.Dur - (r.Done - r.Queued)
+		}
+	}
+	return storage
+}
+
 // refWaitCalls are the system calls the waited check covers, by the report's call kind:
 // the kernel names each request's call by its number, so these kinds need no folding.
 var refWaitCalls = map[int64]string{
@@ -194,7 +221,7 @@ func refWaits(traces [][]refEvent) map[string]*refWaited {
 				out[c.kind] = w
 			}
 			w.waits = append(w.waits, c.ret-k.entry)
-			w.storageNs += refUnion(c.reqs)
+			w.storageNs += refStorage(c.reqs)
 		}
 	}
 	return out

@@ -94,6 +94,8 @@ var requestColumns = append([]column[request]{
 	nonZero("woken_ns", "when the thread was last woken between those two calls (NULL: it was not blocked, or not measured)",
 		func(r *request) int64 { return r.ev.WokenAt }),
 	nonZero("waker", "the job's thread that woke it then (NULL: an interrupt, another process, or not measured)", func(r *request) int64 { return int64(r.ev.Waker) }),
+	boolCol("passthrough", "a read or write kernel passthrough served and the kernel timed in the application's thread: the system call itself, "+
+		"no FUSE request (request_id NULL; queued_ns..done_ns and call_start_ns..call_end_ns are the call)", func(r *request) bool { return r.ev.Passthrough }),
 }, identityColumns(func(r *request) *identity { return r.n.id })...)
 
 // syscall is one record of the syscalls view: a call the application made, found by
@@ -161,4 +163,5 @@ var syscallColumns = append([]column[syscall]{
 	}),
 	nonZero("woken_ns", "its last wake-up before the call (NULL: none, or not measured)", func(s *syscall) int64 { return s.c.WokenAt }),
 	nonZero("waker", "the thread that woke it then (NULL: none, or not measured)", func(s *syscall) int64 { return int64(s.c.Waker) }),
+	boolCol("passthrough", "a read or write kernel passthrough served, timed by the kernel in the application's thread", func(s *syscall) bool { return s.c.Passthrough }),
 }, identityColumns(func(s *syscall) *identity { return s.n.id })...)
