@@ -2,6 +2,7 @@ package legs_test
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -50,6 +51,7 @@ func mountKernelWith(t *testing.T, o fusefs.Options, lo legs.Options) *kernelCas
 	rec := fusetest.NewMemRecorder(origin)
 	o.Passthrough = true
 	c := fusetest.Mount(t, rec, o)
+	c.Server.SetKernelSync(tr.Sync)
 	if err := tr.Watch(c.Mnt, os.Getpid(), c.Server); err != nil {
 		t.Fatal(err)
 	}
@@ -270,5 +272,34 @@ func TestPassthroughRingFull(t *testing.T) {
 	const calls = 2*blocks + 1
 	if st.LostData == 0 || seen+st.LostData != calls || st.Data != seen {
 		t.Errorf("%d calls in the trace, %d lost, %d recorded by the kernel; want some lost and %d in all", seen, st.LostData, st.Data, calls)
+	}
+}
+
+// TestPassthroughForgottenFiles: files read and removed at once are forgotten by the layer
+// before the ring's next drain; their reads still carry their paths, as the layer hands
+// over the kernel's pending calls before it forgets a node or a handle.
+func TestPassthroughForgottenFiles(t *testing.T) {
+	k := mountKernelWith(t, fusefs.Options{}, legs.Options{DataCalls: true, DrainInterval: time.Second})
+	const n = 30
+	for i := range n {
+		if err := os.WriteFile(filepath.Join(k.Orig, fmt.Sprintf("f%d", i)), []byte("some data"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	run(t, k.Mnt, fmt.Sprintf("for i in $(seq 0 %d); do cat f$i > /dev/null; rm f$i; done", n-1))
+	if err := k.t.Close(); err != nil {
+		t.Fatal(err)
+	}
+	named := map[string]bool{}
+	for _, ev := range k.rec.Events() {
+		if ev.Passthrough && ev.Op == trace.OpRead && ev.Ret > 0 {
+			named[k.rec.PathName(ev.Path)] = true
+		}
+	}
+	for i := range n {
+		if name := fmt.Sprintf("f%d", i); !named[name] {
+			t.Errorf("no read of %s by its name (reads named: %v)", name, slices.Sorted(maps.Keys(named)))
+			break
+		}
 	}
 }

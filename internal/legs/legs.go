@@ -93,6 +93,12 @@ type Tracer struct {
 	ev   trace.Event // the event being handed to sink
 	sink atomic.Pointer[DataSink]
 
+	// Sync's own: it reads the ring beside the drain goroutine (the ring's reader orders
+	// their reads).
+	syncMu  sync.Mutex // guards syncRec, syncEv
+	syncRec ringbuf.Record
+	syncEv  trace.Event
+
 	mu    sync.Mutex // guards slots, stats
 	slots []slot
 	stats Stats
@@ -251,12 +257,31 @@ func (t *Tracer) drain() {
 		return
 	}
 	t.rd.SetDeadline(time.Now())
+	t.drainInto(&t.rec, &t.ev)
+}
+
+// drainInto is drain with the record and event buffers of its caller.
+func (t *Tracer) drainInto(rec *ringbuf.Record, ev *trace.Event) {
 	for t.rd.AvailableBytes() > 0 {
-		if err := t.rd.ReadInto(&t.rec); err != nil {
+		if err := t.rd.ReadInto(rec); err != nil {
 			return
 		}
-		t.apply(t.rec.RawSample)
+		t.applyWith(rec.RawSample, ev)
 	}
+}
+
+// Sync hands the records already in the ring to the table and the sink now, instead of at
+// the next drain. The layer calls it before it forgets a node or a file handle: a read or
+// write the kernel served on it has ended before the kernel sent that request, and its
+// record is in the ring; handed over now, the layer still knows the file's path.
+func (t *Tracer) Sync() {
+	if t.rd == nil || t.rd.AvailableBytes() == 0 {
+		return
+	}
+	t.syncMu.Lock()
+	defer t.syncMu.Unlock()
+	_ = t.rd.Flush() // the drain goroutine's wait ends, so the ring's reader is free
+	t.drainInto(&t.syncRec, &t.syncEv)
 }
 
 // record returns b as a record of type R when it is long enough to hold one.
@@ -269,7 +294,10 @@ func record[R any](b []byte) *R {
 }
 
 // apply puts one record into the table, or hands it to the sink.
-func (t *Tracer) apply(b []byte) {
+func (t *Tracer) apply(b []byte) { t.applyWith(b, &t.ev) }
+
+// applyWith is apply, making a data call's event in ev.
+func (t *Tracer) applyWith(b []byte, ev *trace.Event) {
 	if len(b) < 2 {
 		return
 	}
@@ -288,8 +316,8 @@ func (t *Tracer) apply(b []byte) {
 		}
 	case legsRecKindREC_DATA, legsRecKindREC_ASYNC:
 		if r, sink := record[legsDataRec](b), t.sink.Load(); r != nil && sink != nil {
-			t.dataEvent(r, &t.ev)
-			(*sink).KernelCall(&t.ev)
+			t.dataEvent(r, ev)
+			(*sink).KernelCall(ev)
 		}
 	}
 }

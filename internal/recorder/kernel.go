@@ -29,9 +29,11 @@ type kernelView interface {
 	detach()
 }
 
-// dataSink takes the reads and writes kernel passthrough served (fusefs.Server).
+// dataSink takes the reads and writes kernel passthrough served (fusefs.Server), and is told
+// what hands them over at once (SetKernelSync).
 type dataSink interface {
 	KernelCall(ev *trace.Event)
+	SetKernelSync(sync func())
 }
 
 // dataCounts are the kernel's counts of the data calls it timed.
@@ -120,6 +122,7 @@ func (v tracerView) watch(mountPoint string, pid int, sink dataSink) error {
 	var s legs.DataSink
 	if sink != nil {
 		s = sink
+		sink.SetKernelSync(v.t.Sync)
 	}
 	return v.t.Watch(mountPoint, pid, s)
 }
