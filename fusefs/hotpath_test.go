@@ -333,3 +333,37 @@ func BenchmarkLookupMany(b *testing.B) {
 		})
 	}
 }
+
+// kernelEvent is a read kernel passthrough served, as package legs hands it to the layer.
+func (u *unitFS) kernelEvent() trace.Event {
+	return trace.Event{Op: trace.OpRead, Passthrough: true, Node: u.node, Handle: u.fh, Offset: 4096, Size: 4096, Ret: 4096,
+		Tid: u.hdr.Pid, Pid: uint32(os.Getpid()), Start: 1000, Dur: 2000, Queued: 1000, Done: 3000, CallStart: 1000, CallEnd: 3000}
+}
+
+// TestKernelCallAllocs: recording a call the kernel served allocates nothing.
+func TestKernelCallAllocs(t *testing.T) {
+	w, err := trace.NewWriter(io.Discard, trace.Header{Kind: "record"}, trace.WriterOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = w.Close() }()
+	u := newUnitFS(t, w)
+	s := &Server{tracer: u.tr}
+	ev := u.kernelEvent()
+	if n := testing.AllocsPerRun(1000, func() { e := ev; s.KernelCall(&e) }); n != 0 {
+		t.Errorf("%.1f allocs per call", n)
+	}
+}
+
+// BenchmarkKernelCall is what the layer spends on each read or write the kernel served:
+// naming its path and caller and appending it to the trace writer.
+func BenchmarkKernelCall(b *testing.B) {
+	u := benchUnits(b)["writer"]
+	s := &Server{tracer: u.tr}
+	ev := u.kernelEvent()
+	b.ReportAllocs()
+	for b.Loop() {
+		e := ev
+		s.KernelCall(&e)
+	}
+}
