@@ -22,15 +22,6 @@ func (s *Server) Passthrough() PassthroughStats {
 	return PassthroughStats{Opens: st.Opens, LayerOpens: st.LayerOpens, Refused: st.Refused}
 }
 
-// SetKernelSync names what hands the kernel's pending data calls to KernelCall at once
-// (legs.Tracer.Sync): the layer calls it before it forgets a node or a file handle, so that
-// the calls on it are named while it still knows them.
-func (s *Server) SetKernelSync(sync func()) {
-	if s.tracer != nil {
-		s.tracer.kernelSync.Store(&sync)
-	}
-}
-
 // KernelCall records a read or write that kernel passthrough served on this mount, timed by
 // the kernel (ev.Passthrough, with its node id, handle, caller and times set; package legs
 // makes it). The layer names its path and attributes its caller as for the requests it
@@ -41,9 +32,11 @@ func (s *Server) KernelCall(ev *trace.Event) {
 	if t == nil {
 		return
 	}
-	ev.Path = t.nodes.path(ev.Node)
+	// The kernel hands the call over some milliseconds after it ended: the node may be
+	// forgotten by now (a file read, then removed).
+	ev.Path = t.nodes.pathOrForgotten(ev.Node)
 	if ev.Node2 != 0 {
-		ev.Path2 = t.nodes.path(ev.Node2)
+		ev.Path2 = t.nodes.pathOrForgotten(ev.Node2)
 	}
 	if ev.Tid == 0 {
 		t.asOpener(ev, ev.Handle, false)

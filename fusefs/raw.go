@@ -47,18 +47,6 @@ type tracer struct {
 
 	probe            string // Options.ProbeName
 	probeN, probeDur atomic.Uint64
-
-	// kernelSync hands the data calls the kernel served, and has not handed over yet, to
-	// KernelCall (Server.SetKernelSync); nil without kernel passthrough.
-	kernelSync atomic.Pointer[func()]
-}
-
-// syncKernel hands over the kernel's pending data calls before a node or handle is
-// forgotten.
-func (t *tracer) syncKernel() {
-	if f := t.kernelSync.Load(); f != nil {
-		(*f)()
-	}
 }
 
 var _ fuse.RawFileSystem = (*tracer)(nil)
@@ -84,6 +72,9 @@ func newTracer(inner fuse.RawFileSystem, rec Recorder, o Options) *tracer {
 		t.costShift = 0
 	}
 	t.nodes = newNodeTable(t.intern)
+	if o.Passthrough {
+		t.nodes.forgotten = newForgottenNodes()
+	}
 	if k, ok := rec.(pathKeeper); ok {
 		// The recorder's path index keeps the paths of the nodes the kernel holds and
 		// forgets the rest when it reaches its limit: memory follows the job's live files,
@@ -396,7 +387,6 @@ func (t *tracer) probed(t0 int64) fuse.Status {
 }
 
 func (t *tracer) Forget(nodeid, nlookup uint64) {
-	t.syncKernel()
 	c := t.enter(nodeid)
 	t.inner.Forget(nodeid, nlookup)
 	t.leave(&c)
@@ -727,7 +717,6 @@ func (t *tracer) SetLkw(cancel <-chan struct{}, in *fuse.LkIn) fuse.Status {
 }
 
 func (t *tracer) Release(cancel <-chan struct{}, in *fuse.ReleaseIn) {
-	t.syncKernel()
 	c := t.enter(in.Unique)
 	t.inner.Release(cancel, in)
 	t.leave(&c)

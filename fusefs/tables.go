@@ -3,6 +3,7 @@ package fusefs
 import (
 	"hash/maphash"
 	"strings"
+	"sync"
 	"sync/atomic"
 
 	"github.com/iotap/iotap/trace"
@@ -31,6 +32,55 @@ type nodeTable struct {
 	seed   maphash.Seed
 	intern func(parent uint32, name string) uint32 // Recorder.Path (+ filter learning)
 	cache  [nodeCacheSize]nodeSlot                 // node → path, in front of byNode
+	// forgotten keeps the paths of the nodes the kernel forgot last, when set (kernel
+	// passthrough: the reads and writes the kernel served on a node reach the layer some
+	// milliseconds after they ended, when the kernel may have forgotten it).
+	forgotten *forgottenNodes
+}
+
+// forgottenSlots is how many forgotten nodes' paths are kept: at tens of thousands of
+// files a second, more than the time the kernel's records of calls take to reach the layer.
+const forgottenSlots = 1 << 14
+
+// forgottenNodes is a bounded memory of forgotten nodes and their paths: the oldest goes as
+// a new one comes. go-fuse never gives a forgotten node's id to another object.
+type forgottenNodes struct {
+	mu    sync.Mutex // guards all
+	paths map[uint64]uint32
+	ring  [forgottenSlots]uint64
+	next  int
+}
+
+func newForgottenNodes() *forgottenNodes {
+	return &forgottenNodes{paths: make(map[uint64]uint32, forgottenSlots)}
+}
+
+// put remembers that node, forgotten, had path.
+func (f *forgottenNodes) put(node uint64, path uint32) {
+	f.mu.Lock()
+	if old := f.ring[f.next]; old != 0 {
+		delete(f.paths, old)
+	}
+	f.ring[f.next] = node
+	f.next = (f.next + 1) % forgottenSlots
+	f.paths[node] = path
+	f.mu.Unlock()
+}
+
+// path returns the path node had when it was forgotten, or 0.
+func (f *forgottenNodes) path(node uint64) uint32 {
+	f.mu.Lock()
+	p := f.paths[node]
+	f.mu.Unlock()
+	return p
+}
+
+// pathOrForgotten returns node's path id, or the one it had when the kernel forgot it.
+func (t *nodeTable) pathOrForgotten(node uint64) uint32 {
+	if p := t.path(node); p != 0 || t.forgotten == nil {
+		return p
+	}
+	return t.forgotten.path(node)
 }
 
 // nodeCacheSize is the number of slots of the direct-mapped cache of node paths (1 MiB).
@@ -320,6 +370,9 @@ func (t *nodeTable) forget(node, n uint64) {
 	sh.mu.Unlock()
 	if gone != 0 {
 		t.byPath.delIf(gone, node)
+		if t.forgotten != nil {
+			t.forgotten.put(node, gone)
+		}
 	}
 }
 

@@ -51,7 +51,6 @@ func mountKernelWith(t *testing.T, o fusefs.Options, lo legs.Options) *kernelCas
 	rec := fusetest.NewMemRecorder(origin)
 	o.Passthrough = true
 	c := fusetest.Mount(t, rec, o)
-	c.Server.SetKernelSync(tr.Sync)
 	if err := tr.Watch(c.Mnt, os.Getpid(), c.Server); err != nil {
 		t.Fatal(err)
 	}
@@ -276,8 +275,8 @@ func TestPassthroughRingFull(t *testing.T) {
 }
 
 // TestPassthroughForgottenFiles: files read and removed at once are forgotten by the layer
-// before the ring's next drain; their reads still carry their paths, as the layer hands
-// over the kernel's pending calls before it forgets a node or a handle.
+// before the ring's next drain; their reads still carry their paths, which the layer keeps
+// for the nodes the kernel forgot last.
 func TestPassthroughForgottenFiles(t *testing.T) {
 	k := mountKernelWith(t, fusefs.Options{}, legs.Options{DataCalls: true, DrainInterval: time.Second})
 	const n = 30

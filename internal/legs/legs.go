@@ -93,12 +93,6 @@ type Tracer struct {
 	ev   trace.Event // the event being handed to sink
 	sink atomic.Pointer[DataSink]
 
-	// Sync's own: it reads the ring beside the drain goroutine (the ring's reader orders
-	// their reads).
-	syncMu  sync.Mutex // guards syncRec, syncEv
-	syncRec ringbuf.Record
-	syncEv  trace.Event
-
 	mu    sync.Mutex // guards slots, stats
 	slots []slot
 	stats Stats
@@ -138,11 +132,16 @@ func Open(o Options) (*Tracer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("legs: %w", err)
 	}
+	ring := uint32(DefaultRingBytes)
 	if o.RingBytes != 0 {
 		if o.RingBytes < 4096 || o.RingBytes&(o.RingBytes-1) != 0 {
 			return nil, fmt.Errorf("legs: ring of %d bytes: a power of two of at least 4096", o.RingBytes)
 		}
-		spec.Maps[legsMapRing].MaxEntries = o.RingBytes
+		ring = o.RingBytes
+	}
+	spec.Maps[legsMapRing].MaxEntries = ring
+	if err := spec.Variables[legsVarRingWake].Set(uint64(ring / 4)); err != nil {
+		return nil, fmt.Errorf("legs: %w", err)
 	}
 	if err := spec.LoadAndAssign(&t.objs, nil); err != nil {
 		return nil, fmt.Errorf("legs: load program into the kernel: %w", err)
@@ -257,31 +256,12 @@ func (t *Tracer) drain() {
 		return
 	}
 	t.rd.SetDeadline(time.Now())
-	t.drainInto(&t.rec, &t.ev)
-}
-
-// drainInto is drain with the record and event buffers of its caller.
-func (t *Tracer) drainInto(rec *ringbuf.Record, ev *trace.Event) {
 	for t.rd.AvailableBytes() > 0 {
-		if err := t.rd.ReadInto(rec); err != nil {
+		if err := t.rd.ReadInto(&t.rec); err != nil {
 			return
 		}
-		t.applyWith(rec.RawSample, ev)
+		t.apply(t.rec.RawSample)
 	}
-}
-
-// Sync hands the records already in the ring to the table and the sink now, instead of at
-// the next drain. The layer calls it before it forgets a node or a file handle: a read or
-// write the kernel served on it has ended before the kernel sent that request, and its
-// record is in the ring; handed over now, the layer still knows the file's path.
-func (t *Tracer) Sync() {
-	if t.rd == nil || t.rd.AvailableBytes() == 0 {
-		return
-	}
-	t.syncMu.Lock()
-	defer t.syncMu.Unlock()
-	_ = t.rd.Flush() // the drain goroutine's wait ends, so the ring's reader is free
-	t.drainInto(&t.syncRec, &t.syncEv)
 }
 
 // record returns b as a record of type R when it is long enough to hold one.
@@ -294,10 +274,7 @@ func record[R any](b []byte) *R {
 }
 
 // apply puts one record into the table, or hands it to the sink.
-func (t *Tracer) apply(b []byte) { t.applyWith(b, &t.ev) }
-
-// applyWith is apply, making a data call's event in ev.
-func (t *Tracer) applyWith(b []byte, ev *trace.Event) {
+func (t *Tracer) apply(b []byte) {
 	if len(b) < 2 {
 		return
 	}
@@ -316,8 +293,8 @@ func (t *Tracer) applyWith(b []byte, ev *trace.Event) {
 		}
 	case legsRecKindREC_DATA, legsRecKindREC_ASYNC:
 		if r, sink := record[legsDataRec](b), t.sink.Load(); r != nil && sink != nil {
-			t.dataEvent(r, ev)
-			(*sink).KernelCall(ev)
+			t.dataEvent(r, &t.ev)
+			(*sink).KernelCall(&t.ev)
 		}
 	}
 }

@@ -193,6 +193,7 @@ const (
 	legsVarDaemonTgid     = "daemon_tgid"
 	legsVarDataCalls      = "data_calls"
 	legsVarJobOnly        = "job_only"
+	legsVarRingWake       = "ring_wake"
 	legsVarTargetDev      = "target_dev"
 	legsVarUnusedCallRec  = "unused_call_rec"
 	legsVarUnusedCounter  = "unused_counter"
@@ -272,6 +273,7 @@ type legsVariableSpecs struct {
 	DaemonTgid    *ebpf.VariableSpec `ebpf:"daemon_tgid"`
 	DataCalls     *ebpf.VariableSpec `ebpf:"data_calls"`
 	JobOnly       *ebpf.VariableSpec `ebpf:"job_only"`
+	RingWake      *ebpf.VariableSpec `ebpf:"ring_wake"`
 	TargetDev     *ebpf.VariableSpec `ebpf:"target_dev"`
 	UnusedCallRec *ebpf.VariableSpec `ebpf:"unused_call_rec"`
 	UnusedCounter *ebpf.VariableSpec `ebpf:"unused_counter"`
@@ -325,6 +327,7 @@ type legsVariables struct {
 	DaemonTgid    *ebpf.Variable `ebpf:"daemon_tgid"`
 	DataCalls     *ebpf.Variable `ebpf:"data_calls"`
 	JobOnly       *ebpf.Variable `ebpf:"job_only"`
+	RingWake      *ebpf.Variable `ebpf:"ring_wake"`
 	TargetDev     *ebpf.Variable `ebpf:"target_dev"`
 	UnusedCallRec *ebpf.Variable `ebpf:"unused_call_rec"`
 	UnusedCounter *ebpf.Variable `ebpf:"unused_counter"`

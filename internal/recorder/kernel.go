@@ -29,11 +29,9 @@ type kernelView interface {
 	detach()
 }
 
-// dataSink takes the reads and writes kernel passthrough served (fusefs.Server), and is told
-// what hands them over at once (SetKernelSync).
+// dataSink takes the reads and writes kernel passthrough served (fusefs.Server).
 type dataSink interface {
 	KernelCall(ev *trace.Event)
-	SetKernelSync(sync func())
 }
 
 // dataCounts are the kernel's counts of the data calls it timed.
@@ -122,7 +120,6 @@ func (v tracerView) watch(mountPoint string, pid int, sink dataSink) error {
 	var s legs.DataSink
 	if sink != nil {
 		s = sink
-		sink.SetKernelSync(v.t.Sync)
 	}
 	return v.t.Watch(mountPoint, pid, s)
 }

@@ -100,6 +100,22 @@ char LICENSE[] SEC("license") = "Dual MIT/GPL";
 #define S_IFMT 00170000
 #define S_IFREG 0100000
 
+// A system call's arguments, from the registers the system call entry tracepoint gives: on
+// x86 a direct load from the tracepoint's (trusted) pointer, elsewhere a CO-RE read.
+#if defined(__TARGET_ARCH_x86)
+#define ARG1(r) ((r)->di)
+#define ARG2(r) ((r)->si)
+#define ARG3(r) ((r)->dx)
+#define ARG4(r) ((r)->r10)
+#define ARG5(r) ((r)->r8)
+#else
+#define ARG1(r) PT_REGS_PARM1_CORE_SYSCALL(r)
+#define ARG2(r) PT_REGS_PARM2_CORE_SYSCALL(r)
+#define ARG3(r) PT_REGS_PARM3_CORE_SYSCALL(r)
+#define ARG4(r) PT_REGS_PARM4_CORE_SYSCALL(r)
+#define ARG5(r) PT_REGS_PARM5_CORE_SYSCALL(r)
+#endif
+
 // Kinds of records.
 enum rec_kind { REC_REQ = 1, REC_CALL = 2, REC_DATA = 3, REC_ASYNC = 4 };
 
@@ -123,6 +139,7 @@ enum counter {
 volatile u32 target_dev = 0;  // the FUSE connection: its super block's s_dev (major<<20|minor)
 volatile u32 daemon_tgid = 0; // the server's thread group: its own requests are not callers'
 volatile u32 data_calls = 0;  // time passthrough reads and writes (1) or not (0)
+volatile u64 ring_wake = 4 << 20; // bytes in the ring above which a record wakes the reader
 volatile u32 job_only = 0;    // only the job reaches the mount: tasks the server's process
                               // starts, and their descendants (job tasks, task.job)
 
@@ -323,7 +340,7 @@ static __always_inline void *reserve(u64 size, bool data)
 static __always_inline void submit(void *r)
 {
 	u64 flags = BPF_RB_NO_WAKEUP;
-	if (bpf_ringbuf_query(&ring, BPF_RB_AVAIL_DATA) > bpf_ringbuf_query(&ring, BPF_RB_RING_SIZE) / 4)
+	if (bpf_ringbuf_query(&ring, BPF_RB_AVAIL_DATA) > ring_wake)
 		flags = BPF_RB_FORCE_WAKEUP;
 	bpf_ringbuf_submit(r, flags);
 }
@@ -552,13 +569,15 @@ static __always_inline struct call_shape shape(long nr)
 	return s;
 }
 
-// data_task returns the thread's state for a data call nr, following the thread from now
-// on.
-static __always_inline struct task *data_task(struct task_struct *task, long nr)
+// data_task readies the thread's state t (0: make it) for a data call nr, following the
+// thread from now on.
+static __always_inline struct task *data_task(struct task *t, struct task_struct *task, long nr)
 {
-	struct task *t = bpf_task_storage_get(&tasks, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
-	if (!t)
-		return 0;
+	if (!t) {
+		t = bpf_task_storage_get(&tasks, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+		if (!t)
+			return 0;
+	}
 	if (!t->followed) {
 		t->followed = 1;
 		t->enter = bpf_ktime_get_ns();
@@ -576,14 +595,13 @@ static __always_inline struct task *data_task(struct task_struct *task, long nr)
 }
 
 // begin_data notes a read or write on a passthrough file in the thread's state.
-static __always_inline void begin_data(struct pt_regs *regs, long nr, struct call_shape cs)
+static __always_inline void begin_data(struct task *t, struct task_struct *task, struct pt_regs *regs, long nr, struct call_shape cs)
 {
-	struct task_struct *task = bpf_get_current_task_btf();
-	struct file *f = fd_file(task, PT_REGS_PARM1_CORE_SYSCALL(regs));
+	struct file *f = fd_file(task, ARG1(regs));
 	struct fuse_file *ff = passthrough(f);
 	if (!ff)
 		return;
-	struct task *t = data_task(task, nr);
+	t = data_task(t, task, nr);
 	if (!t)
 		return;
 	t->d_file = (u64)f;
@@ -592,7 +610,7 @@ static __always_inline void begin_data(struct pt_regs *regs, long nr, struct cal
 	t->d_op = cs.op;
 	t->d_pos = -1;
 	if (cs.offset) {
-		s64 off = (s64)PT_REGS_PARM4_CORE_SYSCALL(regs);
+		s64 off = (s64)ARG4(regs);
 		if (off >= 0)
 			t->d_pos = off; // preadv2/pwritev2 take -1 for the file position
 	}
@@ -600,8 +618,8 @@ static __always_inline void begin_data(struct pt_regs *regs, long nr, struct cal
 		t->d_pos = f->f_pos;
 		t->d_fpos = 1;
 	}
-	u64 n = PT_REGS_PARM3_CORE_SYSCALL(regs);
-	t->d_size = cs.vec ? iov_size(PT_REGS_PARM2_CORE_SYSCALL(regs), n) : n;
+	u64 n = ARG3(regs);
+	t->d_size = cs.vec ? iov_size(ARG2(regs), n) : n;
 }
 
 // fd_addr returns the address of the open file of descriptor fd of task, or 0.
@@ -650,27 +668,26 @@ static __always_inline s64 side_pos(u64 file, u64 uoff, u8 *fpos)
 
 // begin_move notes a sendfile or splice with a passthrough file on either side: a read of
 // the input, a write of the output, or a copy when both are.
-static __always_inline void begin_move(struct pt_regs *regs, long nr)
+static __always_inline void begin_move(struct task *t, struct task_struct *task, struct pt_regs *regs, long nr)
 {
-	struct task_struct *task = bpf_get_current_task_btf();
 	u64 in_fd, out_fd, in_off, out_off = 0, n;
 	if (nr == NR_SENDFILE) {
-		out_fd = PT_REGS_PARM1_CORE_SYSCALL(regs);
-		in_fd = PT_REGS_PARM2_CORE_SYSCALL(regs);
-		in_off = PT_REGS_PARM3_CORE_SYSCALL(regs);
-		n = PT_REGS_PARM4_CORE_SYSCALL(regs);
+		out_fd = ARG1(regs);
+		in_fd = ARG2(regs);
+		in_off = ARG3(regs);
+		n = ARG4(regs);
 	} else {
-		in_fd = PT_REGS_PARM1_CORE_SYSCALL(regs);
-		in_off = PT_REGS_PARM2_CORE_SYSCALL(regs);
-		out_fd = PT_REGS_PARM3_CORE_SYSCALL(regs);
-		out_off = PT_REGS_PARM4_CORE_SYSCALL(regs);
-		n = PT_REGS_PARM5_CORE_SYSCALL(regs);
+		in_fd = ARG1(regs);
+		in_off = ARG2(regs);
+		out_fd = ARG3(regs);
+		out_off = ARG4(regs);
+		n = ARG5(regs);
 	}
 	u64 fi = fd_addr(task, in_fd), fo = fd_addr(task, out_fd);
 	u64 ffi = passthrough_addr(fi), ffo = passthrough_addr(fo);
 	if (!ffi && !ffo)
 		return;
-	struct task *t = data_task(task, nr);
+	t = data_task(t, task, nr);
 	if (!t)
 		return;
 	t->d_size = n;
@@ -1013,16 +1030,16 @@ int BPF_PROG(sys_enter, struct pt_regs *regs, long nr)
 		return 0;
 	struct call_shape cs = shape(nr);
 	if (cs.op) {
-		begin_data(regs, nr, cs);
+		begin_data(t, task, regs, nr, cs);
 		return 0;
 	}
 	if (nr == NR_SENDFILE || nr == NR_SPLICE) {
-		begin_move(regs, nr);
+		begin_move(t, task, regs, nr);
 		return 0;
 	}
 	if (nr == NR_IO_SUBMIT) {
-		u64 n = PT_REGS_PARM2_CORE_SYSCALL(regs);
-		u64 iocbs = PT_REGS_PARM3_CORE_SYSCALL(regs);
+		u64 n = ARG2(regs);
+		u64 iocbs = ARG3(regs);
 		if (t && t->followed) {
 			think(t, task);
 			t->aio_iocbs = iocbs;
@@ -1039,7 +1056,7 @@ int BPF_PROG(sys_enter, struct pt_regs *regs, long nr)
 			t->nr = (u32)nr;
 			t->in_call = 1;
 		}
-		t->aio_events = PT_REGS_PARM4_CORE_SYSCALL(regs);
+		t->aio_events = ARG4(regs);
 	}
 	return 0;
 }
