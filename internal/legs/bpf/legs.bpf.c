@@ -255,8 +255,12 @@ struct send {
 	u32 opcode;
 };
 
+// Hash maps allocate their entries as they are used (an LRU map fills all of them when it
+// is made, a cost every recording would pay at its start); a full one refuses the newest
+// entry, whose completion then counts as unmatched.
 struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__uint(max_entries, 16384);
 	__type(key, u64);
 	__type(value, struct send);
@@ -290,7 +294,8 @@ struct async {
 };
 
 struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__uint(max_entries, 65536);
 	__type(key, struct async_key);
 	__type(value, struct async);
