@@ -55,6 +55,11 @@ func runCompare(ctx context.Context, e *env, o *compareOptions, args []string) e
 	if err := o.usedBy(args...); err != nil {
 		return err
 	}
+	dst, err := openOutput(o.Output)
+	if err != nil {
+		return err
+	}
+	defer dst.abandon()
 	in, err := loadSides(ctx, e, o, args)
 	if err != nil {
 		return err
@@ -71,7 +76,7 @@ func runCompare(ctx context.Context, e *env, o *compareOptions, args []string) e
 	if err != nil {
 		return fmt.Errorf("render comparison: %w", err)
 	}
-	if err := writeOutput(e, o.Output, out); err != nil {
+	if err := dst.write(e, out); err != nil {
 		return err
 	}
 	return errors.Join(damageError(in.damaged), droppedError(in.dropped))
