@@ -232,6 +232,8 @@
 //	              round trip per request: part of the interval), and, when the job's
 //	              native runtime is known, native_runtime_ns, recorded_io_ns,
 //	              anchored_runtime_ns, anchored_runtime_low_ns, anchored_runtime_high_ns}
+//	no_prediction (think timing) why the run predicts nothing, in place of prediction:
+//	              it was interrupted
 //	behind        ops due more than 1 ms before their thread's previous op returned
 //	recorded_span_ns, replay_span_ns, recorded_io_ns, replay_io_ns: first op start to last
 //	              op end, and summed op latencies, on each side

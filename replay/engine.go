@@ -309,8 +309,8 @@ func run(ctx context.Context, src Source, b Backend, sink Sink, o Options, procs
 	}
 	sum.Causes = e.causes.causes()
 	sum.finish()
-	sum.predict(o)
 	sum.Interrupted = ctx.Err() != nil
+	sum.predict(o)
 	if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) {
 		return sum, cause
 	}

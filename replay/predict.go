@@ -33,7 +33,8 @@ import (
 // The constants are calibrated on bench/predict.sh (five real jobs, three backends, five
 // runs each): see docs/performance.md.
 //
-// Runs repeated onto one target (--repeat) widen the interval to every run's.
+// Runs repeated onto one target (--repeat) widen the interval to every run's. A run that
+// was interrupted predicts nothing.
 //
 // Where the job's native runtime is known (Options.NativeRuntime: measured by the user, or
 // by `record --native-first`), the prediction is also anchored on it: the native runtime
@@ -71,9 +72,16 @@ type Prediction struct {
 	EstimatedThinkNs int64 `json:"estimated_think_ns"`
 }
 
-// predict fills in s.Prediction from the summary of one think-mode run.
+// predict fills in s.Prediction from the summary of one think-mode run. A run that was
+// interrupted predicts nothing: its span is that of the ops it issued, not the job's, and
+// the ops it left out are not a sample of the whole (s.NoPrediction says so).
 func (s *Summary) predict(o Options) {
+	s.Prediction, s.NoPrediction = nil, ""
 	if s.Timing != TimingThink.String() || s.ReplaySpan <= 0 {
+		return
+	}
+	if s.Interrupted {
+		s.NoPrediction = fmt.Sprintf("the run was interrupted (%d ops replayed): the part of the job it replayed says nothing of the job's runtime", s.ReplayedOps)
 		return
 	}
 	span, io := int64(s.ReplaySpan), int64(s.ReplayIO)

@@ -1,6 +1,8 @@
 package replay
 
 import (
+	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 )
@@ -66,5 +68,38 @@ func TestMergePredictions(t *testing.T) {
 	}
 	if MergePredictions([]*Prediction{nil}) != nil {
 		t.Error("no run, a prediction")
+	}
+}
+
+// TestInterruptedPredictsNothing: a think-mode run that was interrupted predicts nothing,
+// and says so in its text and its JSON.
+func TestInterruptedPredictsNothing(t *testing.T) {
+	s := &Summary{Timing: TimingThink.String(), ReplaySpan: 2 * time.Second, ReplayIO: time.Second,
+		ReplayedOps: 9044, RecordedOps: 9044, Interrupted: true}
+	s.predict(Options{NativeRuntime: time.Second})
+	if s.Prediction != nil {
+		t.Fatalf("an interrupted run predicts %s", s.Prediction.Line())
+	}
+	var text strings.Builder
+	s.Print(&text)
+	if strings.Contains(text.String(), "predicts runtime") || !strings.Contains(text.String(), "predicts nothing: the run was interrupted (9044 ops replayed)") {
+		t.Errorf("text:\n%s", text.String())
+	}
+	b, err := json.Marshal(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := m["prediction"]; ok || !strings.Contains(m["no_prediction"].(string), "interrupted") {
+		t.Errorf("JSON prediction %v, no_prediction %q", m["prediction"], m["no_prediction"])
+	}
+	// The same run whole predicts.
+	s.Interrupted = false
+	s.predict(Options{})
+	if s.Prediction == nil || s.NoPrediction != "" {
+		t.Errorf("a whole run: prediction %v, no_prediction %q", s.Prediction, s.NoPrediction)
 	}
 }

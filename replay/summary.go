@@ -184,6 +184,8 @@ type Summary struct {
 
 	// Prediction is what the run predicts for the job on the target (think timing only).
 	Prediction *Prediction `json:"prediction,omitempty"`
+	// NoPrediction says why a think-mode run predicts nothing (it was interrupted).
+	NoPrediction string `json:"no_prediction,omitempty"`
 
 	RecordedSpan time.Duration `json:"recorded_span_ns"` // first op start to last op end
 	ReplaySpan   time.Duration `json:"replay_span_ns"`
@@ -388,8 +390,11 @@ func (s *Summary) Print(w io.Writer) {
 	_, _ = fmt.Fprintf(w, "  runtime  replay %v vs recorded %v (%+.1f%%); summed op time %v vs %v (%+.1f%%)\n",
 		s.ReplaySpan.Round(time.Microsecond), s.RecordedSpan.Round(time.Microsecond), pct(s.ReplaySpan, s.RecordedSpan),
 		s.ReplayIO.Round(time.Microsecond), s.RecordedIO.Round(time.Microsecond), pct(s.ReplayIO, s.RecordedIO))
-	if s.Prediction != nil {
+	switch {
+	case s.Prediction != nil:
 		_, _ = fmt.Fprintf(w, "  predicts %s\n", s.Prediction.Line())
+	case s.NoPrediction != "":
+		_, _ = fmt.Fprintf(w, "  predicts nothing: %s\n", s.NoPrediction)
 	}
 	s.printReplayer(w)
 	if s.Divergences > 0 || s.SkippedOps > 0 {
