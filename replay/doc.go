@@ -145,7 +145,8 @@
 // dependencies, return of the thread's previous op) is measured for every op and
 // summarised; waiting for the thread's previous op is not lag, and an op that waited more
 // than 1 ms for it (a target slower than the recording, in original timing) is counted as
-// "behind". A p99 lag
+// "behind". The time during which at least one op was late (the union of the lag
+// intervals: lagspan.go) is what the prediction allows for the replayer's delays. A p99 lag
 // above 5 ms, or more than 5% of ops over 1 ms late, is reported as the replayer being the
 // bottleneck.
 //
@@ -213,6 +214,9 @@
 //	implicit_opens, implicit_open_failures, escapes, interrupted
 //	lag_p50_ns, lag_p99_ns, lag_max_ns, lag_total_ns, late_over_1ms, lag_samples: issue
 //	              lag, the actual issue time less the time the op became due
+//	lag_union_ns  the time during which at least one op was late (the union of the ops'
+//	              lag intervals; lag_total_ns sums them, counting ops late together
+//	              once each)
 //	dep_wait_ns   time threads waited for other threads' ops
 //	round_trip_ns, think_cut_ns, think_wait_ns: think mode's recording round trip per
 //	              request, the recorded think time not waited for, the think time waited

@@ -170,6 +170,7 @@ type engine struct {
 	fill   []byte // 1 MiB of write data
 
 	causes causeTable // first failures, and what failed after them (fallback.go)
+	lags   lagSpans   // the union of the ops' issue lags (lagspan.go)
 
 	procs *procBudget // the goroutines given a P of their own (see wantProc)
 	gate  *startGate  // copies replayed together start at once (nil: one run)
@@ -762,7 +763,7 @@ func (w *worker) issue(op *replayOp, due, ready int64) int64 {
 		w.e.drift.Store(end - w.e.replayTime(op.Start+op.Dur))
 	}
 	if due > 0 {
-		w.st.lag.record(start - ready)
+		w.st.recordLag(&w.e.lags, ready, start)
 	}
 	w.account(op, start, end, ret, errno)
 	return end

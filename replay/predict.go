@@ -13,8 +13,9 @@ import (
 // runtime is the replay's span, its job I/O time the replayed calls' summed time. Neither
 // is exact, and the prediction says by how much it may miss, from what the replay knows:
 //
-//   - the replayer's own delays (the issue lag, LagTotal): the real job would not have
-//     them, so the runtime may be lower by up to that much;
+//   - the replayer's own delays (the issue lag): the real job would not have them, so
+//     the runtime may be lower by up to the time during which some op was late
+//     (LagUnion: ops late together count once, lagspan.go);
 //   - the time the recorded threads waited for a CPU between their calls, which the replay
 //     did not wait (RunDelayCut): a job with more runnable threads than CPUs waits some of
 //     it on any machine, so the runtime may be higher by up to that much;
@@ -93,7 +94,7 @@ func (s *Summary) predict(o Options) {
 		up += int64(s.RunDelayCut)
 	}
 	slower := int64(float64(min(int64(s.ThinkWait), span)) * ModelError.Think)
-	down := est + int64(s.LagTotal) + slower + int64(float64(span)*ModelError.Runtime)
+	down := est + int64(s.LagUnion) + slower + int64(float64(span)*ModelError.Runtime)
 	ioErr := int64(float64(io) * ModelError.IO)
 	p := &Prediction{
 		RuntimeNs: span, RuntimeLowNs: max(span-down, 0), RuntimeHighNs: span + up,

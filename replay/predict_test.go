@@ -8,13 +8,14 @@ import (
 )
 
 // TestPredictInterval checks the interval's terms one by one on a summary whose figures
-// are known: the replayer's lag lowers the low end, the run delay not waited raises the
+// are known: the time some op was late (the union of the lags, not their sum) lowers the
+// low end, the run delay not waited raises the
 // high end, each estimated think time widens both by half a round trip, and the model's
 // error widens both by its share of the point.
 func TestPredictInterval(t *testing.T) {
 	s := &Summary{
 		Timing: TimingThink.String(), ReplaySpan: 10 * time.Second, ReplayIO: 4 * time.Second,
-		RecordedIO: 3 * time.Second, LagTotal: 500 * time.Millisecond, RunDelayCut: 200 * time.Millisecond,
+		RecordedIO: 3 * time.Second, LagTotal: 900 * time.Millisecond, LagUnion: 500 * time.Millisecond, RunDelayCut: 200 * time.Millisecond,
 		ThinkEstimated: 1000, RoundTrip: 40 * time.Microsecond, ThinkWait: 5 * time.Second, ReplayedOps: 10_000,
 	}
 	s.predict(Options{NativeRuntime: 2 * time.Second})

@@ -93,6 +93,7 @@ type runStats struct {
 	overlapped        uint64 // ops issued while others of their thread ran
 	maxDepth          int    // most ops of one thread in flight at once, as recorded
 	lag               *hist
+	lags              lagBuf // lag intervals not yet added to the run's union
 	examples          []string
 	unsupExamples     []string
 }
@@ -146,10 +147,13 @@ type Summary struct {
 
 	// Issue lag: actual issue time minus the time the op became due (its scheduled time,
 	// or when its ordering dependencies completed if later).
-	LagP50      time.Duration `json:"lag_p50_ns"`
-	LagP99      time.Duration `json:"lag_p99_ns"`
-	LagMax      time.Duration `json:"lag_max_ns"`
-	LagTotal    time.Duration `json:"lag_total_ns"`
+	LagP50   time.Duration `json:"lag_p50_ns"`
+	LagP99   time.Duration `json:"lag_p99_ns"`
+	LagMax   time.Duration `json:"lag_max_ns"`
+	LagTotal time.Duration `json:"lag_total_ns"`
+	// LagUnion is the time during which at least one op was late: the union of the ops'
+	// lag intervals, where LagTotal sums them (lagspan.go).
+	LagUnion    time.Duration `json:"lag_union_ns"`
 	LateOver1ms uint64        `json:"late_over_1ms"`
 	LagSamples  uint64        `json:"lag_samples"`
 	DepWait     time.Duration `json:"dep_wait_ns"` // total time spent waiting for other threads' ops
@@ -214,7 +218,8 @@ type Summary struct {
 	Overlapped    uint64 `json:"overlapped"`
 	MaxQueueDepth int    `json:"max_queue_depth"`
 
-	lag hist
+	lag  hist
+	lags *lagSpans // the union of the lag intervals, nil when no op was late
 }
 
 // SummarySchema names the JSON form of a Summary (a replay's PREFIX.tN.rM.json); the
@@ -308,6 +313,10 @@ func (s *Summary) add(st *runStats) {
 	if st.lag != nil {
 		s.lag.merge(st.lag)
 	}
+	if st.lags.to != nil {
+		st.lags.flush()
+		s.lags = st.lags.to
+	}
 	for _, ex := range st.examples {
 		if len(s.Examples) < 10 {
 			s.Examples = append(s.Examples, ex)
@@ -342,6 +351,9 @@ func (s *Summary) finish() {
 	s.LagP50, s.LagP99 = s.lag.quantile(0.5), s.lag.quantile(0.99)
 	s.LagMax = time.Duration(s.lag.max)
 	s.LagTotal = time.Duration(s.lag.sum)
+	if s.lags != nil {
+		s.LagUnion = time.Duration(s.lags.total())
+	}
 	s.LateOver1ms = s.lag.above(int64(time.Millisecond))
 	switch {
 	case s.Timing == "afap":
@@ -443,8 +455,8 @@ func (s *Summary) Print(w io.Writer) {
 func (s *Summary) printReplayer(w io.Writer) {
 	var parts []string
 	if s.LagSamples > 0 {
-		parts = append(parts, fmt.Sprintf("issue lag p50 %v p99 %v max %v, %d ops >1ms late; waited %v on other threads",
-			s.LagP50, s.LagP99, s.LagMax, s.LateOver1ms, s.DepWait.Round(time.Microsecond)))
+		parts = append(parts, fmt.Sprintf("issue lag p50 %v p99 %v max %v, %d ops >1ms late, some op late during %v of the run; waited %v on other threads",
+			s.LagP50, s.LagP99, s.LagMax, s.LateOver1ms, s.LagUnion.Round(time.Microsecond), s.DepWait.Round(time.Microsecond)))
 	}
 	if s.ReplayerCPU > 0 && s.ReplaySpan > 0 {
 		parts = append(parts, fmt.Sprintf("CPU %v, %.0f%% of one CPU over the replay (%d CPUs)",
