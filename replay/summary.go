@@ -366,7 +366,11 @@ func (s *Summary) finish() {
 
 // Print writes the summary as text.
 func (s *Summary) Print(w io.Writer) {
-	_, _ = fmt.Fprintf(w, "replay onto %s (%s), timing %s, speed %g, %d threads\n", s.Target.Path, s.Target.FSType, s.Timing, s.Speed, s.Threads)
+	fs := s.Target.FSType
+	if fs == "s3" && s.Target.Mount != "" {
+		fs += ", " + s.Target.Mount // the S3 profile and the settings given for it
+	}
+	_, _ = fmt.Fprintf(w, "replay onto %s (%s), timing %s, speed %g, %d threads\n", s.Target.Path, fs, s.Timing, s.Speed, s.Threads)
 	_, _ = fmt.Fprintf(w, "  recorded events %d -> %d replay ops (%d folded kernel requests, %d split reads/writes merged, %d implicit opens)\n",
 		s.Fold.Events, s.RecordedOps, foldedTotal(&s.Fold), s.Fold.Merged, s.ImplicitOpens)
 	_, _ = fmt.Fprintf(w, "  ops      replayed %d of %d (skipped %d), divergences %d, backend differences %d\n",
