@@ -149,7 +149,8 @@
 // dependencies, return of the thread's previous op) is measured for every op and
 // summarised; waiting for the thread's previous op is not lag, and an op that waited more
 // than 1 ms for it (a target slower than the recording, in original timing) is counted as
-// "behind". A p99 lag
+// "behind". The time during which at least one op was late (the union of the lag
+// intervals: lagspan.go) is what the prediction allows for the replayer's delays. A p99 lag
 // above 5 ms, or more than 5% of ops over 1 ms late, is reported as the replayer being the
 // bottleneck.
 //
@@ -219,6 +220,9 @@
 //	              moves (2 GiB less a page), replayed with that many
 //	lag_p50_ns, lag_p99_ns, lag_max_ns, lag_total_ns, late_over_1ms, lag_samples: issue
 //	              lag, the actual issue time less the time the op became due
+//	lag_union_ns  the time during which at least one op was late (the union of the ops'
+//	              lag intervals; lag_total_ns sums them, counting ops late together
+//	              once each)
 //	dep_wait_ns   time threads waited for other threads' ops
 //	round_trip_ns, think_cut_ns, think_wait_ns: think mode's recording round trip per
 //	              request, the recorded think time not waited for, the think time waited
@@ -241,6 +245,8 @@
 //	idle_ns, think_share  the part of replay_span_ns with none of the job's calls in
 //	              flight on any thread (the job's own time between calls: in think mode,
 //	              recorded think time carried over unchanged), and its share of the span
+//	no_prediction (think timing) why the run predicts nothing, in place of prediction:
+//	              it was interrupted
 //	behind        ops due more than 1 ms before their thread's previous op returned
 //	recorded_span_ns, replay_span_ns, recorded_io_ns, replay_io_ns: first op start to last
 //	              op end, and summed op latencies, on each side

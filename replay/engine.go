@@ -171,6 +171,7 @@ type engine struct {
 
 	causes causeTable // first failures, and what failed after them (fallback.go)
 	calls  inFlight   // when the job's calls were in flight
+	lags   lagSpans   // the union of the ops' issue lags (lagspan.go)
 
 	procs *procBudget // the goroutines given a P of their own (see wantProc)
 	gate  *startGate  // copies replayed together start at once (nil: one run)
@@ -327,8 +328,8 @@ func run(ctx context.Context, src Source, b Backend, sink Sink, o Options, procs
 		sum.Idle = max(sum.ReplaySpan-time.Duration(e.calls.busy), 0)
 	}
 	sum.finish()
-	sum.predict(o)
 	sum.Interrupted = ctx.Err() != nil
+	sum.predict(o)
 	if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) {
 		return sum, cause
 	}
@@ -790,7 +791,7 @@ func (w *worker) issue(op *replayOp, due, ready int64) int64 {
 		w.e.drift.Store(end - w.e.replayTime(op.Start+op.Dur))
 	}
 	if due > 0 {
-		w.st.lag.record(start - ready)
+		w.st.recordLag(&w.e.lags, ready, start)
 	}
 	w.account(op, start, end, ret, errno)
 	return end

@@ -13,8 +13,9 @@ import (
 // runtime is the replay's span, its job I/O time the replayed calls' summed time. Neither
 // is exact, and the prediction says by how much it may miss, from what the replay knows:
 //
-//   - the replayer's own delays (the issue lag, LagTotal): the real job would not have
-//     them, so the runtime may be lower by up to that much;
+//   - the replayer's own delays (the issue lag): the real job would not have them, so
+//     the runtime may be lower by up to the time during which some op was late
+//     (LagUnion: ops late together count once, lagspan.go);
 //   - the time the recorded threads waited for a CPU between their calls, which the replay
 //     did not wait (RunDelayCut): a job with more runnable threads than CPUs waits some of
 //     it on any machine, so the runtime may be higher by up to that much;
@@ -33,7 +34,8 @@ import (
 // The constants are calibrated on bench/predict.sh (five real jobs, three backends, five
 // runs each): see docs/performance.md.
 //
-// Runs repeated onto one target (--repeat) widen the interval to every run's.
+// Runs repeated onto one target (--repeat) widen the interval to every run's. A run that
+// was interrupted predicts nothing.
 //
 // Where the job's native runtime is known (Options.NativeRuntime: measured by the user, or
 // by `record --native-first`), the prediction is also anchored on it: the native runtime
@@ -71,9 +73,16 @@ type Prediction struct {
 	EstimatedThinkNs int64 `json:"estimated_think_ns"`
 }
 
-// predict fills in s.Prediction from the summary of one think-mode run.
+// predict fills in s.Prediction from the summary of one think-mode run. A run that was
+// interrupted predicts nothing: its span is that of the ops it issued, not the job's, and
+// the ops it left out are not a sample of the whole (s.NoPrediction says so).
 func (s *Summary) predict(o Options) {
+	s.Prediction, s.NoPrediction = nil, ""
 	if s.Timing != TimingThink.String() || s.ReplaySpan <= 0 {
+		return
+	}
+	if s.Interrupted {
+		s.NoPrediction = fmt.Sprintf("the run was interrupted (%d ops replayed): the part of the job it replayed says nothing of the job's runtime", s.ReplayedOps)
 		return
 	}
 	span, io := int64(s.ReplaySpan), int64(s.ReplayIO)
@@ -85,7 +94,7 @@ func (s *Summary) predict(o Options) {
 		up += int64(s.RunDelayCut)
 	}
 	slower := int64(float64(min(int64(s.ThinkWait), span)) * ModelError.Think)
-	down := est + int64(s.LagTotal) + slower + int64(float64(span)*ModelError.Runtime)
+	down := est + int64(s.LagUnion) + slower + int64(float64(span)*ModelError.Runtime)
 	ioErr := int64(float64(io) * ModelError.IO)
 	p := &Prediction{
 		RuntimeNs: span, RuntimeLowNs: max(span-down, 0), RuntimeHighNs: span + up,

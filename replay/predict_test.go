@@ -1,18 +1,21 @@
 package replay
 
 import (
+	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 )
 
 // TestPredictInterval checks the interval's terms one by one on a summary whose figures
-// are known: the replayer's lag lowers the low end, the run delay not waited raises the
+// are known: the time some op was late (the union of the lags, not their sum) lowers the
+// low end, the run delay not waited raises the
 // high end, each estimated think time widens both by half a round trip, and the model's
 // error widens both by its share of the point.
 func TestPredictInterval(t *testing.T) {
 	s := &Summary{
 		Timing: TimingThink.String(), ReplaySpan: 10 * time.Second, ReplayIO: 4 * time.Second,
-		RecordedIO: 3 * time.Second, LagTotal: 500 * time.Millisecond, RunDelayCut: 200 * time.Millisecond,
+		RecordedIO: 3 * time.Second, LagTotal: 900 * time.Millisecond, LagUnion: 500 * time.Millisecond, RunDelayCut: 200 * time.Millisecond,
 		ThinkEstimated: 1000, RoundTrip: 40 * time.Microsecond, ThinkWait: 5 * time.Second, ReplayedOps: 10_000,
 	}
 	s.predict(Options{NativeRuntime: 2 * time.Second})
@@ -66,5 +69,38 @@ func TestMergePredictions(t *testing.T) {
 	}
 	if MergePredictions([]*Prediction{nil}) != nil {
 		t.Error("no run, a prediction")
+	}
+}
+
+// TestInterruptedPredictsNothing: a think-mode run that was interrupted predicts nothing,
+// and says so in its text and its JSON.
+func TestInterruptedPredictsNothing(t *testing.T) {
+	s := &Summary{Timing: TimingThink.String(), ReplaySpan: 2 * time.Second, ReplayIO: time.Second,
+		ReplayedOps: 9044, RecordedOps: 9044, Interrupted: true}
+	s.predict(Options{NativeRuntime: time.Second})
+	if s.Prediction != nil {
+		t.Fatalf("an interrupted run predicts %s", s.Prediction.Line())
+	}
+	var text strings.Builder
+	s.Print(&text)
+	if strings.Contains(text.String(), "predicts runtime") || !strings.Contains(text.String(), "predicts nothing: the run was interrupted (9044 ops replayed)") {
+		t.Errorf("text:\n%s", text.String())
+	}
+	b, err := json.Marshal(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := m["prediction"]; ok || !strings.Contains(m["no_prediction"].(string), "interrupted") {
+		t.Errorf("JSON prediction %v, no_prediction %q", m["prediction"], m["no_prediction"])
+	}
+	// The same run whole predicts.
+	s.Interrupted = false
+	s.predict(Options{})
+	if s.Prediction == nil || s.NoPrediction != "" {
+		t.Errorf("a whole run: prediction %v, no_prediction %q", s.Prediction, s.NoPrediction)
 	}
 }

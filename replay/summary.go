@@ -94,6 +94,7 @@ type runStats struct {
 	overlapped        uint64 // ops issued while others of their thread ran
 	maxDepth          int    // most ops of one thread in flight at once, as recorded
 	lag               *hist
+	lags              lagBuf // lag intervals not yet added to the run's union
 	examples          []string
 	unsupExamples     []string
 }
@@ -151,10 +152,13 @@ type Summary struct {
 
 	// Issue lag: actual issue time minus the time the op became due (its scheduled time,
 	// or when its ordering dependencies completed if later).
-	LagP50      time.Duration `json:"lag_p50_ns"`
-	LagP99      time.Duration `json:"lag_p99_ns"`
-	LagMax      time.Duration `json:"lag_max_ns"`
-	LagTotal    time.Duration `json:"lag_total_ns"`
+	LagP50   time.Duration `json:"lag_p50_ns"`
+	LagP99   time.Duration `json:"lag_p99_ns"`
+	LagMax   time.Duration `json:"lag_max_ns"`
+	LagTotal time.Duration `json:"lag_total_ns"`
+	// LagUnion is the time during which at least one op was late: the union of the ops'
+	// lag intervals, where LagTotal sums them (lagspan.go).
+	LagUnion    time.Duration `json:"lag_union_ns"`
 	LateOver1ms uint64        `json:"late_over_1ms"`
 	LagSamples  uint64        `json:"lag_samples"`
 	DepWait     time.Duration `json:"dep_wait_ns"` // total time spent waiting for other threads' ops
@@ -196,6 +200,8 @@ type Summary struct {
 	// that the target did not change.
 	Idle       time.Duration `json:"idle_ns"`
 	ThinkShare float64       `json:"think_share"`
+	// NoPrediction says why a think-mode run predicts nothing (it was interrupted).
+	NoPrediction string `json:"no_prediction,omitempty"`
 
 	RecordedSpan time.Duration `json:"recorded_span_ns"` // first op start to last op end
 	ReplaySpan   time.Duration `json:"replay_span_ns"`
@@ -224,7 +230,8 @@ type Summary struct {
 	Overlapped    uint64 `json:"overlapped"`
 	MaxQueueDepth int    `json:"max_queue_depth"`
 
-	lag hist
+	lag  hist
+	lags *lagSpans // the union of the lag intervals, nil when no op was late
 }
 
 // SummarySchema names the JSON form of a Summary (a replay's PREFIX.tN.rM.json); the
@@ -319,6 +326,10 @@ func (s *Summary) add(st *runStats) {
 	if st.lag != nil {
 		s.lag.merge(st.lag)
 	}
+	if st.lags.to != nil {
+		st.lags.flush()
+		s.lags = st.lags.to
+	}
 	for _, ex := range st.examples {
 		if len(s.Examples) < 10 {
 			s.Examples = append(s.Examples, ex)
@@ -354,6 +365,9 @@ func (s *Summary) finish() {
 	s.LagP50, s.LagP99 = s.lag.quantile(0.5), s.lag.quantile(0.99)
 	s.LagMax = time.Duration(s.lag.max)
 	s.LagTotal = time.Duration(s.lag.sum)
+	if s.lags != nil {
+		s.LagUnion = time.Duration(s.lags.total())
+	}
 	s.LateOver1ms = s.lag.above(int64(time.Millisecond))
 	switch {
 	case s.Timing == "afap":
@@ -366,7 +380,11 @@ func (s *Summary) finish() {
 
 // Print writes the summary as text.
 func (s *Summary) Print(w io.Writer) {
-	_, _ = fmt.Fprintf(w, "replay onto %s (%s), timing %s, speed %g, %d threads\n", s.Target.Path, s.Target.FSType, s.Timing, s.Speed, s.Threads)
+	fs := s.Target.FSType
+	if fs == "s3" && s.Target.Mount != "" {
+		fs += ", " + s.Target.Mount // the S3 profile and the settings given for it
+	}
+	_, _ = fmt.Fprintf(w, "replay onto %s (%s), timing %s, speed %g, %d threads\n", s.Target.Path, fs, s.Timing, s.Speed, s.Threads)
 	_, _ = fmt.Fprintf(w, "  recorded events %d -> %d replay ops (%d folded kernel requests, %d split reads/writes merged, %d implicit opens)\n",
 		s.Fold.Events, s.RecordedOps, foldedTotal(&s.Fold), s.Fold.Merged, s.ImplicitOpens)
 	_, _ = fmt.Fprintf(w, "  ops      replayed %d of %d (skipped %d), divergences %d, backend differences %d\n",
@@ -405,10 +423,13 @@ func (s *Summary) Print(w io.Writer) {
 	_, _ = fmt.Fprintf(w, "  runtime  replay %v vs recorded %v (%+.1f%%); summed op time %v vs %v (%+.1f%%)\n",
 		s.ReplaySpan.Round(time.Microsecond), s.RecordedSpan.Round(time.Microsecond), pct(s.ReplaySpan, s.RecordedSpan),
 		s.ReplayIO.Round(time.Microsecond), s.RecordedIO.Round(time.Microsecond), pct(s.ReplayIO, s.RecordedIO))
-	if s.Prediction != nil {
+	switch {
+	case s.Prediction != nil:
 		_, _ = fmt.Fprintf(w, "  predicts %s\n", s.Prediction.Line())
 		_, _ = fmt.Fprintf(w, "  own time %.1f%% of that runtime (%v) had none of the job's calls in flight: the job's own time between its calls, carried over from the recording unchanged; the target changes only the rest\n",
 			100*s.ThinkShare, s.Idle.Round(time.Microsecond))
+	case s.NoPrediction != "":
+		_, _ = fmt.Fprintf(w, "  predicts nothing: %s\n", s.NoPrediction)
 	}
 	s.printReplayer(w)
 	if s.Divergences > 0 || s.SkippedOps > 0 {
@@ -457,8 +478,8 @@ func (s *Summary) Print(w io.Writer) {
 func (s *Summary) printReplayer(w io.Writer) {
 	var parts []string
 	if s.LagSamples > 0 {
-		parts = append(parts, fmt.Sprintf("issue lag p50 %v p99 %v max %v, %d ops >1ms late; waited %v on other threads",
-			s.LagP50, s.LagP99, s.LagMax, s.LateOver1ms, s.DepWait.Round(time.Microsecond)))
+		parts = append(parts, fmt.Sprintf("issue lag p50 %v p99 %v max %v, %d ops >1ms late, some op late during %v of the run; waited %v on other threads",
+			s.LagP50, s.LagP99, s.LagMax, s.LateOver1ms, s.LagUnion.Round(time.Microsecond), s.DepWait.Round(time.Microsecond)))
 	}
 	if s.ReplayerCPU > 0 && s.ReplaySpan > 0 {
 		parts = append(parts, fmt.Sprintf("CPU %v, %.0f%% of one CPU over the replay (%d CPUs)",

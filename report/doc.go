@@ -107,7 +107,11 @@
 //	             written: its job's read_bytes + write_bytes), total_ns, share (of the
 //	             groups' summed time), mean_ns, p50_ns, p90_ns, p99_ns, p99_9_ns, max_ns,
 //	             busy_ns (its I/O-active time), ops_per_s, failures_per_s, mb_per_s (bytes
-//	             over busy_ns), cdf[], hist[] (as in ops[])}
+//	             over busy_ns), cdf[], hist[] (as in ops[]), wall_ns (the group's wall
+//	             time, its view's duration_ns), wall (its rates over wall_ns, as the
+//	             view's job.wall: mb_per_s, read_mb_per_s, write_mb_per_s, iops,
+//	             meta_ops_per_s; the text and HTML tables show iops, meta_ops_per_s and
+//	             mb_per_s)}
 //	stragglers[] with --by host or label:KEY: lines naming groups whose I/O time, wall
 //	             time or an op's p99 stands out from the other groups (rule in
 //	             docs/slurm.md)

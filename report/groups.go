@@ -62,13 +62,18 @@ func EventGroup(by string, names []trace.Process) func(ev *trace.Event) string {
 // GroupRow is one group of a report in the table of groups: its processes and command
 // lines, and, over all its calls (requests without the per-system-call view), what every
 // row has. Bytes are those it read and wrote; MB/s their rate over its I/O-active time
-// (busy_ns).
+// (busy_ns). WallNs is the group's wall time (its view's duration_ns) and Wall its rates
+// over it, as its view's job has them (IOPS: reads and writes that succeeded): the table
+// shows those, so that groups that are runs of one job at different settings (a queue
+// depth each) read as the runs' IOPS.
 type GroupRow struct {
 	Group     string `json:"group"`
 	Processes int    `json:"processes"`
 	Totals
 	Latency
 	Pace
+	WallNs int64   `json:"wall_ns"`
+	Wall   JobRate `json:"wall"`
 }
 
 func (r *GroupRow) name() string { return r.Group }
@@ -104,13 +109,18 @@ func groupRows(views []*View, groups []*stats.Stats) []*GroupRow {
 		total: func(*stats.Stats) int64 { return total },
 	}
 	procs := map[string]int{}
+	byName := map[string]*View{}
 	for i, g := range groups {
 		procs[views[i].Name] = len(g.Procs)
+		byName[views[i].Name] = views[i]
 	}
 	rows := groupRowKind(ax).build(nil)
 	for _, r := range rows {
 		r.Processes = procs[r.Group]
 		r.MBps = perSec(float64(r.Bytes)/1e6, r.BusyNs)
+		if v := byName[r.Group]; v.Job != nil {
+			r.WallNs, r.Wall = v.Job.WallNs, v.Job.Wall
+		}
 	}
 	return rows
 }
@@ -123,7 +133,11 @@ func groupRowKind(ax *axis) *rowKind[*GroupRow] {
 			return &GroupRow{Group: ax.name(k)}
 		},
 		mid: []column[*GroupRow]{{head: "processes", cell: func(r *GroupRow) string { return format.Count(uint64(r.Processes)) }}},
-		mb:  func(r *GroupRow) string { return mbText(r.MBps) },
+		rates: []column[*GroupRow]{
+			{head: "IOPS", cell: func(r *GroupRow) string { return rateText(r.Wall.IOPS) }},
+			{head: "meta/s", cell: func(r *GroupRow) string { return rateText(r.Wall.MetaOps) }},
+			{head: "MB/s", cell: func(r *GroupRow) string { return mbText(r.Wall.MBps) }},
+		},
 	}
 }
 

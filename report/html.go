@@ -346,7 +346,7 @@ var pageTmpl = template.Must(template.New("page").Funcs(funcs).Parse(`<!DOCTYPE 
 <div class="figs"><div>{{template "access" .}}</div>{{range $.Views.Sizes}}<div class="fig">{{.SVG}}</div>{{end}}</div>
 {{end}}
 {{with .R.GroupRows}}<h2>By {{$.R.By}}</h2>
-<p class="muted">Each group's {{if $v.Syscalls}}calls{{else}}requests{{end}} together; bytes read and written, their rate and MB/s over the group's I/O-active time.</p>
+<p class="muted">Each group's {{if $v.Syscalls}}calls{{else}}requests{{end}} together; bytes read and written; IOPS (reads and writes that succeeded), meta/s (the others that succeeded) and MB/s, each per second of the group's wall time, from its first {{if $v.Syscalls}}call{{else}}request{{end}}'s start to its last one's end.</p>
 {{template "rows" (groupTable . true)}}
 <div class="figs">{{range $.Views.Groups}}<div class="fig">{{.SVG}}</div>{{end}}</div>
 {{end}}{{$byProgram := byProgram .R.By}}{{range .R.Groups}}<h2>{{.Name}}</h2>

@@ -29,8 +29,9 @@ type rowKind[R row] struct {
 	// mid and end are the columns of text and HTML tables after the share and at the end;
 	// csvHead and csvMid those of CSV after the name and after max_ns.
 	mid, end, csvHead, csvMid []column[R]
-	// mb, when set, is a row's MB/s cell; else a row has one when it is a data op or call.
-	mb func(R) string
+	// rates, when set, are the columns in place of rate and MB/s (over the row's
+	// I/O-active time; MB/s for data ops and calls).
+	rates []column[R]
 }
 
 // column is a column a kind of row adds to a table.
@@ -153,8 +154,13 @@ func (rk *rowKind[R]) table(rows []R, html bool) rowTable {
 		return out
 	}
 	t := rowTable{Unit: rk.unit}
-	t.Heads = append(append(append([]string{"count", "errors", "bytes", "total", "share"}, heads(rk.mid)...),
-		"rate", "MB/s", "mean", "p50", "p90", "p99", "p99.9", "max"), heads(rk.end)...)
+	rates := []string{"rate", "MB/s"}
+	if rk.rates != nil {
+		rates = heads(rk.rates)
+	}
+	t.Heads = append([]string{"count", "errors", "bytes", "total", "share"}, heads(rk.mid)...)
+	t.Heads = append(append(t.Heads, rates...), "mean", "p50", "p90", "p99", "p99.9", "max")
+	t.Heads = append(t.Heads, heads(rk.end)...)
 	for _, r := range rows {
 		n, tot, l, p := r.name(), r.totals(), r.lat(), r.pace()
 		bytes := "-"
@@ -162,14 +168,15 @@ func (rk *rowKind[R]) table(rows []R, html bool) rowTable {
 			bytes = format.Bytes(tot.Bytes)
 		}
 		line := rowLine{Name: n, Errnos: errnoList(tot.Errnos)}
-		mb := mbCell(n, p.MBps)
-		if rk.mb != nil {
-			mb = rk.mb(r)
+		rates := []string{rateCell(n, p.OpsPerS), mbCell(n, p.MBps)}
+		if rk.rates != nil {
+			rates = cells(r, rk.rates)
 		}
-		line.Cells = append(append(append([]string{format.Count(l.Count), format.Count(tot.Errors), bytes, format.Dur(tot.TotalNs), format.Pct(tot.Share)},
-			cells(r, rk.mid)...),
-			rateCell(n, p.OpsPerS), mb, format.Dur(int64(l.MeanNs)),
-			format.Dur(l.P50), format.Dur(l.P90), format.Dur(l.P99), format.Dur(l.P999), format.Dur(l.MaxNs)), cells(r, rk.end)...)
+		line.Cells = append([]string{format.Count(l.Count), format.Count(tot.Errors), bytes, format.Dur(tot.TotalNs), format.Pct(tot.Share)},
+			cells(r, rk.mid)...)
+		line.Cells = append(append(line.Cells, rates...), format.Dur(int64(l.MeanNs)),
+			format.Dur(l.P50), format.Dur(l.P90), format.Dur(l.P99), format.Dur(l.P999), format.Dur(l.MaxNs))
+		line.Cells = append(line.Cells, cells(r, rk.end)...)
 		t.Rows = append(t.Rows, line)
 		if a := accessLine(n+" "+rk.plural, p.FirstAccess, p.Reaccess); a != "" {
 			t.Access = append(t.Access, a)

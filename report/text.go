@@ -387,7 +387,8 @@ func writeGroupTable(b *strings.Builder, r *Report) {
 	if r.Total.Syscalls == nil {
 		what = "requests"
 	}
-	fmt.Fprintf(b, "\nby %s: each group's %s together (bytes read and written; rate and MB/s over its I/O-active time)\n", r.By, what)
+	fmt.Fprintf(b, "\nby %s: each group's %s together (bytes read and written; IOPS: reads and writes that succeeded, meta/s: its other %s that succeeded, and MB/s, each per second of the group's wall time, from its first %s's start to its last one's end)\n",
+		r.By, what, what, strings.TrimSuffix(what, "s"))
 	t := groupTable(r.GroupRows, false)
 	b.WriteString(t.String())
 }

@@ -181,6 +181,13 @@
 //     hold R bytes (a raw or RLE block holds its size, a compressed block at most 128 KiB),
 //     or whose frames declare content sizes summing to more than R: a reader sizes its
 //     buffers by R only once the stored bytes can hold it;
+//   - a payload longer than its records can be as a writer writes them: more than its
+//     leading count times the largest record of its type (a path record 4,108 bytes, a
+//     process 16,498, a file 36, an event 1 byte plus 10 per column, a samples chunk 2^18
+//     points of 80 bytes besides its series' records) plus 64 KiB; a header longer than
+//     16 MiB, a footer longer than 1 MiB. A reader checks a payload of more than 1 MiB
+//     before it makes room for it, from the count in its first zstd block alone, so a
+//     few kilobytes that decompress to one name of 64 MiB cost no more than that block;
 //   - an event whose Op is not a known operation, or whose Dur is negative;
 //   - an events chunk with an event naming a path id that has no record yet (its events
 //     are still returned);

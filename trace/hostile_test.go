@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/klauspost/compress/zstd"
 
@@ -66,13 +68,13 @@ func TestHostileSideTables(t *testing.T) {
 	}
 	t.Logf("long-name trace: %d bytes", len(long))
 	r, n, longAlloc := readCounting(t, long)
-	damageWith(t, r, trace.ErrCorrupt, "exceeds the limit of 4096")
+	damageWith(t, r, trace.ErrCorrupt, "paths chunk of 62916733 bytes for 301 records")
 	damageWith(t, r, trace.ErrCorrupt, "no record")
 	if n != 300 || r.PathName(3) != "?3" {
 		t.Errorf("%d events, child named %q", n, r.PathName(3))
 	}
-	// The name is decompressed (60 MiB, within MaxChunkRaw) and never copied.
-	if longAlloc > 80<<20 {
+	// The chunk is refused before it is decompressed.
+	if longAlloc > 4<<20 {
 		t.Errorf("long name: allocated %d MiB", longAlloc>>20)
 	}
 
@@ -206,5 +208,128 @@ func TestDeclaredLengthsBounded(t *testing.T) {
 				t.Errorf("reading a %d-byte trace allocated %d bytes", len(file), alloc)
 			}
 		})
+	}
+}
+
+// TestLongRecordsRefused: a chunk of a few kilobytes whose zstd frame decompresses,
+// legitimately, to 64 MiB that no writer makes (a name of 64 MiB, a command name, a
+// series of samples, one event, a header) is damage, refused before the reader makes room
+// for it: reading it allocates a few MiB, not the 64 it says.
+func TestLongRecordsRefused(t *testing.T) {
+	rec, err := tracecraft.Recorded([]uint32{1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, chunks, err := tracecraft.Split(rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const long = 64<<20 - 64
+	str := func(b []byte, n int) []byte {
+		return append(binary.AppendUvarint(b, uint64(n)), bytes.Repeat([]byte("a"), n)...)
+	}
+	uv := func(b []byte, vs ...uint64) []byte {
+		for _, v := range vs {
+			b = binary.AppendUvarint(b, v)
+		}
+		return b
+	}
+	for _, tc := range []struct {
+		name    string
+		typ     trace.ChunkType
+		payload []byte
+		reason  string
+	}{
+		{"a name of 64 MiB", trace.ChunkPaths, str(uv(nil, 1, 2, 1), long), "paths chunk of 67108807 bytes for 1 records"},
+		{"a command name of 64 MiB", trace.ChunkProcesses, str(append(uv(nil, 1, 7, 7, 1), 0), long), "processes chunk of"},
+		{"a series name of 64 MiB", trace.ChunkSamples, str(uv(append(uv(nil, 1), byte(trace.RoleSelf)), 7), long), "samples chunk of"},
+		{"one event of 64 MiB", trace.ChunkEvents, append(uv(nil, 1), bytes.Repeat([]byte{byte(trace.OpLookup)}, long)...), "events chunk of"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			file := append(tracecraft.Preamble(trace.Version4), tracecraft.Frame(chunks[0].Type, chunks[0].Payload, true)...)
+			file = append(file, tracecraft.Frame(tc.typ, tc.payload, true)...)
+			for _, c := range chunks[1:] {
+				file = append(file, tracecraft.Frame(c.Type, c.Payload, true)...)
+			}
+			if len(file) > 16<<10 {
+				t.Fatalf("crafted trace of %d bytes", len(file))
+			}
+			r, _, alloc := readCounting(t, file)
+			damageWith(t, r, trace.ErrCorrupt, tc.reason)
+			if alloc > 4<<20 {
+				t.Errorf("reading a %d-byte trace allocated %d MiB", len(file), alloc>>20)
+			}
+		})
+	}
+	t.Run("a header of 64 MiB", func(t *testing.T) {
+		h := str(nil, long) // the kind
+		file := append(tracecraft.Preamble(trace.Version4), tracecraft.Frame(trace.ChunkHeader, h, true)...)
+		var m0, m1 runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&m0)
+		r, err := trace.NewReader(bytes.NewReader(file))
+		runtime.ReadMemStats(&m1)
+		if err == nil {
+			_ = r.Close()
+			t.Fatal("a header of 64 MiB read")
+		}
+		if !errors.Is(err, trace.ErrCorrupt) || !strings.Contains(err.Error(), "header of") {
+			t.Errorf("error %v", err)
+		}
+		if alloc := m1.TotalAlloc - m0.TotalAlloc; alloc > 4<<20 {
+			t.Errorf("reading a %d-byte trace allocated %d MiB", len(file), alloc>>20)
+		}
+	})
+}
+
+// TestLargestChunksRead: the largest chunks a writer makes (as many events as a chunk
+// holds, each with fields of the widest encoding; names of MaxName bytes; processes with
+// the longest names and command lines; series of samples as long as a chunk holds) read
+// back whole: the bounds on what records hold (TestLongRecordsRefused) refuse nothing a
+// writer writes.
+func TestLargestChunksRead(t *testing.T) {
+	var buf bytes.Buffer
+	w, err := trace.NewWriter(&buf, trace.Header{Kind: "record"},
+		trace.WriterOptions{ChunkEvents: trace.MaxChunkEvents, BufferEvents: 2 * trace.MaxChunkEvents, FlushInterval: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := strings.Repeat("n", trace.MaxName)
+	parent := uint32(trace.RootPath)
+	var ids []uint32
+	for i := range 1500 {
+		id := w.Path(parent, fmt.Sprintf("%04d", i)+name[4:])
+		ids = append(ids, id)
+	}
+	args := []string{strings.Repeat("a", trace.MaxCmdline/2), strings.Repeat("b", trace.MaxCmdline/2)}
+	for i := range 400 {
+		w.AddProcess(trace.Process{Tid: uint32(1<<31 + i), Pid: 1 << 31, PPid: 1 << 31, FirstSeen: -1 << 62,
+			Comm: name, Exe: name, Cmdline: args})
+	}
+	pts := make([]trace.Sample, trace.MaxSamplesPerRecord)
+	for i := range pts {
+		s := int64(1) << 62
+		if i%2 == 1 {
+			s = -s
+		}
+		pts[i] = trace.Sample{T: int64(i) << 40, RSS: uint64(s), User: time.Duration(s), Sys: time.Duration(-s),
+			ReadBytes: uint64(s), WriteBytes: uint64(-s), RChar: uint64(s), WChar: uint64(-s)}
+	}
+	for i := range 4 {
+		w.AddSamples(trace.Samples{Role: trace.RoleSelf, Pid: uint32(1<<31 + i), Name: name, Points: pts})
+	}
+	for i := range trace.MaxChunkEvents {
+		big := int64(1)<<62 + int64(i)
+		w.Append(&trace.Event{Op: trace.OpWrite, Start: big, Dur: big, Offset: big, Offset2: big, Ret: -big,
+			Size: 1<<32 - 1, Handle: 1<<64 - 1, Handle2: 1<<64 - 1, Node: 1<<64 - 1, Node2: 1<<64 - 1,
+			Path: ids[i%len(ids)], Path2: ids[(i+1)%len(ids)], Tid: 1<<32 - 1, Pid: 1<<32 - 1,
+			Uid: 1<<32 - 1, Gid: 1<<32 - 1, Flags: 1<<32 - 1, Mode: 1<<32 - 1, Errno: 1<<16 - 1})
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	r, n, _ := readCounting(t, buf.Bytes())
+	if len(r.Damage()) != 0 || n != trace.MaxChunkEvents || len(r.Processes()) != 400 {
+		t.Errorf("read %d events, %d processes, damage %v", n, len(r.Processes()), r.Damage())
 	}
 }

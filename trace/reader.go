@@ -47,6 +47,7 @@ type Reader struct {
 	dec    *zstd.Decoder
 	stored []byte
 	raw    []byte
+	head   []byte // a large chunk's first block, decompressed to check it (chunkbound.go)
 	events []Event
 	next   int
 	pred   offsetPredictor
@@ -605,6 +606,10 @@ func (r *Reader) readChunk() (ChunkType, []byte, error) {
 			return f.typ, nil, &ChunkError{Offset: start, Type: f.typ, Reason: fmt.Sprintf("frame says %d bytes, its zstd blocks hold at most %d", f.raw, bound), Err: ErrCorrupt}
 		case declared > uint64(f.raw):
 			return f.typ, nil, &ChunkError{Offset: start, Type: f.typ, Reason: fmt.Sprintf("zstd frames declare %d bytes, the chunk frame %d", declared, f.raw), Err: ErrCorrupt}
+		}
+		// Nor more than its records can hold as iotap writes them.
+		if why := r.chunkTooLong(f.typ, r.stored, f.raw); why != "" {
+			return f.typ, nil, &ChunkError{Offset: start, Type: f.typ, Reason: why, Err: ErrCorrupt}
 		}
 		if cap(r.raw) < int(f.raw) { // room for what the frame promises (≤ MaxChunkRaw, ≤ bound) at once
 			r.raw = make([]byte, 0, f.raw)

@@ -4,6 +4,9 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
+	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -348,6 +351,63 @@ func TestExitCodesAgree(t *testing.T) {
 			code, _, stderr := runIotap(t, nil, tc.args...)
 			if code != exitUsage || !strings.Contains(stderr, tc.want) {
 				t.Errorf("exit %d, want %d; stderr %q should name %q", code, exitUsage, stderr, tc.want)
+			}
+		})
+	}
+}
+
+// untouchedReader fails the test if a command reads it: the command was to stop before.
+type untouchedReader struct{ t *testing.T }
+
+func (r untouchedReader) Read([]byte) (int, error) {
+	r.t.Error("the trace on standard input was read")
+	return 0, io.EOF
+}
+
+// TestOutputOpenedFirst: an -o that exists but cannot be opened for writing (a directory,
+// even for root) is a usage error in every command with an -o, before the traces are read
+// in report and compare, which build their whole output first; and a command that fails
+// after opening its -o leaves an existing file as it was and removes one it made.
+func TestOutputOpenedFirst(t *testing.T) {
+	dir := t.TempDir()
+	tr := filepath.Join(dir, "job.iotap")
+	writeCreates(t, tr, 3, time.Millisecond)
+	outDir := filepath.Join(dir, "out")
+	mustDo(t, os.Mkdir(outDir, 0o755))
+	for _, tc := range []struct {
+		name string
+		args []string
+	}{
+		{"report", []string{"report", "-", "-o", outDir}},
+		{"report json", []string{"report", "--format", "json", "-", "-o", outDir}},
+		{"compare", []string{"compare", "-", tr, "-o", outDir}},
+		{"export", []string{"export", tr, "-o", outDir}},
+		{"anonymize", []string{"anonymize", tr, "-o", outDir}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, _, stderr := runIotap(t, untouchedReader{t}, tc.args...)
+			if code != exitUsage || !strings.Contains(stderr, outDir) {
+				t.Errorf("exit %d, want %d; stderr %q should name %s", code, exitUsage, stderr, outDir)
+			}
+		})
+	}
+	notTrace := filepath.Join(dir, "not-a-trace.iotap")
+	mustDo(t, os.WriteFile(notTrace, []byte("not a trace at all"), 0o600))
+	for _, cmd := range [][]string{{"report", notTrace}, {"compare", tr, notTrace}} {
+		t.Run(cmd[0]+" fails", func(t *testing.T) {
+			kept := filepath.Join(dir, cmd[0]+".kept")
+			mustDo(t, os.WriteFile(kept, []byte("earlier output"), 0o644))
+			made := filepath.Join(dir, cmd[0]+".made")
+			for _, out := range []string{kept, made} {
+				if code, _, stderr := runIotap(t, nil, append(cmd, "-o", out)...); code == exitOK {
+					t.Fatalf("exit 0 on a file that is no trace: %s", stderr)
+				}
+			}
+			if b, err := os.ReadFile(kept); err != nil || string(b) != "earlier output" {
+				t.Errorf("an existing -o after a failure: %q, %v", b, err)
+			}
+			if _, err := os.Stat(made); !errors.Is(err, fs.ErrNotExist) {
+				t.Errorf("the -o a failed command made is left behind: %v", err)
 			}
 		})
 	}

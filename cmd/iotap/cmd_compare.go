@@ -55,6 +55,11 @@ func runCompare(ctx context.Context, e *env, o *compareOptions, args []string) e
 	if err := o.usedBy(args...); err != nil {
 		return err
 	}
+	dst, err := openOutput(o.Output)
+	if err != nil {
+		return err
+	}
+	defer dst.abandon()
 	in, err := loadSides(ctx, e, o, args)
 	if err != nil {
 		return err
@@ -71,7 +76,7 @@ func runCompare(ctx context.Context, e *env, o *compareOptions, args []string) e
 	if err != nil {
 		return fmt.Errorf("render comparison: %w", err)
 	}
-	if err := writeOutput(e, o.Output, out); err != nil {
+	if err := dst.write(e, out); err != nil {
 		return err
 	}
 	return errors.Join(damageError(in.damaged), droppedError(in.dropped))
@@ -110,6 +115,7 @@ type compareSides struct {
 func loadSides(ctx context.Context, e *env, o *compareOptions, args []string) (*compareSides, error) {
 	in := &compareSides{sideOf: map[string]int{}}
 	argNames := sideNames(args)
+	var targets []string // per side, the target of a side of replay traces (replayTarget)
 	for i, a := range args {
 		traces, err := traceInputs(ctx, e, []string{a}) // s3://bucket/prefix/ lists the traces below it
 		if err != nil {
@@ -135,9 +141,73 @@ func loadSides(ctx context.Context, e *env, o *compareOptions, args []string) (*
 		if len(files) == 1 && len(s) == 1 {
 			in.sideOf[files[0]] = len(in.sides)
 		}
+		for range s {
+			targets = append(targets, "")
+		}
+		if len(s) == 1 {
+			targets[len(targets)-1] = replayTarget(per)
+		}
 		in.names, in.sides = append(in.names, n...), append(in.sides, s...)
 	}
+	in.names = nameReplaySides(in.names, targets, in.sides)
 	return in, nil
+}
+
+// replayTarget names the target the traces of one side replayed onto, with the settings
+// the replay was given for it (an S3 target's query: s3://bucket/prefix/?memory_limit=64MiB),
+// or "" unless they are all replays onto one target with the same settings.
+func replayTarget(per []*stats.Stats) string {
+	name := ""
+	for i, p := range per {
+		for _, src := range p.Sources {
+			h := &src.Header
+			if h.Kind != "replay" || h.Target.Path == "" {
+				return ""
+			}
+			n := h.Target.Path
+			if opts := label(h, "replay.s3_options"); opts != "" {
+				n += "?" + strings.Join(strings.Fields(opts), "&")
+			}
+			if i > 0 && n != name {
+				return ""
+			}
+			name = n
+		}
+	}
+	return name
+}
+
+// nameReplaySides names a side of replay traces by its target (targets[i], "" for other
+// sides) rather than by its argument: a replay's file names (PREFIX.t1.r1) do not say
+// what it replayed onto. Sides onto the same target are told apart by their run
+// (replay.run); names that would still be the same keep the arguments' names.
+func nameReplaySides(names, targets []string, sides []*stats.Stats) []string {
+	out := append([]string(nil), names...)
+	count := map[string]int{}
+	for _, t := range targets {
+		if t != "" {
+			count[t]++
+		}
+	}
+	for i, t := range targets {
+		if t == "" {
+			continue
+		}
+		out[i] = t
+		if count[t] > 1 {
+			if run := label(&sides[i].Sources[0].Header, "replay.run"); run != "" && len(sides[i].Sources) == 1 {
+				out[i] = t + " run " + run
+			}
+		}
+	}
+	seen := map[string]bool{}
+	for _, n := range out {
+		if seen[n] {
+			return names
+		}
+		seen[n] = true
+	}
+	return out
 }
 
 // refuse refuses a comparison of sides that are not the same work, unless --force, naming

@@ -210,8 +210,14 @@ func TestReplayEndsOnSignal(t *testing.T) {
 			if !strings.Contains(stdout.String(), "run 1/1") || !strings.Contains(stdout.String(), "INTERRUPTED") {
 				t.Error("no summary saying the run was interrupted on stdout")
 			}
-			if _, err := os.Stat(prefix + ".t1.r1.json"); err != nil {
+			// The part of the job it ran predicts nothing of the whole.
+			if strings.Contains(stdout.String(), "predicts runtime") || !strings.Contains(stdout.String(), "predicts nothing: the run was interrupted") {
+				t.Error("the interrupted run's summary does not say it predicts nothing")
+			}
+			if js, err := os.ReadFile(prefix + ".t1.r1.json"); err != nil {
 				t.Errorf("no summary file: %v", err)
+			} else if bytes.Contains(js, []byte(`"prediction"`)) || !bytes.Contains(js, []byte(`"no_prediction": "the run was interrupted`)) {
+				t.Errorf("the interrupted run's JSON summary predicts:\n%s", js)
 			}
 			r, err := trace.Open(prefix + ".t1.r1.iotap")
 			if err != nil {
@@ -227,6 +233,9 @@ func TestReplayEndsOnSignal(t *testing.T) {
 				if e.Op == trace.OpCreate {
 					n++
 				}
+			}
+			if f, ok := r.Footer(); ok && f.Prediction != (trace.Prediction{}) {
+				t.Errorf("the interrupted run's trace keeps a prediction: %+v", f.Prediction)
 			}
 			if _, ok := r.Footer(); !ok || n != 1 || len(r.Damage()) != 0 {
 				t.Errorf("result trace: %d creates (want 1), footer %v, damage %v", n, ok, r.Damage())

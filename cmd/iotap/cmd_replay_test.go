@@ -283,13 +283,67 @@ func TestReplayCommandS3(t *testing.T) {
 		t.Errorf("compare: exit %d, want one S3 request table:\n%s\n%s", code, out, errs)
 	}
 	// The S3 side names its profile, and its requests' bytes beside the bytes its calls used.
-	if !regexp.MustCompile(`(?m)^res\.t2\.r1 +replay +\S+ +s3 \(mountpoint\) `).MatchString(out) ||
+	if !regexp.MustCompile(`(?m)^s3://data/run1/ +replay +\S+ +s3 \(mountpoint\) `).MatchString(out) ||
 		!regexp.MustCompile(`bytes +fetched by GET \S+ for \S+ used \([0-9.]+×\); sent by PUT and UploadPart \S+ for \S+ used \([0-9.]+×\)`).MatchString(out) {
 		t.Errorf("compare: no S3 profile or request bytes:\n%s", out)
 	}
 	code, out, _ = runReplayCLI(t, "report", prefix+".t1.r1.iotap")
 	if code != 0 || strings.Contains(out, "S3 requests") {
 		t.Errorf("report of the directory replay: exit %d, mentions S3 requests:\n%s", code, out)
+	}
+}
+
+// TestReplaySidesToldApart: two S3 targets that differ only in their settings are told
+// apart in each run's header and summary, and a standalone compare of the replay traces
+// names each side by its target and settings (and, for runs of one target, its run), not
+// by the traces' file names.
+func TestReplaySidesToldApart(t *testing.T) {
+	srv, err := s3test.Start(s3test.Options{Buckets: []string{"data"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = srv.Close() })
+	t.Setenv("AWS_ACCESS_KEY_ID", s3test.AccessKey)
+	t.Setenv("AWS_SECRET_ACCESS_KEY", s3test.SecretKey)
+	t.Setenv("AWS_REGION", "us-east-1")
+	dir := t.TempDir()
+	tr := filepath.Join(dir, "small.iotap")
+	writeSmallTrace(t, tr)
+	prefix := filepath.Join(dir, "res")
+	t16, t64 := "s3://data/p?memory_limit=16MiB", "s3://data/p?memory_limit=64MiB"
+	code, out, errs := runReplayCLI(t, "replay", tr, "--target", t16, "--target", t64, "--repeat", "2", "--no-compare",
+		"--s3-endpoint", srv.URL, "-o", prefix, "--sample-interval", "0")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errs)
+	}
+	for _, want := range []string{
+		"run 1/2, target 1 (" + t16 + "): ", "run 1/2, target 2 (" + t64 + "): ",
+		"replay onto s3://data/p/ (s3, profile=mountpoint memory_limit=16MiB)",
+		"replay onto s3://data/p/ (s3, profile=mountpoint memory_limit=64MiB)",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("replay output lacks %q:\n%s", want, out)
+		}
+	}
+	code, out, errs = runReplayCLI(t, "compare", prefix+".t1.r1.iotap", prefix+".t2.r1.iotap", prefix+".t2.r2.iotap")
+	if code != 0 {
+		t.Fatalf("compare: exit %d\n%s\n%s", code, out, errs)
+	}
+	for _, want := range []string{
+		"baseline s3://data/p/?memory_limit=16MiB;",
+		"\ns3://data/p/?memory_limit=64MiB run 1 ", "\ns3://data/p/?memory_limit=64MiB run 2 ",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("compare output lacks %q:\n%s", want, out)
+		}
+	}
+	if regexp.MustCompile(`(?m)(^|baseline )res\.t\d\.r\d[ ;:]`).MatchString(out) {
+		t.Errorf("compare names a side by its file:\n%s", out)
+	}
+	// A side of both runs of one target merged is that target.
+	code, out, errs = runReplayCLI(t, "compare", prefix+".t1.r*.iotap", prefix+".t2.r*.iotap")
+	if code != 0 || !strings.Contains(out, "\ns3://data/p/?memory_limit=64MiB ") || strings.Contains(out, " run 1") {
+		t.Errorf("compare of merged runs: exit %d\n%s\n%s", code, out, errs)
 	}
 }
 
@@ -500,7 +554,7 @@ func TestReplayWarningsUnderTheirTarget(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d\n%s", code, out)
 	}
-	h1, h2 := strings.Index(out, "target 1: "+prefix+".t1.r1.iotap"), strings.Index(out, "target 2: "+prefix+".t2.r1.iotap")
+	h1, h2 := strings.Index(out, "target 1 ("+t1+"): "+prefix+".t1.r1.iotap"), strings.Index(out, "target 2 ("+t2+"): "+prefix+".t2.r1.iotap")
 	s1, s2 := strings.Index(out, "replay onto "+t1), strings.Index(out, "replay onto "+t2)
 	if inOrder := h1 < s1 && s1 < h2 && h2 < s2; h1 < 0 || h2 < 0 || s1 < 0 || s2 < 0 || !inOrder {
 		t.Fatalf("headers at %d, %d and summaries at %d, %d:\n%s", h1, h2, s1, s2, out)

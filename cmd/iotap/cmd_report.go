@@ -18,7 +18,6 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/iotap/iotap/internal/private"
 	"github.com/iotap/iotap/internal/s3req"
 	"github.com/iotap/iotap/internal/s3store"
 	"github.com/iotap/iotap/internal/termsafe"
@@ -107,6 +106,11 @@ func runReport(ctx context.Context, e *env, o *reportOptions, args []string) err
 	if report.ByProgram(o.By) && slices.Contains(files, "-") {
 		return usageErrorf("--by %s reads each trace twice (its process records first): it cannot read standard input", o.By)
 	}
+	out, err := openOutput(o.Output)
+	if err != nil {
+		return err
+	}
+	defer out.abandon()
 	per, damaged, err := loadTracesBy(ctx, e, files, stats.Options{Interval: o.Interval}, o.By)
 	if err != nil {
 		return err
@@ -141,7 +145,7 @@ func runReport(ctx context.Context, e *env, o *reportOptions, args []string) err
 	if err != nil {
 		return err
 	}
-	if err := writeOutput(e, o.Output, buf.Bytes()); err != nil {
+	if err := out.write(e, buf.Bytes()); err != nil {
 		return err
 	}
 	return errors.Join(damageError(damaged), droppedError(droppedNotes(files, per)))
@@ -154,43 +158,6 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
-}
-
-// checkOutputNotInput checks an output file (-o) before the traces are read: its
-// directory must exist, and it must not be one of the input traces, which would be
-// overwritten with the report of itself (usage errors, as for every command's -o).
-func checkOutputNotInput(output string, files []string) error {
-	if output == "" || output == "-" {
-		return nil
-	}
-	if fi, err := os.Stat(filepath.Dir(output)); err != nil || !fi.IsDir() {
-		return usageErrorf("write report: -o %s: its directory %s does not exist", output, filepath.Dir(output))
-	}
-	out, err := os.Stat(output)
-	if err != nil {
-		return nil // not there yet: no input
-	}
-	for _, f := range files {
-		if f == "-" || s3store.IsURL(f) {
-			continue
-		}
-		if in, err := os.Stat(f); err == nil && os.SameFile(in, out) {
-			return usageErrorf("-o %s is the trace %s itself", output, f)
-		}
-	}
-	return nil
-}
-
-// writeOutput writes data to file, or to standard output when file is "" or "-".
-func writeOutput(e *env, file string, data []byte) error {
-	if file == "" || file == "-" {
-		_, err := e.stdout.Write(data)
-		return err
-	}
-	if err := private.WriteFile(file, data); err != nil {
-		return fmt.Errorf("write report: %w", err)
-	}
-	return nil
 }
 
 // damageError returns an errDamaged error naming the damaged traces, or nil.

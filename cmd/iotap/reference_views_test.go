@@ -181,6 +181,12 @@ type refReportViewsJSON struct {
 		Count     uint64 `json:"count"`
 		TotalNs   int64  `json:"total_ns"`
 		Bytes     uint64 `json:"bytes"`
+		WallNs    int64  `json:"wall_ns"`
+		Wall      struct {
+			IOPS    float64 `json:"iops"`
+			MetaOps float64 `json:"meta_ops_per_s"`
+			MBps    float64 `json:"mb_per_s"`
+		} `json:"wall"`
 	} `json:"group_rows"`
 }
 
@@ -529,6 +535,31 @@ func refCheckRecordingViews(t *testing.T, rec string) {
 	}
 	c.eq("program heat map rows", rowNames, progs[:min(len(progs), 12)])
 
+	// The recording's calls, for the groups' IOPS: each call's process, kind and outcome.
+	type groupCall struct {
+		Syscall string `json:"syscall"`
+		Pid     uint32 `json:"pid"`
+		Errno   int    `json:"errno"`
+	}
+	var calls []groupCall
+	sc := bufio.NewScanner(bytes.NewReader(refRun(t, "", "export", "--view", "syscalls", rec)))
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		var gc groupCall
+		if err := json.Unmarshal(sc.Bytes(), &gc); err != nil {
+			t.Fatal(err)
+		}
+		calls = append(calls, gc)
+	}
+	uidOf := map[uint32]uint32{} // a process's user, when it made all its requests as one
+	mixed := map[uint32]bool{}
+	for i := range evs {
+		if u, ok := uidOf[evs[i].Pid]; ok && u != evs[i].Uid {
+			mixed[evs[i].Pid] = true
+		}
+		uidOf[evs[i].Pid] = evs[i].Uid
+	}
+
 	// Groups by program and by user.
 	for _, by := range []string{"comm", "exe", "uid"} {
 		g := refReportViews(t, "--by", by, rec)
@@ -545,6 +576,9 @@ func refCheckRecordingViews(t *testing.T, rec string) {
 			ops         map[string]uint64
 			pids        map[uint32]bool
 			busy        []*refEvent
+			first, last int64 // the group's first request's start and last one's end
+			data, meta  uint64
+			callsKnown  bool // every call's group is known (by uid: its process made all its requests as one user)
 		}
 		want := map[string]*groupFig{}
 		for i := range evs {
@@ -555,6 +589,10 @@ func refCheckRecordingViews(t *testing.T, rec string) {
 				f = &groupFig{ops: map[string]uint64{}, pids: map[uint32]bool{}}
 				want[k] = f
 			}
+			if f.events == 0 || e.Start < f.first {
+				f.first = e.Start
+			}
+			f.last = max(f.last, e.Start+e.Dur)
 			f.events++
 			f.totalNs += e.Dur
 			f.ops[e.Op]++
@@ -568,6 +606,33 @@ func refCheckRecordingViews(t *testing.T, rec string) {
 			case "copy_file_range":
 				f.read += moved(e)
 				f.write += moved(e)
+			}
+		}
+		for _, f := range want {
+			f.callsKnown = true
+		}
+		for _, cl := range calls {
+			var k string
+			switch {
+			case by == "uid" && mixed[cl.Pid]:
+				for _, f := range want {
+					f.callsKnown = false
+				}
+				continue
+			case by == "uid":
+				k = "uid=" + strconv.FormatUint(uint64(uidOf[cl.Pid]), 10)
+			default:
+				k = by + "=" + refProgram(names, cl.Pid, by == "exe")
+			}
+			f := want[k]
+			if f == nil || cl.Errno != 0 {
+				continue
+			}
+			switch cl.Syscall {
+			case "read", "write", "copy_file_range":
+				f.data++
+			default:
+				f.meta++
 			}
 		}
 		c.eq("--by "+by+" groups", len(g.Groups), len(want))
@@ -589,8 +654,20 @@ func refCheckRecordingViews(t *testing.T, rec string) {
 			c.eq(what+" requests by op", ops, f.ops)
 		}
 		for _, r := range g.GroupRows {
-			if f := want[r.Group]; f != nil {
-				c.eq("--by "+by+" row "+r.Group+" processes and bytes", []any{r.Processes, r.Bytes}, []any{len(f.pids), f.read + f.write})
+			f := want[r.Group]
+			if f == nil {
+				continue
+			}
+			what := "--by " + by + " row " + r.Group
+			c.eq(what+" processes and bytes", []any{r.Processes, r.Bytes}, []any{len(f.pids), f.read + f.write})
+			// The table's rates are over the group's wall time: its IOPS are the reads and
+			// writes that succeeded per second of it, as fio counts IOPS.
+			wall := f.last - f.first
+			c.eq(what+" wall_ns", r.WallNs, wall)
+			c.rate(what+" MB/s over its wall time", r.Wall.MBps, float64(f.read+f.write)/1e6, wall)
+			if f.callsKnown {
+				c.rate(what+" IOPS over its wall time", r.Wall.IOPS, float64(f.data), wall)
+				c.rate(what+" meta/s over its wall time", r.Wall.MetaOps, float64(f.meta), wall)
 			}
 		}
 	}

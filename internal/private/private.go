@@ -51,3 +51,6 @@ func WriteFile(path string, data []byte) error {
 	}
 	return err
 }
+
+// Restrict gives f, opened for writing, Mode if it is a regular file (as OpenFile does).
+func Restrict(f *os.File) error { return restrict(f) }

@@ -201,9 +201,9 @@ func TestRunTargetsRepeated(t *testing.T) {
 	t.Log(out)
 	for _, want := range []string{
 		"starting state: 0 directories, 1 files (8.00KiB), 0 symlinks; 6 replay ops",
-		"run 1/2, target 1: " + s.Output + ".t1.r1.iotap\n",
-		"run 1/2, target 2: " + s.Output + ".t2.r1.iotap\n",
-		"run 2/2, target 2: " + s.Output + ".t2.r2.iotap\n",
+		"run 1/2, target 1 (" + t1 + "): " + s.Output + ".t1.r1.iotap\n",
+		"run 1/2, target 2 (mem://t2): " + s.Output + ".t2.r1.iotap\n",
+		"run 2/2, target 2 (mem://t2): " + s.Output + ".t2.r2.iotap\n",
 		"replayed 6 of 6",
 		"\nmem://t2: ", // the comparison's verdict, the first target the baseline
 		"target 1 (" + t1 + "): run 1 against run 2, per operation",

@@ -41,7 +41,6 @@ func (c *Campaign) conclude(ctx context.Context, rs *runs) error {
 // writeMergedPredictions prints, for each target replayed more than once, the prediction
 // of its runs together (replay.MergePredictions), read back from the runs' summaries.
 func (c *Campaign) writeMergedPredictions(traces [][]string) {
-	names := c.spec.Targets
 	for i, runs := range traces {
 		var ps []*replay.Prediction
 		for _, tr := range runs {
@@ -55,11 +54,7 @@ func (c *Campaign) writeMergedPredictions(traces [][]string) {
 			ps = append(ps, sum.Prediction)
 		}
 		if m := replay.MergePredictions(ps); m != nil && m.Runs > 1 {
-			name := fmt.Sprintf("target %d", i+1)
-			if i < len(names) {
-				name = names[i]
-			}
-			_, _ = fmt.Fprintf(c.env.Stdout, "%s predicts %s\n", termsafe.Text(name), m.Line())
+			_, _ = fmt.Fprintf(c.env.Stdout, "%s predicts %s\n", termsafe.Text(c.targetName(i)), m.Line())
 		}
 	}
 }

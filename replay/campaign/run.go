@@ -175,8 +175,17 @@ func (c *Campaign) printRunHeader(r run, t target) {
 		_, _ = fmt.Fprintf(c.env.Stdout, "run %d/%d, target %s: %d copies at once: %s.c{1..%d}.iotap, figures in %s.copies.json\n",
 			r.rep+1, c.spec.Repeat, termsafe.Text(t.b.Target().Path), n, termsafe.Text(r.base), n, termsafe.Text(r.base))
 	default:
-		_, _ = fmt.Fprintf(c.env.Stdout, "run %d/%d, target %d: %s\n", r.rep+1, c.spec.Repeat, r.i+1, termsafe.Text(r.base+".iotap"))
+		_, _ = fmt.Fprintf(c.env.Stdout, "run %d/%d, target %d (%s): %s\n", r.rep+1, c.spec.Repeat, r.i+1,
+			termsafe.Text(c.targetName(r.i)), termsafe.Text(r.base+".iotap"))
 	}
+}
+
+// targetName names target i as it was given (an S3 target with its settings).
+func (c *Campaign) targetName(i int) string {
+	if i < len(c.spec.Targets) {
+		return c.spec.Targets[i]
+	}
+	return fmt.Sprintf("target %d", i+1)
 }
 
 // runOnce replays run r and prints its summary.

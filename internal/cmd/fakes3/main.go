@@ -29,7 +29,7 @@ func main() {
 		urlFile string
 	)
 	flag.StringVar(&o.Addr, "addr", "127.0.0.1:0", "listen address")
-	flag.StringVar(&o.Dir, "dir", "", "store objects under this directory (default: in memory; not usable under s3fs, see s3test.Options)")
+	flag.StringVar(&o.Dir, "dir", "", "store each bucket in a directory under this one, each object in a file, kept when fakes3 stops (default: in memory)")
 	flag.Var(&buckets, "bucket", "bucket to create (repeatable)")
 	flag.StringVar(&urlFile, "url-file", "", "also write the endpoint URL to this file")
 	flag.Parse()
