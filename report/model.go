@@ -49,16 +49,16 @@ type PassthroughFiles struct {
 
 // Trace holds the header facts that change how the numbers must be read.
 type Trace struct {
-	File         string            `json:"file"`
-	Kind         string            `json:"kind"`
-	Host         string            `json:"host"`
-	Kernel       string            `json:"kernel,omitempty"`
-	IotapVersion string            `json:"iotap_version,omitempty"`
-	WallStart    time.Time         `json:"wall_start"`
-	Target       Target            `json:"target"`
-	FUSE         FUSE              `json:"fuse"`
-	Cache        string            `json:"cache"` // fidelity mode: "none", "kernel", "" (no FUSE layer)
-	Passthrough  bool              `json:"passthrough,omitempty"`
+	File         string    `json:"file"`
+	Kind         string    `json:"kind"`
+	Host         string    `json:"host"`
+	Kernel       string    `json:"kernel,omitempty"`
+	IotapVersion string    `json:"iotap_version,omitempty"`
+	WallStart    time.Time `json:"wall_start"`
+	Target       Target    `json:"target"`
+	FUSE         FUSE      `json:"fuse"`
+	Cache        string    `json:"cache"` // fidelity mode: "none", "kernel", "" (no FUSE layer)
+	Passthrough  bool      `json:"passthrough,omitempty"`
 	// Data is how reads and writes were recorded (trace.Header.Data): "kernel" when kernel
 	// passthrough served them and the kernel timed each call in the application's thread,
 	// "layer" or "" when the layer served them; DataNote says why not "kernel".
@@ -68,17 +68,17 @@ type Trace struct {
 	// the layer served instead, with the kernel's first refusal (a "kernel" recording).
 	PassthroughFiles *PassthroughFiles `json:"passthrough_files,omitempty"`
 	Writeback        bool              `json:"writeback,omitempty"`
-	Command      []string          `json:"command,omitempty"`
-	Labels       map[string]string `json:"labels,omitempty"`
-	Events       uint64            `json:"events"`
-	Dropped      uint64            `json:"dropped"`
-	Lost         uint64            `json:"lost,omitempty"`        // of the dropped, events lost when a write of the trace failed
-	WriteError   string            `json:"write_error,omitempty"` // that failure (the trace ends, closed, before those events)
-	BlockedNs    int64             `json:"blocked_ns"`            // time the job waited for the recorder's buffer (from the footer)
-	Recorded     uint64            `json:"recorded"`              // events the footer says were written (0 without a footer)
-	Complete     bool              `json:"complete"`              // a footer was found: the recorder closed cleanly
-	Damage       []string          `json:"damage,omitempty"`
-	Cost         *RecordingCost    `json:"recording_cost,omitempty"` // from the footer, when measured
+	Command          []string          `json:"command,omitempty"`
+	Labels           map[string]string `json:"labels,omitempty"`
+	Events           uint64            `json:"events"`
+	Dropped          uint64            `json:"dropped"`
+	Lost             uint64            `json:"lost,omitempty"`        // of the dropped, events lost when a write of the trace failed
+	WriteError       string            `json:"write_error,omitempty"` // that failure (the trace ends, closed, before those events)
+	BlockedNs        int64             `json:"blocked_ns"`            // time the job waited for the recorder's buffer (from the footer)
+	Recorded         uint64            `json:"recorded"`              // events the footer says were written (0 without a footer)
+	Complete         bool              `json:"complete"`              // a footer was found: the recorder closed cleanly
+	Damage           []string          `json:"damage,omitempty"`
+	Cost             *RecordingCost    `json:"recording_cost,omitempty"` // from the footer, when measured
 	// What the storage client and iotap used while the trace was made (client.go); nil
 	// when they were not sampled.
 	Client       *ProcUse   `json:"client,omitempty"`
