@@ -172,7 +172,7 @@ run() {
   esac
   echo "$job $tgt $(python3 -c "print(f'{$t1 - $t0:.4f}')")" >>"$WORK/results.txt"
   case $tgt in native|loopback*) ;; *)
-    echo "$job $tgt $(grep -h 'recording cost:\|threads:\|looking up' "$log" | tr -s ' ' | tr '\n' ' ')" >>"$WORK/costs.txt"
+    echo "$job $tgt $(grep -h 'recording cost:\|threads:\|looking up\|^iotap: job exit' "$log" | tr -s ' ' | tr '\n' ' ')" >>"$WORK/costs.txt"
     grep -q 'job exit 0' "$log" || { echo "jobs.sh: $job under $tgt failed:"; tail -20 "$log"; exit 1; } ;;
   esac
   rm -f "$WORK/traces/t.iotap"
@@ -207,12 +207,26 @@ for job, row in t.items():
         cells.append(f"{m:.2f} s" if tg == "native" else f"{m:.2f} s ({m / nat:.2f}×)")
     print(f"| {job} | " + " | ".join(cells) + " |")
 units = {"ns": 1, "µs": 1e3, "ms": 1e6, "s": 1e9}
-c = {}
+c, under = {}, {}
 for line in open(costs):
     job, tgt, rest = line.split(" ", 2)
     m = re.search(r"recording cost: ([\d.]+)(ns|µs|ms|s) of the layer's own work per request", rest)
     a = re.search(r"(\d+) attributed from the kernel's proc connector, (\d+) late, (\d+) missing", rest)
+    e = re.search(r"iotap: job exit 0 after ([\d.]+)(ns|µs|ms|s)", rest)
     c.setdefault((job, tgt), []).append((float(m.group(1)) * units[m.group(2)] if m else None, a.groups() if a else None))
+    if e:
+        under.setdefault(job, {}).setdefault(tgt, []).append(float(e.group(1)) * units[e.group(2)] / 1e9)
+if under:
+    print()
+    print("Time under the recording (the summary's `job exit 0 after`: from the layer and the kernel's view ready to the trace closed, without iotap's start-up):")
+    print()
+    itgts = [tg for tg in targets if any(tg in row for row in under.values())]
+    print("| job | native | " + " | ".join(itgts) + " |")
+    print("|---|---|" + "---|" * len(itgts))
+    for job, row in under.items():
+        nat = statistics.median(t[job]["native"])
+        cells = [f"{statistics.median(row[tg]):.2f} s ({statistics.median(row[tg]) / nat:.2f}×)" if tg in row else "—" for tg in itgts]
+        print(f"| {job} | {nat:.2f} s | " + " | ".join(cells) + " |")
 print()
 print("| job | target | layer's own work per request (median) | threads attributed, late, missing (last run) |")
 print("|---|---|---|---|")

@@ -34,7 +34,7 @@ func TestIdleShare(t *testing.T) {
 	b.W.AddFile(trace.File{Path: b.Path("big"), Type: trace.TypeFile, Mode: 0o644, Size: 32 << 20})
 	fh := b.Open(3, "big", unix.O_RDONLY)
 	for range 6 {
-		b.RW(3, trace.OpRead, "big", fh, 0, 32<<20, 32<<20)
+		b.RW(3, trace.OpRead, "big", fh, 0, 1<<20, 1<<20)
 		b.At(3, b.Clock[3]+10_000_000)
 	}
 	b.Close(3, "big", fh)
