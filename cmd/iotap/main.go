@@ -121,7 +121,10 @@ func usageErrorf(format string, a ...any) error {
 }
 
 func main() {
-	if len(os.Args) > 1 && (os.Args[1] == "record" || os.Args[1] == "mount" || os.Args[1] == recorder.ChildCommand) {
+	// The commands that serve a mount free memory lazily. record serves none itself: its
+	// recorder is the child it starts (recorder.ChildCommand), which gets the setting from
+	// its environment without executing itself again.
+	if len(os.Args) > 1 && (os.Args[1] == "mount" || os.Args[1] == recorder.ChildCommand) {
 		lazyfree.Reexec() // before anything else: it may execute iotap again
 	}
 	// The garbage collector works to the memory limit of iotap's cgroup, if it has one.
