@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 
 	"gonum.org/v1/plot/vg"
 
@@ -523,7 +524,7 @@ func WriteCompareHTML(w io.Writer, c *Comparison) error {
 	if lost.err != nil {
 		return lost.err
 	}
-	return compareTmpl.Execute(w, struct {
+	return compareTmpl().Execute(w, struct {
 		C              *Comparison
 		Figures        []figure
 		Lost           []figure
@@ -532,20 +533,23 @@ func WriteCompareHTML(w io.Writer, c *Comparison) error {
 	}{c, figs, lost.figs, rows, slower, faster})
 }
 
-var compareTmpl = template.Must(template.New("compare").Funcs(funcs).Funcs(template.FuncMap{
-	"ratio":       fmtRatio,
-	"fsName":      fsName,
-	"errnoCounts": errnoCounts,
-	"viewLine":    func(view string) string { return axisOf(view).line },
-	"join":        strings.Join,
-	"side":        func(c *Comparison, i int) string { return c.Sides[i].Name },
-	"delta": func(ns int64) string {
-		if ns > 0 {
-			return "+" + format.Dur(ns)
-		}
-		return format.Dur(ns)
-	},
-}).Parse(`<!DOCTYPE html>
+// compareTmpl is parsed when first used: a command that prints no comparison page does not pay
+// for it as it starts.
+var compareTmpl = sync.OnceValue(func() *template.Template {
+	return template.Must(template.New("compare").Funcs(funcs).Funcs(template.FuncMap{
+		"ratio":       fmtRatio,
+		"fsName":      fsName,
+		"errnoCounts": errnoCounts,
+		"viewLine":    func(view string) string { return axisOf(view).line },
+		"join":        strings.Join,
+		"side":        func(c *Comparison, i int) string { return c.Sides[i].Name },
+		"delta": func(ns int64) string {
+			if ns > 0 {
+				return "+" + format.Dur(ns)
+			}
+			return format.Dur(ns)
+		},
+	}).Parse(`<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <meta name="generator" content="iotap">
@@ -586,3 +590,4 @@ var compareTmpl = template.Must(template.New("compare").Funcs(funcs).Funcs(templ
 {{range .}}<tr><td class="l">{{.Side}}</td><td class="l">{{.Op}}</td><td>{{dur .BaseNs}}</td><td>{{dur .TotalNs}}</td><td>{{delta .DeltaNs}}</td><td>{{ratio .MeanRatio}}</td><td>{{ratio .P99Ratio}}</td><td class="l">{{join .Flags " "}}</td></tr>
 {{end}}</table>{{end}}
 `))
+})

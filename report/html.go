@@ -8,6 +8,7 @@ import (
 	"math"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/iotap/iotap/internal/format"
 	"gonum.org/v1/plot"
@@ -41,7 +42,7 @@ func WriteHTML(w io.Writer, r *Report) error {
 		Figures []figure
 		Views   darshanViews
 	}{r, r.Total, figs, views}
-	return pageTmpl.Execute(w, data)
+	return pageTmpl().Execute(w, data)
 }
 
 // darshanViews are the figures of the heat maps, the access sizes and the groups.
@@ -297,7 +298,10 @@ th{background:#f4f5f7;font-weight:600;white-space:normal} td.wrap{white-space:no
 .verdict{font-size:16px;margin:6px 0} .answer{display:flex;flex-wrap:wrap;gap:18px;align-items:flex-start} .answer>div:first-child{flex:1 1 420px} td.cmd{text-align:left;white-space:normal;word-break:break-all;max-width:520px;font-family:ui-monospace,monospace;font-size:12px}
 `
 
-var pageTmpl = template.Must(template.New("page").Funcs(funcs).Parse(`<!DOCTYPE html>
+// pageTmpl is parsed when first used: a command that prints no page does not pay for it as
+// it starts.
+var pageTmpl = sync.OnceValue(func() *template.Template {
+	return template.Must(template.New("page").Funcs(funcs).Parse(`<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <meta name="generator" content="iotap">
@@ -400,6 +404,7 @@ var pageTmpl = template.Must(template.New("page").Funcs(funcs).Parse(`<!DOCTYPE 
 {{$dirs := .Dirs}}{{range .Rows}}<tr><td class="path">{{.Path}}</td><td>{{count .Ops}}</td><td>{{dur .TotalNs}}</td><td>{{pct .Share}}</td><td>{{dur .MetaNs}}</td><td>{{dur .DataNs}}</td><td>{{bytes .ReadBytes}}</td><td>{{bytes .WriteBytes}}</td><td>{{if or .ReadOps .WriteOps}}{{pct .SeqShare}}{{else}}-{{end}}</td><td>{{if .RereadBytes}}{{if .RereadApprox}}≥{{end}}{{bytes .RereadBytes}}{{else}}-{{end}}</td><td>{{if $dirs}}-{{else}}{{bytes (u64 .Size)}}{{end}}</td><td>{{count .Opens}}</td><td>{{count .UnusedOpens}}</td></tr>
 {{end}}</table>{{end}}
 `))
+})
 
 // fileTable is a files or directories table for the HTML template.
 type fileTable struct {
