@@ -2,9 +2,11 @@ package fusefs_test
 
 import (
 	"bytes"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -13,6 +15,7 @@ import (
 	"github.com/iotap/iotap/fusefs/fusetest"
 	"github.com/iotap/iotap/internal/testenv"
 	"github.com/iotap/iotap/trace"
+	"golang.org/x/sys/unix"
 )
 
 // TestPassthroughOpens: with kernel passthrough a regular file's reads and writes never
@@ -144,5 +147,69 @@ for name, flags in (("shared", mmap.MAP_SHARED), ("private", mmap.MAP_PRIVATE)):
 	}
 	if st := c.Server.Passthrough(); st.LayerOpens != 0 {
 		t.Errorf("opens through the layer: %+v", st)
+	}
+}
+
+// TestPassthroughBackingIsNoOpen: the backing file the layer registers with the kernel is
+// an O_PATH descriptor, no open of the backend file. The kernel opens the backend itself for
+// each of the application's opens and closes it with them; an open of the layer's own that
+// the kernel keeps until after the last release would make a backend that tells open files
+// apart (s3fs) see the file open after the application closed it.
+func TestPassthroughBackingIsNoOpen(t *testing.T) {
+	testenv.Root(t, testenv.FUSE, "kernel passthrough needs root")
+	c := fusetest.Mount(t, fusetest.NewMemRecorder(0), fusefs.Options{Passthrough: true})
+	orig := filepath.Join(c.Orig, "f")
+	if err := os.WriteFile(orig, []byte("data"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// The child holds the file open through the mount until its stdin closes.
+	cmd := exec.Command("sh", "-c", "cd "+c.Mnt+" && exec 3<f && cat <&3 && read x")
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = stdin.Close(); _ = cmd.Wait() }()
+	buf := make([]byte, 4)
+	if _, err := io.ReadFull(stdout, buf); err != nil || string(buf) != "data" {
+		t.Fatalf("the child read %q, %v", buf, err)
+	}
+	if st := c.Server.Passthrough(); st.Opens != 1 {
+		t.Fatalf("passthrough %+v, want the open passed through", st)
+	}
+	// This process serves the mount: its descriptors of the backend file are the layer's.
+	var plain, path int
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ents {
+		if l, err := os.Readlink("/proc/self/fd/" + e.Name()); err != nil || l != orig {
+			continue
+		}
+		info, err := os.ReadFile("/proc/self/fdinfo/" + e.Name())
+		if err != nil {
+			continue
+		}
+		var flags uint64
+		for _, line := range strings.Split(string(info), "\n") {
+			if v, ok := strings.CutPrefix(line, "flags:"); ok {
+				flags, _ = strconv.ParseUint(strings.TrimSpace(v), 8, 64)
+			}
+		}
+		if flags&unix.O_PATH != 0 {
+			path++
+		} else {
+			plain++
+		}
+	}
+	if plain != 1 || path != 1 {
+		t.Errorf("the layer holds %d open descriptors and %d O_PATH ones of the backend file, want 1 and 1", plain, path)
 	}
 }

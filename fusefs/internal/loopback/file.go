@@ -27,6 +27,7 @@ type file struct {
 	locked    atomic.Bool  // an owner's first lock came through this handle
 	flocked   atomic.Bool  // the handle holds a flock(2) lock
 	flushedAt atomic.Int64 // unix ns of the last FLUSH, when the handle holds locks
+	releasing *releasing   // the mount's closes in progress (nil in unit tests)
 }
 
 // asFile returns the open file of a handle this package made (a file, or a file the
@@ -147,6 +148,10 @@ var _ fs.FileReleaser = (*file)(nil)
 
 // Release closes the backend descriptor, and releases the OFD locks of the open file.
 func (f *file) Release(ctx context.Context) syscall.Errno {
+	if f.releasing != nil {
+		f.releasing.begin(f.ino)
+		defer f.releasing.end(f.ino)
+	}
 	errno := f.lf.Release(ctx) // closing the descriptor ends its flock(2) lock
 	if f.locked.Load() || f.flocked.Load() {
 		f.locks.releaseFile(f)

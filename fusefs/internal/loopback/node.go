@@ -65,6 +65,7 @@ type backing struct {
 	writeback bool       // Options.Writeback
 	id        identity   // what the server creates as (creds_linux.go)
 	locks     *lockTable // the owners of POSIX locks (locks_linux.go)
+	releasing releasing  // inodes whose files the layer is closing (releasing.go)
 	// passthrough is Options.Passthrough: open files offer their descriptor as the
 	// backing file (nil: never).
 	passthrough *Passthrough
@@ -249,7 +250,7 @@ func (n *node) Tmpfile(ctx context.Context, flags uint32, mode uint32, out *fuse
 func (b *backing) newFile(fd int, flags uint32, ino uint64) fs.FileHandle {
 	f := newFile(fd, flags)
 	f.svc = b.svc
-	f.locks, f.ino = b.locks, ino
+	f.locks, f.ino, f.releasing = b.locks, ino, &b.releasing
 	if b.passthrough != nil {
 		pf := &ptFile{file: f, p: b.passthrough}
 		pf.backing.Store(-1)

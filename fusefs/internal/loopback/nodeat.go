@@ -245,6 +245,7 @@ func (n *node) Rmdir(ctx context.Context, name string) syscall.Errno {
 }
 
 func (n *node) unlink(ctx context.Context, name string, flags int) syscall.Errno {
+	n.closed(name)
 	dir, rel, err := n.b.at(n.child(name))
 	if err != nil {
 		return errnoOf(err)
@@ -254,6 +255,14 @@ func (n *node) unlink(ctx context.Context, name string, flags int) syscall.Errno
 	n.b.svc.Measured(ctx, t0)
 	n.b.done(dir)
 	return errnoOf(err)
+}
+
+// closed waits until the layer's closes of child name's files, if any are in progress, are
+// done in the backend (releasing.go): an unlink or a rename over it reaches the backend after.
+func (n *node) closed(name string) {
+	if ch := n.GetChild(name); ch != nil {
+		n.b.releasing.wait(ch.StableAttr().Ino)
+	}
 }
 
 var _ fs.NodeMkdirer = (*node)(nil)
@@ -383,6 +392,7 @@ func (n *node) Rename(ctx context.Context, name string, newParent fs.InodeEmbedd
 		return errnoOf(err)
 	}
 	defer n.b.done(ndir)
+	np.closed(newName)
 	t0 := n.b.svc.Clock()
 	err = unix.Renameat2(odir, orel, ndir, nrel, uint(flags))
 	n.b.svc.Measured(ctx, t0)

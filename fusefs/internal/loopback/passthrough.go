@@ -176,11 +176,15 @@ type ptFile struct {
 
 var _ fs.FilePassthroughFder = (*ptFile)(nil)
 
-// PassthroughFd offers a new open of the backend file as the backing file, except for a
-// set-ID file (see above). Not the open's own descriptor: the kernel keeps the backing file
-// while any open of the inode uses it, and a flock(2) lock lives as long as its open file,
-// so the lock an application takes through this open (on the open's own descriptor) would
-// outlive the application's close of it.
+// PassthroughFd offers an O_PATH descriptor of the backend file as the backing file, except
+// for a set-ID file (see above). The kernel uses only its path: it opens a backing file of
+// its own for each open of the application, closed with it. Not the open's own descriptor:
+// the kernel keeps the registered file while any open of the inode uses it, until after
+// the layer has answered the last release, and a flock(2) lock lives as long as its open
+// file, so a lock an application takes through this open would outlive the application's
+// close of it. An O_PATH descriptor is no open of the backend: a backend that tells open
+// files apart (s3fs hides a file unlinked while open under a temporary name) sees no open
+// that outlives the application's.
 func (f *ptFile) PassthroughFd() (int, bool) {
 	var st syscall.Stat_t
 	if err := syscall.Fstat(f.fd, &st); err != nil || st.Mode&syscall.S_IFMT != syscall.S_IFREG {
@@ -190,7 +194,7 @@ func (f *ptFile) PassthroughFd() (int, bool) {
 		f.p.refuse("a set-user-ID or set-group-ID file is served by the layer")
 		return 0, false
 	}
-	fd, err := unix.Open("/proc/self/fd/"+strconv.Itoa(f.fd), unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	fd, err := unix.Open("/proc/self/fd/"+strconv.Itoa(f.fd), unix.O_PATH|unix.O_CLOEXEC, 0)
 	if err != nil {
 		f.p.refuse("the backing file could not be opened again: " + err.Error())
 		return 0, false
