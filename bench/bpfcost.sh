@@ -5,10 +5,11 @@
 # passthrough, every read and write timed in the kernel); the job itself reads the
 # programs' counters with bpftool at its end, while they are still loaded. Prints, per
 # program, its runs and mean ns per run, and the summed BPF time per read or write the
-# trace holds.
+# trace holds (for mmap, per page fault the trace holds).
 #
 # Jobs: dd4k (dd reads 128 MiB in 4 KiB blocks from the page cache), fioqd (fio 4 KiB random
-# reads, O_DIRECT, libaio at depth 16).
+# reads, O_DIRECT, libaio at depth 16), mmap (python3 maps a 128 MiB file and reads a byte
+# of each page, then maps it shared and stores a byte in every 16th page).
 #
 # Usage: bench/bpfcost.sh [-o JOB,...] [-d WORKDIR]
 # Needs root, bpftool, fio, python3.
@@ -32,21 +33,31 @@ for job in "${jobs[@]}"; do
       cmd="dd if=d of=/dev/null bs=4k status=none" ;;
     fioqd) head -c $((256 << 20)) /dev/urandom >"$WORK/run/fio.dat"
       cmd="fio --name=j --filename=fio.dat --rw=randread --bs=4k --direct=1 --size=256m --ioengine=libaio --iodepth=16 --number_ios=100000 --output=/dev/null" ;;
+    mmap) head -c $((128 << 20)) /dev/urandom >"$WORK/run/m"; sync "$WORK/run/m"
+      cmd="python3 -c 'import mmap, os
+fd = os.open(\"m\", os.O_RDWR)
+m = mmap.mmap(fd, 0, flags=mmap.MAP_PRIVATE, prot=mmap.PROT_READ)
+s = sum(m[i] for i in range(0, len(m), 4096))
+w = mmap.mmap(fd, 0, flags=mmap.MAP_SHARED)
+for i in range(0, len(w), 65536): w[i] = 1
+w.flush()'" ;;
     *) echo "bpfcost.sh: unknown job $job" >&2; exit 2 ;;
   esac
   (cd "$WORK/run" && "$WORK/iotap" record -o "$WORK/$job.iotap" -- sh -c "$cmd && bpftool -j prog show > $WORK/$job.progs.json") 2>"$WORK/$job.log"
-  calls=$("$WORK/iotap" info "$WORK/$job.iotap" | awk '/^data:/ {print $4}')
+  calls=$("$WORK/iotap" info "$WORK/$job.iotap" | awk -v job="$job" 'job != "mmap" && /^data:/ {print $4} job == "mmap" && /^  mapped:/ {print $2}')
   python3 - "$WORK/$job.progs.json" "$job" "$calls" <<'PY'
 import json, sys
 progs, job, calls = json.load(open(sys.argv[1])), sys.argv[2], int(sys.argv[3] or 0)
-ours = {"sys_enter", "sys_exit", "request_send", "request_end", "sched_waking", "uring_submit", "uring_complete"}
+ours = {"sys_enter", "sys_exit", "request_send", "request_end", "sched_waking", "uring_submit", "uring_complete",
+        "filemap_fault", "filemap_map_pages", "dirty_folio"}
 total = 0
-print(f"{job}: {calls} reads and writes timed by the kernel")
+what = "page faults of mapped files" if job == "mmap" else "reads and writes timed by the kernel"
+print(f"{job}: {calls} {what}")
 for p in progs:
     if p.get("name") in ours and p.get("run_cnt"):
         total += p["run_time_ns"]
         print(f"  {p['name']:15} {p['run_cnt']:>12} runs  {p['run_time_ns'] / p['run_cnt']:8.1f} ns per run")
 if calls:
-    print(f"  BPF time per timed call: {total / calls:.0f} ns (all programs' runs, host-wide, over the job)")
+    print(f"  BPF time per {'fault' if job == 'mmap' else 'timed call'}: {total / calls:.0f} ns (all programs' runs, host-wide, over the job)")
 PY
 done

@@ -45,6 +45,11 @@ type PassthroughFiles struct {
 	LayerOpens uint64 `json:"layer_opens"` // opens whose data went through the layer instead
 	Refused    string `json:"refused,omitempty"`
 	Lost       uint64 `json:"lost,omitempty"` // calls the kernel timed but had no room to record
+	// Faults counts the reads and writes that are pages of mapped files page faults
+	// brought in or made dirty (no system call, no duration); MapsFull the mmaps whose
+	// faults were not recorded (the kernel's table of mapped files was full).
+	Faults   uint64 `json:"faults,omitempty"`
+	MapsFull uint64 `json:"maps_full,omitempty"`
 }
 
 // Trace holds the header facts that change how the numbers must be read.
@@ -555,7 +560,8 @@ func traceInfo(s *stats.Source) Trace {
 	t.Data, t.DataNote = h.Data, h.DataNote
 	if f := s.Footer; f != nil && h.Data == trace.DataKernel {
 		p := f.Passthrough
-		t.PassthroughFiles = &PassthroughFiles{Opens: p.Opens, LayerOpens: p.LayerOpens, Refused: p.Refused, Lost: p.Lost}
+		t.PassthroughFiles = &PassthroughFiles{Opens: p.Opens, LayerOpens: p.LayerOpens, Refused: p.Refused, Lost: p.Lost,
+			Faults: p.Faults, MapsFull: p.MapsFull}
 	}
 	t.Prediction = tracePrediction(s.Footer)
 	t.Target.FSName = fsName(&t)
@@ -619,6 +625,13 @@ func warnings(r *Report) []string {
 			p := t.PassthroughFiles
 			w = append(w, fmt.Sprintf("%s: %d of %d opens went through the layer, not kernel passthrough (%s): their reads and writes include FUSE round trips",
 				t.File, p.LayerOpens, p.Opens+p.LayerOpens, orDash(p.Refused)))
+		}
+		if p := t.PassthroughFiles; p != nil && p.Faults > 0 {
+			w = append(w, fmt.Sprintf("%s: %d reads and writes are pages of mapped files that page faults brought in or made dirty: no system call, and no time (the kernel marks no fault's end)",
+				t.File, p.Faults))
+		}
+		if p := t.PassthroughFiles; p != nil && p.MapsFull > 0 {
+			w = append(w, fmt.Sprintf("%s: %d mmaps of files were not followed (the kernel's table of mapped files was full): their page faults are missing", t.File, p.MapsFull))
 		}
 		if t.Cache == "kernel" {
 			w = append(w, fmt.Sprintf("%s: cache=kernel: the page cache absorbed part of the I/O; the trace shows what reached the storage, not every application call", t.File))

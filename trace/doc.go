@@ -108,8 +108,9 @@
 // LegStats). Then, in a replay's trace or when passthrough counts follow: Prediction's ten
 // fields as varints (ns), in the order of the struct (zeros in a recording). Then, in a
 // recording that used kernel passthrough: Passthrough.Opens, LayerOpens, Calls, Async,
-// Unseen and Lost uvarints and Refused string (see PassthroughStats). Bytes after the
-// last field are ignored.
+// Unseen and Lost uvarints and Refused string (see PassthroughStats); then, when one of
+// them is not zero, Passthrough.Maps, Faults and MapsFull uvarints. Bytes after the last
+// field are ignored.
 //
 // # Side tables
 //
@@ -243,7 +244,10 @@
 //	WokenAt  varint: CallStart - WokenAt (0 without bit 16)
 //	Waker    uvarint ≤ 2^32-1 (0 without bit 16)
 //
-// A field whose bit is clear reads as zero. The kernel's times are in the order they happen,
+// A field whose bit is clear reads as zero. An event of pages of a mapped file that page
+// faults brought in or made dirty (version 5) is a read or write whose Flags hold bit 31
+// (MapFault): its legs bits are 1 and 32 only (no system call: CallStart, CallEnd and
+// CallNr are 0), Queued = Done = Start and Dur is 0. The kernel's times are in the order they happen,
 // within 1 ms of clock skew, or the chunk is corrupt: 0 < Queued ≤ Done, Queued ≤ Start,
 // End ≤ Done, 0 < CallStart ≤ Queued, 0 < CallEnd and CallStart ≤ CallEnd (WokenAt may come
 // after CallStart: the recorder can see a later wake-up). The payload ends exactly after the last column

@@ -275,6 +275,11 @@ func appendFooter(dst []byte, f *Footer) []byte {
 			dst = binary.AppendUvarint(dst, v)
 		}
 		dst = appendString(dst, p.Refused)
+		if p.Maps != 0 || p.Faults != 0 || p.MapsFull != 0 {
+			for _, v := range [...]uint64{p.Maps, p.Faults, p.MapsFull} {
+				dst = binary.AppendUvarint(dst, v)
+			}
+		}
 	}
 	return dst
 }
@@ -332,6 +337,11 @@ func decodeFooter(b []byte, f *Footer) error {
 			*v = d.uvarint()
 		}
 		p.Refused = d.strMax(MaxName)
+		if len(d.b) > 0 { // mapped files, absent when none was followed
+			for _, v := range [...]*uint64{&p.Maps, &p.Faults, &p.MapsFull} {
+				*v = d.uvarint()
+			}
+		}
 	}
 	return d.err
 }

@@ -170,7 +170,8 @@ func (o Op) Class() Class {
 //     the object found.
 //   - Flags: open/create flags (O_*), rename flags (Rename*), setattr valid mask
 //     (Setattr*), fsync flags (FsyncDatasync), fallocate mode, lseek whence (SeekData,
-//     SeekHole), access mask, lock type.
+//     SeekHole), access mask, lock type, FUSE's write flags; MapFault on a read or write
+//     that is pages of a mapped file page faults brought in or made dirty (Mapped).
 //   - Mode: create/mkdir/mknod mode; for lookup-like ops the mode of the object found.
 //   - Tid/Pid: calling thread and its thread group. Requests the kernel issues on its own
 //     (release, forget, write-backs) carry the opener's ids when known, else 0.
@@ -229,7 +230,8 @@ type Event struct {
 	// file without the layer, timed by the kernel in the application's thread from the
 	// system call's entry to its return (an asynchronous one from its submission to its
 	// completion). It has no FUSE request (Unique 0); Queued..Done is the call itself, so
-	// no FUSE leg is added to it.
+	// no FUSE leg is added to it. Pages of a mapped file that page faults brought in or
+	// made dirty have it too, with MapFault in Flags and no call (see Mapped).
 	Passthrough bool
 }
 
@@ -240,6 +242,12 @@ func (e *Event) ThinkRunDelay() (time.Duration, bool) {
 		return 0, false
 	}
 	return time.Duration(e.RunDelay - 1), true
+}
+
+// Mapped reports whether e is pages of a mapped file that page faults brought in or made
+// dirty (a read or write with MapFault), not a system call.
+func (e *Event) Mapped() bool {
+	return (e.Op == OpRead || e.Op == OpWrite) && e.Flags&MapFault != 0
 }
 
 // HasLegs reports whether the kernel's queue and completion times of the request were

@@ -39,3 +39,12 @@ const (
 	SeekData = 3 // SEEK_DATA
 	SeekHole = 4 // SEEK_HOLE
 )
+
+// Read and write: MapFault marks pages of a memory-mapped file that page faults brought in
+// (a read) or that a store through a shared mapping made dirty (a write), which kernel
+// passthrough served on the backing file without a system call (Passthrough is set, and
+// CallStart, CallEnd and CallNr are 0): see Event.Mapped. Offset and Size are the pages',
+// Ret the bytes of them within the file, and Dur 0: no tracepoint marks a fault's end. The
+// low bits of a write's Flags are FUSE's write flags (WRITE_CACHE 1, WRITE_LOCKOWNER 2,
+// WRITE_KILL_SUIDGID 4); the bit is far above them and above every open flag.
+const MapFault = 1 << 31

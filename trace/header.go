@@ -162,9 +162,13 @@ type PassthroughStats struct {
 	Refused           string
 	// Calls and Async count the reads and writes the kernel timed (synchronous, and
 	// libaio or io_uring ones); Unseen the asynchronous submissions to such files that
-	// could not be timed (registered io_uring files), Lost the calls whose record the
-	// kernel had no room for (counted in Dropped too).
+	// could not be timed (registered io_uring files), Lost the calls and faults whose
+	// record the kernel had no room for (counted in Dropped too).
 	Calls, Async, Unseen, Lost uint64
+	// Maps counts the mmaps of such files the kernel followed, Faults the events of pages
+	// their faults brought in or made dirty (Event.Mapped), and MapsFull the mmaps whose
+	// faults were not recorded because the kernel's table of mapped files was full.
+	Maps, Faults, MapsFull uint64
 }
 
 // Prediction is a think-mode replay's prediction for the job on its target, each figure

@@ -24,6 +24,8 @@ func legEvents() []Event {
 		{Op: OpGetattr, Start: 5000, Dur: 3, Unique: 3, Queued: 4998, Done: 5004, CallStart: 4990, CallEnd: 5010, CallNr: 332},
 		// Clock skew between the kernel's clock and the layer's: a leg may read negative.
 		{Op: OpWrite, Start: 6000, Dur: 10, Unique: 1 << 40, Queued: 6001, Done: 6009, CallStart: 5990, CallEnd: 6020, CallNr: 1},
+		// Pages of a mapped file faults brought in: no request, no system call, no duration.
+		{Op: OpRead, Start: 7000, Queued: 7000, Done: 7000, Passthrough: true, Flags: MapFault, Handle: 3, Node: 5, Offset: 8192, Size: 65536, Ret: 60000},
 	}
 }
 
@@ -199,6 +201,36 @@ func TestFooterPrediction(t *testing.T) {
 		if !ok || f.Prediction != p || f.Legs != (LegStats{}) {
 			t.Errorf("footer prediction %+v legs %+v (footer %v), want %+v", f.Prediction, f.Legs, ok, p)
 		}
+	}
+}
+
+// TestFooterPassthrough: the counts of kernel passthrough read back, the mapped files'
+// with them; a footer without the mapped files' counts (none followed, or written before
+// they existed) reads them as zero.
+func TestFooterPassthrough(t *testing.T) {
+	p := PassthroughStats{Opens: 7, LayerOpens: 1, Refused: "set-user-ID", Calls: 300, Async: 16, Unseen: 2, Lost: 1}
+	for _, tc := range []struct {
+		name string
+		p    PassthroughStats
+	}{
+		{"calls", p},
+		{"mapped files", PassthroughStats{Opens: 7, Calls: 300, Maps: 3, Faults: 1 << 33, MapsFull: 1}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := Footer{Events: 3, WallClose: time.Unix(1, 0).UTC(), Passthrough: tc.p}
+			var got Footer
+			if err := decodeFooter(appendFooter(nil, &f), &got); err != nil || got.Passthrough != tc.p {
+				t.Errorf("footer %+v read as %+v, %v", tc.p, got.Passthrough, err)
+			}
+		})
+	}
+	// The same counts with the mapped files' after them: the earlier fields read the same.
+	f := Footer{Events: 3, WallClose: time.Unix(1, 0).UTC(), Passthrough: p}
+	without := appendFooter(nil, &f)
+	f.Passthrough.Maps, f.Passthrough.Faults = 2, 40
+	with := appendFooter(nil, &f)
+	if !bytes.HasPrefix(with, without) || len(with) != len(without)+3 {
+		t.Errorf("the mapped files' counts are not three fields after the others: %x, %x", without, with)
 	}
 }
 

@@ -324,6 +324,13 @@ func writeDataInfo(line func(k, format string, a ...any), h *trace.Header, f *tr
 			line("  kernel", "%d synchronous and %d asynchronous calls timed, %d asynchronous submissions not timed, %d lost",
 				p.Calls, p.Async, p.Unseen, p.Lost)
 		}
+		if l.Faults > 0 || (f != nil && f.Passthrough.Maps+f.Passthrough.MapsFull > 0) {
+			maps := fmt.Sprintf("%d page faults of mapped files (reads and writes without a system call)", l.Faults)
+			if f != nil {
+				maps += fmt.Sprintf("; %d mmaps followed, %d not (the kernel's table was full)", f.Passthrough.Maps, f.Passthrough.MapsFull)
+			}
+			line("  mapped", "%s", maps)
+		}
 	case trace.DataLayer:
 		note := ""
 		if h.DataNote != "" {

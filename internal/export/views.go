@@ -72,7 +72,8 @@ var requestColumns = append([]column[request]{
 	optName("exe", "its process's executable", func(r *request) string { return r.n.exe(r.ev.Tid) }),
 	intCol("uid", "the caller's user id", func(r *request) int64 { return int64(r.ev.Uid) }),
 	intCol("gid", "the caller's group id", func(r *request) int64 { return int64(r.ev.Gid) }),
-	intCol("flags", "the operation's flags (open flags, rename flags, setattr mask, ...)", func(r *request) int64 { return int64(r.ev.Flags) }),
+	intCol("flags", "the operation's flags (open flags, rename flags, setattr mask, ...; on a read or write, 2^31 marks pages of a mapped file "+
+		"that page faults brought in or made dirty: no system call, dur_ns 0)", func(r *request) int64 { return int64(r.ev.Flags) }),
 	intCol("mode", "file mode (create, mkdir, mknod; the object found by a lookup)", func(r *request) int64 { return int64(r.ev.Mode) }),
 	nonZero("node2", "second node id: the node a lookup, create or mkdir returned; copy_file_range's output", func(r *request) int64 { return int64(r.ev.Node2) }),
 	nonZero("handle2", "copy_file_range's output handle", func(r *request) int64 { return int64(r.ev.Handle2) }),
@@ -149,7 +150,8 @@ var syscallColumns = append([]column[syscall]{
 	optName("comm", "that thread's command name", func(s *syscall) string { return s.n.comm(s.c.Tid) }),
 	optName("exe", "its process's executable", func(s *syscall) string { return s.n.exe(s.c.Tid) }),
 	nonZero("thread", "the thread the call belongs to (a close: the one that opened the file)", func(s *syscall) int64 { return int64(s.c.Worker) }),
-	intCol("flags", "the primary request's flags", func(s *syscall) int64 { return int64(s.c.Flags) }),
+	intCol("flags", "the primary request's flags (on a read or write, 2^31: pages of a mapped file page faults brought in or made dirty, no system call)",
+		func(s *syscall) int64 { return int64(s.c.Flags) }),
 	intCol("mode", "the primary request's mode", func(s *syscall) int64 { return int64(s.c.Mode) }),
 	nonZero("handle2", "copy_file_range's output handle", func(s *syscall) int64 { return int64(s.c.Handle2) }),
 	optInt("file_offset2", "copy_file_range's output offset", func(s *syscall) (int64, bool) {

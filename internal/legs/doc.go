@@ -23,17 +23,33 @@
 // to the DataSink given to Watch: the layer, which names its path and process as for its
 // own events and appends it to the trace. See bpf/legs.bpf.c for what each record holds.
 //
+// # Mapped files
+//
+// The kernel maps such a file from its backing file: the job's loads and stores through
+// the map are page faults on the backing file's page cache. With Options.DataCalls, the
+// program notes each mmap of a passthrough file the job makes after Watch, and turns the
+// faults on it into events handed to the same DataSink: a read (trace.OpRead) of the pages
+// a fault brought into the job's memory (the page it faulted on, or the window of cached
+// pages the kernel maps around it), a write of the page a store through a shared map made
+// dirty, each with trace.MapFault, no system call and no duration (no tracepoint marks a
+// fault's end). Stats counts the mmaps followed, the faults recorded and the mmaps the
+// program's table of mapped files had no room for. Mappings made before Watch or by
+// execve are not followed; see bpf/legs.bpf.c for what else is not.
+//
 // # Requirements
 //
 // The program (bpf/legs.bpf.c, compiled by bpf2go into the committed objects
 // legs_<arch>_bpfel.o, see gen.go) attaches to BTF-enabled raw tracepoints (tp_btf):
 // fuse_request_send, fuse_request_end, sched_waking, sys_enter, sys_exit,
-// io_uring_submit_req and io_uring_complete. It needs root (CAP_BPF and CAP_PERFMON), the
-// kernel's BTF (/sys/kernel/btf/vmlinux) and those tracepoints (Linux 6.1 and later have
-// the FUSE ones); the loader relocates the program's reads of kernel structures with the
-// kernel's BTF (CO-RE), so no offset is fixed at build time. Open says which requirement
-// is missing; a recorder then falls back to its round-trip probe, and serves data calls
-// itself.
+// io_uring_submit_req and io_uring_complete, and, to follow mapped files, mm_filemap_fault,
+// mm_filemap_map_pages and writeback_dirty_folio. It needs root (CAP_BPF and CAP_PERFMON),
+// the kernel's BTF (/sys/kernel/btf/vmlinux) and those tracepoints (Linux 6.1 and later
+// have the FUSE ones, 6.11 and later the filemap ones); the loader relocates the program's
+// reads of kernel structures with the kernel's BTF (CO-RE), so no offset is fixed at build
+// time. Open says which requirement is missing; a recorder then falls back to its
+// round-trip probe, and serves data calls itself. A kernel without the filemap
+// tracepoints loads the program without the part that follows mapped files
+// (Tracer.MapsUnfollowed says so).
 //
 // # Records to events
 //

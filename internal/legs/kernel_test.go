@@ -2,6 +2,7 @@ package legs_test
 
 import (
 	"fmt"
+	"io"
 	"maps"
 	"os"
 	"os/exec"
@@ -40,6 +41,22 @@ func mountKernelJob(t *testing.T, o fusefs.Options, jobOnly bool) *kernelCase {
 // mountKernelWith is mountKernel with the measurement's options lo (its Origin is set).
 func mountKernelWith(t *testing.T, o fusefs.Options, lo legs.Options) *kernelCase {
 	t.Helper()
+	k := mountUnwatched(t, o, lo)
+	k.watch(t)
+	return k
+}
+
+// watch starts measuring the mount.
+func (k *kernelCase) watch(t *testing.T) {
+	t.Helper()
+	if err := k.t.Watch(k.Mnt, os.Getpid(), k.Server); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// mountUnwatched is mountKernelWith without the Watch: the program measures nothing yet.
+func mountUnwatched(t *testing.T, o fusefs.Options, lo legs.Options) *kernelCase {
+	t.Helper()
 	testenv.Root(t, testenv.FUSE, "measuring in the kernel needs root")
 	origin := trace.Now()
 	lo.Origin = origin
@@ -51,9 +68,6 @@ func mountKernelWith(t *testing.T, o fusefs.Options, lo legs.Options) *kernelCas
 	rec := fusetest.NewMemRecorder(origin)
 	o.Passthrough = true
 	c := fusetest.Mount(t, rec, o)
-	if err := tr.Watch(c.Mnt, os.Getpid(), c.Server); err != nil {
-		t.Fatal(err)
-	}
 	return &kernelCase{Case: c, rec: rec, t: tr}
 }
 
@@ -300,5 +314,306 @@ func TestPassthroughForgottenFiles(t *testing.T) {
 			t.Errorf("no read of %s by its name (reads named: %v)", name, slices.Sorted(maps.Keys(named)))
 			break
 		}
+	}
+}
+
+// mappedJob maps two files of the mount with python3's mmap module and goes through the
+// maps: "m" privately, read only, reading one byte of each page in [mapFrom, mapTo) and the
+// last byte; "w" shared, reading its first page and storing bytes at wrote. It prints
+// nothing; the files' contents tell what it did.
+const mappedJob = `python3 - <<'PY'
+import mmap, os
+fd = os.open("m", os.O_RDONLY)
+m = mmap.mmap(fd, 0, flags=mmap.MAP_PRIVATE, prot=mmap.PROT_READ)
+os.close(fd)  # the mapping outlives the descriptor
+s = 0
+for off in range(%d, %d, 4096):
+    s += m[off]
+s += m[len(m) - 1]
+m.close()
+fd = os.open("w", os.O_RDWR)
+w = mmap.mmap(fd, 0, flags=mmap.MAP_SHARED, prot=mmap.PROT_READ | mmap.PROT_WRITE)
+s += w[0]
+for off in (%s):
+    w[off] = 0x5a
+w.flush()
+w.close()
+os.close(fd)
+PY`
+
+const (
+	mapSize     = 1<<20 + 1000 // "m": a last page the file fills in part
+	mapFrom     = 100_000
+	mapTo       = 700_000
+	sharedSize  = 64 << 10
+	sharedPage1 = 5000
+	sharedPage9 = 40000
+)
+
+// evict drops file's pages from the page cache, so that faults on it read it from the disk
+// (mm_filemap_fault) rather than map what the cache holds (fault-around).
+func evict(t *testing.T, file string) {
+	t.Helper()
+	syncFile(t, file)
+	f, err := os.Open(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = f.Close() }()
+	if err := unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_DONTNEED); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// syncFile writes file's dirty pages back: its pages in the page cache are clean.
+func syncFile(t *testing.T, file string) {
+	t.Helper()
+	f, err := os.Open(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = f.Close() }()
+	if err := f.Sync(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestPassthroughMappedFile maps a file privately and one shared through a passthrough
+// mount and goes through the maps: the trace names both files with the pages the faults
+// brought in, covering every byte the job touched, as reads the kernel served without a
+// system call (trace.MapFault, no duration), and the stores through the shared map as
+// writes of the pages they made dirty; the stores reach the file.
+func TestPassthroughMappedFile(t *testing.T) {
+	testenv.Programs(t, testenv.FUSE, "python3")
+	for _, jobOnly := range []bool{false, true} {
+		t.Run(fmt.Sprintf("job-only=%v", jobOnly), func(t *testing.T) { testPassthroughMappedFile(t, jobOnly) })
+	}
+}
+
+func testPassthroughMappedFile(t *testing.T, jobOnly bool) {
+	k := mountKernelJob(t, fusefs.Options{}, jobOnly)
+	if why := k.t.MapsUnfollowed(); why != "" {
+		testenv.Skip(t, testenv.FUSE, "mapped files are not followed here: %s", why)
+	}
+	data := make([]byte, mapSize)
+	for i := range data {
+		data[i] = byte(i / 4096)
+	}
+	mustWrite(t, filepath.Join(k.Orig, "m"), data)
+	mustWrite(t, filepath.Join(k.Orig, "w"), make([]byte, sharedSize))
+	evict(t, filepath.Join(k.Orig, "m"))
+	syncFile(t, filepath.Join(k.Orig, "w")) // clean: a store makes a page dirty only once
+	run(t, k.Mnt, fmt.Sprintf(mappedJob, mapFrom, mapTo, fmt.Sprintf("%d, %d", sharedPage1, sharedPage9)))
+	if err := k.t.Close(); err != nil {
+		t.Fatal(err)
+	}
+	w, err := os.ReadFile(filepath.Join(k.Orig, "w"))
+	if err != nil || w[sharedPage1] != 0x5a || w[sharedPage9] != 0x5a {
+		t.Fatalf("the stores through the shared map did not reach the file (%v)", err)
+	}
+	covered := map[string]*ranges{"read m": {}, "read w": {}, "write w": {}}
+	var faults, writes uint64
+	for _, ev := range k.rec.Events() {
+		if !ev.Mapped() {
+			if ev.Passthrough && (ev.Op == trace.OpRead || ev.Op == trace.OpWrite) {
+				t.Errorf("a %s system call on %s: the job made none", ev.Op, k.rec.PathName(ev.Path))
+			}
+			continue
+		}
+		faults++
+		name := k.rec.PathName(ev.Path)
+		size := map[string]int64{"m": mapSize, "w": sharedSize}[name]
+		if !ev.Passthrough || ev.Dur != 0 || ev.CallStart != 0 || ev.CallEnd != 0 || ev.CallNr != 0 || ev.Unique != 0 ||
+			ev.Handle == 0 || ev.Node == 0 || ev.Pid == 0 || ev.Offset%4096 != 0 || int64(ev.Size)%4096 != 0 ||
+			ev.Ret <= 0 || ev.Ret > int64(ev.Size) || ev.Offset+ev.Ret > size || ev.Errno != 0 {
+			t.Errorf("fault %s %s: %+v", ev.Op, name, ev)
+		}
+		r := covered[ev.Op.String()+" "+name]
+		if r == nil {
+			t.Errorf("a fault %s of %s", ev.Op, name)
+			continue
+		}
+		r.add(ev.Offset, ev.Offset+ev.Ret)
+		if ev.Op == trace.OpWrite {
+			writes++
+		}
+	}
+	for _, c := range []struct {
+		what     string
+		from, to int64
+	}{
+		{"read m", mapFrom, mapTo}, {"read m", mapSize - 1, mapSize}, {"read w", 0, 1},
+		{"write w", sharedPage1, sharedPage1 + 1}, {"write w", sharedPage9, sharedPage9 + 1},
+	} {
+		if !covered[c.what].covers(c.from, c.to) {
+			t.Errorf("%s: bytes %d..%d touched, faults cover %v", c.what, c.from, c.to, covered[c.what])
+		}
+	}
+	// Each store made its folio dirty (a page, or more where the file system keeps large
+	// folios): at most one write for each of the two stores.
+	if writes > 2 {
+		t.Errorf("write w: %d writes for two stores (%v)", writes, covered["write w"])
+	}
+	st := k.t.Stats()
+	if st.Maps != 2 || st.Faults != faults || st.MapsFull != 0 || st.Lost != 0 {
+		t.Errorf("kernel counted %+v, trace holds %d faults", st, faults)
+	}
+	t.Logf("%d fault events; m: %v", faults, covered["read m"])
+}
+
+// TestPassthroughMappedBeforeWatch: a file mapped before the program watched the mount is
+// not followed (its faults leave nothing, and nothing fails), while one mapped after is.
+func TestPassthroughMappedBeforeWatch(t *testing.T) {
+	testenv.Programs(t, testenv.FUSE, "python3")
+	k := mountUnwatched(t, fusefs.Options{}, legs.Options{DataCalls: true})
+	if why := k.t.MapsUnfollowed(); why != "" {
+		testenv.Skip(t, testenv.FUSE, "mapped files are not followed here: %s", why)
+	}
+	mustWrite(t, filepath.Join(k.Orig, "before"), make([]byte, 256<<10))
+	mustWrite(t, filepath.Join(k.Orig, "after"), make([]byte, 256<<10))
+	evict(t, filepath.Join(k.Orig, "before"))
+	evict(t, filepath.Join(k.Orig, "after"))
+	// The child maps "before", says so, and waits for a line before it reads the maps.
+	cmd := exec.Command("sh", "-c", `cd "$1" && exec python3 -c '
+import mmap, os, sys
+def open_map(name):
+    fd = os.open(name, os.O_RDONLY)
+    m = mmap.mmap(fd, 0, prot=mmap.PROT_READ)
+    os.close(fd)
+    return m
+b = open_map("before")
+print("mapped", flush=True)
+sys.stdin.readline()
+a = open_map("after")
+print(sum(b[i] for i in range(0, len(b), 4096)) + sum(a[i] for i in range(0, len(a), 4096)))
+'`, "sh", k.Mnt)
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	line := make([]byte, 7)
+	if _, err := io.ReadFull(stdout, line); err != nil || string(line) != "mapped\n" {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		t.Fatalf("child: %q, %v", line, err)
+	}
+	k.watch(t)
+	if _, err := io.WriteString(stdin, "go\n"); err != nil {
+		t.Fatal(err)
+	}
+	out, _ := io.ReadAll(stdout)
+	if err := cmd.Wait(); err != nil || string(out) != "0\n" {
+		t.Fatalf("child: %v, printed %q", err, out)
+	}
+	if err := k.t.Close(); err != nil {
+		t.Fatal(err)
+	}
+	faulted := map[string]*ranges{"before": {}, "after": {}}
+	for _, ev := range k.rec.Events() {
+		if !ev.Mapped() {
+			continue
+		}
+		r := faulted[k.rec.PathName(ev.Path)]
+		if r == nil {
+			t.Errorf("a fault of %q: %+v", k.rec.PathName(ev.Path), ev)
+			continue
+		}
+		r.add(ev.Offset, ev.Offset+ev.Ret)
+	}
+	if len(*faulted["before"]) != 0 || !faulted["after"].covers(0, 256<<10) {
+		t.Errorf("bytes faulted in: before %v, after %v; want none of before and all of after", faulted["before"], faulted["after"])
+	}
+	if st := k.t.Stats(); st.Maps != 1 {
+		t.Errorf("kernel counted %+v, want the one map after the watch", st)
+	}
+}
+
+func mustWrite(t *testing.T, name string, b []byte) {
+	t.Helper()
+	if err := os.WriteFile(name, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// ranges is a set of byte ranges [from, to), kept sorted and merged.
+type ranges [][2]int64
+
+func (r *ranges) add(from, to int64) {
+	*r = append(*r, [2]int64{from, to})
+	slices.SortFunc(*r, func(a, b [2]int64) int { return int(a[0] - b[0]) })
+	out := (*r)[:1]
+	for _, x := range (*r)[1:] {
+		if last := &out[len(out)-1]; x[0] <= last[1] {
+			last[1] = max(last[1], x[1])
+		} else {
+			out = append(out, x)
+		}
+	}
+	*r = out
+}
+
+func (r *ranges) covers(from, to int64) bool {
+	for _, x := range *r {
+		if x[0] <= from && to <= x[1] {
+			return true
+		}
+	}
+	return false
+}
+
+// TestPassthroughMappedTableFull: with a table of two mapped files, a third file mapped
+// while the first two still are is counted and its faults are not recorded; once those two
+// are unmapped, a fourth mmap clears their entries and is followed.
+func TestPassthroughMappedTableFull(t *testing.T) {
+	testenv.Programs(t, testenv.FUSE, "python3")
+	k := mountKernelWith(t, fusefs.Options{}, legs.Options{DataCalls: true, MappedFiles: 2})
+	if why := k.t.MapsUnfollowed(); why != "" {
+		testenv.Skip(t, testenv.FUSE, "mapped files are not followed here: %s", why)
+	}
+	names := []string{"a", "b", "c", "d"}
+	for _, name := range names {
+		mustWrite(t, filepath.Join(k.Orig, name), make([]byte, 64<<10))
+	}
+	run(t, k.Mnt, `python3 - <<'PY'
+import mmap, os
+def open_map(name):
+    fd = os.open(name, os.O_RDONLY)
+    m = mmap.mmap(fd, 0, prot=mmap.PROT_READ)
+    os.close(fd)
+    return m
+def touch(m):
+    return sum(m[i] for i in range(0, len(m), 4096))
+a, b = open_map("a"), open_map("b")
+c = open_map("c")  # the table is full of a and b, both mapped
+touch(a); touch(c)
+a.close(); b.close()
+d = open_map("d")  # a and b are mapped nowhere now: their entries go
+touch(d); touch(c)
+PY`)
+	if err := k.t.Close(); err != nil {
+		t.Fatal(err)
+	}
+	faulted := map[string]*ranges{}
+	for _, name := range names {
+		faulted[name] = &ranges{}
+	}
+	for _, ev := range k.rec.Events() {
+		if ev.Mapped() {
+			faulted[k.rec.PathName(ev.Path)].add(ev.Offset, ev.Offset+ev.Ret)
+		}
+	}
+	if !faulted["a"].covers(0, 64<<10) || !faulted["d"].covers(0, 64<<10) || len(*faulted["c"]) != 0 {
+		t.Errorf("faulted in: a %v, c %v, d %v; want all of a and d, none of c", faulted["a"], faulted["c"], faulted["d"])
+	}
+	if st := k.t.Stats(); st.Maps != 3 || st.MapsFull != 1 {
+		t.Errorf("kernel counted %+v, want 3 mmaps followed and 1 refused", st)
 	}
 }

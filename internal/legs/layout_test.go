@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -107,6 +108,40 @@ func TestRelocatesOnThisKernel(t *testing.T) {
 	}
 }
 
+// TestProgramsLoaded: every program of the object is one Open loads, as a program of the
+// legs and data calls or as one that follows mapped files (their tracepoints' names are the
+// programs' attach points).
+func TestProgramsLoaded(t *testing.T) {
+	spec, err := loadLegs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	loaded := map[string]bool{}
+	var faults []string
+	for _, v := range []any{basePrograms{}, faultPrograms{}} {
+		typ := reflect.TypeOf(v)
+		for i := range typ.NumField() {
+			name := typ.Field(i).Tag.Get("ebpf")
+			if spec.Programs[name] == nil {
+				t.Errorf("%s loads program %q, which the object does not have", typ.Name(), name)
+			}
+			loaded[name] = true
+			if typ == reflect.TypeFor[faultPrograms]() {
+				faults = append(faults, spec.Programs[name].AttachTo)
+			}
+		}
+	}
+	for name := range spec.Programs {
+		if !loaded[name] {
+			t.Errorf("program %q is in no struct Open loads", name)
+		}
+	}
+	slices.Sort(faults)
+	if want := slices.Sorted(slices.Values(faultTracepoints)); !slices.Equal(faults, want) {
+		t.Errorf("the fault programs attach to %v, the kernel is checked for %v", faults, want)
+	}
+}
+
 // TestDataEvent turns records of each kind into the events a recording stores.
 func TestDataEvent(t *testing.T) {
 	tr := &Tracer{origin: 1_000_000}
@@ -131,6 +166,16 @@ func TestDataEvent(t *testing.T) {
 			Start: 1_000_500, End: 1_090_500, CallEnd: 1_000_800},
 			trace.Event{Op: trace.OpRead, Passthrough: true, Node: 9, Handle: 4, Offset: 4096, Size: 4096, Ret: 4096,
 				Tid: 7, Pid: 5, Start: 500, Dur: 90_000, Queued: 500, Done: 90_500, CallStart: 500, CallEnd: 800, CallNr: 209}},
+		{"fault", legsDataRec{Kind: uint16(legsRecKindREC_FAULT), Tid: 7, Pid: 5, Uid: 1000, Gid: 100,
+			Op: uint32(legsDataOpDATA_READ), Fh: 4, Node: 9, Pos: 1 << 20, Size: 65536, Ret: 9000,
+			Start: 1_000_500, End: 1_000_500},
+			trace.Event{Op: trace.OpRead, Passthrough: true, Flags: trace.MapFault, Node: 9, Handle: 4, Offset: 1 << 20, Size: 65536,
+				Ret: 9000, Tid: 7, Pid: 5, Uid: 1000, Gid: 100, Start: 500, Queued: 500, Done: 500}},
+		{"dirtied", legsDataRec{Kind: uint16(legsRecKindREC_FAULT), Tid: 7, Pid: 5,
+			Op: uint32(legsDataOpDATA_WRITE), Fh: 4, Node: 9, Pos: 8192, Size: 4096, Ret: 4096,
+			Start: 1_000_700, End: 1_000_700},
+			trace.Event{Op: trace.OpWrite, Passthrough: true, Flags: trace.MapFault, Node: 9, Handle: 4, Offset: 8192, Size: 4096,
+				Ret: 4096, Tid: 7, Pid: 5, Start: 700, Queued: 700, Done: 700}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var got trace.Event

@@ -3,6 +3,7 @@ package legs
 import (
 	"errors"
 	"fmt"
+	"math/bits"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -30,6 +31,9 @@ const (
 	DefaultRingBytes = 16 << 20
 	// TableSlots is the number of completed requests whose legs are kept for Fill.
 	TableSlots = 1 << 17
+	// DefaultMappedFiles is the size of the program's table of mapped files: the files
+	// mapped at once whose faults it can follow.
+	DefaultMappedFiles = 16384
 )
 
 // Options configure Open.
@@ -50,6 +54,10 @@ type Options struct {
 	// DrainInterval is how often the ring is drained when the program does not say it is
 	// filling (0: DefaultDrainInterval).
 	DrainInterval time.Duration
+	// MappedFiles is the size of the table of mapped files (0: DefaultMappedFiles). Once it
+	// holds that many files, all still mapped, a further mmap is counted
+	// (Stats.MapsFull) and its faults are not recorded.
+	MappedFiles uint32
 }
 
 // DataSink takes the events of the calls kernel passthrough served. KernelCall is called
@@ -70,12 +78,18 @@ type Stats struct {
 	Data      uint64 // synchronous reads and writes kernel passthrough served, recorded
 	Async     uint64 // asynchronous ones (libaio, io_uring), recorded
 	Unseen    uint64 // asynchronous submissions to passthrough files that could not be timed
-	LostData  uint64 // of Lost, data calls (each an event the trace lacks)
+	LostData  uint64 // of Lost, data calls' and faults' (each an event the trace lacks)
+	// Mapped files (with Options.DataCalls, where the kernel has the tracepoints: see
+	// MapsUnfollowed): Maps counts the mmaps of passthrough files noted, Faults the records
+	// of pages faulted in or made dirty through their mappings, and MapsFull the mmaps the
+	// full table of mapped files could not take (their faults are not recorded).
+	Maps, Faults, MapsFull uint64
 }
 
 // Tracer is the loaded and attached program.
 type Tracer struct {
-	objs       legsObjects
+	objs       objects
+	maps       string // why mapped files are not followed ("": they are)
 	links      []link.Link
 	rd         *ringbuf.Reader
 	origin     int64
@@ -98,6 +112,43 @@ type Tracer struct {
 	stats Stats
 }
 
+// objects is the loaded program: the generated maps and variables, the programs every
+// measurement attaches, and those that follow mapped files (loaded with data calls, where
+// the kernel has their tracepoints; nil otherwise).
+type objects struct {
+	legsMaps
+	legsVariables
+	basePrograms
+	faultPrograms
+}
+
+// basePrograms are the programs of the legs and the data calls.
+type basePrograms struct {
+	ProcessFork   *ebpf.Program `ebpf:"process_fork"`
+	RequestEnd    *ebpf.Program `ebpf:"request_end"`
+	RequestSend   *ebpf.Program `ebpf:"request_send"`
+	SchedWaking   *ebpf.Program `ebpf:"sched_waking"`
+	SysEnter      *ebpf.Program `ebpf:"sys_enter"`
+	SysExit       *ebpf.Program `ebpf:"sys_exit"`
+	UringComplete *ebpf.Program `ebpf:"uring_complete"`
+	UringSubmit   *ebpf.Program `ebpf:"uring_submit"`
+}
+
+// faultPrograms are the programs that follow the faults of mapped files, and the
+// tracepoints they attach to (Linux 6.11 and later have the filemap ones).
+type faultPrograms struct {
+	DirtyFolio      *ebpf.Program `ebpf:"dirty_folio"`
+	FilemapFault    *ebpf.Program `ebpf:"filemap_fault"`
+	FilemapMapPages *ebpf.Program `ebpf:"filemap_map_pages"`
+}
+
+var faultTracepoints = []string{"mm_filemap_fault", "mm_filemap_map_pages", "writeback_dirty_folio"}
+
+func (o *objects) Close() error {
+	return _LegsClose(&o.legsMaps, o.ProcessFork, o.RequestEnd, o.RequestSend, o.SchedWaking, o.SysEnter,
+		o.SysExit, o.UringComplete, o.UringSubmit, o.DirtyFolio, o.FilemapFault, o.FilemapMapPages)
+}
+
 // slot is one request's legs, in ns since the trace's origin (0: unknown).
 type slot struct {
 	unique            uint64
@@ -118,13 +169,14 @@ func Open(o Options) (*Tracer, error) {
 	if _, err := os.Stat("/sys/kernel/btf/vmlinux"); err != nil {
 		return nil, fmt.Errorf("legs: the kernel's BTF: %w", err)
 	}
+	t := &Tracer{origin: o.Origin, data: o.DataCalls, jobOnly: o.JobOnly, drainEvery: o.DrainInterval,
+		stop: make(chan struct{}), done: make(chan struct{})}
 	if o.DataCalls {
-		if err := passthroughKernel(); err != nil {
+		var err error
+		if t.maps, err = passthroughKernel(); err != nil {
 			return nil, err
 		}
 	}
-	t := &Tracer{origin: o.Origin, data: o.DataCalls, jobOnly: o.JobOnly, drainEvery: o.DrainInterval,
-		stop: make(chan struct{}), done: make(chan struct{})}
 	if t.drainEvery <= 0 {
 		t.drainEvery = DefaultDrainInterval
 	}
@@ -140,10 +192,25 @@ func Open(o Options) (*Tracer, error) {
 		ring = o.RingBytes
 	}
 	spec.Maps[legsMapRing].MaxEntries = ring
+	if o.MappedFiles != 0 {
+		spec.Maps[legsMapMapped].MaxEntries = o.MappedFiles
+	}
 	if err := spec.Variables[legsVarRingWake].Set(uint64(ring / 4)); err != nil {
 		return nil, fmt.Errorf("legs: %w", err)
 	}
-	if err := spec.LoadAndAssign(&t.objs, nil); err != nil {
+	if err := spec.Variables[legsVarPageShift].Set(uint32(bits.TrailingZeros(uint(os.Getpagesize())))); err != nil {
+		return nil, fmt.Errorf("legs: %w", err)
+	}
+	o1 := &t.objs
+	var to any = &struct {
+		*legsMaps
+		*legsVariables
+		*basePrograms
+	}{&o1.legsMaps, &o1.legsVariables, &o1.basePrograms}
+	if o.DataCalls && t.maps == "" {
+		to = o1
+	}
+	if err := spec.LoadAndAssign(to, nil); err != nil {
 		return nil, fmt.Errorf("legs: load program into the kernel: %w", err)
 	}
 	if err := t.attach(); err != nil {
@@ -156,25 +223,36 @@ func Open(o Options) (*Tracer, error) {
 }
 
 // passthroughKernel reports whether the kernel serves FUSE passthrough (nil), or why not:
-// its BTF names the functions of CONFIG_FUSE_PASSTHROUGH when it does.
-func passthroughKernel() error {
+// its BTF names the functions of CONFIG_FUSE_PASSTHROUGH when it does. maps says why the
+// faults of mapped files cannot be followed ("": they can): the kernel lacks a
+// tracepoint the programs attach to.
+func passthroughKernel() (maps string, err error) {
 	spec, err := btf.LoadKernelSpec()
 	if err != nil {
-		return fmt.Errorf("legs: the kernel's BTF: %w", err)
+		return "", fmt.Errorf("legs: the kernel's BTF: %w", err)
 	}
 	var fn *btf.Func
 	if err := spec.TypeByName("fuse_passthrough_read_iter", &fn); err != nil {
-		return errors.New("this kernel has no FUSE passthrough (Linux 6.9 or later with CONFIG_FUSE_PASSTHROUGH)")
+		return "", errors.New("this kernel has no FUSE passthrough (Linux 6.9 or later with CONFIG_FUSE_PASSTHROUGH)")
 	}
-	return nil
+	for _, tp := range faultTracepoints {
+		var td *btf.Typedef
+		if err := spec.TypeByName("btf_trace_"+tp, &td); err != nil {
+			return "this kernel has no tracepoint " + tp + " (Linux 6.11 and later have it)", nil
+		}
+	}
+	return "", nil
 }
 
 // attach attaches the programs and opens the ring buffer.
 func (t *Tracer) attach() error {
-	p := &t.objs.legsPrograms
+	p := &t.objs
 	progs := []*ebpf.Program{p.RequestSend, p.RequestEnd, p.SchedWaking, p.SysEnter, p.SysExit}
 	if t.data {
 		progs = append(progs, p.UringSubmit, p.UringComplete)
+	}
+	if t.data && t.maps == "" {
+		progs = append(progs, p.FilemapFault, p.FilemapMapPages, p.DirtyFolio)
 	}
 	if t.jobOnly {
 		progs = append(progs, p.ProcessFork)
@@ -291,7 +369,7 @@ func (t *Tracer) apply(b []byte) {
 			t.applyCall(r)
 			t.mu.Unlock()
 		}
-	case legsRecKindREC_DATA, legsRecKindREC_ASYNC:
+	case legsRecKindREC_DATA, legsRecKindREC_ASYNC, legsRecKindREC_FAULT:
 		if r, sink := record[legsDataRec](b), t.sink.Load(); r != nil && sink != nil {
 			t.dataEvent(r, &t.ev)
 			(*sink).KernelCall(&t.ev)
@@ -320,6 +398,9 @@ func (t *Tracer) applyCall(r *legsCallRec) {
 // dataEvent makes the event of a call kernel passthrough served. The call is its own
 // request: Queued and Done are its start and end (no FUSE leg), CallStart its start, and
 // CallEnd its end, or for an asynchronous call the return of the call that submitted it.
+// A fault record is pages of a mapped file that page faults brought in or made dirty: a
+// read or write with trace.MapFault, no system call (CallStart, CallEnd, CallNr 0), and
+// no duration.
 func (t *Tracer) dataEvent(r *legsDataRec, ev *trace.Event) {
 	*ev = trace.Event{
 		Op:          trace.OpRead,
@@ -351,8 +432,12 @@ func (t *Tracer) dataEvent(r *legsDataRec, ev *trace.Event) {
 	ev.Dur = max(int64(r.End-r.Start), 0)
 	ev.Queued, ev.Done, ev.CallStart = ev.Start, ev.End(), ev.Start
 	ev.CallEnd = ev.Done
-	if legsRecKind(r.Kind) == legsRecKindREC_ASYNC {
+	switch legsRecKind(r.Kind) {
+	case legsRecKindREC_ASYNC:
 		ev.CallEnd = t.rel(r.CallEnd)
+	case legsRecKindREC_FAULT:
+		ev.Flags = trace.MapFault
+		ev.CallStart, ev.CallEnd = 0, 0
 	}
 	ev.RunDelay = int64(r.ThinkRd)
 	if r.Woken != 0 {
@@ -425,6 +510,12 @@ func (t *Tracer) Stats() Stats {
 			st.Unseen = sum
 		case legsCounterCNT_LOST_DATA:
 			st.LostData = sum
+		case legsCounterCNT_MAPS:
+			st.Maps = sum
+		case legsCounterCNT_FAULTS:
+			st.Faults = sum
+		case legsCounterCNT_MAPS_FULL:
+			st.MapsFull = sum
 		}
 	}
 	return st
@@ -460,6 +551,14 @@ func (t *Tracer) detach() {
 		t.rd = nil
 	}
 	_ = t.objs.Close()
+}
+
+// MapsUnfollowed says why the faults of mapped files are not recorded ("": they are).
+func (t *Tracer) MapsUnfollowed() string {
+	if !t.data {
+		return "reads and writes are not measured in the kernel"
+	}
+	return t.maps
 }
 
 // LegStats returns what the trace footer keeps of Stats (trace.LegFiller).

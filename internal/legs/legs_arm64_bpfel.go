@@ -62,7 +62,10 @@ const (
 	legsCounterCNT_ASYNC     legsCounter = 5
 	legsCounterCNT_UNSEEN    legsCounter = 6
 	legsCounterCNT_LOST_DATA legsCounter = 7
-	legsCounterCNT_MAX       legsCounter = 8
+	legsCounterCNT_MAPS      legsCounter = 8
+	legsCounterCNT_FAULTS    legsCounter = 9
+	legsCounterCNT_MAPS_FULL legsCounter = 10
+	legsCounterCNT_MAX       legsCounter = 11
 )
 
 type legsDataOp uint32
@@ -99,6 +102,14 @@ type legsDataRec struct {
 	Pad     uint32
 }
 
+type legsMapped struct {
+	_    structs.HostLayout
+	Fh   uint64
+	Node uint64
+	Host uint64
+	Ino  uint64
+}
+
 type legsRecKind uint32
 
 const (
@@ -106,6 +117,7 @@ const (
 	legsRecKindREC_CALL  legsRecKind = 2
 	legsRecKindREC_DATA  legsRecKind = 3
 	legsRecKindREC_ASYNC legsRecKind = 4
+	legsRecKindREC_FAULT legsRecKind = 5
 )
 
 type legsReqRec struct {
@@ -171,36 +183,51 @@ type legsTask struct {
 	AioIocbs   uint64
 	AioNr      uint64
 	AioEvents  uint64
+	M_mapping  uint64
+	M_fh       uint64
+	M_node     uint64
+	F_mapping  uint64
+	F_lo       uint64
+	F_hi       uint64
+	P_mapping  uint64
+	P_index    uint64
+	P_time     uint64
 }
 
 // Names of all BPF objects in the ELF.
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
-	legsMapAsyncs         = "asyncs"
-	legsMapCounters       = "counters"
-	legsMapRing           = "ring"
-	legsMapSends          = "sends"
-	legsMapTasks          = "tasks"
-	legsProgProcessFork   = "process_fork"
-	legsProgRequestEnd    = "request_end"
-	legsProgRequestSend   = "request_send"
-	legsProgSchedWaking   = "sched_waking"
-	legsProgSysEnter      = "sys_enter"
-	legsProgSysExit       = "sys_exit"
-	legsProgUringComplete = "uring_complete"
-	legsProgUringSubmit   = "uring_submit"
-	legsVarDaemonTgid     = "daemon_tgid"
-	legsVarDataCalls      = "data_calls"
-	legsVarJobOnly        = "job_only"
-	legsVarRingWake       = "ring_wake"
-	legsVarTargetDev      = "target_dev"
-	legsVarUnusedCallRec  = "unused_call_rec"
-	legsVarUnusedCounter  = "unused_counter"
-	legsVarUnusedDataOp   = "unused_data_op"
-	legsVarUnusedDataRec  = "unused_data_rec"
-	legsVarUnusedRecKind  = "unused_rec_kind"
-	legsVarUnusedReqRec   = "unused_req_rec"
+	legsMapAsyncs           = "asyncs"
+	legsMapCounters         = "counters"
+	legsMapMapped           = "mapped"
+	legsMapRing             = "ring"
+	legsMapSends            = "sends"
+	legsMapTasks            = "tasks"
+	legsProgDirtyFolio      = "dirty_folio"
+	legsProgFilemapFault    = "filemap_fault"
+	legsProgFilemapMapPages = "filemap_map_pages"
+	legsProgProcessFork     = "process_fork"
+	legsProgRequestEnd      = "request_end"
+	legsProgRequestSend     = "request_send"
+	legsProgSchedWaking     = "sched_waking"
+	legsProgSysEnter        = "sys_enter"
+	legsProgSysExit         = "sys_exit"
+	legsProgUringComplete   = "uring_complete"
+	legsProgUringSubmit     = "uring_submit"
+	legsVarDaemonTgid       = "daemon_tgid"
+	legsVarDataCalls        = "data_calls"
+	legsVarJobOnly          = "job_only"
+	legsVarMapsNoted        = "maps_noted"
+	legsVarPageShift        = "page_shift"
+	legsVarRingWake         = "ring_wake"
+	legsVarTargetDev        = "target_dev"
+	legsVarUnusedCallRec    = "unused_call_rec"
+	legsVarUnusedCounter    = "unused_counter"
+	legsVarUnusedDataOp     = "unused_data_op"
+	legsVarUnusedDataRec    = "unused_data_rec"
+	legsVarUnusedRecKind    = "unused_rec_kind"
+	legsVarUnusedReqRec     = "unused_req_rec"
 )
 
 // loadLegs returns the embedded CollectionSpec for legs.
@@ -245,14 +272,17 @@ type legsSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type legsProgramSpecs struct {
-	ProcessFork   *ebpf.ProgramSpec `ebpf:"process_fork"`
-	RequestEnd    *ebpf.ProgramSpec `ebpf:"request_end"`
-	RequestSend   *ebpf.ProgramSpec `ebpf:"request_send"`
-	SchedWaking   *ebpf.ProgramSpec `ebpf:"sched_waking"`
-	SysEnter      *ebpf.ProgramSpec `ebpf:"sys_enter"`
-	SysExit       *ebpf.ProgramSpec `ebpf:"sys_exit"`
-	UringComplete *ebpf.ProgramSpec `ebpf:"uring_complete"`
-	UringSubmit   *ebpf.ProgramSpec `ebpf:"uring_submit"`
+	DirtyFolio      *ebpf.ProgramSpec `ebpf:"dirty_folio"`
+	FilemapFault    *ebpf.ProgramSpec `ebpf:"filemap_fault"`
+	FilemapMapPages *ebpf.ProgramSpec `ebpf:"filemap_map_pages"`
+	ProcessFork     *ebpf.ProgramSpec `ebpf:"process_fork"`
+	RequestEnd      *ebpf.ProgramSpec `ebpf:"request_end"`
+	RequestSend     *ebpf.ProgramSpec `ebpf:"request_send"`
+	SchedWaking     *ebpf.ProgramSpec `ebpf:"sched_waking"`
+	SysEnter        *ebpf.ProgramSpec `ebpf:"sys_enter"`
+	SysExit         *ebpf.ProgramSpec `ebpf:"sys_exit"`
+	UringComplete   *ebpf.ProgramSpec `ebpf:"uring_complete"`
+	UringSubmit     *ebpf.ProgramSpec `ebpf:"uring_submit"`
 }
 
 // legsMapSpecs contains maps before they are loaded into the kernel.
@@ -261,6 +291,7 @@ type legsProgramSpecs struct {
 type legsMapSpecs struct {
 	Asyncs   *ebpf.MapSpec `ebpf:"asyncs"`
 	Counters *ebpf.MapSpec `ebpf:"counters"`
+	Mapped   *ebpf.MapSpec `ebpf:"mapped"`
 	Ring     *ebpf.MapSpec `ebpf:"ring"`
 	Sends    *ebpf.MapSpec `ebpf:"sends"`
 	Tasks    *ebpf.MapSpec `ebpf:"tasks"`
@@ -273,6 +304,8 @@ type legsVariableSpecs struct {
 	DaemonTgid    *ebpf.VariableSpec `ebpf:"daemon_tgid"`
 	DataCalls     *ebpf.VariableSpec `ebpf:"data_calls"`
 	JobOnly       *ebpf.VariableSpec `ebpf:"job_only"`
+	MapsNoted     *ebpf.VariableSpec `ebpf:"maps_noted"`
+	PageShift     *ebpf.VariableSpec `ebpf:"page_shift"`
 	RingWake      *ebpf.VariableSpec `ebpf:"ring_wake"`
 	TargetDev     *ebpf.VariableSpec `ebpf:"target_dev"`
 	UnusedCallRec *ebpf.VariableSpec `ebpf:"unused_call_rec"`
@@ -305,6 +338,7 @@ func (o *legsObjects) Close() error {
 type legsMaps struct {
 	Asyncs   *ebpf.Map `ebpf:"asyncs"`
 	Counters *ebpf.Map `ebpf:"counters"`
+	Mapped   *ebpf.Map `ebpf:"mapped"`
 	Ring     *ebpf.Map `ebpf:"ring"`
 	Sends    *ebpf.Map `ebpf:"sends"`
 	Tasks    *ebpf.Map `ebpf:"tasks"`
@@ -314,6 +348,7 @@ func (m *legsMaps) Close() error {
 	return _LegsClose(
 		m.Asyncs,
 		m.Counters,
+		m.Mapped,
 		m.Ring,
 		m.Sends,
 		m.Tasks,
@@ -327,6 +362,8 @@ type legsVariables struct {
 	DaemonTgid    *ebpf.Variable `ebpf:"daemon_tgid"`
 	DataCalls     *ebpf.Variable `ebpf:"data_calls"`
 	JobOnly       *ebpf.Variable `ebpf:"job_only"`
+	MapsNoted     *ebpf.Variable `ebpf:"maps_noted"`
+	PageShift     *ebpf.Variable `ebpf:"page_shift"`
 	RingWake      *ebpf.Variable `ebpf:"ring_wake"`
 	TargetDev     *ebpf.Variable `ebpf:"target_dev"`
 	UnusedCallRec *ebpf.Variable `ebpf:"unused_call_rec"`
@@ -341,18 +378,24 @@ type legsVariables struct {
 //
 // It can be passed to loadLegsObjects or ebpf.CollectionSpec.LoadAndAssign.
 type legsPrograms struct {
-	ProcessFork   *ebpf.Program `ebpf:"process_fork"`
-	RequestEnd    *ebpf.Program `ebpf:"request_end"`
-	RequestSend   *ebpf.Program `ebpf:"request_send"`
-	SchedWaking   *ebpf.Program `ebpf:"sched_waking"`
-	SysEnter      *ebpf.Program `ebpf:"sys_enter"`
-	SysExit       *ebpf.Program `ebpf:"sys_exit"`
-	UringComplete *ebpf.Program `ebpf:"uring_complete"`
-	UringSubmit   *ebpf.Program `ebpf:"uring_submit"`
+	DirtyFolio      *ebpf.Program `ebpf:"dirty_folio"`
+	FilemapFault    *ebpf.Program `ebpf:"filemap_fault"`
+	FilemapMapPages *ebpf.Program `ebpf:"filemap_map_pages"`
+	ProcessFork     *ebpf.Program `ebpf:"process_fork"`
+	RequestEnd      *ebpf.Program `ebpf:"request_end"`
+	RequestSend     *ebpf.Program `ebpf:"request_send"`
+	SchedWaking     *ebpf.Program `ebpf:"sched_waking"`
+	SysEnter        *ebpf.Program `ebpf:"sys_enter"`
+	SysExit         *ebpf.Program `ebpf:"sys_exit"`
+	UringComplete   *ebpf.Program `ebpf:"uring_complete"`
+	UringSubmit     *ebpf.Program `ebpf:"uring_submit"`
 }
 
 func (p *legsPrograms) Close() error {
 	return _LegsClose(
+		p.DirtyFolio,
+		p.FilemapFault,
+		p.FilemapMapPages,
 		p.ProcessFork,
 		p.RequestEnd,
 		p.RequestSend,

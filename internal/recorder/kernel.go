@@ -34,9 +34,12 @@ type dataSink interface {
 	KernelCall(ev *trace.Event)
 }
 
-// dataCounts are the kernel's counts of the data calls it timed.
+// dataCounts are the kernel's counts of the data calls it timed, and of the mapped files
+// it followed (mapsWhy: why it did not, "" when it did).
 type dataCounts struct {
 	calls, async, unseen, lost uint64
+	maps, faults, mapsFull     uint64
+	mapsWhy                    string
 }
 
 // kernelPlan is what openKernel settled: the measurement (nil: none), why the legs are not
@@ -127,7 +130,8 @@ func (v tracerView) watch(mountPoint string, pid int, sink dataSink) error {
 func (v tracerView) finish() dataCounts {
 	_ = v.t.Close()
 	st := v.t.Stats()
-	return dataCounts{calls: st.Data, async: st.Async, unseen: st.Unseen, lost: st.LostData}
+	return dataCounts{calls: st.Data, async: st.Async, unseen: st.Unseen, lost: st.LostData,
+		maps: st.Maps, faults: st.Faults, mapsFull: st.MapsFull, mapsWhy: v.t.MapsUnfollowed()}
 }
 
 func (v tracerView) detach() { v.t.Detach() }
@@ -153,8 +157,9 @@ func writeLegsSummary(w io.Writer, measured, why string, rt trace.RoundTrip) {
 }
 
 // writeDataSummary prints the summary's line on how reads and writes were recorded: p is
-// nil when they went through the layer, for the reason why.
-func writeDataSummary(w io.Writer, p *trace.PassthroughStats, why string) {
+// nil when they went through the layer, for the reason why. mapsWhy says why the faults of
+// mapped files were not followed ("": they were).
+func writeDataSummary(w io.Writer, p *trace.PassthroughStats, why, mapsWhy string) {
 	if p == nil {
 		_, _ = fmt.Fprintf(w, "  reads and writes: through the layer (%s)\n", why)
 		return
@@ -167,6 +172,15 @@ func writeDataSummary(w io.Writer, p *trace.PassthroughStats, why string) {
 	_, _ = fmt.Fprintf(w, "\n    files: %d opens passed through, %d through the layer", p.Opens, p.LayerOpens)
 	if p.Refused != "" {
 		_, _ = fmt.Fprintf(w, " (%s)", p.Refused)
+	}
+	_, _ = fmt.Fprintln(w)
+	if mapsWhy != "" {
+		_, _ = fmt.Fprintf(w, "    mapped files: not followed (%s)\n", mapsWhy)
+		return
+	}
+	_, _ = fmt.Fprintf(w, "    mapped files: %d mmaps followed, %d page faults recorded", p.Maps, p.Faults)
+	if p.MapsFull > 0 {
+		_, _ = fmt.Fprintf(w, "; %d mmaps not followed (the kernel's table of mapped files was full)", p.MapsFull)
 	}
 	_, _ = fmt.Fprintln(w)
 }

@@ -224,13 +224,16 @@ func (s *session) close(outcome string) error {
 		sums = s.sampler.Stop() // its last samples go into the trace
 	}
 	var pass *trace.PassthroughStats
+	var mapsWhy string
 	if v := s.kernel.view; v != nil {
 		// The kernel's last records go into the trace before it closes.
 		c := v.finish()
 		if s.kernel.data {
 			pt := s.srv.Passthrough()
 			pass = &trace.PassthroughStats{Opens: pt.Opens, LayerOpens: pt.LayerOpens, Refused: pt.Refused,
-				Calls: c.calls, Async: c.async, Unseen: c.unseen, Lost: c.lost}
+				Calls: c.calls, Async: c.async, Unseen: c.unseen, Lost: c.lost,
+				Maps: c.maps, Faults: c.faults, MapsFull: c.mapsFull}
+			mapsWhy = c.mapsWhy
 			s.w.SetPassthrough(*pass)
 		}
 	}
@@ -251,7 +254,7 @@ func (s *session) close(outcome string) error {
 	writeSummary(s.e.Stderr, recordEnd{outcome: outcome, elapsed: elapsed, snap: snap, ws: st, cost: cost, path: s.spec.Output})
 	_, _, rd, wr := snap.Totals()
 	procsample.WriteSummaries(s.e.Stderr, sums, rd+wr, "recorder")
-	writeDataSummary(s.e.Stderr, pass, s.kernel.dataWhy)
+	writeDataSummary(s.e.Stderr, pass, s.kernel.dataWhy, mapsWhy)
 	writeLegsSummary(s.e.Stderr, legsLine, s.kernel.legsWhy, s.rt)
 	switch {
 	case s.rt.Start > 0 && s.rt.Samples == 0:

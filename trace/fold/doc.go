@@ -28,6 +28,12 @@
 //	                                                    MergeGap and the first is ≥ 64 KiB and
 //	                                                    not page aligned; the call's time is
 //	                                                    the pieces' (Call.Idle: between them)
+//	read / write of a mapped file's pages that        Read / Write of its own: no system call,
+//	  page faults brought in or made dirty              so nothing folds into it and it merges
+//	  (trace.Event.Mapped)                              with nothing; on the handle the file was
+//	                                                    mapped through, or once that is released,
+//	                                                    on an implicit open of the file made at
+//	                                                    its first such fault and kept to the end
 //	flush ... release, releasedir                     Close, in the thread that opened the
 //	                                                    file; its start and time are the
 //	                                                    flush's (the application's close waits

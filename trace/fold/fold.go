@@ -156,6 +156,12 @@ func (t *pathTable) get(id uint32, create bool) *pathInfo {
 	return &t.pages[p][id%pathPage]
 }
 
+// mapKey names a mapped file: its node id, or its path id in a trace without node ids.
+type mapKey struct {
+	node uint64
+	path uint32
+}
+
 type handleState struct {
 	node     uint64 // FUSE node id of the open file (0 if unknown)
 	worker   uint32
@@ -234,7 +240,10 @@ type Folder struct {
 	// superseded holds a handle's previous incarnation when an open reused its number
 	// before the old one's release was seen: go-fuse frees the number when the release
 	// starts, and the open that reuses it may have started earlier.
-	superseded   map[uint64]*handleState
+	superseded map[uint64]*handleState
+	// mapOpens holds, per mapped file (its node id), the open file that the file's page
+	// faults after the close of the handle it was mapped through use (see fault).
+	mapOpens     map[mapKey]*handleState
 	spareHandles []*handleState // closed handles' states, for reuse
 	threads      map[uint32]*threadState
 	spare        []*threadState // emptied thread states, for reuse
@@ -255,7 +264,7 @@ func New(names Names, h *trace.Header, o Options) *Folder {
 	return &Folder{
 		names: names, opts: o, off2: h == nil || h.Version >= trace.Version2,
 		handles:    map[uint64]*handleState{},
-		superseded: map[uint64]*handleState{}, threads: map[uint32]*threadState{},
+		superseded: map[uint64]*handleState{}, mapOpens: map[mapKey]*handleState{}, threads: map[uint32]*threadState{},
 		sort: trace.Sorter{Window: o.Window},
 	}
 }

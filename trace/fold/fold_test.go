@@ -305,3 +305,70 @@ func TestProbeInPassthroughWrite(t *testing.T) {
 		t.Errorf("%d writes, %d getxattrs, %d closes; want 1, the chown's probe, and both files' closes", writes, getxattrs, closes)
 	}
 }
+
+// TestMappedFileFaults: pages of a mapped file that page faults brought in or made dirty
+// are reads and writes of their own: two adjacent ranges stay two calls, and a held lookup
+// of the file does not fold into one. A mapping outlives its descriptor: faults after the
+// release of the handle the file was mapped through (whose number another file's open may
+// have taken since) use one implicit open of the file, made at the first of them.
+func TestMappedFileFaults(t *testing.T) {
+	b := tracetest.New(t)
+	open := func(name string, node uint64) uint64 {
+		b.Lookup(1, name, 0, unix.S_IFREG|0o644, 1<<20)
+		b.FH = 0 // go-fuse reuses the numbers of released handles
+		b.FH++
+		fh := b.FH
+		b.Ev(1, trace.OpOpen, name, 5000, 2000, func(e *trace.Event) { e.Handle, e.Node = fh, node })
+		return fh
+	}
+	fault := func(op trace.Op, name string, fh, node uint64, off int64) {
+		b.Ev(1, op, name, 0, 500, func(e *trace.Event) {
+			e.Handle, e.Node, e.Offset, e.Size, e.Ret = fh, node, off, 65536, 65536
+			e.Passthrough, e.Flags, e.Queued, e.Done = true, trace.MapFault, e.Start, e.Start
+		})
+	}
+	fm := open("m", 10)
+	b.Close(1, "m", fm)
+	fault(trace.OpRead, "m", fm, 10, 0)
+	fault(trace.OpRead, "m", fm, 10, 65536)
+	fw := open("w", 11) // the same handle number as m's
+	fault(trace.OpWrite, "w", fw, 11, 0)
+	b.Lookup(1, "w", 0, unix.S_IFREG|0o644, 1<<20)
+	fault(trace.OpRead, "w", fw, 11, 65536)
+	fault(trace.OpRead, "m", fm, 10, 131072)
+	b.Close(1, "w", fw)
+	got, f := calls(t, b.Bytes(), Options{})
+	type want struct {
+		kind     Kind
+		name     string
+		implicit bool
+		off      int64
+	}
+	wants := []want{
+		{Open, "m", false, 0}, {Close, "m", false, 0},
+		{Open, "m", true, 0}, {Read, "m", false, 0}, {Read, "m", false, 65536},
+		{Open, "w", false, 0}, {Write, "w", false, 0}, {Stat, "w", false, 0}, {Read, "w", false, 65536},
+		{Read, "m", false, 131072}, {Close, "w", false, 0},
+	}
+	if len(got) != len(wants) {
+		t.Fatalf("%d calls, want %d: %+v", len(got), len(wants), got)
+	}
+	slots := map[string]int32{}
+	for i, w := range wants {
+		c := &got[i]
+		if c.Kind != w.kind || c.Name != w.name || c.Implicit != w.implicit || c.Offset != w.off {
+			t.Errorf("call %d: %s %q implicit %v offset %d, want %+v", i, c.Kind, c.Name, c.Implicit, c.Offset, w)
+		}
+		switch {
+		case c.Kind == Open && (c.Implicit || w.name == "w"):
+			slots[w.name] = c.Slot
+		case c.Kind == Read || c.Kind == Write:
+			if c.Slot != slots[w.name] || c.Events != 1 || c.Reqs != 1 || !c.Passthrough || c.Dur != 0 {
+				t.Errorf("call %d: %+v, want one fault on the slot of %s's open (%d)", i, c, w.name, slots[w.name])
+			}
+		}
+	}
+	if f.Stats.Implicit != 1 || f.Stats.Merged != 0 {
+		t.Errorf("stats %+v: want one implicit open, nothing merged", f.Stats)
+	}
+}

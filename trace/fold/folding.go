@@ -15,6 +15,10 @@ func (f *Folder) feed1(ev *trace.Event) {
 	if f.feedEnd(ev) {
 		return
 	}
+	if ev.Mapped() {
+		f.fault(ev)
+		return
+	}
 	if ev.Op == trace.OpWrite && ev.Errno == 0 {
 		if h := f.handles[ev.Handle]; h != nil {
 			h.pos = ev.Offset + ev.Ret // also for a piece merged below
@@ -72,6 +76,53 @@ func (f *Folder) feed1(ev *trace.Event) {
 		}
 	}
 	f.emit(&c)
+}
+
+// fault folds pages of a mapped file that page faults brought in or made dirty
+// (trace.Event.Mapped): a read or write that is no system call of the thread's, so none of
+// its held lookups or probes folds into it and it merges with nothing. It uses the handle
+// the file was mapped through while that is open. A mapping outlives its descriptor: a
+// fault after the handle's release uses an open of the file the trace never showed
+// (Call.Implicit), made at the file's first such fault and kept to the end.
+func (f *Folder) fault(ev *trace.Event) {
+	pi, _, ok := f.eventPaths(ev)
+	if !ok {
+		return
+	}
+	f.release(ev.Tid)
+	c := f.base(ev, pi, nil)
+	c.Kind = Read
+	if ev.Op == trace.OpWrite {
+		c.Kind = Write
+	}
+	h := f.handles[ev.Handle]
+	if h == nil || h.dir || (ev.Node != 0 && h.node != 0 && h.node != ev.Node) {
+		h = f.mapOpen(ev, pi) // released, or the number is another file's now
+	}
+	c.Slot = h.slot
+	f.emit(&c)
+}
+
+// mapOpen returns the open file of the mapped file ev names for its faults after the
+// close of the handle it was mapped through, adding its implicit open the first time.
+func (f *Folder) mapOpen(ev *trace.Event, pi *pathInfo) *handleState {
+	key := mapKey{node: ev.Node}
+	if key.node == 0 { // a hand-made trace: the path stands for the file
+		key.path = ev.Path
+	}
+	if h := f.mapOpens[key]; h != nil {
+		return h
+	}
+	c := f.base(ev, pi, nil)
+	c.Kind, c.Rec, c.Implicit = Open, trace.OpOpen, true
+	c.Offset, c.Size, c.Flags, c.Errno, c.Ret, c.Dur, c.Events = 0, 0, 0, 0, 0, 0, 0
+	h := f.newHandle()
+	*h = handleState{worker: c.Worker, slot: f.allocSlot(), pathID: c.PathID, node: ev.Node}
+	c.Slot = h.slot
+	f.mapOpens[key] = h
+	f.Stats.Implicit++
+	f.emit(&c)
+	return h
 }
 
 // feedEnd takes the events that end a handle or a node rather than become a call of
@@ -222,7 +273,7 @@ func (f *Folder) mergePiece(ev *trace.Event, t *threadState) bool {
 		return false
 	}
 	h := &t.held[len(t.held)-1]
-	if h.Rec != ev.Op || h.Handle != ev.Handle || h.Errno != 0 || ev.Errno != 0 ||
+	if h.Passthrough || h.Rec != ev.Op || h.Handle != ev.Handle || h.Errno != 0 || ev.Errno != 0 ||
 		h.Ret != h.Size || h.Offset+h.Size != ev.Offset {
 		return false
 	}

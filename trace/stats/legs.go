@@ -40,7 +40,9 @@ type Legs struct {
 	ThinkCalls, ThinkDelayed uint64
 	// Passthrough counts the reads and writes kernel passthrough served (Event.Passthrough):
 	// calls without a FUSE request, so without legs; they count in the think time only.
-	Passthrough uint64
+	// Faults counts, apart, the pages of mapped files that faults brought in or made dirty
+	// (Event.Mapped): no system call, so not in the think time either.
+	Passthrough, Faults uint64
 
 	open map[uint32]legCall // per thread, the system call its last request came from
 }
@@ -57,6 +59,10 @@ type legCall struct {
 func (l *Legs) Add(ev *trace.Event) {
 	l.Events++
 	if !ev.HasLegs() {
+		return
+	}
+	if ev.Mapped() {
+		l.Faults++
 		return
 	}
 	if ev.Passthrough {

@@ -94,12 +94,52 @@ struct inode {
 	u16 i_mode;
 	struct super_block *i_sb;
 	unsigned long i_ino;
+	s64 i_size;
+};
+
+struct rb_node;
+
+struct rb_root {
+	struct rb_node *rb_node;
+};
+
+struct rb_root_cached {
+	struct rb_root rb_root;
+};
+
+/* The page cache's index of folios (include/linux/xarray.h). */
+struct xarray {
+	void *xa_head;
+};
+
+struct xa_node {
+	unsigned char shift;
+	void *slots[64];
+};
+
+/* A file's page cache. i_mmap holds the memory mappings of the file (empty: not mapped). */
+struct address_space {
+	struct inode *host;
+	struct xarray i_pages;
+	struct rb_root_cached i_mmap;
 };
 
 struct file {
 	struct inode *f_inode;
+	struct address_space *f_mapping;
 	void *private_data;
 	s64 f_pos;
+};
+
+/* A folio's first word is the page flags (read whole, as the kernel's type of it differs
+ * between versions); _nr_pages is its size when it is large (PG_head set). */
+struct folio {
+	unsigned long index;
+	unsigned int _nr_pages;
+};
+
+enum pageflags {
+	PG_head = 6,
 };
 
 struct fdtable {
@@ -116,6 +156,7 @@ struct sched_info {
 };
 
 struct task_struct {
+	unsigned int flags;
 	int pid;
 	int tgid;
 	struct files_struct *files;
@@ -192,10 +233,6 @@ struct io_kiocb {
 struct io_uring_cqe {
 	u64 user_data;
 	s32 res;
-};
-
-struct address_space {
-	struct inode *host;
 };
 
 struct io_ring_ctx;

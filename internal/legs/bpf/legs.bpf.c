@@ -45,13 +45,59 @@
 // follows its thread, and it carries the run delay and wake-up since the thread's previous
 // such call.
 //
+// # Mapped files (REC_FAULT)
+//
+// A passthrough file mapped into memory is read and written by page faults, which the
+// kernel serves on the backing file (its mmap hands the mapping over to the backing file):
+// no system call and no request names them. At the return of an mmap system call that
+// mapped such a file of the mount, the program notes the backing file's page cache (its
+// struct address_space) in the table of mapped files, with the file's handle and node id.
+// Then each of these, on a noted page cache, becomes a FAULT record (a data record: the
+// pages, the handle, the faulting thread, no system call, start = end, as no tracepoint
+// marks a fault's end):
+//
+//   - mm_filemap_fault: a fault that went to the page cache for its page (fault-around had
+//     not mapped it), reading it from the file when the page cache did not hold it: a read
+//     of the folio that holds the page, which the kernel maps whole where it can. When the
+//     page cache does not hold it yet, the fault reads it in; the record waits for the
+//     thread's next entry into the kernel (a system call, or another fault), when the
+//     folio is there, and keeps the fault's time;
+//   - mm_filemap_map_pages: fault-around, which maps the pages of a window around the
+//     faulting address that the page cache holds, and a large folio at either end of the
+//     window whole where it can: a read of the window widened to those folios (pages of it
+//     the page cache did not hold are in it but were not mapped);
+//   - writeback_dirty_folio in a thread that entered the kernel by a page fault (not a
+//     system call, not a kernel thread): a store through a shared mapping made a clean
+//     folio dirty; a write of the folio. Stores to a folio already dirty fault no more
+//     until writeback cleans it, and a system call that writes into a mapped buffer
+//     (read(2) into it) is not taken for a store through the map.
+//
+// Of two consecutive read ranges of one thread on one file, the second leaves out the part
+// at its start or end that the first covered (a fault-around window after the fault that
+// read its first page, a retried fault). Offsets are the pages' (the kernel's page size),
+// ranges stop at the file's last page and the bytes done at its size. A backing file
+// system that serves its own faults and keeps no dirty-page accounting (tmpfs: shmem_fault,
+// no dirty_folio) shows its fault-around only. A mapping made before the program watched
+// the mount, or by execve (a program's image), was not seen: its faults are not recorded.
+// The table holds MAX_MAPPED page caches; it keeps each until the table is full, when an
+// mmap clears the entries of files no longer mapped anywhere (their page cache has no
+// mapping left) or whose inode is gone; an mmap that still finds it full is counted
+// (CNT_MAPS_FULL) and its faults not recorded. A page cache is its backing file's: faults
+// on it by a task that mapped the backing file directly, outside the mount, are taken for
+// the mount's (with job_only, only the job's tasks count). A file mapped through several
+// opens has the handle of the latest mmap.
+//
 // # Cost
 //
 // sys_enter and sys_exit run for every system call of the host. A task outside the job
 // (when only the job can reach the mount, as in a recorder's private mount namespace)
 // costs one task-storage lookup per call; a job task's read or write costs the
 // descriptor's resolution (a few direct loads); only calls on the mount's passthrough files
-// store and emit anything.
+// store and emit anything. An mmap of a file (not anonymous memory) costs the same
+// resolution. The fault tracepoints run for every page fault on a file of the host, and
+// writeback_dirty_folio for every page any task makes dirty: they test one global until
+// a passthrough file has been mapped, and from then on also look the page cache up in the
+// table of mapped files.
 //
 // Build: see ../gen.go (bpf2go); the objects are committed.
 
@@ -79,6 +125,7 @@ char LICENSE[] SEC("license") = "Dual MIT/GPL";
 #define NR_IO_SUBMIT 209
 #define NR_IO_GETEVENTS 208
 #define NR_IO_PGETEVENTS 333
+#define NR_MMAP 9
 #elif defined(__TARGET_ARCH_arm64)
 #define NR_READ 63
 #define NR_WRITE 64
@@ -95,6 +142,7 @@ char LICENSE[] SEC("license") = "Dual MIT/GPL";
 #define NR_IO_SUBMIT 2
 #define NR_IO_GETEVENTS 4
 #define NR_IO_PGETEVENTS 292
+#define NR_MMAP 222
 #endif
 
 #define S_IFMT 00170000
@@ -117,7 +165,7 @@ char LICENSE[] SEC("license") = "Dual MIT/GPL";
 #endif
 
 // Kinds of records.
-enum rec_kind { REC_REQ = 1, REC_CALL = 2, REC_DATA = 3, REC_ASYNC = 4 };
+enum rec_kind { REC_REQ = 1, REC_CALL = 2, REC_DATA = 3, REC_ASYNC = 4, REC_FAULT = 5 };
 
 // Directions of a data call.
 enum data_op { DATA_READ = 1, DATA_WRITE = 2, DATA_COPY = 3 };
@@ -131,8 +179,11 @@ enum counter {
 	CNT_DATA = 4,      // data calls on passthrough files, synchronous
 	CNT_ASYNC = 5,     // asynchronous ones completed
 	CNT_UNSEEN = 6,    // asynchronous submissions on passthrough files not timed
-	CNT_LOST_DATA = 7, // of the lost records, data calls'
-	CNT_MAX = 8,
+	CNT_LOST_DATA = 7, // of the lost records, data calls' and faults'
+	CNT_MAPS = 8,      // mmaps of passthrough files noted in the table of mapped files
+	CNT_FAULTS = 9,    // fault records of mapped files
+	CNT_MAPS_FULL = 10, // mmaps of passthrough files the full table could not take
+	CNT_MAX = 11,
 };
 
 // Set by user space once the mount exists (0: measure nothing).
@@ -142,6 +193,8 @@ volatile u32 data_calls = 0;  // time passthrough reads and writes (1) or not (0
 volatile u64 ring_wake = 4 << 20; // bytes in the ring above which a record wakes the reader
 volatile u32 job_only = 0;    // only the job reaches the mount: tasks the server's process
                               // starts, and their descendants (job tasks, task.job)
+volatile u32 page_shift = 12; // log2 of the kernel's page size
+volatile u32 maps_noted = 0;  // set by the program once a mapped file is in the table
 
 // A REQ record: one request the kernel completed.
 struct req_rec {
@@ -172,7 +225,8 @@ struct call_rec {
 	u64 nreq;   // requests it sent
 };
 
-// A DATA or ASYNC record: a read or write kernel passthrough served.
+// A DATA or ASYNC record: a read or write kernel passthrough served; a FAULT record: pages
+// of a mapped file faulted in (op DATA_READ) or made dirty (DATA_WRITE), nr 0.
 struct data_rec {
 	u16 kind;
 	u16 nr;       // the system call (io_submit, io_uring_enter for ASYNC)
@@ -234,6 +288,21 @@ struct task {
 	u64 aio_nr;
 	// io_getevents in progress: its event array.
 	u64 aio_events;
+	// mmap in progress of a passthrough file: the backing file's page cache (struct
+	// address_space *), the file's handle and node.
+	u64 m_mapping;
+	u64 m_fh;
+	u64 m_node;
+	// The pages of the thread's last read fault on a noted page cache.
+	u64 f_mapping;
+	u64 f_lo;
+	u64 f_hi;
+	// A fault on a page the page cache did not hold yet (mm_filemap_fault): its page cache,
+	// page and time, for the thread's next entry into the kernel, when the folio the fault
+	// read in and mapped is there.
+	u64 p_mapping;
+	u64 p_index;
+	u64 p_time;
 };
 
 struct {
@@ -300,6 +369,25 @@ struct {
 	__type(key, struct async_key);
 	__type(value, struct async);
 } asyncs SEC(".maps");
+
+// A mapped passthrough file, by the page cache of its backing file. The inode and its
+// number tell a page cache of the same address that a later inode took apart.
+struct mapped {
+	u64 fh;
+	u64 node;
+	u64 host; // struct inode *
+	u64 ino;
+};
+
+#define MAX_MAPPED 16384
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, MAX_MAPPED);
+	__type(key, u64); // struct address_space *
+	__type(value, struct mapped);
+} mapped SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -763,6 +851,332 @@ static __always_inline void end_data(struct task *t, u64 now, s64 ret, u64 id)
 	count(CNT_DATA);
 }
 
+// --- Mapped files ---
+
+#define MAP_ANONYMOUS 0x20
+#define PF_IO_WORKER 0x00000010
+#define PF_KTHREAD 0x00200000
+
+static __always_inline struct address_space *as_mapping(u64 p)
+{
+	return bpf_rdonly_cast((void *)p, bpf_core_type_id_kernel(struct address_space));
+}
+
+// begin_mmap notes an mmap of a passthrough file in the thread's state t (0: make it),
+// for its return.
+static __always_inline void begin_mmap(struct task *t, struct task_struct *task, struct pt_regs *regs)
+{
+	if (ARG4(regs) & MAP_ANONYMOUS)
+		return;
+	struct fuse_file *ff = passthrough(fd_file(task, ARG5(regs)));
+	if (!ff)
+		return;
+	struct file *backing = ff->passthrough;
+	struct address_space *as = backing->f_mapping;
+	if (!as)
+		return;
+	if (!t) {
+		t = bpf_task_storage_get(&tasks, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+		if (!t)
+			return;
+	}
+	t->m_mapping = (u64)as;
+	t->m_fh = ff->fh;
+	t->m_node = ff->nodeid;
+}
+
+struct sweep_ctx {
+	u32 cleared; // 1: an entry was cleared
+};
+
+// sweep_one clears the entry of a file no longer mapped anywhere, or whose inode is gone.
+static long sweep_one(void *map, u64 *key, struct mapped *m, struct sweep_ctx *c)
+{
+	struct address_space *as = as_mapping(*key);
+	struct inode *host = as->host;
+	if (host && (u64)host == m->host && host->i_ino == m->ino && as->i_mmap.rb_root.rb_node)
+		return 0;
+	bpf_map_delete_elem(&mapped, key);
+	c->cleared = 1; // a constant: a count would keep the verifier from seeing the loop converge
+	return 0;
+}
+
+// note_mapped puts the file with handle fh and node id node, whose backing file's page
+// cache is mapping, in the table of mapped files, clearing the table of files no longer
+// mapped when it is full.
+static __always_inline void note_mapped(u64 mapping, u64 fh, u64 node)
+{
+	u64 key = mapping;
+	struct inode *host = as_mapping(key)->host;
+	if (!host)
+		return;
+	struct mapped m = { .fh = fh, .node = node, .host = (u64)host, .ino = host->i_ino };
+	if (bpf_map_update_elem(&mapped, &key, &m, BPF_ANY) != 0) {
+		struct sweep_ctx c = {};
+		bpf_for_each_map_elem(&mapped, sweep_one, &c, 0);
+		if (c.cleared == 0 || bpf_map_update_elem(&mapped, &key, &m, BPF_ANY) != 0) {
+			count(CNT_MAPS_FULL);
+			return;
+		}
+	}
+	count(CNT_MAPS);
+	maps_noted = 1;
+}
+
+#define XA_MAX_DEPTH 11 // a 64-bit index, 6 bits a level
+
+// folio_at returns the address of the folio page cache as (an address) holds at page
+// index, or 0 (none, or a shadow of an evicted one): a walk of its XArray.
+static __always_inline u64 folio_at(u64 as, u64 index)
+{
+	u64 entry = (u64)BPF_CORE_READ((struct address_space *)as, i_pages.xa_head);
+	u64 mask = bpf_core_field_size(((struct xa_node *)0)->slots) / sizeof(void *) - 1;
+	u64 slots = bpf_core_field_offset(struct xa_node, slots);
+	for (int i = 0; i < XA_MAX_DEPTH; i++) {
+		if ((entry & 3) != 2 || entry <= 4096)
+			break; // not a node
+		u64 node = entry - 2;
+		u8 shift = BPF_CORE_READ((struct xa_node *)node, shift);
+		u64 slot = (index >> (shift & 63)) & mask;
+		entry = 0;
+		bpf_probe_read_kernel(&entry, sizeof(entry), (void *)(node + slots + slot * 8));
+		if ((entry & 3) == 2 && (entry >> 2) < mask) {
+			// A sibling of a multi-index entry (a large folio): the entry is in its
+			// first slot.
+			slot = entry >> 2;
+			entry = 0;
+			bpf_probe_read_kernel(&entry, sizeof(entry), (void *)(node + slots + slot * 8));
+		}
+	}
+	if ((entry & 3) != 0)
+		return 0;
+	return entry;
+}
+
+// folio_span sets lo..hi to the pages of the folio at address folio when it holds page
+// index, and reports whether it does.
+static __always_inline bool folio_span(u64 folio, u64 index, u64 *lo, u64 *hi)
+{
+	if (!folio)
+		return false;
+	struct folio *f = (struct folio *)folio;
+	u64 first = BPF_CORE_READ(f, index);
+	u64 n = 1;
+	unsigned long flags = 0;
+	bpf_probe_read_kernel(&flags, sizeof(flags), f); // the page flags: any folio's first word
+	if ((flags & (1UL << bpf_core_enum_value(enum pageflags, PG_head))) && bpf_core_field_exists(f->_nr_pages))
+		n = BPF_CORE_READ(f, _nr_pages);
+	if (index < first || index >= first + n)
+		return false;
+	*lo = first;
+	*hi = first + n - 1;
+	return true;
+}
+
+// widen extends the pages lo..hi of page cache as to the whole folios at their ends: the
+// kernel maps a large folio whole where it can.
+static __always_inline void widen(u64 as, u64 *lo, u64 *hi)
+{
+	u64 flo, fhi;
+	if (folio_span(folio_at(as, *lo), *lo, &flo, &fhi))
+		*lo = flo;
+	if (folio_span(folio_at(as, *hi), *hi, &flo, &fhi))
+		*hi = fhi;
+}
+
+// emit_fault emits a FAULT record of pages lo..hi of the mapped file m, whose backing inode
+// is host, at time at; a read's pages are left out where the thread's previous read fault
+// on the file, in t, covered their start or end.
+static __always_inline void emit_fault(struct task *t, u64 key, struct mapped *m, struct inode *host, u64 lo, u64 hi, u32 op, u64 at)
+{
+	u32 shift = page_shift & 31;
+	s64 isize = host->i_size;
+	if (isize <= 0)
+		return;
+	u64 last = (u64)(isize - 1) >> shift;
+	if (hi > last)
+		hi = last; // a folio past the end of the file is mapped up to it
+	if (hi < lo)
+		return;
+	if (op == DATA_READ && t) {
+		u64 plo = t->f_lo, phi = t->f_hi;
+		bool same = t->f_mapping == key;
+		if (same && lo >= plo && hi <= phi)
+			return;
+		t->f_mapping = key;
+		t->f_lo = lo;
+		t->f_hi = hi;
+		if (same && lo >= plo && lo <= phi)
+			lo = phi + 1;
+		else if (same && hi >= plo && hi <= phi)
+			hi = plo - 1;
+	}
+	struct data_rec *r = reserve(sizeof(*r), true);
+	if (!r)
+		return;
+	u64 id = bpf_get_current_pid_tgid();
+	u64 ug = bpf_get_current_uid_gid();
+	s64 pos = (s64)(lo << shift);
+	u64 size = (hi - lo + 1) << shift;
+	s64 done = isize - pos;
+	if (done > (s64)size)
+		done = size;
+	r->kind = REC_FAULT;
+	r->nr = 0;
+	r->tid = (u32)id;
+	r->pid = id >> 32;
+	r->uid = (u32)ug;
+	r->gid = ug >> 32;
+	r->op = op;
+	r->fh = m->fh;
+	r->node = m->node;
+	r->pos = pos;
+	r->fh2 = 0;
+	r->node2 = 0;
+	r->pos2 = 0;
+	r->size = size;
+	r->ret = done;
+	r->start = at;
+	r->end = at;
+	r->call_end = 0;
+	r->think_rd = 0;
+	r->woken = 0;
+	r->waker = 0;
+	r->pad = 0;
+	submit(r);
+	count(CNT_FAULTS);
+}
+
+// mapped_file returns the table's entry of page cache key, whose inode is host, or 0,
+// dropping an entry whose page cache is another inode's now.
+static __always_inline struct mapped *mapped_file(u64 key, struct inode *host)
+{
+	struct mapped *m = bpf_map_lookup_elem(&mapped, &key);
+	if (!m)
+		return 0;
+	if (!host || (u64)host != m->host || host->i_ino != m->ino) {
+		bpf_map_delete_elem(&mapped, &key);
+		return 0;
+	}
+	return m;
+}
+
+// settle emits the thread's fault that went to read its page in, now that the page cache
+// holds the folio it read and mapped. A global function, verified on its own: sys_enter
+// calls it.
+__attribute__((noinline)) int settle(struct task *t)
+{
+	if (!t || !t->p_mapping)
+		return 0;
+	u64 key = t->p_mapping;
+	t->p_mapping = 0;
+	struct inode *host = as_mapping(key)->host;
+	struct mapped *m = mapped_file(key, host);
+	if (!m)
+		return 0;
+	u64 lo = t->p_index, hi = t->p_index;
+	u64 flo, fhi;
+	if (folio_span(folio_at(key, lo), lo, &flo, &fhi))
+		lo = flo, hi = fhi;
+	emit_fault(t, key, m, host, lo, hi, DATA_READ, t->p_time);
+	return 0;
+}
+
+// fault_pages emits a FAULT record for pages lo..hi of page cache as, when it is a noted
+// mapped file's and the current task counts: of a store (op DATA_WRITE), or of a read,
+// widened to whole folios; a read fault (read_in) whose page is not in the page cache yet
+// is settled at the thread's next entry into the kernel.
+static __always_inline void fault_pages(struct address_space *as, u64 lo, u64 hi, u32 op, bool read_in)
+{
+	if (!as || hi < lo)
+		return;
+	u64 key = (u64)as;
+	if (!bpf_map_lookup_elem(&mapped, &key))
+		return;
+	u64 id = bpf_get_current_pid_tgid();
+	if ((u32)(id >> 32) == daemon_tgid)
+		return;
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct task *t = bpf_task_storage_get(&tasks, task, 0, job_only ? 0 : BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (job_only && (!t || !t->job))
+		return;
+	if (op == DATA_WRITE && (task->flags & (PF_KTHREAD | PF_IO_WORKER)))
+		return;
+	if (t && t->p_mapping)
+		settle(t);
+	struct inode *host = as->host;
+	struct mapped *m = mapped_file(key, host);
+	if (!m)
+		return;
+	u64 now = bpf_ktime_get_ns();
+	if (read_in) {
+		u64 flo, fhi;
+		if (folio_span(folio_at(key, lo), lo, &flo, &fhi)) {
+			lo = flo, hi = fhi;
+		} else if (t) {
+			t->p_mapping = key;
+			t->p_index = lo;
+			t->p_time = now;
+			return;
+		}
+	} else if (op == DATA_READ) {
+		widen(key, &lo, &hi);
+	}
+	emit_fault(t, key, m, host, lo, hi, op, now);
+}
+
+static __always_inline bool following_maps(void)
+{
+	return target_dev != 0 && data_calls && maps_noted;
+}
+
+SEC("tp_btf/mm_filemap_fault")
+int BPF_PROG(filemap_fault, struct address_space *as, unsigned long index)
+{
+	if (following_maps())
+		fault_pages(as, index, index, DATA_READ, true);
+	return 0;
+}
+
+SEC("tp_btf/mm_filemap_map_pages")
+int BPF_PROG(filemap_map_pages, struct address_space *as, unsigned long start, unsigned long last)
+{
+	if (following_maps())
+		fault_pages(as, start, last, DATA_READ, false);
+	return 0;
+}
+
+// in_user_fault reports whether the current task entered the kernel by a fault (or an
+// interrupt) from user space rather than by a system call: its user registers name no
+// system call.
+static __always_inline bool in_user_fault(struct task_struct *task)
+{
+	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(task);
+	if (!regs)
+		return false;
+#if defined(__TARGET_ARCH_x86)
+	return (s64)BPF_CORE_READ(regs, orig_ax) == -1;
+#else
+	return BPF_CORE_READ(regs, syscallno) == -1; // NO_SYSCALL
+#endif
+}
+
+SEC("tp_btf/writeback_dirty_folio")
+int BPF_PROG(dirty_folio, struct folio *folio, struct address_space *as)
+{
+	if (!following_maps())
+		return 0;
+	u64 key = (u64)as;
+	if (!bpf_map_lookup_elem(&mapped, &key))
+		return 0; // the common case: another file's page
+	if (!in_user_fault(bpf_get_current_task_btf()))
+		return 0;
+	u64 index = BPF_CORE_READ(folio, index), lo, hi;
+	if (folio_span((u64)folio, index, &lo, &hi))
+		fault_pages(as, lo, hi, DATA_WRITE, false);
+	return 0;
+}
+
 // --- libaio ---
 
 #define MAX_IOCBS 256
@@ -1023,6 +1437,8 @@ int BPF_PROG(sys_enter, struct pt_regs *regs, long nr)
 		return 0;
 	struct task_struct *task = bpf_get_current_task_btf();
 	struct task *t = bpf_task_storage_get(&tasks, task, 0, 0);
+	if (t && t->p_mapping)
+		settle(t);
 	if (t && t->followed) {
 		t->enter = bpf_ktime_get_ns();
 		t->nr = (u32)nr;
@@ -1040,6 +1456,10 @@ int BPF_PROG(sys_enter, struct pt_regs *regs, long nr)
 	}
 	if (nr == NR_SENDFILE || nr == NR_SPLICE) {
 		begin_move(t, task, regs, nr);
+		return 0;
+	}
+	if (nr == NR_MMAP) {
+		begin_mmap(t, task, regs);
 		return 0;
 	}
 	if (nr == NR_IO_SUBMIT) {
@@ -1080,6 +1500,11 @@ int BPF_PROG(sys_exit, struct pt_regs *regs, long ret)
 		end_data(t, now, ret, id);
 		t->data = 0;
 		reached = true;
+	}
+	if (t->m_mapping) {
+		if ((u64)ret < (u64)-4095) // an address, not -errno
+			note_mapped(t->m_mapping, t->m_fh, t->m_node);
+		t->m_mapping = 0;
 	}
 	if (t->aio_events) {
 		if (ret > 0) {
