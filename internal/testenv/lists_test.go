@@ -81,3 +81,31 @@ func TestPackageLists(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestDevelopmentMapsEveryPackage: the table of docs/development.md has a row for every
+// package of the module, and none for a package that is not.
+func TestDevelopmentMapsEveryPackage(t *testing.T) {
+	root := repoRoot(t)
+	out, err := exec.Command("go", "list", root+"/...").Output()
+	if err != nil {
+		t.Skipf("go list unavailable: %v", err)
+	}
+	doc, err := os.ReadFile(filepath.Join(root, "docs", "development.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := map[string]bool{}
+	for _, m := range regexp.MustCompile("(?m)^\\| `([^`]+)` \\|").FindAllStringSubmatch(string(doc), -1) {
+		rows[m[1]] = true
+	}
+	for _, p := range strings.Fields(string(out)) {
+		rel := strings.TrimPrefix(p, "github.com/iotap/iotap/")
+		if !rows[rel] {
+			t.Errorf("docs/development.md has no row for %s", rel)
+		}
+		delete(rows, rel)
+	}
+	for r := range rows {
+		t.Errorf("docs/development.md has a row for %s, which is no package", r)
+	}
+}
