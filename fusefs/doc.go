@@ -1,16 +1,16 @@
 // Package fusefs serves a directory through a passthrough FUSE filesystem and records every
 // request it serves as a trace.Event.
 //
-// # Two rooms
+// # The file system and the tracer
 //
 // The layer is two things that meet at one point. What the job sees is the file system
 // itself, package loopback (fusefs/internal/loopback): a go-fuse node tree that carries out
 // each request on the backend directory and answers as the directory's own file system
 // would. What is recorded is this package's tracer ([tracer] and the tables it keeps): a
 // fuse.RawFileSystem over that tree that times every request, names its path and caller, and
-// hands the event to a [Recorder]. The two meet in package svc (fusefs/internal/svc), where
-// the node code leaves the time of the backend call that served a request for the tracer
-// to record.
+// hands the event to a [Recorder]. The two meet in package servicetime
+// (fusefs/internal/servicetime), where the node code leaves the time of the backend call
+// that served a request for the tracer to record.
 //
 // The tracer stays in this package with the mount because what callers ask of fusefs,
 // beyond mounting, is the tracer's: what to record (the filters of [Options]), where
@@ -24,7 +24,7 @@
 // [tracer] implements every method of fuse.RawFileSystem itself (no embedding: a test fails
 // when go-fuse adds a method) and wraps the file system's fs.NewNodeFS bridge. Each method
 // takes the clock, calls the bridge, takes the clock again and appends one event; where the
-// node code measured the backend call (package svc), the event's times are that call's. The
+// node code measured the backend call (package servicetime), the event's times are that call's. The
 // raw level sees every request, including the ones the bridge answers on its own (FORGET,
 // directory-stream buffering, Lseek and Statx defaults), and v2.12's WRITE→Writev dispatch.
 //

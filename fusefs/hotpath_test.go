@@ -12,7 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/iotap/iotap/fusefs/internal/loopback"
-	"github.com/iotap/iotap/fusefs/internal/svc"
+	"github.com/iotap/iotap/fusefs/internal/servicetime"
 	"github.com/iotap/iotap/trace"
 )
 
@@ -51,14 +51,14 @@ func newUnitFS(t testing.TB, rec Recorder) *unitFS {
 		t.Fatal(err)
 	}
 	o, _ := Options{}.withDefaults()
-	times := new(svc.Table)
+	times := new(servicetime.Table)
 	raw, err := loopback.New(dir, fd, o.loopbackOptions(times), o.fsOptions())
 	if err != nil {
 		t.Fatal(err)
 	}
 	u := &unitFS{raw: raw, cancel: make(chan struct{}), rootDir: dir}
 	u.tr = newTracer(u.raw, rec, o)
-	u.tr.svc = times
+	u.tr.serviceTimes = times
 	u.hdr = fuse.InHeader{NodeId: 1, Caller: fuse.Caller{Owner: fuse.Owner{Uid: 0, Gid: 0}, Pid: uint32(syscall.Gettid())}}
 	var eo fuse.EntryOut
 	if st := u.tr.Lookup(nil, &u.hdr, "f", &eo); st != fuse.OK {
@@ -223,7 +223,7 @@ func TestServiceTime(t *testing.T) {
 	rec := &lastRecorder{}
 	u := newUnitFS(t, rec)
 	last := struct{ start, dur int64 }{dur: -1}
-	u.tr.svc.SetProbe(func(start, dur int64) { last.start, last.dur = start, dur })
+	u.tr.serviceTimes.SetProbe(func(start, dur int64) { last.start, last.dur = start, dur })
 	check := func(name string, call func() fuse.Status) {
 		t.Helper()
 		last.dur = -1
@@ -290,7 +290,7 @@ func TestServiceTime(t *testing.T) {
 		c := make(chan struct{})
 		u.tr.GetAttr(c, &ga, &ao)
 	}
-	if n := u.tr.svc.Claimed(); n != 0 {
+	if n := u.tr.serviceTimes.Claimed(); n != 0 {
 		t.Fatalf("%d slots still claimed", n)
 	}
 }

@@ -18,7 +18,7 @@ import (
 
 	"github.com/iotap/iotap/fusefs/fusectl"
 	"github.com/iotap/iotap/fusefs/internal/loopback"
-	"github.com/iotap/iotap/fusefs/internal/svc"
+	"github.com/iotap/iotap/fusefs/internal/servicetime"
 	"github.com/iotap/iotap/trace"
 )
 
@@ -77,9 +77,9 @@ func Mount(mountpoint, rootDir string, rec Recorder, o Options) (*Server, error)
 	// The backend is named through the descriptor, never by dir's path: in place, the path
 	// leads to the mount itself; at another mount point, whatever is at dir now (the target
 	// renamed, covered by another mount, or unmounted lazily) is not what the view shows.
-	var times *svc.Table // where the node code reports its backend calls to the tracer
+	var times *servicetime.Table // where the node code reports its backend calls to the tracer
 	if rec != nil {
-		times = new(svc.Table)
+		times = new(servicetime.Table)
 	}
 	fo := o.fsOptions()
 	fo.DirectMountFlags = mountFlags(dir)
@@ -98,7 +98,7 @@ func Mount(mountpoint, rootDir string, rec Recorder, o Options) (*Server, error)
 		if err := s.tracer.startConn(); err != nil && o.Logger != nil {
 			o.Logger.Warn("fusefs: attributing requests from /proc, in their path", "err", err)
 		}
-		s.tracer.svc = times
+		s.tracer.serviceTimes = times
 		raw = s.tracer
 	}
 	srv, err := fuse.NewServer(raw, mnt, &fo.MountOptions)

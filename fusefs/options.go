@@ -12,7 +12,7 @@ import (
 	"github.com/hanwen/go-fuse/v2/fuse"
 
 	"github.com/iotap/iotap/fusefs/internal/loopback"
-	"github.com/iotap/iotap/fusefs/internal/svc"
+	"github.com/iotap/iotap/fusefs/internal/servicetime"
 	"github.com/iotap/iotap/trace"
 )
 
@@ -208,8 +208,8 @@ const asyncDIO = fuse.CAP_ASYNC_DIO
 
 // loopbackOptions are the file system's settings for o (with defaults applied), its backend
 // calls reporting their time to times (nil: untraced).
-func (o Options) loopbackOptions(times *svc.Table) loopback.Options {
-	lo := loopback.Options{Svc: times}
+func (o Options) loopbackOptions(times *servicetime.Table) loopback.Options {
+	lo := loopback.Options{ServiceTimes: times}
 	switch o.Cache {
 	case CacheNone:
 		lo.OpenFlags = fuse.FOPEN_DIRECT_IO | parallelWrites

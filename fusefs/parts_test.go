@@ -34,7 +34,7 @@ func BenchmarkPartsCold(b *testing.B) {
 		{"child(intern)", func() { sink += tr.child(1, "f") }},
 		{"proc", func() { c := span{s1: now()}; sink += tr.proc(tid, &c).pid }},
 		{"handles.get", func() { o, _ := tr.handles.get(u.fh); sink += o.pid }},
-		{"svc", func() { tr.svc.Take(tr.svc.Begin(u.cancel), 0) }},
+		{"servicetime", func() { tr.serviceTimes.Take(tr.serviceTimes.Begin(u.cancel), 0) }},
 		{"counters.count", func() { tr.counters.count(tid) }},
 		{"writer.Append", func() { tr.rec.Append(&ev) }},
 	}

@@ -10,7 +10,7 @@ import (
 	"github.com/hanwen/go-fuse/v2/fuse"
 
 	"github.com/iotap/iotap/fusefs/internal/procconn"
-	"github.com/iotap/iotap/fusefs/internal/svc"
+	"github.com/iotap/iotap/fusefs/internal/servicetime"
 	"github.com/iotap/iotap/internal/loghist"
 	"github.com/iotap/iotap/trace"
 )
@@ -23,15 +23,15 @@ type tracer struct {
 	// What every request reads, in the struct's first 128 bytes: spread over the struct,
 	// behind the 16 KiB caller cache, these fields would take five to six cache lines, which a
 	// mount's kernel and application work evict between two requests.
-	inner     fuse.RawFileSystem
-	w         *trace.Writer // rec, when it is the trace writer (called directly)
-	nodes     *nodeTable
-	svc       *svc.Table // service times from the node code (nil: handler times)
-	origin    int64
-	byOp      *[trace.NumOps]opCost // with Options.CostByOp
-	costShift uint8                 // the layer times its own work on one request in 1<<costShift
-	comms     bool                  // len(opts.Comms) > 0
-	self      uint32                // this process's pid with Options.IgnoreSelf, else 0
+	inner        fuse.RawFileSystem
+	w            *trace.Writer // rec, when it is the trace writer (called directly)
+	nodes        *nodeTable
+	serviceTimes *servicetime.Table // service times from the node code (nil: handler times)
+	origin       int64
+	byOp         *[trace.NumOps]opCost // with Options.CostByOp
+	costShift    uint8                 // the layer times its own work on one request in 1<<costShift
+	comms        bool                  // len(opts.Comms) > 0
+	self         uint32                // this process's pid with Options.IgnoreSelf, else 0
 
 	rec     Recorder
 	uids    map[uint32]bool               // record only these uids when non-nil
@@ -117,30 +117,30 @@ func event(op trace.Op, h *fuse.InHeader) trace.Event {
 
 // span is one request's clock readings.
 type span struct {
-	te, t0, t1 int64   // layer entry, bridge call (te and the layer's own timing: sampled requests)
-	s0, s1     int64   // the times recorded: the backend call the node code measured, else t0..t1
-	slow       int64   // ns of /proc lookups in the request (excluded from the sampled times)
-	sl         svc.Ref // service-time slot
-	sampled    bool    // the layer times its own work on this request
+	te, t0, t1 int64           // layer entry, bridge call (te and the layer's own timing: sampled requests)
+	s0, s1     int64           // the times recorded: the backend call the node code measured, else t0..t1
+	slow       int64           // ns of /proc lookups in the request (excluded from the sampled times)
+	sl         servicetime.Ref // service-time slot
+	sampled    bool            // the layer times its own work on this request
 }
 
 // enter starts a request whose node code does not measure a backend call. key picks the
 // requests whose own work is timed (see sampled).
 func (t *tracer) enter(key uint64) span {
-	c := span{sl: svc.None, sampled: sampled(key, t.costShift)}
+	c := span{sl: servicetime.None, sampled: sampled(key, t.costShift)}
 	c.t0 = now()
 	c.te = c.t0
 	return c
 }
 
-// enterSvc starts a request whose node code may measure the backend call (package svc): it
-// claims the slot of cancel.
-func (t *tracer) enterSvc(cancel <-chan struct{}, key uint64) span {
+// enterMeasured starts a request whose node code may measure the backend call (package
+// servicetime): it claims the slot of cancel.
+func (t *tracer) enterMeasured(cancel <-chan struct{}, key uint64) span {
 	c := span{sampled: sampled(key, t.costShift)}
 	if c.sampled {
 		c.te = now()
 	}
-	c.sl = t.svc.Begin(cancel)
+	c.sl = t.serviceTimes.Begin(cancel)
 	c.t0 = now()
 	return c
 }
@@ -149,8 +149,8 @@ func (t *tracer) enterSvc(cancel <-chan struct{}, key uint64) span {
 // record. When the node code measured the backend call, the bridge's end is read only on a
 // sampled request (the layer's own timing needs it; the event does not).
 func (t *tracer) leave(c *span) {
-	if c.sl != svc.None {
-		if s0, s1, ok := t.svc.Take(c.sl, c.t0); ok {
+	if c.sl != servicetime.None {
+		if s0, s1, ok := t.serviceTimes.Take(c.sl, c.t0); ok {
 			c.s0, c.s1 = s0, s1
 			if c.sampled {
 				c.t1 = now()
@@ -357,7 +357,7 @@ func (t *tracer) Lookup(cancel <-chan struct{}, h *fuse.InHeader, name string, o
 	if t.probe != "" && h.NodeId == fuse.FUSE_ROOT_ID && name == t.probe {
 		return t.probed(now())
 	}
-	c := t.enterSvc(cancel, h.Unique)
+	c := t.enterMeasured(cancel, h.Unique)
 	st := t.inner.Lookup(cancel, h, name, out)
 	t.leave(&c)
 	ev := event(trace.OpLookup, h)
@@ -399,7 +399,7 @@ func (t *tracer) Forget(nodeid, nlookup uint64) {
 }
 
 func (t *tracer) GetAttr(cancel <-chan struct{}, in *fuse.GetAttrIn, out *fuse.AttrOut) fuse.Status {
-	c := t.enterSvc(cancel, in.Unique)
+	c := t.enterMeasured(cancel, in.Unique)
 	st := t.inner.GetAttr(cancel, in, out)
 	t.leave(&c)
 	ev := event(trace.OpGetattr, &in.InHeader)
@@ -413,7 +413,7 @@ func (t *tracer) GetAttr(cancel <-chan struct{}, in *fuse.GetAttrIn, out *fuse.A
 }
 
 func (t *tracer) SetAttr(cancel <-chan struct{}, in *fuse.SetAttrIn, out *fuse.AttrOut) fuse.Status {
-	c := t.enterSvc(cancel, in.Unique)
+	c := t.enterMeasured(cancel, in.Unique)
 	st := t.inner.SetAttr(cancel, in, out)
 	t.leave(&c)
 	ev := event(trace.OpSetattr, &in.InHeader)
@@ -448,7 +448,7 @@ func (t *tracer) Mknod(cancel <-chan struct{}, in *fuse.MknodIn, name string, ou
 }
 
 func (t *tracer) Mkdir(cancel <-chan struct{}, in *fuse.MkdirIn, name string, out *fuse.EntryOut) fuse.Status {
-	c := t.enterSvc(cancel, in.Unique)
+	c := t.enterMeasured(cancel, in.Unique)
 	st := t.inner.Mkdir(cancel, in, name, out)
 	t.leave(&c)
 	ev := event(trace.OpMkdir, &in.InHeader)
@@ -463,7 +463,7 @@ func (t *tracer) Mkdir(cancel <-chan struct{}, in *fuse.MkdirIn, name string, ou
 }
 
 func (t *tracer) Unlink(cancel <-chan struct{}, h *fuse.InHeader, name string) fuse.Status {
-	c := t.enterSvc(cancel, h.Unique)
+	c := t.enterMeasured(cancel, h.Unique)
 	st := t.inner.Unlink(cancel, h, name)
 	t.leave(&c)
 	ev := event(trace.OpUnlink, h)
@@ -473,7 +473,7 @@ func (t *tracer) Unlink(cancel <-chan struct{}, h *fuse.InHeader, name string) f
 }
 
 func (t *tracer) Rmdir(cancel <-chan struct{}, h *fuse.InHeader, name string) fuse.Status {
-	c := t.enterSvc(cancel, h.Unique)
+	c := t.enterMeasured(cancel, h.Unique)
 	st := t.inner.Rmdir(cancel, h, name)
 	t.leave(&c)
 	ev := event(trace.OpRmdir, h)
@@ -483,7 +483,7 @@ func (t *tracer) Rmdir(cancel <-chan struct{}, h *fuse.InHeader, name string) fu
 }
 
 func (t *tracer) Rename(cancel <-chan struct{}, in *fuse.RenameIn, oldName string, newName string) fuse.Status {
-	c := t.enterSvc(cancel, in.Unique)
+	c := t.enterMeasured(cancel, in.Unique)
 	st := t.inner.Rename(cancel, in, oldName, newName)
 	t.leave(&c)
 	ev := event(trace.OpRename, &in.InHeader)
@@ -534,7 +534,7 @@ func (t *tracer) Symlink(cancel <-chan struct{}, h *fuse.InHeader, pointedTo str
 }
 
 func (t *tracer) Readlink(cancel <-chan struct{}, h *fuse.InHeader) ([]byte, fuse.Status) {
-	c := t.enterSvc(cancel, h.Unique)
+	c := t.enterMeasured(cancel, h.Unique)
 	out, st := t.inner.Readlink(cancel, h)
 	t.leave(&c)
 	ev := event(trace.OpReadlink, h)
@@ -602,7 +602,7 @@ func (t *tracer) RemoveXAttr(cancel <-chan struct{}, h *fuse.InHeader, attr stri
 }
 
 func (t *tracer) Create(cancel <-chan struct{}, in *fuse.CreateIn, name string, out *fuse.CreateOut) fuse.Status {
-	c := t.enterSvc(cancel, in.Unique)
+	c := t.enterMeasured(cancel, in.Unique)
 	st := t.inner.Create(cancel, in, name, out)
 	t.leave(&c)
 	ev := event(trace.OpCreate, &in.InHeader)
@@ -634,7 +634,7 @@ func (t *tracer) Tmpfile(cancel <-chan struct{}, in *fuse.CreateIn, out *fuse.Cr
 }
 
 func (t *tracer) Open(cancel <-chan struct{}, in *fuse.OpenIn, out *fuse.OpenOut) fuse.Status {
-	c := t.enterSvc(cancel, in.Unique)
+	c := t.enterMeasured(cancel, in.Unique)
 	st := t.inner.Open(cancel, in, out)
 	t.leave(&c)
 	ev := event(trace.OpOpen, &in.InHeader)
@@ -649,7 +649,7 @@ func (t *tracer) Open(cancel <-chan struct{}, in *fuse.OpenIn, out *fuse.OpenOut
 }
 
 func (t *tracer) Read(cancel <-chan struct{}, in *fuse.ReadIn, buf []byte) (fuse.ReadResult, fuse.Status) {
-	c := t.enterSvc(cancel, in.Unique)
+	c := t.enterMeasured(cancel, in.Unique)
 	res, st := t.inner.Read(cancel, in, buf)
 	t.leave(&c)
 	ev := event(trace.OpRead, &in.InHeader)
@@ -728,7 +728,7 @@ func (t *tracer) Release(cancel <-chan struct{}, in *fuse.ReleaseIn) {
 }
 
 func (t *tracer) Write(cancel <-chan struct{}, in *fuse.WriteIn, data []byte) (uint32, fuse.Status) {
-	c := t.enterSvc(cancel, in.Unique)
+	c := t.enterMeasured(cancel, in.Unique)
 	n, st := t.inner.Write(cancel, in, data)
 	t.leave(&c)
 	t.written(in, n, &c, st)
@@ -738,7 +738,7 @@ func (t *tracer) Write(cancel <-chan struct{}, in *fuse.WriteIn, data []byte) (u
 // Writev is where go-fuse v2.12 sends WRITE first; ENOSYS makes the server retry with Write,
 // so that reply is not recorded (the Write is).
 func (t *tracer) Writev(cancel <-chan struct{}, in *fuse.WriteIn, data [][]byte) (uint32, fuse.Status) {
-	c := t.enterSvc(cancel, in.Unique)
+	c := t.enterMeasured(cancel, in.Unique)
 	n, st := t.inner.Writev(cancel, in, data)
 	t.leave(&c)
 	if st == fuse.ENOSYS {
@@ -832,7 +832,7 @@ func (t *tracer) Fallocate(cancel <-chan struct{}, in *fuse.FallocateIn) fuse.St
 }
 
 func (t *tracer) OpenDir(cancel <-chan struct{}, in *fuse.OpenIn, out *fuse.OpenOut) fuse.Status {
-	c := t.enterSvc(cancel, in.Unique)
+	c := t.enterMeasured(cancel, in.Unique)
 	st := t.inner.OpenDir(cancel, in, out)
 	t.leave(&c)
 	ev := event(trace.OpOpendir, &in.InHeader)

@@ -32,11 +32,11 @@ const (
 // baseline; ratios are side / baseline (above 1: slower or more).
 type Comparison struct {
 	Schema string `json:"schema"`
-	// Verdict is the answer in one line per side but the baseline (verdict.go), with
-	// its figures in Verdicts.
-	Verdict   []string  `json:"verdict"`
-	Verdicts  []Verdict `json:"verdict_figures"`
-	Tolerance float64   `json:"tolerance"`
+	// Verdict is the answer in one line per side but the baseline (compare_verdict.go),
+	// with its figures in Verdicts.
+	Verdict   []string         `json:"verdict"`
+	Verdicts  []CompareVerdict `json:"verdict_figures"`
+	Tolerance float64          `json:"tolerance"`
 	// View is the view that leads (ViewSyscalls or ViewRequests): its rows come first in
 	// text and HTML, and the same-work check and the most slower and faster lists use it.
 	View       string   `json:"view"`

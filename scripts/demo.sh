@@ -2,7 +2,7 @@
 # iotap's main job on built-in defaults, on a fresh Debian machine (as root):
 #   1. install what is missing (fuse3 s3fs samtools sqlite3 ...) and build iotap,
 #   2. start the storage of each backend: a local S3 server and an s3fs mount of a bucket
-#      of it; with moosefs, a MooseFS cluster on this machine (ci/moosefs),
+#      of it; with moosefs, a MooseFS cluster on this machine (scripts/labs/moosefs),
 #   3. record a genomics-like job (samtools on a generated SAM, tar, sqlite3) with
 #      `iotap record` over each backend's directory,
 #   4. check every run wrote outputs identical to the local run's, and print the report of
@@ -73,7 +73,7 @@ cleanup() {
   fi
   if [ -n "$s3pid" ]; then kill "$s3pid" 2>/dev/null; wait "$s3pid" 2>/dev/null; fi
   rm -rf "$work/s3fs-tmp"
-  if [ -e "$mfslab/.mfslab" ]; then MFSLAB_DIR=$mfslab "$repo/ci/moosefs/stop.sh"; fi
+  if [ -e "$mfslab/.mfslab" ]; then MFSLAB_DIR=$mfslab "$repo/scripts/labs/moosefs/stop.sh"; fi
   echo >&2
   if [ -x "$work/bin/iotap" ]; then echo "demo: the iotap binary is $work/bin/iotap" >&2; fi
   echo "demo: the traces are in $work/traces:" >&2
@@ -108,7 +108,7 @@ fi
 
 if has moosefs; then
   say "starting a MooseFS cluster (master, chunk server, mfsmount) in $mfslab"
-  MFSLAB_DIR=$mfslab "$repo/ci/moosefs/start.sh"
+  MFSLAB_DIR=$mfslab "$repo/scripts/labs/moosefs/start.sh"
   mfsmnt=$(cat "$mfslab/ready")
   dir[moosefs]=$mfsmnt/job
   rdir[moosefs]=$mfsmnt/replay

@@ -21,12 +21,17 @@ fresh() {
 fusectl_mounts() { grep -c " - fusectl " /proc/self/mountinfo || true; }
 before=$(fusectl_mounts)
 
+# Each package runs once: in parallel when its tests never mount, else one at a time
+# (scripts/packages.sh).
 # shellcheck disable=SC2046 # one argument per package
-fresh go test -count 1 -timeout 20m $(scripts/nomount-packages.sh)
-fresh go test -p 1 -count 1 -timeout 30m ./fusefs/... ./internal/procsample/... ./internal/recorder/... ./cmd/...
-# A real two-node Slurm cluster on this machine (ci/slurm), started and stopped by the test.
+fresh go test -count 1 -timeout 20m $(scripts/packages.sh nomount)
+# shellcheck disable=SC2046
+fresh go test -p 1 -count 1 -timeout 30m $(scripts/packages.sh mount)
+# A real two-node Slurm cluster on this machine (scripts/labs/slurm), started and stopped by the
+# test.
 go test -count 1 -timeout 15m ./e2e/slurm
-# A real MooseFS (master, chunk server, FUSE client; ci/moosefs), started and stopped by the test.
+# A real MooseFS (master, chunk server, FUSE client; scripts/labs/moosefs), started and stopped
+# by the test.
 go test -count 1 -timeout 10m ./e2e/moosefs
 
 if [ "$(fusectl_mounts)" != "$before" ]; then

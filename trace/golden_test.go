@@ -14,7 +14,7 @@ import (
 	"time"
 )
 
-var update = flag.Bool("update", false, "rewrite golden files in testdata/ (the version-4 trace only)")
+var update = flag.Bool("update", false, "rewrite the golden trace of the version the Writer writes (testdata/trace/v5-small.iotap); the older versions' are never rewritten")
 
 // goldenPath is the committed version-1 trace. It must stay readable by every later
 // version of this package: never regenerate it to make TestGoldenV1 pass after a format

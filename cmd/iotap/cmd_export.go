@@ -53,7 +53,7 @@ func (o *exportOptions) AddFlags(fs *pflag.FlagSet) {
 		formats = append(formats, f.Name+" ("+f.About+")")
 	}
 	fs.StringVar(&o.Format, "format", "jsonl", "output `format`: "+strings.Join(formats, ", ")+
-		"; jsonl, csv and parquet columns (schema "+strconv.Itoa(export.SchemaVersion)+", docs/export.md), in order: "+
+		"; "+export.RowFormatNames("and")+" columns (schema "+strconv.Itoa(export.SchemaVersion)+", docs/export.md), in order: "+
 		strings.Join(export.ColumnNames(export.Columns(export.ViewRequests)), ",")+
 		"; with --view syscalls: "+strings.Join(export.ColumnNames(export.Columns(export.ViewSyscalls)), ","))
 	fs.StringVarP(&o.Output, "output", "o", "", "write to `file` (or an s3:// object) instead of standard output; with many traces, the dataset's directory or s3://bucket/prefix/")
@@ -133,7 +133,7 @@ func (o *exportOptions) check(args []string) error {
 	}
 	if manyTraces(args) {
 		if f, _ := export.FormatNamed(o.Format); f.Rows == nil {
-			return usageErrorf("--format %s takes one trace; many traces make a dataset of jsonl, csv or parquet files", o.Format)
+			return usageErrorf("--format %s takes one trace; many traces make a dataset of %s files", o.Format, export.RowFormatNames("or"))
 		}
 		if o.Output == "" || o.Output == "-" {
 			return usageErrorf("many traces make a dataset: give its directory or s3://bucket/prefix/ with -o")

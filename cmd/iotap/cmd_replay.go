@@ -3,19 +3,12 @@ package main
 import (
 	"context"
 	"errors"
-	"fmt"
-	"io"
-	"os"
 	"slices"
-	"strings"
 
 	"github.com/spf13/pflag"
 
 	"github.com/iotap/iotap/internal/procsample"
-	"github.com/iotap/iotap/internal/s3store"
-	"github.com/iotap/iotap/replay"
 	"github.com/iotap/iotap/replay/campaign"
-	replays3 "github.com/iotap/iotap/replay/s3"
 	"github.com/iotap/iotap/trace"
 	"github.com/iotap/iotap/trace/stats"
 )
@@ -33,16 +26,15 @@ func replayCommands() []*command {
 }
 
 // replayOptions are replay's flags: the campaign's (campaign.Spec), and those the command
-// keeps, since it chooses the backends and the sampling (S3, Slurm shards, the storage
-// client).
+// keeps, since it chooses the backends and the sampling (the places that are not
+// directories, Slurm shards, the storage client).
 type replayOptions struct {
 	campaign.Spec
 	Shard  string
-	S3     replays3.Options
-	S3Opts []string
+	Places replayPlaces
 	Sample sampleOptions
-	// remoteTrace: the trace is an s3:// object (the account's flags apply to it).
-	remoteTrace bool
+	// trace is the trace as it was named (Spec.Trace is a local copy of a remote one).
+	trace string
 }
 
 func (o *replayOptions) AddFlags(fs *pflag.FlagSet) {
@@ -69,14 +61,7 @@ func (o *replayOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.Copies, "copies", 1, "replay `n` copies of the job at once, as one run: copy K onto its own TARGET/copyK (a subdirectory, or a key prefix of an s3:// target) with its own starting state; prints aggregate MB/s, IOPS and files/s and each copy's latencies, and writes PREFIX.tT.rR.cK.{iotap,json} and PREFIX.tT.rR.copies.json")
 	fs.StringVar(&o.Shard, "shard", "", "`auto`: as one task of a Slurm step (srun), replay this task's share of the traces in TRACE|DIR|GLOB..., each onto --target/<trace name> and into -o DIR/<trace name>, all tasks starting together after preparing (docs/slurm.md)")
 	fs.StringVar(&o.Progress, "progress", "auto", "show a progress bar on standard error `when`: auto (stderr is a terminal), always, never")
-	fs.StringVar(&o.S3.Profile, "s3-profile", "mountpoint", "for s3:// targets: `profile` of S3 requests per file call: mountpoint, s3fs or sdk")
-	fs.StringVar(&o.S3.Endpoint, "s3-endpoint", "", "for s3:// targets and an s3:// trace: S3 endpoint `url`, addressed path-style "+
-		"(default $IOTAP_S3_ENDPOINT, else $AWS_ENDPOINT_URL_S3, else AWS)")
-	fs.StringVar(&o.S3.Region, "s3-region", "", "for s3:// targets and an s3:// trace: AWS `region` (default $AWS_REGION, else the profile's, else us-east-1)")
-	fs.StringVar(&o.S3.AWSProfile, "aws-profile", "", "for s3:// targets and an s3:// trace: AWS shared-config `profile` (default $AWS_PROFILE, else default)")
-	fs.BoolVar(&o.S3.Keep, "keep", false, "for s3:// targets: leave the replay's objects in the bucket")
-	fs.StringArrayVar(&o.S3Opts, "s3-opt", nil, "for s3:// targets: set a client `key=value` of the profile (repeatable; a target's own "+
-		"s3://bucket/prefix?key=value&key=value wins, and may set profile=NAME). "+replays3.SettingsHelp)
+	o.Places.addFlags(fs) // each scheme's flags (replay_places.go)
 	o.Sample.addFlags(fs)
 	fs.StringArrayVar(&o.Stores, "prepare-via", nil, "create the starting state in `store`, a directory or s3://bucket/prefix behind the target "+
 		"(the backing directory, the bucket an s3fs or Mountpoint mount shows), not through the target: the first access through the mount is cold. "+
@@ -113,8 +98,8 @@ func runReplay(ctx context.Context, e *env, o *replayOptions, args []string) err
 }
 
 // localTrace checks replay's argument, one trace, and returns it as a local file: replay
-// reads its trace more than once (the starting state, then each run), so an s3:// trace
-// is downloaded first, and cleanup removes the copy.
+// reads its trace more than once (the starting state, then each run), so a trace kept in a
+// place that is no directory (s3://) is downloaded first, and cleanup removes the copy.
 func (o *replayOptions) localTrace(ctx context.Context, args []string) (path string, cleanup func(), err error) {
 	if len(args) != 1 {
 		return "", nil, usageErrorf("replay needs exactly one trace")
@@ -123,27 +108,31 @@ func (o *replayOptions) localTrace(ctx context.Context, args []string) (path str
 	if path == "-" {
 		return "", nil, usageErrorf("replay reads the trace twice (starting state, then replay): give a file, not standard input")
 	}
-	if !s3store.IsURL(path) {
+	o.trace = path
+	pl := o.Places.of(path)
+	if pl == nil {
 		return path, func() {}, nil
 	}
 	if o.Output == "" {
 		return "", nil, usageErrorf("replaying %s: name the results with -o PREFIX", path)
 	}
-	o.remoteTrace = true
-	return downloadTrace(ctx, traceStore{Endpoint: o.S3.Endpoint, Region: o.S3.Region, AWSProfile: o.S3.AWSProfile}, path)
+	return downloadTrace(ctx, pl, path)
 }
 
-// campaign checks the flags the campaign leaves to the command (S3's, sampling's) and
-// returns the campaign of the trace at tracePath, checked by campaign.New.
+// campaign checks the flags the campaign leaves to the command (the places', sampling's)
+// and returns the campaign of the trace at tracePath, checked by campaign.New.
 func (o *replayOptions) campaign(e *env, tracePath string) (*campaign.Campaign, error) {
-	places, err := o.places(e)
-	if err != nil {
+	places := append(slices.Clone(o.Targets), o.Stores...)
+	if err := o.Places.setup(e.log, o.trace, places, !o.DryRun); err != nil {
+		return nil, err
+	}
+	if err := o.Sample.sampling().Check(); err != nil {
 		return nil, err
 	}
 	spec := o.Spec
 	spec.Trace = tracePath
 	return campaign.New(spec, campaign.Env{
-		Places: places,
+		Places: &o.Places,
 		Sample: func(w *trace.Writer, dir string) *procsample.Sampler {
 			return o.Sample.sampling().Start(e.stderr, e.log, w, w.Origin(), dir)
 		},
@@ -156,127 +145,4 @@ func (o *replayOptions) campaign(e *env, tracePath string) (*campaign.Campaign, 
 		Log:     e.log,
 		Version: version,
 	})
-}
-
-// places checks the flags of s3:// targets and of sampling, and returns the places the
-// campaign opens.
-func (o *replayOptions) places(e *env) (replayPlaces, error) {
-	if !slices.Contains(replays3.Profiles, o.S3.Profile) {
-		return replayPlaces{}, usageErrorf("--s3-profile %q: want %s", o.S3.Profile, strings.Join(replays3.Profiles, ", "))
-	}
-	if err := o.Sample.sampling().Check(); err != nil {
-		return replayPlaces{}, err
-	}
-	s3o := o.S3
-	if len(o.S3Opts) > 0 {
-		s3o.Params = map[string]string{}
-		for _, kv := range o.S3Opts {
-			k, v, ok := strings.Cut(kv, "=")
-			if !ok || k == "" || v == "" {
-				return replayPlaces{}, usageErrorf("--s3-opt %q: want key=value", kv)
-			}
-			s3o.Params[k] = v
-		}
-	}
-	if flag := o.s3Only(); flag != "" && !slices.ContainsFunc(append(slices.Clone(o.Targets), o.Stores...), s3store.IsURL) && !o.DryRun {
-		return replayPlaces{}, usageErrorf("%s applies to s3:// targets, and none is given (a directory target is replayed through its file system, whatever serves it)", flag)
-	}
-	s3o.Log = e.log
-	return replayPlaces{s3: s3o}, nil
-}
-
-// s3Only names an S3 flag given a value other than its default, or returns "". The
-// account's flags also serve an s3:// trace.
-func (o *replayOptions) s3Only() string {
-	account := !o.remoteTrace
-	switch {
-	case len(o.S3Opts) > 0:
-		return "--s3-opt"
-	case o.S3.Profile != "mountpoint":
-		return "--s3-profile"
-	case account && o.S3.Endpoint != "":
-		return "--s3-endpoint"
-	case account && o.S3.Region != "":
-		return "--s3-region"
-	case account && o.S3.AWSProfile != "":
-		return "--aws-profile"
-	case o.S3.Keep:
-		return "--keep"
-	}
-	return ""
-}
-
-// replayPlaces opens the places a replay names (campaign.Places): s3://bucket/prefix
-// through the S3 backend, which also counts its requests, with the S3 flags' options;
-// anything else as a directory.
-type replayPlaces struct{ s3 replays3.Options }
-
-// Remote implements campaign.Places.
-func (p replayPlaces) Remote(spec string) bool { return s3store.IsURL(spec) }
-
-// CheckRemote implements campaign.Places: it checks an s3:// target or store (named by
-// flag) without reaching S3: its URL (a bucket and a key prefix, which replay empties)
-// and the profile and settings it is replayed with. Each error is a usage error.
-func (p replayPlaces) CheckRemote(flag, spec string) error {
-	u, _, _ := strings.Cut(spec, "?")
-	_, prefix, err := s3store.ParseURL(u)
-	if err != nil {
-		return usageErrorf("%s: %v", flag, err)
-	}
-	if strings.Trim(prefix, "/") == "" {
-		return usageErrorf("%s %s: give a key prefix (s3://bucket/some/prefix): replay deletes what is below it", flag, spec)
-	}
-	if err := replays3.CheckSettings(spec, p.s3); err != nil {
-		return usageErrorf("%v", err)
-	}
-	return nil
-}
-
-// Open implements campaign.Places.
-func (p replayPlaces) Open(ctx context.Context, spec string) (replay.Backend, error) {
-	if s3store.IsURL(spec) {
-		b, err := replays3.Open(ctx, spec, p.s3)
-		if err != nil {
-			return nil, err
-		}
-		return b, nil
-	}
-	d, err := replay.OpenDir(spec)
-	if err != nil {
-		return nil, err
-	}
-	return d, nil
-}
-
-// Labels implements campaign.Places: the settings an S3 backend was given.
-func (p replayPlaces) Labels(b replay.Backend) []trace.Label {
-	if sb, ok := b.(*replays3.Backend); ok && sb.Given() != "" {
-		return []trace.Label{{Key: "replay.s3_options", Value: sb.Given()}}
-	}
-	return nil
-}
-
-// downloadTrace copies an s3:// trace to a temporary file: replay reads its trace twice
-// (starting state, then the replay itself).
-func downloadTrace(ctx context.Context, store traceStore, url string) (string, func(), error) {
-	rc, err := s3store.OpenWith(ctx, url, store.options())
-	if err != nil {
-		return "", nil, err
-	}
-	defer func() { _ = rc.Close() }()
-	f, err := os.CreateTemp("", "iotap-replay-*.iotap")
-	if err != nil {
-		return "", nil, fmt.Errorf("replay: download %s: %w", url, err)
-	}
-	cleanup := func() { _ = os.Remove(f.Name()) }
-	if _, err := io.Copy(f, rc); err != nil {
-		_ = f.Close()
-		cleanup()
-		return "", nil, fmt.Errorf("replay: download %s: %w", url, err)
-	}
-	if err := f.Close(); err != nil {
-		cleanup()
-		return "", nil, fmt.Errorf("replay: download %s: %w", url, err)
-	}
-	return f.Name(), cleanup, nil
 }

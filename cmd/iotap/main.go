@@ -48,8 +48,11 @@ type env struct {
 	traces traceStore
 }
 
-// command is one subcommand. Each lives in its own cmd_<name>.go file, whose xxxCommands
-// function returns it; commandList lists them all.
+// command is one subcommand. The xxxCommands function of a cmd_<name>.go file returns the
+// command <name> and those that go with it: cmd_mount.go has unmount, cmd_completion.go
+// man, cmd_record.go the hidden commands the recorder re-executes iotap as. commandList
+// lists them all. What several commands share has a file named for what it is (s3io.go,
+// traceset.go, output.go, sampling.go, replay_places.go, ...).
 type command struct {
 	name    string
 	summary string
@@ -57,7 +60,7 @@ type command struct {
 	// setup binds the flags of a fresh options struct to fs, and returns the function
 	// that runs the command with those options (withOptions, withoutOptions).
 	setup  func(fs *pflag.FlagSet) runFunc
-	hidden bool // not listed in --help (the recorder's internal child)
+	hidden bool // not listed in --help (the recorder's internal commands)
 }
 
 // runFunc runs a command on its arguments.
@@ -73,8 +76,8 @@ func withOptions[O any, P interface {
 		opts := P(new(O))
 		opts.AddFlags(fs)
 		return func(ctx context.Context, e *env, args []string) error {
-			if s, ok := any(opts).(interface{ store() traceStore }); ok {
-				e.traces = s.store()
+			if s, ok := any(opts).(traceStoreUser); ok {
+				e.traces = s.store() // the command's s3:// traces are read with its flags
 			}
 			return run(ctx, e, opts, args)
 		}

@@ -29,8 +29,11 @@ func (s *traceStore) addStoreFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&s.AWSProfile, "aws-profile", "", "for s3:// traces: AWS shared-config `profile` (default $AWS_PROFILE, else default)")
 }
 
-// store returns the settings; the options structs that embed traceStore have it, and a
-// command run with them reads its s3:// traces with these settings (env.traces).
+// traceStoreUser is the options struct of a command that reads or writes s3:// traces: it
+// embeds traceStore, and withOptions makes its settings the command's (env.traces).
+type traceStoreUser interface{ store() traceStore }
+
+// store returns the settings (traceStoreUser).
 func (s *traceStore) store() traceStore { return *s }
 
 // usedBy refuses the flags when no trace the command names is in S3: they would be

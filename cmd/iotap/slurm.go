@@ -9,7 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/iotap/iotap/internal/s3store"
 	"github.com/iotap/iotap/internal/slurm"
 	"github.com/iotap/iotap/report"
 )
@@ -93,7 +92,7 @@ func replayShard(ctx context.Context, e *env, o *replayOptions, args []string, r
 		if o.Output != "" {
 			j.output = filepath.Join(o.Output, name)
 		}
-		if s3store.IsURL(o.Targets[0]) {
+		if o.Places.Remote(o.Targets[0]) {
 			j.target = strings.TrimRight(o.Targets[0], "/") + "/" + name // a key prefix: nothing to create
 		} else if err := os.MkdirAll(j.target, 0o755); err != nil {
 			return fmt.Errorf("replay: target: %w", err)

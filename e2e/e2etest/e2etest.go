@@ -1,7 +1,7 @@
 // Package e2etest is what the end-to-end tests on a lab of real daemons (e2e/moosefs,
 // e2e/slurm) share: the machine they need, a work directory with the iotap binary built
-// once per test binary and kept after a failing run, the lab scripts under ci/ run with a
-// bound on their time, commands run with their output, and what those leave behind
+// once per test binary and kept after a failing run, the lab scripts under scripts/labs/ run
+// with a bound on their time, commands run with their output, and what those leave behind
 // (processes, logs, traces).
 package e2etest
 

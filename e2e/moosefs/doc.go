@@ -1,8 +1,8 @@
 // Package moosefs holds iotap's end-to-end tests on a real shared file system: MooseFS, a
 // metadata server (mfsmaster), a chunk server (mfschunkserver) and a FUSE client (mfsmount),
 // the shape of Lustre or EFS (metadata calls are round trips to a server, data goes to other
-// servers). ci/moosefs/start.sh runs all three on this machine, in a network namespace of
-// their own, and mounts the file system; the tests start and stop it themselves.
+// servers). scripts/labs/moosefs/start.sh runs all three on this machine, in a network
+// namespace of their own, and mounts the file system; the tests start and stop it themselves.
 //
 // The tests build the iotap binary, record the genomics job (scripts/workload-genomics.sh)
 // over a MooseFS directory and over a local one, check that both runs wrote byte-identical

@@ -97,7 +97,7 @@ func reapOrphans(t testing.TB, repo, base string) {
 		}
 		labs, _ := filepath.Glob(filepath.Join(d, "*", ".mfslab"))
 		for _, marker := range labs {
-			cmd := exec.Command(filepath.Join(repo, "ci", "moosefs", "stop.sh"))
+			cmd := exec.Command(filepath.Join(repo, "scripts", "labs", "moosefs", "stop.sh"))
 			cmd.Env = append(labEnv(), "MFSLAB_DIR="+filepath.Dir(marker))
 			out, err := cmd.CombinedOutput()
 			t.Logf("stopped the lab %s of an earlier run that was killed (%v):\n%s", filepath.Dir(marker), err, out)
@@ -119,18 +119,19 @@ func labEnv() []string {
 	return env
 }
 
-// lab is a MooseFS cluster started by ci/moosefs/start.sh.
+// lab is a MooseFS cluster started by scripts/labs/moosefs/start.sh.
 type lab struct {
 	dir     string // MFSLAB_DIR
 	mnt     string // the mount point
-	scripts string // ci/moosefs
+	scripts string // scripts/labs/moosefs
 	env     []string
 	stopped bool // the test stops the lab itself: its cleanup only checks stop.sh is idempotent
 }
 
 // newLab prepares a lab in <work>/<name> with extra MFSLAB_* settings; it starts nothing.
 func newLab(w *e2etest.Work, name string, settings ...string) *lab {
-	l := &lab{dir: filepath.Join(w.Dir, name), scripts: filepath.Join(w.Repo, "ci", "moosefs")}
+	scripts := filepath.Join(w.Repo, "scripts", "labs", "moosefs")
+	l := &lab{dir: filepath.Join(w.Dir, name), scripts: scripts}
 	l.env = append(append(labEnv(), "MFSLAB_DIR="+l.dir), settings...)
 	return l
 }

@@ -18,7 +18,7 @@ import (
 // Settings of the test cluster. From the environment, SLURMLAB_DIR moves its state (not
 // under /tmp: every node replaces /tmp by its own), and SLURMLAB_CTLD_PORT and
 // SLURMLAB_PORT_BASE choose its ports (slurmctld's, and node i's slurmd on BASE+i; defaults
-// in ci/slurm/lib.sh) when those are taken on this machine.
+// in scripts/labs/slurm/lib.sh) when those are taken on this machine.
 const (
 	defaultLabDir = "/run/iotap-slurmtest"
 	nodeCount     = 2
@@ -52,7 +52,7 @@ func workDir(t *testing.T) *e2etest.Work {
 // cluster is a running test cluster.
 type cluster struct {
 	dir       string // SLURMLAB_DIR
-	scripts   string // ci/slurm
+	scripts   string // scripts/labs/slurm
 	proctrack string
 	env       []string
 	baseMnt   map[string]map[string]bool // node -> mounts seen right after start
@@ -67,7 +67,8 @@ func startCluster(t *testing.T, w *e2etest.Work, proctrack string) *cluster {
 	if dir == "" {
 		dir = defaultLabDir
 	}
-	c := &cluster{dir: dir, scripts: filepath.Join(w.Repo, "ci", "slurm"), proctrack: proctrack}
+	scripts := filepath.Join(w.Repo, "scripts", "labs", "slurm")
+	c := &cluster{dir: dir, scripts: scripts, proctrack: proctrack}
 	// A test run inside a Slurm job must not hand that job's ids to our srun.
 	for _, kv := range os.Environ() {
 		if !strings.HasPrefix(kv, "SLURM_") && !strings.HasPrefix(kv, "SLURMLAB_") {
@@ -112,7 +113,7 @@ func startCluster(t *testing.T, w *e2etest.Work, proctrack string) *cluster {
 	return c
 }
 
-// script runs one of the ci/slurm scripts and returns its output (e2etest.Script).
+// script runs one of the scripts/labs/slurm scripts and returns its output (e2etest.Script).
 func (c *cluster) script(name string) (string, error) {
 	return e2etest.Script(filepath.Join(c.scripts, name), c.env, 3*time.Minute)
 }

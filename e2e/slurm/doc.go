@@ -1,6 +1,6 @@
 // Package slurm holds iotap's end-to-end tests on a real Slurm cluster: a controller and two
-// compute nodes (n1, n2) started on this machine by ci/slurm/start.sh, each node with its own
-// host name and private /tmp. The tests build the iotap binary, record a 2-node sbatch job
+// compute nodes (n1, n2) started on this machine by scripts/labs/slurm/start.sh, each node with
+// its own host name and private /tmp. The tests build the iotap binary, record a 2-node sbatch job
 // (one trace per node), report on the job, replay it sharded over both nodes, compare, and
 // check exit codes and that no FUSE daemon or mount outlives a job step, under
 // proctrack/linuxproc and proctrack/cgroup.

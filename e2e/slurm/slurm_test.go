@@ -564,7 +564,7 @@ func (d *jobDir) testBackgroundChild(t *testing.T) {
 	d.checkStepLeftNothing(t)
 	gone := bg > 0 && !e2etest.Alive(bg)
 	// Under proctrack/cgroup slurmstepd kills what is left in the step's cgroup as the step
-	// ends; give it KillWait (5 s in ci/slurm) to do so. Under linuxproc the child escapes.
+	// ends; give it KillWait (5 s in scripts/labs/slurm) to do so. Under linuxproc the child escapes.
 	for i := 0; i < 70 && !gone && d.c.proctrack == "cgroup"; i++ {
 		time.Sleep(100 * time.Millisecond)
 		gone = !e2etest.Alive(bg)

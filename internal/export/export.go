@@ -118,17 +118,31 @@ func FormatNamed(name string) (Format, bool) {
 
 // FormatNames returns the formats' names: "jsonl, csv, fio or perfetto".
 func FormatNames() string {
-	var b strings.Builder
-	for i, f := range Formats {
-		switch {
-		case i == len(Formats)-1 && i > 0:
-			b.WriteString(" or ")
-		case i > 0:
-			b.WriteString(", ")
-		}
-		b.WriteString(f.Name)
+	var names []string
+	for _, f := range Formats {
+		names = append(names, f.Name)
 	}
-	return b.String()
+	return joinNames(names, "or")
+}
+
+// RowFormatNames returns the names of the row formats (Format.Rows), which make datasets
+// and summaries, the last joined with conj: "jsonl, csv or parquet".
+func RowFormatNames(conj string) string {
+	var names []string
+	for _, f := range Formats {
+		if f.Rows != nil {
+			names = append(names, f.Name)
+		}
+	}
+	return joinNames(names, conj)
+}
+
+// joinNames joins names with commas, the last with conj.
+func joinNames(names []string, conj string) string {
+	if len(names) < 2 {
+		return strings.Join(names, "")
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " " + conj + " " + names[len(names)-1]
 }
 
 // Columns returns the columns of a view (ViewRequests, ...), nil for another.

@@ -214,7 +214,7 @@ type SummaryWriter struct {
 func NewSummaryWriter(w io.Writer, format string) (*SummaryWriter, error) {
 	f, ok := FormatNamed(format)
 	if !ok || f.Rows == nil {
-		return nil, fmt.Errorf("--format %s: the summary is written as jsonl, csv or parquet", format)
+		return nil, fmt.Errorf("--format %s: the summary is written as %s", format, RowFormatNames("or"))
 	}
 	rw, err := f.Rows(w, Table{View: SummaryView, Columns: SummaryColumns()})
 	if err != nil {

@@ -1,7 +1,9 @@
 // Package testenv is how a test says what it needs from the machine: FUSE, root, a program,
-// a Slurm cluster. When that is missing the test skips, naming it; when the matching
-// IOTAP_REQUIRE_* variable is 1 it fails instead, so that a run which must exercise those
-// parts (CI sets both variables) cannot pass by skipping them.
+// a Slurm or MooseFS cluster, a cgroup with a memory limit, DuckDB. When that is missing the
+// test skips, naming it; when the matching IOTAP_REQUIRE_* variable is 1 it fails instead, so
+// that a run which must exercise those parts cannot pass by skipping them. CI (.ci/run) sets
+// all five: IOTAP_REQUIRE_FUSE, IOTAP_REQUIRE_SLURM, IOTAP_REQUIRE_MOOSEFS,
+// IOTAP_REQUIRE_CGROUPS and IOTAP_REQUIRE_DUCKDB (the Requirement constants).
 //
 // Every skip for a missing part of the machine goes through Skip (TestSkipsGoThroughTestenv
 // checks the repository for others).

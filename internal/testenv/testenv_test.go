@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -184,3 +185,65 @@ func (f *fakeT) Fatalf(format string, args ...any) {
 }
 
 func sprintf(format string, args ...any) string { return fmt.Sprintf(format, args...) }
+
+// TestCIRequiresEverything: CI (.ci/run) sets the variable of every Requirement to 1, and
+// no other IOTAP_REQUIRE_* variable, so that no kind of skip can pass there and the
+// package documentation's list is the script's.
+func TestCIRequiresEverything(t *testing.T) {
+	root := repoRoot(t)
+	f, err := parser.ParseFile(token.NewFileSet(), filepath.Join(root, "internal", "testenv", "testenv.go"), nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	ast.Inspect(f, func(n ast.Node) bool {
+		vs, ok := n.(*ast.ValueSpec)
+		if !ok {
+			return true
+		}
+		if id, ok := vs.Type.(*ast.Ident); !ok || id.Name != "Requirement" {
+			return true
+		}
+		for _, v := range vs.Values {
+			if lit, ok := v.(*ast.BasicLit); ok {
+				s, err := strconv.Unquote(lit.Value)
+				if err != nil {
+					t.Fatal(err)
+				}
+				want = append(want, s)
+			}
+		}
+		return true
+	})
+	if len(want) == 0 {
+		t.Fatal("no Requirement constants found in testenv.go")
+	}
+	run, err := os.ReadFile(filepath.Join(root, ".ci", "run"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var set []string
+	for _, line := range strings.Split(string(run), "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "export IOTAP_REQUIRE_"); ok {
+			set = append(set, "IOTAP_REQUIRE_"+v)
+		}
+	}
+	slices.Sort(set)
+	for i := range want {
+		want[i] += "=1"
+	}
+	slices.Sort(want)
+	if !slices.Equal(set, want) {
+		t.Errorf(".ci/run sets %q; want %q", set, want)
+	}
+	doc, err := os.ReadFile(filepath.Join(root, "internal", "testenv", "testenv.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pkgDoc, _, _ := strings.Cut(string(doc), "package testenv")
+	for _, w := range want {
+		if v, _, _ := strings.Cut(w, "="); !strings.Contains(pkgDoc, v) {
+			t.Errorf("the package documentation does not name %s", v)
+		}
+	}
+}

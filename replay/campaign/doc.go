@@ -40,7 +40,8 @@
 // # Backends
 //
 // The campaign speaks no S3: Env.Places opens every place it names and checks the ones
-// that are not directories, and the command chooses the backend (replay/s3 for s3://).
+// that are not directories, and the command chooses the backend by the place's URL scheme
+// (a table in cmd/iotap/replay_places.go: replay/s3 for s3://; a directory without one).
 // golangci-lint's depguard rule replay-core-speaks-no-s3 holds for this package as for
 // the engine; replay-engine-knows-no-campaign keeps the engine and its backends from
 // importing it.

@@ -81,8 +81,8 @@ type Env struct {
 }
 
 // Places opens the places a campaign names. The replay command implements it: it chooses
-// the backend of each place (a directory, or S3 through replay/s3), so that the campaign
-// speaks no S3.
+// the backend of each place by its URL scheme (a directory, or S3 through replay/s3 for
+// s3://), so that the campaign speaks no S3.
 type Places interface {
 	// Remote reports whether spec names a place that is no directory (s3://bucket/prefix):
 	// nothing to stat, create or sample, and its parts (copies) are key prefixes.

@@ -2,8 +2,8 @@
 // tree over a backend directory that carries out every request there and answers as the
 // directory's own file system would. Package fusefs mounts it below its tracer, which
 // records the requests. This package knows nothing of the trace: all it tells the tracer is
-// the time of the backend call that served a request (package svc), and a depguard rule
-// keeps it from importing trace, so that recording cannot change what the job sees.
+// the time of the backend call that served a request (package servicetime), and a depguard
+// rule keeps it from importing trace, so that recording cannot change what the job sees.
 //
 // # Nodes and files
 //

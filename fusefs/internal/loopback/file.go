@@ -11,23 +11,23 @@ import (
 	"github.com/hanwen/go-fuse/v2/fuse"
 	"golang.org/x/sys/unix"
 
-	"github.com/iotap/iotap/fusefs/internal/svc"
+	"github.com/iotap/iotap/fusefs/internal/servicetime"
 )
 
 // file is an open backend file. Reads and writes use the descriptor directly; the other
 // operations delegate to the go-fuse LoopbackFile that owns (and closes) the descriptor.
 // It deliberately does not implement fs.FilePassthroughFder.
 type file struct {
-	lf        *fs.LoopbackFile
-	fd        int
-	flags     uint32       // open flags as passed to the backend
-	svc       *svc.Table   // nil when untraced
-	locks     *lockTable   // the mount's lock owners (nil in unit tests)
-	ino       uint64       // the inode's number in the mount (the lock table's key)
-	locked    atomic.Bool  // an owner's first lock came through this handle
-	flocked   atomic.Bool  // the handle holds a flock(2) lock
-	flushedAt atomic.Int64 // unix ns of the last FLUSH, when the handle holds locks
-	releasing *releasing   // the mount's closes in progress (nil in unit tests)
+	lf           *fs.LoopbackFile
+	fd           int
+	flags        uint32             // open flags as passed to the backend
+	serviceTimes *servicetime.Table // nil when untraced
+	locks        *lockTable         // the mount's lock owners (nil in unit tests)
+	ino          uint64             // the inode's number in the mount (the lock table's key)
+	locked       atomic.Bool        // an owner's first lock came through this handle
+	flocked      atomic.Bool        // the handle holds a flock(2) lock
+	flushedAt    atomic.Int64       // unix ns of the last FLUSH, when the handle holds locks
+	releasing    *releasing         // the mount's closes in progress (nil in unit tests)
 }
 
 // asFile returns the open file of a handle this package made (a file, or a file the
@@ -51,9 +51,9 @@ var _ fs.FileReader = (*file)(nil)
 // Read preads into the kernel's buffer before returning, so the request's time includes the
 // backend I/O (the loopback's deferred ReadResultFd would do it after the handler returns).
 func (f *file) Read(ctx context.Context, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
-	t0 := f.svc.Clock()
+	t0 := f.serviceTimes.Clock()
 	n, err := preadFull(f.fd, dest, off)
-	f.svc.Measured(ctx, t0)
+	f.serviceTimes.Measured(ctx, t0)
 	if err != nil {
 		return nil, errnoOf(err)
 	}
@@ -119,9 +119,9 @@ var _ fs.FileWriter = (*file)(nil)
 
 // Write is pwrite on the backend descriptor.
 func (f *file) Write(ctx context.Context, data []byte, off int64) (uint32, syscall.Errno) {
-	t0 := f.svc.Clock()
+	t0 := f.serviceTimes.Clock()
 	n, err := syscall.Pwrite(f.fd, data, off)
-	f.svc.Measured(ctx, t0)
+	f.serviceTimes.Measured(ctx, t0)
 	if err != nil {
 		return 0, errnoOf(err)
 	}
@@ -135,9 +135,9 @@ func (f *file) Writev(ctx context.Context, data [][]byte, off int64) (uint32, sy
 	if len(data) == 1 {
 		return f.Write(ctx, data[0], off)
 	}
-	t0 := f.svc.Clock()
+	t0 := f.serviceTimes.Clock()
 	n, err := unix.Pwritev(f.fd, data, off)
-	f.svc.Measured(ctx, t0)
+	f.serviceTimes.Measured(ctx, t0)
 	if err != nil {
 		return 0, errnoOf(err)
 	}
@@ -211,11 +211,11 @@ var _ fs.FileSetattrer = (*file)(nil)
 
 // Setattr applies chmod, chown, truncate and utimes through the descriptor, in the
 // loopback's order (truncate before times, so an explicit mtime survives), then fstats
-// once for the reply. The time it reports covers the changes, not the fstat (package svc).
+// once for the reply. The time it reports covers the changes, not the fstat (package servicetime).
 func (f *file) Setattr(ctx context.Context, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
-	t0 := f.svc.Clock()
+	t0 := f.serviceTimes.Clock()
 	errno := f.setattr(in)
-	f.svc.Measured(ctx, t0)
+	f.serviceTimes.Measured(ctx, t0)
 	if errno != 0 {
 		return errno
 	}

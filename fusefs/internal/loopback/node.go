@@ -9,7 +9,7 @@ import (
 	"github.com/hanwen/go-fuse/v2/fuse"
 	"golang.org/x/sys/unix"
 
-	"github.com/iotap/iotap/fusefs/internal/svc"
+	"github.com/iotap/iotap/fusefs/internal/servicetime"
 )
 
 // Options say how the file system answers opens and where its backend calls report their
@@ -21,8 +21,8 @@ type Options struct {
 	// file the application opened write-only (to fill a partly written page), so such
 	// files are opened read-write on the backend.
 	Writeback bool
-	// Svc is where each request's backend call reports its time (nil: untraced).
-	Svc *svc.Table
+	// ServiceTimes is where each request's backend call reports its time (nil: untraced).
+	ServiceTimes *servicetime.Table
 	// Passthrough, when set, lets the kernel serve the reads and writes of open files from
 	// their backing files (passthrough.go); fs.Options.ServerCallbacks must be unset. The
 	// mount must negotiate FUSE passthrough without write-back caching.
@@ -56,16 +56,16 @@ func New(path string, rootFd int, o Options, fo *fs.Options) (fuse.RawFileSystem
 
 // backing is shared by all nodes of one mount.
 type backing struct {
-	root      *node      // the root node: paths are relative to it
-	rootPath  string     // a path naming the backend root (/proc/self/fd/N of rootFd)
-	rootDev   uint64     // the backend root's device: inode numbers are mixed with it
-	rootFd    int        // O_PATH descriptor of the backend root, opened before the mount
-	openFlag  uint32     // FOPEN_* flags for every open/create reply
-	svc       *svc.Table // where backend calls report their time (nil when untraced)
-	writeback bool       // Options.Writeback
-	id        identity   // what the server creates as (creds_linux.go)
-	locks     *lockTable // the owners of POSIX locks (locks_linux.go)
-	releasing releasing  // inodes whose files the layer is closing (releasing.go)
+	root         *node              // the root node: paths are relative to it
+	rootPath     string             // a path naming the backend root (/proc/self/fd/N of rootFd)
+	rootDev      uint64             // the backend root's device: inode numbers are mixed with it
+	rootFd       int                // O_PATH descriptor of the backend root, opened before the mount
+	openFlag     uint32             // FOPEN_* flags for every open/create reply
+	serviceTimes *servicetime.Table // where backend calls report their time (nil when untraced)
+	writeback    bool               // Options.Writeback
+	id           identity           // what the server creates as (creds_linux.go)
+	locks        *lockTable         // the owners of POSIX locks (locks_linux.go)
+	releasing    releasing          // inodes whose files the layer is closing (releasing.go)
 	// passthrough is Options.Passthrough: open files offer their descriptor as the
 	// backing file (nil: never).
 	passthrough *Passthrough
@@ -101,7 +101,8 @@ func newRoot(path string, rootFd int, o Options) (*node, error) {
 		return nil, err
 	}
 	b := &backing{rootPath: path, rootDev: uint64(st.Dev), rootFd: rootFd, openFlag: o.OpenFlags,
-		svc: o.Svc, writeback: o.Writeback, id: selfIdentity(), locks: newLockTable(), passthrough: o.Passthrough}
+		serviceTimes: o.ServiceTimes, writeback: o.Writeback, id: selfIdentity(), locks: newLockTable(),
+		passthrough: o.Passthrough}
 	b.root = &node{b: b}
 	return b.root, nil
 }
@@ -117,13 +118,13 @@ func (n *node) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, s
 		return nil, 0, errnoOf(err)
 	}
 	how := unix.OpenHow{Flags: uint64(flags) | unix.O_CLOEXEC, Resolve: unix.RESOLVE_NO_SYMLINKS}
-	t0 := n.b.svc.Clock()
+	t0 := n.b.serviceTimes.Clock()
 	fd, err := unix.Openat2(dir, rel, &how)
 	if err == unix.ENOSYS {
-		t0 = n.b.svc.Clock()
+		t0 = n.b.serviceTimes.Clock()
 		fd, err = unix.Openat(dir, rel, int(flags)|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	}
-	n.b.svc.Measured(ctx, t0)
+	n.b.serviceTimes.Measured(ctx, t0)
 	n.b.done(dir)
 	if err != nil {
 		return nil, 0, errnoOf(err)
@@ -144,7 +145,7 @@ var _ fs.NodeCreater = (*node)(nil)
 
 // Create is open(O_CREAT) relative to the root descriptor, as the caller (creds_linux.go),
 // with our file handle. The time it reports is the open(O_CREAT) alone: the fstat for the
-// reply is FUSE's work, not the application's (package svc).
+// reply is FUSE's work, not the application's (package servicetime).
 func (n *node) Create(ctx context.Context, name string, flags uint32, mode uint32, out *fuse.EntryOut) (*fs.Inode, fs.FileHandle, uint32, syscall.Errno) {
 	flags = n.b.backendFlags(flags)
 	dir, rel, err := n.b.at(n.child(name))
@@ -154,9 +155,9 @@ func (n *node) Create(ctx context.Context, name string, flags uint32, mode uint3
 	oflags := int(flags) | unix.O_CREAT | unix.O_NOFOLLOW | unix.O_CLOEXEC
 	var fd int
 	err = n.create(ctx, func() (err error) {
-		t0 := n.b.svc.Clock()
+		t0 := n.b.serviceTimes.Clock()
 		fd, err = unix.Openat(dir, rel, oflags, mode)
-		n.b.svc.Measured(ctx, t0)
+		n.b.serviceTimes.Measured(ctx, t0)
 		return err
 	})
 	n.b.done(dir)
@@ -249,7 +250,7 @@ func (n *node) Tmpfile(ctx context.Context, flags uint32, mode uint32, out *fuse
 // newFile wraps a backend descriptor this package opened, of the inode numbered ino.
 func (b *backing) newFile(fd int, flags uint32, ino uint64) fs.FileHandle {
 	f := newFile(fd, flags)
-	f.svc = b.svc
+	f.serviceTimes = b.serviceTimes
 	f.locks, f.ino, f.releasing = b.locks, ino, &b.releasing
 	if b.passthrough != nil {
 		pf := &ptFile{file: f, p: b.passthrough}

@@ -144,9 +144,9 @@ var _ fs.NodeLookuper = (*node)(nil)
 func (n *node) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
 	var st syscall.Stat_t
 	var x unix.Statx_t
-	t0 := n.b.svc.Clock()
+	t0 := n.b.serviceTimes.Clock()
 	err := n.b.statAt(n.child(name), &st, &x)
-	n.b.svc.Measured(ctx, t0)
+	n.b.serviceTimes.Measured(ctx, t0)
 	if err != nil {
 		return nil, errnoOf(err)
 	}
@@ -159,17 +159,17 @@ var _ fs.NodeGetattrer = (*node)(nil)
 // Getattr is fstat through an open handle, else lstat (stat for the root).
 func (n *node) Getattr(ctx context.Context, fh fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
 	if f, ok := fh.(fs.FileGetattrer); ok && fh != nil {
-		t0 := n.b.svc.Clock()
+		t0 := n.b.serviceTimes.Clock()
 		errno := f.Getattr(ctx, out)
-		n.b.svc.Measured(ctx, t0)
+		n.b.serviceTimes.Measured(ctx, t0)
 		return errno
 	}
 	var st unix.Stat_t
 	rel := n.rel()
 	if rel == "." {
-		t0 := n.b.svc.Clock()
+		t0 := n.b.serviceTimes.Clock()
 		err := unix.Fstat(n.b.rootFd, &st)
-		n.b.svc.Measured(ctx, t0)
+		n.b.serviceTimes.Measured(ctx, t0)
 		if err != nil {
 			return errnoOf(err)
 		}
@@ -178,9 +178,9 @@ func (n *node) Getattr(ctx context.Context, fh fs.FileHandle, out *fuse.AttrOut)
 		if err != nil {
 			return errnoOf(err)
 		}
-		t0 := n.b.svc.Clock()
+		t0 := n.b.serviceTimes.Clock()
 		err = unix.Fstatat(dir, p, &st, unix.AT_SYMLINK_NOFOLLOW)
-		n.b.svc.Measured(ctx, t0)
+		n.b.serviceTimes.Measured(ctx, t0)
 		n.b.done(dir)
 		if err != nil {
 			return errnoOf(err)
@@ -250,9 +250,9 @@ func (n *node) unlink(ctx context.Context, name string, flags int) syscall.Errno
 	if err != nil {
 		return errnoOf(err)
 	}
-	t0 := n.b.svc.Clock()
+	t0 := n.b.serviceTimes.Clock()
 	err = unix.Unlinkat(dir, rel, flags)
-	n.b.svc.Measured(ctx, t0)
+	n.b.serviceTimes.Measured(ctx, t0)
 	n.b.done(dir)
 	return errnoOf(err)
 }
@@ -303,9 +303,9 @@ func (n *node) make(ctx context.Context, name string, typ, mode uint32, out *fus
 	}
 	defer n.b.done(dir)
 	err = n.create(ctx, func() error {
-		t0 := n.b.svc.Clock()
+		t0 := n.b.serviceTimes.Clock()
 		err := mk(dir, rel)
-		n.b.svc.Measured(ctx, t0)
+		n.b.serviceTimes.Measured(ctx, t0)
 		return err
 	})
 	if err != nil {
@@ -353,17 +353,17 @@ func (n *node) Link(ctx context.Context, target fs.InodeEmbedder, name string, o
 		if tmp == 0 {
 			return nil, syscall.ENOENT // no name and no descriptor: the file is gone
 		}
-		t0 := n.b.svc.Clock()
+		t0 := n.b.serviceTimes.Clock()
 		err = unix.Linkat(unix.AT_FDCWD, "/proc/self/fd/"+strconv.Itoa(int(tmp-1)), dir, rel, unix.AT_SYMLINK_FOLLOW)
-		n.b.svc.Measured(ctx, t0)
+		n.b.serviceTimes.Measured(ctx, t0)
 	} else {
 		fdir, frel, err2 := n.b.at(t.rel())
 		if err2 != nil {
 			return nil, errnoOf(err2)
 		}
-		t0 := n.b.svc.Clock()
+		t0 := n.b.serviceTimes.Clock()
 		err = unix.Linkat(fdir, frel, dir, rel, 0)
-		n.b.svc.Measured(ctx, t0)
+		n.b.serviceTimes.Measured(ctx, t0)
 		n.b.done(fdir)
 	}
 	if err != nil {
@@ -393,9 +393,9 @@ func (n *node) Rename(ctx context.Context, name string, newParent fs.InodeEmbedd
 	}
 	defer n.b.done(ndir)
 	np.closed(newName)
-	t0 := n.b.svc.Clock()
+	t0 := n.b.serviceTimes.Clock()
 	err = unix.Renameat2(odir, orel, ndir, nrel, uint(flags))
-	n.b.svc.Measured(ctx, t0)
+	n.b.serviceTimes.Measured(ctx, t0)
 	return errnoOf(err)
 }
 
@@ -410,9 +410,9 @@ func (n *node) Readlink(ctx context.Context) ([]byte, syscall.Errno) {
 	defer n.b.done(dir)
 	for l := 256; ; l *= 2 {
 		buf := make([]byte, l)
-		t0 := n.b.svc.Clock()
+		t0 := n.b.serviceTimes.Clock()
 		sz, err := unix.Readlinkat(dir, rel, buf)
-		n.b.svc.Measured(ctx, t0)
+		n.b.serviceTimes.Measured(ctx, t0)
 		if err != nil {
 			return nil, errnoOf(err)
 		}
@@ -442,13 +442,13 @@ func (n *node) opendir(ctx context.Context) (fs.DirStream, syscall.Errno) {
 		return nil, errnoOf(err)
 	}
 	how := unix.OpenHow{Flags: unix.O_RDONLY | unix.O_DIRECTORY | unix.O_CLOEXEC, Resolve: unix.RESOLVE_NO_SYMLINKS}
-	t0 := n.b.svc.Clock()
+	t0 := n.b.serviceTimes.Clock()
 	fd, err := unix.Openat2(dir, rel, &how)
 	if err == unix.ENOSYS {
-		t0 = n.b.svc.Clock()
+		t0 = n.b.serviceTimes.Clock()
 		fd, err = unix.Openat(dir, rel, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	}
-	n.b.svc.Measured(ctx, t0)
+	n.b.serviceTimes.Measured(ctx, t0)
 	n.b.done(dir)
 	if err != nil {
 		return nil, errnoOf(err)
@@ -551,9 +551,9 @@ func (n *node) Setattr(ctx context.Context, fh fs.FileHandle, in *fuse.SetAttrIn
 		return 0
 	}
 	rel := n.rel()
-	t0 := n.b.svc.Clock()
+	t0 := n.b.serviceTimes.Clock()
 	errno := n.setattrAt(rel, in)
-	n.b.svc.Measured(ctx, t0)
+	n.b.serviceTimes.Measured(ctx, t0)
 	if errno != 0 {
 		return errno
 	}

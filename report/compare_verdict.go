@@ -10,10 +10,10 @@ import (
 	"github.com/iotap/iotap/trace"
 )
 
-// Verdict is the answer of a comparison for one side, in one line (Text) and in figures:
-// its I/O time and its runtime against the baseline's, and the rows (calls, or requests
-// with --view requests) that account for most of the difference.
-type Verdict struct {
+// CompareVerdict is the answer of a comparison for one side, in one line (Text) and in
+// figures: its I/O time and its runtime against the baseline's, and the rows (calls, or
+// requests with --view requests) that account for most of the difference.
+type CompareVerdict struct {
 	Side string `json:"side"`
 	Text string `json:"text"`
 	// IONs is the side's I/O time in the comparison's view (the calls' time in the
@@ -39,7 +39,7 @@ type Verdict struct {
 	IORatioLow       float64 `json:"io_ratio_low"`
 	IORatioHigh      float64 `json:"io_ratio_high"`
 	// Top are up to three rows whose time moved most in the direction of DeltaNs.
-	Top []VerdictRow `json:"top"`
+	Top []CompareVerdictRow `json:"top"`
 	// Differing are the side's calls (requests in the requests view) that have no
 	// counterpart of the same kind and outcome (success or failure) on the baseline, of
 	// Compared (the larger side's calls; see workDiff). When they are more than
@@ -65,7 +65,7 @@ type WorkDiffRow struct {
 }
 
 // differs reports whether the verdict's side did other work than the baseline.
-func (v *Verdict) differs() bool {
+func (v *CompareVerdict) differs() bool {
 	return v.Differing > 1 && float64(v.Differing) > MaxWorkDiff*float64(v.Compared)
 }
 
@@ -131,8 +131,8 @@ func (c *Comparison) workDiff(rows []compareRow, i int) (diff, total uint64, byR
 	return uint64(max(more[0], fewer[0])), uint64(max(all[0], all[1])), byRow
 }
 
-// VerdictRow is a row's part of a side's difference.
-type VerdictRow struct {
+// CompareVerdictRow is a row's part of a side's difference.
+type CompareVerdictRow struct {
 	Name    string `json:"name"`
 	DeltaNs int64  `json:"delta_ns"`
 	// Share is DeltaNs over the summed change of every row that moved the same way as the
@@ -142,7 +142,7 @@ type VerdictRow struct {
 
 // verdict fills in c.Verdict and c.Verdicts from c's leading view.
 func (c *Comparison) verdict() {
-	c.Verdict, c.Verdicts = []string{}, []Verdict{}
+	c.Verdict, c.Verdicts = []string{}, []CompareVerdict{}
 	if len(c.Sides) < 2 {
 		return
 	}
@@ -158,7 +158,7 @@ func (c *Comparison) verdict() {
 	c.diffWarnings = nil
 	for i := 1; i < len(c.Sides); i++ {
 		s := &c.Sides[i]
-		v := Verdict{Side: s.Name, IONs: io(s), BaseIONs: io(base)}
+		v := CompareVerdict{Side: s.Name, IONs: io(s), BaseIONs: io(base)}
 		rt, brt := sideRuntime(s), sideRuntime(base)
 		if rt.source == RuntimeAnchored && brt.source == RuntimeRecorded {
 			// The side's predictions were anchored on the job's native runtime: the
@@ -171,7 +171,7 @@ func (c *Comparison) verdict() {
 		v.Differing, v.Compared, byRow = c.workDiff(rows, i)
 		if v.differs() {
 			v.DiffRows = byRow[:min(len(byRow), 3)]
-			v.Top = []VerdictRow{}
+			v.Top = []CompareVerdictRow{}
 			v.Text = verdictText(&v)
 			c.Verdicts = append(c.Verdicts, v)
 			c.Verdict = append(c.Verdict, v.Text)
@@ -191,12 +191,12 @@ func (c *Comparison) verdict() {
 		v.RuntimeRatioLow, v.RuntimeRatioHigh = ratioSpan(rt.ns, rt.low, rt.high, brt.ns, brt.low, brt.high)
 		sio, bio := sideIO(s, v.IONs), sideIO(base, v.BaseIONs)
 		v.IORatioLow, v.IORatioHigh = ratioSpan(v.IONs, sio.low, sio.high, v.BaseIONs, bio.low, bio.high)
-		var top []VerdictRow
+		var top []CompareVerdictRow
 		var gross int64 // the time the rows moving with DeltaNs moved
 		for _, r := range rows {
 			d := r.Sides[i].TotalNs - r.Sides[0].TotalNs
 			if (d > 0 && v.DeltaNs > 0) || (d < 0 && v.DeltaNs < 0) {
-				top = append(top, VerdictRow{Name: r.Name, DeltaNs: d})
+				top = append(top, CompareVerdictRow{Name: r.Name, DeltaNs: d})
 				gross += d
 			}
 		}
@@ -204,7 +204,7 @@ func (c *Comparison) verdict() {
 			top[k].Share = round3(float64(top[k].DeltaNs) / float64(gross))
 		}
 		sort.SliceStable(top, func(a, b int) bool { return abs64(top[a].DeltaNs) > abs64(top[b].DeltaNs) })
-		v.Top = append([]VerdictRow{}, top[:min(len(top), 3)]...)
+		v.Top = append([]CompareVerdictRow{}, top[:min(len(top), 3)]...)
 		v.Text = verdictText(&v)
 		c.Verdicts = append(c.Verdicts, v)
 		c.Verdict = append(c.Verdict, v.Text)
@@ -225,7 +225,7 @@ type span struct {
 	source        string
 }
 
-// Where a side's runtime comes from (Verdict.RuntimeSource).
+// Where a side's runtime comes from (CompareVerdict.RuntimeSource).
 const (
 	RuntimeAnchored  = "anchored prediction" // replays' predictions anchored on the native runtime
 	RuntimePredicted = "prediction"          // replays' predictions
@@ -333,7 +333,7 @@ func signedDur(ns int64) string {
 
 // verdictText is a verdict in one line, e.g. "s3fs: 19.2× the baseline's I/O time
 // (+8.20s), runtime 3.10×: write +2.20s (27.0%), open +1.90s (23.2%), close +1.00s (12.2%)".
-func verdictText(v *Verdict) string {
+func verdictText(v *CompareVerdict) string {
 	var b strings.Builder
 	b.WriteString(v.Side + ": ")
 	if v.differs() {

@@ -1,4 +1,4 @@
-# Sourced by start.sh, stop.sh and check.sh, with the helpers all labs share (ci/lib.sh).
+# Sourced by start.sh, stop.sh and check.sh, with the helpers all labs share (scripts/labs/lib.sh).
 # Settings (all optional, via env):
 #   SLURMLAB_DIR        state, config, logs, sockets, pid files     [/run/iotap-slurmlab]
 #                       (not under /tmp when SLURMLAB_PRIVATE_TMP=1: each node

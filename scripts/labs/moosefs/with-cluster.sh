@@ -2,7 +2,7 @@
 # with-cluster.sh CMD [ARGS...]: start the MooseFS lab, run CMD with MFSLAB_MNT exported
 # (the mount point), always stop the lab, exit with CMD's status.
 # Same MFSLAB_* settings as start.sh (lib.sh). Example:
-#   ci/moosefs/with-cluster.sh sh -c 'cd "$MFSLAB_MNT" && sh ~/job.sh'
+#   scripts/labs/moosefs/with-cluster.sh sh -c 'cd "$MFSLAB_MNT" && sh ~/job.sh'
 set -uo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 . "$HERE/lib.sh"

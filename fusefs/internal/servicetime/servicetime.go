@@ -1,4 +1,4 @@
-// Package svc carries the service time of a request from the node code, which measures the
+// Package servicetime carries the service time of a request from the node code, which measures the
 // backend call that serves it, to the tracer, which records it. It is where the two sides of
 // the FUSE layer meet (package fusefs and its loopback file system), and all they share.
 //
@@ -19,7 +19,7 @@
 // The tracer claims the slot (Begin) before calling the bridge and releases it (Take) after;
 // the node code reads the clock (Clock) before its backend call and reports the call
 // (Measured) after it.
-package svc
+package servicetime
 
 import (
 	"context"

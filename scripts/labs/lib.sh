@@ -1,5 +1,5 @@
-# Helpers of the labs under ci/ (ci/moosefs, ci/slurm), sourced by each lab's lib.sh after it
-# sets LAB_NAME (the prefix of its log lines).
+# Helpers of the labs (scripts/labs/moosefs, scripts/labs/slurm), sourced by each lab's lib.sh
+# after it sets LAB_NAME (the prefix of its log lines).
 
 now() { date +%s.%N; }
 elapsed() { awk -v a="$1" -v b="$(now)" 'BEGIN{printf "%.2f", b-a}'; }

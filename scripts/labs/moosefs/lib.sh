@@ -1,4 +1,4 @@
-# Sourced by start.sh and stop.sh, with the helpers all labs share (ci/lib.sh). Settings
+# Sourced by start.sh and stop.sh, with the helpers all labs share (scripts/labs/lib.sh). Settings
 # (all optional, via env):
 #   MFSLAB_DIR        state, configs, chunk storage, logs, pid files   [/var/tmp/iotap-mfslab]
 #                     (the daemons run as user mfs: every parent directory must be
