@@ -140,6 +140,47 @@ func testPassthroughDataCalls(t *testing.T, jobOnly bool) {
 	}
 }
 
+// TestPassthroughVectored: readv, writev, preadv and pwritev on a passthrough file each
+// reach the trace once, with the bytes their iovec arrays ask for (summed over the first 16
+// entries) and the bytes they moved.
+func TestPassthroughVectored(t *testing.T) {
+	k := mountKernel(t, fusefs.Options{})
+	if err := os.WriteFile(filepath.Join(k.Orig, "f"), make([]byte, 1<<20), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	run(t, k.Mnt, `python3 -c '
+import os
+fd = os.open("f", os.O_RDWR)
+os.readv(fd, [bytearray(1000), bytearray(3000)])
+os.writev(fd, [b"a" * 100, b"b" * 200, b"c" * 300])
+os.preadv(fd, [bytearray(4096)] * 3, 8192)
+os.pwritev(fd, [b"d" * 10] * 20, 65536)
+os.close(fd)'`)
+	if err := k.t.Close(); err != nil {
+		t.Fatal(err)
+	}
+	type call struct {
+		op          trace.Op
+		offset, ret int64
+		size        uint32
+	}
+	want := []call{
+		{trace.OpRead, 0, 4000, 4000},
+		{trace.OpWrite, 4000, 600, 600},
+		{trace.OpRead, 8192, 3 * 4096, 3 * 4096},
+		{trace.OpWrite, 65536, 200, 160}, // 20 entries: the size counts the first 16
+	}
+	var got []call
+	for _, ev := range k.rec.Events() {
+		if (ev.Op == trace.OpRead || ev.Op == trace.OpWrite) && ev.Passthrough {
+			got = append(got, call{ev.Op, ev.Offset, ev.Ret, ev.Size})
+		}
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("vectored calls %+v, want %+v", got, want)
+	}
+}
+
 // TestPassthroughAsync runs fio at queue depth 16 with libaio and io_uring on O_DIRECT
 // through a passthrough mount: each of its reads reaches the trace once, timed from its
 // submission to its completion, and the calls overlap (the depth survives).

@@ -624,18 +624,30 @@ static __always_inline struct fuse_file *passthrough(struct file *f)
 
 #define MAX_IOVS 16
 
+struct iov_ctx {
+	u64 uiov; // user address of the array
+	u64 n;    // its entries
+	u64 sum;
+};
+
+static long iov_add(u64 i, void *data)
+{
+	struct iov_ctx *c = data;
+	struct iovec iov;
+	if (i >= c->n || bpf_probe_read_user(&iov, sizeof(iov), (void *)(c->uiov + i * sizeof(iov))) != 0)
+		return 1;
+	c->sum += iov.iov_len;
+	return 0;
+}
+
 // iov_size returns the bytes an iovec array of n entries at uiov asks for, counting its
-// first MAX_IOVS entries.
+// first MAX_IOVS entries. A bpf_loop: the verifier checks one entry, not MAX_IOVS of them
+// at every place the size is taken.
 static __always_inline u64 iov_size(u64 uiov, u64 n)
 {
-	u64 sum = 0;
-	for (int i = 0; i < MAX_IOVS; i++) {
-		struct iovec iov;
-		if (i >= n || bpf_probe_read_user(&iov, sizeof(iov), (void *)(uiov + i * sizeof(iov))) != 0)
-			break;
-		sum += iov.iov_len;
-	}
-	return sum;
+	struct iov_ctx c = { .uiov = uiov, .n = n };
+	bpf_loop(MAX_IOVS, iov_add, &c, 0);
+	return c.sum;
 }
 
 // call_shape describes system call nr when it reads or writes a file: its direction,
@@ -925,32 +937,50 @@ static __always_inline void note_mapped(u64 mapping, u64 fh, u64 node)
 
 #define XA_MAX_DEPTH 11 // a 64-bit index, 6 bits a level
 
+struct xa_walk {
+	u64 entry; // the entry reached: a node to go down, or the slot's content
+	u64 index; // the page index looked up
+	u64 mask;  // slots of a node less one
+	u64 slots; // offset of a node's slots
+};
+
+// xa_step goes one level down the XArray, or ends the walk at an entry that is no node.
+static long xa_step(u64 i, void *data)
+{
+	struct xa_walk *w = data;
+	if ((w->entry & 3) != 2 || w->entry <= 4096)
+		return 1; // not a node
+	u64 node = w->entry - 2;
+	u8 shift = BPF_CORE_READ((struct xa_node *)node, shift);
+	u64 slot = (w->index >> (shift & 63)) & w->mask;
+	u64 entry = 0;
+	bpf_probe_read_kernel(&entry, sizeof(entry), (void *)(node + w->slots + slot * 8));
+	if ((entry & 3) == 2 && (entry >> 2) < w->mask) {
+		// A sibling of a multi-index entry (a large folio): the entry is in its first
+		// slot.
+		slot = entry >> 2;
+		entry = 0;
+		bpf_probe_read_kernel(&entry, sizeof(entry), (void *)(node + w->slots + slot * 8));
+	}
+	w->entry = entry;
+	return 0;
+}
+
 // folio_at returns the address of the folio page cache as (an address) holds at page
-// index, or 0 (none, or a shadow of an evicted one): a walk of its XArray.
+// index, or 0 (none, or a shadow of an evicted one): a walk of its XArray, a bpf_loop of
+// one level a step (the verifier checks a level once).
 static __always_inline u64 folio_at(u64 as, u64 index)
 {
-	u64 entry = (u64)BPF_CORE_READ((struct address_space *)as, i_pages.xa_head);
-	u64 mask = bpf_core_field_size(((struct xa_node *)0)->slots) / sizeof(void *) - 1;
-	u64 slots = bpf_core_field_offset(struct xa_node, slots);
-	for (int i = 0; i < XA_MAX_DEPTH; i++) {
-		if ((entry & 3) != 2 || entry <= 4096)
-			break; // not a node
-		u64 node = entry - 2;
-		u8 shift = BPF_CORE_READ((struct xa_node *)node, shift);
-		u64 slot = (index >> (shift & 63)) & mask;
-		entry = 0;
-		bpf_probe_read_kernel(&entry, sizeof(entry), (void *)(node + slots + slot * 8));
-		if ((entry & 3) == 2 && (entry >> 2) < mask) {
-			// A sibling of a multi-index entry (a large folio): the entry is in its
-			// first slot.
-			slot = entry >> 2;
-			entry = 0;
-			bpf_probe_read_kernel(&entry, sizeof(entry), (void *)(node + slots + slot * 8));
-		}
-	}
-	if ((entry & 3) != 0)
+	struct xa_walk w = {
+		.entry = (u64)BPF_CORE_READ((struct address_space *)as, i_pages.xa_head),
+		.index = index,
+		.mask = bpf_core_field_size(((struct xa_node *)0)->slots) / sizeof(void *) - 1,
+		.slots = bpf_core_field_offset(struct xa_node, slots),
+	};
+	bpf_loop(XA_MAX_DEPTH, xa_step, &w, 0);
+	if ((w.entry & 3) != 0)
 		return 0;
-	return entry;
+	return w.entry;
 }
 
 // folio_span sets lo..hi to the pages of the folio at address folio when it holds page
