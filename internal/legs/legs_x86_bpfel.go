@@ -166,7 +166,8 @@ type legsTask struct {
 	ThinkTaken uint8
 	Data       uint8
 	Job        uint8
-	_          [7]byte
+	Reached    uint8
+	_          [6]byte
 	D_file     uint64
 	D_fh       uint64
 	D_node     uint64

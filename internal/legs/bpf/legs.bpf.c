@@ -268,6 +268,8 @@ struct task {
 	u8 think_taken;  // think_rd is set for the call in progress
 	u8 data;         // the call in progress is a data call on a passthrough file (d_* below)
 	u8 job;          // a task of the job (job_only)
+	u8 reached;      // sys_exit: the call reached the mount (kept here, not in a register, so
+	                 // that the verifier does not tell apart the paths that set it)
 	// The data call in progress: the file read or written (a copy: read), and for a copy
 	// the file written.
 	u64 d_file; // struct file *
@@ -1525,11 +1527,11 @@ int BPF_PROG(sys_exit, struct pt_regs *regs, long ret)
 		return 0;
 	u64 now = bpf_ktime_get_ns();
 	u64 id = bpf_get_current_pid_tgid();
-	bool reached = false; // the call reached the mount
+	t->reached = 0;
 	if (t->data) {
 		end_data(t, now, ret, id);
 		t->data = 0;
-		reached = true;
+		t->reached = 1;
 	}
 	if (t->m_mapping) {
 		if ((u64)ret < (u64)-4095) // an address, not -errno
@@ -1572,9 +1574,9 @@ int BPF_PROG(sys_exit, struct pt_regs *regs, long ret)
 				count(CNT_CALLS);
 			}
 		}
-		reached = true;
+		t->reached = 1;
 	}
-	if (reached) {
+	if (t->reached) {
 		t->rd_exit = run_delay(task);
 		t->woken = 0;
 		t->waker = 0;
