@@ -32,11 +32,13 @@ func (s *Server) KernelCall(ev *trace.Event) {
 	if t == nil {
 		return
 	}
-	// The kernel hands the call over some milliseconds after it ended: the node may be
-	// forgotten by now (a file read, then removed).
-	ev.Path = t.nodes.pathOrForgotten(ev.Node)
+	// The kernel hands the call over some milliseconds after it ended: the node may have
+	// moved since (a file written, then renamed) or be forgotten (read, then removed). It is
+	// named as it was when the call started.
+	at := ev.Start + t.origin
+	ev.Path = t.nodes.pathAt(ev.Node, at)
 	if ev.Node2 != 0 {
-		ev.Path2 = t.nodes.pathOrForgotten(ev.Node2)
+		ev.Path2 = t.nodes.pathAt(ev.Node2, at)
 	}
 	if ev.Tid == 0 {
 		t.asOpener(ev, ev.Handle, false)
@@ -44,7 +46,7 @@ func (s *Server) KernelCall(ev *trace.Event) {
 	// The caller is resolved as for a request (the kernel's pid is replaced by the
 	// resolver's, which describes the thread in the trace), and the same filters apply.
 	// Calls the kernel served are not the layer's requests: its cost counters leave them out.
-	c := span{s0: ev.Start + t.origin}
+	c := span{s0: at}
 	pid := ev.Pid
 	ev.Pid = 0
 	if !t.keep(ev, &c) {

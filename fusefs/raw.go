@@ -73,7 +73,7 @@ func newTracer(inner fuse.RawFileSystem, rec Recorder, o Options) *tracer {
 	}
 	t.nodes = newNodeTable(t.intern)
 	if o.Passthrough {
-		t.nodes.forgotten = newForgottenNodes()
+		t.nodes.past = newPastPaths()
 	}
 	if k, ok := rec.(pathKeeper); ok {
 		// The recorder's path index keeps the paths of the nodes the kernel holds and
@@ -492,7 +492,7 @@ func (t *tracer) Rename(cancel <-chan struct{}, in *fuse.RenameIn, oldName strin
 	ev.Node2 = in.Newdir
 	ev.Flags = in.Flags
 	if st == fuse.OK {
-		t.nodes.rename(ev.Path, ev.Path2, in.NodeId, oldName, in.Newdir, newName, in.Flags&trace.RenameExchange != 0)
+		t.nodes.rename(ev.Path, ev.Path2, in.NodeId, oldName, in.Newdir, newName, in.Flags&trace.RenameExchange != 0, c.s0)
 		// The object now at the new name is the one the trace knew at the old: a later
 		// lookup of the new name is no first sighting (no File record).
 		if ev.Path2 != 0 {

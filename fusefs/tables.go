@@ -2,6 +2,7 @@ package fusefs
 
 import (
 	"hash/maphash"
+	"math"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -32,55 +33,90 @@ type nodeTable struct {
 	seed   maphash.Seed
 	intern func(parent uint32, name string) uint32 // Recorder.Path (+ filter learning)
 	cache  [nodeCacheSize]nodeSlot                 // node → path, in front of byNode
-	// forgotten keeps the paths of the nodes the kernel forgot last, when set (kernel
-	// passthrough: the reads and writes the kernel served on a node reach the layer some
-	// milliseconds after they ended, when the kernel may have forgotten it).
-	forgotten *forgottenNodes
+	// past keeps, when set, the paths nodes had before a rename moved them or the kernel
+	// forgot them (kernel passthrough: the reads and writes the kernel served on a node reach
+	// the layer some milliseconds after they ended, when the node may have moved or gone).
+	past *pastPaths
 }
 
-// forgottenSlots is how many forgotten nodes' paths are kept: at tens of thousands of
-// files a second, more than the time the kernel's records of calls take to reach the layer.
-const forgottenSlots = 1 << 14
+// pastSlots is how many earlier paths are kept: at tens of thousands of renames or
+// forgotten files a second, more than the time the kernel's records of calls take to reach
+// the layer.
+const pastSlots = 1 << 14
 
-// forgottenNodes is a bounded memory of forgotten nodes and their paths: the oldest goes as
-// a new one comes. go-fuse never gives a forgotten node's id to another object.
-type forgottenNodes struct {
-	mu    sync.Mutex // guards all
-	paths map[uint64]uint32
-	ring  [forgottenSlots]uint64
-	next  int
+// pastPath is a path a node had until a time (trace.Now's clock; forever for a forgotten
+// node), and the index of the node's previous entry (-1: none).
+type pastPath struct {
+	node  uint64
+	until int64
+	path  uint32
+	prev  int32
 }
 
-func newForgottenNodes() *forgottenNodes {
-	return &forgottenNodes{paths: make(map[uint64]uint32, forgottenSlots)}
+// pastPaths is a bounded memory of the paths nodes had before they moved or were
+// forgotten: the oldest entry goes as a new one comes. go-fuse never gives a forgotten node's
+// id to another object.
+type pastPaths struct {
+	mu   sync.Mutex // guards all
+	last map[uint64]int32
+	ring [pastSlots]pastPath
+	next int32
 }
 
-// put remembers that node, forgotten, had path.
-func (f *forgottenNodes) put(node uint64, path uint32) {
+func newPastPaths() *pastPaths {
+	return &pastPaths{last: make(map[uint64]int32, pastSlots)}
+}
+
+// put remembers that node had path until the time until.
+func (f *pastPaths) put(node uint64, path uint32, until int64) {
 	f.mu.Lock()
-	if old := f.ring[f.next]; old != 0 {
-		delete(f.paths, old)
+	e := &f.ring[f.next]
+	if e.node != 0 && f.last[e.node] == f.next {
+		delete(f.last, e.node)
 	}
-	f.ring[f.next] = node
-	f.next = (f.next + 1) % forgottenSlots
-	f.paths[node] = path
+	prev, ok := f.last[node]
+	if !ok {
+		prev = -1
+	}
+	*e = pastPath{node: node, until: until, path: path, prev: prev}
+	f.last[node] = f.next
+	f.next = (f.next + 1) % pastSlots
 	f.mu.Unlock()
 }
 
-// path returns the path node had when it was forgotten, or 0.
-func (f *forgottenNodes) path(node uint64) uint32 {
+// at returns the path node had at the time at if it has changed since, or 0. A node's
+// entries go from the newest back, each until an earlier time: the path at the time at is
+// that of the earliest change after it.
+func (f *pastPaths) at(node uint64, at int64) uint32 {
 	f.mu.Lock()
-	p := f.paths[node]
-	f.mu.Unlock()
-	return p
+	defer f.mu.Unlock()
+	i, ok := f.last[node]
+	if !ok {
+		return 0
+	}
+	var path uint32
+	later := int64(math.MaxInt64)
+	for n := 0; i >= 0 && n < pastSlots; n++ {
+		e := &f.ring[i]
+		// An entry taken over by another node, or by a newer one of this node's, ends the
+		// chain.
+		if e.node != node || e.until > later || e.until <= at {
+			break
+		}
+		path, later, i = e.path, e.until, e.prev
+	}
+	return path
 }
 
-// pathOrForgotten returns node's path id, or the one it had when the kernel forgot it.
-func (t *nodeTable) pathOrForgotten(node uint64) uint32 {
-	if p := t.path(node); p != 0 || t.forgotten == nil {
-		return p
+// pathAt returns the path id node had at the time at (trace.Now's clock): its path now,
+// unless a rename moved it since or the kernel forgot it.
+func (t *nodeTable) pathAt(node uint64, at int64) uint32 {
+	if t.past != nil {
+		if p := t.past.at(node, at); p != 0 {
+			return p
+		}
 	}
-	return t.forgotten.path(node)
+	return t.path(node)
 }
 
 // nodeCacheSize is the number of slots of the direct-mapped cache of node paths (1 MiB).
@@ -370,15 +406,17 @@ func (t *nodeTable) forget(node, n uint64) {
 	sh.mu.Unlock()
 	if gone != 0 {
 		t.byPath.delIf(gone, node)
-		if t.forgotten != nil {
-			t.forgotten.put(node, gone)
+		if t.past != nil {
+			t.past.put(node, gone, math.MaxInt64) // any call on it came before
 		}
 	}
 }
 
-// rename records a successful RENAME of from (oldDir/oldName) to to (newDir/newName). With
-// exchange, the object at to moves to from as well.
-func (t *nodeTable) rename(from, to uint32, oldDir uint64, oldName string, newDir uint64, newName string, exchange bool) {
+// rename records a successful RENAME of from (oldDir/oldName) to to (newDir/newName), which
+// entered the layer at the time at. With exchange, the object at to moves to from as well.
+// With past set, the moved nodes' earlier paths are kept (the children of a moved directory
+// are not: a call the kernel served on one of them is named by its new path).
+func (t *nodeTable) rename(from, to uint32, oldDir uint64, oldName string, newDir uint64, newName string, exchange bool, at int64) {
 	a, aok := t.byPath.del(from)
 	var b uint64
 	var bok bool
@@ -386,6 +424,14 @@ func (t *nodeTable) rename(from, to uint32, oldDir uint64, oldName string, newDi
 		b, bok = t.byPath.del(to)
 	} else {
 		t.byPath.del(to) // whatever was there is now unlinked
+	}
+	if t.past != nil {
+		if aok {
+			t.past.put(a, from, at)
+		}
+		if bok {
+			t.past.put(b, to, at)
+		}
 	}
 	dirMoved := false
 	if aok {

@@ -221,7 +221,7 @@ func TestNodeTable(t *testing.T) {
 	}
 	nt.forget(6, 1)
 	z := intern(1, "z")
-	nt.rename(d, z, 1, "d", 1, "z", false)
+	nt.rename(d, z, 1, "d", 1, "z", false, 0)
 	if nt.path(5) != z {
 		t.Errorf("renamed dir: %d, want %d", nt.path(5), z)
 	}
@@ -229,7 +229,7 @@ func TestNodeTable(t *testing.T) {
 		t.Errorf("child of renamed dir: %d, want %d (z/f)", got, want)
 	}
 	g := intern(z, "g")
-	nt.rename(intern(z, "f"), g, 5, "f", 5, "g", false)
+	nt.rename(intern(z, "f"), g, 5, "f", 5, "g", false, 0)
 	if nt.path(6) != g {
 		t.Errorf("renamed file: %d", nt.path(6))
 	}
@@ -283,7 +283,7 @@ func TestNodeCacheConcurrent(t *testing.T) {
 			names := [2]string{fmt.Sprint("a", i), fmt.Sprint("b", i)}
 			for k := 0; k < 2000; k++ {
 				from, to := names[k%2], names[(k+1)%2]
-				nt.rename(intern(1, from), intern(1, to), 1, from, 1, to, false)
+				nt.rename(intern(1, from), intern(1, to), 1, from, 1, to, false, 0)
 				nt.ref(node(i), intern(1, to), 1, to, false)
 				nt.forget(node(i), 1)
 			}
@@ -644,5 +644,55 @@ func TestCostBuckets(t *testing.T) {
 	}
 	if m := c.median(); m < 440 || m > 560 {
 		t.Errorf("median %d, want about 500", m)
+	}
+}
+
+// TestNodePathAt: with the paths of the past kept (kernel passthrough), a node is named as
+// it was at a given time: before each rename its earlier name, after the last its current
+// one, and once forgotten the name it had then. Entries taken over by newer ones are no
+// longer answered.
+func TestNodePathAt(t *testing.T) {
+	ids := map[string]uint32{}
+	intern := func(parent uint32, name string) uint32 {
+		if id, ok := ids[name]; ok {
+			return id
+		}
+		ids[name] = uint32(100 + len(ids))
+		return ids[name]
+	}
+	nt := newNodeTable(intern)
+	nt.past = newPastPaths()
+	a, b, c := intern(1, "a"), intern(1, "b"), intern(1, "c")
+	nt.ref(7, a, 1, "a", false)
+	nt.rename(a, b, 1, "a", 1, "b", false, 100)
+	nt.rename(b, c, 1, "b", 1, "c", false, 200)
+	for _, tc := range []struct {
+		at   int64
+		want uint32
+	}{{50, a}, {99, a}, {100, b}, {150, b}, {200, c}, {300, c}} {
+		if got := nt.pathAt(7, tc.at); got != tc.want {
+			t.Errorf("at %d: path %d, want %d (a %d, b %d, c %d)", tc.at, got, tc.want, a, b, c)
+		}
+	}
+	nt.forget(7, 1)
+	if got := nt.pathAt(7, 250); got != c {
+		t.Errorf("forgotten node at 250: path %d, want c (%d)", got, c)
+	}
+	if got := nt.pathAt(7, 150); got != b {
+		t.Errorf("forgotten node at 150: path %d, want b (%d)", got, b)
+	}
+	// Exchange: both nodes keep what they were.
+	nt.ref(8, a, 1, "a", false)
+	nt.ref(9, b, 1, "b", false)
+	nt.rename(a, b, 1, "a", 1, "b", true, 400)
+	if nt.pathAt(8, 399) != a || nt.pathAt(9, 399) != b || nt.pathAt(8, 401) != b || nt.pathAt(9, 401) != a {
+		t.Errorf("exchange: 8 was %d now %d, 9 was %d now %d", nt.pathAt(8, 399), nt.pathAt(8, 401), nt.pathAt(9, 399), nt.pathAt(9, 401))
+	}
+	// A full ring of other nodes' entries takes node 8's over: its current path answers.
+	for i := range pastSlots {
+		nt.past.put(uint64(1000+i), c, 500)
+	}
+	if got := nt.pathAt(8, 399); got != b {
+		t.Errorf("after the ring turned: node 8 at 399 is %d, want its current path %d", got, b)
 	}
 }

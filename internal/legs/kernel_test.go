@@ -358,6 +358,32 @@ func TestPassthroughForgottenFiles(t *testing.T) {
 	}
 }
 
+// TestPassthroughRenamedFiles: files written and renamed at once (mv, as a job's output is
+// put in place) move before the ring's next drain; their writes still carry the name they
+// had when they were made, and the reads after the rename the new one. A replay of such a
+// trace creates a then renames it, not b before it exists.
+func TestPassthroughRenamedFiles(t *testing.T) {
+	k := mountKernelWith(t, fusefs.Options{}, legs.Options{DataCalls: true, DrainInterval: time.Second})
+	const n = 20
+	run(t, k.Mnt, fmt.Sprintf("for i in $(seq 0 %d); do echo data > a$i; mv a$i b$i; cat b$i > /dev/null; done", n-1))
+	if err := k.t.Close(); err != nil {
+		t.Fatal(err)
+	}
+	named := map[string]bool{}
+	for _, ev := range k.rec.Events() {
+		if ev.Passthrough && ev.Ret > 0 {
+			named[ev.Op.String()+" "+k.rec.PathName(ev.Path)] = true
+		}
+	}
+	for i := range n {
+		for _, want := range []string{fmt.Sprintf("write a%d", i), fmt.Sprintf("read b%d", i)} {
+			if !named[want] {
+				t.Fatalf("no %s (calls named: %v)", want, slices.Sorted(maps.Keys(named)))
+			}
+		}
+	}
+}
+
 // mappedJob maps two files of the mount with python3's mmap module and goes through the
 // maps: "m" privately, read only, reading one byte of each page in [mapFrom, mapTo) and the
 // last byte; "w" shared, reading its first page and storing bytes at wrote. It prints
