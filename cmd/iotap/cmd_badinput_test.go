@@ -419,4 +419,12 @@ func TestOutputOpenedFirst(t *testing.T) {
 			}
 		})
 	}
+	// A device is written, not cut: -o /dev/null is how a benchmark throws a report away.
+	for _, cmd := range [][]string{{"report", tr}, {"report", "--format", "json", tr}, {"compare", tr, tr}} {
+		t.Run(cmd[0]+" to /dev/null", func(t *testing.T) {
+			if code, _, stderr := runIotap(t, nil, append(cmd, "-o", os.DevNull)...); code != exitOK {
+				t.Errorf("exit %d: %s", code, stderr)
+			}
+		})
+	}
 }

@@ -48,7 +48,13 @@ func (o *outputFile) write(e *env, data []byte) error {
 	o.f = nil
 	err := private.Restrict(f)
 	if err == nil {
-		err = f.Truncate(0)
+		// A regular file is cut to the new output; a device or a pipe (-o /dev/null,
+		// /dev/stdout) cannot be and need not be.
+		if fi, serr := f.Stat(); serr != nil {
+			err = serr
+		} else if fi.Mode().IsRegular() {
+			err = f.Truncate(0)
+		}
 	}
 	if err == nil {
 		_, err = f.Write(data)
