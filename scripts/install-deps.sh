@@ -3,7 +3,7 @@
 # and DuckDB for Node.js, which the export tests read iotap's files with.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-pkgs=(fuse3 s3fs samtools sqlite3 fio git tar python3 gcc libc6-dev groff-base slurm-wlm munge moosefs-master moosefs-chunkserver moosefs-client prometheus)
+pkgs=(fuse3 s3fs rclone samtools sqlite3 fio git tar python3 gcc libc6-dev groff-base slurm-wlm munge moosefs-master moosefs-chunkserver moosefs-client prometheus)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

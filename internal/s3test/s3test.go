@@ -116,6 +116,7 @@ var ErrNoS3FS = errors.New("s3test: s3fs not found in PATH (apt-get install s3fs
 type S3FS struct {
 	Dir     string // mount point
 	workDir string
+	fsType  string // as /proc/self/mountinfo names it
 }
 
 // MountS3FS mounts bucket of the server at url on dir with s3fs. workDir holds the
@@ -146,13 +147,13 @@ func MountS3FS(url, bucket, dir, workDir string) (*S3FS, error) {
 	}
 	// s3fs returns once it has mounted and gone to the background; make sure of it.
 	deadline := time.Now().Add(10 * time.Second)
-	for !isFuseMount(dir) {
+	for !isFuseMount(dir, "fuse.s3fs") {
 		if time.Now().After(deadline) {
 			return nil, fmt.Errorf("s3test: s3fs did not mount %s", dir)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	return &S3FS{Dir: dir, workDir: workDir}, nil
+	return &S3FS{Dir: dir, workDir: workDir, fsType: "fuse.s3fs"}, nil
 }
 
 // Unmount unmounts the s3fs mount and waits for it to go away.
@@ -165,13 +166,13 @@ func (m *S3FS) Unmount() error {
 		}
 	}
 	deadline := time.Now().Add(10 * time.Second)
-	for isFuseMount(m.Dir) && time.Now().Before(deadline) {
+	for isFuseMount(m.Dir, m.fsType) && time.Now().Before(deadline) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	return nil
 }
 
-func isFuseMount(dir string) bool {
+func isFuseMount(dir, fsType string) bool {
 	data, err := os.ReadFile("/proc/self/mountinfo")
 	if err != nil {
 		return false
@@ -179,7 +180,7 @@ func isFuseMount(dir string) bool {
 	abs, _ := filepath.Abs(dir)
 	for _, line := range strings.Split(string(data), "\n") {
 		f := strings.Fields(line)
-		if len(f) > 4 && f[4] == abs && strings.Contains(line, " - fuse.s3fs ") {
+		if len(f) > 4 && f[4] == abs && strings.Contains(line, " - "+fsType+" ") {
 			return true
 		}
 	}
@@ -194,4 +195,50 @@ func withoutVar(env []string, name string) []string {
 		}
 	}
 	return out
+}
+
+// ErrNoRclone is returned by MountRclone when rclone is not installed.
+var ErrNoRclone = errors.New("s3test: rclone not found in PATH (apt-get install rclone)")
+
+// MountRclone mounts bucket of the server at url on dir with `rclone mount
+// --vfs-cache-mode writes` (files written in a local cache under workDir, uploaded when
+// closed), configured through the environment. It returns when the mount is in place;
+// the returned value's Unmount unmounts it.
+func MountRclone(url, bucket, dir, workDir string) (*S3FS, error) {
+	bin, err := exec.LookPath("rclone")
+	if err != nil {
+		return nil, ErrNoRclone
+	}
+	cache := filepath.Join(workDir, "rclone-cache")
+	if err := os.MkdirAll(cache, 0o700); err != nil {
+		return nil, fmt.Errorf("s3test: %w", err)
+	}
+	cmd := exec.Command(bin, "mount", "s3test:"+bucket, dir, "--vfs-cache-mode", "writes", "--cache-dir", cache, "--daemon")
+	cmd.Env = append(withoutVar(os.Environ(), "AWS_CA_BUNDLE"),
+		"RCLONE_CONFIG="+filepath.Join(workDir, "rclone.conf"), // none: the variables below
+		"RCLONE_CONFIG_S3TEST_TYPE=s3", "RCLONE_CONFIG_S3TEST_PROVIDER=Other",
+		"RCLONE_CONFIG_S3TEST_ENDPOINT="+url, "RCLONE_CONFIG_S3TEST_FORCE_PATH_STYLE=true",
+		"RCLONE_CONFIG_S3TEST_ACCESS_KEY_ID="+AccessKey, "RCLONE_CONFIG_S3TEST_SECRET_ACCESS_KEY="+SecretKey)
+	// Its output goes to a file: the daemon it leaves running keeps whatever descriptors
+	// it was given, so a pipe would not end when the command returns.
+	logPath := filepath.Join(workDir, "rclone.log")
+	log, err := os.Create(logPath)
+	if err != nil {
+		return nil, fmt.Errorf("s3test: %w", err)
+	}
+	defer func() { _ = log.Close() }()
+	cmd.Stdout, cmd.Stderr = log, log
+	if err := cmd.Run(); err != nil {
+		out, _ := os.ReadFile(logPath)
+		return nil, fmt.Errorf("s3test: rclone mount %s %s: %v: %s", bucket, dir, err, strings.TrimSpace(string(out)))
+	}
+	// With --daemon, rclone returns once the mount is in place; make sure of it.
+	deadline := time.Now().Add(10 * time.Second)
+	for !isFuseMount(dir, "fuse.rclone") {
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("s3test: rclone did not mount %s", dir)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return &S3FS{Dir: dir, workDir: workDir, fsType: "fuse.rclone"}, nil
 }

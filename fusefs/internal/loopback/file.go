@@ -28,6 +28,7 @@ type file struct {
 	flocked      atomic.Bool        // the handle holds a flock(2) lock
 	flushedAt    atomic.Int64       // unix ns of the last FLUSH, when the handle holds locks
 	releasing    *releasing         // the mount's closes in progress (nil in unit tests)
+	flushPending atomic.Bool        // flushed, and counted so in releasing, until its RELEASE
 }
 
 // asFile returns the open file of a handle this package made (a file, or a file the
@@ -149,7 +150,7 @@ var _ fs.FileReleaser = (*file)(nil)
 // Release closes the backend descriptor, and releases the OFD locks of the open file.
 func (f *file) Release(ctx context.Context) syscall.Errno {
 	if f.releasing != nil {
-		f.releasing.begin(f.ino)
+		f.releasing.begin(f.ino, f.flushPending.Swap(false))
 		defer f.releasing.end(f.ino)
 	}
 	errno := f.lf.Release(ctx) // closing the descriptor ends its flock(2) lock
@@ -165,7 +166,13 @@ var _ fs.FileFlusher = (*file)(nil)
 // and notes the time for a handle that holds locks (releaseGrace).
 func (f *file) Flush(ctx context.Context) syscall.Errno {
 	f.flushed()
-	return f.lf.Flush(ctx)
+	errno := f.lf.Flush(ctx)
+	if f.releasing != nil {
+		// After the backend's close of the dup: an unlink or rename of the file waits for
+		// the RELEASE that follows (releasing.go).
+		f.releasing.flush(f.ino, !f.flushPending.Swap(true))
+	}
+	return errno
 }
 
 var _ fs.FileFsyncer = (*file)(nil)

@@ -257,8 +257,9 @@ func (n *node) unlink(ctx context.Context, name string, flags int) syscall.Errno
 	return errnoOf(err)
 }
 
-// closed waits until the layer's closes of child name's files, if any are in progress, are
-// done in the backend (releasing.go): an unlink or a rename over it reaches the backend after.
+// closed waits until the layer's closes of child name's files, if any are in progress or
+// due, are done in the backend (releasing.go): an unlink or a rename of it, or over it,
+// reaches the backend after.
 func (n *node) closed(name string) {
 	if ch := n.GetChild(name); ch != nil {
 		n.b.releasing.wait(ch.StableAttr().Ino)
@@ -392,6 +393,7 @@ func (n *node) Rename(ctx context.Context, name string, newParent fs.InodeEmbedd
 		return errnoOf(err)
 	}
 	defer n.b.done(ndir)
+	n.closed(name)
 	np.closed(newName)
 	t0 := n.b.serviceTimes.Clock()
 	err = unix.Renameat2(odir, orel, ndir, nrel, uint(flags))
