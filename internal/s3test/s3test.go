@@ -146,14 +146,7 @@ func MountS3FS(url, bucket, dir, workDir string) (*S3FS, error) {
 		return nil, fmt.Errorf("s3test: s3fs %s %s: %v: %s", bucket, dir, err, strings.TrimSpace(string(out)))
 	}
 	// s3fs returns once it has mounted and gone to the background; make sure of it.
-	deadline := time.Now().Add(10 * time.Second)
-	for !isFuseMount(dir, "fuse.s3fs") {
-		if time.Now().After(deadline) {
-			return nil, fmt.Errorf("s3test: s3fs did not mount %s", dir)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	return &S3FS{Dir: dir, workDir: workDir, fsType: "fuse.s3fs"}, nil
+	return mounted(dir, workDir, "s3fs")
 }
 
 // Unmount unmounts the s3fs mount and waits for it to go away.
@@ -233,12 +226,19 @@ func MountRclone(url, bucket, dir, workDir string) (*S3FS, error) {
 		return nil, fmt.Errorf("s3test: rclone mount %s %s: %v: %s", bucket, dir, err, strings.TrimSpace(string(out)))
 	}
 	// With --daemon, rclone returns once the mount is in place; make sure of it.
+	return mounted(dir, workDir, "rclone")
+}
+
+// mounted returns the mount of client (s3fs, rclone) on dir once mountinfo shows it, or an
+// error after 10 s.
+func mounted(dir, workDir, client string) (*S3FS, error) {
+	fsType := "fuse." + client
 	deadline := time.Now().Add(10 * time.Second)
-	for !isFuseMount(dir, "fuse.rclone") {
+	for !isFuseMount(dir, fsType) {
 		if time.Now().After(deadline) {
-			return nil, fmt.Errorf("s3test: rclone did not mount %s", dir)
+			return nil, fmt.Errorf("s3test: %s did not mount %s", client, dir)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	return &S3FS{Dir: dir, workDir: workDir, fsType: "fuse.rclone"}, nil
+	return &S3FS{Dir: dir, workDir: workDir, fsType: fsType}, nil
 }
