@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/iotap/iotap/internal/export/duckdbtest"
 	"github.com/iotap/iotap/trace"
@@ -35,7 +36,8 @@ var oddNames = []string{"bad\xffname", "new\nline", `quo"te,comma\back`, "naïve
 func writeOddTrace(t *testing.T) string {
 	t.Helper()
 	b := tracetest.NewWithHeader(t, trace.Header{Kind: "record", Hostname: "node\xff7", Target: trace.Target{Path: "/traced", FSType: "fuse.s3fs", Source: "s3fs"},
-		Labels: []trace.Label{{Key: "SLURM_JOB_ID", Value: "77"}, {Key: "team", Value: "genomics"}}})
+		Labels:    []trace.Label{{Key: "SLURM_JOB_ID", Value: "77"}, {Key: "team", Value: "genomics"}},
+		WallStart: time.Date(2026, 12, 1, 8, 0, 0, 0, time.UTC), Origin: 1}) // the same trace on every run (TestRowsGolden)
 	b.AddProcess(trace.Process{Tid: 40, Pid: 40, PPid: 1, Comm: "we\xffird", Exe: "/bin/we\xffird", Cmdline: []string{"weird", "a b"}})
 	tracetest.Workload(b, 3)
 	for _, n := range oddNames {
