@@ -41,25 +41,36 @@ const ParquetRowGroupRows = 1 << 19
 const RawSuffix = "_raw"
 
 type parquetRows struct {
-	w      *parquet.GenericWriter[any]
-	cols   []Column
-	leaves []int         // leaves[i]: the leaf column index of cols[i] (labels: of its key)
-	raw    []int         // raw[i]: the leaf of cols[i]'s _raw column, -1 for none
-	rows   []parquet.Row // rows[:n] are written in one call, their slices reused
-	n      int
-	bad    []bool // bad[i]: the row's name in cols[i] is not UTF-8
-	// The labels last seen (a trace's, the same for all its rows) and their keys and values
-	// as UTF-8 bytes.
-	labels     []trace.Label
-	labelBytes [2][][]byte
+	w    *parquet.GenericWriter[any]
+	cw   []*parquet.ColumnWriter // the leaf columns' writers
+	cols []Column
+	// leaves[i]: the leaf column index of cols[i] (labels: of its key); raw[i]: the leaf of
+	// cols[i]'s _raw column, -1 for none.
+	leaves, raw []int
+	def         []byte            // def[i]: the definition level of a value of cols[i]
+	vals        [][]parquet.Value // each leaf's values of the rows batched
+	null        []parquet.Value   // null[l]: NULL in leaf l
+	// The PerTrace columns' values on the last row (haveLast), their leaves' values, and each
+	// column's leaves.
+	last      []Value
+	haveLast  []bool
+	traceVals [][]parquet.Value
+	leavesOf  [][]int
+	n         int // rows batched
+	groupRows int // rows in the row group being written
+	// The labels last seen (a trace's, the same for all its rows), and the values they are
+	// in the key and value leaves.
+	labels      []trace.Label
+	labelValues [2][]parquet.Value
 }
 
-// parquetBatch is the number of rows handed to the writer at once.
-const parquetBatch = 512
+// parquetBatch is the number of rows batched before each leaf's values are handed to its
+// column writer: a writer ends a page only between two batches, so a batch is small next to
+// a page. It divides ParquetRowGroupRows.
+const parquetBatch = 64
 
 func newParquet(w io.Writer, t Table) (RowWriter, error) {
-	p := &parquetRows{cols: t.Columns, leaves: make([]int, len(t.Columns)), raw: make([]int, len(t.Columns)),
-		rows: make([]parquet.Row, parquetBatch), bad: make([]bool, len(t.Columns))}
+	p := &parquetRows{cols: t.Columns, leaves: make([]int, len(t.Columns)), raw: make([]int, len(t.Columns)), def: make([]byte, len(t.Columns))}
 	var fields, raws []parquet.Field
 	leaf := 0
 	for i, c := range t.Columns {
@@ -68,6 +79,9 @@ func newParquet(w io.Writer, t Table) (RowWriter, error) {
 		fields = append(fields, field{node, c.Name})
 		leaf += n
 		p.raw[i] = -1
+		if c.Nullable {
+			p.def[i] = 1
+		}
 		if c.Type == Name {
 			raws = append(raws, field{parquet.Optional(parquet.Leaf(parquet.ByteArrayType)), c.Name + RawSuffix})
 		}
@@ -85,6 +99,25 @@ func newParquet(w io.Writer, t Table) (RowWriter, error) {
 		parquet.CreatedBy("iotap", "", ""),
 		parquet.KeyValueMetadata("iotap.schema_version", strconv.Itoa(SchemaVersion)),
 		parquet.KeyValueMetadata("iotap.view", t.View))
+	p.cw = p.w.ColumnWriters()
+	if len(p.cw) != leaf {
+		return nil, fmt.Errorf("parquet: %d leaf columns, want %d", len(p.cw), leaf)
+	}
+	p.vals, p.null, p.traceVals = make([][]parquet.Value, leaf), make([]parquet.Value, leaf), make([][]parquet.Value, leaf)
+	for l := range p.vals {
+		p.vals[l] = make([]parquet.Value, 0, parquetBatch)
+		p.null[l] = parquet.NullValue().Level(0, 0, l)
+	}
+	p.last, p.haveLast, p.leavesOf = make([]Value, len(t.Columns)), make([]bool, len(t.Columns)), make([][]int, len(t.Columns))
+	for i, c := range t.Columns {
+		p.leavesOf[i] = []int{p.leaves[i]}
+		if c.Type == Labels {
+			p.leavesOf[i] = append(p.leavesOf[i], p.leaves[i]+1)
+		}
+		if p.raw[i] >= 0 {
+			p.leavesOf[i] = append(p.leavesOf[i], p.raw[i])
+		}
+	}
 	return p, nil
 }
 
@@ -111,94 +144,131 @@ func parquetNode(c Column) (parquet.Node, int) {
 	return n, leaves
 }
 
+// Write adds the row's values to their leaves' batches, and hands the batches to the column
+// writers once parquetBatch rows are in: the column writers take a leaf's values at a time
+// (a row would be split into its leaves by the writer, value by value). The values of the
+// PerTrace columns are made once per trace.
 func (p *parquetRows) Write(row []Value) error {
-	r := p.rows[p.n][:0]
-	for i, c := range p.cols {
-		v := &row[i]
-		p.bad[i] = false
-		leaf := p.leaves[i]
-		def := 0
-		if c.Nullable {
-			def = 1
-		}
-		if v.Null {
-			r = append(r, parquet.NullValue().Level(0, 0, leaf))
-			continue
-		}
-		switch c.Type {
-		case Int:
-			r = append(r, parquet.Int64Value(v.Int).Level(0, def, leaf))
-		case Bool:
-			r = append(r, parquet.BooleanValue(v.Int != 0).Level(0, def, leaf))
-		case Time:
-			r = append(r, parquet.Int64Value(v.Int).Level(0, def, leaf))
-		case Labels:
-			r = p.appendLabels(r, v, leaf, def)
-		default:
-			s := v.Str
-			if c.Type == Name && !utf8.ValidString(s) {
-				p.bad[i] = true
-				s = strings.ToValidUTF8(s, "\uFFFD") // rare: a new string, kept by the row
-			}
-			r = append(r, parquet.ByteArrayValue(bytesOf(s)).Level(0, def, leaf))
-		}
-	}
 	for i := range p.cols {
-		if p.raw[i] < 0 {
-			continue
-		}
-		if p.bad[i] {
-			r = append(r, parquet.ByteArrayValue(bytesOf(row[i].Str)).Level(0, 1, p.raw[i]))
+		if p.cols[i].PerTrace {
+			p.appendPerTrace(i, &row[i])
 		} else {
-			r = append(r, parquet.NullValue().Level(0, 0, p.raw[i]))
+			p.appendColumn(i, &row[i])
 		}
 	}
-	p.rows[p.n] = r
 	p.n++
-	if p.n == len(p.rows) {
+	if p.n == parquetBatch {
 		return p.flush()
 	}
 	return nil
 }
 
-// flush hands the rows batched to the writer.
+// appendColumn appends column i's values for v to its leaves.
+func (p *parquetRows) appendColumn(i int, v *Value) {
+	leaf := p.leaves[i]
+	if v.Null {
+		p.vals[leaf] = append(p.vals[leaf], p.null[leaf])
+		if r := p.raw[i]; r >= 0 {
+			p.vals[r] = append(p.vals[r], p.null[r])
+		}
+		return
+	}
+	def := int(p.def[i])
+	switch p.cols[i].Type {
+	case Int, Time:
+		p.vals[leaf] = append(p.vals[leaf], level(parquet.Int64Value(v.Int), def, leaf))
+	case Bool:
+		p.vals[leaf] = append(p.vals[leaf], level(parquet.BooleanValue(v.Int != 0), def, leaf))
+	case Labels:
+		p.appendLabels(v.Labels, leaf, def)
+	case Name:
+		s, raw := v.Str, p.null[p.raw[i]]
+		if !utf8.ValidString(s) {
+			raw = level(parquet.ByteArrayValue(bytesOf(s)), 1, p.raw[i])
+			s = strings.ToValidUTF8(s, "\uFFFD") // rare: a new string, kept by the value
+		}
+		p.vals[leaf] = append(p.vals[leaf], level(parquet.ByteArrayValue(bytesOf(s)), def, leaf))
+		p.vals[p.raw[i]] = append(p.vals[p.raw[i]], raw)
+	default:
+		p.vals[leaf] = append(p.vals[leaf], level(parquet.ByteArrayValue(bytesOf(v.Str)), def, leaf))
+	}
+}
+
+// level returns v at definition level def of leaf column leaf (repetition level 0).
+func level(v parquet.Value, def, leaf int) parquet.Value {
+	v.SetDefinitionLevel(def)
+	v.SetColumnIndex(leaf)
+	return v
+}
+
+// appendPerTrace appends PerTrace column i's values for v: those of the last row when v is
+// its value, else made by appendColumn and kept for the next rows.
+func (p *parquetRows) appendPerTrace(i int, v *Value) {
+	leaves := p.leavesOf[i]
+	last := &p.last[i]
+	if p.haveLast[i] && last.Int == v.Int && last.Null == v.Null && last.Str == v.Str && sameLabels(last.Labels, v.Labels) {
+		for _, l := range leaves {
+			p.vals[l] = append(p.vals[l], p.traceVals[l]...)
+		}
+		return
+	}
+	p.haveLast[i], *last = true, *v
+	var n [2]int // a column has one leaf and its _raw, or a MAP's two
+	for k, l := range leaves {
+		n[k] = len(p.vals[l])
+	}
+	p.appendColumn(i, v)
+	for k, l := range leaves {
+		p.traceVals[l] = append(p.traceVals[l][:0], p.vals[l][n[k]:]...)
+	}
+}
+
+// flush hands the rows batched to the column writers, and ends the row group when it has
+// ParquetRowGroupRows rows.
 func (p *parquetRows) flush() error {
 	if p.n == 0 {
 		return nil
 	}
-	_, err := p.w.WriteRows(p.rows[:p.n])
+	for leaf, vals := range p.vals {
+		if _, err := p.cw[leaf].WriteRowValues(vals); err != nil {
+			return err
+		}
+		clear(vals) // the values point into the rows' strings
+		p.vals[leaf] = vals[:0]
+	}
+	p.groupRows += p.n
 	p.n = 0
-	return err
+	if p.groupRows == ParquetRowGroupRows {
+		p.groupRows = 0
+		return p.w.Flush()
+	}
+	return nil
 }
 
 // appendLabels appends a MAP's two leaves, keys then values (a key given twice keeps its
 // first value); an empty map is one null of each.
-func (p *parquetRows) appendLabels(r parquet.Row, v *Value, leaf, def int) parquet.Row {
-	ls := v.Labels
-	if len(ls) != len(p.labels) || (len(ls) > 0 && &ls[0] != &p.labels[0]) {
+func (p *parquetRows) appendLabels(ls []trace.Label, leaf, def int) {
+	if !sameLabels(ls, p.labels) || p.labelValues[0] == nil {
 		p.labels = ls
-		p.labelBytes = [2][][]byte{}
+		p.labelValues = [2][]parquet.Value{}
 		for i, l := range ls {
 			if firstKey(ls, i) {
-				p.labelBytes[0] = append(p.labelBytes[0], []byte(strings.ToValidUTF8(l.Key, "\uFFFD")))
-				p.labelBytes[1] = append(p.labelBytes[1], []byte(strings.ToValidUTF8(l.Value, "\uFFFD")))
+				rep := min(len(p.labelValues[0]), 1)
+				for k, s := range []string{l.Key, l.Value} {
+					b := []byte(strings.ToValidUTF8(s, "\uFFFD"))
+					p.labelValues[k] = append(p.labelValues[k], parquet.ByteArrayValue(b).Level(rep, def+1, leaf+k))
+				}
+			}
+		}
+		for k := range 2 {
+			if len(p.labelValues[k]) == 0 {
+				p.labelValues[k] = []parquet.Value{parquet.NullValue().Level(0, def, leaf+k)}
 			}
 		}
 	}
 	for k := range 2 {
-		if len(p.labelBytes[k]) == 0 {
-			r = append(r, parquet.NullValue().Level(0, def, leaf+k))
-			continue
-		}
-		for i, b := range p.labelBytes[k] {
-			rep := 1
-			if i == 0 {
-				rep = 0
-			}
-			r = append(r, parquet.ByteArrayValue(b).Level(rep, def+1, leaf+k))
-		}
+		p.vals[leaf+k] = append(p.vals[leaf+k], p.labelValues[k]...)
 	}
-	return r
 }
 
 func (p *parquetRows) Close() error {
