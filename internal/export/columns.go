@@ -64,35 +64,37 @@ func (v Value) Text(t Type) string {
 }
 
 // column is a column of the view whose records are R, with the function that gives its
-// value for a record.
+// value for a record: one of num, opt, str and get, by what the column holds (fill calls it).
 type column[R any] struct {
 	Column
-	get func(r *R) Value
+	num func(r *R) int64         // Int, Time, Bool (0 or 1); NULL when it gives 0 and zeroNull
+	opt func(r *R) (int64, bool) // Int, Time: the value, and whether there is one
+	str func(r *R) string        // String, Name; NULL when it gives "" and the column is Nullable
+	get func(r *R) Value         // any other (Labels)
+	// zeroNull: num's 0 is NULL.
+	zeroNull bool
 }
 
 func intCol[R any](name, doc string, get func(r *R) int64) column[R] {
-	return column[R]{Column: Column{Name: name, Type: Int, Doc: doc}, get: func(r *R) Value { return Value{Int: get(r)} }}
+	return column[R]{Column: Column{Name: name, Type: Int, Doc: doc}, num: get}
 }
 
 // optInt is a nullable integer column: get's second result says whether there is a value.
 func optInt[R any](name, doc string, get func(r *R) (int64, bool)) column[R] {
-	return column[R]{Column: Column{Name: name, Type: Int, Nullable: true, Doc: doc}, get: func(r *R) Value {
-		v, ok := get(r)
-		return Value{Int: v, Null: !ok}
-	}}
+	return column[R]{Column: Column{Name: name, Type: Int, Nullable: true, Doc: doc}, opt: get}
 }
 
 // nonZero is a nullable integer column whose zero means "none" or "not measured".
 func nonZero[R any](name, doc string, get func(r *R) int64) column[R] {
-	return optInt(name, doc, func(r *R) (int64, bool) { v := get(r); return v, v != 0 })
+	return column[R]{Column: Column{Name: name, Type: Int, Nullable: true, Doc: doc}, num: get, zeroNull: true}
 }
 
 func strCol[R any](name, doc string, get func(r *R) string) column[R] {
-	return column[R]{Column: Column{Name: name, Type: String, Doc: doc}, get: func(r *R) Value { return Value{Str: get(r)} }}
+	return column[R]{Column: Column{Name: name, Type: String, Doc: doc}, str: get}
 }
 
 func nameCol[R any](name, doc string, get func(r *R) string) column[R] {
-	return column[R]{Column: Column{Name: name, Type: Name, Doc: doc}, get: func(r *R) Value { return Value{Str: get(r)} }}
+	return column[R]{Column: Column{Name: name, Type: Name, Doc: doc}, str: get}
 }
 
 // optName is a nullable name column whose "" means "none" or "unknown".
@@ -104,18 +106,15 @@ func optName[R any](name, doc string, get func(r *R) string) column[R] {
 
 // optStr is a nullable string column whose "" means "none" or "unknown".
 func optStr[R any](name, doc string, get func(r *R) string) column[R] {
-	return column[R]{Column: Column{Name: name, Type: String, Nullable: true, Doc: doc}, get: func(r *R) Value {
-		s := get(r)
-		return Value{Str: s, Null: s == ""}
-	}}
+	return column[R]{Column: Column{Name: name, Type: String, Nullable: true, Doc: doc}, str: get}
 }
 
 func boolCol[R any](name, doc string, get func(r *R) bool) column[R] {
-	return column[R]{Column: Column{Name: name, Type: Bool, Doc: doc}, get: func(r *R) Value {
+	return column[R]{Column: Column{Name: name, Type: Bool, Doc: doc}, num: func(r *R) int64 {
 		if get(r) {
-			return Value{Int: 1}
+			return 1
 		}
-		return Value{}
+		return 0
 	}}
 }
 
@@ -127,7 +126,7 @@ func optTime[R any](name, doc string, get func(r *R) (int64, bool)) column[R] {
 }
 
 func timeCol[R any](name, doc string, get func(r *R) int64) column[R] {
-	return column[R]{Column: Column{Name: name, Type: Time, Doc: doc}, get: func(r *R) Value { return Value{Int: get(r)} }}
+	return column[R]{Column: Column{Name: name, Type: Time, Doc: doc}, num: get}
 }
 
 // identityColumns are the columns every view ends with: which trace a row comes from, so
@@ -167,10 +166,26 @@ func columnsOf[R any](table []column[R]) []Column {
 
 // fill sets row (one Value per column of table) to record r's values; with same, r is of
 // the trace of the record row holds, and the columns whose value is the trace's keep it.
+// A column's Value keeps the fields other columns' types use unset.
 func fill[R any](table []column[R], r *R, row []Value, same bool) {
 	for i := range table {
-		if !same || !table[i].PerTrace {
-			row[i] = table[i].get(r)
+		c, v := &table[i], &row[i]
+		if same && c.PerTrace {
+			continue
+		}
+		switch {
+		case c.num != nil:
+			v.Int = c.num(r)
+			v.Null = c.zeroNull && v.Int == 0
+		case c.opt != nil:
+			var ok bool
+			v.Int, ok = c.opt(r)
+			v.Null = !ok
+		case c.str != nil:
+			v.Str = c.str(r)
+			v.Null = c.Nullable && v.Str == ""
+		default:
+			*v = c.get(r)
 		}
 	}
 }
