@@ -176,28 +176,28 @@ func (p *parquetRows) appendColumn(i int, v *Value) {
 	def := int(p.def[i])
 	switch p.cols[i].Type {
 	case Int, Time:
-		p.vals[leaf] = append(p.vals[leaf], level(parquet.Int64Value(v.Int), def, leaf))
+		p.vals[leaf] = append(p.vals[leaf], atDef(parquet.Int64Value(v.Int), def))
 	case Bool:
-		p.vals[leaf] = append(p.vals[leaf], level(parquet.BooleanValue(v.Int != 0), def, leaf))
+		p.vals[leaf] = append(p.vals[leaf], atDef(parquet.BooleanValue(v.Int != 0), def))
 	case Labels:
 		p.appendLabels(v.Labels, leaf, def)
 	case Name:
 		s, raw := v.Str, p.null[p.raw[i]]
 		if !utf8.ValidString(s) {
-			raw = level(parquet.ByteArrayValue(bytesOf(s)), 1, p.raw[i])
+			raw = atDef(parquet.ByteArrayValue(bytesOf(s)), 1)
 			s = strings.ToValidUTF8(s, "\uFFFD") // rare: a new string, kept by the value
 		}
-		p.vals[leaf] = append(p.vals[leaf], level(parquet.ByteArrayValue(bytesOf(s)), def, leaf))
+		p.vals[leaf] = append(p.vals[leaf], atDef(parquet.ByteArrayValue(bytesOf(s)), def))
 		p.vals[p.raw[i]] = append(p.vals[p.raw[i]], raw)
 	default:
-		p.vals[leaf] = append(p.vals[leaf], level(parquet.ByteArrayValue(bytesOf(v.Str)), def, leaf))
+		p.vals[leaf] = append(p.vals[leaf], atDef(parquet.ByteArrayValue(bytesOf(v.Str)), def))
 	}
 }
 
-// level returns v at definition level def of leaf column leaf (repetition level 0).
-func level(v parquet.Value, def, leaf int) parquet.Value {
+// atDef returns v at definition level def. A value handed to a ColumnWriter needs no
+// column index, nor a repetition level outside a MAP.
+func atDef(v parquet.Value, def int) parquet.Value {
 	v.SetDefinitionLevel(def)
-	v.SetColumnIndex(leaf)
 	return v
 }
 
