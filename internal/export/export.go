@@ -228,6 +228,9 @@ func writeRows(ctx context.Context, r *trace.Reader, w io.Writer, f Format, v vi
 	}
 	err = v.rows(ctx, r, newNames(r), rw)
 	if _, isRead := err.(*ReadError); err != nil && !isRead {
+		if a, ok := rw.(interface{ abort() }); ok {
+			a.abort() // ends what the writer started (the Parquet writer's goroutine)
+		}
 		return err
 	}
 	if cerr := rw.Close(); cerr != nil {

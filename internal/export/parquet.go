@@ -47,27 +47,53 @@ type parquetRows struct {
 	// leaves[i]: the leaf column index of cols[i] (labels: of its key); raw[i]: the leaf of
 	// cols[i]'s _raw column, -1 for none.
 	leaves, raw []int
-	def         []byte            // def[i]: the definition level of a value of cols[i]
-	vals        [][]parquet.Value // each leaf's values of the rows batched
-	null        []parquet.Value   // null[l]: NULL in leaf l
+	def         []byte          // def[i]: the definition level of a value of cols[i]
+	null        []parquet.Value // null[l]: NULL in leaf l
+	// The batch being filled, and its values (cur.vals).
+	cur  *pqBatch
+	vals [][]parquet.Value
+	// Once a first batch is full, a goroutine (write) hands the batches to the column writers
+	// while the next rows are made: it takes them from full and gives them back on free;
+	// done is closed when it has ended, err then says why (nil: full was closed).
+	started, ended bool
+	full, free     chan *pqBatch
+	done           chan struct{}
+	err            error
 	// The PerTrace columns' values on the last row (haveLast), their leaves' values, and each
 	// column's leaves.
 	last      []Value
 	haveLast  []bool
 	traceVals [][]parquet.Value
 	leavesOf  [][]int
-	n         int // rows batched
-	groupRows int // rows in the row group being written
+	groupRows int // rows in the row group being written (write's)
 	// The labels last seen (a trace's, the same for all its rows), and the values they are
 	// in the key and value leaves.
 	labels      []trace.Label
 	labelValues [2][]parquet.Value
 }
 
+// pqBatch is rows batched: each leaf's values.
+type pqBatch struct {
+	vals [][]parquet.Value
+	n    int // rows
+}
+
 // parquetBatch is the number of rows batched before each leaf's values are handed to its
 // column writer: a writer ends a page only between two batches, so a batch is small next to
-// a page. It divides ParquetRowGroupRows.
-const parquetBatch = 64
+// a page. It divides ParquetRowGroupRows. parquetBatches batches are in use at most: the one
+// being filled, and those the writing goroutine has not written yet.
+const (
+	parquetBatch   = 64
+	parquetBatches = 4
+)
+
+func newPQBatch(leaves int) *pqBatch {
+	b := &pqBatch{vals: make([][]parquet.Value, leaves)}
+	for l := range b.vals {
+		b.vals[l] = make([]parquet.Value, 0, parquetBatch)
+	}
+	return b
+}
 
 func newParquet(w io.Writer, t Table) (RowWriter, error) {
 	p := &parquetRows{cols: t.Columns, leaves: make([]int, len(t.Columns)), raw: make([]int, len(t.Columns)), def: make([]byte, len(t.Columns))}
@@ -103,9 +129,9 @@ func newParquet(w io.Writer, t Table) (RowWriter, error) {
 	if len(p.cw) != leaf {
 		return nil, fmt.Errorf("parquet: %d leaf columns, want %d", len(p.cw), leaf)
 	}
-	p.vals, p.null, p.traceVals = make([][]parquet.Value, leaf), make([]parquet.Value, leaf), make([][]parquet.Value, leaf)
-	for l := range p.vals {
-		p.vals[l] = make([]parquet.Value, 0, parquetBatch)
+	p.cur = newPQBatch(leaf)
+	p.vals, p.null, p.traceVals = p.cur.vals, make([]parquet.Value, leaf), make([][]parquet.Value, leaf)
+	for l := range p.null {
 		p.null[l] = parquet.NullValue().Level(0, 0, l)
 	}
 	p.last, p.haveLast, p.leavesOf = make([]Value, len(t.Columns)), make([]bool, len(t.Columns)), make([][]int, len(t.Columns))
@@ -156,11 +182,48 @@ func (p *parquetRows) Write(row []Value) error {
 			p.appendColumn(i, &row[i])
 		}
 	}
-	p.n++
-	if p.n == parquetBatch {
-		return p.flush()
+	p.cur.n++
+	if p.cur.n == parquetBatch {
+		return p.send()
 	}
 	return nil
+}
+
+// send hands the batch filled to the writing goroutine (started by the first call) and
+// takes an empty one.
+func (p *parquetRows) send() error {
+	if !p.started {
+		p.started = true
+		p.full, p.free, p.done = make(chan *pqBatch, parquetBatches), make(chan *pqBatch, parquetBatches), make(chan struct{})
+		for range parquetBatches - 1 {
+			p.free <- newPQBatch(len(p.cw))
+		}
+		go p.write()
+	}
+	select {
+	case p.full <- p.cur:
+	case <-p.done:
+		return p.err
+	}
+	select {
+	case p.cur = <-p.free:
+	case <-p.done:
+		return p.err
+	}
+	p.vals = p.cur.vals
+	return nil
+}
+
+// write writes the batches of full until it is closed, or one fails.
+func (p *parquetRows) write() {
+	defer close(p.done)
+	for b := range p.full {
+		if err := p.writeBatch(b); err != nil {
+			p.err = err
+			return
+		}
+		p.free <- b
+	}
 }
 
 // appendColumn appends column i's values for v to its leaves.
@@ -223,21 +286,21 @@ func (p *parquetRows) appendPerTrace(i int, v *Value) {
 	}
 }
 
-// flush hands the rows batched to the column writers, and ends the row group when it has
-// ParquetRowGroupRows rows.
-func (p *parquetRows) flush() error {
-	if p.n == 0 {
+// writeBatch hands the rows of b to the column writers, empties b, and ends the row group
+// when it has ParquetRowGroupRows rows.
+func (p *parquetRows) writeBatch(b *pqBatch) error {
+	if b.n == 0 {
 		return nil
 	}
-	for leaf, vals := range p.vals {
+	for leaf, vals := range b.vals {
 		if _, err := p.cw[leaf].WriteRowValues(vals); err != nil {
 			return err
 		}
 		clear(vals) // the values point into the rows' strings
-		p.vals[leaf] = vals[:0]
+		b.vals[leaf] = vals[:0]
 	}
-	p.groupRows += p.n
-	p.n = 0
+	p.groupRows += b.n
+	b.n = 0
 	if p.groupRows == ParquetRowGroupRows {
 		p.groupRows = 0
 		return p.w.Flush()
@@ -271,12 +334,30 @@ func (p *parquetRows) appendLabels(ls []trace.Label, leaf, def int) {
 	}
 }
 
+// Close writes the rows batched and the file's footer.
 func (p *parquetRows) Close() error {
-	if err := p.flush(); err != nil {
+	if err := p.stop(); err != nil {
+		return err
+	}
+	if err := p.writeBatch(p.cur); err != nil {
 		return err
 	}
 	return p.w.Close()
 }
+
+// stop ends the writing goroutine once it has written the batches sent, and returns its
+// error. An export that fails before its Close calls it (abort), so that the goroutine ends.
+func (p *parquetRows) stop() error {
+	if !p.started || p.ended {
+		return p.err
+	}
+	p.ended = true
+	close(p.full)
+	<-p.done
+	return p.err
+}
+
+func (p *parquetRows) abort() { _ = p.stop() }
 
 // bytesOf returns the bytes of s without copying them: the writer copies a value into its
 // page before WriteRows returns, and never writes to it.
