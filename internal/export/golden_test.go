@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -91,5 +92,79 @@ func TestRowsGolden(t *testing.T) {
 	}
 	if len(want) != len(lines) {
 		t.Errorf("%s holds %d exports, the test makes %d", file, len(want), len(lines))
+	}
+}
+
+// failAfter is a writer that takes n bytes, then fails.
+type failAfter struct{ n int }
+
+var errFull = errors.New("device full")
+
+func (f *failAfter) Write(b []byte) (int, error) {
+	if len(b) > f.n {
+		n := f.n
+		f.n = 0
+		return n, errFull
+	}
+	f.n -= len(b)
+	return len(b), nil
+}
+
+// TestRowsWriteFails: an output that fails, at the start, in the middle or at the end of an
+// export, fails the export with its error, in every row format, whether the Parquet writer
+// fails while the rows are made or at its Close.
+func TestRowsWriteFails(t *testing.T) {
+	path := goldenTraces(t)["long"]
+	for _, format := range []string{"jsonl", "csv", "parquet"} {
+		r, err := trace.Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var size countWriter
+		if _, err := Write(context.Background(), r, &size, Options{Format: format}); err != nil {
+			t.Fatal(err)
+		}
+		_ = r.Close() // read-only
+		for _, n := range []int{0, int(size) / 2, int(size) - 1} {
+			r, err := trace.Open(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := Write(context.Background(), r, &failAfter{n}, Options{Format: format}); !errors.Is(err, errFull) {
+				t.Errorf("%s, output failing after %d of %d bytes: %v, want %v", format, n, size, err, errFull)
+			}
+			_ = r.Close() // read-only
+		}
+	}
+}
+
+// countWriter counts the bytes written to it.
+type countWriter int64
+
+func (c *countWriter) Write(b []byte) (int, error) {
+	*c += countWriter(len(b))
+	return len(b), nil
+}
+
+// TestParquetFailsWhileWriting: when the output fails as a row group is written (by the
+// goroutine that writes batches while the next rows are made), the next writes of rows
+// fail with its error, and so does Close.
+func TestParquetFailsWhileWriting(t *testing.T) {
+	rw, err := newParquet(&failAfter{0}, Table{View: "test", Columns: []Column{{Name: "n", Type: Int}, {Name: "p", Type: Name, Nullable: true}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	row := []Value{{Int: 7}, {Str: "a/b"}}
+	var werr error
+	n := 0
+	for ; n < 2*ParquetRowGroupRows && werr == nil; n++ {
+		row[0].Int = row[0].Int*6364136223846793005 + 1442695040888963407 // pages that do not compress to nothing
+		werr = rw.Write(row)
+	}
+	if !errors.Is(werr, errFull) {
+		t.Errorf("%d rows written: %v, want %v", n, werr, errFull)
+	}
+	if err := rw.Close(); !errors.Is(err, errFull) {
+		t.Errorf("Close: %v, want %v", err, errFull)
 	}
 }
