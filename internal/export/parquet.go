@@ -48,6 +48,7 @@ type parquetRows struct {
 	// cols[i]'s _raw column, -1 for none.
 	leaves, raw []int
 	def         []byte          // def[i]: the definition level of a value of cols[i]
+	pc          []pqCol         // pc[i]: what appendColumn needs of cols[i]
 	null        []parquet.Value // null[l]: NULL in leaf l
 	// The batch being filled, and its values (cur.vals).
 	cur  *pqBatch
@@ -70,6 +71,14 @@ type parquetRows struct {
 	// in the key and value leaves.
 	labels      []trace.Label
 	labelValues [2][]parquet.Value
+}
+
+// pqCol is a column as appendColumn writes it.
+type pqCol struct {
+	typ       Type
+	perTrace  bool
+	def       uint8 // the definition level of a value
+	leaf, raw int32 // its leaf column, and that of its _raw column (-1: none)
 }
 
 // pqBatch is rows batched: each leaf's values.
@@ -134,6 +143,9 @@ func newParquet(w io.Writer, t Table) (RowWriter, error) {
 	for l := range p.null {
 		p.null[l] = parquet.NullValue().Level(0, 0, l)
 	}
+	for i, c := range t.Columns {
+		p.pc = append(p.pc, pqCol{typ: c.Type, perTrace: c.PerTrace, def: p.def[i], leaf: int32(p.leaves[i]), raw: int32(p.raw[i])})
+	}
 	p.last, p.haveLast, p.leavesOf = make([]Value, len(t.Columns)), make([]bool, len(t.Columns)), make([][]int, len(t.Columns))
 	for i, c := range t.Columns {
 		p.leavesOf[i] = []int{p.leaves[i]}
@@ -175,8 +187,8 @@ func parquetNode(c Column) (parquet.Node, int) {
 // (a row would be split into its leaves by the writer, value by value). The values of the
 // PerTrace columns are made once per trace.
 func (p *parquetRows) Write(row []Value) error {
-	for i := range p.cols {
-		if p.cols[i].PerTrace {
+	for i := range p.pc {
+		if p.pc[i].perTrace {
 			p.appendPerTrace(i, &row[i])
 		} else {
 			p.appendColumn(i, &row[i])
@@ -228,40 +240,42 @@ func (p *parquetRows) write() {
 
 // appendColumn appends column i's values for v to its leaves.
 func (p *parquetRows) appendColumn(i int, v *Value) {
-	leaf := p.leaves[i]
+	c := &p.pc[i]
+	leaf := int(c.leaf)
 	if v.Null {
 		p.vals[leaf] = append(p.vals[leaf], p.null[leaf])
-		if r := p.raw[i]; r >= 0 {
-			p.vals[r] = append(p.vals[r], p.null[r])
+		if c.raw >= 0 {
+			p.vals[c.raw] = append(p.vals[c.raw], p.null[c.raw])
 		}
 		return
 	}
-	def := int(p.def[i])
-	switch p.cols[i].Type {
+	switch c.typ {
 	case Int, Time:
-		p.vals[leaf] = append(p.vals[leaf], atDef(parquet.Int64Value(v.Int), def))
+		p.put(leaf, parquet.Int64Value(v.Int), c.def)
 	case Bool:
-		p.vals[leaf] = append(p.vals[leaf], atDef(parquet.BooleanValue(v.Int != 0), def))
+		p.put(leaf, parquet.BooleanValue(v.Int != 0), c.def)
 	case Labels:
-		p.appendLabels(v.Labels, leaf, def)
+		p.appendLabels(v.Labels, leaf, int(c.def))
 	case Name:
-		s, raw := v.Str, p.null[p.raw[i]]
-		if !utf8.ValidString(s) {
-			raw = atDef(parquet.ByteArrayValue(bytesOf(s)), 1)
+		s := v.Str
+		if utf8.ValidString(s) {
+			p.vals[c.raw] = append(p.vals[c.raw], p.null[c.raw])
+		} else {
+			p.put(int(c.raw), parquet.ByteArrayValue(bytesOf(s)), 1)
 			s = strings.ToValidUTF8(s, "\uFFFD") // rare: a new string, kept by the value
 		}
-		p.vals[leaf] = append(p.vals[leaf], atDef(parquet.ByteArrayValue(bytesOf(s)), def))
-		p.vals[p.raw[i]] = append(p.vals[p.raw[i]], raw)
+		p.put(leaf, parquet.ByteArrayValue(bytesOf(s)), c.def)
 	default:
-		p.vals[leaf] = append(p.vals[leaf], atDef(parquet.ByteArrayValue(bytesOf(v.Str)), def))
+		p.put(leaf, parquet.ByteArrayValue(bytesOf(v.Str)), c.def)
 	}
 }
 
-// atDef returns v at definition level def. A value handed to a ColumnWriter needs no
-// column index, nor a repetition level outside a MAP.
-func atDef(v parquet.Value, def int) parquet.Value {
-	v.SetDefinitionLevel(def)
-	return v
+// put appends v at definition level def to leaf's values. A value handed to a ColumnWriter
+// needs no column index, nor a repetition level outside a MAP.
+func (p *parquetRows) put(leaf int, v parquet.Value, def uint8) {
+	vals := append(p.vals[leaf], v)
+	vals[len(vals)-1].SetDefinitionLevel(int(def))
+	p.vals[leaf] = vals
 }
 
 // appendPerTrace appends PerTrace column i's values for v: those of the last row when v is
