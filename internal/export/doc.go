@@ -43,7 +43,8 @@
 //
 // Write reads the trace once and keeps no record after writing it: the JSON lines and CSV
 // formats hold one row; Parquet the row group being written (ParquetRowGroupRows rows, as
-// compressed pages, and each column's dictionary); the syscalls view the folder's window
+// compressed pages, and each column's dictionary) and a few batches of 64 rows' values,
+// which a goroutine of its own hands to the column writers; the syscalls view the folder's window
 // (trace/fold); the processes and files views, the report's statistics of the trace (a row
 // per process and per path); fio a name per file and handle; Perfetto a track per thread
 // and the per-interval statistics of package trace/stats, written as counters at the end.
