@@ -255,6 +255,9 @@ func writeSyscalls(ctx context.Context, r *trace.Reader, n *names, rw RowWriter)
 
 // copyRows writes the records next yields, as rows of table, until io.EOF.
 func copyRows[R any](ctx context.Context, rw RowWriter, table []column[R], next func() (*R, error)) error {
+	if p, ok := rw.(*parquetRows); ok {
+		return copyParquet(ctx, p, table, next)
+	}
 	row := make([]Value, len(table))
 	for n := 0; ; n++ {
 		if n%stopEvery == 0 {
@@ -271,6 +274,29 @@ func copyRows[R any](ctx context.Context, rw RowWriter, table []column[R], next 
 		}
 		fill(table, x, row, n > 0)
 		if err := rw.Write(row); err != nil {
+			return writeError(err)
+		}
+	}
+}
+
+// copyParquet is copyRows to Parquet, whose writer takes records of the table's views
+// without making their rows (writeRecord).
+func copyParquet[R any](ctx context.Context, p *parquetRows, table []column[R], next func() (*R, error)) error {
+	v := make([]Value, 1)
+	for n := 0; ; n++ {
+		if n%stopEvery == 0 {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+		}
+		x, err := next()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if err := writeRecord(p, table, x, n > 0, v); err != nil {
 			return writeError(err)
 		}
 	}

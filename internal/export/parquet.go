@@ -208,6 +208,55 @@ func (p *parquetRows) Write(row []Value) error {
 	return nil
 }
 
+// writeRecord writes record r of table as Write writes its row, without the row: each
+// column's value goes from its function to its leaves. With same, r is of the trace of the
+// record before, and the PerTrace columns repeat their values; v is one Value to use.
+func writeRecord[R any](p *parquetRows, table []column[R], r *R, same bool, v []Value) error {
+	for i := range table {
+		c, pc := &table[i], &p.pc[i]
+		leaf := int(pc.leaf)
+		switch {
+		case pc.perTrace && same && p.haveLast[i]:
+			for _, l := range p.leavesOf[i] {
+				p.vals[l] = append(p.vals[l], p.traceVals[l]...)
+			}
+		case pc.perTrace:
+			fill(table[i:i+1], r, v, false)
+			p.appendPerTrace(i, &v[0])
+		case c.num != nil:
+			n := c.num(r)
+			switch {
+			case c.zeroNull && n == 0:
+				p.vals[leaf] = append(p.vals[leaf], p.null[leaf])
+			case pc.typ == Bool:
+				p.put(leaf, parquet.BooleanValue(n != 0), pc.def)
+			default:
+				p.put(leaf, parquet.Int64Value(n), pc.def)
+			}
+		case c.opt != nil:
+			if n, ok := c.opt(r); ok {
+				p.put(leaf, parquet.Int64Value(n), pc.def)
+			} else {
+				p.vals[leaf] = append(p.vals[leaf], p.null[leaf])
+			}
+		case c.str != nil && pc.typ == String:
+			if s := c.str(r); s == "" && c.Nullable {
+				p.vals[leaf] = append(p.vals[leaf], p.null[leaf])
+			} else {
+				p.put(leaf, parquet.ByteArrayValue(bytesOf(s)), pc.def)
+			}
+		default:
+			fill(table[i:i+1], r, v, false)
+			p.appendColumn(i, &v[0])
+		}
+	}
+	p.cur.n++
+	if p.cur.n == parquetBatch {
+		return p.send()
+	}
+	return nil
+}
+
 // send hands the batch filled to the writing goroutine (started by the first call) and
 // takes an empty one.
 func (p *parquetRows) send() error {
