@@ -255,8 +255,11 @@ func writeSyscalls(ctx context.Context, r *trace.Reader, n *names, rw RowWriter)
 
 // copyRows writes the records next yields, as rows of table, until io.EOF.
 func copyRows[R any](ctx context.Context, rw RowWriter, table []column[R], next func() (*R, error)) error {
-	if p, ok := rw.(*parquetRows); ok {
-		return copyParquet(ctx, p, table, next)
+	switch w := rw.(type) {
+	case *parquetRows:
+		return copyDirect(ctx, table, next, func(x *R, same bool, v []Value) error { return writeRecord(w, table, x, same, v) })
+	case *jsonl:
+		return copyDirect(ctx, table, next, func(x *R, same bool, v []Value) error { return writeRecordJSONL(w, table, x, same, v) })
 	}
 	row := make([]Value, len(table))
 	for n := 0; ; n++ {
@@ -279,9 +282,9 @@ func copyRows[R any](ctx context.Context, rw RowWriter, table []column[R], next 
 	}
 }
 
-// copyParquet is copyRows to Parquet, whose writer takes records of the table's views
-// without making their rows (writeRecord).
-func copyParquet[R any](ctx context.Context, p *parquetRows, table []column[R], next func() (*R, error)) error {
+// copyDirect is copyRows to a writer that takes the table's records without their rows:
+// write writes one (same: of the trace of the one before), with v a Value to use.
+func copyDirect[R any](ctx context.Context, table []column[R], next func() (*R, error), write func(x *R, same bool, v []Value) error) error {
 	v := make([]Value, 1)
 	for n := 0; ; n++ {
 		if n%stopEvery == 0 {
@@ -296,7 +299,7 @@ func copyParquet[R any](ctx context.Context, p *parquetRows, table []column[R], 
 		if err != nil {
 			return err
 		}
-		if err := writeRecord(p, table, x, n > 0, v); err != nil {
+		if err := write(x, n > 0, v); err != nil {
 			return writeError(err)
 		}
 	}

@@ -101,7 +101,11 @@ func (j *jsonl) changed(row []Value) bool {
 
 // value appends column i's key and its value v.
 func (j *jsonl) value(b []byte, i int, v *Value) []byte {
-	b = append(b, j.keys[i]...)
+	return j.appendValue(append(b, j.keys[i]...), i, v)
+}
+
+// appendValue appends v, a value of column i.
+func (j *jsonl) appendValue(b []byte, i int, v *Value) []byte {
 	switch c := j.cols[i]; {
 	case v.Null:
 		b = append(b, "null"...)
@@ -122,6 +126,68 @@ func (j *jsonl) value(b []byte, i int, v *Value) []byte {
 }
 
 func (j *jsonl) Close() error { return nil }
+
+// writeRecordJSONL writes record r of table as Write writes its row, without the row: each
+// column's value goes from its function to the line. With same, r is of the trace of the
+// record before, and the PerTrace columns repeat their JSON; v is one Value to use.
+func writeRecordJSONL[R any](j *jsonl, table []column[R], r *R, same bool, v []Value) error {
+	if !same || j.enc == nil {
+		j.enc = j.enc[:0]
+		for i := range table {
+			if j.cols[i].PerTrace {
+				fill(table[i:i+1], r, v, false)
+				j.enc = j.value(j.enc, i, &v[0])
+			}
+		}
+	}
+	b := j.line[:0]
+	cached := false
+	for i := range table {
+		if j.cols[i].PerTrace {
+			if !cached { // the PerTrace columns, in one piece (they are contiguous)
+				b = append(b, j.enc...)
+				cached = true
+			}
+			continue
+		}
+		b = append(b, j.keys[i]...)
+		c := &table[i]
+		switch {
+		case c.num != nil:
+			n := c.num(r)
+			switch {
+			case c.zeroNull && n == 0:
+				b = append(b, "null"...)
+			case c.Type == Int:
+				b = strconv.AppendInt(b, n, 10)
+			default:
+				v[0] = Value{Int: n}
+				b = j.appendValue(b, i, &v[0])
+			}
+		case c.opt != nil:
+			if n, ok := c.opt(r); !ok {
+				b = append(b, "null"...)
+			} else if c.Type == Int {
+				b = strconv.AppendInt(b, n, 10)
+			} else {
+				v[0] = Value{Int: n}
+				b = j.appendValue(b, i, &v[0])
+			}
+		case c.str != nil:
+			if s := c.str(r); s == "" && c.Nullable {
+				b = append(b, "null"...)
+			} else {
+				b = appendJSONString(b, s)
+			}
+		default:
+			fill(table[i:i+1], r, v, false)
+			b = j.appendValue(b, i, &v[0])
+		}
+	}
+	j.line = append(b, "}\n"...)
+	_, err := j.w.Write(j.line)
+	return err
+}
 
 // appendJSONString appends s as a JSON string. Names are bytes, not necessarily UTF-8, and
 // JSON strings are UTF-8: a byte that is not part of a valid UTF-8 sequence, 0xXY, becomes
