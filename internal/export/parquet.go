@@ -62,7 +62,8 @@ type parquetRows struct {
 	vals [][]parquet.Value
 	// Once a first batch is full, a goroutine (write) hands the batches to the column writers
 	// while the next rows are made: it takes them from full and gives them back on free;
-	// done is closed when it has ended, err then says why (nil: full was closed).
+	// done is closed when it has ended, err then says why (nil: full was closed). While it
+	// runs, w, cw and groupRows are its own; the channels order everything else.
 	started, ended bool
 	full, free     chan *pqBatch
 	done           chan struct{}
