@@ -106,10 +106,12 @@ func mountSession(e Env, spec *plan, ml net.Listener) (*session, error) {
 			s.metrics.Observe(evs)
 		}
 	}
+	tl := spec.timeline(e.Log)
 	var err error
 	if s.kernel, err = openKernel(spec, e.Log, &h, &wo, spec.Kind == kindRecord); err != nil {
 		return nil, err
 	}
+	tl.mark("kernel measurement loaded")
 	o.Passthrough = s.kernel.data
 	h.FUSE = o.TraceOptions()
 	w, closeW, err := createTrace(context.Background(), spec.Store, spec.Output, h, wo)
@@ -118,6 +120,7 @@ func mountSession(e Env, spec *plan, ml net.Listener) (*session, error) {
 		return nil, fmt.Errorf("cannot write the trace: %w", err)
 	}
 	s.w, s.closeW = w, closeW
+	tl.mark("trace created")
 	// The storage client serving the target, found before the layer covers it.
 	var sink procsample.Sink = w
 	if s.metrics != nil {
@@ -139,6 +142,7 @@ func mountSession(e Env, spec *plan, ml net.Listener) (*session, error) {
 		return nil, explainMountError(spec, err)
 	}
 	s.srv = srv
+	tl.mark("layer mounted")
 	if s.metrics != nil {
 		s.registerMetrics()
 	}
@@ -238,6 +242,8 @@ func (s *session) close(outcome string) error {
 		}
 	}
 	err := s.closeW()
+	tl := s.spec.timeline(s.e.Log)
+	tl.mark("trace closed")
 	if s.stopMet != nil {
 		s.stopMet() // after the trace's last events reached the metrics
 	}
@@ -249,6 +255,7 @@ func (s *session) close(outcome string) error {
 		legsLine = s.kernel.view.summary()
 	}
 	s.detachLegs()
+	tl.mark("kernel measurement detached")
 	st := s.w.Stats()
 	snap := s.tally.Snapshot()
 	writeSummary(s.e.Stderr, recordEnd{outcome: outcome, elapsed: elapsed, snap: snap, ws: st, cost: cost, path: s.spec.Output})
@@ -290,6 +297,7 @@ func serve(ctx context.Context, e Env, spec *plan, ml net.Listener, parentDied <
 	if err := closeOnExec(); err != nil {
 		e.Log.Warn("could not mark descriptors close-on-exec", "err", err)
 	}
+	tl := spec.timeline(e.Log)
 	var probe *rttProbe
 	if spec.Kind == kindRecord {
 		// The layer's round trip, measured before the job and sampled while it runs; a
@@ -297,6 +305,7 @@ func serve(ctx context.Context, e Env, spec *plan, ml net.Listener, parentDied <
 		if probe, err = startProbe(spec.MountPoint); err != nil {
 			e.Log.Warn("the recording layer's round trip is not measured", "err", err)
 		}
+		tl.mark("probe calibrated")
 	}
 	stopProbe := func() {
 		if probe != nil {
@@ -345,10 +354,13 @@ func serve(ctx context.Context, e Env, spec *plan, ml net.Listener, parentDied <
 		}
 		return &ExitError{Code: code, Err: err}
 	}
+	tl.mark("job started")
 	w := watchJob(e, cmd.Process, parentDied)
 	code, werr := job.Wait(cmd)
+	tl.mark("job ended")
 	w.stop()
 	stopProbe()
+	tl.mark("probe stopped")
 	outcome := "job " + job.Describe(cmd.ProcessState)
 	if w.orphaned.Load() {
 		outcome += ", ended when iotap record died"
@@ -361,6 +373,7 @@ func serve(ctx context.Context, e Env, spec *plan, ml net.Listener, parentDied <
 	}
 	close(stopLive)
 	s.unmount()
+	tl.mark("layer unmounted")
 	cerr := s.close(outcome)
 	switch {
 	case werr != nil:
