@@ -285,8 +285,23 @@ func (s *session) close(outcome string) error {
 // job's exit status as an *ExitError. When parentDied is closed (the iotap process that
 // started this recorder died), the job is ended at once.
 func serve(ctx context.Context, e Env, spec *plan, ml net.Listener, parentDied <-chan struct{}) error {
+	tl := spec.timeline(e.Log)
+	var probe *rttProbe
+	if spec.Kind == kindRecord {
+		// The layer's round trip, measured before the job and sampled while it runs; a
+		// replay's think mode leaves it out of the recorded gaps. The probe's process
+		// starts while the kernel's program loads and the layer mounts, and times the
+		// layer once it is mounted (calibrate).
+		var err error
+		if probe, err = startProbe(spec.MountPoint); err != nil {
+			e.Log.Warn("the recording layer's round trip is not measured", "err", err)
+		}
+	}
 	s, err := openSession(e, spec, ml)
 	if err != nil {
+		if probe != nil {
+			probe.kill()
+		}
 		return err
 	}
 	stopLive := make(chan struct{})
@@ -297,13 +312,10 @@ func serve(ctx context.Context, e Env, spec *plan, ml net.Listener, parentDied <
 	if err := closeOnExec(); err != nil {
 		e.Log.Warn("could not mark descriptors close-on-exec", "err", err)
 	}
-	tl := spec.timeline(e.Log)
-	var probe *rttProbe
-	if spec.Kind == kindRecord {
-		// The layer's round trip, measured before the job and sampled while it runs; a
-		// replay's think mode leaves it out of the recorded gaps.
-		if probe, err = startProbe(spec.MountPoint); err != nil {
+	if probe != nil {
+		if err := probe.calibrate(); err != nil {
 			e.Log.Warn("the recording layer's round trip is not measured", "err", err)
+			probe = nil
 		}
 		tl.mark("probe calibrated")
 	}
