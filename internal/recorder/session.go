@@ -107,6 +107,7 @@ func mountSession(e Env, spec *plan, ml net.Listener) (*session, error) {
 		}
 	}
 	tl := spec.timeline(e.Log)
+	tl.mark("header ready")
 	var err error
 	if s.kernel, err = openKernel(spec, e.Log, &h, &wo, spec.Kind == kindRecord); err != nil {
 		return nil, err
@@ -223,15 +224,18 @@ func (s *session) close(outcome string) error {
 	elapsed := time.Since(s.started)
 	cost := s.srv.Cost().LayerCost()
 	s.w.SetLayerCost(cost)
+	tl := s.spec.timeline(s.e.Log)
 	var sums []procsample.Summary
 	if s.sampler != nil {
 		sums = s.sampler.Stop() // its last samples go into the trace
+		tl.mark("sampler stopped")
 	}
 	var pass *trace.PassthroughStats
 	var mapsWhy string
 	if v := s.kernel.view; v != nil {
 		// The kernel's last records go into the trace before it closes.
 		c := v.finish()
+		tl.mark("kernel measurement drained")
 		if s.kernel.data {
 			pt := s.srv.Passthrough()
 			pass = &trace.PassthroughStats{Opens: pt.Opens, LayerOpens: pt.LayerOpens, Refused: pt.Refused,
@@ -242,7 +246,6 @@ func (s *session) close(outcome string) error {
 		}
 	}
 	err := s.closeW()
-	tl := s.spec.timeline(s.e.Log)
 	tl.mark("trace closed")
 	if s.stopMet != nil {
 		s.stopMet() // after the trace's last events reached the metrics
@@ -296,6 +299,7 @@ func serve(ctx context.Context, e Env, spec *plan, ml net.Listener, parentDied <
 		if probe, err = startProbe(spec.MountPoint); err != nil {
 			e.Log.Warn("the recording layer's round trip is not measured", "err", err)
 		}
+		tl.mark("probe started")
 	}
 	s, err := openSession(e, spec, ml)
 	if err != nil {
