@@ -464,7 +464,9 @@ func (t *Tracer) Close() error {
 			_ = t.objs.TargetDev.Set(uint32(0)) // stop recording new calls
 		}
 		close(t.stop)
-		_ = t.rd.Flush() // wake the drain goroutine now rather than at its next interval
+		if t.rd != nil {
+			_ = t.rd.Flush() // wake the drain goroutine now rather than at its next interval
+		}
 		<-t.done
 		t.drain()
 		t.unlinked = make(chan struct{})

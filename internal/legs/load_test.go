@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
@@ -146,5 +147,24 @@ func TestOpenUnreadableBTF(t *testing.T) {
 		if after := bpfFds(t); after != before {
 			t.Errorf("%+v: %d BPF descriptors open after the failed Open, %d before", o, after, before)
 		}
+	}
+}
+
+// TestCloseWakesDrain: Close takes the last records at once, not when the drain goroutine's
+// wait for the next record or interval ends (here an interval far longer than the test).
+func TestCloseWakesDrain(t *testing.T) {
+	requireLoad(t, Options{})
+	tr, err := Open(Options{DrainInterval: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(10 * time.Millisecond) // let the drain goroutine reach its wait
+	done := make(chan struct{})
+	go func() { _ = tr.Close(); close(done) }()
+	select {
+	case <-done:
+		tr.Detach()
+	case <-time.After(30 * time.Second):
+		t.Fatal("Close waited for the drain interval") // the Tracer is left to the test's end
 	}
 }
