@@ -168,3 +168,25 @@ func TestCloseWakesDrain(t *testing.T) {
 		t.Fatal("Close waited for the drain interval") // the Tracer is left to the test's end
 	}
 }
+
+// BenchmarkOpen loads and attaches the program as a default recording does (data calls, the
+// job alone), and frees it untimed: a recording's start-up in the kernel
+// (go test -run '^$' -bench Open ./internal/legs; root).
+func BenchmarkOpen(b *testing.B) {
+	o := Options{DataCalls: true, JobOnly: true}
+	if os.Geteuid() != 0 {
+		b.Skip("loading the kernel's program needs root")
+	}
+	if err := Available(o); err != nil {
+		b.Skipf("the kernel's view cannot be measured here: %v", err)
+	}
+	for b.Loop() {
+		tr, err := Open(o)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.StopTimer()
+		tr.Detach()
+		b.StartTimer()
+	}
+}
