@@ -34,7 +34,7 @@ func recordCommands() []*command {
 			usage:   "PATH FIRST N INTERVAL (internal)",
 			hidden:  true,
 			setup: withoutOptions(func(ctx context.Context, e *env, args []string) error {
-				return recorder.RunProbe(ctx, e.stdout, args)
+				return recorder.RunProbe(ctx, e.stdin, e.stdout, args)
 			}),
 		},
 	}

@@ -46,10 +46,12 @@
 // the kernel's BTF (/sys/kernel/btf/vmlinux) and those tracepoints (Linux 6.1 and later
 // have the FUSE ones, 6.11 and later the filemap ones); the loader relocates the program's
 // reads of kernel structures with the kernel's BTF (CO-RE), so no offset is fixed at build
-// time. Open says which requirement is missing; a recorder then falls back to its
-// round-trip probe, and serves data calls itself. A kernel without the filemap
-// tracepoints loads the program without the part that follows mapped files
-// (Tracer.MapsUnfollowed says so).
+// time. Open reads the kernel's BTF once, while it makes the maps, and has the kernel verify
+// the programs on every CPU at once (load.go): the verifier is most of a recording's
+// start-up. It loads only the programs its options use. Open says which requirement is
+// missing; a recorder then falls back to its round-trip probe, and serves data calls
+// itself. A kernel without the filemap tracepoints loads the program without the part that
+// follows mapped files (Tracer.MapsUnfollowed says so).
 //
 // # Records to events
 //

@@ -108,32 +108,53 @@ func TestRelocatesOnThisKernel(t *testing.T) {
 	}
 }
 
-// TestProgramsLoaded: every program of the object is one Open loads, as a program of the
-// legs and data calls or as one that follows mapped files (their tracepoints' names are the
-// programs' attach points).
+// TestProgramsLoaded: every program of the object is one Open loads for some options, each
+// as the field of objects its name says; those that follow mapped files are loaded only
+// where they can be attached (their tracepoints' names are the programs' attach points).
 func TestProgramsLoaded(t *testing.T) {
 	spec, err := loadLegs()
 	if err != nil {
 		t.Fatal(err)
 	}
+	fields := map[string]string{} // program name: objects' field
+	typ := reflect.TypeFor[legsPrograms]()
+	for i := range typ.NumField() {
+		fields[typ.Field(i).Tag.Get("ebpf")] = typ.Field(i).Name
+	}
+	var obj objects
+	val := reflect.ValueOf(&obj.legsPrograms).Elem()
 	loaded := map[string]bool{}
-	var faults []string
-	for _, v := range []any{basePrograms{}, faultPrograms{}} {
-		typ := reflect.TypeOf(v)
-		for i := range typ.NumField() {
-			name := typ.Field(i).Tag.Get("ebpf")
-			if spec.Programs[name] == nil {
-				t.Errorf("%s loads program %q, which the object does not have", typ.Name(), name)
-			}
-			loaded[name] = true
-			if typ == reflect.TypeFor[faultPrograms]() {
-				faults = append(faults, spec.Programs[name].AttachTo)
+	for _, o := range []Options{{}, {DataCalls: true}, {JobOnly: true}, {DataCalls: true, JobOnly: true}} {
+		for _, maps := range []string{"", "no tracepoint"} {
+			names := map[string]bool{}
+			for _, p := range obj.programs(o, maps) {
+				if spec.Programs[p.name] == nil {
+					t.Errorf("%+v: Open loads program %q, which the object does not have", o, p.name)
+				}
+				if names[p.name] {
+					t.Errorf("%+v: program %q loaded twice", o, p.name)
+				}
+				names[p.name] = true
+				if f := val.FieldByName(fields[p.name]); !f.IsValid() || f.Addr().Interface() != any(p.p) {
+					t.Errorf("program %q is not kept in objects' field %s", p.name, fields[p.name])
+				}
+				loaded[p.name] = true
 			}
 		}
 	}
 	for name := range spec.Programs {
 		if !loaded[name] {
-			t.Errorf("program %q is in no struct Open loads", name)
+			t.Errorf("program %q is loaded with no options", name)
+		}
+	}
+	var faults []string
+	for _, p := range obj.faultPrograms() {
+		faults = append(faults, spec.Programs[p.name].AttachTo)
+		for _, maps := range []string{"", "no tracepoint"} {
+			got := slices.ContainsFunc(obj.programs(Options{DataCalls: true}, maps), func(q program) bool { return q.name == p.name })
+			if got != (maps == "") {
+				t.Errorf("fault program %q loaded %v where mapped files are not followed for %q", p.name, got, maps)
+			}
 		}
 	}
 	slices.Sort(faults)

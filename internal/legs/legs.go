@@ -10,7 +10,6 @@ import (
 	"time"
 	"unsafe"
 
-	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/btf"
 	"github.com/cilium/ebpf/link"
 	"github.com/cilium/ebpf/ringbuf"
@@ -99,6 +98,7 @@ type Tracer struct {
 	stop       chan struct{}
 	done       chan struct{}
 	closeMu    sync.Once
+	unlinked   chan struct{} // closed once Close has detached the programs (nil before Close)
 
 	// The ring is read by the drain goroutine (run), and by Close once it has stopped:
 	// rec and ev are theirs. Data calls go to the sink without a lock held, since the
@@ -112,41 +112,20 @@ type Tracer struct {
 	stats Stats
 }
 
-// objects is the loaded program: the generated maps and variables, the programs every
-// measurement attaches, and those that follow mapped files (loaded with data calls, where
-// the kernel has their tracepoints; nil otherwise).
+// objects is the loaded program: the generated maps and variables, and the programs
+// the measurement uses (objects.programs; the others are nil).
 type objects struct {
 	legsMaps
 	legsVariables
-	basePrograms
-	faultPrograms
+	legsPrograms
 }
 
-// basePrograms are the programs of the legs and the data calls.
-type basePrograms struct {
-	ProcessFork   *ebpf.Program `ebpf:"process_fork"`
-	RequestEnd    *ebpf.Program `ebpf:"request_end"`
-	RequestSend   *ebpf.Program `ebpf:"request_send"`
-	SchedWaking   *ebpf.Program `ebpf:"sched_waking"`
-	SysEnter      *ebpf.Program `ebpf:"sys_enter"`
-	SysExit       *ebpf.Program `ebpf:"sys_exit"`
-	UringComplete *ebpf.Program `ebpf:"uring_complete"`
-	UringSubmit   *ebpf.Program `ebpf:"uring_submit"`
-}
-
-// faultPrograms are the programs that follow the faults of mapped files, and the
-// tracepoints they attach to (Linux 6.11 and later have the filemap ones).
-type faultPrograms struct {
-	DirtyFolio      *ebpf.Program `ebpf:"dirty_folio"`
-	FilemapFault    *ebpf.Program `ebpf:"filemap_fault"`
-	FilemapMapPages *ebpf.Program `ebpf:"filemap_map_pages"`
-}
-
+// faultTracepoints are the tracepoints the programs that follow the faults of mapped files
+// attach to (Linux 6.11 and later have them).
 var faultTracepoints = []string{"mm_filemap_fault", "mm_filemap_map_pages", "writeback_dirty_folio"}
 
 func (o *objects) Close() error {
-	return _LegsClose(&o.legsMaps, o.ProcessFork, o.RequestEnd, o.RequestSend, o.SchedWaking, o.SysEnter,
-		o.SysExit, o.UringComplete, o.UringSubmit, o.DirtyFolio, o.FilemapFault, o.FilemapMapPages)
+	return _LegsClose(&o.legsMaps, &o.legsPrograms)
 }
 
 // slot is one request's legs, in ns since the trace's origin (0: unknown).
@@ -171,12 +150,6 @@ func Open(o Options) (*Tracer, error) {
 	}
 	t := &Tracer{origin: o.Origin, data: o.DataCalls, jobOnly: o.JobOnly, drainEvery: o.DrainInterval,
 		stop: make(chan struct{}), done: make(chan struct{})}
-	if o.DataCalls {
-		var err error
-		if t.maps, err = passthroughKernel(); err != nil {
-			return nil, err
-		}
-	}
 	if t.drainEvery <= 0 {
 		t.drainEvery = DefaultDrainInterval
 	}
@@ -201,36 +174,25 @@ func Open(o Options) (*Tracer, error) {
 	if err := spec.Variables[legsVarPageShift].Set(uint32(bits.TrailingZeros(uint(os.Getpagesize())))); err != nil {
 		return nil, fmt.Errorf("legs: %w", err)
 	}
-	o1 := &t.objs
-	var to any = &struct {
-		*legsMaps
-		*legsVariables
-		*basePrograms
-	}{&o1.legsMaps, &o1.legsVariables, &o1.basePrograms}
-	if o.DataCalls && t.maps == "" {
-		to = o1
-	}
-	if err := spec.LoadAndAssign(to, nil); err != nil {
-		return nil, fmt.Errorf("legs: load program into the kernel: %w", err)
-	}
-	if err := t.attach(); err != nil {
-		t.detach()
+	if err := t.load(spec, o); err != nil {
 		return nil, err
 	}
+	rd, err := ringbuf.NewReader(t.objs.Ring)
+	if err != nil {
+		t.detach()
+		return nil, fmt.Errorf("legs: open ring buffer: %w", err)
+	}
+	t.rd = rd
 	t.slots = make([]slot, TableSlots)
 	go t.run()
 	return t, nil
 }
 
 // passthroughKernel reports whether the kernel serves FUSE passthrough (nil), or why not:
-// its BTF names the functions of CONFIG_FUSE_PASSTHROUGH when it does. maps says why the
-// faults of mapped files cannot be followed ("": they can): the kernel lacks a
+// its BTF (spec) names the functions of CONFIG_FUSE_PASSTHROUGH when it does. maps says
+// why the faults of mapped files cannot be followed ("": they can): the kernel lacks a
 // tracepoint the programs attach to.
-func passthroughKernel() (maps string, err error) {
-	spec, err := btf.LoadKernelSpec()
-	if err != nil {
-		return "", fmt.Errorf("legs: the kernel's BTF: %w", err)
-	}
+func passthroughKernel(spec *btf.Spec) (maps string, err error) {
 	var fn *btf.Func
 	if err := spec.TypeByName("fuse_passthrough_read_iter", &fn); err != nil {
 		return "", errors.New("this kernel has no FUSE passthrough (Linux 6.9 or later with CONFIG_FUSE_PASSTHROUGH)")
@@ -242,34 +204,6 @@ func passthroughKernel() (maps string, err error) {
 		}
 	}
 	return "", nil
-}
-
-// attach attaches the programs and opens the ring buffer.
-func (t *Tracer) attach() error {
-	p := &t.objs
-	progs := []*ebpf.Program{p.RequestSend, p.RequestEnd, p.SchedWaking, p.SysEnter, p.SysExit}
-	if t.data {
-		progs = append(progs, p.UringSubmit, p.UringComplete)
-	}
-	if t.data && t.maps == "" {
-		progs = append(progs, p.FilemapFault, p.FilemapMapPages, p.DirtyFolio)
-	}
-	if t.jobOnly {
-		progs = append(progs, p.ProcessFork)
-	}
-	for _, prog := range progs {
-		l, err := link.AttachTracing(link.TracingOptions{Program: prog})
-		if err != nil {
-			return fmt.Errorf("legs: attach %s: %w", prog, err)
-		}
-		t.links = append(t.links, l)
-	}
-	rd, err := ringbuf.NewReader(t.objs.Ring)
-	if err != nil {
-		return fmt.Errorf("legs: open ring buffer: %w", err)
-	}
-	t.rd = rd
-	return nil
 }
 
 // Watch starts measuring the FUSE mount at mountpoint, whose server is the process daemon
@@ -522,15 +456,24 @@ func (t *Tracer) Stats() Stats {
 }
 
 // Close stops measuring and hands the last records to the table and the sink. Events
-// filled after Close keep no legs.
+// filled after Close keep no legs. The programs are then detached from the kernel in the
+// background (Detach waits for that), while the caller closes its trace.
 func (t *Tracer) Close() error {
 	t.closeMu.Do(func() {
 		if t.objs.TargetDev != nil {
 			_ = t.objs.TargetDev.Set(uint32(0)) // stop recording new calls
 		}
 		close(t.stop)
+		if t.rd != nil {
+			_ = t.rd.Flush() // wake the drain goroutine now rather than at its next interval
+		}
 		<-t.done
 		t.drain()
+		t.unlinked = make(chan struct{})
+		go func() {
+			closeLinks(t.links)
+			close(t.unlinked)
+		}()
 	})
 	return nil
 }
@@ -542,8 +485,10 @@ func (t *Tracer) Detach() {
 }
 
 func (t *Tracer) detach() {
-	for _, l := range t.links {
-		_ = l.Close()
+	if t.unlinked != nil {
+		<-t.unlinked
+	} else {
+		closeLinks(t.links)
 	}
 	t.links = nil
 	if t.rd != nil {

@@ -31,7 +31,7 @@ func TestMain(m *testing.M) {
 			err = RunChild(ctx, Env{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr,
 				Log: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})), Version: "test"})
 		} else {
-			err = RunProbe(ctx, os.Stdout, os.Args[2:])
+			err = RunProbe(ctx, os.Stdin, os.Stdout, os.Args[2:])
 		}
 		stop()
 		var ee *ExitError

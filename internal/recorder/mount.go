@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/iotap/iotap/internal/sysinfo"
+	"github.com/iotap/iotap/trace"
 )
 
 // Mount serves a traced view of s.Target at s.MountAt in this process, writing the trace,
@@ -26,10 +27,12 @@ func Mount(ctx context.Context, s Spec, e Env, ready func()) error {
 	if s.Target == "" || s.MountAt == "" {
 		return usageErrorf("--target and --mount-at are both required")
 	}
+	started := trace.Now()
 	p, err := s.check(kindMount, e.Version)
 	if err != nil {
 		return err
 	}
+	p.Started = started
 	created, err := createOutput(p.Output)
 	if err != nil {
 		return err

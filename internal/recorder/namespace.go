@@ -187,6 +187,8 @@ func RunChild(ctx context.Context, e Env) error {
 	if err := json.Unmarshal(data, spec); err != nil {
 		return fail(fmt.Errorf("decode plan: %w", err))
 	}
+	tl := spec.timeline(e.Log)
+	tl.mark("recorder running")
 	var ml net.Listener
 	if spec.Metrics != "" {
 		mf := os.NewFile(4, "metrics")
@@ -207,6 +209,7 @@ func RunChild(ctx context.Context, e Env) error {
 			_, _ = fmt.Fprintf(e.Stderr, "iotap %s: %v\n", spec.Kind, err)
 			return &ExitError{Code: exitError}
 		}
+		tl.mark("mount namespace ready")
 	}
 	err = serve(ctx, e, spec, ml, parentDied)
 	var ec *ExitError

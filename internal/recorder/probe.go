@@ -37,11 +37,13 @@ const (
 	probeStartWait   = 10 * time.Second // the calibration's answer, at most
 )
 
-// RunProbe is the probe process: it times lstat(PATH) FIRST times, prints the median in ns
-// on stdout, then every INTERVAL times it N times and prints that median, until ctx ends.
-// PATH is the layer's probe name (fusefs.Options.ProbeName): each lstat is one LOOKUP the
-// layer answers with ENOENT. args are PATH FIRST N INTERVAL; bad ones wrap ErrUsage.
-func RunProbe(ctx context.Context, stdout io.Writer, args []string) error {
+// RunProbe is the probe process: once a line arrives on stdin (the layer is mounted), it
+// times lstat(PATH) FIRST times, prints the median in ns on stdout, then every INTERVAL
+// times it N times and prints that median, until ctx ends. PATH is the layer's probe name
+// (fusefs.Options.ProbeName): each lstat is one LOOKUP the layer answers with ENOENT. args
+// are PATH FIRST N INTERVAL; bad ones wrap ErrUsage. The end of stdin before a line, or of
+// ctx, ends it without timing anything.
+func RunProbe(ctx context.Context, stdin io.Reader, stdout io.Writer, args []string) error {
 	if len(args) != 4 {
 		return usageErrorf("want PATH FIRST N INTERVAL")
 	}
@@ -52,6 +54,21 @@ func RunProbe(ctx context.Context, stdout io.Writer, args []string) error {
 		return usageErrorf("bad probe arguments %q", args)
 	}
 	path := args[0]
+	// The recorder starts this process while it loads the kernel's program and mounts
+	// the layer, and says when the layer is there to time.
+	mounted := make(chan bool, 1)
+	go func() {
+		_, err := bufio.NewReader(stdin).ReadString('\n')
+		mounted <- err == nil
+	}()
+	select {
+	case ok := <-mounted:
+		if !ok {
+			return nil
+		}
+	case <-ctx.Done():
+		return nil
+	}
 	ds := make([]int64, 0, max(first, n))
 	sample := func(k int) (int64, error) {
 		ds = ds[:0]
@@ -87,32 +104,40 @@ func RunProbe(ctx context.Context, stdout io.Writer, args []string) error {
 
 // rttProbe is a running probe process and the samples it reported.
 type rttProbe struct {
-	cmd   *exec.Cmd
-	start time.Duration // the calibration's median
-	mu    sync.Mutex    // guards runs
-	runs  []time.Duration
-	done  chan struct{} // the reader ended
+	cmd     *exec.Cmd
+	mounted io.WriteCloser     // the probe's stdin: a line starts its calibration
+	first   chan time.Duration // the calibration's median, once the probe has printed it
+	start   time.Duration      // the calibration's median
+	mu      sync.Mutex         // guards runs
+	runs    []time.Duration
+	done    chan struct{} // the reader ended
 }
 
 // probeName is the name in the mount's root the layer answers for the probe.
 func probeName() string { return fmt.Sprintf(".iotap-rtt-probe-%d", os.Getpid()) }
 
-// startProbe starts the probe against the mount at mnt and waits for its calibration.
-// The caller's thread must stay locked (the probe dies with it: Pdeathsig).
+// startProbe starts the probe process for the mount at mnt, which need not be mounted
+// yet: the probe's start overlaps the mount's (calibrate then starts the timing). The
+// caller's thread must stay locked (the probe dies with it: Pdeathsig).
 func startProbe(mnt string) (*rttProbe, error) {
 	cmd := exec.Command("/proc/self/exe", ProbeCommand, mnt+"/"+probeName(),
 		strconv.Itoa(probeCalibration), strconv.Itoa(probeSample), probeInterval.String())
 	cmd.Dir = "/"
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
 	out, err := cmd.StdoutPipe()
 	if err != nil {
+		_ = in.Close()
 		return nil, err
 	}
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
-	p := &rttProbe{cmd: cmd, done: make(chan struct{})}
 	first := make(chan time.Duration, 1)
+	p := &rttProbe{cmd: cmd, mounted: in, first: first, done: make(chan struct{})}
 	go func() {
 		defer close(p.done)
 		sc := bufio.NewScanner(out)
@@ -131,14 +156,24 @@ func startProbe(mnt string) (*rttProbe, error) {
 		}
 		_, _ = io.Copy(io.Discard, out)
 	}()
-	select {
-	case p.start = <-first:
-		return p, nil
-	case <-p.done:
-	case <-time.After(probeStartWait):
+	return p, nil
+}
+
+// calibrate tells the probe the layer is mounted and waits for its calibration. When it
+// fails, the probe is ended.
+func (p *rttProbe) calibrate() error {
+	_, err := io.WriteString(p.mounted, "\n")
+	_ = p.mounted.Close()
+	if err == nil {
+		select {
+		case p.start = <-p.first:
+			return nil
+		case <-p.done:
+		case <-time.After(probeStartWait):
+		}
 	}
 	p.kill()
-	return nil, errors.New("the round-trip probe gave no calibration")
+	return errors.New("the round-trip probe gave no calibration")
 }
 
 func (p *rttProbe) kill() {

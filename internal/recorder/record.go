@@ -25,6 +25,7 @@ import (
 // bad spec, is an *ExitError for the job's exit status (or the recorder's), or says what
 // failed.
 func Record(ctx context.Context, s Spec, e Env) error {
+	started := trace.Now()
 	e.defaults()
 	switch {
 	case len(s.Argv) == 0:
@@ -38,7 +39,7 @@ func Record(ctx context.Context, s Spec, e Env) error {
 	if err != nil {
 		return err
 	}
-	p.Argv = s.Argv
+	p.Argv, p.Started = s.Argv, started
 	cwd, err := os.Getwd()
 	if err != nil {
 		return fmt.Errorf("current directory: %w", err)
@@ -87,7 +88,11 @@ func Record(ctx context.Context, s Spec, e Env) error {
 		p.Labels = append(p.Labels, trace.Label{Key: report.NativeRuntimeLabel, Value: strconv.FormatInt(int64(native), 10)})
 	}
 	_, _ = fmt.Fprintf(e.Stderr, "iotap: tracing %s%s, trace %s\n", p.Target, viewNote(p), p.Output)
-	return reexecRecorder(e, p, ml)
+	tl := p.timeline(e.Log)
+	tl.mark("checked")
+	err = reexecRecorder(e, p, ml)
+	tl.mark("recorder ended")
+	return err
 }
 
 // runNative runs the job once without the layer, in its own directory, and returns its

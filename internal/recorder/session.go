@@ -106,10 +106,13 @@ func mountSession(e Env, spec *plan, ml net.Listener) (*session, error) {
 			s.metrics.Observe(evs)
 		}
 	}
+	tl := spec.timeline(e.Log)
+	tl.mark("header ready")
 	var err error
 	if s.kernel, err = openKernel(spec, e.Log, &h, &wo, spec.Kind == kindRecord); err != nil {
 		return nil, err
 	}
+	tl.mark("kernel measurement loaded")
 	o.Passthrough = s.kernel.data
 	h.FUSE = o.TraceOptions()
 	w, closeW, err := createTrace(context.Background(), spec.Store, spec.Output, h, wo)
@@ -118,6 +121,7 @@ func mountSession(e Env, spec *plan, ml net.Listener) (*session, error) {
 		return nil, fmt.Errorf("cannot write the trace: %w", err)
 	}
 	s.w, s.closeW = w, closeW
+	tl.mark("trace created")
 	// The storage client serving the target, found before the layer covers it.
 	var sink procsample.Sink = w
 	if s.metrics != nil {
@@ -139,6 +143,7 @@ func mountSession(e Env, spec *plan, ml net.Listener) (*session, error) {
 		return nil, explainMountError(spec, err)
 	}
 	s.srv = srv
+	tl.mark("layer mounted")
 	if s.metrics != nil {
 		s.registerMetrics()
 	}
@@ -219,15 +224,18 @@ func (s *session) close(outcome string) error {
 	elapsed := time.Since(s.started)
 	cost := s.srv.Cost().LayerCost()
 	s.w.SetLayerCost(cost)
+	tl := s.spec.timeline(s.e.Log)
 	var sums []procsample.Summary
 	if s.sampler != nil {
 		sums = s.sampler.Stop() // its last samples go into the trace
+		tl.mark("sampler stopped")
 	}
 	var pass *trace.PassthroughStats
 	var mapsWhy string
 	if v := s.kernel.view; v != nil {
 		// The kernel's last records go into the trace before it closes.
 		c := v.finish()
+		tl.mark("kernel measurement drained")
 		if s.kernel.data {
 			pt := s.srv.Passthrough()
 			pass = &trace.PassthroughStats{Opens: pt.Opens, LayerOpens: pt.LayerOpens, Refused: pt.Refused,
@@ -238,6 +246,7 @@ func (s *session) close(outcome string) error {
 		}
 	}
 	err := s.closeW()
+	tl.mark("trace closed")
 	if s.stopMet != nil {
 		s.stopMet() // after the trace's last events reached the metrics
 	}
@@ -249,6 +258,7 @@ func (s *session) close(outcome string) error {
 		legsLine = s.kernel.view.summary()
 	}
 	s.detachLegs()
+	tl.mark("kernel measurement detached")
 	st := s.w.Stats()
 	snap := s.tally.Snapshot()
 	writeSummary(s.e.Stderr, recordEnd{outcome: outcome, elapsed: elapsed, snap: snap, ws: st, cost: cost, path: s.spec.Output})
@@ -278,8 +288,24 @@ func (s *session) close(outcome string) error {
 // job's exit status as an *ExitError. When parentDied is closed (the iotap process that
 // started this recorder died), the job is ended at once.
 func serve(ctx context.Context, e Env, spec *plan, ml net.Listener, parentDied <-chan struct{}) error {
+	tl := spec.timeline(e.Log)
+	var probe *rttProbe
+	if spec.Kind == kindRecord {
+		// The layer's round trip, measured before the job and sampled while it runs; a
+		// replay's think mode leaves it out of the recorded gaps. The probe's process
+		// starts while the kernel's program loads and the layer mounts, and times the
+		// layer once it is mounted (calibrate).
+		var err error
+		if probe, err = startProbe(spec.MountPoint); err != nil {
+			e.Log.Warn("the recording layer's round trip is not measured", "err", err)
+		}
+		tl.mark("probe started")
+	}
 	s, err := openSession(e, spec, ml)
 	if err != nil {
+		if probe != nil {
+			probe.kill()
+		}
 		return err
 	}
 	stopLive := make(chan struct{})
@@ -290,13 +316,12 @@ func serve(ctx context.Context, e Env, spec *plan, ml net.Listener, parentDied <
 	if err := closeOnExec(); err != nil {
 		e.Log.Warn("could not mark descriptors close-on-exec", "err", err)
 	}
-	var probe *rttProbe
-	if spec.Kind == kindRecord {
-		// The layer's round trip, measured before the job and sampled while it runs; a
-		// replay's think mode leaves it out of the recorded gaps.
-		if probe, err = startProbe(spec.MountPoint); err != nil {
+	if probe != nil {
+		if err := probe.calibrate(); err != nil {
 			e.Log.Warn("the recording layer's round trip is not measured", "err", err)
+			probe = nil
 		}
+		tl.mark("probe calibrated")
 	}
 	stopProbe := func() {
 		if probe != nil {
@@ -345,10 +370,13 @@ func serve(ctx context.Context, e Env, spec *plan, ml net.Listener, parentDied <
 		}
 		return &ExitError{Code: code, Err: err}
 	}
+	tl.mark("job started")
 	w := watchJob(e, cmd.Process, parentDied)
 	code, werr := job.Wait(cmd)
+	tl.mark("job ended")
 	w.stop()
 	stopProbe()
+	tl.mark("probe stopped")
 	outcome := "job " + job.Describe(cmd.ProcessState)
 	if w.orphaned.Load() {
 		outcome += ", ended when iotap record died"
@@ -361,6 +389,7 @@ func serve(ctx context.Context, e Env, spec *plan, ml net.Listener, parentDied <
 	}
 	close(stopLive)
 	s.unmount()
+	tl.mark("layer unmounted")
 	cerr := s.close(outcome)
 	switch {
 	case werr != nil:

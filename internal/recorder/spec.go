@@ -169,7 +169,11 @@ type plan struct {
 	Sample       Sampling
 	Store        TraceStore
 	Version      string // iotap's
+	Started      int64  // trace.Now() when the command began: the debug timeline's origin
 }
+
+// timeline is the debug timeline of this plan's recording.
+func (p *plan) timeline(log logger) timeline { return timeline{log: log, origin: p.Started} }
 
 func (p *plan) fuseOptions(log *slog.Logger) fusefs.Options {
 	return fusefs.Options{
