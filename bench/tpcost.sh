@@ -12,7 +12,9 @@
 # under each attachment (none, raw, syscalls), in an order that rotates every round; prints
 # the median over rounds of ns per call and its difference from none. Then one more run of
 # each with the kernel's accounting on (kernel.bpf_stats_enabled): the programs' runs and
-# ns per run (the accounting's clock reads are not in the wall-clock figures).
+# ns per run (the accounting's clock reads are not in the wall-clock figures); and the raw
+# programs with 4 clock reads (bpf_ktime_get_ns) each, on getppid: their ns per run less the
+# empty ones', divided by 4, is what a clock read costs.
 #
 # Usage: bench/tpcost.sh [-r ROUNDS] [-n CALLS] [-d WORKDIR]
 # Defaults: -r 7 -n 200000 -d /var/tmp/iotap-tpcost. Needs root, go, gcc.
@@ -90,3 +92,5 @@ for m in raw syscalls; do
     "$WORK/tpcost" -attach "$m" -stats -- "$WORK/loop" "$k" "$N" "$WORK/f" 2>&1 >/dev/null | sed -n 's/^tpcost: /  /p'
   done
 done
+echo "raw, getppid, 4 clock reads per run:"
+"$WORK/tpcost" -attach raw -ktime 4 -stats -- "$WORK/loop" getppid "$N" "$WORK/f" 2>&1 >/dev/null | sed -n 's/^tpcost: /  /p'
