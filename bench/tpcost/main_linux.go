@@ -112,7 +112,7 @@ func run() error {
 		if err != nil {
 			return fmt.Errorf("turn the kernel's accounting of BPF programs on: %w", err)
 		}
-		defer c.Close()
+		defer func() { _ = c.Close() }()
 	}
 	cmd := exec.Command(flag.Arg(0), flag.Args()[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
