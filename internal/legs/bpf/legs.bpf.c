@@ -16,8 +16,8 @@
 // when the call returns, a CALL record, unless the call's last request is still in flight
 // (a release the kernel sends without waiting): that request's record then carries the
 // return. The entry time is not read for calls that name no file (futex, nanosleep,
-// clock_nanosleep, clock_gettime, sched_yield, getpid, getppid, gettid, rt_sigprocmask),
-// nor for reads and writes of files outside the mount: a request one of them sends (a page
+// clock_nanosleep, clock_gettime, sched_yield, getpid, getppid, gettid, rt_sigprocmask,
+// io_getevents, io_pgetevents), nor for reads and writes of files outside the mount: a request one of them sends (a page
 // fault, while it copies its buffer, on a mapped file of the mount that the server serves)
 // has no known entry.
 //
@@ -709,7 +709,7 @@ static __always_inline u64 iov_size(u64 uiov, u64 n)
 // not such a call. sendfile and splice, which move data between two descriptors, are
 // shaped in begin_move. nofile: a call that names no file and waits, or asks for ids,
 // the time or the signal mask (futex, nanosleep, clock_nanosleep, clock_gettime,
-// sched_yield, getpid, getppid, gettid, rt_sigprocmask).
+// sched_yield, getpid, getppid, gettid, rt_sigprocmask, io_getevents, io_pgetevents).
 struct call_shape {
 	u8 op, offset, vec, nofile;
 };
@@ -723,6 +723,7 @@ __noinline int shape_bits(long nr)
 	switch (nr) {
 	case NR_FUTEX: case NR_NANOSLEEP: case NR_CLOCK_NANOSLEEP: case NR_CLOCK_GETTIME:
 	case NR_SCHED_YIELD: case NR_GETPID: case NR_GETPPID: case NR_GETTID: case NR_RT_SIGPROCMASK:
+	case NR_IO_GETEVENTS: case NR_IO_PGETEVENTS:
 		return 1 << 24;
 	case NR_READ: return DATA_READ;
 	case NR_WRITE: return DATA_WRITE;
