@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # bpfcost.sh: what the kernel's measurement (internal/legs) costs per call, from the kernel's
 # own accounting of its BPF programs (kernel.bpf_stats_enabled: run time and count of every
-# program run). A job is recorded with `iotap record` (default --data auto: kernel
+# program run; the programs' runs are every task's, host-wide). A job is recorded with `iotap record` (default --data auto: kernel
 # passthrough, every read and write timed in the kernel); the job itself reads the
 # programs' counters with bpftool at its end, while they are still loaded. Prints, per
 # program, its runs, mean ns per run and its instructions as the kernel runs them (xlated,
@@ -85,7 +85,9 @@ w.flush()'" ;;
         *) echo "bpfcost.sh: unknown job $job" >&2; exit 2 ;;
       esac
       out="$WORK/out/$job.$bi.$r"
-      (cd "$WORK/run" && "${bins[$bi]}" record -o "$out.iotap" -- sh -c "$cmd && bpftool -j prog show > $out.progs.json") 2>"$out.log"
+      # The job's parent is the recorder, which holds the programs: their ids tell them from
+      # other programs of the same names on the host (another recording).
+      (cd "$WORK/run" && "${bins[$bi]}" record -o "$out.iotap" -- sh -c "$cmd && bpftool -j prog show > $out.progs.json && grep -h '^prog_id' /proc/\$PPID/fdinfo/* > $out.ids") 2>"$out.log"
       calls=$("${bins[$bi]}" info "$out.iotap" | awk -v job="$job" 'job != "mmap" && /^data:/ {print $4} job == "mmap" && /^  mapped:/ {print $2}')
       echo "${calls:-0}" >"$out.calls"
       rm -f "$out.iotap"
@@ -104,8 +106,9 @@ for job in jobs:
             base = f"{out}/{job}.{bi}.{r}"
             n = int(open(base + ".calls").read().split()[0])
             total = 0
+            ids = {int(l.split()[1]) for l in open(base + ".ids")}
             for p in json.load(open(base + ".progs.json")):
-                if p.get("name") in ours and p.get("run_cnt"):
+                if p.get("id") in ids and p.get("name") in ours and p.get("run_cnt"):
                     total += p["run_time_ns"]
                     per.setdefault(p["name"], []).append((p["run_cnt"], p["run_time_ns"] / p["run_cnt"]))
                     insns[p["name"]] = p.get("bytes_xlated", 0) // 8
