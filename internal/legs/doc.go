@@ -9,7 +9,9 @@
 // with the thread's run delay and who woke it since its previous call. A recording stores
 // them in each event (trace.Event's Queued, Done, CallStart, CallEnd, CallNr, RunDelay,
 // WokenAt, Waker), so that a replay can tell what the application spent outside the file
-// system from what FUSE added. The trace writer's encoder fills them in (Fill) on events
+// system from what FUSE added (a request sent in a call that names no file, or in a read or
+// write of a file outside the mount, has no known entry: the program does not read the
+// clock there; see bpf/legs.bpf.c). The trace writer's encoder fills them in (Fill) on events
 // that have waited trace.DefaultLegHold since they were appended.
 //
 // # Calls served by kernel passthrough

@@ -208,6 +208,10 @@ func TestPassthroughAsync(t *testing.T) {
 				if ev.Ret != bs || ev.Size != bs || ev.Dur <= 0 || ev.Offset%bs != 0 {
 					t.Errorf("read %+v", ev)
 				}
+				// libaio's submissions are dated by io_submit's return.
+				if engine == "libaio" && (ev.CallEnd < ev.Start || ev.CallStart != ev.Start) {
+					t.Errorf("read %+v: its io_submit's return is not dated", ev)
+				}
 			}
 			if len(reads) != size/bs || len(seen) != size/bs {
 				t.Errorf("%d reads of %d blocks, want %d", len(reads), len(seen), size/bs)

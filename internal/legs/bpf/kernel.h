@@ -155,12 +155,28 @@ struct sched_info {
 	unsigned long long run_delay;
 };
 
+/* Credentials: kuid_t and kgid_t hold the ids as the initial user namespace sees them. */
+typedef struct {
+	u32 val;
+} kuid_t;
+typedef struct {
+	u32 val;
+} kgid_t;
+
+struct cred {
+	kuid_t uid;
+	kgid_t gid;
+};
+
+/* bpf_storage: the task's BPF task-local storage of every map (NULL: it has none). */
 struct task_struct {
 	unsigned int flags;
 	int pid;
 	int tgid;
 	struct files_struct *files;
 	struct sched_info sched_info;
+	const struct cred *cred;
+	void *bpf_storage;
 };
 
 struct fuse_in_header {

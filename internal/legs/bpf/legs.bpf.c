@@ -15,7 +15,11 @@
 // call that thread was in. For every system call that sent at least one request it emits,
 // when the call returns, a CALL record, unless the call's last request is still in flight
 // (a release the kernel sends without waiting): that request's record then carries the
-// return.
+// return. The entry time is not read for calls that name no file (futex, nanosleep,
+// clock_nanosleep, clock_gettime, sched_yield, getpid, getppid, gettid, rt_sigprocmask,
+// io_getevents, io_pgetevents), nor for reads and writes of files outside the mount: a request one of them sends (a page
+// fault, while it copies its buffer, on a mapped file of the mount that the server serves)
+// has no known entry.
 //
 // For each call it also gives the time its thread spent runnable but waiting for a CPU
 // since its previous call that reached the mount returned (the scheduler's run_delay), so
@@ -89,12 +93,16 @@
 //
 // # Cost
 //
-// sys_enter and sys_exit run for every system call of the host. A task outside the job
-// (when only the job can reach the mount, as in a recorder's private mount namespace)
-// costs one task-storage lookup per call; a job task's read or write costs the
-// descriptor's resolution (a few direct loads); only calls on the mount's passthrough files
-// store and emit anything. An mmap of a file (not anonymous memory) costs the same
-// resolution. The fault tracepoints run for every page fault on a file of the host, and
+// sys_enter and sys_exit run for every system call of the host. A task that has no BPF
+// task storage (when only the job can reach the mount, as in a recorder's private mount
+// namespace: every task outside the job) costs one load per call; a job task's call, one
+// task-storage lookup at each end, and a read of the clock at its entry once the thread
+// has reached the mount, except for the calls that name no file; a job task's read or
+// write costs the descriptor's resolution (a few direct loads); only calls on the mount's
+// files read the clock at their return, and only those on its passthrough files store and
+// emit anything (one ring-buffer record). An mmap of a file (not anonymous memory) costs
+// the same resolution. sched_waking runs for every wake-up of the host: it loads a field
+// of the woken task, and looks its state up when it has task storage. The fault tracepoints run for every page fault on a file of the host, and
 // writeback_dirty_folio for every page any task makes dirty: they test one global until
 // a passthrough file has been mapped, and from then on also look the page cache up in the
 // table of mapped files.
@@ -126,6 +134,15 @@ char LICENSE[] SEC("license") = "Dual MIT/GPL";
 #define NR_IO_GETEVENTS 208
 #define NR_IO_PGETEVENTS 333
 #define NR_MMAP 9
+#define NR_FUTEX 202
+#define NR_NANOSLEEP 35
+#define NR_CLOCK_NANOSLEEP 230
+#define NR_CLOCK_GETTIME 228
+#define NR_SCHED_YIELD 24
+#define NR_GETPID 39
+#define NR_GETPPID 110
+#define NR_GETTID 186
+#define NR_RT_SIGPROCMASK 14
 #elif defined(__TARGET_ARCH_arm64)
 #define NR_READ 63
 #define NR_WRITE 64
@@ -143,6 +160,15 @@ char LICENSE[] SEC("license") = "Dual MIT/GPL";
 #define NR_IO_GETEVENTS 4
 #define NR_IO_PGETEVENTS 292
 #define NR_MMAP 222
+#define NR_FUTEX 98
+#define NR_NANOSLEEP 101
+#define NR_CLOCK_NANOSLEEP 115
+#define NR_CLOCK_GETTIME 113
+#define NR_SCHED_YIELD 124
+#define NR_GETPID 172
+#define NR_GETPPID 173
+#define NR_GETTID 178
+#define NR_RT_SIGPROCMASK 135
 #endif
 
 #define S_IFMT 00170000
@@ -440,6 +466,16 @@ static __always_inline void submit(void *r)
 	bpf_ringbuf_submit(r, flags);
 }
 
+// task_of returns task's state, or 0. A task with no BPF task storage at all (most tasks of
+// the host: they never reached the mount, nor took part in the job) is told by one load,
+// without the lookup's helper call.
+static __always_inline struct task *task_of(struct task_struct *task)
+{
+	if (!task->bpf_storage)
+		return 0;
+	return bpf_task_storage_get(&tasks, task, 0, 0);
+}
+
 static __always_inline u64 run_delay(struct task_struct *task)
 {
 	return task->sched_info.run_delay;
@@ -551,11 +587,11 @@ int BPF_PROG(request_end, const struct fuse_req *req)
 SEC("tp_btf/sched_waking")
 int BPF_PROG(sched_waking, struct task_struct *p)
 {
-	struct task *t = bpf_task_storage_get(&tasks, p, 0, 0);
+	struct task *t = task_of(p);
 	if (!t || !t->followed || (t->in_call && (t->nreq > 0 || t->data)))
 		return 0; // not followed, or in a call that reached the mount (a FUSE reply)
-	u64 id = bpf_get_current_pid_tgid();
-	u32 waker = (u32)id;
+	struct task_struct *cur = bpf_get_current_task_btf();
+	u32 waker = cur->pid;
 	if (waker == (u32)p->pid)
 		return 0;
 	t->woken = bpf_ktime_get_ns();
@@ -563,8 +599,8 @@ int BPF_PROG(sched_waking, struct task_struct *p)
 	// The waker is a followed thread in a system call (a futex wake, its exit, a pipe
 	// write). A wake-up from an interrupt (a timer) is nobody's: whatever ran is current,
 	// and a followed thread caught in user space is not taken for the waker.
-	struct task *w = bpf_task_storage_get(&tasks, bpf_get_current_task_btf(), 0, 0);
-	if (w && w->followed && w->in_call && (id >> 32) != daemon_tgid)
+	struct task *w = task_of(cur);
+	if (w && w->followed && w->in_call && (u32)cur->tgid != daemon_tgid)
 		t->waker = waker;
 	return 0;
 }
@@ -600,9 +636,8 @@ static __always_inline struct file *fd_file(struct task_struct *task, u64 fd)
 	return as_file(f);
 }
 
-// passthrough returns the struct fuse_file of f when f is a file of the traced mount whose
-// reads and writes kernel passthrough serves, else 0.
-static __always_inline struct fuse_file *passthrough(struct file *f)
+// mount_inode returns the inode of f when f is a file of the traced mount, else 0.
+static __always_inline struct inode *mount_inode(struct file *f)
 {
 	if (!f)
 		return 0;
@@ -612,6 +647,13 @@ static __always_inline struct fuse_file *passthrough(struct file *f)
 	struct super_block *sb = ino->i_sb;
 	if (!sb || sb->s_dev != target_dev)
 		return 0;
+	return ino;
+}
+
+// passthrough_of returns the struct fuse_file of f, a file of the traced mount whose inode
+// is ino, when kernel passthrough serves its reads and writes, else 0.
+static __always_inline struct fuse_file *passthrough_of(struct file *f, struct inode *ino)
+{
 	// A FIFO or device node of the mount is not a struct fuse_file.
 	if ((ino->i_mode & S_IFMT) != S_IFREG)
 		return 0;
@@ -622,6 +664,16 @@ static __always_inline struct fuse_file *passthrough(struct file *f)
 	if (!ff->passthrough)
 		return 0;
 	return ff;
+}
+
+// passthrough returns the struct fuse_file of f when f is a file of the traced mount whose
+// reads and writes kernel passthrough serves, else 0.
+static __always_inline struct fuse_file *passthrough(struct file *f)
+{
+	struct inode *ino = mount_inode(f);
+	if (!ino)
+		return 0;
+	return passthrough_of(f, ino);
 }
 
 #define MAX_IOVS 16
@@ -655,17 +707,24 @@ static __always_inline u64 iov_size(u64 uiov, u64 n)
 // call_shape describes system call nr when it reads or writes a file: its direction,
 // whether it takes an offset argument (4th), and whether it takes an iovec array. op 0:
 // not such a call. sendfile and splice, which move data between two descriptors, are
-// shaped in begin_move.
+// shaped in begin_move. nofile: a call that names no file and waits, or asks for ids,
+// the time or the signal mask (futex, nanosleep, clock_nanosleep, clock_gettime,
+// sched_yield, getpid, getppid, gettid, rt_sigprocmask, io_getevents, io_pgetevents).
 struct call_shape {
-	u8 op, offset, vec;
+	u8 op, offset, vec, nofile;
 };
 
 // shape_bits is shape's switch as a global function: the verifier checks it once, and its
 // callers get a value it does not know, so that it checks what follows once for every data
-// call rather than once for each system call of the switch. op, offset<<8, vec<<16.
+// call rather than once for each system call of the switch. op, offset<<8, vec<<16,
+// nofile<<24.
 __noinline int shape_bits(long nr)
 {
 	switch (nr) {
+	case NR_FUTEX: case NR_NANOSLEEP: case NR_CLOCK_NANOSLEEP: case NR_CLOCK_GETTIME:
+	case NR_SCHED_YIELD: case NR_GETPID: case NR_GETPPID: case NR_GETTID: case NR_RT_SIGPROCMASK:
+	case NR_IO_GETEVENTS: case NR_IO_PGETEVENTS:
+		return 1 << 24;
 	case NR_READ: return DATA_READ;
 	case NR_WRITE: return DATA_WRITE;
 	case NR_PREAD64: return DATA_READ | 1 << 8;
@@ -681,7 +740,7 @@ __noinline int shape_bits(long nr)
 static __always_inline struct call_shape shape(long nr)
 {
 	int b = shape_bits(nr);
-	struct call_shape s = { .op = b & 0xff, .offset = (b >> 8) & 1, .vec = (b >> 16) & 1 };
+	struct call_shape s = { .op = b & 0xff, .offset = (b >> 8) & 1, .vec = (b >> 16) & 1, .nofile = (b >> 24) & 1 };
 	return s;
 }
 
@@ -710,11 +769,17 @@ static __always_inline struct task *data_task(struct task *t, struct task_struct
 	return t;
 }
 
-// begin_data notes a read or write on a passthrough file in the thread's state.
+// begin_data notes a read or write on a passthrough file in the thread's state. A followed
+// thread's call on a file of the mount gets its entry time here (see sys_enter).
 static __always_inline void begin_data(struct task *t, struct task_struct *task, struct pt_regs *regs, long nr, struct call_shape cs)
 {
 	struct file *f = fd_file(task, ARG1(regs));
-	struct fuse_file *ff = passthrough(f);
+	struct inode *ino = mount_inode(f);
+	if (!ino)
+		return;
+	if (t && t->followed)
+		t->enter = bpf_ktime_get_ns();
+	struct fuse_file *ff = passthrough_of(f, ino);
 	if (!ff)
 		return;
 	t = data_task(t, task, nr);
@@ -841,19 +906,20 @@ static __always_inline s64 moved(u64 file, s64 pos, s64 ret)
 	return p >= ret ? p - ret : pos;
 }
 
-// end_data emits the data call in progress, which returned ret.
-static __always_inline void end_data(struct task *t, u64 now, s64 ret, u64 id)
+// end_data emits the data call in progress of task, which returned ret.
+static __always_inline void end_data(struct task *t, struct task_struct *task, u64 now, s64 ret)
 {
 	struct data_rec *r = reserve(sizeof(*r), true);
 	if (!r)
 		return;
-	u64 ug = bpf_get_current_uid_gid();
+	// The ids bpf_get_current_pid_tgid and bpf_get_current_uid_gid give, loaded directly.
+	const struct cred *cred = task->cred;
 	r->kind = REC_DATA;
 	r->nr = (u16)t->nr;
-	r->tid = (u32)id;
-	r->pid = id >> 32;
-	r->uid = (u32)ug;
-	r->gid = ug >> 32;
+	r->tid = task->pid;
+	r->pid = task->tgid;
+	r->uid = cred->uid.val;
+	r->gid = cred->gid.val;
 	r->op = t->d_op;
 	r->fh = t->d_fh;
 	r->node = t->d_node;
@@ -1230,6 +1296,7 @@ struct aio_ctx {
 	u64 ug;
 	u32 nr;
 	u32 done; // 1: io_submit returned: date the submissions' return instead
+	u32 timed; // set to 1 when a submission is timed (a constant: see sweep_one)
 	u64 think_rd;
 	u64 woken;
 	u32 waker;
@@ -1281,6 +1348,7 @@ static long aio_submit_one(u64 i, void *data)
 		.nr = c->nr,
 	};
 	bpf_map_update_elem(&asyncs, &k, &a, BPF_ANY);
+	c->timed = 1;
 	return 0;
 }
 
@@ -1338,8 +1406,9 @@ static long aio_reap_one(u64 i, void *data)
 }
 
 // aio_submit times the iocbs of an io_submit on passthrough files (done 0, at its entry),
-// or dates their submission's return (done 1, at its exit).
-static __always_inline void aio_submit(struct task *t, struct task_struct *task, u64 iocbs, u64 n, u32 done, u64 now)
+// or dates their submission's return (done 1, at its exit). It reports whether it timed
+// any.
+static __always_inline bool aio_submit(struct task *t, struct task_struct *task, u64 iocbs, u64 n, u32 done, u64 now)
 {
 	if (n > MAX_IOCBS) {
 		count(CNT_UNSEEN);
@@ -1360,6 +1429,7 @@ static __always_inline void aio_submit(struct task *t, struct task_struct *task,
 		c.waker = t->waker;
 	}
 	bpf_loop(n, aio_submit_one, &c, 0);
+	return c.timed;
 }
 
 // --- io_uring ---
@@ -1477,20 +1547,31 @@ int BPF_PROG(sys_enter, struct pt_regs *regs, long nr)
 	if (target_dev == 0)
 		return 0;
 	struct task_struct *task = bpf_get_current_task_btf();
-	struct task *t = bpf_task_storage_get(&tasks, task, 0, 0);
+	struct task *t = task_of(task);
 	if (t && t->p_mapping)
 		settle(t);
-	if (t && t->followed) {
-		t->enter = bpf_ktime_get_ns();
+	bool data = data_calls && !(job_only && (!t || !t->job));
+	bool followed = t && t->followed;
+	if (!data && !followed)
+		return 0; // a task outside the job, or one that has not reached the mount
+	struct call_shape cs = shape(nr);
+	if (followed) {
+		// The entry time of a followed thread's call, for the requests it may send. Not
+		// read for a call that names no file (cs.nofile), nor here for a read or write
+		// (begin_data reads it when the file is the mount's): a request such a call
+		// sends (a page fault on a mapped file of the mount that the server serves) has
+		// no known entry (0).
+		t->enter = 0;
+		if (!cs.nofile && !(data && cs.op))
+			t->enter = bpf_ktime_get_ns();
 		t->nr = (u32)nr;
 		t->nreq = 0;
 		t->in_call = 1;
 		t->think_taken = 0;
 		t->data = 0;
 	}
-	if (!data_calls || (job_only && (!t || !t->job)))
+	if (!data)
 		return 0;
-	struct call_shape cs = shape(nr);
 	if (cs.op) {
 		begin_data(t, task, regs, nr, cs);
 		return 0;
@@ -1506,12 +1587,14 @@ int BPF_PROG(sys_enter, struct pt_regs *regs, long nr)
 	if (nr == NR_IO_SUBMIT) {
 		u64 n = ARG2(regs);
 		u64 iocbs = ARG3(regs);
-		if (t && t->followed) {
+		if (followed)
 			think(t, task);
+		// The return is dated at sys_exit, which reads the iocbs again, only when one
+		// of them was timed.
+		if (aio_submit(t, task, iocbs, n, 0, followed ? t->enter : bpf_ktime_get_ns()) && followed) {
 			t->aio_iocbs = iocbs;
 			t->aio_nr = n;
 		}
-		aio_submit(t, task, iocbs, n, 0, t && t->followed ? t->enter : bpf_ktime_get_ns());
 		return 0;
 	}
 	if (nr == NR_IO_GETEVENTS || nr == NR_IO_PGETEVENTS) {
@@ -1531,14 +1614,20 @@ SEC("tp_btf/sys_exit")
 int BPF_PROG(sys_exit, struct pt_regs *regs, long ret)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
-	struct task *t = bpf_task_storage_get(&tasks, task, 0, 0);
-	if (!t)
+	struct task *t = task_of(task);
+	// A call that did nothing this program follows (most calls of a followed thread) costs
+	// these few loads: the clock is read only for what returns here.
+	if (!t || !(t->in_call | t->m_mapping))
 		return 0;
+	if (!(t->data | t->nreq | t->m_mapping | t->aio_events | t->aio_iocbs)) {
+		t->in_call = 0;
+		return 0;
+	}
 	u64 now = bpf_ktime_get_ns();
-	u64 id = bpf_get_current_pid_tgid();
+	u64 id = (u64)task->tgid << 32 | (u32)task->pid;
 	t->reached = 0;
 	if (t->data) {
-		end_data(t, now, ret, id);
+		end_data(t, task, now, ret);
 		t->data = 0;
 		t->reached = 1;
 	}
