@@ -70,6 +70,9 @@ type Options struct {
 	Group func(ev *trace.Event) string
 
 	auto bool // Interval was zero
+	// inlineCalls runs the per-system-call view in the Accumulator's goroutine (a group's
+	// Accumulator: one goroutine and two batches per group would grow with the groups).
+	inlineCalls bool
 }
 
 // Automatic interval: a fine series (FineInterval wide) is kept next to the 1 s one while
