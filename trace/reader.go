@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/klauspost/compress/zstd"
 )
@@ -55,9 +56,15 @@ type Reader struct {
 	done   bool
 	err    error // sticky error from Next
 
-	paths map[uint32]pathEntry
-	names map[uint32]string // PathName cache
-	known bitset            // ids with a path record
+	// nameMu guards paths against PathName while a ReadAhead's goroutine adds to it, and
+	// names and visible. The goroutine that reads chunks reads paths without it.
+	nameMu  sync.Mutex
+	paths   map[uint32]pathEntry
+	names   map[uint32]string // PathName cache
+	nPaths  uint32            // path records kept (pathEntry.seq of the next)
+	visible uint32            // with limited: PathName sees records with seq below it
+	limited bool
+	known   bitset // ids with a path record
 	// A writer with a bounded path index may record one (parent, name) under several ids
 	// (pathIndex): the reader reports every event, record and file under the first.
 	firstID   map[uint64]uint32 // hash of (first id of the parent, name) → first id
@@ -92,6 +99,7 @@ type seriesKey struct {
 type pathEntry struct {
 	parent uint32
 	plen   uint32
+	seq    uint32 // records kept before this one
 	name   string
 }
 
@@ -418,7 +426,10 @@ func (r *Reader) addPath(p PathRecord) error {
 			break
 		}
 	}
-	r.paths[p.ID] = pathEntry{parent: p.Parent, plen: uint32(plen), name: p.Name}
+	r.nameMu.Lock()
+	r.paths[p.ID] = pathEntry{parent: p.Parent, plen: uint32(plen), seq: r.nPaths, name: p.Name}
+	r.nameMu.Unlock()
+	r.nPaths++
 	r.known.set(p.ID)
 	return nil
 }
@@ -664,6 +675,14 @@ func (r *Reader) resync() (int64, error) {
 // other than the root (a symlink target) returns its raw text. A path is at most MaxPath
 // bytes long, and the paths PathName keeps count against the side-table limit (addPath).
 func (r *Reader) PathName(id uint32) string {
+	r.nameMu.Lock()
+	defer r.nameMu.Unlock()
+	return r.pathName(id)
+}
+
+// pathName is PathName with nameMu held. Under a ReadAhead it knows the records read
+// before the chunk of the caller's event, as a Reader read without one would.
+func (r *Reader) pathName(id uint32) string {
 	if id == RootPath {
 		return ""
 	}
@@ -671,14 +690,14 @@ func (r *Reader) PathName(id uint32) string {
 		return s
 	}
 	e, ok := r.paths[id]
-	if !ok {
+	if !ok || r.limited && e.seq >= r.visible {
 		return unknownPath(id) // not kept: an unknown id costs no memory
 	}
 	s := e.name
 	if e.parent != 0 && e.parent != RootPath {
 		// Parents have lower ids and each level adds a byte: the recursion ends within
 		// MaxPath levels.
-		s = r.PathName(e.parent) + "/" + e.name
+		s = r.pathName(e.parent) + "/" + e.name
 	}
 	r.names[id] = s
 	return s

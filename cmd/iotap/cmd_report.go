@@ -271,11 +271,14 @@ func loadTrace(ctx context.Context, e *env, file string, so stats.Options, by st
 	// The per-system-call view folds requests by their paths.
 	so.Names = r
 	acc := stats.NewAccumulator(file, r.Header(), so)
+	// The next chunk is read and decoded while the Accumulator takes this one's events.
+	ra := trace.NewReadAhead(r)
+	defer ra.Close()
 	for n := 0; ; n++ {
 		if n&0xffff == 0 && ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		ev, err := r.Next()
+		ev, err := ra.Next()
 		if err == io.EOF {
 			break
 		}

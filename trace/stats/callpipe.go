@@ -28,10 +28,10 @@ const callBatchLen = 4096
 // callPipe feeds a callView from another goroutine. Only the Accumulator's goroutine calls
 // its methods.
 type callPipe struct {
-	names   fold.Names // the reader: used from the Accumulator's goroutine only
-	known   []uint64   // path ids resolved to a name the reader knows (a bitset)
-	fill    *callBatch // being filled
-	flight  *callBatch // handed to the goroutine (or spare)
+	names   fold.Names    // the reader: used from the Accumulator's goroutine only
+	known   []uint64      // path ids resolved to a name the reader knows (a bitset)
+	fill    *callBatch    // being filled
+	flight  *callBatch    // handed to the goroutine (or spare)
 	done    chan struct{} // the batch in flight was counted (buffered: 1)
 	worker  *callWorker
 	started bool // a batch is in flight: done will be sent
