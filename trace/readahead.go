@@ -8,8 +8,8 @@ import (
 // ReadAhead reads a Reader's chunks in a goroutine, one events chunk ahead of its caller:
 // reading, decompressing and decoding chunk N+1 overlaps the caller's work on the events
 // of chunk N. It hands out the same events in the same order as the Reader's Next, and
-// holds at most three chunks' events (the caller's, the one waiting, the one being
-// decoded). With one CPU it reads in the caller's goroutine.
+// holds two chunks' events (the caller's and the one decoded meanwhile). With one CPU it
+// reads in the caller's goroutine.
 //
 // While it runs, the Reader's PathName answers as it would for a Reader read without a
 // ReadAhead: from the path records before the chunk of the last event Next returned. The
@@ -43,7 +43,11 @@ func NewReadAhead(r *Reader) *ReadAhead {
 		return a
 	}
 	a.out = make(chan aheadChunk)
-	a.free = make(chan []Event, 1)
+	// Two buffers: the caller's chunk and the one decoded meanwhile (the goroutine holds
+	// it until the caller takes it).
+	a.free = make(chan []Event, 2)
+	a.free <- nil
+	a.free <- nil
 	a.stop = make(chan struct{})
 	a.done = make(chan struct{})
 	r.nameMu.Lock()
@@ -58,14 +62,14 @@ func (a *ReadAhead) run() {
 	defer close(a.done)
 	r := a.r
 	for {
+		select {
+		case r.events = <-a.free:
+		case <-a.stop:
+			return
+		}
 		err := r.advance()
 		c := aheadChunk{evs: r.events, paths: r.nPaths, err: err}
-		select {
-		case buf := <-a.free:
-			r.events = buf
-		default:
-			r.events = nil
-		}
+		r.events = nil
 		select {
 		case a.out <- c:
 		case <-a.stop:
@@ -88,10 +92,7 @@ func (a *ReadAhead) Next() (*Event, error) {
 			return nil, a.err
 		}
 		if a.cur.evs != nil {
-			select {
-			case a.free <- a.cur.evs[:0]:
-			default:
-			}
+			a.free <- a.cur.evs[:0] // never blocks: the goroutine holds the other buffer
 		}
 		a.cur, a.next = <-a.out, 0
 		a.r.nameMu.Lock()
