@@ -278,7 +278,7 @@ func NewAccumulator(name string, h *trace.Header, o Options) *Accumulator {
 		a.depth.series.Width = FineInterval // coarsened to the series' width by Finish
 	}
 	a.src.FirstNs = -1
-	if !o.inlineCalls {
+	if o.CallsAside {
 		a.pipe = newCallPipe(o.Names, h)
 	}
 	if a.pipe == nil && (o.Names != nil || (h != nil && h.Kind == "replay")) {
@@ -603,7 +603,7 @@ func (a *Accumulator) group(ev *trace.Event) *Accumulator {
 	if g == nil {
 		o := a.opts
 		o.Group = nil
-		o.inlineCalls = true
+		o.CallsAside = false
 		if o.auto {
 			o.Interval = 0
 		}

@@ -10,10 +10,10 @@ import (
 
 // The per-system-call view folds requests into calls, a large share of what aggregating a
 // recording costs, and needs nothing from the rest of the Accumulator but its events in
-// start order. With more than one CPU a callPipe runs it beside the Accumulator: it copies
-// the events into batches and hands each full batch to a goroutine, one batch in flight
-// at a time, so the view sees the same events in the same order as when it runs inline
-// and its figures are the same.
+// start order. With Options.CallsAside and more than one CPU a callPipe runs it beside
+// the Accumulator: it copies the events into batches and hands each full batch to a
+// goroutine, one batch in flight at a time, so the view sees the same events in the same
+// order as when it runs inline and its figures are the same.
 //
 // The folder resolves path ids while it folds, and the names come from the trace reader,
 // which the Accumulator's caller advances meanwhile. So the callPipe resolves each path id

@@ -35,7 +35,7 @@ func TestCallPipeSameStats(t *testing.T) {
 		evs := genEvents(10*callBatchLen+123, 17)
 		var s [2]*Stats
 		for i, inline := range []bool{false, true} {
-			a := NewAccumulator("g", &trace.Header{}, Options{Names: pathNames{}, inlineCalls: inline})
+			a := NewAccumulator("g", &trace.Header{}, Options{Names: pathNames{}, CallsAside: !inline})
 			if (a.pipe != nil) == inline {
 				t.Fatalf("inline %v: pipe %v", inline, a.pipe != nil)
 			}
@@ -58,7 +58,7 @@ func readStats(t *testing.T, file string, inline bool) *Stats {
 		t.Fatal(err)
 	}
 	defer r.Close() //nolint:errcheck // read only
-	a := NewAccumulator(file, r.Header(), Options{Names: r, inlineCalls: inline})
+	a := NewAccumulator(file, r.Header(), Options{Names: r, CallsAside: !inline})
 	if r.Header().Kind != "replay" && (a.pipe != nil) == inline {
 		t.Fatalf("inline %v: pipe %v", inline, a.pipe != nil)
 	}
