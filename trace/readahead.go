@@ -50,9 +50,8 @@ func NewReadAhead(r *Reader) *ReadAhead {
 	a.free <- nil
 	a.stop = make(chan struct{})
 	a.done = make(chan struct{})
-	r.nameMu.Lock()
-	r.limited = true
-	r.nameMu.Unlock()
+	r.visible = r.nPaths
+	r.ahead.Store(true) // before the goroutine starts
 	go a.run()
 	return a
 }
@@ -113,9 +112,7 @@ func (a *ReadAhead) finish() {
 	a.close.Do(func() {
 		close(a.stop)
 		<-a.done
-		a.r.nameMu.Lock()
-		a.r.limited = false
-		a.r.nameMu.Unlock()
+		a.r.ahead.Store(false) // after the goroutine returned
 	})
 }
 

@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/klauspost/compress/zstd"
 )
@@ -56,15 +57,16 @@ type Reader struct {
 	done   bool
 	err    error // sticky error from Next
 
-	// nameMu guards paths against PathName while a ReadAhead's goroutine adds to it, and
-	// names and visible. The goroutine that reads chunks reads paths without it.
+	// While ahead is set (a ReadAhead's goroutine runs), nameMu guards paths against
+	// PathName as the goroutine adds to it, and names and visible; the goroutine reads
+	// paths without it. Otherwise one goroutine uses the Reader and nothing is locked.
+	ahead   atomic.Bool
 	nameMu  sync.Mutex
 	paths   map[uint32]pathEntry
 	names   map[uint32]string // PathName cache
 	nPaths  uint32            // path records kept (pathEntry.seq of the next)
-	visible uint32            // with limited: PathName sees records with seq below it
-	limited bool
-	known   bitset // ids with a path record
+	visible uint32            // with ahead: PathName sees records with seq below it
+	known   bitset            // ids with a path record
 	// A writer with a bounded path index may record one (parent, name) under several ids
 	// (pathIndex): the reader reports every event, record and file under the first.
 	firstID   map[uint64]uint32 // hash of (first id of the parent, name) → first id
@@ -426,9 +428,11 @@ func (r *Reader) addPath(p PathRecord) error {
 			break
 		}
 	}
-	r.nameMu.Lock()
+	if r.ahead.Load() {
+		r.nameMu.Lock()
+		defer r.nameMu.Unlock()
+	}
 	r.paths[p.ID] = pathEntry{parent: p.Parent, plen: uint32(plen), seq: r.nPaths, name: p.Name}
-	r.nameMu.Unlock()
 	r.nPaths++
 	r.known.set(p.ID)
 	return nil
@@ -675,13 +679,15 @@ func (r *Reader) resync() (int64, error) {
 // other than the root (a symlink target) returns its raw text. A path is at most MaxPath
 // bytes long, and the paths PathName keeps count against the side-table limit (addPath).
 func (r *Reader) PathName(id uint32) string {
-	r.nameMu.Lock()
-	defer r.nameMu.Unlock()
+	if r.ahead.Load() {
+		r.nameMu.Lock()
+		defer r.nameMu.Unlock()
+	}
 	return r.pathName(id)
 }
 
-// pathName is PathName with nameMu held. Under a ReadAhead it knows the records read
-// before the chunk of the caller's event, as a Reader read without one would.
+// pathName is PathName, with nameMu held under a ReadAhead. Then it knows the records
+// read before the chunk of the caller's event, as a Reader read without one would.
 func (r *Reader) pathName(id uint32) string {
 	if id == RootPath {
 		return ""
@@ -690,7 +696,7 @@ func (r *Reader) pathName(id uint32) string {
 		return s
 	}
 	e, ok := r.paths[id]
-	if !ok || r.limited && e.seq >= r.visible {
+	if !ok || e.seq >= r.visible && r.ahead.Load() {
 		return unknownPath(id) // not kept: an unknown id costs no memory
 	}
 	s := e.name
