@@ -13,18 +13,26 @@
 #
 #   bench/export-scale.sh                    # 10M-event trace, 1,000 small traces
 #   EVENTS=1000000 TRACES=100 RUNS=1 bench/export-scale.sh   # a short check
+#   ONLY=report EVENTS=100000000 bench/export-scale.sh       # report alone, 100M events
+# ONLY=report measures report alone (no small traces are made); its trace takes about
+# 9 bytes per event on disk (100M events: about 0.9 GB).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 EVENTS=${EVENTS:-10000000}
 TRACES=${TRACES:-1000}
 SMALL=${SMALL:-10000}
 RUNS=${RUNS:-3}
+ONLY=${ONLY:-}
+case $ONLY in
+'' | report) ;;
+*) echo "ONLY=$ONLY: want report (or nothing for every step)" >&2; exit 2 ;;
+esac
 work=${WORK:-$(mktemp -d /tmp/iotap-export-scale.XXXXXX)}
 mkdir -p "$work"
 go build -buildvcs=true -o "$work/iotap" ./cmd/iotap
 go build -o "$work/tracegen" ./bench/tracegen
 [ -f "$work/big.iotap" ] || "$work/tracegen" -events "$EVENTS" -o "$work/big.iotap"
-[ -d "$work/small" ] || "$work/tracegen" -events "$SMALL" -traces "$TRACES" -o "$work/small"
+[ -n "$ONLY" ] || [ -d "$work/small" ] || "$work/tracegen" -events "$SMALL" -traces "$TRACES" -o "$work/small"
 small_events=$((TRACES * SMALL))
 
 # measure NAME EVENTS CMD...: runs CMD RUNS times (its outputs removed before each run),
@@ -47,9 +55,11 @@ measure() {
 }
 
 echo "$("$work/iotap" --version | head -1); $(nproc) CPUs; $(date -u +%Y-%m-%d)"
-measure "export parquet (one trace)" "$EVENTS" "$work/iotap" export --format parquet -o "$work/out.parquet" "$work/big.iotap"
-measure "export jsonl (one trace)" "$EVENTS" "$work/iotap" export --format jsonl -o "$work/out.jsonl" "$work/big.iotap"
-measure "export parquet ($TRACES traces)" "$small_events" "$work/iotap" export --format parquet -o "$work/out" "$work/small"
-measure "summary parquet ($TRACES traces)" "$small_events" "$work/iotap" summary --format parquet -o "$work/out.parquet" "$work/small"
+if [ -z "$ONLY" ]; then
+  measure "export parquet (one trace)" "$EVENTS" "$work/iotap" export --format parquet -o "$work/out.parquet" "$work/big.iotap"
+  measure "export jsonl (one trace)" "$EVENTS" "$work/iotap" export --format jsonl -o "$work/out.jsonl" "$work/big.iotap"
+  measure "export parquet ($TRACES traces)" "$small_events" "$work/iotap" export --format parquet -o "$work/out" "$work/small"
+  measure "summary parquet ($TRACES traces)" "$small_events" "$work/iotap" summary --format parquet -o "$work/out.parquet" "$work/small"
+fi
 measure "report (one trace)" "$EVENTS" "$work/iotap" report -o /dev/null "$work/big.iotap"
 echo "traces kept in $work (WORK=$work reuses them)"

@@ -12,6 +12,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	"github.com/klauspost/compress/zstd"
 )
@@ -55,9 +57,16 @@ type Reader struct {
 	done   bool
 	err    error // sticky error from Next
 
-	paths map[uint32]pathEntry
-	names map[uint32]string // PathName cache
-	known bitset            // ids with a path record
+	// While ahead is set (a ReadAhead's goroutine runs), nameMu guards paths against
+	// PathName as the goroutine adds to it, and names and visible; the goroutine reads
+	// paths without it. Otherwise one goroutine uses the Reader and nothing is locked.
+	ahead   atomic.Bool
+	nameMu  sync.Mutex
+	paths   map[uint32]pathEntry
+	names   map[uint32]string // PathName cache
+	nPaths  uint32            // path records kept (pathEntry.seq of the next)
+	visible uint32            // with ahead: PathName sees records with seq below it
+	known   bitset            // ids with a path record
 	// A writer with a bounded path index may record one (parent, name) under several ids
 	// (pathIndex): the reader reports every event, record and file under the first.
 	firstID   map[uint64]uint32 // hash of (first id of the parent, name) → first id
@@ -92,6 +101,7 @@ type seriesKey struct {
 type pathEntry struct {
 	parent uint32
 	plen   uint32
+	seq    uint32 // records kept before this one
 	name   string
 }
 
@@ -418,7 +428,12 @@ func (r *Reader) addPath(p PathRecord) error {
 			break
 		}
 	}
-	r.paths[p.ID] = pathEntry{parent: p.Parent, plen: uint32(plen), name: p.Name}
+	if r.ahead.Load() {
+		r.nameMu.Lock()
+		defer r.nameMu.Unlock()
+	}
+	r.paths[p.ID] = pathEntry{parent: p.Parent, plen: uint32(plen), seq: r.nPaths, name: p.Name}
+	r.nPaths++
 	r.known.set(p.ID)
 	return nil
 }
@@ -664,6 +679,16 @@ func (r *Reader) resync() (int64, error) {
 // other than the root (a symlink target) returns its raw text. A path is at most MaxPath
 // bytes long, and the paths PathName keeps count against the side-table limit (addPath).
 func (r *Reader) PathName(id uint32) string {
+	if r.ahead.Load() {
+		r.nameMu.Lock()
+		defer r.nameMu.Unlock()
+	}
+	return r.pathName(id)
+}
+
+// pathName is PathName, with nameMu held under a ReadAhead. Then it knows the records
+// read before the chunk of the caller's event, as a Reader read without one would.
+func (r *Reader) pathName(id uint32) string {
 	if id == RootPath {
 		return ""
 	}
@@ -671,14 +696,14 @@ func (r *Reader) PathName(id uint32) string {
 		return s
 	}
 	e, ok := r.paths[id]
-	if !ok {
+	if !ok || e.seq >= r.visible && r.ahead.Load() {
 		return unknownPath(id) // not kept: an unknown id costs no memory
 	}
 	s := e.name
 	if e.parent != 0 && e.parent != RootPath {
 		// Parents have lower ids and each level adds a byte: the recursion ends within
 		// MaxPath levels.
-		s = r.PathName(e.parent) + "/" + e.name
+		s = r.pathName(e.parent) + "/" + e.name
 	}
 	r.names[id] = s
 	return s

@@ -1,5 +1,7 @@
 package trace
 
+import "unsafe"
+
 // Sorter restores start-time order to events read in file order, within a bounded window.
 //
 // A trace lists events about as they end, in batches per group of threads (see "Events come
@@ -74,6 +76,11 @@ func (s *Sorter) Pop() *Event {
 	slot := s.win.pop()
 	s.free = append(s.free, slot)
 	s.cur = *s.slot(slot)
+	// The next event to come out was pushed about a window ago: its lines have left the
+	// cache. Fetching them now overlaps the miss with the caller's work on this one.
+	if next, ok := s.win.peek(); ok {
+		prefetchEvent(unsafe.Pointer(s.slot(next)))
+	}
 	if s.out && s.cur.Start < s.lastOut {
 		s.Late++
 	} else {
@@ -137,13 +144,49 @@ type window struct {
 	spare []*run     // emptied runs, for reuse
 	late  []winEntry // min-heap of entries no run took
 	n     int
+	// min is where the earliest entry is: the index of its run, or -1 for the heap's top
+	// (meaningful when n > 0).
+	min int
+}
+
+// at returns the earliest entry; the window must not be empty.
+func (w *window) at() *winEntry {
+	if w.min < 0 {
+		return &w.late[0]
+	}
+	return w.runs[w.min].front()
+}
+
+// peek returns the slot of the earliest entry, if any.
+func (w *window) peek() (int32, bool) {
+	if w.n == 0 {
+		return 0, false
+	}
+	return w.at().slot, true
+}
+
+// findMin sets min by comparing the runs' fronts and the heap's top.
+func (w *window) findMin() {
+	w.min = -1
+	for i, r := range w.runs {
+		if w.min < 0 || r.front().before(w.runs[w.min].front()) {
+			w.min = i
+		}
+	}
+	if len(w.late) > 0 && (w.min < 0 || w.late[0].before(w.runs[w.min].front())) {
+		w.min = -1
+	}
 }
 
 func (w *window) len() int { return w.n }
 
 // push adds an entry; its seq is larger than any before.
+//
+// An entry that goes to the back of a run is not before that run's front, which is not
+// before the earliest entry: only a new run or the heap can take a new earliest.
 func (w *window) push(e winEntry) {
 	w.n++
+	earliest := w.n == 1 || e.before(w.at())
 	var best *run
 	for _, r := range w.runs {
 		if b := r.back(); !e.before(b) && (best == nil || best.back().before(b)) {
@@ -162,27 +205,29 @@ func (w *window) push(e winEntry) {
 		}
 		r.push(e)
 		w.runs = append(w.runs, r)
+		if earliest {
+			w.min = len(w.runs) - 1
+		}
 	default:
 		w.late = append(w.late, e)
 		w.up(len(w.late) - 1)
+		if earliest {
+			w.min = -1
+		}
 	}
 }
 
 // pop removes the earliest entry and returns its slot; the window must not be empty.
 func (w *window) pop() int32 {
 	w.n--
-	ri := -1
-	for i, r := range w.runs {
-		if ri < 0 || r.front().before(w.runs[ri].front()) {
-			ri = i
-		}
-	}
-	if len(w.late) > 0 && (ri < 0 || w.late[0].before(w.runs[ri].front())) {
+	ri := w.min
+	if ri < 0 {
 		e := w.late[0]
 		last := len(w.late) - 1
 		w.late[0] = w.late[last]
 		w.late = w.late[:last]
 		w.down(0)
+		w.findMin()
 		return e.slot
 	}
 	r := w.runs[ri]
@@ -197,6 +242,7 @@ func (w *window) pop() int32 {
 		}
 		w.spare = append(w.spare, r)
 	}
+	w.findMin()
 	return e.slot
 }
 

@@ -8,7 +8,7 @@ import (
 )
 
 // TestWindowOrder: entries come out of the window in (start, file order), whatever the
-// mix of in-order and late entries and of pushes and pops.
+// mix of in-order and late entries and of pushes and pops; peek names the next one.
 func TestWindowOrder(t *testing.T) {
 	for seed := range uint64(20) {
 		rng := rand.New(rand.NewPCG(seed, 3))
@@ -28,6 +28,9 @@ func TestWindowOrder(t *testing.T) {
 				want := slices.MinFunc(pending, func(a, b winEntry) int {
 					return cmp.Or(cmp.Compare(a.start, b.start), cmp.Compare(a.seq, b.seq))
 				})
+				if got, ok := w.peek(); !ok || got != want.slot {
+					t.Fatalf("seed %d: peek gave slot %d (%v), want %d", seed, got, ok, want.slot)
+				}
 				if got := w.pop(); got != want.slot {
 					t.Fatalf("seed %d: popped slot %d, want %d", seed, got, want.slot)
 				}

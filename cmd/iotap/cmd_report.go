@@ -223,6 +223,9 @@ func loadTracesBy(ctx context.Context, e *env, files []string, so stats.Options,
 	per := make([]*stats.Stats, len(files))
 	errs := make([]error, len(files))
 	sem := make(chan struct{}, max(1, runtime.GOMAXPROCS(0)))
+	// Fewer traces than CPUs leave CPUs free: each trace's reading and folding run beside
+	// its aggregation.
+	so.CallsAside = len(files) < runtime.GOMAXPROCS(0)
 	var wg sync.WaitGroup
 	for i, f := range files {
 		if f == "-" {
@@ -271,11 +274,18 @@ func loadTrace(ctx context.Context, e *env, file string, so stats.Options, by st
 	// The per-system-call view folds requests by their paths.
 	so.Names = r
 	acc := stats.NewAccumulator(file, r.Header(), so)
+	next := r.Next
+	if so.CallsAside {
+		// The next chunk is read and decoded while the Accumulator takes this one's events.
+		ra := trace.NewReadAhead(r)
+		defer ra.Close()
+		next = ra.Next
+	}
 	for n := 0; ; n++ {
 		if n&0xffff == 0 && ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		ev, err := r.Next()
+		ev, err := next()
 		if err == io.EOF {
 			break
 		}

@@ -234,7 +234,8 @@ type Accumulator struct {
 	samplerMin uint64 // lower bound of the smallest sampled file's bytes
 
 	depth depthAcc  // in-flight depth (depth.go)
-	calls *callView // the per-system-call view (nil: none)
+	calls *callView // the per-system-call view (nil: none, or run by pipe)
+	pipe  *callPipe // the per-system-call view in its own goroutine (nil: none, or inline)
 
 	order trace.Sorter // events not yet aggregated, to be taken in start order
 
@@ -277,7 +278,10 @@ func NewAccumulator(name string, h *trace.Header, o Options) *Accumulator {
 		a.depth.series.Width = FineInterval // coarsened to the series' width by Finish
 	}
 	a.src.FirstNs = -1
-	if o.Names != nil || (h != nil && h.Kind == "replay") {
+	if o.CallsAside {
+		a.pipe = newCallPipe(o.Names, h)
+	}
+	if a.pipe == nil && (o.Names != nil || (h != nil && h.Kind == "replay")) {
 		a.calls = newCallView(o.Names, h)
 	}
 	return a
@@ -582,7 +586,9 @@ func (a *Accumulator) add(ev *trace.Event) {
 			f.SizeAttr = ev.Offset
 		}
 	}
-	if a.calls != nil {
+	if a.pipe != nil {
+		a.pipe.add(ev)
+	} else if a.calls != nil {
 		a.calls.add(ev)
 	}
 }
@@ -597,6 +603,7 @@ func (a *Accumulator) group(ev *trace.Event) *Accumulator {
 	if g == nil {
 		o := a.opts
 		o.Group = nil
+		o.CallsAside = false
 		if o.auto {
 			o.Interval = 0
 		}
@@ -795,6 +802,9 @@ func (a *Accumulator) Finish(r Resolver, footer *trace.Footer, damage []error) *
 		src.Damage = append(src.Damage, d.Error())
 	}
 	src.Events = a.events
+	if a.pipe != nil {
+		a.calls = a.pipe.view()
+	}
 	if a.calls != nil {
 		s.Calls = a.calls.finish(&src)
 		s.CallFirstReads, s.CallRereads = a.calls.first, a.calls.re

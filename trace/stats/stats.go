@@ -68,6 +68,12 @@ type Options struct {
 	// name an event from its Pid and Uid only: it is asked once per run of events of one
 	// process and user.
 	Group func(ev *trace.Event) string
+	// CallsAside folds the requests into calls in a goroutine of its own, beside the
+	// Accumulator's, when there are two CPUs or more (the figures are the same). It suits
+	// a caller that aggregates one trace at a time; one that keeps every CPU busy with
+	// traces of its own gains nothing from it. The groups of Group fold inline: one
+	// goroutine and two batches of events per group would grow with the groups.
+	CallsAside bool
 
 	auto bool // Interval was zero
 }
