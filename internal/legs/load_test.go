@@ -174,11 +174,9 @@ func TestCloseWakesDrain(t *testing.T) {
 // (go test -run '^$' -bench Open ./internal/legs; root).
 func BenchmarkOpen(b *testing.B) {
 	o := Options{DataCalls: true, JobOnly: true}
-	if os.Geteuid() != 0 {
-		b.Skip("loading the kernel's program needs root")
-	}
+	testenv.Root(b, testenv.FUSE, "loading the kernel's program needs root")
 	if err := Available(o); err != nil {
-		b.Skipf("the kernel's view cannot be measured here: %v", err)
+		testenv.Skip(b, testenv.FUSE, "the kernel's view cannot be measured here: %v", err)
 	}
 	for b.Loop() {
 		tr, err := Open(o)

@@ -1,7 +1,10 @@
 package procconn
 
 import (
+	"bufio"
+	"fmt"
 	"os"
+	"os/exec"
 	"reflect"
 	"strings"
 	"testing"
@@ -141,6 +144,38 @@ func TestKeepUnknownThread(t *testing.T) {
 	}
 	if st := r.Stats(); st.Late != 0 || st.InPathReads != 1 {
 		t.Errorf("stats %+v, want one in-path read, nothing late", st)
+	}
+}
+
+// TestUnknownProcessThread: the first request of a thread whose process started before
+// the resolver subscribed (no fork event named its process) is attributed to its process at
+// once, not to none (the kernel's requests), and reported before it returns.
+func TestUnknownProcessThread(t *testing.T) {
+	exePath(t, "python3")
+	c := exec.Command("python3", "-c", `import sys, threading
+def run():
+    sys.stdout.write("%d\n" % threading.get_native_id()); sys.stdout.flush()
+    sys.stdin.readline()
+th = threading.Thread(target=run); th.start(); th.join()`)
+	in, _ := c.StdinPipe()
+	outp, _ := c.StdoutPipe()
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = in.Close(); _ = c.Wait() })
+	var tid int
+	if _, err := fmt.Fscan(bufio.NewReader(outp), &tid); err != nil {
+		t.Fatal(err)
+	}
+	pid := uint32(c.Process.Pid)
+	var got []Thread
+	r := &Resolver{m: map[uint32]*entry{}, closed: true, self: 1,
+		cfg: Config{Report: func(th Thread, _ int64) { got = append(got, th) }}}
+	if p, _ := r.Use(uint32(tid), 5); p != pid {
+		t.Errorf("Use(thread) = %d, want its process %d", p, pid)
+	}
+	if len(got) != 1 || got[0].Tid != uint32(tid) || got[0].Pid != pid || got[0].Comm != "python3" {
+		t.Errorf("reports %+v, want thread %d of process %d (python3) at once", got, tid, pid)
 	}
 }
 

@@ -349,11 +349,13 @@ func (r *Resolver) useSlow(tid uint32, at int64) (uint32, bool) {
 		r.m[tid] = e
 		r.queueLocked(tid, e, true)
 	}
-	if !e.known && (!e.all || r.cfg.Keep != nil) {
+	if !e.known && (!e.all || r.cfg.Keep != nil || e.pid == 0) {
 		// A program the resolver has not read yet (exec'd or forked from a thread it did
-		// not know), or a thread the name filter must judge now: alive, blocked in this
-		// request, and maybe gone when the resolver's goroutine gets to it. Its identity is
-		// read here, so that it is reported before its request is recorded.
+		// not know), a thread the name filter must judge now, or a thread of a process
+		// that started before the subscription and whose process only its status names
+		// (a request attributed to no process would be the kernel's): alive, blocked in
+		// this request, and maybe gone when the resolver's goroutine gets to it. Its
+		// identity is read here, so that it is reported before its request is recorded.
 		t0 := time.Now()
 		th, err := readThread(tid, e.all)
 		r.stats.InPathReads++
