@@ -79,7 +79,9 @@ func TestReplayDamagedTrace(t *testing.T) {
 	}{
 		{"cut-short", cut, false, true, "was cut short (no footer"},
 		{"corrupt", corrupt, false, false, "replay refuses a corrupt trace: --force"},
-		{"corrupt-forced", corrupt, true, true, "is corrupt (2 problems"},
+		// How many problems the damage makes depends on what the 5th chunk holds (events,
+		// or the paths later events name), which the writer's flushes decide.
+		{"corrupt-forced", corrupt, true, true, "is corrupt ("},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tgt := filepath.Join(dir, tc.name)
