@@ -262,24 +262,10 @@ func copyRows[R any](ctx context.Context, rw RowWriter, table []column[R], next 
 		return copyDirect(ctx, table, next, func(x *R, same bool, v []Value) error { return writeRecordJSONL(w, table, x, same, v) })
 	}
 	row := make([]Value, len(table))
-	for n := 0; ; n++ {
-		if n%stopEvery == 0 {
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-		}
-		x, err := next()
-		if err == io.EOF {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		fill(table, x, row, n > 0)
-		if err := rw.Write(row); err != nil {
-			return writeError(err)
-		}
-	}
+	return copyDirect(ctx, table, next, func(x *R, same bool, _ []Value) error {
+		fill(table, x, row, same)
+		return rw.Write(row)
+	})
 }
 
 // copyDirect is copyRows to a writer that takes the table's records without their rows:

@@ -1,10 +1,7 @@
 package procconn
 
 import (
-	"bufio"
-	"fmt"
 	"os"
-	"os/exec"
 	"reflect"
 	"strings"
 	"testing"
@@ -151,22 +148,7 @@ func TestKeepUnknownThread(t *testing.T) {
 // the resolver subscribed (no fork event named its process) is attributed to its process at
 // once, not to none (the kernel's requests), and reported before it returns.
 func TestUnknownProcessThread(t *testing.T) {
-	exePath(t, "python3")
-	c := exec.Command("python3", "-c", `import sys, threading
-def run():
-    sys.stdout.write("%d\n" % threading.get_native_id()); sys.stdout.flush()
-    sys.stdin.readline()
-th = threading.Thread(target=run); th.start(); th.join()`)
-	in, _ := c.StdinPipe()
-	outp, _ := c.StdoutPipe()
-	if err := c.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = in.Close(); _ = c.Wait() })
-	var tid int
-	if _, err := fmt.Fscan(bufio.NewReader(outp), &tid); err != nil {
-		t.Fatal(err)
-	}
+	c, tid := startThread(t)
 	pid := uint32(c.Process.Pid)
 	var got []Thread
 	r := &Resolver{m: map[uint32]*entry{}, closed: true, self: 1,

@@ -72,6 +72,29 @@ func exePath(t *testing.T, name string) string {
 	return p
 }
 
+// startThread starts python3 with a second thread, waiting on its stdin until the test
+// ends, and returns the process and that thread's id.
+func startThread(t *testing.T) (*exec.Cmd, int) {
+	t.Helper()
+	exePath(t, "python3")
+	c := exec.Command("python3", "-c", `import sys, threading
+def run():
+    sys.stdout.write("%d\n" % threading.get_native_id()); sys.stdout.flush()
+    sys.stdin.readline()
+th = threading.Thread(target=run); th.start(); th.join()`)
+	in, _ := c.StdinPipe()
+	outp, _ := c.StdoutPipe()
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = in.Close(); _ = c.Wait() })
+	var tid int
+	if _, err := fmt.Fscan(bufio.NewReader(outp), &tid); err != nil {
+		t.Fatal(err)
+	}
+	return c, tid
+}
+
 func TestResolverPrograms(t *testing.T) {
 	sleepExe := exePath(t, "sleep")
 	old := startCmd(t, "sleep", "60") // before the subscription
@@ -178,21 +201,7 @@ func TestResolverKeep(t *testing.T) {
 func TestResolverThreads(t *testing.T) {
 	exePath(t, "python3")
 	r, ch := startResolver(t, nil)
-	c := exec.Command("python3", "-c", `import sys, threading
-def run():
-    sys.stdout.write("%d\n" % threading.get_native_id()); sys.stdout.flush()
-    sys.stdin.readline()
-th = threading.Thread(target=run); th.start(); th.join()`)
-	in, _ := c.StdinPipe()
-	outp, _ := c.StdoutPipe()
-	if err := c.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = in.Close(); _ = c.Wait() })
-	var tid int
-	if _, err := fmt.Fscan(bufio.NewReader(outp), &tid); err != nil {
-		t.Fatal(err)
-	}
+	c, tid := startThread(t)
 	pid := c.Process.Pid
 	if tid == pid {
 		t.Fatalf("thread id %d is the process's", tid)
