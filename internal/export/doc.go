@@ -21,9 +21,11 @@
 // Formats (export.go) lists every format. A row format implements RowWriter: it takes a
 // view's Table, then its rows, one []Value per record in the columns' order (jsonl.go,
 // csv.go, parquet.go). JSON lines and Parquet also take a view's records themselves
-// (copyRows: writeRecordJSONL, writeRecord), each column's value going from the column
+// (copyRows: writeRecordJSONL, copyParquet), each column's value going from the column
 // table's function to the output without a row between: the same bytes, at less cost
-// (TestRowsGolden, BenchmarkExport). The other formats take the view's requests or calls in start order
+// (TestRowsGolden, TestParquetReadsBack, BenchmarkExport). A record holds everything its
+// columns' functions read, so that Parquet's encoders can make the values of a copy of it
+// in goroutines of their own. The other formats take the view's requests or calls in start order
 // as spans, whatever columns the views have (fio.go, perfetto.go). A new format is one file
 // and one entry in Formats.
 //
@@ -46,8 +48,8 @@
 //
 // Write reads the trace once and keeps no record after writing it: the JSON lines and CSV
 // formats hold one row; Parquet the row group being written (ParquetRowGroupRows rows, as
-// compressed pages, and each column's dictionary) and a few batches of 64 rows' values,
-// which a goroutine of its own hands to the column writers; the syscalls view the folder's window
+// compressed pages, and each column's dictionary) and a few batches of 256 records, whose
+// columns goroutines of its own encode; the syscalls view the folder's window
 // (trace/fold); the processes and files views, the report's statistics of the trace (a row
 // per process and per path); fio a name per file and handle; Perfetto a track per thread
 // and the per-interval statistics of package trace/stats, written as counters at the end.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -74,8 +75,9 @@ func exportFile(t *testing.T, path, format, view string) string {
 }
 
 // TestParquetInDuckDB: DuckDB reads every view's Parquet file with the schema's columns, in
-// order, of the types the schema gives them, with the file's metadata, zstd and dictionary
-// encoding; names of any bytes come back exactly; NULLs are NULLs.
+// order, of the types the schema gives them, with the file's metadata, zstd, dictionary
+// encoding of strings and delta encoding of numbers; names of any bytes come back exactly;
+// NULLs are NULLs.
 func TestParquetInDuckDB(t *testing.T) {
 	duckdbtest.Require(t)
 	tr := writeOddTrace(t)
@@ -115,6 +117,10 @@ func TestParquetInDuckDB(t *testing.T) {
 					t.Errorf("column %s compressed %s", r.Str("p"), r.Str("c"))
 				}
 				if p := r.Str("p"); (p == "path" || p == "comm" || p == "op") && !strings.Contains(r.Str("e"), "RLE_DICTIONARY") {
+					t.Errorf("column %s encoded %s", p, r.Str("e"))
+				}
+				if p := r.Str("p"); slices.ContainsFunc(Columns(v), func(c Column) bool { return c.Name == p && (c.Type == Int || c.Type == Time) }) &&
+					!strings.Contains(r.Str("e"), "DELTA_BINARY_PACKED") {
 					t.Errorf("column %s encoded %s", p, r.Str("e"))
 				}
 			}

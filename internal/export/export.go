@@ -244,8 +244,12 @@ func writeRequests(ctx context.Context, r *trace.Reader, n *names, rw RowWriter)
 	rec := request{n: n}
 	return copyRows(ctx, rw, requestColumns, func() (*request, error) {
 		ev, err := src.Next()
-		rec.ev = ev
-		return &rec, err
+		if err != nil {
+			return nil, err
+		}
+		rec.ev = *ev
+		rec.path, rec.path2, rec.proc = r.PathName(ev.Path), n.path(ev.Path2), n.proc(ev.Tid)
+		return &rec, nil
 	})
 }
 
@@ -253,11 +257,13 @@ func writeSyscalls(ctx context.Context, r *trace.Reader, n *names, rw RowWriter)
 	return copyRows(ctx, rw, syscallColumns, newSyscalls(&events{r: r}, n).Next)
 }
 
-// copyRows writes the records next yields, as rows of table, until io.EOF.
+// copyRows writes the records next yields, as rows of table, until io.EOF. A record holds
+// all its columns' functions read (the names of its paths and process, resolved as it is
+// read), so that it can be copied and written later, by another goroutine (copyParquet).
 func copyRows[R any](ctx context.Context, rw RowWriter, table []column[R], next func() (*R, error)) error {
 	switch w := rw.(type) {
 	case *parquetRows:
-		return copyDirect(ctx, table, next, func(x *R, same bool, v []Value) error { return writeRecord(w, table, x, same, v) })
+		return copyParquet(ctx, w, table, next)
 	case *jsonl:
 		return copyDirect(ctx, table, next, func(x *R, same bool, v []Value) error { return writeRecordJSONL(w, table, x, same, v) })
 	}

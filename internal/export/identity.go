@@ -58,16 +58,17 @@ func identityOf(h *trace.Header) *identity {
 // names resolves a trace's path ids and thread ids, remembering the threads' processes, and
 // holds the trace's identity.
 type names struct {
-	r     *trace.Reader
-	id    *identity
-	procs map[uint32]proc
+	r       *trace.Reader
+	id      *identity
+	version uint16 // the trace's format version
+	procs   map[uint32]proc
 }
 
 // proc is what the views say of a thread's process.
 type proc struct{ comm, exe string }
 
 func newNames(r *trace.Reader) *names {
-	return &names{r: r, id: identityOf(r.Header()), procs: map[uint32]proc{}}
+	return &names{r: r, id: identityOf(r.Header()), version: r.Header().Version, procs: map[uint32]proc{}}
 }
 
 func (n *names) proc(tid uint32) proc {

@@ -136,7 +136,10 @@ func (s *syscalls) Next() (*syscall, error) {
 		if !ok {
 			continue // an implicit open: no call of the application's
 		}
-		s.cur.c, s.cur.kind = c, k
+		s.cur.c, s.cur.kind = *c, k
+		if s.cur.n != nil {
+			s.cur.proc = s.cur.n.proc(c.Tid)
+		}
 		return &s.cur, nil
 	}
 }
@@ -248,7 +251,7 @@ func (s *spans) Next() (*span, error) {
 		if err != nil {
 			return nil, err
 		}
-		c := sc.c
+		c := &sc.c
 		tid := c.Tid
 		if tid == 0 {
 			tid = c.Worker

@@ -6,10 +6,13 @@ import (
 	"github.com/iotap/iotap/trace/stats"
 )
 
-// request is one record of the requests view: an event and the trace's names.
+// request is one record of the requests view: an event, the names of its paths and
+// process, and the trace's names.
 type request struct {
-	ev *trace.Event
-	n  *names
+	ev          trace.Event
+	path, path2 string
+	proc        proc
+	n           *names
 }
 
 // requestOffset reports whether op carries an offset in Event.Offset (setattr: a truncate's
@@ -50,13 +53,13 @@ var requestColumns = append([]column[request]{
 	timeCol("start_time", "start, absolute", func(r *request) int64 { return r.n.id.start + r.ev.Start }),
 	intCol("dur_ns", "duration: the request's time in the tracing layer and its storage, ns", func(r *request) int64 { return r.ev.Dur }),
 	nameCol("path", `path of the object, relative to the traced directory ("" = the directory itself, "?N" = path id N without a record)`,
-		func(r *request) string { return r.n.r.PathName(r.ev.Path) }),
+		func(r *request) string { return r.path }),
 	optName("path2", "second path: rename destination, link source, symlink target text, copy_file_range output",
-		func(r *request) string { return r.n.path(r.ev.Path2) }),
+		func(r *request) string { return r.path2 }),
 	nonZero("node", "FUSE node id", func(r *request) int64 { return int64(r.ev.Node) }),
 	nonZero("handle", "file handle", func(r *request) int64 { return int64(r.ev.Handle) }),
 	optInt("file_offset", "offset: read, write, readdir, lseek, fallocate, copy_file_range's input; a truncate's new size",
-		func(r *request) (int64, bool) { return r.ev.Offset, requestOffset(r.ev) }),
+		func(r *request) (int64, bool) { return r.ev.Offset, requestOffset(&r.ev) }),
 	optInt("size", "bytes asked for: read, write, readdir, fallocate, copy_file_range, getxattr, listxattr, readlink",
 		func(r *request) (int64, bool) { return int64(r.ev.Size), requestSize(r.ev.Op) }),
 	optInt("bytes", "bytes transferred, as the report counts them: file data (read, write, copy_file_range), directory entries (readdir), "+
@@ -68,8 +71,8 @@ var requestColumns = append([]column[request]{
 	optStr("errno_name", `the errno's name ("ENOENT"), NULL on success`, func(r *request) string { return trace.ErrnoName(r.ev.Errno) }),
 	nonZero("tid", "the calling thread (NULL: a request of the kernel's own, a forget)", func(r *request) int64 { return int64(r.ev.Tid) }),
 	nonZero("pid", "the calling process", func(r *request) int64 { return int64(r.ev.Pid) }),
-	optName("comm", "the thread's command name, from the trace's process table", func(r *request) string { return r.n.comm(r.ev.Tid) }),
-	optName("exe", "its process's executable", func(r *request) string { return r.n.exe(r.ev.Tid) }),
+	optName("comm", "the thread's command name, from the trace's process table", func(r *request) string { return r.proc.comm }),
+	optName("exe", "its process's executable", func(r *request) string { return r.proc.exe }),
 	intCol("uid", "the caller's user id", func(r *request) int64 { return int64(r.ev.Uid) }),
 	intCol("gid", "the caller's group id", func(r *request) int64 { return int64(r.ev.Gid) }),
 	intCol("flags", "the operation's flags (open flags, rename flags, setattr mask, ...; on a read or write, 2^31 marks pages of a mapped file "+
@@ -79,7 +82,7 @@ var requestColumns = append([]column[request]{
 	nonZero("handle2", "copy_file_range's output handle", func(r *request) int64 { return int64(r.ev.Handle2) }),
 	optInt("file_offset2", "copy_file_range's output offset (NULL in format-version-1 traces, which did not record it)",
 		func(r *request) (int64, bool) {
-			return r.ev.Offset2, r.ev.Op == trace.OpCopyFileRange && r.n.r.Header().Version >= trace.Version2
+			return r.ev.Offset2, r.ev.Op == trace.OpCopyFileRange && r.n.version >= trace.Version2
 		}),
 	nonZero("request_id", "the FUSE request's unique id (NULL in replays and traces before format version 4)", func(r *request) int64 { return int64(r.ev.Unique) }),
 	nonZero("queued_ns", "the kernel queued the request for the layer, ns since the trace's start (NULL: the kernel's view was not measured)",
@@ -102,9 +105,10 @@ var requestColumns = append([]column[request]{
 // syscall is one record of the syscalls view: a call the application made, found by
 // folding the requests as the report and replay do (package trace/fold).
 type syscall struct {
-	c      *fold.Call
+	c      fold.Call
 	kind   fold.Syscall
 	replay bool // a replay's trace, whose events are calls
+	proc   proc // its thread's process (with names)
 	n      *names
 }
 
@@ -147,15 +151,15 @@ var syscallColumns = append([]column[syscall]{
 	optStr("errno_name", "the errno's name, NULL on success", func(s *syscall) string { return trace.ErrnoName(s.c.Errno) }),
 	nonZero("tid", "the thread that made its primary request", func(s *syscall) int64 { return int64(s.c.Tid) }),
 	nonZero("pid", "its process", func(s *syscall) int64 { return int64(s.c.Pid) }),
-	optName("comm", "that thread's command name", func(s *syscall) string { return s.n.comm(s.c.Tid) }),
-	optName("exe", "its process's executable", func(s *syscall) string { return s.n.exe(s.c.Tid) }),
+	optName("comm", "that thread's command name", func(s *syscall) string { return s.proc.comm }),
+	optName("exe", "its process's executable", func(s *syscall) string { return s.proc.exe }),
 	nonZero("thread", "the thread the call belongs to (a close: the one that opened the file)", func(s *syscall) int64 { return int64(s.c.Worker) }),
 	intCol("flags", "the primary request's flags (on a read or write, 2^31: pages of a mapped file page faults brought in or made dirty, no system call)",
 		func(s *syscall) int64 { return int64(s.c.Flags) }),
 	intCol("mode", "the primary request's mode", func(s *syscall) int64 { return int64(s.c.Mode) }),
 	nonZero("handle2", "copy_file_range's output handle", func(s *syscall) int64 { return int64(s.c.Handle2) }),
 	optInt("file_offset2", "copy_file_range's output offset", func(s *syscall) (int64, bool) {
-		return s.c.Offset2, s.kind == fold.SysCopyFileRange && s.n.r.Header().Version >= trace.Version2
+		return s.c.Offset2, s.kind == fold.SysCopyFileRange && s.n.version >= trace.Version2
 	}),
 	nonZero("call_start_ns", "the system call's entry as the kernel saw it (recordings with the kernel's legs; NULL: not measured)",
 		func(s *syscall) int64 { return s.c.CallStart }),
