@@ -88,9 +88,6 @@ func (n *names) proc(tid uint32) proc {
 	return p
 }
 
-func (n *names) comm(tid uint32) string { return n.proc(tid).comm }
-func (n *names) exe(tid uint32) string  { return n.proc(tid).exe }
-
 // path returns the name of path id, "" for none (0).
 func (n *names) path(id uint32) string {
 	if id == 0 {
