@@ -77,6 +77,7 @@ type Reader struct {
 	kept      []File            // Files' last answer, nil when files changed since
 	procs     []Process
 	procIndex map[uint32]int
+	procGen   uint64 // process records read
 	files     []File
 	samples   []Samples         // resource series, in first-seen order
 	series    map[seriesKey]int // (role, pid) → index in samples
@@ -541,6 +542,7 @@ func (r *Reader) addSamples(s Samples) error {
 func (r *Reader) Samples() []Samples { return r.samples }
 
 func (r *Reader) addProcess(p Process) error {
+	r.procGen++
 	if i, ok := r.procIndex[p.Tid]; ok {
 		r.procs[i] = p
 		return nil
@@ -725,6 +727,10 @@ func (r *Reader) Process(tid uint32) (Process, bool) {
 	}
 	return r.procs[i], true
 }
+
+// ProcessRecords returns the number of process records read so far: when it has not
+// changed, Process answers as before.
+func (r *Reader) ProcessRecords() uint64 { return r.procGen }
 
 // Processes returns the process records read so far, in first-seen order.
 func (r *Reader) Processes() []Process { return r.procs }

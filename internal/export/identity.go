@@ -55,13 +55,16 @@ func identityOf(h *trace.Header) *identity {
 	return id
 }
 
-// names resolves a trace's path ids and thread ids, remembering the threads' processes, and
-// holds the trace's identity.
+// names resolves a trace's path ids and thread ids, and holds the trace's identity. A
+// thread's process is named by its record as read so far (a thread that exec'd another
+// program has a new record, which names its next events): procs remembers them until a
+// record is read (gen, the reader's ProcessRecords when procs was filled).
 type names struct {
 	r       *trace.Reader
 	id      *identity
 	version uint16 // the trace's format version
 	procs   map[uint32]proc
+	gen     uint64
 }
 
 // proc is what the views say of a thread's process.
@@ -72,7 +75,10 @@ func newNames(r *trace.Reader) *names {
 }
 
 func (n *names) proc(tid uint32) proc {
-	if p, ok := n.procs[tid]; ok {
+	if g := n.r.ProcessRecords(); g != n.gen {
+		clear(n.procs)
+		n.gen = g
+	} else if p, ok := n.procs[tid]; ok {
 		return p
 	}
 	var p proc
