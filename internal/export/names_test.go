@@ -75,7 +75,7 @@ func TestExportNamesExec(t *testing.T) {
 		if _, err := Write(context.Background(), r, &out, Options{Format: "jsonl", View: view}); err != nil {
 			t.Fatal(err)
 		}
-		_ = r.Close() // read-only
+		_ = r.Close()               // read-only
 		seen := map[string]string{} // op: comm
 		for _, line := range bytes.Split(bytes.TrimSpace(out.Bytes()), []byte("\n")) {
 			var rec struct{ Op, Comm, Exe string }
