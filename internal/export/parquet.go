@@ -58,6 +58,10 @@ const ParquetRowGroupRows = 1 << 19
 // the tests (a multiple of parquetBatch).
 var parquetGroupRows = ParquetRowGroupRows
 
+// parquetCodec compresses every file's pages: its encoders (each a megabyte and more of
+// tables) are kept in its pool and serve the next file of a dataset.
+var parquetCodec = &zstd.Codec{Level: zstd.DefaultLevel}
+
 // RawSuffix ends the name of the column that holds a Name column's exact bytes.
 const RawSuffix = "_raw"
 
@@ -168,7 +172,7 @@ func newParquet(w io.Writer, t Table) (RowWriter, error) {
 	}
 	schema := parquet.NewSchema("iotap_"+t.View, group(append(fields, raws...)))
 	p.w = parquet.NewGenericWriter[any](w, schema,
-		parquet.Compression(&zstd.Codec{Level: zstd.DefaultLevel}),
+		parquet.Compression(parquetCodec),
 		parquet.MaxRowsPerRowGroup(int64(parquetGroupRows)),
 		parquet.CreatedBy("iotap", "", ""),
 		parquet.KeyValueMetadata("iotap.schema_version", strconv.Itoa(SchemaVersion)),
@@ -400,12 +404,26 @@ type pqEncoder struct {
 	vals [][]parquet.Value // by leaf: the values of the column being written
 }
 
+// encoderVals keeps the leaves' value slices of the encoders of ended files, for the next.
+var encoderVals sync.Pool // *[][]parquet.Value
+
 func (p *parquetRows) newEncoder() *pqEncoder {
-	e := &pqEncoder{p: p, vals: make([][]parquet.Value, len(p.cw))}
-	for l := range e.vals {
-		e.vals[l] = make([]parquet.Value, 0, parquetBatch)
+	e := &pqEncoder{p: p}
+	if v, ok := encoderVals.Get().(*[][]parquet.Value); ok {
+		e.vals = *v
 	}
+	for len(e.vals) < len(p.cw) {
+		e.vals = append(e.vals, make([]parquet.Value, 0, parquetBatch))
+	}
+	e.vals = e.vals[:len(p.cw)]
 	return e
+}
+
+// release gives e's value slices back for another file's encoders.
+func (e *pqEncoder) release() {
+	vals := e.vals[:cap(e.vals)] // each emptied by write
+	e.vals = nil
+	encoderVals.Put(&vals)
 }
 
 // write makes the values of column i on b's rows and hands them to its column writers.
@@ -497,6 +515,7 @@ func (p *parquetRows) flushGroup() error {
 // encode writes the columns it takes of the batches of full until it is closed; after an
 // error (its own or another encoder's) it only passes them on.
 func (p *parquetRows) encode(full chan *pqBatch, e *pqEncoder) {
+	defer e.release()
 	for b := range full {
 		for {
 			k := int(b.next.Add(1)) - 1
@@ -664,6 +683,7 @@ func (p *parquetRows) Close() error {
 					return err
 				}
 			}
+			e.release()
 		}
 		return p.w.Close()
 	}
