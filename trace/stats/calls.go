@@ -59,12 +59,59 @@ type callView struct {
 	calls   [fold.NumSyscalls]CallStats
 	busy    [fold.NumSyscalls]busySet
 	flushed uint64 // closes timed by a flush
-	// ranges are the bytes read calls read, per path id, for the first-access split.
-	ranges    map[uint32]*rangeSet
+	// paths are the view's state per path id below maxDensePath, sparse that of the
+	// others (corrupt traces): an event costs an index rather than two map look-ups.
+	paths     []pathCalls
+	sparse    map[uint32]*pathCalls
 	first, re AccessStats
-	// paths are the calls' time per kind and path: kind<<32 | path id.
-	paths map[uint64]int64
-	sizes [2][NumAccessSizes]AccessSize // successful reads [0] and writes [1] by size
+	sizes     [2][NumAccessSizes]AccessSize // successful reads [0] and writes [1] by size
+}
+
+// pathCalls is the per-system-call view's state of one path.
+type pathCalls struct {
+	kinds  []kindNs  // the calls' time per kind, one entry per kind the path saw
+	ranges *rangeSet // the bytes read calls read, for the first-access split (nil: none yet)
+}
+
+// kindNs is the calls of one kind on a path: their summed time in the storage.
+type kindNs struct {
+	ns   int64
+	kind fold.Syscall
+}
+
+// path returns the state of path id, creating it. The pointer is valid until the next
+// call that creates a path.
+func (v *callView) path(id uint32) *pathCalls {
+	if int(id) < len(v.paths) {
+		return &v.paths[id]
+	}
+	if id >= maxDensePath {
+		p := v.sparse[id]
+		if p == nil {
+			if v.sparse == nil {
+				v.sparse = make(map[uint32]*pathCalls)
+			}
+			p = &pathCalls{}
+			v.sparse[id] = p
+		}
+		return p
+	}
+	n := min(max(int(id)+1, 2*len(v.paths), 64), maxDensePath)
+	np := make([]pathCalls, n)
+	copy(np, v.paths)
+	v.paths = np
+	return &v.paths[id]
+}
+
+// addNs adds ns to the time of the path's calls of kind s.
+func (p *pathCalls) addNs(s fold.Syscall, ns int64) {
+	for i := range p.kinds {
+		if p.kinds[i].kind == s {
+			p.kinds[i].ns += ns
+			return
+		}
+	}
+	p.kinds = append(p.kinds, kindNs{ns: ns, kind: s})
 }
 
 func newCallView(names fold.Names, h *trace.Header) *callView {
@@ -117,10 +164,7 @@ func (v *callView) drain() {
 // data requests.
 func (v *callView) call(s fold.Syscall, rec trace.Op, path uint32, start, ns, data int64, errno uint16, ret int64, reqs uint64) {
 	v.busy[s].add(start, start+ns)
-	if v.paths == nil {
-		v.paths = make(map[uint64]int64)
-	}
-	v.paths[uint64(s)<<32|uint64(path)] += ns
+	v.path(path).addNs(s, ns)
 	if errno == 0 && (s == fold.SysRead || s == fold.SysWrite) {
 		d := 0
 		if s == fold.SysWrite {
@@ -172,13 +216,11 @@ func (v *callView) read(path uint32, off, ns int64, errno uint16, ret int64) {
 	if errno != 0 || ret <= 0 {
 		return
 	}
-	rs := v.ranges[path]
+	p := v.path(path)
+	rs := p.ranges
 	if rs == nil {
-		if v.ranges == nil {
-			v.ranges = make(map[uint32]*rangeSet)
-		}
 		rs = &rangeSet{}
-		v.ranges[path] = rs
+		p.ranges = rs
 	}
 	if rs.add(off, off+ret) == uint64(ret) {
 		v.re.add(uint64(ret), ns)
@@ -225,9 +267,21 @@ func (s *Stats) HasCalls() bool {
 
 // callPaths returns the calls' time per kind and path, paths named by r.
 func (v *callView) callPaths(r Resolver) map[CallPath]int64 {
-	out := make(map[CallPath]int64, len(v.paths))
-	for k, ns := range v.paths {
-		out[CallPath{Call: fold.Syscall(k >> 32), Path: pathName(r, uint32(k))}] += ns
+	out := make(map[CallPath]int64)
+	add := func(id uint32, p *pathCalls) {
+		if len(p.kinds) == 0 {
+			return
+		}
+		name := pathName(r, id)
+		for _, k := range p.kinds {
+			out[CallPath{Call: k.kind, Path: name}] += k.ns
+		}
+	}
+	for id := range v.paths {
+		add(uint32(id), &v.paths[id])
+	}
+	for id, p := range v.sparse {
+		add(id, p)
 	}
 	return out
 }
