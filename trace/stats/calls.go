@@ -65,6 +65,10 @@ type callView struct {
 	sparse    map[uint32]*pathCalls
 	first, re AccessStats
 	sizes     [2][NumAccessSizes]AccessSize // successful reads [0] and writes [1] by size
+	// The calls', first reads' and re-reads' latencies, for their histograms (flushed
+	// by finish).
+	callBuf         [fold.NumSyscalls]histBuf
+	firstBuf, reBuf histBuf
 }
 
 // pathCalls is the per-system-call view's state of one path.
@@ -181,7 +185,7 @@ func (v *callView) call(s fold.Syscall, rec trace.Op, path uint32, start, ns, da
 	if c.Hist == nil {
 		c.Hist = NewHist()
 	}
-	record(c.Hist, ns)
+	v.callBuf[s].add(c.Hist, ns)
 	if errno != 0 {
 		c.Errors++
 		if c.Errnos == nil {
@@ -223,9 +227,9 @@ func (v *callView) read(path uint32, off, ns int64, errno uint16, ret int64) {
 		p.ranges = rs
 	}
 	if rs.add(off, off+ret) == uint64(ret) {
-		v.re.add(uint64(ret), ns)
+		v.re.add(uint64(ret), ns, &v.reBuf)
 	} else {
-		v.first.add(uint64(ret), ns)
+		v.first.add(uint64(ret), ns, &v.firstBuf)
 	}
 }
 
@@ -242,7 +246,10 @@ func (v *callView) finish(src *Source) [fold.NumSyscalls]CallStats {
 	}
 	for i := range v.calls {
 		v.calls[i].BusyNs = v.busy[i].total()
+		v.callBuf[i].flush()
 	}
+	v.firstBuf.flush()
+	v.reBuf.flush()
 	return v.calls
 }
 

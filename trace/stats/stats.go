@@ -195,7 +195,8 @@ type AccessStats struct {
 	Hist    *hdrhistogram.Histogram // nil when Count == 0
 }
 
-func (a *AccessStats) add(nbytes uint64, dur int64) {
+// add counts one read, its latency through buf (flushed into a.Hist).
+func (a *AccessStats) add(nbytes uint64, dur int64, buf *histBuf) {
 	a.Count++
 	a.Bytes += nbytes
 	a.TotalNs += dur
@@ -203,7 +204,7 @@ func (a *AccessStats) add(nbytes uint64, dur int64) {
 	if a.Hist == nil {
 		a.Hist = NewHist()
 	}
-	record(a.Hist, dur)
+	buf.add(a.Hist, dur)
 }
 
 func (a *AccessStats) merge(o *AccessStats) {
