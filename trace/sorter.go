@@ -43,9 +43,12 @@ type Sorter struct {
 	n int // events held
 	// min is where the earliest event is: the index of its run, or -1 for the heap's top
 	// (meaningful when n > 0).
-	min     int
-	seq     uint64
+	min int
+	seq uint64
+	// cur is the event Pop returned last, or with one the only event held, pushed
+	// into an empty window of one (Window 1).
 	cur     Event
+	one     bool
 	lastOut int64
 	out     bool // an event came out (lastOut is set)
 }
@@ -109,7 +112,22 @@ func (s *Sorter) Full() bool {
 // before the earliest event: only a new run or the heap can take a new earliest.
 func (s *Sorter) Push(ev *Event) {
 	s.seq++
-	k := sortKey{start: ev.Start, seq: s.seq}
+	if s.one {
+		// A second event while one is held: the held one joins a run first.
+		s.one, s.n = false, 0
+		s.push(&s.cur, s.seq-1)
+	} else if s.n == 0 && s.Window == 1 {
+		// A window of one event (a caller that has them in order already): the event
+		// comes out at the next Pop, unless another is pushed first.
+		s.cur, s.n, s.one = *ev, 1, true
+		return
+	}
+	s.push(ev, s.seq)
+}
+
+// push adds an event with file order seq to the runs or the heap.
+func (s *Sorter) push(ev *Event, seq uint64) {
+	k := sortKey{start: ev.Start, seq: seq}
 	earliest := s.n == 0 || k.before(s.minKey())
 	s.n++
 	best := -1
@@ -181,7 +199,10 @@ func (s *Sorter) minKey() *sortKey {
 // it, valid until the next Push or Pop; the Sorter must not be empty.
 func (s *Sorter) Pop() *Event {
 	s.n--
-	if s.min < 0 {
+	switch {
+	case s.one:
+		s.one = false
+	case s.min < 0:
 		e := s.late[0]
 		last := len(s.late) - 1
 		s.late[0] = s.late[last]
@@ -189,7 +210,8 @@ func (s *Sorter) Pop() *Event {
 		s.down(0)
 		s.cur = *s.slotEvent(e.slot)
 		s.free = append(s.free, e.slot)
-	} else {
+		s.findMin()
+	default:
 		ri := s.min
 		r := s.runs[ri]
 		c := r.first
@@ -209,8 +231,8 @@ func (s *Sorter) Pop() *Event {
 			// with that work.
 			prefetchEvent(unsafe.Pointer(&c.evs[r.head]))
 		}
+		s.findMin()
 	}
-	s.findMin()
 	if s.out && s.cur.Start < s.lastOut {
 		s.Late++
 	} else {

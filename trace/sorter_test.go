@@ -9,7 +9,7 @@ import (
 
 // TestSorterOrder: events come out of a Sorter in (start, file order), whatever the mix
 // of in-order and late events (few runs, more runs than the Sorter keeps, a heap) and of
-// pushes and pops, across the chunks its runs hold events in.
+// pushes and pops, across the chunks its runs hold events in, with a window of one too.
 func TestSorterOrder(t *testing.T) {
 	for seed := range uint64(24) {
 		rng := rand.New(rand.NewPCG(seed, 3))
@@ -18,6 +18,11 @@ func TestSorterOrder(t *testing.T) {
 		var clock int64
 		lateEvery := 2 + int(seed%6) // a late event one time in lateEvery
 		hold := int(seed)*40 + 1
+		if seed%4 == 1 {
+			// A window of one, as a folder fed in order has, with now and then a second
+			// and a third event pushed before a pop.
+			s.Window, hold = 1, 1+int(seed%3)
+		}
 		// Every third seed interleaves more threads than the Sorter keeps runs, each
 		// later in the batch starting earlier: the heap takes what no run does.
 		threads := 0
