@@ -230,6 +230,9 @@ func (s *Sorter) Pop() *Event {
 			// many pops from now as there are runs: fetching it now overlaps the miss
 			// with that work.
 			prefetchEvent(unsafe.Pointer(&c.evs[r.head]))
+			if k := r.head + 8; k < sortChunkLen {
+				prefetchEvent(unsafe.Pointer(&c.keys[k])) // the keys of the run's next pops, too
+			}
 		}
 		s.findMin()
 	}
