@@ -29,8 +29,12 @@ type heatCell struct {
 }
 
 // heatRow accumulates one row; its cells are in slot order, events come in start order.
+// The last cell is kept in the row itself: most events add to it, and they then touch
+// nothing outside the row's owner (a file's or a process's state).
 type heatRow struct {
-	cells []heatCell
+	cells []heatCell // the cells before last
+	last  heatCell   // the last cell, when has
+	has   bool
 	shift uint8 // the row's width is HeatBase << shift
 }
 
@@ -38,24 +42,24 @@ type heatRow struct {
 // storage and moved bytes.
 func (h *heatRow) add(start, ns int64, bytes uint64) {
 	slot := max(start, 0) / int64(HeatBase<<h.shift)
-	if n := len(h.cells); n > 0 {
-		last := &h.cells[n-1]
-		if last.slot == slot {
-			last.ns += ns
-			last.bytes += bytes
+	if h.has {
+		if h.last.slot == slot {
+			h.last.ns += ns
+			h.last.bytes += bytes
 			return
 		}
-		if slot < last.slot { // a late event (the sort window passed it): its own place
+		if slot < h.last.slot { // a late event (the sort window passed it): its own place
 			h.insert(slot, ns, bytes)
 			return
 		}
+		if len(h.cells)+1 == MaxHeatCells {
+			h.coarsen()
+			h.add(start, ns, bytes)
+			return
+		}
+		h.cells = append(h.cells, h.last)
 	}
-	if len(h.cells) == MaxHeatCells {
-		h.coarsen()
-		h.add(start, ns, bytes)
-		return
-	}
-	h.cells = append(h.cells, heatCell{slot: slot, ns: ns, bytes: bytes})
+	h.last, h.has = heatCell{slot: slot, ns: ns, bytes: bytes}, true
 }
 
 // insert counts an event in slot, before the last cell.
@@ -75,7 +79,7 @@ func (h *heatRow) insert(slot, ns int64, bytes uint64) {
 		return
 	}
 	h.cells = slices.Insert(h.cells, i, heatCell{slot: slot, ns: ns, bytes: bytes})
-	for len(h.cells) > MaxHeatCells {
+	for len(h.cells)+1 > MaxHeatCells {
 		h.coarsen()
 	}
 }
@@ -83,20 +87,35 @@ func (h *heatRow) insert(slot, ns int64, bytes uint64) {
 // coarsen doubles the row's width, merging the cells that fall together.
 func (h *heatRow) coarsen() {
 	h.shift++
-	h.cells = coarsen(h.cells, func(_ int, c *heatCell) int64 { return c.slot },
+	cells := h.all()
+	if len(cells) == 0 {
+		return
+	}
+	cells = coarsen(cells, func(_ int, c *heatCell) int64 { return c.slot },
 		func(c *heatCell, k int64) { c.slot = k },
 		func(into, from *heatCell) { into.ns += from.ns; into.bytes += from.bytes })
+	n := len(cells) - 1
+	h.cells, h.last = cells[:n], cells[n]
+}
+
+// all returns the row's cells, the last included (which it appends to cells).
+func (h *heatRow) all() []heatCell {
+	if !h.has {
+		return h.cells
+	}
+	return append(h.cells, h.last)
 }
 
 // export returns the row with its cells on the wall clock of a trace that started at
 // origin.
 func (h *heatRow) export(origin time.Time) Heat {
-	if len(h.cells) == 0 {
+	cells := h.all()
+	if len(cells) == 0 {
 		return Heat{}
 	}
 	w := HeatBase << h.shift
-	out := Heat{Width: w, Cells: make([]HeatCell, len(h.cells))}
-	for i, c := range h.cells {
+	out := Heat{Width: w, Cells: make([]HeatCell, len(cells))}
+	for i, c := range cells {
 		out.Cells[i] = HeatCell{Start: origin.Add(time.Duration(c.slot) * w).UnixNano(), Ns: c.ns, Bytes: c.bytes}
 	}
 	return out

@@ -2,6 +2,7 @@ package stats
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"reflect"
 	"testing"
 	"time"
@@ -144,5 +145,67 @@ func TestGroups(t *testing.T) {
 	}
 	if events != s.Events || total != s.TotalNs() {
 		t.Errorf("groups: %d events, %d ns; whole: %d, %d", events, total, s.Events, s.TotalNs())
+	}
+}
+
+// TestHeatRowModel: a heat row counts every event in the cell of its start at the row's
+// final width, keeps at most MaxHeatCells cells, and widens only when it must: against a
+// plain list of the events, over streams in start order with late events among them.
+func TestHeatRowModel(t *testing.T) {
+	type ev struct {
+		start, ns int64
+		bytes     uint64
+	}
+	for seed := range uint64(30) {
+		rng := rand.New(rand.NewPCG(seed, 9))
+		var h heatRow
+		var evs []ev
+		clock := int64(0)
+		n := 1 + rng.IntN(3000)
+		step := int64(1) << rng.IntN(26) // from events on one cell to events on new cells
+		for range n {
+			clock += rng.Int64N(step)
+			e := ev{start: clock, ns: 1 + rng.Int64N(1000), bytes: uint64(rng.IntN(5000))}
+			if rng.IntN(10) == 0 {
+				e.start -= rng.Int64N(50 * step) // late: the sort window passed it
+			}
+			h.add(e.start, e.ns, e.bytes)
+			evs = append(evs, e)
+			if n := len(h.export(time.Unix(0, 0)).Cells); n > MaxHeatCells {
+				t.Fatalf("seed %d: %d cells after %d events", seed, n, len(evs))
+			}
+		}
+		got := h.export(time.Unix(0, 0))
+		w := int64(got.Width)
+		// The cells the events make at the row's width.
+		want := map[int64]HeatCell{}
+		for _, e := range evs {
+			k := max(e.start, 0) / w * w
+			c := want[k]
+			c.Start, c.Ns, c.Bytes = k, c.Ns+e.ns, c.Bytes+e.bytes
+			want[k] = c
+		}
+		if len(got.Cells) != len(want) || len(got.Cells) > MaxHeatCells {
+			t.Fatalf("seed %d: %d cells %v wide, want %d (at most %d)", seed, len(got.Cells), got.Width, len(want), MaxHeatCells)
+		}
+		for i, c := range got.Cells {
+			if i > 0 && c.Start <= got.Cells[i-1].Start {
+				t.Fatalf("seed %d: cells out of order at %d", seed, i)
+			}
+			if c != want[c.Start] {
+				t.Fatalf("seed %d: cell %+v, want %+v", seed, c, want[c.Start])
+			}
+		}
+		// Half the width would have needed more cells than a row keeps (or the width is
+		// the narrowest).
+		if got.Width > HeatBase {
+			half := map[int64]bool{}
+			for _, e := range evs {
+				half[max(e.start, 0)/(w/2)] = true
+			}
+			if len(half) <= MaxHeatCells {
+				t.Fatalf("seed %d: width %v, but %d cells of half of it would do", seed, got.Width, len(half))
+			}
+		}
 	}
 }
