@@ -63,6 +63,7 @@ type callView struct {
 	// others (corrupt traces): an event costs an index rather than two map look-ups.
 	paths     []pathCalls
 	sparse    map[uint32]*pathCalls
+	moreKinds map[uint64]int64 // the time of the kinds past a path's pathKinds: kind<<32 | path id
 	first, re AccessStats
 	sizes     [2][NumAccessSizes]AccessSize // successful reads [0] and writes [1] by size
 	// The calls', first reads' and re-reads' latencies, for their histograms (flushed
@@ -71,17 +72,19 @@ type callView struct {
 	firstBuf, reBuf histBuf
 }
 
-// pathCalls is the per-system-call view's state of one path.
+// pathCalls is the per-system-call view's state of one path, one cache line: the calls'
+// time per kind for the first pathKinds kinds the path saw (the others go to the view's
+// moreKinds), and the bytes its read calls read.
 type pathCalls struct {
-	kinds  []kindNs  // the calls' time per kind, one entry per kind the path saw
+	ns     [pathKinds]int64        // the calls' time in the storage, per kind in kinds
+	kinds  [pathKinds]fold.Syscall // kinds[:n] are the kinds
+	n      uint8
 	ranges *rangeSet // the bytes read calls read, for the first-access split (nil: none yet)
 }
 
-// kindNs is the calls of one kind on a path: their summed time in the storage.
-type kindNs struct {
-	ns   int64
-	kind fold.Syscall
-}
+// pathKinds is the number of kinds of calls a path holds itself: a file opened, read,
+// written, closed and stat'ed has five.
+const pathKinds = 6
 
 // path returns the state of path id, creating it. The pointer is valid until the next
 // call that creates a path.
@@ -107,15 +110,23 @@ func (v *callView) path(id uint32) *pathCalls {
 	return &v.paths[id]
 }
 
-// addNs adds ns to the time of the path's calls of kind s.
-func (p *pathCalls) addNs(s fold.Syscall, ns int64) {
-	for i := range p.kinds {
-		if p.kinds[i].kind == s {
-			p.kinds[i].ns += ns
+// addNs adds ns to the time of the calls of kind s on path id, whose state is p.
+func (v *callView) addNs(p *pathCalls, id uint32, s fold.Syscall, ns int64) {
+	for i := range p.n {
+		if p.kinds[i] == s {
+			p.ns[i] += ns
 			return
 		}
 	}
-	p.kinds = append(p.kinds, kindNs{ns: ns, kind: s})
+	if p.n < pathKinds {
+		p.kinds[p.n], p.ns[p.n] = s, ns
+		p.n++
+		return
+	}
+	if v.moreKinds == nil {
+		v.moreKinds = make(map[uint64]int64)
+	}
+	v.moreKinds[uint64(s)<<32|uint64(id)] += ns
 }
 
 func newCallView(names fold.Names, h *trace.Header) *callView {
@@ -168,7 +179,7 @@ func (v *callView) drain() {
 // data requests.
 func (v *callView) call(s fold.Syscall, rec trace.Op, path uint32, start, ns, data int64, errno uint16, ret int64, reqs uint64) {
 	v.busy[s].add(start, start+ns)
-	v.path(path).addNs(s, ns)
+	v.addNs(v.path(path), path, s, ns)
 	if errno == 0 && (s == fold.SysRead || s == fold.SysWrite) {
 		d := 0
 		if s == fold.SysWrite {
@@ -276,12 +287,12 @@ func (s *Stats) HasCalls() bool {
 func (v *callView) callPaths(r Resolver) map[CallPath]int64 {
 	out := make(map[CallPath]int64)
 	add := func(id uint32, p *pathCalls) {
-		if len(p.kinds) == 0 {
+		if p.n == 0 {
 			return
 		}
 		name := pathName(r, id)
-		for _, k := range p.kinds {
-			out[CallPath{Call: k.kind, Path: name}] += k.ns
+		for i := range p.n {
+			out[CallPath{Call: p.kinds[i], Path: name}] += p.ns[i]
 		}
 	}
 	for id := range v.paths {
@@ -289,6 +300,9 @@ func (v *callView) callPaths(r Resolver) map[CallPath]int64 {
 	}
 	for id, p := range v.sparse {
 		add(id, p)
+	}
+	for k, ns := range v.moreKinds {
+		out[CallPath{Call: fold.Syscall(k >> 32), Path: pathName(r, uint32(k))}] += ns
 	}
 	return out
 }

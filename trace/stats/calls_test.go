@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"runtime"
 	"testing"
+	"unsafe"
 
 	"github.com/iotap/iotap/trace"
 	"github.com/iotap/iotap/trace/fold"
@@ -182,7 +183,9 @@ func BenchmarkStatsAddCalls(b *testing.B) {
 func TestCallViewPerPath(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	ids := []uint32{0, 1, 2, 70, 300, maxDensePath - 1, maxDensePath, maxDensePath + 5, 1<<32 - 1}
-	ops := []trace.Op{trace.OpRead, trace.OpWrite, trace.OpOpen, trace.OpGetattr, trace.OpFlush}
+	// More kinds than a path holds itself (pathKinds).
+	ops := []trace.Op{trace.OpRead, trace.OpWrite, trace.OpOpen, trace.OpGetattr, trace.OpFlush, trace.OpUnlink, trace.OpMkdir,
+		trace.OpReadlink, trace.OpFsync}
 	v := newCallView(nil, &trace.Header{Kind: "replay"})
 	want := map[CallPath]int64{}
 	read := map[uint32]map[int64]bool{} // per path, the 100-byte blocks read
@@ -217,3 +220,6 @@ func TestCallViewPerPath(t *testing.T) {
 		t.Errorf("first reads %d, re-reads %d; want %d, %d", v.first.Count, v.re.Count, first, re)
 	}
 }
+
+// pathCalls takes one cache line (no more than 64 bytes).
+var _ [64 - unsafe.Sizeof(pathCalls{})]byte
