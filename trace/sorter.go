@@ -1,6 +1,9 @@
 package trace
 
-import "unsafe"
+import (
+	"math"
+	"unsafe"
+)
 
 // Sorter restores start-time order to events read in file order, within a bounded window.
 //
@@ -130,10 +133,24 @@ func (s *Sorter) push(ev *Event, seq uint64) {
 	k := sortKey{start: ev.Start, seq: seq}
 	earliest := s.n == 0 || k.before(s.minKey())
 	s.n++
-	best := -1
+	// The run to take it: the one whose last event started latest, not after it (its
+	// key is after every key held). Any run whose last event is not after it would keep
+	// the order; the latest keeps the runs few. As in findMin, the latest start is taken
+	// without a branch, then the run that has it.
+	best, bs := -1, int64(math.MinInt64)
 	for i := range s.backs {
-		if b := &s.backs[i]; !k.before(b) && (best < 0 || s.backs[best].before(b)) {
-			best = i
+		st := s.backs[i].start
+		if st > k.start {
+			st = math.MinInt64
+		}
+		bs = max(bs, st)
+	}
+	if bs != math.MinInt64 {
+		for i := range s.backs {
+			if s.backs[i].start == bs {
+				best = i
+				break
+			}
 		}
 	}
 	switch {
@@ -257,16 +274,29 @@ func (s *Sorter) dropRun(i int) {
 }
 
 // findMin sets min by comparing the runs' fronts and the heap's top.
+//
+// The earliest front changes from one pop to the next in no order a branch predictor
+// follows, so the scan takes the earliest start without a branch (min), then the front
+// of that start earliest in file order (a branch taken about once).
 func (s *Sorter) findMin() {
-	s.min = -1
-	for i := range s.fronts {
-		if s.min < 0 || s.fronts[i].before(&s.fronts[s.min]) {
-			s.min = i
+	f := s.fronts
+	m := -1
+	if len(f) > 0 {
+		ms := f[0].start
+		for i := 1; i < len(f); i++ {
+			ms = min(ms, f[i].start)
+		}
+		seq := uint64(math.MaxUint64)
+		for i := range f {
+			if f[i].start == ms && f[i].seq < seq {
+				m, seq = i, f[i].seq
+			}
 		}
 	}
-	if len(s.late) > 0 && (s.min < 0 || s.late[0].before(&s.fronts[s.min])) {
-		s.min = -1
+	if len(s.late) > 0 && (m < 0 || s.late[0].before(&f[m])) {
+		m = -1
 	}
+	s.min = m
 }
 
 // slot returns a free slot for a heap event.
