@@ -83,25 +83,27 @@ type fileAgg struct {
 	ranges                                           rangeSet
 	ReadSizes                                        [NumSizeBuckets]uint32
 
-	// Lines 4 and 5: writes and the rest.
+	// Lines 3 to 5: writes and the rest.
 	WriteOps, WriteBytes                                 uint64
 	WriteNs                                              int64
 	nextOff                                              int64
 	SeqWrites, RandWrites, SeqWriteBytes, RandWriteBytes uint64
 	WriteSizes                                           [NumSizeBuckets]uint32
 	Opens, UnusedOpen                                    uint64
-	RereadBytes                                          uint64
+	FirstByteNs                                          int64
+	SizeAttr                                             int64 // largest size a reply or a truncate gave
 
-	// Line 6: first access against re-access.
+	// Line 6: first access against re-access (every read).
+	RereadBytes                uint64
 	FirstReads, FirstReadBytes uint64
 	FirstReadNs                int64
 	Rereads, RereadOnlyBytes   uint64
 	RereadNs                   int64
-	FirstByteNs                int64
 	firstByte                  bool
-	SizeAttr                   int64 // largest size a reply or a truncate gave
 
+	// Line 7.
 	heat heatRow // time and bytes over time
+	_    [8]byte // to 512 bytes: in the table of files, each line above is one cache line
 }
 
 // kind is what a path names in one life: a directory, or something else (a file, a
