@@ -75,3 +75,34 @@ func TestSorterLate(t *testing.T) {
 		t.Errorf("order %v late %d, want %v and 1", got, s.Late, want)
 	}
 }
+
+// TestSorterDoesNotAllocate: once its window has filled, a Sorter reuses its chunks, runs
+// and heap slots: pushing and popping allocates nothing, with runs that end and begin and
+// events that go to the heap.
+func TestSorterDoesNotAllocate(t *testing.T) {
+	s := Sorter{Window: 4096}
+	rng := rand.New(rand.NewPCG(7, 7))
+	var clocks [maxRuns + 8]int64
+	next := func() Event {
+		k := rng.IntN(len(clocks))
+		clocks[k] += int64(rng.IntN(1000))
+		return Event{Start: clocks[k]}
+	}
+	step := func() {
+		ev := next()
+		s.Push(&ev)
+		for s.Full() {
+			s.Pop()
+		}
+	}
+	for range 200_000 {
+		step()
+	}
+	if allocs := testing.AllocsPerRun(20, func() {
+		for range 10_000 {
+			step()
+		}
+	}); allocs != 0 {
+		t.Errorf("%.1f allocations per 10,000 events", allocs)
+	}
+}
