@@ -1,6 +1,7 @@
 package stats
 
 import (
+	"cmp"
 	"slices"
 	"time"
 )
@@ -138,21 +139,38 @@ type HeatCell struct {
 }
 
 // Merge adds o's cells to h's.
+//
+// Both lists are in Start order: one pass merges them (a directory's row takes each of its
+// files' in turn, so sorting the directory's cells again at each file would cost its
+// cells' count times its files').
 func (h *Heat) Merge(o *Heat) {
 	if len(o.Cells) == 0 {
 		return
 	}
 	h.Width = max(h.Width, o.Width)
-	cells := append(slices.Clip(h.Cells), o.Cells...)
-	slices.SortStableFunc(cells, func(a, b HeatCell) int {
-		switch {
-		case a.Start < b.Start:
-			return -1
-		case a.Start > b.Start:
-			return 1
+	byStart := func(a, b HeatCell) int { return cmp.Compare(a.Start, b.Start) }
+	if !slices.IsSortedFunc(h.Cells, byStart) || !slices.IsSortedFunc(o.Cells, byStart) {
+		cells := append(slices.Clip(h.Cells), o.Cells...)
+		slices.SortStableFunc(cells, byStart)
+		h.Cells = sumSameStart(cells)
+		return
+	}
+	a, b := h.Cells, o.Cells
+	cells := make([]HeatCell, 0, len(a)+len(b))
+	for len(a) > 0 && len(b) > 0 {
+		if a[0].Start <= b[0].Start {
+			cells, a = append(cells, a[0]), a[1:]
+		} else {
+			cells, b = append(cells, b[0]), b[1:]
 		}
-		return 0
-	})
+	}
+	cells = append(append(cells, a...), b...)
+	h.Cells = sumSameStart(cells)
+}
+
+// sumSameStart adds up, in place, the neighbouring cells of cells (in Start order) that
+// start at the same time.
+func sumSameStart(cells []HeatCell) []HeatCell {
 	out := cells[:0]
 	for _, c := range cells {
 		if n := len(out); n > 0 && out[n-1].Start == c.Start {
@@ -162,5 +180,5 @@ func (h *Heat) Merge(o *Heat) {
 		}
 		out = append(out, c)
 	}
-	h.Cells = out
+	return out
 }

@@ -1,9 +1,11 @@
 package stats
 
 import (
+	"cmp"
 	"fmt"
 	"math/rand/v2"
 	"reflect"
+	"slices"
 	"testing"
 	"time"
 
@@ -205,6 +207,55 @@ func TestHeatRowModel(t *testing.T) {
 			}
 			if len(half) <= MaxHeatCells {
 				t.Fatalf("seed %d: width %v, but %d cells of half of it would do", seed, got.Width, len(half))
+			}
+		}
+	}
+}
+
+// TestHeatMergeModel: merging heat rows gives one cell per start, in Start order, holding
+// the sums of the cells of that start, whatever the rows (in Start order or not, with
+// starts repeated, empty), and the wider width.
+func TestHeatMergeModel(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 12))
+	row := func(sorted bool) Heat {
+		h := Heat{Width: time.Duration(1+rng.IntN(4)) * time.Second}
+		for range rng.IntN(40) {
+			h.Cells = append(h.Cells, HeatCell{Start: int64(rng.IntN(30)) * 1000, Ns: rng.Int64N(1e6), Bytes: uint64(rng.IntN(1e6))})
+		}
+		if sorted {
+			slices.SortFunc(h.Cells, func(a, b HeatCell) int { return cmp.Compare(a.Start, b.Start) })
+		}
+		return h
+	}
+	for i := range 2000 {
+		h := row(i%5 != 0)
+		want := map[int64]HeatCell{}
+		width, merged := h.Width, false
+		for _, c := range h.Cells {
+			w := want[c.Start]
+			want[c.Start] = HeatCell{Start: c.Start, Ns: w.Ns + c.Ns, Bytes: w.Bytes + c.Bytes}
+		}
+		for range 1 + rng.IntN(4) {
+			o := row(i%7 != 0)
+			for _, c := range o.Cells {
+				w := want[c.Start]
+				want[c.Start] = HeatCell{Start: c.Start, Ns: w.Ns + c.Ns, Bytes: w.Bytes + c.Bytes}
+			}
+			if len(o.Cells) > 0 {
+				width = max(width, o.Width)
+				merged = true
+			}
+			h.Merge(&o)
+		}
+		if !merged {
+			continue // only empty rows merged: h is left as it was
+		}
+		if h.Width != width || len(h.Cells) != len(want) {
+			t.Fatalf("row %d: %d cells %v wide, want %d %v wide", i, len(h.Cells), h.Width, len(want), width)
+		}
+		for j, c := range h.Cells {
+			if j > 0 && c.Start <= h.Cells[j-1].Start || c != want[c.Start] {
+				t.Fatalf("row %d: cell %d is %+v, want %+v (in Start order, once)", i, j, c, want[c.Start])
 			}
 		}
 	}
