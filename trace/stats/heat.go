@@ -168,6 +168,29 @@ func (h *Heat) Merge(o *Heat) {
 	h.Cells = sumSameStart(cells)
 }
 
+// mergeHeats returns rows merged into one, as Merge would merge them into an empty row one
+// after another, in any order: the cells of all, sorted once.
+func mergeHeats(rows []*Heat) Heat {
+	var h Heat
+	n := 0
+	for _, r := range rows {
+		if len(r.Cells) > 0 {
+			h.Width = max(h.Width, r.Width)
+			n += len(r.Cells)
+		}
+	}
+	if n == 0 {
+		return h
+	}
+	cells := make([]HeatCell, 0, n)
+	for _, r := range rows {
+		cells = append(cells, r.Cells...)
+	}
+	slices.SortStableFunc(cells, func(a, b HeatCell) int { return cmp.Compare(a.Start, b.Start) })
+	h.Cells = sumSameStart(cells)
+	return h
+}
+
 // sumSameStart adds up, in place, the neighbouring cells of cells (in Start order) that
 // start at the same time.
 func sumSameStart(cells []HeatCell) []HeatCell {

@@ -291,6 +291,12 @@ type FileStats struct {
 func (f *FileStats) Size() int64 { return max(f.MaxEnd, f.SizeAttr) }
 
 func (f *FileStats) merge(o *FileStats) {
+	f.mergeFigures(o)
+	f.Heat.Merge(&o.Heat)
+}
+
+// mergeFigures merges o's figures but its heat into f.
+func (f *FileStats) mergeFigures(o *FileStats) {
 	f.IsDir = f.IsDir || o.IsDir
 	f.Ops += o.Ops
 	f.Errors += o.Errors
@@ -317,7 +323,6 @@ func (f *FileStats) merge(o *FileStats) {
 		f.FirstByteNs, f.FirstByte = o.FirstByteNs, true // the same file on several nodes: the quickest
 	}
 	f.SizeAttr = max(f.SizeAttr, o.SizeAttr)
-	f.Heat.Merge(&o.Heat)
 	f.Patterns.merge(&o.Patterns)
 }
 

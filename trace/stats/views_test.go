@@ -235,8 +235,10 @@ func TestHeatMergeModel(t *testing.T) {
 			w := want[c.Start]
 			want[c.Start] = HeatCell{Start: c.Start, Ns: w.Ns + c.Ns, Bytes: w.Bytes + c.Bytes}
 		}
+		rows := []*Heat{{Width: h.Width, Cells: slices.Clone(h.Cells)}}
 		for range 1 + rng.IntN(4) {
 			o := row(i%7 != 0)
+			rows = append(rows, &Heat{Width: o.Width, Cells: slices.Clone(o.Cells)})
 			for _, c := range o.Cells {
 				w := want[c.Start]
 				want[c.Start] = HeatCell{Start: c.Start, Ns: w.Ns + c.Ns, Bytes: w.Bytes + c.Bytes}
@@ -246,6 +248,15 @@ func TestHeatMergeModel(t *testing.T) {
 				merged = true
 			}
 			h.Merge(&o)
+		}
+		// The rows merged at once (a directory's) are the rows merged one after another
+		// into an empty one.
+		var seq Heat
+		for _, r := range rows {
+			seq.Merge(r)
+		}
+		if all := mergeHeats(rows); all.Width != seq.Width || !slices.Equal(all.Cells, seq.Cells) {
+			t.Fatalf("row %d: merged at once %+v, one after another %+v", i, all, seq)
 		}
 		if !merged {
 			continue // only empty rows merged: h is left as it was
