@@ -774,6 +774,26 @@ func uvarints(b []byte, out []uint64) ([]byte, error) {
 	return b, nil
 }
 
+// skipColumn skips a column of len(c) uvarints whose values are not needed: at once when
+// they are all 0 (a byte each), else by decoding them into c, which fails as uvarints does.
+func skipColumn(b []byte, c []uint64) ([]byte, error) {
+	n := len(c)
+	if len(b) >= n {
+		var or uint64
+		i := 0
+		for ; i+8 <= n; i += 8 {
+			or |= binary.LittleEndian.Uint64(b[i:])
+		}
+		for ; i < n; i++ {
+			or |= uint64(b[i])
+		}
+		if or == 0 {
+			return b[n:], nil
+		}
+	}
+	return uvarints(b, c)
+}
+
 func unzig(u uint64) int64 { return int64(u>>1) ^ -int64(u&1) }
 
 // decodeLegs decodes the version-4 columns into evs (whose Start and Dur are set), with c
@@ -795,6 +815,7 @@ func decodeLegs(b []byte, version uint16, evs []Event, c []uint64) ([]byte, erro
 	if version >= Version5 {
 		known |= legsKernel
 	}
+	var anyBits uint64
 	for i, v := range c {
 		if v&^known != 0 || v&(legsCall|legsReturn|legsKernel) != 0 && v&legsQueued == 0 ||
 			v&(legsDelay|legsWoken) != 0 && v&legsCall == 0 {
@@ -802,6 +823,17 @@ func decodeLegs(b []byte, version uint16, evs []Event, c []uint64) ([]byte, erro
 		}
 		// Keep the bits in CallNr until the times are read.
 		evs[i].CallNr = uint16(v)
+		anyBits |= v
+	}
+	if anyBits == 0 {
+		// No event of the chunk has a leg (a trace recorded without the kernel's view):
+		// the eight columns left hold nothing the events take, and their fields stay 0.
+		for range 8 {
+			if b, err = skipColumn(b, c); err != nil {
+				return nil, err
+			}
+		}
+		return b, nil
 	}
 	for k := range 4 {
 		if b, err = uvarints(b, c); err != nil {

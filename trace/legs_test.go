@@ -2,6 +2,7 @@ package trace
 
 import (
 	"bytes"
+	"encoding/binary"
 	"io"
 	"sync"
 	"testing"
@@ -284,5 +285,55 @@ func TestWriterLegsStillFlushes(t *testing.T) {
 			t.Fatalf("%d of 10 events in the file after 5 s", n)
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestDecodeLegsWithoutBits: a chunk none of whose events has a leg takes nothing from the
+// eight columns after the bits, whether they hold zeros or other values, consumes them
+// whole, and fails as any column does when one is cut short or overflows.
+func TestDecodeLegsWithoutBits(t *testing.T) {
+	for _, n := range []int{1, 7, 8, 9, 23} {
+		column := func(v uint64) []byte {
+			var b []byte
+			for range n {
+				b = binary.AppendUvarint(b, v)
+			}
+			return b
+		}
+		head := append(column(2), column(0)...) // Unique deltas of 1 (zigzag 2), no bits
+		rest := []byte("rest")
+		for _, tt := range []struct {
+			name string
+			cols []byte
+			err  bool
+		}{
+			{"zeros", bytes.Repeat(column(0), 8), false},
+			{"values", append(bytes.Repeat(column(0), 5), append(column(300), append(column(1<<40), column(0)...)...)...), false},
+			{"cut short", bytes.Repeat(column(0), 7)[:7*n-1], true},
+			{"overflow", append(bytes.Repeat(column(0), 7), bytes.Repeat([]byte{0xff}, 11)...), true},
+		} {
+			b := append(append(append([]byte(nil), head...), tt.cols...), rest...)
+			if tt.err {
+				b = append(append([]byte(nil), head...), tt.cols...)
+			}
+			evs := make([]Event, n)
+			c := make([]uint64, n)
+			got, err := decodeLegs(b, Version5, evs, c)
+			if tt.err {
+				if err == nil {
+					t.Errorf("%d events, %s: no error", n, tt.name)
+				}
+				continue
+			}
+			if err != nil || !bytes.Equal(got, rest) {
+				t.Errorf("%d events, %s: rest %q, %v; want %q", n, tt.name, got, err, rest)
+				continue
+			}
+			for i := range evs {
+				if want := (Event{Unique: uint64(i + 1)}); evs[i] != want {
+					t.Errorf("%d events, %s: event %d is %+v, want %+v", n, tt.name, i, evs[i], want)
+				}
+			}
+		}
 	}
 }

@@ -1,6 +1,9 @@
 package trace
 
-import "unsafe"
+import (
+	"math"
+	"unsafe"
+)
 
 // Sorter restores start-time order to events read in file order, within a bounded window.
 //
@@ -10,6 +13,16 @@ import "unsafe"
 // most recent events and hands out the earliest whenever the window is full. An event that
 // arrives after the window has handed out a later-starting one comes out late and is
 // counted in Late. The zero value holds DefaultSortWindow events.
+//
+// The window is made of runs already in start order: a trace interleaves a few of them,
+// one per thread or batch. A new event goes to the back of the run whose last event is the
+// latest one not after it, or starts a run; when there are maxRuns runs and none fits, it
+// goes to a heap. The earliest of the runs' fronts and the heap's top comes out first.
+// Keys (start, then file order) are unique, so events come out in the order of one sorted
+// queue, for any input; a real trace costs a few comparisons per event. A run holds its
+// events in chunks, in order, so that taking them out reads memory in sequence: an event
+// comes out about a window after it went in, long after its cache lines left, and
+// reading each run in sequence lets the next ones be fetched ahead.
 type Sorter struct {
 	// Window is the number of events held before the earliest comes out (0: DefaultSortWindow).
 	Window int
@@ -17,48 +30,74 @@ type Sorter struct {
 	// arrived after the window had passed their start time.
 	Late uint64
 
-	// evs holds the slots in chunks of sortChunk events, so that filling the window copies
-	// no event twice (one array of the window's 65536 events, grown by append, would be
-	// copied and cleared about ten times over); free lists the unused slots.
-	evs     [][]Event
-	nslot   int32
-	free    []int32
-	win     window
-	seq     uint64
+	runs   []*run
+	fronts []sortKey // fronts[i] is the key of runs[i]'s first event
+	backs  []sortKey // backs[i] is the key of runs[i]'s last event
+	spare  []*run    // emptied runs, for reuse
+	chunks []*sortChunk
+
+	// The heap of events no run took: late is a min-heap of their keys and slots in evs
+	// (chunks of sortChunkLen events; free lists the unused slots).
+	late  []winEntry
+	evs   [][]Event
+	nslot int32
+	free  []int32
+
+	n int // events held
+	// min is where the earliest event is: the index of its run, or -1 for the heap's top
+	// (meaningful when n > 0).
+	min int
+	seq uint64
+	// cur is the event Pop returned last, or with one the only event held, pushed
+	// into an empty window of one (Window 1).
 	cur     Event
+	one     bool
 	lastOut int64
 	out     bool // an event came out (lastOut is set)
 }
 
 // DefaultSortWindow is the window of a zero Sorter: 65536 events, each held as an Event and
-// a 28-byte entry.
+// a 16-byte key.
 const DefaultSortWindow = 1 << 16
 
-// Push adds an event; the Sorter copies it.
-func (s *Sorter) Push(ev *Event) {
-	s.seq++
-	var slot int32
-	if n := len(s.free); n > 0 {
-		slot = s.free[n-1]
-		s.free = s.free[:n-1]
-	} else {
-		slot = s.nslot
-		s.nslot++
-		if int(slot>>sortChunkBits) == len(s.evs) {
-			s.evs = append(s.evs, make([]Event, 1<<sortChunkBits))
-		}
-	}
-	*s.slot(slot) = *ev
-	s.win.push(winEntry{start: ev.Start, seq: s.seq, slot: slot})
+// maxRuns bounds the runs scanned per event.
+const maxRuns = 32
+
+// sortChunkLen is the number of events in a run's chunk, and in a chunk of the heap's slots.
+const sortChunkLen = 128
+
+// sortKey orders events: by start, then by file order.
+type sortKey struct {
+	start int64
+	seq   uint64
 }
 
-// sortChunkBits sets the Sorter's chunks: 1024 events.
-const sortChunkBits = 10
+func (a *sortKey) before(b *sortKey) bool {
+	return a.start < b.start || (a.start == b.start && a.seq < b.seq)
+}
 
-func (s *Sorter) slot(i int32) *Event { return &s.evs[i>>sortChunkBits][i&(1<<sortChunkBits-1)] }
+// sortChunk holds a stretch of a run: events and their keys, in order.
+type sortChunk struct {
+	keys [sortChunkLen]sortKey
+	evs  [sortChunkLen]Event
+	next *sortChunk
+}
+
+// run is a sorted run: a list of chunks, the first event at head of the first chunk, the
+// last at tail-1 of the last.
+type run struct {
+	first, last *sortChunk
+	head, tail  int
+}
+
+// winEntry is a heap event's key and slot.
+type winEntry struct {
+	sortKey
+	slot int32
+}
 
 // Len returns the number of events held.
-func (s *Sorter) Len() int { return s.win.len() }
+func (s *Sorter) Len() int { return s.n }
 
 // Full reports whether the window holds as many events as it may: the earliest must come
 // out before the next is pushed.
@@ -67,19 +106,152 @@ func (s *Sorter) Full() bool {
 	if w <= 0 {
 		w = DefaultSortWindow
 	}
-	return s.win.len() >= w
+	return s.n >= w
+}
+
+// Push adds an event; the Sorter copies it.
+//
+// An event that goes to the back of a run is not before that run's front, which is not
+// before the earliest event: only a new run or the heap can take a new earliest.
+func (s *Sorter) Push(ev *Event) {
+	s.seq++
+	if s.one {
+		// A second event while one is held: the held one joins a run first.
+		s.one, s.n = false, 0
+		s.push(&s.cur, s.seq-1)
+	} else if s.n == 0 && s.Window == 1 {
+		// A window of one event (a caller that has them in order already): the event
+		// comes out at the next Pop, unless another is pushed first.
+		s.cur, s.n, s.one = *ev, 1, true
+		return
+	}
+	s.push(ev, s.seq)
+}
+
+// push adds an event with file order seq to the runs or the heap.
+func (s *Sorter) push(ev *Event, seq uint64) {
+	k := sortKey{start: ev.Start, seq: seq}
+	earliest := s.n == 0 || k.before(s.minKey())
+	s.n++
+	// The run to take it: the one whose last event started latest, not after it (its
+	// key is after every key held). Any run whose last event is not after it would keep
+	// the order; the latest keeps the runs few. As in findMin, the latest start is taken
+	// without a branch, then the run that has it.
+	best, bs := -1, int64(math.MinInt64)
+	for i := range s.backs {
+		st := s.backs[i].start
+		if st > k.start {
+			st = math.MinInt64
+		}
+		bs = max(bs, st)
+	}
+	if bs != math.MinInt64 {
+		for i := range s.backs {
+			if s.backs[i].start == bs {
+				best = i
+				break
+			}
+		}
+	}
+	switch {
+	case best >= 0:
+		s.append(s.runs[best], &k, ev)
+		s.backs[best] = k
+	case len(s.runs) < maxRuns:
+		var r *run
+		if m := len(s.spare); m > 0 {
+			r, s.spare = s.spare[m-1], s.spare[:m-1]
+		} else {
+			r = &run{}
+		}
+		s.append(r, &k, ev)
+		s.runs = append(s.runs, r)
+		s.fronts = append(s.fronts, k)
+		s.backs = append(s.backs, k)
+		if earliest {
+			s.min = len(s.runs) - 1
+		}
+	default:
+		slot := s.slot()
+		*s.slotEvent(slot) = *ev
+		s.late = append(s.late, winEntry{sortKey: k, slot: slot})
+		s.up(len(s.late) - 1)
+		if earliest {
+			s.min = -1
+		}
+	}
+}
+
+// append adds an event with key k to the back of r.
+func (s *Sorter) append(r *run, k *sortKey, ev *Event) {
+	if r.last == nil || r.tail == sortChunkLen {
+		var c *sortChunk
+		if m := len(s.chunks); m > 0 {
+			c, s.chunks = s.chunks[m-1], s.chunks[:m-1]
+		} else {
+			c = new(sortChunk)
+		}
+		c.next = nil
+		if r.last == nil {
+			r.first, r.head = c, 0
+		} else {
+			r.last.next = c
+		}
+		r.last, r.tail = c, 0
+	}
+	r.last.keys[r.tail] = *k
+	r.last.evs[r.tail] = *ev
+	r.tail++
+}
+
+// minKey returns the key of the earliest event; the Sorter must not be empty.
+func (s *Sorter) minKey() *sortKey {
+	if s.min < 0 {
+		return &s.late[0].sortKey
+	}
+	return &s.fronts[s.min]
 }
 
 // Pop removes the earliest event held (by start, then by the order of Push) and returns
 // it, valid until the next Push or Pop; the Sorter must not be empty.
 func (s *Sorter) Pop() *Event {
-	slot := s.win.pop()
-	s.free = append(s.free, slot)
-	s.cur = *s.slot(slot)
-	// The next event to come out was pushed about a window ago: its lines have left the
-	// cache. Fetching them now overlaps the miss with the caller's work on this one.
-	if next, ok := s.win.peek(); ok {
-		prefetchEvent(unsafe.Pointer(s.slot(next)))
+	s.n--
+	switch {
+	case s.one:
+		s.one = false
+	case s.min < 0:
+		e := s.late[0]
+		last := len(s.late) - 1
+		s.late[0] = s.late[last]
+		s.late = s.late[:last]
+		s.down(0)
+		s.cur = *s.slotEvent(e.slot)
+		s.free = append(s.free, e.slot)
+		s.findMin()
+	default:
+		ri := s.min
+		r := s.runs[ri]
+		c := r.first
+		s.cur = c.evs[r.head]
+		r.head++
+		switch {
+		case c == r.last && r.head == r.tail:
+			s.dropRun(ri)
+		case r.head == sortChunkLen:
+			r.first, r.head = c.next, 0
+			s.chunks = append(s.chunks, c)
+			s.fronts[ri] = r.first.keys[0]
+		default:
+			s.fronts[ri] = c.keys[r.head]
+			// The run's next event comes out after the other runs' fronts, about as
+			// many pops from now as there are runs: fetching it now overlaps the miss
+			// with that work.
+			prefetchEvent(unsafe.Pointer(&c.evs[r.head]))
+			if k := r.head + 8; k < sortChunkLen {
+				prefetchEvent(unsafe.Pointer(&c.keys[k])) // the keys of the run's next pops, too
+			}
+		}
+		s.findMin()
 	}
 	if s.out && s.cur.Start < s.lastOut {
 		s.Late++
@@ -89,168 +261,66 @@ func (s *Sorter) Pop() *Event {
 	return &s.cur
 }
 
-// The sort window restores start order. A trace lists requests about as they end, in
-// batches per group of threads, so it is made of runs already in start order, interleaved.
-// The window keeps up to maxRuns sorted runs: a new entry goes to the back of the run whose
-// last entry is the latest one not after it, or starts a run; when there are maxRuns runs
-// and none fits, it goes to a heap. The earliest of the runs' fronts and the heap's top
-// comes out first. Keys are unique (file order breaks ties), so entries come out in the
-// order of one sorted queue, for any input; a real trace costs a few comparisons per entry.
-
-// maxRuns bounds the runs scanned per entry.
-const maxRuns = 32
-
-// winEntry is an event's slot keyed by (start, file order).
-type winEntry struct {
-	start int64
-	seq   uint64
-	slot  int32
-}
-
-func (a *winEntry) before(b *winEntry) bool {
-	return a.start < b.start || (a.start == b.start && a.seq < b.seq)
-}
-
-// run is a ring of entries in order.
-type run struct {
-	buf     []winEntry // len is a power of two
-	head, n int
-}
-
-func (r *run) front() *winEntry { return &r.buf[r.head] }
-func (r *run) back() *winEntry  { return &r.buf[(r.head+r.n-1)&(len(r.buf)-1)] }
-
-func (r *run) push(e winEntry) {
-	if r.n == len(r.buf) {
-		nb := make([]winEntry, max(64, 2*len(r.buf)))
-		for i := 0; i < r.n; i++ {
-			nb[i] = r.buf[(r.head+i)&(len(r.buf)-1)]
-		}
-		r.buf, r.head = nb, 0
-	}
-	r.buf[(r.head+r.n)&(len(r.buf)-1)] = e
-	r.n++
-}
-
-func (r *run) pop() winEntry {
-	e := r.buf[r.head]
-	r.head = (r.head + 1) & (len(r.buf) - 1)
-	r.n--
-	return e
-}
-
-type window struct {
-	runs  []*run
-	spare []*run     // emptied runs, for reuse
-	late  []winEntry // min-heap of entries no run took
-	n     int
-	// min is where the earliest entry is: the index of its run, or -1 for the heap's top
-	// (meaningful when n > 0).
-	min int
-}
-
-// at returns the earliest entry; the window must not be empty.
-func (w *window) at() *winEntry {
-	if w.min < 0 {
-		return &w.late[0]
-	}
-	return w.runs[w.min].front()
-}
-
-// peek returns the slot of the earliest entry, if any.
-func (w *window) peek() (int32, bool) {
-	if w.n == 0 {
-		return 0, false
-	}
-	return w.at().slot, true
+// dropRun removes run i, which is empty, keeping its chunk and itself for reuse.
+func (s *Sorter) dropRun(i int) {
+	r := s.runs[i]
+	s.chunks = append(s.chunks, r.first)
+	*r = run{}
+	s.spare = append(s.spare, r)
+	last := len(s.runs) - 1
+	s.runs[i], s.fronts[i], s.backs[i] = s.runs[last], s.fronts[last], s.backs[last]
+	s.runs[last] = nil
+	s.runs, s.fronts, s.backs = s.runs[:last], s.fronts[:last], s.backs[:last]
 }
 
 // findMin sets min by comparing the runs' fronts and the heap's top.
-func (w *window) findMin() {
-	w.min = -1
-	for i, r := range w.runs {
-		if w.min < 0 || r.front().before(w.runs[w.min].front()) {
-			w.min = i
-		}
-	}
-	if len(w.late) > 0 && (w.min < 0 || w.late[0].before(w.runs[w.min].front())) {
-		w.min = -1
-	}
-}
-
-func (w *window) len() int { return w.n }
-
-// push adds an entry; its seq is larger than any before.
 //
-// An entry that goes to the back of a run is not before that run's front, which is not
-// before the earliest entry: only a new run or the heap can take a new earliest.
-func (w *window) push(e winEntry) {
-	w.n++
-	earliest := w.n == 1 || e.before(w.at())
-	var best *run
-	for _, r := range w.runs {
-		if b := r.back(); !e.before(b) && (best == nil || best.back().before(b)) {
-			best = r
+// The earliest front changes from one pop to the next in no order a branch predictor
+// follows, so the scan takes the earliest start without a branch (min), then the front
+// of that start earliest in file order (a branch taken about once).
+func (s *Sorter) findMin() {
+	f := s.fronts
+	m := -1
+	if len(f) > 0 {
+		ms := f[0].start
+		for i := 1; i < len(f); i++ {
+			ms = min(ms, f[i].start)
+		}
+		seq := uint64(math.MaxUint64)
+		for i := range f {
+			if f[i].start == ms && f[i].seq < seq {
+				m, seq = i, f[i].seq
+			}
 		}
 	}
-	switch {
-	case best != nil:
-		best.push(e)
-	case len(w.runs) < maxRuns:
-		var r *run
-		if k := len(w.spare); k > 0 {
-			r, w.spare = w.spare[k-1], w.spare[:k-1]
-		} else {
-			r = &run{}
-		}
-		r.push(e)
-		w.runs = append(w.runs, r)
-		if earliest {
-			w.min = len(w.runs) - 1
-		}
-	default:
-		w.late = append(w.late, e)
-		w.up(len(w.late) - 1)
-		if earliest {
-			w.min = -1
-		}
+	if len(s.late) > 0 && (m < 0 || s.late[0].before(&f[m])) {
+		m = -1
 	}
+	s.min = m
 }
 
-// pop removes the earliest entry and returns its slot; the window must not be empty.
-func (w *window) pop() int32 {
-	w.n--
-	ri := w.min
-	if ri < 0 {
-		e := w.late[0]
-		last := len(w.late) - 1
-		w.late[0] = w.late[last]
-		w.late = w.late[:last]
-		w.down(0)
-		w.findMin()
-		return e.slot
+// slot returns a free slot for a heap event.
+func (s *Sorter) slot() int32 {
+	if m := len(s.free); m > 0 {
+		slot := s.free[m-1]
+		s.free = s.free[:m-1]
+		return slot
 	}
-	r := w.runs[ri]
-	e := r.pop()
-	if r.n == 0 {
-		last := len(w.runs) - 1
-		w.runs[ri] = w.runs[last]
-		w.runs[last] = nil
-		w.runs = w.runs[:last]
-		if len(r.buf) > 1024 {
-			r.buf, r.head = nil, 0 // a long run's ring is not kept for a short one
-		}
-		w.spare = append(w.spare, r)
+	slot := s.nslot
+	s.nslot++
+	if int(slot/sortChunkLen) == len(s.evs) {
+		s.evs = append(s.evs, make([]Event, sortChunkLen))
 	}
-	w.findMin()
-	return e.slot
+	return slot
 }
 
-func (w *window) up(i int) {
-	h := w.late
+func (s *Sorter) slotEvent(i int32) *Event { return &s.evs[i/sortChunkLen][i%sortChunkLen] }
+
+func (s *Sorter) up(i int) {
+	h := s.late
 	for i > 0 {
 		par := (i - 1) / 2
-		if !h[i].before(&h[par]) {
+		if !h[i].before(&h[par].sortKey) {
 			return
 		}
 		h[i], h[par] = h[par], h[i]
@@ -258,8 +328,8 @@ func (w *window) up(i int) {
 	}
 }
 
-func (w *window) down(i int) {
-	h := w.late
+func (s *Sorter) down(i int) {
+	h := s.late
 	n := len(h)
 	for {
 		l := 2*i + 1
@@ -267,10 +337,10 @@ func (w *window) down(i int) {
 			return
 		}
 		m := l
-		if r := l + 1; r < n && h[r].before(&h[l]) {
+		if r := l + 1; r < n && h[r].before(&h[l].sortKey) {
 			m = r
 		}
-		if !h[m].before(&h[i]) {
+		if !h[m].before(&h[i].sortKey) {
 			return
 		}
 		h[i], h[m] = h[m], h[i]

@@ -7,38 +7,52 @@ import (
 	"testing"
 )
 
-// TestWindowOrder: entries come out of the window in (start, file order), whatever the
-// mix of in-order and late entries and of pushes and pops; peek names the next one.
-func TestWindowOrder(t *testing.T) {
-	for seed := range uint64(20) {
+// TestSorterOrder: events come out of a Sorter in (start, file order), whatever the mix
+// of in-order and late events (few runs, more runs than the Sorter keeps, a heap) and of
+// pushes and pops, across the chunks its runs hold events in, with a window of one too.
+func TestSorterOrder(t *testing.T) {
+	for seed := range uint64(24) {
 		rng := rand.New(rand.NewPCG(seed, 3))
-		var w window
-		var pending []winEntry // what the window holds, as a plain list
+		var s Sorter
+		var pending []Event // what the Sorter holds, as a plain list
 		var clock int64
-		for i := range 5000 {
+		lateEvery := 2 + int(seed%6) // a late event one time in lateEvery
+		hold := int(seed)*40 + 1
+		if seed%4 == 1 {
+			// A window of one, as a folder fed in order has, with now and then a second
+			// and a third event pushed before a pop.
+			s.Window, hold = 1, 1+int(seed%3)
+		}
+		// Every third seed interleaves more threads than the Sorter keeps runs, each
+		// later in the batch starting earlier: the heap takes what no run does.
+		threads := 0
+		if seed%3 == 2 {
+			threads = maxRuns + 1 + int(seed)
+		}
+		for i := range 8000 {
 			clock += int64(rng.IntN(100))
 			start := clock
-			if rng.IntN(4) == 0 {
-				start -= int64(rng.IntN(2000)) // a request that ran long or overlapped
+			switch {
+			case threads > 0:
+				start = clock - int64(i%threads)*1000
+			case rng.IntN(lateEvery) == 0:
+				start -= int64(rng.IntN(20000)) // a request that ran long or overlapped
 			}
-			e := winEntry{start: start, seq: uint64(i + 1), slot: int32(i)}
-			w.push(e)
-			pending = append(pending, e)
-			for w.len() > int(seed)*8+1 || (rng.IntN(3) == 0 && w.len() > 0) {
-				want := slices.MinFunc(pending, func(a, b winEntry) int {
-					return cmp.Or(cmp.Compare(a.start, b.start), cmp.Compare(a.seq, b.seq))
+			ev := Event{Start: start, Unique: uint64(i + 1), Offset: rng.Int64()}
+			s.Push(&ev)
+			pending = append(pending, ev)
+			for s.Len() > hold || (rng.IntN(3) == 0 && s.Len() > 0) {
+				want := slices.MinFunc(pending, func(a, b Event) int {
+					return cmp.Or(cmp.Compare(a.Start, b.Start), cmp.Compare(a.Unique, b.Unique))
 				})
-				if got, ok := w.peek(); !ok || got != want.slot {
-					t.Fatalf("seed %d: peek gave slot %d (%v), want %d", seed, got, ok, want.slot)
+				if got := s.Pop(); *got != want {
+					t.Fatalf("seed %d: popped event %d (start %d), want %d (start %d)", seed, got.Unique, got.Start, want.Unique, want.Start)
 				}
-				if got := w.pop(); got != want.slot {
-					t.Fatalf("seed %d: popped slot %d, want %d", seed, got, want.slot)
-				}
-				pending = slices.DeleteFunc(pending, func(x winEntry) bool { return x.slot == want.slot })
+				pending = slices.DeleteFunc(pending, func(x Event) bool { return x.Unique == want.Unique })
 			}
-		}
-		if w.len() != len(pending) {
-			t.Fatalf("seed %d: window holds %d, want %d", seed, w.len(), len(pending))
+			if s.Len() != len(pending) {
+				t.Fatalf("seed %d: Sorter holds %d, want %d", seed, s.Len(), len(pending))
+			}
 		}
 	}
 }
@@ -59,5 +73,36 @@ func TestSorterLate(t *testing.T) {
 	}
 	if want := []int64{10, 20, 30, 5, 40, 50, 60}; !slices.Equal(got, want) || s.Late != 1 {
 		t.Errorf("order %v late %d, want %v and 1", got, s.Late, want)
+	}
+}
+
+// TestSorterDoesNotAllocate: once its window has filled, a Sorter reuses its chunks, runs
+// and heap slots: pushing and popping allocates nothing, with runs that end and begin and
+// events that go to the heap.
+func TestSorterDoesNotAllocate(t *testing.T) {
+	s := Sorter{Window: 4096}
+	rng := rand.New(rand.NewPCG(7, 7))
+	var clocks [maxRuns + 8]int64
+	next := func() Event {
+		k := rng.IntN(len(clocks))
+		clocks[k] += int64(rng.IntN(1000))
+		return Event{Start: clocks[k]}
+	}
+	step := func() {
+		ev := next()
+		s.Push(&ev)
+		for s.Full() {
+			s.Pop()
+		}
+	}
+	for range 200_000 {
+		step()
+	}
+	if allocs := testing.AllocsPerRun(20, func() {
+		for range 10_000 {
+			step()
+		}
+	}); allocs != 0 {
+		t.Errorf("%.1f allocations per 10,000 events", allocs)
 	}
 }

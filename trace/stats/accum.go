@@ -83,25 +83,27 @@ type fileAgg struct {
 	ranges                                           rangeSet
 	ReadSizes                                        [NumSizeBuckets]uint32
 
-	// Lines 4 and 5: writes and the rest.
+	// Lines 3 to 5: writes and the rest.
 	WriteOps, WriteBytes                                 uint64
 	WriteNs                                              int64
 	nextOff                                              int64
 	SeqWrites, RandWrites, SeqWriteBytes, RandWriteBytes uint64
 	WriteSizes                                           [NumSizeBuckets]uint32
 	Opens, UnusedOpen                                    uint64
-	RereadBytes                                          uint64
+	FirstByteNs                                          int64
+	SizeAttr                                             int64 // largest size a reply or a truncate gave
 
-	// Line 6: first access against re-access.
+	// Line 6: first access against re-access (every read).
+	RereadBytes                uint64
 	FirstReads, FirstReadBytes uint64
 	FirstReadNs                int64
 	Rereads, RereadOnlyBytes   uint64
 	RereadNs                   int64
-	FirstByteNs                int64
 	firstByte                  bool
-	SizeAttr                   int64 // largest size a reply or a truncate gave
 
+	// Line 7.
 	heat heatRow // time and bytes over time
+	_    [8]byte // to 512 bytes: in the table of files, each line above is one cache line
 }
 
 // kind is what a path names in one life: a directory, or something else (a file, a
@@ -212,6 +214,12 @@ type Accumulator struct {
 	ttfb       *hdrhistogram.Histogram
 	first, re  AccessStats // reads of bytes never read before, and re-reads
 	busy       busySet     // I/O-active time
+
+	// The latencies of ops, sizes, first reads and re-reads, for their histograms
+	// (flushed by Finish).
+	opBuf           [trace.NumOps]histBuf
+	sizeBuf         [2][NumSizeBuckets]histBuf // reads [0] and writes [1]
+	firstBuf, reBuf histBuf
 
 	files   []fileAgg
 	sparse  map[uint32]*fileAgg // path ids >= maxDensePath (corrupt traces)
@@ -478,7 +486,7 @@ func (a *Accumulator) add(ev *trace.Event) {
 	if o.Hist == nil {
 		o.Hist = NewHist()
 	}
-	record(o.Hist, dur)
+	a.opBuf[op].add(o.Hist, dur)
 	var nbytes uint64
 	if failed {
 		o.Errors++
@@ -655,9 +663,9 @@ func (a *Accumulator) retire(id uint32, f *fileAgg) *fileAgg {
 func (a *Accumulator) data(ev *trace.Event, f *fileAgg, write bool, nbytes uint64, failed bool) {
 	dur := ev.Dur
 	b := SizeBucket(ev.Size)
-	ss := &a.readSizes[b]
+	ss, sb := &a.readSizes[b], &a.sizeBuf[0][b]
 	if write {
-		ss = &a.writeSizes[b]
+		ss, sb = &a.writeSizes[b], &a.sizeBuf[1][b]
 	}
 	ss.Count++
 	ss.Bytes += nbytes
@@ -665,7 +673,7 @@ func (a *Accumulator) data(ev *trace.Event, f *fileAgg, write bool, nbytes uint6
 	if ss.Hist == nil {
 		ss.Hist = NewHist()
 	}
-	record(ss.Hist, dur)
+	sb.add(ss.Hist, dur)
 
 	if write {
 		f.WriteOps++
@@ -721,12 +729,12 @@ func (a *Accumulator) data(ev *trace.Event, f *fileAgg, write bool, nbytes uint6
 			f.Rereads++
 			f.RereadOnlyBytes += nbytes
 			f.RereadNs += dur
-			a.re.add(nbytes, dur)
+			a.re.add(nbytes, dur, &a.reBuf)
 		} else {
 			f.FirstReads++
 			f.FirstReadBytes += nbytes
 			f.FirstReadNs += dur
-			a.first.add(nbytes, dur)
+			a.first.add(nbytes, dur, &a.firstBuf)
 		}
 		if !f.firstByte {
 			f.firstByte, f.FirstByteNs = true, dur
@@ -788,6 +796,16 @@ func (a *Accumulator) Finish(r Resolver, footer *trace.Footer, damage []error) *
 	for a.order.Len() > 0 {
 		a.add(a.order.Pop())
 	}
+	for i := range a.opBuf {
+		a.opBuf[i].flush()
+	}
+	for i := range a.sizeBuf {
+		for j := range a.sizeBuf[i] {
+			a.sizeBuf[i][j].flush()
+		}
+	}
+	a.firstBuf.flush()
+	a.reBuf.flush()
 	s := New()
 	for k, g := range a.groups {
 		if s.Groups == nil {

@@ -59,12 +59,74 @@ type callView struct {
 	calls   [fold.NumSyscalls]CallStats
 	busy    [fold.NumSyscalls]busySet
 	flushed uint64 // closes timed by a flush
-	// ranges are the bytes read calls read, per path id, for the first-access split.
-	ranges    map[uint32]*rangeSet
+	// paths are the view's state per path id below maxDensePath, sparse that of the
+	// others (corrupt traces): an event costs an index rather than two map look-ups.
+	paths     []pathCalls
+	sparse    map[uint32]*pathCalls
+	moreKinds map[uint64]int64 // the time of the kinds past a path's pathKinds: kind<<32 | path id
 	first, re AccessStats
-	// paths are the calls' time per kind and path: kind<<32 | path id.
-	paths map[uint64]int64
-	sizes [2][NumAccessSizes]AccessSize // successful reads [0] and writes [1] by size
+	sizes     [2][NumAccessSizes]AccessSize // successful reads [0] and writes [1] by size
+	// The calls', first reads' and re-reads' latencies, for their histograms (flushed
+	// by finish).
+	callBuf         [fold.NumSyscalls]histBuf
+	firstBuf, reBuf histBuf
+}
+
+// pathCalls is the per-system-call view's state of one path, one cache line: the calls'
+// time per kind for the first pathKinds kinds the path saw (the others go to the view's
+// moreKinds), and the bytes its read calls read.
+type pathCalls struct {
+	ns     [pathKinds]int64        // the calls' time in the storage, per kind in kinds
+	kinds  [pathKinds]fold.Syscall // kinds[:n] are the kinds
+	n      uint8
+	ranges *rangeSet // the bytes read calls read, for the first-access split (nil: none yet)
+}
+
+// pathKinds is the number of kinds of calls a path holds itself: a file opened, read,
+// written, closed and stat'ed has five.
+const pathKinds = 6
+
+// path returns the state of path id, creating it. The pointer is valid until the next
+// call that creates a path.
+func (v *callView) path(id uint32) *pathCalls {
+	if int(id) < len(v.paths) {
+		return &v.paths[id]
+	}
+	if id >= maxDensePath {
+		p := v.sparse[id]
+		if p == nil {
+			if v.sparse == nil {
+				v.sparse = make(map[uint32]*pathCalls)
+			}
+			p = &pathCalls{}
+			v.sparse[id] = p
+		}
+		return p
+	}
+	n := min(max(int(id)+1, 2*len(v.paths), 64), maxDensePath)
+	np := make([]pathCalls, n)
+	copy(np, v.paths)
+	v.paths = np
+	return &v.paths[id]
+}
+
+// addNs adds ns to the time of the calls of kind s on path id, whose state is p.
+func (v *callView) addNs(p *pathCalls, id uint32, s fold.Syscall, ns int64) {
+	for i := range p.n {
+		if p.kinds[i] == s {
+			p.ns[i] += ns
+			return
+		}
+	}
+	if p.n < pathKinds {
+		p.kinds[p.n], p.ns[p.n] = s, ns
+		p.n++
+		return
+	}
+	if v.moreKinds == nil {
+		v.moreKinds = make(map[uint64]int64)
+	}
+	v.moreKinds[uint64(s)<<32|uint64(id)] += ns
 }
 
 func newCallView(names fold.Names, h *trace.Header) *callView {
@@ -117,10 +179,7 @@ func (v *callView) drain() {
 // data requests.
 func (v *callView) call(s fold.Syscall, rec trace.Op, path uint32, start, ns, data int64, errno uint16, ret int64, reqs uint64) {
 	v.busy[s].add(start, start+ns)
-	if v.paths == nil {
-		v.paths = make(map[uint64]int64)
-	}
-	v.paths[uint64(s)<<32|uint64(path)] += ns
+	v.addNs(v.path(path), path, s, ns)
 	if errno == 0 && (s == fold.SysRead || s == fold.SysWrite) {
 		d := 0
 		if s == fold.SysWrite {
@@ -137,7 +196,7 @@ func (v *callView) call(s fold.Syscall, rec trace.Op, path uint32, start, ns, da
 	if c.Hist == nil {
 		c.Hist = NewHist()
 	}
-	record(c.Hist, ns)
+	v.callBuf[s].add(c.Hist, ns)
 	if errno != 0 {
 		c.Errors++
 		if c.Errnos == nil {
@@ -172,18 +231,16 @@ func (v *callView) read(path uint32, off, ns int64, errno uint16, ret int64) {
 	if errno != 0 || ret <= 0 {
 		return
 	}
-	rs := v.ranges[path]
+	p := v.path(path)
+	rs := p.ranges
 	if rs == nil {
-		if v.ranges == nil {
-			v.ranges = make(map[uint32]*rangeSet)
-		}
 		rs = &rangeSet{}
-		v.ranges[path] = rs
+		p.ranges = rs
 	}
 	if rs.add(off, off+ret) == uint64(ret) {
-		v.re.add(uint64(ret), ns)
+		v.re.add(uint64(ret), ns, &v.reBuf)
 	} else {
-		v.first.add(uint64(ret), ns)
+		v.first.add(uint64(ret), ns, &v.firstBuf)
 	}
 }
 
@@ -200,7 +257,10 @@ func (v *callView) finish(src *Source) [fold.NumSyscalls]CallStats {
 	}
 	for i := range v.calls {
 		v.calls[i].BusyNs = v.busy[i].total()
+		v.callBuf[i].flush()
 	}
+	v.firstBuf.flush()
+	v.reBuf.flush()
 	return v.calls
 }
 
@@ -225,8 +285,23 @@ func (s *Stats) HasCalls() bool {
 
 // callPaths returns the calls' time per kind and path, paths named by r.
 func (v *callView) callPaths(r Resolver) map[CallPath]int64 {
-	out := make(map[CallPath]int64, len(v.paths))
-	for k, ns := range v.paths {
+	out := make(map[CallPath]int64)
+	add := func(id uint32, p *pathCalls) {
+		if p.n == 0 {
+			return
+		}
+		name := pathName(r, id)
+		for i := range p.n {
+			out[CallPath{Call: p.kinds[i], Path: name}] += p.ns[i]
+		}
+	}
+	for id := range v.paths {
+		add(uint32(id), &v.paths[id])
+	}
+	for id, p := range v.sparse {
+		add(id, p)
+	}
+	for k, ns := range v.moreKinds {
 		out[CallPath{Call: fold.Syscall(k >> 32), Path: pathName(r, uint32(k))}] += ns
 	}
 	return out

@@ -2,8 +2,11 @@ package stats
 
 import (
 	"fmt"
+	"maps"
+	"math/rand/v2"
 	"runtime"
 	"testing"
+	"unsafe"
 
 	"github.com/iotap/iotap/trace"
 	"github.com/iotap/iotap/trace/fold"
@@ -173,3 +176,50 @@ func BenchmarkStatsAddCalls(b *testing.B) {
 	}
 	benchAdd(b, a, evs)
 }
+
+// TestCallViewPerPath: the calls' time per kind and path, and the first-read split per
+// path, match a plain map of the calls, for path ids in the dense table and above it
+// (a corrupt trace's).
+func TestCallViewPerPath(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	ids := []uint32{0, 1, 2, 70, 300, maxDensePath - 1, maxDensePath, maxDensePath + 5, 1<<32 - 1}
+	// More kinds than a path holds itself (pathKinds).
+	ops := []trace.Op{trace.OpRead, trace.OpWrite, trace.OpOpen, trace.OpGetattr, trace.OpFlush, trace.OpUnlink, trace.OpMkdir,
+		trace.OpReadlink, trace.OpFsync}
+	v := newCallView(nil, &trace.Header{Kind: "replay"})
+	want := map[CallPath]int64{}
+	read := map[uint32]map[int64]bool{} // per path, the 100-byte blocks read
+	var first, re uint64
+	for i := range 20_000 {
+		ev := trace.Event{Op: ops[rng.IntN(len(ops))], Path: ids[rng.IntN(len(ids))], Start: int64(i) * 10, Dur: 1 + rng.Int64N(1000)}
+		if ev.Op == trace.OpRead {
+			ev.Offset, ev.Ret = 100*rng.Int64N(50), 100
+			if rng.IntN(20) == 0 {
+				ev.Errno = 5
+			}
+		}
+		v.add(&ev)
+		s, _ := fold.SyscallOf(ev.Op, ev.Flags)
+		want[CallPath{Call: s, Path: pathName(nil, ev.Path)}] += ev.Dur
+		if ev.Op == trace.OpRead && ev.Errno == 0 {
+			if read[ev.Path] == nil {
+				read[ev.Path] = map[int64]bool{}
+			}
+			if read[ev.Path][ev.Offset] {
+				re++
+			} else {
+				first++
+			}
+			read[ev.Path][ev.Offset] = true
+		}
+	}
+	if got := v.callPaths(nil); !maps.Equal(got, want) {
+		t.Errorf("time per call and path: %d entries, want %d\n got %v\nwant %v", len(got), len(want), got, want)
+	}
+	if v.first.Count != first || v.re.Count != re {
+		t.Errorf("first reads %d, re-reads %d; want %d, %d", v.first.Count, v.re.Count, first, re)
+	}
+}
+
+// pathCalls takes one cache line (no more than 64 bytes).
+var _ [64 - unsafe.Sizeof(pathCalls{})]byte

@@ -9,6 +9,9 @@ import (
 // directly in it plus the ops addressed to the directory itself.
 func (s *Stats) Dirs() map[string]*FileStats {
 	out := map[string]*FileStats{}
+	// A directory's heat row holds its files' cells, which start on grids of different
+	// widths: merged all at once, not one file's into the others' at a time.
+	heats := map[string][]*Heat{}
 	for _, f := range s.Files {
 		d := dirOf(f.Path)
 		if f.IsDir {
@@ -19,10 +22,12 @@ func (s *Stats) Dirs() map[string]*FileStats {
 			agg = &FileStats{Path: d}
 			out[d] = agg
 		}
-		agg.merge(f)
+		agg.mergeFigures(f)
+		heats[d] = append(heats[d], &f.Heat)
 	}
-	for _, agg := range out {
+	for d, agg := range out {
 		agg.FirstByte, agg.FirstByteNs = false, 0 // a file's figure: none for a directory
+		agg.Heat = mergeHeats(heats[d])
 	}
 	return out
 }

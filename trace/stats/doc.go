@@ -8,11 +8,12 @@
 // aggregates them in start order: a trace lists events per group of threads, not by start
 // (trace/doc.go), and the figures that depend on order (first access against re-access,
 // sequential against random, a handle's open before its reads) need start order. Add holds
-// the latest [trace.DefaultSortWindow] events (65,536, each a trace.Event and 28 bytes) in a
+// the latest [trace.DefaultSortWindow] events (65,536, each a trace.Event and a 16-byte key) in a
 // [trace.Sorter] and aggregates the earliest whenever it is full; an event that arrives
 // after the window passed its start is aggregated late and counted in Source.Unordered.
-// Beyond the window its memory grows with the number of distinct paths (480 bytes each),
-// processes and open handles the trace touched (a path's and a process's heat row adds at most
+// Beyond the window its memory grows with the number of distinct paths (512 bytes each, and
+// 64 more with the per-system-call view), processes and open handles the trace touched (a
+// path's and a process's heat row adds at most
 // [MaxHeatCells] cells of 24 bytes), and with the job's duration up to
 // [Options.MaxIntervals] intervals of about 1 KiB (beyond that the interval width doubles
 // and neighbouring intervals merge), and with the requests of each operation that started
@@ -35,7 +36,8 @@
 // the per-request figures alone (BenchmarkStatsAddCalls against BenchmarkStatsAdd).
 //
 // The per-system-call view also keeps the calls' time per kind of call and path
-// (Stats.CallPaths: one map entry per kind of call a path saw), and counts the reads and
+// (Stats.CallPaths: a path's entry holds the first six kinds of call it saw, a map the
+// others), and counts the reads and
 // writes that succeeded by the bytes each moved, in Darshan's access-size buckets
 // (Stats.AccessSizes, [AccessSizeOf]).
 //
@@ -64,7 +66,12 @@
 // quantile_disc (package internal/quantile); the reported value is never below that order
 // statistic and less than 1/1024 of it above (exact below 2048 ns). Each histogram is a fixed array of about 264 KiB. Values outside the
 // range are clamped into it before recording (a negative duration counts as 0, anything
-// longer than an hour as an hour). Means, totals and maxima are exact.
+// longer than an hour as an hour). Means, totals and maxima are exact. While an
+// Accumulator takes events, the latencies of operations, request sizes, system calls,
+// first reads and re-reads count in tables of 16-bit counts laid out as the histograms'
+// counts (66 KiB each, a quarter of the histogram, so that the part a trace touches stays
+// in cache), which Finish adds to the histograms: the figures are those of histograms
+// that recorded every value (TestHistBufSame).
 //
 // The per-interval p99 uses a smaller log-linear histogram ([LogHist]: 8 buckets per power
 // of two of microseconds), so it is within 12.5 % from 8 µs up and within 1 µs below:

@@ -1,6 +1,7 @@
 package stats
 
 import (
+	"cmp"
 	"slices"
 	"time"
 )
@@ -29,8 +30,12 @@ type heatCell struct {
 }
 
 // heatRow accumulates one row; its cells are in slot order, events come in start order.
+// The last cell is kept in the row itself: most events add to it, and they then touch
+// nothing outside the row's owner (a file's or a process's state).
 type heatRow struct {
-	cells []heatCell
+	cells []heatCell // the cells before last
+	last  heatCell   // the last cell, when has
+	has   bool
 	shift uint8 // the row's width is HeatBase << shift
 }
 
@@ -38,24 +43,24 @@ type heatRow struct {
 // storage and moved bytes.
 func (h *heatRow) add(start, ns int64, bytes uint64) {
 	slot := max(start, 0) / int64(HeatBase<<h.shift)
-	if n := len(h.cells); n > 0 {
-		last := &h.cells[n-1]
-		if last.slot == slot {
-			last.ns += ns
-			last.bytes += bytes
+	if h.has {
+		if h.last.slot == slot {
+			h.last.ns += ns
+			h.last.bytes += bytes
 			return
 		}
-		if slot < last.slot { // a late event (the sort window passed it): its own place
+		if slot < h.last.slot { // a late event (the sort window passed it): its own place
 			h.insert(slot, ns, bytes)
 			return
 		}
+		if len(h.cells)+1 == MaxHeatCells {
+			h.coarsen()
+			h.add(start, ns, bytes)
+			return
+		}
+		h.cells = append(h.cells, h.last)
 	}
-	if len(h.cells) == MaxHeatCells {
-		h.coarsen()
-		h.add(start, ns, bytes)
-		return
-	}
-	h.cells = append(h.cells, heatCell{slot: slot, ns: ns, bytes: bytes})
+	h.last, h.has = heatCell{slot: slot, ns: ns, bytes: bytes}, true
 }
 
 // insert counts an event in slot, before the last cell.
@@ -75,7 +80,7 @@ func (h *heatRow) insert(slot, ns int64, bytes uint64) {
 		return
 	}
 	h.cells = slices.Insert(h.cells, i, heatCell{slot: slot, ns: ns, bytes: bytes})
-	for len(h.cells) > MaxHeatCells {
+	for len(h.cells)+1 > MaxHeatCells {
 		h.coarsen()
 	}
 }
@@ -83,20 +88,35 @@ func (h *heatRow) insert(slot, ns int64, bytes uint64) {
 // coarsen doubles the row's width, merging the cells that fall together.
 func (h *heatRow) coarsen() {
 	h.shift++
-	h.cells = coarsen(h.cells, func(_ int, c *heatCell) int64 { return c.slot },
+	cells := h.all()
+	if len(cells) == 0 {
+		return
+	}
+	cells = coarsen(cells, func(_ int, c *heatCell) int64 { return c.slot },
 		func(c *heatCell, k int64) { c.slot = k },
 		func(into, from *heatCell) { into.ns += from.ns; into.bytes += from.bytes })
+	n := len(cells) - 1
+	h.cells, h.last = cells[:n], cells[n]
+}
+
+// all returns the row's cells, the last included (which it appends to cells).
+func (h *heatRow) all() []heatCell {
+	if !h.has {
+		return h.cells
+	}
+	return append(h.cells, h.last)
 }
 
 // export returns the row with its cells on the wall clock of a trace that started at
 // origin.
 func (h *heatRow) export(origin time.Time) Heat {
-	if len(h.cells) == 0 {
+	cells := h.all()
+	if len(cells) == 0 {
 		return Heat{}
 	}
 	w := HeatBase << h.shift
-	out := Heat{Width: w, Cells: make([]HeatCell, len(h.cells))}
-	for i, c := range h.cells {
+	out := Heat{Width: w, Cells: make([]HeatCell, len(cells))}
+	for i, c := range cells {
 		out.Cells[i] = HeatCell{Start: origin.Add(time.Duration(c.slot) * w).UnixNano(), Ns: c.ns, Bytes: c.bytes}
 	}
 	return out
@@ -119,21 +139,61 @@ type HeatCell struct {
 }
 
 // Merge adds o's cells to h's.
+//
+// Both lists are in Start order: one pass merges them (a directory's row takes each of its
+// files' in turn, so sorting the directory's cells again at each file would cost its
+// cells' count times its files').
 func (h *Heat) Merge(o *Heat) {
 	if len(o.Cells) == 0 {
 		return
 	}
 	h.Width = max(h.Width, o.Width)
-	cells := append(slices.Clip(h.Cells), o.Cells...)
-	slices.SortStableFunc(cells, func(a, b HeatCell) int {
-		switch {
-		case a.Start < b.Start:
-			return -1
-		case a.Start > b.Start:
-			return 1
+	byStart := func(a, b HeatCell) int { return cmp.Compare(a.Start, b.Start) }
+	if !slices.IsSortedFunc(h.Cells, byStart) || !slices.IsSortedFunc(o.Cells, byStart) {
+		cells := append(slices.Clip(h.Cells), o.Cells...)
+		slices.SortStableFunc(cells, byStart)
+		h.Cells = sumSameStart(cells)
+		return
+	}
+	a, b := h.Cells, o.Cells
+	cells := make([]HeatCell, 0, len(a)+len(b))
+	for len(a) > 0 && len(b) > 0 {
+		if a[0].Start <= b[0].Start {
+			cells, a = append(cells, a[0]), a[1:]
+		} else {
+			cells, b = append(cells, b[0]), b[1:]
 		}
-		return 0
-	})
+	}
+	cells = append(append(cells, a...), b...)
+	h.Cells = sumSameStart(cells)
+}
+
+// mergeHeats returns rows merged into one, as Merge would merge them into an empty row one
+// after another, in any order: the cells of all, sorted once.
+func mergeHeats(rows []*Heat) Heat {
+	var h Heat
+	n := 0
+	for _, r := range rows {
+		if len(r.Cells) > 0 {
+			h.Width = max(h.Width, r.Width)
+			n += len(r.Cells)
+		}
+	}
+	if n == 0 {
+		return h
+	}
+	cells := make([]HeatCell, 0, n)
+	for _, r := range rows {
+		cells = append(cells, r.Cells...)
+	}
+	slices.SortStableFunc(cells, func(a, b HeatCell) int { return cmp.Compare(a.Start, b.Start) })
+	h.Cells = sumSameStart(cells)
+	return h
+}
+
+// sumSameStart adds up, in place, the neighbouring cells of cells (in Start order) that
+// start at the same time.
+func sumSameStart(cells []HeatCell) []HeatCell {
 	out := cells[:0]
 	for _, c := range cells {
 		if n := len(out); n > 0 && out[n-1].Start == c.Start {
@@ -143,5 +203,5 @@ func (h *Heat) Merge(o *Heat) {
 		}
 		out = append(out, c)
 	}
-	h.Cells = out
+	return out
 }

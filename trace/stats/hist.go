@@ -1,6 +1,8 @@
 package stats
 
 import (
+	"math/bits"
+
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/iotap/iotap/internal/loghist"
 	"github.com/iotap/iotap/internal/quantile"
@@ -37,6 +39,68 @@ func clampNs(ns int64) int64 {
 
 func record(h *hdrhistogram.Histogram, ns int64) {
 	_ = h.RecordValue(clampNs(ns))
+}
+
+// histBuf counts durations for a latency histogram in a table of 16-bit counts laid out as
+// the histogram's own (64-bit) counts, and adds them to the histogram when flushed, or
+// when a count would overflow. The table is a quarter of the histogram's size, so the
+// part a stream of events touches stays in cache, and a value costs no call. A
+// histogram's figures depend on its counts alone, so they are the same as if every value
+// had been recorded into it, once flush has run.
+type histBuf struct {
+	h *hdrhistogram.Histogram // where the counts go (nil: nothing counted yet)
+	c []uint16                // by the histogram's counts index; nil until the first value
+}
+
+// The geometry of NewHist's histograms, from HistLowest, HistHighest and HistDigits: a
+// unit of 1 ns (values below 2048 ns have a bucket each), then buckets of 1024 counts, each
+// covering a power of two. TestHistBufLayout checks them against the library.
+const (
+	histSubHalfBits = 10                          // log2 of half the counts per bucket
+	histSubMask     = 1<<(histSubHalfBits+1) - 1  // values below this have a count each
+	histCountsLen   = (32 + 1) << histSubHalfBits // counts of a histogram up to HistHighest
+	histBufMax      = 1<<16 - 1                   // a count of the table that must go to the histogram
+)
+
+// histIndex returns the counts index of ns (within the histogram's range), as
+// hdrhistogram's countsIndexFor computes it.
+func histIndex(ns int64) int {
+	b := 64 - bits.LeadingZeros64(uint64(ns)|histSubMask) - (histSubHalfBits + 1)
+	return (b+1)<<histSubHalfBits + int(ns>>b) - 1<<histSubHalfBits
+}
+
+// histValue returns the lowest value whose counts index is i.
+func histValue(i int) int64 {
+	b := i>>histSubHalfBits - 1
+	if b < 0 {
+		return int64(i)
+	}
+	return int64(i&(1<<histSubHalfBits-1)+1<<histSubHalfBits) << b
+}
+
+// add counts ns (clamped into range) for h, which must be the same histogram at every
+// call until flush.
+func (b *histBuf) add(h *hdrhistogram.Histogram, ns int64) {
+	if b.c == nil {
+		b.h, b.c = h, make([]uint16, histCountsLen)
+	}
+	i := histIndex(clampNs(ns))
+	c := &b.c[i]
+	if *c == histBufMax {
+		_ = b.h.RecordValues(histValue(i), histBufMax)
+		*c = 0
+	}
+	*c++
+}
+
+// flush adds the counts to the histogram and empties the table.
+func (b *histBuf) flush() {
+	for i, n := range b.c {
+		if n != 0 {
+			_ = b.h.RecordValues(histValue(i), int64(n))
+			b.c[i] = 0
+		}
+	}
 }
 
 func mergeHist(dst **hdrhistogram.Histogram, src *hdrhistogram.Histogram) {

@@ -195,7 +195,8 @@ type AccessStats struct {
 	Hist    *hdrhistogram.Histogram // nil when Count == 0
 }
 
-func (a *AccessStats) add(nbytes uint64, dur int64) {
+// add counts one read, its latency through buf (flushed into a.Hist).
+func (a *AccessStats) add(nbytes uint64, dur int64, buf *histBuf) {
 	a.Count++
 	a.Bytes += nbytes
 	a.TotalNs += dur
@@ -203,7 +204,7 @@ func (a *AccessStats) add(nbytes uint64, dur int64) {
 	if a.Hist == nil {
 		a.Hist = NewHist()
 	}
-	record(a.Hist, dur)
+	buf.add(a.Hist, dur)
 }
 
 func (a *AccessStats) merge(o *AccessStats) {
@@ -290,6 +291,12 @@ type FileStats struct {
 func (f *FileStats) Size() int64 { return max(f.MaxEnd, f.SizeAttr) }
 
 func (f *FileStats) merge(o *FileStats) {
+	f.mergeFigures(o)
+	f.Heat.Merge(&o.Heat)
+}
+
+// mergeFigures merges o's figures but its heat into f.
+func (f *FileStats) mergeFigures(o *FileStats) {
 	f.IsDir = f.IsDir || o.IsDir
 	f.Ops += o.Ops
 	f.Errors += o.Errors
@@ -316,7 +323,6 @@ func (f *FileStats) merge(o *FileStats) {
 		f.FirstByteNs, f.FirstByte = o.FirstByteNs, true // the same file on several nodes: the quickest
 	}
 	f.SizeAttr = max(f.SizeAttr, o.SizeAttr)
-	f.Heat.Merge(&o.Heat)
 	f.Patterns.merge(&o.Patterns)
 }
 

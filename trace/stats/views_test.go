@@ -1,8 +1,11 @@
 package stats
 
 import (
+	"cmp"
 	"fmt"
+	"math/rand/v2"
 	"reflect"
+	"slices"
 	"testing"
 	"time"
 
@@ -144,5 +147,127 @@ func TestGroups(t *testing.T) {
 	}
 	if events != s.Events || total != s.TotalNs() {
 		t.Errorf("groups: %d events, %d ns; whole: %d, %d", events, total, s.Events, s.TotalNs())
+	}
+}
+
+// TestHeatRowModel: a heat row counts every event in the cell of its start at the row's
+// final width, keeps at most MaxHeatCells cells, and widens only when it must: against a
+// plain list of the events, over streams in start order with late events among them.
+func TestHeatRowModel(t *testing.T) {
+	type ev struct {
+		start, ns int64
+		bytes     uint64
+	}
+	for seed := range uint64(30) {
+		rng := rand.New(rand.NewPCG(seed, 9))
+		var h heatRow
+		var evs []ev
+		clock := int64(0)
+		n := 1 + rng.IntN(3000)
+		step := int64(1) << rng.IntN(26) // from events on one cell to events on new cells
+		for range n {
+			clock += rng.Int64N(step)
+			e := ev{start: clock, ns: 1 + rng.Int64N(1000), bytes: uint64(rng.IntN(5000))}
+			if rng.IntN(10) == 0 {
+				e.start -= rng.Int64N(50 * step) // late: the sort window passed it
+			}
+			h.add(e.start, e.ns, e.bytes)
+			evs = append(evs, e)
+			if n := len(h.export(time.Unix(0, 0)).Cells); n > MaxHeatCells {
+				t.Fatalf("seed %d: %d cells after %d events", seed, n, len(evs))
+			}
+		}
+		got := h.export(time.Unix(0, 0))
+		w := int64(got.Width)
+		// The cells the events make at the row's width.
+		want := map[int64]HeatCell{}
+		for _, e := range evs {
+			k := max(e.start, 0) / w * w
+			c := want[k]
+			c.Start, c.Ns, c.Bytes = k, c.Ns+e.ns, c.Bytes+e.bytes
+			want[k] = c
+		}
+		if len(got.Cells) != len(want) || len(got.Cells) > MaxHeatCells {
+			t.Fatalf("seed %d: %d cells %v wide, want %d (at most %d)", seed, len(got.Cells), got.Width, len(want), MaxHeatCells)
+		}
+		for i, c := range got.Cells {
+			if i > 0 && c.Start <= got.Cells[i-1].Start {
+				t.Fatalf("seed %d: cells out of order at %d", seed, i)
+			}
+			if c != want[c.Start] {
+				t.Fatalf("seed %d: cell %+v, want %+v", seed, c, want[c.Start])
+			}
+		}
+		// Half the width would have needed more cells than a row keeps (or the width is
+		// the narrowest).
+		if got.Width > HeatBase {
+			half := map[int64]bool{}
+			for _, e := range evs {
+				half[max(e.start, 0)/(w/2)] = true
+			}
+			if len(half) <= MaxHeatCells {
+				t.Fatalf("seed %d: width %v, but %d cells of half of it would do", seed, got.Width, len(half))
+			}
+		}
+	}
+}
+
+// TestHeatMergeModel: merging heat rows gives one cell per start, in Start order, holding
+// the sums of the cells of that start, whatever the rows (in Start order or not, with
+// starts repeated, empty), and the wider width.
+func TestHeatMergeModel(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 12))
+	row := func(sorted bool) Heat {
+		h := Heat{Width: time.Duration(1+rng.IntN(4)) * time.Second}
+		for range rng.IntN(40) {
+			h.Cells = append(h.Cells, HeatCell{Start: int64(rng.IntN(30)) * 1000, Ns: rng.Int64N(1e6), Bytes: uint64(rng.IntN(1e6))})
+		}
+		if sorted {
+			slices.SortFunc(h.Cells, func(a, b HeatCell) int { return cmp.Compare(a.Start, b.Start) })
+		}
+		return h
+	}
+	for i := range 2000 {
+		h := row(i%5 != 0)
+		want := map[int64]HeatCell{}
+		width, merged := h.Width, false
+		for _, c := range h.Cells {
+			w := want[c.Start]
+			want[c.Start] = HeatCell{Start: c.Start, Ns: w.Ns + c.Ns, Bytes: w.Bytes + c.Bytes}
+		}
+		rows := []*Heat{{Width: h.Width, Cells: slices.Clone(h.Cells)}}
+		for range 1 + rng.IntN(4) {
+			o := row(i%7 != 0)
+			rows = append(rows, &Heat{Width: o.Width, Cells: slices.Clone(o.Cells)})
+			for _, c := range o.Cells {
+				w := want[c.Start]
+				want[c.Start] = HeatCell{Start: c.Start, Ns: w.Ns + c.Ns, Bytes: w.Bytes + c.Bytes}
+			}
+			if len(o.Cells) > 0 {
+				width = max(width, o.Width)
+				merged = true
+			}
+			h.Merge(&o)
+		}
+		// The rows merged at once (a directory's) are the rows merged one after another
+		// into an empty one.
+		var seq Heat
+		for _, r := range rows {
+			seq.Merge(r)
+		}
+		if all := mergeHeats(rows); all.Width != seq.Width || !slices.Equal(all.Cells, seq.Cells) {
+			t.Fatalf("row %d: merged at once %+v, one after another %+v", i, all, seq)
+		}
+		if !merged {
+			continue // only empty rows merged: h is left as it was
+		}
+		if h.Width != width || len(h.Cells) != len(want) {
+			t.Fatalf("row %d: %d cells %v wide, want %d %v wide", i, len(h.Cells), h.Width, len(want), width)
+		}
+		for j, c := range h.Cells {
+			if j > 0 && c.Start <= h.Cells[j-1].Start || c != want[c.Start] {
+				t.Fatalf("row %d: cell %d is %+v, want %+v (in Start order, once)", i, j, c, want[c.Start])
+			}
+		}
 	}
 }
