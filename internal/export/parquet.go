@@ -149,7 +149,7 @@ type pqRows interface {
 // being filled, and those the encoders have not written yet.
 const (
 	parquetBatch   = 256
-	parquetBatches = 4
+	parquetBatches = 8
 )
 
 func newParquet(w io.Writer, t Table) (RowWriter, error) {
