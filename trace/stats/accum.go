@@ -221,9 +221,8 @@ type Accumulator struct {
 	sizeBuf         [2][NumSizeBuckets]histBuf // reads [0] and writes [1]
 	firstBuf, reBuf histBuf
 
-	files   []fileAgg
-	sparse  map[uint32]*fileAgg // path ids >= maxDensePath (corrupt traces)
-	retired []retiredFile       // earlier lives of paths, in the order they ended
+	files   pathTable[fileAgg]
+	retired []retiredFile // earlier lives of paths, in the order they ended
 
 	handles     map[uint64]int32 // handle -> index into hstates
 	hstates     []handleState
@@ -295,44 +294,12 @@ func NewAccumulator(name string, h *trace.Header, o Options) *Accumulator {
 	return a
 }
 
-// maxDensePath bounds the path ids kept in the dense slice. Writers assign ids densely
-// from 1, so real traces stay far below; a corrupt id above it costs one map entry rather
-// than a huge slice.
-const maxDensePath = 1 << 22
-
 // file returns the state of path id, creating it. The pointer is valid until the next
 // call that creates a path.
-func (a *Accumulator) file(id uint32) *fileAgg {
-	if int(id) < len(a.files) {
-		return &a.files[id]
-	}
-	if id >= maxDensePath {
-		f := a.sparse[id]
-		if f == nil {
-			if a.sparse == nil {
-				a.sparse = make(map[uint32]*fileAgg)
-			}
-			f = &fileAgg{}
-			a.sparse[id] = f
-		}
-		return f
-	}
-	n := min(max(int(id)+1, 2*len(a.files), 64), maxDensePath)
-	nf := make([]fileAgg, n)
-	copy(nf, a.files)
-	a.files = nf
-	return &a.files[id]
-}
+func (a *Accumulator) file(id uint32) *fileAgg { return a.files.at(id) }
 
 // eachFile calls fn for every path that has state.
-func (a *Accumulator) eachFile(fn func(id uint32, f *fileAgg)) {
-	for id := range a.files {
-		fn(uint32(id), &a.files[id])
-	}
-	for id, f := range a.sparse {
-		fn(id, f)
-	}
-}
+func (a *Accumulator) eachFile(fn func(id uint32, f *fileAgg)) { a.files.each(fn) }
 
 func (a *Accumulator) proc(pid, tid uint32) *procAgg {
 	if pid == a.lastPid && a.lastProc >= 0 {

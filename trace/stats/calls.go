@@ -59,10 +59,9 @@ type callView struct {
 	calls   [fold.NumSyscalls]CallStats
 	busy    [fold.NumSyscalls]busySet
 	flushed uint64 // closes timed by a flush
-	// paths are the view's state per path id below maxDensePath, sparse that of the
-	// others (corrupt traces): an event costs an index rather than two map look-ups.
-	paths     []pathCalls
-	sparse    map[uint32]*pathCalls
+	// paths are the view's state per path id: an event costs an index rather than two
+	// map look-ups.
+	paths     pathTable[pathCalls]
 	moreKinds map[uint64]int64 // the time of the kinds past a path's pathKinds: kind<<32 | path id
 	first, re AccessStats
 	sizes     [2][NumAccessSizes]AccessSize // successful reads [0] and writes [1] by size
@@ -88,27 +87,7 @@ const pathKinds = 6
 
 // path returns the state of path id, creating it. The pointer is valid until the next
 // call that creates a path.
-func (v *callView) path(id uint32) *pathCalls {
-	if int(id) < len(v.paths) {
-		return &v.paths[id]
-	}
-	if id >= maxDensePath {
-		p := v.sparse[id]
-		if p == nil {
-			if v.sparse == nil {
-				v.sparse = make(map[uint32]*pathCalls)
-			}
-			p = &pathCalls{}
-			v.sparse[id] = p
-		}
-		return p
-	}
-	n := min(max(int(id)+1, 2*len(v.paths), 64), maxDensePath)
-	np := make([]pathCalls, n)
-	copy(np, v.paths)
-	v.paths = np
-	return &v.paths[id]
-}
+func (v *callView) path(id uint32) *pathCalls { return v.paths.at(id) }
 
 // addNs adds ns to the time of the calls of kind s on path id, whose state is p.
 func (v *callView) addNs(p *pathCalls, id uint32, s fold.Syscall, ns int64) {
@@ -295,12 +274,7 @@ func (v *callView) callPaths(r Resolver) map[CallPath]int64 {
 			out[CallPath{Call: p.kinds[i], Path: name}] += p.ns[i]
 		}
 	}
-	for id := range v.paths {
-		add(uint32(id), &v.paths[id])
-	}
-	for id, p := range v.sparse {
-		add(id, p)
-	}
+	v.paths.each(add)
 	for k, ns := range v.moreKinds {
 		out[CallPath{Call: fold.Syscall(k >> 32), Path: pathName(r, uint32(k))}] += ns
 	}

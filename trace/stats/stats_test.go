@@ -382,8 +382,8 @@ func TestCorruptPathIDStaysSmall(t *testing.T) {
 	a := NewAccumulator("c", &trace.Header{}, Options{})
 	a.Add(&trace.Event{Op: trace.OpRead, Path: 0xfffffff0, Handle: 1, Size: 10, Ret: 10})
 	a.Add(&trace.Event{Op: trace.OpRead, Path: 3, Handle: 2, Size: 10, Ret: 10})
-	if len(a.files) > 1024 {
-		t.Errorf("a corrupt path id grew the file table to %d entries", len(a.files))
+	if len(a.files.dense) > 1024 {
+		t.Errorf("a corrupt path id grew the file table to %d entries", len(a.files.dense))
 	}
 	s := a.Finish(&Names{}, nil, nil)
 	if s.Files["?4294967280"] == nil || s.Files["?3"] == nil {
