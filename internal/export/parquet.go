@@ -393,31 +393,16 @@ func (b *pqRecords[R]) reset() {
 func copyParquet[R any](ctx context.Context, p *parquetRows, table []column[R], next func() (*R, error)) error {
 	p.newRows = func() pqRows { return &pqRecords[R]{table: table, recs: make([]R, 0, parquetBatch)} }
 	p.cur, p.made = &pqBatch{rows: p.newRows()}, 1
-	for n := 0; ; n++ {
-		if n%stopEvery == 0 {
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-		}
-		x, err := next()
-		if err == io.EOF {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
+	return copyDirect(ctx, table, next, func(x *R, same bool, _ []Value) error {
 		b := p.cur.rows.(*pqRecords[R])
-		if n == 0 {
-			b.first = true
-		}
+		b.first = b.first || !same
 		b.recs = append(b.recs, *x)
 		p.cur.n++
 		if p.cur.n == parquetBatch {
-			if err := p.send(); err != nil {
-				return writeError(err)
-			}
+			return p.send()
 		}
-	}
+		return nil
+	})
 }
 
 // pqEncoder makes the values of a batch's columns and writes them.
