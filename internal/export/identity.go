@@ -57,31 +57,32 @@ func identityOf(h *trace.Header) *identity {
 
 // names resolves a trace's path ids and thread ids, and holds the trace's identity. A
 // thread's process is named by its record as read so far (a thread that exec'd another
-// program has a new record, which names its next events): procs remembers them until a
-// record is read (gen, the reader's ProcessRecords when procs was filled).
+// program has a new record, which names its next events): procs remembers each thread's
+// names with the reader's ProcessRecords when they were read, and reads them again once a
+// record has been read since.
 type names struct {
 	r       *trace.Reader
 	id      *identity
 	version uint16 // the trace's format version
 	procs   map[uint32]proc
-	gen     uint64
 }
 
 // proc is what the views say of a thread's process.
-type proc struct{ comm, exe string }
+type proc struct {
+	comm, exe string
+	gen       uint64 // the reader's ProcessRecords when read
+}
 
 func newNames(r *trace.Reader) *names {
 	return &names{r: r, id: identityOf(r.Header()), version: r.Header().Version, procs: map[uint32]proc{}}
 }
 
 func (n *names) proc(tid uint32) proc {
-	if g := n.r.ProcessRecords(); g != n.gen {
-		clear(n.procs)
-		n.gen = g
-	} else if p, ok := n.procs[tid]; ok {
+	gen := n.r.ProcessRecords()
+	if p, ok := n.procs[tid]; ok && p.gen == gen {
 		return p
 	}
-	var p proc
+	p := proc{gen: gen}
 	if t, ok := n.r.Process(tid); ok {
 		p.comm, p.exe = t.Comm, t.Exe
 		if t.Exe == "" && t.Pid != 0 && t.Pid != tid {
